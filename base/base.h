@@ -1,0 +1,17 @@
+/* base/: status codes, logging, arena, vectors, strings, hashing, RNG, JSON helpers.
+ * Depends on nothing in the project (jansson outside it). */
+#ifndef TT_BASE_BASE_H
+#define TT_BASE_BASE_H
+
+#include "arena.h"
+#include "hash.h"
+#include "json.h"
+#include "log.h"
+#include "rng.h"
+#include "status.h"
+#include "strbuf.h"
+#include "vec.h"
+
+#define TT_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif

@@ -1,0 +1,732 @@
+#include "expr.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    int bytes, is_float;
+} dtypes[] = {
+#define TT_DT_ROW(n, s, b, f) {s, b, f},
+    TT_DTYPE_LIST(TT_DT_ROW)
+#undef TT_DT_ROW
+};
+_Static_assert(TT_ARRAY_LEN(dtypes) == TT_DTYPE_COUNT, "dtype table");
+
+static const struct {
+    const char *sym;
+    int nchild;
+} kinds[] = {
+#define TT_EK_ROW(n, s, c) {s, c},
+    TT_EXPR_KIND_LIST(TT_EK_ROW)
+#undef TT_EK_ROW
+};
+_Static_assert(TT_ARRAY_LEN(kinds) == TT_EXPR_KIND_COUNT, "expr kind table");
+
+static const char *const funcs[] = {
+#define TT_FN_ROW(n, s) s,
+    TT_FUNC_LIST(TT_FN_ROW)
+#undef TT_FN_ROW
+};
+_Static_assert(TT_ARRAY_LEN(funcs) == TT_FUNC_COUNT, "func table");
+
+const char *tt_dtype_name(tt_dtype t)
+{
+    return (unsigned)t < TT_DTYPE_COUNT ? dtypes[t].name : "?";
+}
+
+int tt_dtype_parse(const char *name, size_t len)
+{
+    for (int i = 0; i < TT_DTYPE_COUNT; i++)
+        if (strlen(dtypes[i].name) == len && memcmp(dtypes[i].name, name, len) == 0)
+            return i;
+    return -1;
+}
+
+int tt_dtype_bytes(tt_dtype t)
+{
+    return dtypes[t].bytes;
+}
+
+bool tt_dtype_is_float(tt_dtype t)
+{
+    return dtypes[t].is_float;
+}
+
+const char *tt_func_name(tt_func f)
+{
+    return (unsigned)f < TT_FUNC_COUNT ? funcs[f] : "?";
+}
+
+int tt_func_parse(const char *name, size_t len)
+{
+    for (int i = 0; i < TT_FUNC_COUNT; i++)
+        if (strlen(funcs[i]) == len && memcmp(funcs[i], name, len) == 0)
+            return i;
+    return -1;
+}
+
+const char *tt_expr_kind_name(tt_expr_kind k)
+{
+    return (unsigned)k < TT_EXPR_KIND_COUNT ? kinds[k].sym : "?";
+}
+
+void tt_expr_pool_init(tt_expr_pool *p)
+{
+    memset(p, 0, sizeof(*p));
+    tt_arena_init(&p->strings, 4096);
+    tt_expr none = {0};
+    if (TT_VEC_PUSH(&p->nodes, none))
+        p->oom = 1;
+    tt_var v0 = {"<none>"};
+    if (TT_VEC_PUSH(&p->vars, v0)) /* var id 0 is reserved too */
+        p->oom = 1;
+}
+
+void tt_expr_pool_free(tt_expr_pool *p)
+{
+    TT_VEC_FREE(&p->nodes);
+    TT_VEC_FREE(&p->args);
+    TT_VEC_FREE(&p->vars);
+    tt_arena_free(&p->strings);
+}
+
+tt_status tt_expr_pool_clone(const tt_expr_pool *src, tt_expr_pool *dst)
+{
+    tt_expr_pool_init(dst);
+    dst->nodes.len = dst->vars.len = 0;
+    if (TT_VEC_RESERVE(&dst->nodes, src->nodes.len) || TT_VEC_RESERVE(&dst->args, src->args.len) ||
+        TT_VEC_RESERVE(&dst->vars, src->vars.len))
+        goto oom;
+    memcpy(dst->nodes.data, src->nodes.data, src->nodes.len * sizeof(tt_expr));
+    dst->nodes.len = src->nodes.len;
+    if (src->args.len)
+        memcpy(dst->args.data, src->args.data, src->args.len * sizeof(tt_eid));
+    dst->args.len = src->args.len;
+    for (size_t i = 0; i < src->vars.len; i++) {
+        const char *name = tt_arena_strdup(&dst->strings, src->vars.data[i].name);
+        if (!name)
+            goto oom;
+        dst->vars.data[i].name = name;
+    }
+    dst->vars.len = src->vars.len;
+    return TT_OK;
+oom:
+    tt_expr_pool_free(dst);
+    return TT_ERR_NOMEM;
+}
+
+static tt_eid push(tt_expr_pool *p, tt_expr n)
+{
+    if (p->oom || TT_VEC_PUSH(&p->nodes, n)) {
+        p->oom = 1;
+        return 0;
+    }
+    return (tt_eid)(p->nodes.len - 1);
+}
+
+uint32_t tt_var_new(tt_expr_pool *p, const char *name)
+{
+    tt_var v = {tt_arena_strdup(&p->strings, name)};
+    if (p->oom || !v.name || TT_VEC_PUSH(&p->vars, v)) {
+        p->oom = 1;
+        return 0;
+    }
+    return (uint32_t)(p->vars.len - 1);
+}
+
+const char *tt_var_name(const tt_expr_pool *p, uint32_t var)
+{
+    return var < p->vars.len ? p->vars.data[var].name : "?";
+}
+
+tt_eid tt_expr_int(tt_expr_pool *p, int64_t v)
+{
+    tt_expr n = {.kind = TT_EXPR_INT, .dtype = TT_DT_INT64, .imm.i = v};
+    return push(p, n);
+}
+
+tt_eid tt_expr_float(tt_expr_pool *p, tt_dtype t, double v)
+{
+    tt_expr n = {.kind = TT_EXPR_FLOAT, .dtype = (uint8_t)t, .imm.f = v};
+    return push(p, n);
+}
+
+tt_eid tt_expr_var(tt_expr_pool *p, uint32_t var)
+{
+    tt_expr n = {.kind = TT_EXPR_VAR, .dtype = TT_DT_INT64, .a = var};
+    return push(p, n);
+}
+
+static bool is_compare(tt_expr_kind k)
+{
+    return k >= TT_EXPR_LT && k <= TT_EXPR_NE;
+}
+
+tt_eid tt_expr_binary(tt_expr_pool *p, tt_expr_kind k, tt_eid a, tt_eid b)
+{
+    if (!a || !b)
+        return 0;
+    tt_dtype ta = p->nodes.data[a].dtype, tb = p->nodes.data[b].dtype;
+    /* Mixed operands promote to the float type (a float constant times an int index). */
+    tt_dtype t = tt_dtype_is_float(tb) && !tt_dtype_is_float(ta) ? tb : ta;
+    if (is_compare(k) || k == TT_EXPR_AND || k == TT_EXPR_OR)
+        t = TT_DT_BOOL;
+    tt_expr n = {.kind = (uint8_t)k, .dtype = (uint8_t)t, .a = a, .b = b};
+    return push(p, n);
+}
+
+tt_eid tt_expr_unary(tt_expr_pool *p, tt_expr_kind k, tt_eid a)
+{
+    if (!a)
+        return 0;
+    tt_expr n = {.kind = (uint8_t)k,
+                 .dtype = k == TT_EXPR_NOT ? TT_DT_BOOL : p->nodes.data[a].dtype,
+                 .a = a};
+    return push(p, n);
+}
+
+tt_eid tt_expr_select(tt_expr_pool *p, tt_eid cond, tt_eid t, tt_eid f)
+{
+    if (!cond || !t || !f)
+        return 0;
+    tt_dtype dt = p->nodes.data[t].dtype, df = p->nodes.data[f].dtype;
+    tt_expr n = {.kind = TT_EXPR_SELECT,
+                 .dtype = tt_dtype_is_float(df) && !tt_dtype_is_float(dt) ? df : dt,
+                 .a = cond,
+                 .b = t,
+                 .c = f};
+    return push(p, n);
+}
+
+tt_eid tt_expr_cast(tt_expr_pool *p, tt_dtype t, tt_eid a)
+{
+    if (!a)
+        return 0;
+    tt_expr n = {.kind = TT_EXPR_CAST, .dtype = (uint8_t)t, .a = a};
+    return push(p, n);
+}
+
+tt_eid tt_expr_call(tt_expr_pool *p, tt_func f, tt_eid arg)
+{
+    if (!arg)
+        return 0;
+    tt_dtype t = p->nodes.data[arg].dtype;
+    tt_expr n = {.kind = TT_EXPR_CALL,
+                 .dtype = (uint8_t)(tt_dtype_is_float(t) ? t : TT_DT_FLOAT32),
+                 .a = arg,
+                 .b = (uint32_t)f};
+    return push(p, n);
+}
+
+tt_eid tt_expr_read(tt_expr_pool *p, tt_dtype t, uint32_t tensor, int n, const tt_eid *idx)
+{
+    for (int i = 0; i < n; i++)
+        if (!idx[i])
+            return 0;
+    uint32_t first = (uint32_t)p->args.len;
+    if (p->oom || TT_VEC_RESERVE(&p->args, (size_t)n)) {
+        p->oom = 1;
+        return 0;
+    }
+    for (int i = 0; i < n; i++)
+        p->args.data[p->args.len++] = idx[i];
+    tt_expr node = {.kind = TT_EXPR_READ, .dtype = (uint8_t)t, .n = (uint16_t)n, .a = tensor,
+                    .b = first};
+    return push(p, node);
+}
+
+tt_eid tt_expr_load(tt_expr_pool *p, tt_dtype t, uint32_t buffer, tt_eid index)
+{
+    if (!index)
+        return 0;
+    tt_expr n = {.kind = TT_EXPR_LOAD, .dtype = (uint8_t)t, .a = index, .b = buffer};
+    return push(p, n);
+}
+
+/* ---- structural operations ---- */
+
+tt_eid tt_expr_copy(tt_expr_pool *dst, const tt_expr_pool *src, tt_eid e, const uint32_t *var_map,
+                    const uint32_t *tensor_map)
+{
+    if (!e)
+        return 0;
+    tt_expr n = src->nodes.data[e];
+    switch ((tt_expr_kind)n.kind) {
+    case TT_EXPR_INT:
+    case TT_EXPR_FLOAT:
+        return push(dst, n);
+    case TT_EXPR_VAR:
+        if (var_map)
+            n.a = var_map[n.a];
+        return push(dst, n);
+    case TT_EXPR_READ: {
+        tt_eid idx[16];
+        if (n.n > 16)
+            return 0;
+        for (int i = 0; i < n.n; i++)
+            if (!(idx[i] = tt_expr_copy(dst, src, src->args.data[n.b + (uint32_t)i], var_map,
+                                        tensor_map)))
+                return 0;
+        return tt_expr_read(dst, (tt_dtype)n.dtype, tensor_map ? tensor_map[n.a] : n.a, n.n, idx);
+    }
+    case TT_EXPR_LOAD:
+        n.a = tt_expr_copy(dst, src, n.a, var_map, tensor_map);
+        return n.a ? push(dst, n) : 0;
+    case TT_EXPR_CALL:
+        n.a = tt_expr_copy(dst, src, n.a, var_map, tensor_map);
+        return n.a ? push(dst, n) : 0;
+    default:
+        break;
+    }
+    int nc = kinds[n.kind].nchild;
+    if (nc >= 1 && !(n.a = tt_expr_copy(dst, src, n.a, var_map, tensor_map)))
+        return 0;
+    if (nc >= 2 && !(n.b = tt_expr_copy(dst, src, n.b, var_map, tensor_map)))
+        return 0;
+    if (nc >= 3 && !(n.c = tt_expr_copy(dst, src, n.c, var_map, tensor_map)))
+        return 0;
+    return push(dst, n);
+}
+
+tt_eid tt_expr_substitute(tt_expr_pool *p, tt_eid e, const tt_eid *subst, size_t nsubst)
+{
+    if (!e)
+        return 0;
+    tt_expr n = p->nodes.data[e];
+    switch ((tt_expr_kind)n.kind) {
+    case TT_EXPR_INT:
+    case TT_EXPR_FLOAT:
+        return e;
+    case TT_EXPR_VAR:
+        return n.a < nsubst && subst[n.a] ? subst[n.a] : e;
+    case TT_EXPR_READ: {
+        tt_eid idx[16];
+        bool changed = false;
+        if (n.n > 16)
+            return 0;
+        for (int i = 0; i < n.n; i++) {
+            tt_eid old = p->args.data[n.b + (uint32_t)i];
+            if (!(idx[i] = tt_expr_substitute(p, old, subst, nsubst)))
+                return 0;
+            changed |= idx[i] != old;
+        }
+        return changed ? tt_expr_read(p, (tt_dtype)n.dtype, n.a, n.n, idx) : e;
+    }
+    case TT_EXPR_LOAD:
+    case TT_EXPR_CALL: {
+        tt_eid a = tt_expr_substitute(p, n.a, subst, nsubst);
+        if (!a)
+            return 0;
+        if (a == n.a)
+            return e;
+        n.a = a;
+        return push(p, n);
+    }
+    default:
+        break;
+    }
+    int nc = kinds[n.kind].nchild;
+    tt_eid a = nc >= 1 ? tt_expr_substitute(p, n.a, subst, nsubst) : 0;
+    tt_eid b = nc >= 2 ? tt_expr_substitute(p, n.b, subst, nsubst) : 0;
+    tt_eid c = nc >= 3 ? tt_expr_substitute(p, n.c, subst, nsubst) : 0;
+    if ((nc >= 1 && !a) || (nc >= 2 && !b) || (nc >= 3 && !c))
+        return 0;
+    if (a == n.a && b == n.b && c == n.c)
+        return e;
+    n.a = a;
+    n.b = b;
+    n.c = c;
+    return push(p, n);
+}
+
+void tt_expr_visit_reads(const tt_expr_pool *p, tt_eid e, void (*fn)(void *ctx, tt_eid read),
+                         void *ctx)
+{
+    if (!e)
+        return;
+    const tt_expr *n = &p->nodes.data[e];
+    if (n->kind == TT_EXPR_READ) {
+        fn(ctx, e);
+        for (int i = 0; i < n->n; i++)
+            tt_expr_visit_reads(p, p->args.data[n->b + (uint32_t)i], fn, ctx);
+        return;
+    }
+    if (n->kind == TT_EXPR_LOAD || n->kind == TT_EXPR_CALL) {
+        tt_expr_visit_reads(p, n->a, fn, ctx);
+        return;
+    }
+    int nc = kinds[n->kind].nchild;
+    if (nc >= 1)
+        tt_expr_visit_reads(p, n->a, fn, ctx);
+    if (nc >= 2)
+        tt_expr_visit_reads(p, n->b, fn, ctx);
+    if (nc >= 3)
+        tt_expr_visit_reads(p, n->c, fn, ctx);
+}
+
+bool tt_expr_uses_var(const tt_expr_pool *p, tt_eid e, uint32_t var)
+{
+    if (!e)
+        return false;
+    const tt_expr *n = &p->nodes.data[e];
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_INT:
+    case TT_EXPR_FLOAT:
+        return false;
+    case TT_EXPR_VAR:
+        return n->a == var;
+    case TT_EXPR_READ:
+        for (int i = 0; i < n->n; i++)
+            if (tt_expr_uses_var(p, p->args.data[n->b + (uint32_t)i], var))
+                return true;
+        return false;
+    case TT_EXPR_LOAD:
+    case TT_EXPR_CALL:
+        return tt_expr_uses_var(p, n->a, var);
+    default:
+        break;
+    }
+    int nc = kinds[n->kind].nchild;
+    return (nc >= 1 && tt_expr_uses_var(p, n->a, var)) ||
+           (nc >= 2 && tt_expr_uses_var(p, n->b, var)) ||
+           (nc >= 3 && tt_expr_uses_var(p, n->c, var));
+}
+
+bool tt_expr_is_const_int(const tt_expr_pool *p, tt_eid e, int64_t *v)
+{
+    const tt_expr *n = &p->nodes.data[e];
+    if (n->kind != TT_EXPR_INT)
+        return false;
+    if (v)
+        *v = n->imm.i;
+    return true;
+}
+
+bool tt_expr_equal(const tt_expr_pool *p, tt_eid a, tt_eid b)
+{
+    if (a == b)
+        return true;
+    if (!a || !b)
+        return false;
+    const tt_expr *x = &p->nodes.data[a], *y = &p->nodes.data[b];
+    if (x->kind != y->kind || x->dtype != y->dtype)
+        return false;
+    switch ((tt_expr_kind)x->kind) {
+    case TT_EXPR_INT:
+        return x->imm.i == y->imm.i;
+    case TT_EXPR_FLOAT:
+        return x->imm.f == y->imm.f;
+    case TT_EXPR_VAR:
+        return x->a == y->a;
+    case TT_EXPR_READ:
+        if (x->a != y->a || x->n != y->n)
+            return false;
+        for (int i = 0; i < x->n; i++)
+            if (!tt_expr_equal(p, p->args.data[x->b + (uint32_t)i],
+                               p->args.data[y->b + (uint32_t)i]))
+                return false;
+        return true;
+    case TT_EXPR_LOAD:
+    case TT_EXPR_CALL:
+        return x->b == y->b && tt_expr_equal(p, x->a, y->a);
+    default:
+        break;
+    }
+    int nc = kinds[x->kind].nchild;
+    return (nc < 1 || tt_expr_equal(p, x->a, y->a)) && (nc < 2 || tt_expr_equal(p, x->b, y->b)) &&
+           (nc < 3 || tt_expr_equal(p, x->c, y->c));
+}
+
+/* ---- printing ---- */
+
+static void print_float(tt_strbuf *sb, double f, tt_dtype t)
+{
+    char buf[64];
+    if (isinf(f)) {
+        tt_strbuf_append(sb, f < 0 ? "-inf" : "inf");
+        return;
+    }
+    snprintf(buf, sizeof(buf), "%.9g", f);
+    tt_strbuf_append(sb, buf);
+    if (!strpbrk(buf, ".eEn"))
+        tt_strbuf_append(sb, ".0");
+    if (t == TT_DT_FLOAT32)
+        tt_strbuf_append(sb, "f");
+}
+
+void tt_expr_print(tt_strbuf *sb, const tt_expr_pool *p, tt_eid e, tt_name_fn tensor_name,
+                   const void *ctx)
+{
+    if (!e) {
+        tt_strbuf_append(sb, "<null>");
+        return;
+    }
+    const tt_expr *n = &p->nodes.data[e];
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_INT:
+        tt_strbuf_printf(sb, "%lld", (long long)n->imm.i);
+        return;
+    case TT_EXPR_FLOAT:
+        print_float(sb, n->imm.f, (tt_dtype)n->dtype);
+        return;
+    case TT_EXPR_VAR:
+        tt_strbuf_append(sb, tt_var_name(p, n->a));
+        return;
+    case TT_EXPR_READ:
+        if (tensor_name)
+            tt_strbuf_append(sb, tensor_name(ctx, n->a));
+        else
+            tt_strbuf_printf(sb, "T%u", n->a);
+        tt_strbuf_append(sb, "[");
+        for (int i = 0; i < n->n; i++) {
+            if (i)
+                tt_strbuf_append(sb, ", ");
+            tt_expr_print(sb, p, p->args.data[n->b + (uint32_t)i], tensor_name, ctx);
+        }
+        tt_strbuf_append(sb, "]");
+        return;
+    case TT_EXPR_LOAD:
+        if (tensor_name)
+            tt_strbuf_append(sb, tensor_name(ctx, n->b));
+        else
+            tt_strbuf_printf(sb, "B%u", n->b);
+        tt_strbuf_append(sb, "[");
+        tt_expr_print(sb, p, n->a, tensor_name, ctx);
+        tt_strbuf_append(sb, "]");
+        return;
+    case TT_EXPR_CALL:
+        tt_strbuf_printf(sb, "%s(", tt_func_name((tt_func)n->b));
+        tt_expr_print(sb, p, n->a, tensor_name, ctx);
+        tt_strbuf_append(sb, ")");
+        return;
+    case TT_EXPR_MIN:
+    case TT_EXPR_MAX:
+        tt_strbuf_printf(sb, "%s(", kinds[n->kind].sym);
+        tt_expr_print(sb, p, n->a, tensor_name, ctx);
+        tt_strbuf_append(sb, ", ");
+        tt_expr_print(sb, p, n->b, tensor_name, ctx);
+        tt_strbuf_append(sb, ")");
+        return;
+    case TT_EXPR_SELECT:
+        tt_strbuf_append(sb, "select(");
+        tt_expr_print(sb, p, n->a, tensor_name, ctx);
+        tt_strbuf_append(sb, ", ");
+        tt_expr_print(sb, p, n->b, tensor_name, ctx);
+        tt_strbuf_append(sb, ", ");
+        tt_expr_print(sb, p, n->c, tensor_name, ctx);
+        tt_strbuf_append(sb, ")");
+        return;
+    case TT_EXPR_CAST:
+        tt_strbuf_printf(sb, "%s(", tt_dtype_name((tt_dtype)n->dtype));
+        tt_expr_print(sb, p, n->a, tensor_name, ctx);
+        tt_strbuf_append(sb, ")");
+        return;
+    case TT_EXPR_NOT:
+    case TT_EXPR_NEG:
+        tt_strbuf_append(sb, kinds[n->kind].sym);
+        tt_expr_print(sb, p, n->a, tensor_name, ctx);
+        return;
+    default:
+        tt_strbuf_append(sb, "(");
+        tt_expr_print(sb, p, n->a, tensor_name, ctx);
+        tt_strbuf_printf(sb, " %s ", kinds[n->kind].sym);
+        tt_expr_print(sb, p, n->b, tensor_name, ctx);
+        tt_strbuf_append(sb, ")");
+        return;
+    }
+}
+
+/* ---- evaluation ---- */
+
+static int64_t floordiv(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+static int64_t floormod(int64_t a, int64_t b)
+{
+    int64_t r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+tt_value tt_value_round(tt_dtype t, tt_value v)
+{
+    switch (t) {
+    case TT_DT_FLOAT32:
+        v.f = (double)(float)v.f;
+        break;
+    case TT_DT_INT32:
+        v.i = (int64_t)(int32_t)v.i;
+        break;
+    case TT_DT_BOOL:
+        v.i = v.i != 0;
+        break;
+    default:
+        break;
+    }
+    return v;
+}
+
+static double as_f(const tt_expr_pool *p, tt_eid e, tt_value v)
+{
+    return tt_dtype_is_float((tt_dtype)p->nodes.data[e].dtype) ? v.f : (double)v.i;
+}
+
+tt_status tt_expr_eval(const tt_expr_pool *p, tt_eid e, const tt_eval_env *env, tt_value *out)
+{
+    const tt_expr *n = &p->nodes.data[e];
+    tt_value a, b;
+    tt_status s;
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_INT:
+        out->i = n->imm.i;
+        return TT_OK;
+    case TT_EXPR_FLOAT:
+        out->f = n->imm.f;
+        return TT_OK;
+    case TT_EXPR_VAR:
+        out->i = env->vars[n->a];
+        return TT_OK;
+    case TT_EXPR_READ: {
+        int64_t idx[16];
+        for (int i = 0; i < n->n; i++) {
+            if ((s = tt_expr_eval(p, p->args.data[n->b + (uint32_t)i], env, &a)))
+                return s;
+            idx[i] = a.i;
+        }
+        return env->read ? env->read(env->ctx, n, idx, out) : TT_ERR_RUNTIME;
+    }
+    case TT_EXPR_LOAD:
+        if ((s = tt_expr_eval(p, n->a, env, &a)))
+            return s;
+        return env->load ? env->load(env->ctx, n, a.i, out) : TT_ERR_RUNTIME;
+    case TT_EXPR_SELECT:
+        if ((s = tt_expr_eval(p, n->a, env, &a)))
+            return s;
+        if ((s = tt_expr_eval(p, a.i ? n->b : n->c, env, out)))
+            return s;
+        if (tt_dtype_is_float((tt_dtype)n->dtype))
+            out->f = as_f(p, a.i ? n->b : n->c, *out);
+        return TT_OK;
+    case TT_EXPR_AND:
+        if ((s = tt_expr_eval(p, n->a, env, &a)))
+            return s;
+        if (!a.i) {
+            out->i = 0;
+            return TT_OK;
+        }
+        if ((s = tt_expr_eval(p, n->b, env, &b)))
+            return s;
+        out->i = b.i != 0;
+        return TT_OK;
+    case TT_EXPR_OR:
+        if ((s = tt_expr_eval(p, n->a, env, &a)))
+            return s;
+        if (a.i) {
+            out->i = 1;
+            return TT_OK;
+        }
+        if ((s = tt_expr_eval(p, n->b, env, &b)))
+            return s;
+        out->i = b.i != 0;
+        return TT_OK;
+    case TT_EXPR_NOT:
+        if ((s = tt_expr_eval(p, n->a, env, &a)))
+            return s;
+        out->i = !a.i;
+        return TT_OK;
+    case TT_EXPR_NEG:
+        if ((s = tt_expr_eval(p, n->a, env, &a)))
+            return s;
+        if (tt_dtype_is_float((tt_dtype)n->dtype))
+            out->f = -a.f;
+        else
+            out->i = -a.i;
+        return TT_OK;
+    case TT_EXPR_CAST: {
+        if ((s = tt_expr_eval(p, n->a, env, &a)))
+            return s;
+        bool from_f = tt_dtype_is_float((tt_dtype)p->nodes.data[n->a].dtype);
+        if (tt_dtype_is_float((tt_dtype)n->dtype))
+            out->f = from_f ? a.f : (double)a.i;
+        else
+            out->i = from_f ? (int64_t)a.f : a.i;
+        *out = tt_value_round((tt_dtype)n->dtype, *out);
+        return TT_OK;
+    }
+    case TT_EXPR_CALL: {
+        if ((s = tt_expr_eval(p, n->a, env, &a)))
+            return s;
+        double x = as_f(p, n->a, a);
+        switch ((tt_func)n->b) {
+        case TT_FUNC_EXP: out->f = exp(x); break;
+        case TT_FUNC_LOG: out->f = log(x); break;
+        case TT_FUNC_SQRT: out->f = sqrt(x); break;
+        case TT_FUNC_TANH: out->f = tanh(x); break;
+        case TT_FUNC_SIGMOID: out->f = 1.0 / (1.0 + exp(-x)); break;
+        case TT_FUNC_ABS: out->f = fabs(x); break;
+        default: return TT_ERR_RUNTIME;
+        }
+        return TT_OK;
+    }
+    default:
+        break;
+    }
+    /* Binary arithmetic and comparisons. */
+    if ((s = tt_expr_eval(p, n->a, env, &a)) || (s = tt_expr_eval(p, n->b, env, &b)))
+        return s;
+    tt_dtype ta = (tt_dtype)p->nodes.data[n->a].dtype, tb = (tt_dtype)p->nodes.data[n->b].dtype;
+    bool fl = tt_dtype_is_float(ta) || tt_dtype_is_float(tb);
+    if (fl) {
+        double x = tt_dtype_is_float(ta) ? a.f : (double)a.i;
+        double y = tt_dtype_is_float(tb) ? b.f : (double)b.i;
+        switch ((tt_expr_kind)n->kind) {
+        case TT_EXPR_ADD: out->f = x + y; break;
+        case TT_EXPR_SUB: out->f = x - y; break;
+        case TT_EXPR_MUL: out->f = x * y; break;
+        case TT_EXPR_DIV: out->f = x / y; break;
+        case TT_EXPR_MOD: out->f = fmod(x, y); break;
+        case TT_EXPR_MIN: out->f = x < y ? x : y; break;
+        case TT_EXPR_MAX: out->f = x > y ? x : y; break;
+        case TT_EXPR_LT: out->i = x < y; break;
+        case TT_EXPR_LE: out->i = x <= y; break;
+        case TT_EXPR_GT: out->i = x > y; break;
+        case TT_EXPR_GE: out->i = x >= y; break;
+        case TT_EXPR_EQ: out->i = x == y; break;
+        case TT_EXPR_NE: out->i = x != y; break;
+        default: return TT_ERR_RUNTIME;
+        }
+        return TT_OK;
+    }
+    int64_t x = a.i, y = b.i;
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_ADD: out->i = x + y; break;
+    case TT_EXPR_SUB: out->i = x - y; break;
+    case TT_EXPR_MUL: out->i = x * y; break;
+    case TT_EXPR_DIV:
+        if (y == 0)
+            return TT_ERR_RUNTIME;
+        out->i = floordiv(x, y);
+        break;
+    case TT_EXPR_MOD:
+        if (y == 0)
+            return TT_ERR_RUNTIME;
+        out->i = floormod(x, y);
+        break;
+    case TT_EXPR_MIN: out->i = x < y ? x : y; break;
+    case TT_EXPR_MAX: out->i = x > y ? x : y; break;
+    case TT_EXPR_LT: out->i = x < y; break;
+    case TT_EXPR_LE: out->i = x <= y; break;
+    case TT_EXPR_GT: out->i = x > y; break;
+    case TT_EXPR_GE: out->i = x >= y; break;
+    case TT_EXPR_EQ: out->i = x == y; break;
+    case TT_EXPR_NE: out->i = x != y; break;
+    default: return TT_ERR_RUNTIME;
+    }
+    if (n->dtype == TT_DT_INT32)
+        out->i = (int64_t)(int32_t)out->i;
+    return TT_OK;
+}

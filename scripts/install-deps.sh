@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages tvm-tune needs. Idempotent; run as root.
+# Skips apt entirely when every package is already installed.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config git
+  libuv1-dev libsqlite3-dev libjansson-dev libcmocka-dev
+  libxgboost-dev
+  llvm-14-dev clang-14 lld-14
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages (${missing[*]}); run as root" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
