@@ -191,7 +191,8 @@ static void find_read(void *vctx, tt_eid e)
 bool tt_dag_has_readers(const tt_dag *d, int op)
 {
     reads_ctx c = {d, op, false};
-    for (size_t i = (size_t)op + 1; i < d->ops.len && !c.found; i++)
+    /* Cache and rfactor steps append ops, so a reader may have a smaller id: scan them all. */
+    for (size_t i = 0; i < d->ops.len && !c.found; i++)
         if (!d->ops.data[i].is_placeholder)
             tt_expr_visit_reads(&d->pool, d->ops.data[i].body, find_read, &c);
     return c.found;
