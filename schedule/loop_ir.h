@@ -1,0 +1,77 @@
+/* Loop IR: the lowered program.  For-loops with kinds (serial, parallel, vectorized, unrolled,
+ * GPU-bound), buffer stores of flat indices, allocations, conditions.  Produced by tt_lower(),
+ * run by the interpreter, read by the feature extractor and both code generators.
+ *
+ * Statements refer to each other by 32-bit ids (0 = none); expressions live in the program's own
+ * pool, where LOAD nodes name buffers.  A program is immutable once lowered; it may be read from
+ * many threads. */
+#ifndef TT_SCHEDULE_LOOP_IR_H
+#define TT_SCHEDULE_LOOP_IR_H
+
+#include "state.h"
+
+typedef enum {
+    TT_STMT_NONE,
+    TT_STMT_FOR,   /* var in [0, extent): body */
+    TT_STMT_SEQ,   /* items[first .. first+n) */
+    TT_STMT_STORE, /* buf[index] = value */
+    TT_STMT_ALLOC, /* buf is live inside body */
+    TT_STMT_IF,    /* if (cond) body else orelse */
+} tt_stmt_kind;
+
+typedef uint32_t tt_sid;
+
+typedef struct tt_stmt {
+    tt_stmt_kind kind;
+    tt_ann ann;            /* FOR: loop kind (TT_ANN_NONE = serial) */
+    uint32_t var;          /* FOR */
+    int64_t extent;        /* FOR */
+    int32_t unroll_max_step; /* FOR: auto_unroll_max_step pragma on this loop, 0 = none */
+    tt_sid body, orelse;   /* FOR, ALLOC, IF */
+    uint32_t buf;          /* STORE, ALLOC */
+    tt_eid index, value;   /* STORE */
+    tt_eid cond;           /* IF */
+    uint32_t first, n;     /* SEQ */
+} tt_stmt;
+
+typedef struct tt_buffer {
+    const char *name;
+    tt_dtype dtype;
+    int ndim;
+    int64_t shape[TT_MAX_DIMS];
+    int64_t strides[TT_MAX_DIMS];
+    int64_t size;     /* elements, including storage_align padding */
+    char scope[16];   /* "global", "shared", "local" */
+    int param;        /* position in the function's parameters, or -1 for a local buffer */
+} tt_buffer;
+
+typedef struct tt_program {
+    tt_expr_pool pool;
+    TT_VEC(tt_stmt) stmts; /* stmts.data[0] unused */
+    TT_VEC(tt_sid) items;
+    TT_VEC(tt_buffer) bufs;
+    tt_sid root;
+    int nparams, ninputs; /* parameters: buffers with param >= 0; inputs first, then outputs */
+    char *name;
+} tt_program;
+
+/* Lowers a scheduled state: bound inference (regions of compute_at stages), inlining,
+ * simplification, guards for non-divisible splits, allocation of cache and intermediate stages.
+ * Returns TT_ERR_LOWER with the reason when the schedule cannot be lowered (e.g. a stage computed
+ * at a consumer that does not cover all of its readers). */
+tt_status tt_lower(const tt_state *st, tt_program **out, tt_errbuf *err);
+void tt_program_free(tt_program *p);
+
+/* Readable form, e.g.
+ *     for i.0 in 0..16 parallel:
+ *       C[i.0*32 + i.1] = 0.0f
+ * Caller frees. */
+char *tt_program_print(const tt_program *p);
+
+/* Runs the program in the interpreter.  `args` are the parameter buffers in order (dense arrays
+ * of their dtypes).  Local buffers are filled with NaN (or a sentinel integer) first, so reading
+ * what no loop wrote shows up in the result.  Every load and store is bounds-checked: an
+ * out-of-bounds access returns TT_ERR_RUNTIME naming the buffer and index. */
+tt_status tt_interp_run(const tt_program *p, void *const *args, tt_errbuf *err);
+
+#endif

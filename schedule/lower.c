@@ -1,0 +1,872 @@
+/* Lowering a schedule state to loop IR.
+ *
+ * 1. Inline: bodies of inlined stages are substituted into their readers.
+ * 2. Bound inference, consumers before producers: a stage computed at iterator v of consumer C
+ *    computes the region of its output that C reads for one iteration of v, found by interval
+ *    arithmetic over C's index expressions (C's iterators up to v fixed, the inner ones ranging).
+ *    The region has a symbolic start and a constant extent; its buffer is region-sized.
+ * 3. Iterator extents are re-derived from the (region) extents through the split/fuse relations;
+ *    root indices are expressions of the leaf iterators; guards keep non-divisible splits and
+ *    over-approximated regions inside the tensor.
+ * 4. Emission: loop nests with reductions split into an init nest and an update nest, attached
+ *    stages emitted inside their target loop, buffers flattened (storage_align honoured). */
+#include "loop_ir.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int op;
+    bool inlined, attached, placeholder;
+    tt_eid body;                 /* expanded (inline-substituted) body, original variables */
+    tt_eid min[TT_MAX_DIMS];     /* region start (global index), in enclosing loop variables */
+    int64_t ext[TT_MAX_DIMS];    /* region extent */
+    bool full[TT_MAX_DIMS];      /* region covers the whole dimension */
+    int buf;                     /* buffer id, -1 if none (inlined) */
+    int consumer;                /* stage index of the attach target, -1 */
+    int at_pos;                  /* leaf position in the consumer */
+} stage_info;
+
+typedef struct {
+    const tt_state *st;
+    tt_program *p;
+    tt_errbuf *err;
+    stage_info *si;
+    int nstages;
+    int64_t *var_ext;  /* extent of every leaf/intermediate variable (0 = unknown) */
+    tt_eid *root_val;  /* value of every non-leaf variable in terms of leaves */
+    tt_bounds bounds;  /* loop variable ranges for the simplifier */
+    size_t nvars;
+    tt_status status;
+} lower_ctx;
+
+static tt_status lerr(lower_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static tt_status lerr(lower_ctx *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    tt_verr(c->err, TT_ERR_LOWER, fmt, ap);
+    va_end(ap);
+    return TT_ERR_LOWER;
+}
+
+static const char *op_name(lower_ctx *c, int op)
+{
+    return c->st->dag.ops.data[op].name;
+}
+
+static int stage_of(lower_ctx *c, int op)
+{
+    for (int i = 0; i < c->nstages; i++)
+        if (c->si[i].op == op)
+            return i;
+    return -1;
+}
+
+/* ---- step 1: inline expansion ---- */
+
+static tt_eid expand(lower_ctx *c, tt_eid e, int depth);
+
+static tt_eid expand_read(lower_ctx *c, const tt_expr *r0, tt_eid e, int depth)
+{
+    tt_expr r = *r0;
+    tt_expr_pool *pool = &c->p->pool;
+    tt_eid idx[TT_MAX_DIMS];
+    bool changed = false;
+    for (int i = 0; i < r.n; i++) {
+        tt_eid old = pool->args.data[r.b + (uint32_t)i];
+        idx[i] = expand(c, old, depth);
+        if (!idx[i])
+            return 0;
+        changed |= idx[i] != old;
+    }
+    int s = stage_of(c, (int)r.a);
+    if (s >= 0 && c->si[s].inlined) {
+        const tt_op *op = &c->st->dag.ops.data[r.a];
+        tt_eid *subst = calloc(pool->vars.len, sizeof(tt_eid));
+        if (!subst)
+            return 0;
+        for (int i = 0; i < op->ndim; i++)
+            subst[op->axis[i]] = idx[i];
+        tt_eid body = expand(c, op->body, depth + 1);
+        tt_eid out = body ? tt_expr_substitute(pool, body, subst, pool->vars.len) : 0;
+        free(subst);
+        /* The inlined value takes the inlined op's type. */
+        if (out && tt_expr_get(pool, out)->dtype != op->dtype)
+            out = tt_expr_cast(pool, op->dtype, out);
+        return out;
+    }
+    return changed ? tt_expr_read(pool, (tt_dtype)r.dtype, r.a, r.n, idx) : e;
+}
+
+static tt_eid expand(lower_ctx *c, tt_eid e, int depth)
+{
+    tt_expr_pool *pool = &c->p->pool;
+    if (depth > TT_MAX_STAGES)
+        return 0;
+    tt_expr n = *tt_expr_get(pool, e);
+    switch ((tt_expr_kind)n.kind) {
+    case TT_EXPR_INT:
+    case TT_EXPR_FLOAT:
+    case TT_EXPR_VAR:
+        return e;
+    case TT_EXPR_READ:
+        return expand_read(c, &n, e, depth);
+    case TT_EXPR_CALL:
+    case TT_EXPR_CAST:
+    case TT_EXPR_NOT:
+    case TT_EXPR_NEG: {
+        tt_eid a = expand(c, n.a, depth);
+        if (!a || a == n.a)
+            return a ? e : 0;
+        n.a = a;
+        if (TT_VEC_PUSH(&pool->nodes, n))
+            return 0;
+        return (tt_eid)(pool->nodes.len - 1);
+    }
+    case TT_EXPR_SELECT: {
+        tt_eid a = expand(c, n.a, depth), b = expand(c, n.b, depth), d = expand(c, n.c, depth);
+        return a && b && d ? tt_expr_select(pool, a, b, d) : 0;
+    }
+    default: {
+        tt_eid a = expand(c, n.a, depth), b = expand(c, n.b, depth);
+        return a && b ? tt_expr_binary(pool, (tt_expr_kind)n.kind, a, b) : 0;
+    }
+    }
+}
+
+/* ---- relations: extents and root values ---- */
+
+/* Re-derives extents of a stage's variables from its root extents, then the root variables'
+ * values in terms of the leaves (stored in c->root_val). */
+static void derive(lower_ctx *c, int s)
+{
+    const tt_stage *sg = &c->st->stages.data[s];
+    const tt_op *op = &c->st->dag.ops.data[sg->op];
+    tt_expr_pool *p = &c->p->pool;
+    for (int d = 0; d < op->ndim; d++)
+        c->var_ext[op->axis[d]] = c->si[s].ext[d];
+    for (int k = 0; k < op->nreduce; k++)
+        c->var_ext[op->raxis[k]] = op->rextent[k];
+    for (size_t r = 0; r < sg->rels.len; r++) {
+        const tt_relation *rel = &sg->rels.data[r];
+        if (rel->kind == TT_REL_SPLIT) {
+            int64_t ext = c->var_ext[rel->parent], prod = 1;
+            for (int k = 0; k < rel->nlen; k++)
+                prod *= rel->lengths[k];
+            int64_t rest = (ext + prod - 1) / prod;
+            for (int k = 0; k < rel->nchild; k++) {
+                int64_t e;
+                if (rel->inner_to_outer)
+                    e = k == 0 ? rest : rel->lengths[k - 1];
+                else
+                    e = k == rel->nchild - 1 ? rest : rel->lengths[k];
+                c->var_ext[rel->child[k]] = e;
+            }
+        } else {
+            int64_t e = 1;
+            for (int k = 0; k < rel->nchild; k++)
+                e *= c->var_ext[rel->child[k]];
+            c->var_ext[rel->parent] = e;
+        }
+    }
+    for (int k = 0; k < sg->niters; k++) {
+        uint32_t v = sg->iters[k].var;
+        c->root_val[v] = 0;
+        c->bounds.known[v] = 1;
+        c->bounds.lo[v] = 0;
+        c->bounds.hi[v] = c->var_ext[v] - 1;
+    }
+    for (size_t r = sg->rels.len; r-- > 0;) {
+        const tt_relation *rel = &sg->rels.data[r];
+        if (rel->kind == TT_REL_SPLIT) {
+            tt_eid acc = 0;
+            for (int k = 0; k < rel->nchild; k++) {
+                uint32_t ch = rel->child[k];
+                tt_eid v = c->root_val[ch] ? c->root_val[ch] : tt_expr_var(p, ch);
+                acc = acc ? tt_add(p, tt_mul(p, acc, tt_expr_int(p, c->var_ext[ch])), v) : v;
+            }
+            c->root_val[rel->parent] = acc;
+        } else {
+            tt_eid f = c->root_val[rel->parent] ? c->root_val[rel->parent]
+                                                 : tt_expr_var(p, rel->parent);
+            int64_t inner = 1;
+            for (int k = rel->nchild - 1; k >= 0; k--) {
+                tt_eid v = inner == 1 ? f : tt_div(p, f, tt_expr_int(p, inner));
+                if (k > 0)
+                    v = tt_mod(p, v, tt_expr_int(p, c->var_ext[rel->child[k]]));
+                c->root_val[rel->child[k]] = v;
+                inner *= c->var_ext[rel->child[k]];
+            }
+        }
+    }
+}
+
+/* Value of root variable v of a stage (a leaf itself when never split or fused). */
+static tt_eid root_of(lower_ctx *c, uint32_t v)
+{
+    return c->root_val[v] ? c->root_val[v] : tt_expr_var(&c->p->pool, v);
+}
+
+/* Substitution array (indexed by variable) that maps a stage's root variables to their global
+ * values: region start + value from the leaves for spatial axes. */
+static tt_eid *root_subst(lower_ctx *c, int s)
+{
+    const tt_op *op = &c->st->dag.ops.data[c->si[s].op];
+    tt_expr_pool *p = &c->p->pool;
+    tt_eid *sub = calloc(c->nvars, sizeof(tt_eid));
+    if (!sub)
+        return NULL;
+    for (int d = 0; d < op->ndim; d++) {
+        tt_eid v = root_of(c, op->axis[d]);
+        sub[op->axis[d]] = c->si[s].full[d] ? v : tt_add(p, c->si[s].min[d], v);
+    }
+    for (int k = 0; k < op->nreduce; k++)
+        sub[op->raxis[k]] = root_of(c, op->raxis[k]);
+    return sub;
+}
+
+/* ---- step 2: bound inference ---- */
+
+typedef struct {
+    tt_eid min;
+    int64_t ext;
+    bool ok;
+} interval;
+
+static bool has_ranged(lower_ctx *c, tt_eid e, const uint8_t *ranged)
+{
+    const tt_expr *n = tt_expr_get(&c->p->pool, e);
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_INT:
+    case TT_EXPR_FLOAT:
+        return false;
+    case TT_EXPR_VAR:
+        return ranged[n->a];
+    case TT_EXPR_READ:
+        for (int i = 0; i < n->n; i++)
+            if (has_ranged(c, c->p->pool.args.data[n->b + (uint32_t)i], ranged))
+                return true;
+        return false;
+    case TT_EXPR_LOAD:
+    case TT_EXPR_CALL:
+    case TT_EXPR_CAST:
+    case TT_EXPR_NOT:
+    case TT_EXPR_NEG:
+        return has_ranged(c, n->a, ranged);
+    case TT_EXPR_SELECT:
+        return has_ranged(c, n->a, ranged) || has_ranged(c, n->b, ranged) ||
+               has_ranged(c, n->c, ranged);
+    default:
+        return has_ranged(c, n->a, ranged) || has_ranged(c, n->b, ranged);
+    }
+}
+
+static interval eval_interval(lower_ctx *c, tt_eid e, const uint8_t *ranged)
+{
+    tt_expr_pool *p = &c->p->pool;
+    interval r = {0, 1, false};
+    if (!has_ranged(c, e, ranged)) {
+        r.min = e;
+        r.ok = true;
+        return r;
+    }
+    tt_expr n = *tt_expr_get(p, e);
+    interval a, b;
+    int64_t k;
+    switch ((tt_expr_kind)n.kind) {
+    case TT_EXPR_VAR:
+        r.min = tt_expr_int(p, 0);
+        r.ext = c->var_ext[n.a];
+        r.ok = r.ext > 0;
+        return r;
+    case TT_EXPR_ADD:
+        a = eval_interval(c, n.a, ranged);
+        b = eval_interval(c, n.b, ranged);
+        if (!a.ok || !b.ok)
+            return r;
+        r.min = tt_add(p, a.min, b.min);
+        r.ext = a.ext + b.ext - 1;
+        r.ok = true;
+        return r;
+    case TT_EXPR_SUB:
+        a = eval_interval(c, n.a, ranged);
+        b = eval_interval(c, n.b, ranged);
+        if (!a.ok || !b.ok)
+            return r;
+        r.min = tt_sub(p, a.min, tt_add(p, b.min, tt_expr_int(p, b.ext - 1)));
+        r.ext = a.ext + b.ext - 1;
+        r.ok = true;
+        return r;
+    case TT_EXPR_MUL:
+        if (tt_expr_is_const_int(p, n.b, &k))
+            a = eval_interval(c, n.a, ranged);
+        else if (tt_expr_is_const_int(p, n.a, &k))
+            a = eval_interval(c, n.b, ranged);
+        else
+            return r;
+        if (!a.ok)
+            return r;
+        if (k >= 0)
+            r.min = tt_mul(p, a.min, tt_expr_int(p, k));
+        else
+            r.min = tt_mul(p, tt_add(p, a.min, tt_expr_int(p, a.ext - 1)), tt_expr_int(p, k));
+        r.ext = (a.ext - 1) * (k < 0 ? -k : k) + 1;
+        r.ok = true;
+        return r;
+    case TT_EXPR_DIV:
+        if (!tt_expr_is_const_int(p, n.b, &k) || k <= 0)
+            return r;
+        a = eval_interval(c, n.a, ranged);
+        if (!a.ok)
+            return r;
+        r.min = tt_div(p, a.min, tt_expr_int(p, k));
+        r.ext = (a.ext - 1) / k + 2; /* the start need not be a multiple of k */
+        r.ok = true;
+        return r;
+    case TT_EXPR_MOD:
+        if (!tt_expr_is_const_int(p, n.b, &k) || k <= 0)
+            return r;
+        r.min = tt_expr_int(p, 0);
+        r.ext = k;
+        r.ok = true;
+        return r;
+    default:
+        return r; /* min, max, select, nested reads over ranged variables: give up */
+    }
+}
+
+typedef struct {
+    lower_ctx *c;
+    int target_op;
+    const uint8_t *ranged;
+    interval *acc; /* per dim */
+    int nread;
+    bool fail;
+} region_ctx;
+
+static void region_read(void *vctx, tt_eid e)
+{
+    region_ctx *rc = vctx;
+    lower_ctx *c = rc->c;
+    tt_expr r = *tt_expr_get(&c->p->pool, e);
+    if ((int)r.a != rc->target_op)
+        return;
+    for (int d = 0; d < r.n; d++) {
+        tt_eid idx = tt_simplify(&c->p->pool, c->p->pool.args.data[r.b + (uint32_t)d], NULL);
+        interval iv = eval_interval(c, idx, rc->ranged);
+        if (!iv.ok) {
+            rc->acc[d].ok = false;
+            continue;
+        }
+        iv.min = tt_simplify(&c->p->pool, iv.min, NULL);
+        if (rc->nread == 0) {
+            rc->acc[d] = iv;
+            continue;
+        }
+        if (!rc->acc[d].ok)
+            continue;
+        /* Union of two intervals whose starts differ by a constant. */
+        int64_t diff;
+        tt_eid delta = tt_simplify(&c->p->pool, tt_sub(&c->p->pool, iv.min, rc->acc[d].min), NULL);
+        if (!tt_expr_is_const_int(&c->p->pool, delta, &diff)) {
+            rc->acc[d].ok = false;
+            continue;
+        }
+        int64_t lo = diff < 0 ? diff : 0;
+        int64_t hi = rc->acc[d].ext > diff + iv.ext ? rc->acc[d].ext : diff + iv.ext;
+        if (diff < 0)
+            rc->acc[d].min = iv.min;
+        rc->acc[d].ext = hi - lo;
+    }
+    rc->nread++;
+}
+
+typedef struct {
+    const tt_expr_pool *pool;
+    int target;
+    bool found;
+} find_ctx;
+
+static void find_read(void *vctx, tt_eid e)
+{
+    find_ctx *f = vctx;
+    if ((int)tt_expr_get(f->pool, e)->a == f->target)
+        f->found = true;
+}
+
+static bool body_reads(lower_ctx *c, tt_eid body, int op)
+{
+    find_ctx f = {&c->p->pool, op, false};
+    tt_expr_visit_reads(&c->p->pool, body, find_read, &f);
+    return f.found;
+}
+
+static tt_status infer_region(lower_ctx *c, int s)
+{
+    stage_info *si = &c->si[s];
+    const tt_stage *sg = &c->st->stages.data[s];
+    const tt_op *op = &c->st->dag.ops.data[si->op];
+    for (int d = 0; d < op->ndim; d++) {
+        si->min[d] = tt_expr_int(&c->p->pool, 0);
+        si->ext[d] = op->shape[d];
+        si->full[d] = true;
+    }
+    if (!si->attached)
+        return TT_OK;
+    int cs = stage_of(c, sg->at_op);
+    if (cs < 0 || c->si[cs].inlined || c->si[cs].placeholder)
+        return lerr(c, "'%s' is computed at '%s', which is inlined or not a stage", op->name,
+                    op_name(c, sg->at_op));
+    /* Every reader must be the target: otherwise the others would read an incomplete region. */
+    for (int r = 0; r < c->nstages; r++) {
+        if (r == cs || c->si[r].inlined || c->si[r].placeholder)
+            continue;
+        if (body_reads(c, c->si[r].body, si->op))
+            return lerr(c, "'%s' is computed at '%s' but is also read by '%s'", op->name,
+                        op_name(c, sg->at_op), op_name(c, c->si[r].op));
+    }
+    const tt_stage *cg = &c->st->stages.data[cs];
+    int pos = -1;
+    for (int k = 0; k < cg->niters; k++)
+        if (cg->iters[k].var == sg->at_var)
+            pos = k;
+    if (pos < 0)
+        return lerr(c, "'%s' is computed at an iterator that '%s' no longer has", op->name,
+                    op_name(c, sg->at_op));
+    si->consumer = cs;
+    si->at_pos = pos;
+    /* The consumer's body in terms of its leaves: inner leaves range, outer ones are fixed. */
+    uint8_t *ranged = calloc(c->nvars, 1);
+    tt_eid *sub = root_subst(c, cs);
+    interval acc[TT_MAX_DIMS];
+    if (!ranged || !sub) {
+        free(ranged);
+        free(sub);
+        return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
+    }
+    for (int k = pos + 1; k < cg->niters; k++)
+        ranged[cg->iters[k].var] = 1;
+    tt_eid body = tt_expr_substitute(&c->p->pool, c->si[cs].body, sub, c->nvars);
+    region_ctx rc = {c, si->op, ranged, acc, 0, false};
+    for (int d = 0; d < TT_MAX_DIMS; d++)
+        acc[d].ok = true;
+    if (body)
+        tt_expr_visit_reads(&c->p->pool, body, region_read, &rc);
+    free(ranged);
+    free(sub);
+    if (rc.nread == 0)
+        return lerr(c, "'%s' is computed at '%s', which does not read it", op->name,
+                    op_name(c, sg->at_op));
+    for (int d = 0; d < op->ndim; d++) {
+        if (!acc[d].ok || acc[d].ext >= op->shape[d])
+            continue; /* whole dimension */
+        si->min[d] = acc[d].min;
+        si->ext[d] = acc[d].ext;
+        si->full[d] = false;
+    }
+    return TT_OK;
+}
+
+/* ---- buffers ---- */
+
+static int add_buffer(lower_ctx *c, int s, int param)
+{
+    const stage_info *si = &c->si[s];
+    const tt_op *op = &c->st->dag.ops.data[si->op];
+    const tt_stage *sg = &c->st->stages.data[s];
+    tt_buffer b;
+    memset(&b, 0, sizeof(b));
+    b.name = tt_arena_strdup(&c->p->pool.strings, op->name);
+    b.dtype = op->dtype;
+    b.ndim = op->ndim;
+    b.param = param;
+    snprintf(b.scope, sizeof(b.scope), "%s", param >= 0 ? "global" : sg->scope);
+    for (int d = 0; d < op->ndim; d++)
+        b.shape[d] = si->ext[d];
+    int64_t stride = 1;
+    for (int d = op->ndim - 1; d >= 0; d--) {
+        for (int k = 0; k < sg->nalign; k++)
+            if (sg->align[k].axis == d && param < 0)
+                while (stride % sg->align[k].factor != sg->align[k].offset)
+                    stride++;
+        b.strides[d] = stride;
+        stride *= b.shape[d];
+    }
+    b.size = op->ndim ? stride : 1;
+    if (TT_VEC_PUSH(&c->p->bufs, b))
+        return -1;
+    return (int)c->p->bufs.len - 1;
+}
+
+/* ---- step 4: emission ---- */
+
+static tt_sid add_stmt(lower_ctx *c, tt_stmt s)
+{
+    if (TT_VEC_PUSH(&c->p->stmts, s)) {
+        c->status = TT_ERR_NOMEM;
+        return 0;
+    }
+    return (tt_sid)(c->p->stmts.len - 1);
+}
+
+static tt_sid seq(lower_ctx *c, const tt_sid *items, int n)
+{
+    if (n == 1)
+        return items[0];
+    tt_stmt s = {.kind = TT_STMT_SEQ, .first = (uint32_t)c->p->items.len, .n = 0};
+    for (int i = 0; i < n; i++)
+        if (items[i]) {
+            if (TT_VEC_PUSH(&c->p->items, items[i])) {
+                c->status = TT_ERR_NOMEM;
+                return 0;
+            }
+            s.n++;
+        }
+    return add_stmt(c, s);
+}
+
+/* Flat index into stage s's buffer from global indices. */
+static tt_eid flat_index(lower_ctx *c, int s, const tt_eid *global)
+{
+    tt_expr_pool *p = &c->p->pool;
+    const stage_info *si = &c->si[s];
+    const tt_buffer *b = &c->p->bufs.data[si->buf];
+    tt_eid acc = tt_expr_int(p, 0);
+    for (int d = 0; d < b->ndim; d++) {
+        tt_eid local = si->full[d] ? global[d] : tt_sub(p, global[d], si->min[d]);
+        acc = tt_add(p, acc, tt_mul(p, local, tt_expr_int(p, b->strides[d])));
+    }
+    return tt_simplify(p, acc, &c->bounds);
+}
+
+/* Replaces READs by LOADs of the readers' buffers. */
+static tt_eid to_loads(lower_ctx *c, tt_eid e)
+{
+    tt_expr_pool *p = &c->p->pool;
+    tt_expr n = *tt_expr_get(p, e);
+    switch ((tt_expr_kind)n.kind) {
+    case TT_EXPR_INT:
+    case TT_EXPR_FLOAT:
+    case TT_EXPR_VAR:
+        return e;
+    case TT_EXPR_READ: {
+        tt_eid idx[TT_MAX_DIMS];
+        for (int i = 0; i < n.n; i++)
+            if (!(idx[i] = to_loads(c, p->args.data[n.b + (uint32_t)i])))
+                return 0;
+        int s = stage_of(c, (int)n.a);
+        if (s < 0 || c->si[s].buf < 0)
+            return 0;
+        return tt_expr_load(p, (tt_dtype)n.dtype, (uint32_t)c->si[s].buf, flat_index(c, s, idx));
+    }
+    case TT_EXPR_CALL:
+    case TT_EXPR_CAST:
+    case TT_EXPR_NOT:
+    case TT_EXPR_NEG: {
+        tt_eid a = to_loads(c, n.a);
+        if (!a)
+            return 0;
+        n.a = a;
+        if (TT_VEC_PUSH(&p->nodes, n))
+            return 0;
+        return (tt_eid)(p->nodes.len - 1);
+    }
+    case TT_EXPR_SELECT: {
+        tt_eid a = to_loads(c, n.a), b = to_loads(c, n.b), d = to_loads(c, n.c);
+        return a && b && d ? tt_expr_select(p, a, b, d) : 0;
+    }
+    default: {
+        tt_eid a = to_loads(c, n.a), b = to_loads(c, n.b);
+        return a && b ? tt_expr_binary(p, (tt_expr_kind)n.kind, a, b) : 0;
+    }
+    }
+}
+
+static tt_eid and_cond(tt_expr_pool *p, tt_eid acc, tt_eid c)
+{
+    return acc ? tt_expr_binary(p, TT_EXPR_AND, acc, c) : c;
+}
+
+/* Guards: root values inside their extents, region indices inside the tensor. */
+static tt_eid guards(lower_ctx *c, int s, const tt_eid *sub, bool with_reduce)
+{
+    tt_expr_pool *p = &c->p->pool;
+    const tt_op *op = &c->st->dag.ops.data[c->si[s].op];
+    tt_eid cond = 0;
+    for (int d = 0; d < op->ndim; d++) {
+        tt_eid g = tt_simplify(p, tt_expr_binary(p, TT_EXPR_LT, root_of(c, op->axis[d]),
+                                                  tt_expr_int(p, c->si[s].ext[d])), &c->bounds);
+        if (!tt_expr_is_const_int(p, g, NULL))
+            cond = and_cond(p, cond, g);
+        if (!c->si[s].full[d]) {
+            tt_eid hi = tt_simplify(p, tt_expr_binary(p, TT_EXPR_LT, sub[op->axis[d]],
+                                                       tt_expr_int(p, op->shape[d])), &c->bounds);
+            tt_eid lo = tt_simplify(p, tt_expr_binary(p, TT_EXPR_GE, sub[op->axis[d]],
+                                                       tt_expr_int(p, 0)), &c->bounds);
+            if (!tt_expr_is_const_int(p, hi, NULL))
+                cond = and_cond(p, cond, hi);
+            if (!tt_expr_is_const_int(p, lo, NULL))
+                cond = and_cond(p, cond, lo);
+        }
+    }
+    for (int k = 0; with_reduce && k < op->nreduce; k++) {
+        tt_eid g = tt_simplify(p, tt_expr_binary(p, TT_EXPR_LT, root_of(c, op->raxis[k]),
+                                                  tt_expr_int(p, op->rextent[k])), &c->bounds);
+        if (!tt_expr_is_const_int(p, g, NULL))
+            cond = and_cond(p, cond, g);
+    }
+    return cond;
+}
+
+static tt_sid guarded(lower_ctx *c, tt_eid cond, tt_sid body)
+{
+    if (!cond)
+        return body;
+    tt_stmt s = {.kind = TT_STMT_IF, .cond = cond, .body = body};
+    return add_stmt(c, s);
+}
+
+static tt_sid emit_stage(lower_ctx *c, int s);
+
+typedef struct {
+    int s;
+    const tt_eid *sub;
+    tt_sid update, init;
+    int first_reduce;
+} nest_ctx;
+
+static tt_sid wrap_loop(lower_ctx *c, int s, int k, tt_sid inner)
+{
+    const tt_stage *sg = &c->st->stages.data[s];
+    const tt_iter *it = &sg->iters[k];
+    tt_stmt f = {.kind = TT_STMT_FOR, .ann = it->ann, .var = it->var,
+                 .extent = c->var_ext[it->var], .body = inner};
+    if (sg->auto_unroll_max_step && sg->pragma_var == it->var)
+        f.unroll_max_step = sg->auto_unroll_max_step;
+    return add_stmt(c, f);
+}
+
+static tt_sid build_level(lower_ctx *c, nest_ctx *n, int k)
+{
+    const tt_stage *sg = &c->st->stages.data[n->s];
+    tt_sid items[3];
+    int ni = 0;
+    if (k == n->first_reduce && n->init)
+        items[ni++] = n->init;
+    if (k == sg->niters) {
+        items[ni++] = n->update;
+        return seq(c, items, ni);
+    }
+    tt_sid inner = build_level(c, n, k + 1);
+    /* Stages computed at this iterator: inside the loop, before the rest, allocated there. */
+    for (int a = c->nstages - 1; a >= 0; a--) {
+        if (!c->si[a].attached || c->si[a].consumer != n->s || c->si[a].at_pos != k)
+            continue;
+        tt_sid parts[2] = {emit_stage(c, a), inner};
+        tt_stmt al = {.kind = TT_STMT_ALLOC, .buf = (uint32_t)c->si[a].buf, .body = seq(c, parts, 2)};
+        inner = add_stmt(c, al);
+    }
+    items[ni++] = wrap_loop(c, n->s, k, inner);
+    return seq(c, items, ni);
+}
+
+/* Init nest of a reduction: the spatial iterators from position `from` inward. */
+static tt_sid build_init(lower_ctx *c, int s, int from, tt_sid store)
+{
+    const tt_stage *sg = &c->st->stages.data[s];
+    tt_sid body = store;
+    for (int k = sg->niters - 1; k >= from; k--)
+        if (sg->iters[k].kind == TT_ITER_SPATIAL)
+            body = wrap_loop(c, s, k, body);
+    return body;
+}
+
+static tt_sid emit_stage(lower_ctx *c, int s)
+{
+    if (c->status)
+        return 0;
+    tt_expr_pool *p = &c->p->pool;
+    const stage_info *si = &c->si[s];
+    const tt_stage *sg = &c->st->stages.data[s];
+    const tt_op *op = &c->st->dag.ops.data[si->op];
+    derive(c, s);
+    tt_eid *sub = root_subst(c, s);
+    if (!sub) {
+        c->status = TT_ERR_NOMEM;
+        return 0;
+    }
+    tt_eid global[TT_MAX_DIMS];
+    for (int d = 0; d < op->ndim; d++)
+        global[d] = tt_simplify(p, sub[op->axis[d]], &c->bounds);
+    tt_eid index = flat_index(c, s, global);
+    tt_eid value = tt_expr_substitute(p, si->body, sub, c->nvars);
+    value = value ? to_loads(c, value) : 0;
+    value = value ? tt_simplify(p, value, &c->bounds) : 0;
+    if (!value || !index) {
+        free(sub);
+        c->status = c->status ? c->status : TT_ERR_NOMEM;
+        return 0;
+    }
+    if (tt_expr_get(p, value)->dtype != op->dtype)
+        value = tt_expr_cast(p, op->dtype, value);
+    nest_ctx n = {s, sub, 0, 0, sg->niters};
+    if (op->reduce != TT_REDUCE_NONE) {
+        for (int k = 0; k < sg->niters; k++)
+            if (sg->iters[k].kind == TT_ITER_REDUCE) {
+                n.first_reduce = k;
+                break;
+            }
+        tt_value id = tt_reduce_identity(op->reduce, op->dtype);
+        tt_eid ide = tt_dtype_is_float(op->dtype) ? tt_expr_float(p, op->dtype, id.f)
+                                                  : tt_expr_int(p, id.i);
+        tt_stmt init = {.kind = TT_STMT_STORE, .buf = (uint32_t)si->buf, .index = index, .value = ide};
+        n.init = build_init(c, s, n.first_reduce, guarded(c, guards(c, s, sub, false), add_stmt(c, init)));
+        tt_eid old = tt_expr_load(p, op->dtype, (uint32_t)si->buf, index);
+        tt_expr_kind k = op->reduce == TT_REDUCE_SUM ? TT_EXPR_ADD
+                         : op->reduce == TT_REDUCE_MAX ? TT_EXPR_MAX : TT_EXPR_MIN;
+        value = tt_expr_binary(p, k, old, value);
+    }
+    tt_stmt st = {.kind = TT_STMT_STORE, .buf = (uint32_t)si->buf, .index = index, .value = value};
+    n.update = guarded(c, guards(c, s, sub, true), add_stmt(c, st));
+    tt_sid out = build_level(c, &n, 0);
+    free(sub);
+    return out;
+}
+
+tt_status tt_lower(const tt_state *st, tt_program **out, tt_errbuf *err)
+{
+    *out = NULL;
+    tt_program *p = calloc(1, sizeof(*p));
+    lower_ctx c = {st, p, err, NULL, (int)st->stages.len, NULL, NULL, {0}, 0, TT_OK};
+    tt_status r = TT_OK;
+    if (!p || tt_expr_pool_clone(&st->dag.pool, &p->pool)) {
+        free(p);
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    }
+    tt_stmt none = {0};
+    c.si = calloc(st->stages.len, sizeof(stage_info));
+    /* Variables created during lowering are never loop variables, so the tables only need the
+     * state's variables (plus slack for safety). */
+    c.nvars = p->pool.vars.len;
+    c.var_ext = calloc(c.nvars, sizeof(int64_t));
+    c.root_val = calloc(c.nvars, sizeof(tt_eid));
+    c.bounds.lo = calloc(c.nvars, sizeof(int64_t));
+    c.bounds.hi = calloc(c.nvars, sizeof(int64_t));
+    c.bounds.known = calloc(c.nvars, 1);
+    c.bounds.n = c.nvars;
+    if (!c.si || !c.var_ext || !c.root_val || !c.bounds.lo || !c.bounds.hi || !c.bounds.known ||
+        TT_VEC_PUSH(&p->stmts, none)) {
+        r = tt_err(err, TT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    for (int s = 0; s < c.nstages; s++) {
+        const tt_stage *sg = &st->stages.data[s];
+        c.si[s].op = sg->op;
+        c.si[s].placeholder = st->dag.ops.data[sg->op].is_placeholder;
+        c.si[s].inlined = sg->at == TT_AT_INLINE;
+        c.si[s].attached = sg->at == TT_AT_ITER;
+        c.si[s].buf = -1;
+        c.si[s].consumer = -1;
+    }
+    for (int s = 0; s < c.nstages; s++)
+        if (!c.si[s].placeholder && !c.si[s].inlined &&
+            !(c.si[s].body = expand(&c, st->dag.ops.data[c.si[s].op].body, 0))) {
+            r = tt_err(err, TT_ERR_LOWER, "inlining into '%s' failed (cyclic or out of memory)",
+                       op_name(&c, c.si[s].op));
+            goto out;
+        }
+    /* Regions need the consumer's iterator extents, so derive consumers first. */
+    for (int s = c.nstages - 1; s >= 0; s--) {
+        if (c.si[s].inlined)
+            continue;
+        if (c.si[s].attached) {
+            int cs = stage_of(&c, st->stages.data[s].at_op);
+            if (cs >= 0 && cs < s) {
+                r = lerr(&c, "'%s' is computed at '%s', which comes before it", op_name(&c, c.si[s].op),
+                         op_name(&c, c.si[cs].op));
+                goto out;
+            }
+            if (cs >= 0)
+                derive(&c, cs);
+        }
+        if ((r = infer_region(&c, s)))
+            goto out;
+    }
+    /* Buffers: parameters in order, then intermediates. */
+    int params[64], nin;
+    int np = tt_dag_params(&st->dag, params, 64, &nin);
+    if (np > 64) {
+        r = tt_err(err, TT_ERR_LIMIT, "more than 64 parameters");
+        goto out;
+    }
+    p->nparams = np;
+    p->ninputs = nin;
+    for (int i = 0; i < np; i++) {
+        int s = stage_of(&c, params[i]);
+        if (c.si[s].inlined) {
+            r = lerr(&c, "output '%s' cannot be inlined", op_name(&c, params[i]));
+            goto out;
+        }
+        if (c.si[s].attached) {
+            r = lerr(&c, "output '%s' cannot be computed at another stage", op_name(&c, params[i]));
+            goto out;
+        }
+        if ((c.si[s].buf = add_buffer(&c, s, i)) < 0) {
+            r = tt_err(err, TT_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+    }
+    for (int s = 0; s < c.nstages; s++)
+        if (c.si[s].buf < 0 && !c.si[s].inlined && (c.si[s].buf = add_buffer(&c, s, -1)) < 0) {
+            r = tt_err(err, TT_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+    /* Root stages in order; intermediates allocated around everything. */
+    tt_sid items[TT_MAX_STAGES];
+    int ni = 0;
+    for (int s = 0; s < c.nstages; s++)
+        if (!c.si[s].placeholder && !c.si[s].inlined && !c.si[s].attached)
+            items[ni++] = emit_stage(&c, s);
+    if (c.status) {
+        r = tt_err(err, c.status, "lowering failed: %s", tt_strerror(c.status));
+        goto out;
+    }
+    tt_sid body = seq(&c, items, ni);
+    for (int s = c.nstages - 1; s >= 0; s--) {
+        if (c.si[s].placeholder || c.si[s].inlined || c.si[s].attached ||
+            c.p->bufs.data[c.si[s].buf].param >= 0)
+            continue;
+        tt_stmt al = {.kind = TT_STMT_ALLOC, .buf = (uint32_t)c.si[s].buf, .body = body};
+        body = add_stmt(&c, al);
+    }
+    p->root = body;
+    if (c.status || p->pool.oom)
+        r = tt_err(err, TT_ERR_NOMEM, "out of memory");
+out:
+    free(c.si);
+    free(c.var_ext);
+    free(c.root_val);
+    free(c.bounds.lo);
+    free(c.bounds.hi);
+    free(c.bounds.known);
+    if (r) {
+        tt_program_free(p);
+        return r;
+    }
+    *out = p;
+    return TT_OK;
+}
+
+void tt_program_free(tt_program *p)
+{
+    if (!p)
+        return;
+    tt_expr_pool_free(&p->pool);
+    TT_VEC_FREE(&p->stmts);
+    TT_VEC_FREE(&p->items);
+    TT_VEC_FREE(&p->bufs);
+    free(p->name);
+    free(p);
+}

@@ -1,0 +1,93 @@
+#include "verify.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void tt_fill_random(void *buf, tt_dtype t, int64_t n, uint64_t seed)
+{
+    tt_rng r;
+    tt_rng_seed(&r, seed);
+    for (int64_t i = 0; i < n; i++) {
+        tt_value v;
+        if (tt_dtype_is_float(t))
+            v.f = tt_rng_uniform(&r) * 2.0 - 1.0;
+        else
+            v.i = (int64_t)tt_rng_below(&r, 16) - 8;
+        tt_buffer_set(buf, t, i, v);
+    }
+}
+
+tt_status tt_verify_program(const tt_dag *dag, const tt_program *prog, uint64_t seed, double rtol,
+                            double atol, tt_verify_result *res, tt_errbuf *err)
+{
+    int params[64], nin;
+    int np = tt_dag_params(dag, params, 64, &nin);
+    tt_verify_result local = {0};
+    if (!res)
+        res = &local;
+    memset(res, 0, sizeof(*res));
+    if (np != prog->nparams || nin != prog->ninputs)
+        return tt_err(err, TT_ERR_INVALID_ARG, "program has %d parameters, the DAG %d", prog->nparams, np);
+    void *want[64] = {0}, *got[64] = {0};
+    tt_status r = TT_OK;
+    for (int i = 0; i < np; i++) {
+        const tt_op *op = &dag->ops.data[params[i]];
+        size_t bytes = (size_t)tt_op_numel(op) * (size_t)tt_dtype_bytes(op->dtype);
+        want[i] = malloc(bytes);
+        got[i] = i < nin ? want[i] : malloc(bytes);
+        if (!want[i] || !got[i]) {
+            r = tt_err(err, TT_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        if (i < nin) {
+            tt_fill_random(want[i], op->dtype, tt_op_numel(op), seed + (uint64_t)i * 7919);
+        } else {
+            /* Outputs start as NaN so an element nobody wrote cannot pass. */
+            tt_value nan = {.f = NAN};
+            if (!tt_dtype_is_float(op->dtype))
+                nan.i = 0x5a5a5a5a;
+            for (int64_t k = 0; k < tt_op_numel(op); k++) {
+                tt_buffer_set(want[i], op->dtype, k, nan);
+                tt_buffer_set(got[i], op->dtype, k, nan);
+            }
+        }
+    }
+    if ((r = tt_dag_eval(dag, want, err))) {
+        tt_err_prefix(err, r, "reference evaluation");
+        goto out;
+    }
+    if ((r = tt_interp_run(prog, got, err))) {
+        tt_err_prefix(err, r, "interpreter");
+        goto out;
+    }
+    for (int i = nin; i < np; i++) {
+        const tt_op *op = &dag->ops.data[params[i]];
+        for (int64_t k = 0; k < tt_op_numel(op); k++) {
+            tt_value a = tt_buffer_get(got[i], op->dtype, k), b = tt_buffer_get(want[i], op->dtype, k);
+            double x = tt_dtype_is_float(op->dtype) ? a.f : (double)a.i;
+            double y = tt_dtype_is_float(op->dtype) ? b.f : (double)b.i;
+            double d = fabs(x - y);
+            bool bad = isnan(x) || isnan(y) || d > atol + rtol * fabs(y);
+            if (isinf(x) && isinf(y) && (x > 0) == (y > 0))
+                bad = false, d = 0;
+            res->checked++;
+            if (!isnan(d) && d > res->max_abs_err)
+                res->max_abs_err = d;
+            if (!isnan(d) && fabs(y) > 0 && d / fabs(y) > res->max_rel_err)
+                res->max_rel_err = d / fabs(y);
+            if (bad) {
+                if (res->mismatches++ == 0)
+                    r = tt_err(err, TT_ERR_RUNTIME, "output '%s' differs at element %lld: got %.9g, expected %.9g",
+                               op->name, (long long)k, x, y);
+            }
+        }
+    }
+out:
+    for (int i = 0; i < np; i++) {
+        if (got[i] != want[i])
+            free(got[i]);
+        free(want[i]);
+    }
+    return r;
+}

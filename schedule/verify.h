@@ -1,0 +1,25 @@
+/* Checking a lowered program against the definition: random inputs, the reference evaluator
+ * (tt_dag_eval) on one side, the interpreter on the other, compared with a tolerance. */
+#ifndef TT_SCHEDULE_VERIFY_H
+#define TT_SCHEDULE_VERIFY_H
+
+#include "loop_ir.h"
+
+typedef struct tt_verify_result {
+    double max_abs_err;
+    double max_rel_err;
+    int64_t mismatches; /* elements outside the tolerance */
+    int64_t checked;    /* output elements compared */
+} tt_verify_result;
+
+/* Fills `n` elements of a buffer with reproducible values in [-1, 1) (integers in [-8, 8)). */
+void tt_fill_random(void *buf, tt_dtype t, int64_t n, uint64_t seed);
+
+/* Runs `prog` in the interpreter and `dag` through the reference evaluator on the same random
+ * inputs (from `seed`) and compares every output element: |a-b| <= atol + rtol*|b|, NaN never
+ * equal.  Returns TT_OK when all match, TT_ERR_RUNTIME with the first mismatch (output, index,
+ * both values) otherwise; execution errors are returned as they are. */
+tt_status tt_verify_program(const tt_dag *dag, const tt_program *prog, uint64_t seed, double rtol,
+                            double atol, tt_verify_result *res, tt_errbuf *err);
+
+#endif

@@ -1,0 +1,203 @@
+/* tvm-tune: the command-line front end.  This stage of the project has `lower` (print the loop
+ * IR of a workload under a schedule, optionally checked against the definition) and `ops` (list
+ * the operator library); `run`, `submit`, `watch` and `summary` arrive with the tuner and farm. */
+#include "schedule/schedule.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tvm-tune COMMAND [options]\n"
+            "\n"
+            "commands:\n"
+            "  lower   print the loop IR of a workload under a schedule\n"
+            "  ops     list the operator library and its parameters\n"
+            "\n"
+            "tvm-tune lower --workload W [--steps FILE | --steps-json JSON] [--check] [--seed N]\n"
+            "               [--dag] [--state]\n"
+            "  --workload W      workload text, e.g. matmul:M=512,N=512,K=512 or\n"
+            "                    'te:C[i,j] += A[i,k] * B[k,j]; A:float32[64,64]; B:float32[64,64]'\n"
+            "  --steps FILE      schedule as an Ansor step list (JSON array); '-' reads stdin\n"
+            "  --steps-json J    the same, given inline\n"
+            "  --check           run the program in the interpreter on random inputs and compare\n"
+            "                    every output element with the naive definition (exit 1 on mismatch)\n"
+            "  --seed N          seed of the random inputs (default 1)\n"
+            "  --dag             also print the compute DAG\n"
+            "  --state           also print the schedule state (stages and iterators)\n"
+            "\n"
+            "Step lists and the loop IR are described in docs/steps.md; workloads and the\n"
+            "tensor-expression language in docs/workloads.md and docs/tensor-expressions.md.\n");
+}
+
+static char *read_file(const char *path)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f)
+        return NULL;
+    tt_strbuf sb = {0};
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+        tt_strbuf_appendn(&sb, buf, n);
+    if (f != stdin)
+        fclose(f);
+    return tt_strbuf_take(&sb);
+}
+
+static int cmd_ops(void)
+{
+    for (int i = 0; i < tt_op_library_count(); i++) {
+        const tt_op_def *d = tt_op_library_get(i);
+        printf("%-32s %-5s %s\n", d->name, d->suite, d->doc);
+        for (int k = 0; k < d->nparams; k++) {
+            const tt_op_param *p = &d->params[k];
+            if (p->optional)
+                printf("    %-6s %s (default %lld)\n", p->name, p->doc, (long long)p->def);
+            else
+                printf("    %-6s %s\n", p->name, p->doc);
+        }
+    }
+    printf("%-32s %-5s %s\n", "te:...", "", "custom operator in the tensor-expression language");
+    printf("every operator also takes dtype=float32|float64|int32|int64 (default float32)\n");
+    return 0;
+}
+
+static int cmd_lower(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"workload", required_argument, 0, 'w'}, {"steps", required_argument, 0, 's'},
+        {"steps-json", required_argument, 0, 'j'}, {"check", no_argument, 0, 'c'},
+        {"seed", required_argument, 0, 'S'},     {"dag", no_argument, 0, 'd'},
+        {"state", no_argument, 0, 't'},          {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    const char *workload = NULL, *steps_file = NULL, *steps_json = NULL;
+    bool check = false, show_dag = false, show_state = false;
+    unsigned long long seed = 1;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "w:s:j:cS:dth", opts, NULL)) != -1) {
+        switch (c) {
+        case 'w': workload = optarg; break;
+        case 's': steps_file = optarg; break;
+        case 'j': steps_json = optarg; break;
+        case 'c': check = true; break;
+        case 'd': show_dag = true; break;
+        case 't': show_state = true; break;
+        case 'S': {
+            char *end;
+            errno = 0;
+            seed = strtoull(optarg, &end, 10);
+            if (*end || errno) {
+                fprintf(stderr, "tvm-tune lower: --seed needs a non-negative integer, got '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        }
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (!workload) {
+        fprintf(stderr, "tvm-tune lower: --workload is required\n");
+        return 2;
+    }
+    if (steps_file && steps_json) {
+        fprintf(stderr, "tvm-tune lower: give --steps or --steps-json, not both\n");
+        return 2;
+    }
+    int rc = 1;
+    tt_errbuf err = {{0}};
+    tt_workload *w = NULL;
+    tt_state *st = NULL;
+    tt_program *prog = NULL;
+    tt_step *steps = NULL;
+    size_t nsteps = 0;
+    char *text = NULL;
+    tt_status s = tt_workload_parse(workload, &w, &err);
+    if (s) {
+        fprintf(stderr, "tvm-tune lower: workload: %s\n", err.msg);
+        goto out;
+    }
+    if (steps_file && !(text = read_file(steps_file))) {
+        fprintf(stderr, "tvm-tune lower: cannot read %s: %s\n", steps_file, strerror(errno));
+        goto out;
+    }
+    if (text || steps_json) {
+        if ((s = tt_steps_from_json(text ? text : steps_json, &steps, &nsteps, &err))) {
+            fprintf(stderr, "tvm-tune lower: %s: %s\n", steps_file ? steps_file : "--steps-json", err.msg);
+            goto out;
+        }
+    }
+    if ((s = tt_state_replay(&w->dag, steps, nsteps, &st, &err))) {
+        fprintf(stderr, "tvm-tune lower: schedule: %s\n", err.msg);
+        goto out;
+    }
+    if ((s = tt_lower(st, &prog, &err))) {
+        fprintf(stderr, "tvm-tune lower: %s\n", err.msg);
+        goto out;
+    }
+    printf("# workload %s (%.0f FLOP)\n", w->key, w->flops);
+    if (nsteps) {
+        char *js = tt_steps_to_json(steps, nsteps);
+        printf("# steps %s\n", js ? js : "?");
+        free(js);
+    }
+    if (show_dag) {
+        char *d = tt_dag_print(&w->dag);
+        printf("# compute DAG\n%s", d ? d : "");
+        free(d);
+    }
+    if (show_state) {
+        char *d = tt_state_print(st);
+        printf("# schedule state\n%s", d ? d : "");
+        free(d);
+    }
+    char *ir = tt_program_print(prog);
+    printf("%s", ir ? ir : "");
+    free(ir);
+    rc = 0;
+    if (check) {
+        tt_verify_result vr;
+        s = tt_verify_program(&w->dag, prog, seed, 1e-4, 1e-5, &vr, &err);
+        if (s) {
+            fprintf(stderr, "check: FAILED: %s (%lld of %lld elements differ)\n", err.msg,
+                    (long long)vr.mismatches, (long long)vr.checked);
+            rc = 1;
+        } else {
+            printf("check: OK, %lld output elements match the naive definition (max abs error %.3g)\n",
+                   (long long)vr.checked, vr.max_abs_err);
+        }
+    }
+out:
+    free(text);
+    free(steps);
+    tt_program_free(prog);
+    tt_state_free(st);
+    tt_workload_free(w);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "lower") == 0)
+        return cmd_lower(argc - 1, argv + 1);
+    if (strcmp(cmd, "ops") == 0)
+        return cmd_ops();
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "tvm-tune: unknown command '%s'\n\n", cmd);
+    usage(stderr);
+    return 2;
+}
