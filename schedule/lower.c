@@ -611,6 +611,30 @@ static tt_eid guards(lower_ctx *c, int s, const tt_eid *sub, bool with_reduce)
                 cond = and_cond(p, cond, lo);
         }
     }
+    /* A split whose parts over-cover their parent (non-divisible, or a region smaller than the
+     * tile) would revisit points of the parent: guard every such parent, not only the roots. */
+    const tt_stage *sg = &c->st->stages.data[s];
+    for (size_t r = 0; r < sg->rels.len; r++) {
+        const tt_relation *rel = &sg->rels.data[r];
+        if (rel->kind != TT_REL_SPLIT)
+            continue;
+        int64_t prod = 1;
+        for (int k = 0; k < rel->nchild; k++)
+            prod *= c->var_ext[rel->child[k]];
+        if (prod <= c->var_ext[rel->parent])
+            continue;
+        tt_eid v = root_of(c, rel->parent);
+        bool reduce = false;
+        for (int k = 0; k < sg->niters; k++)
+            if (sg->iters[k].kind == TT_ITER_REDUCE && tt_expr_uses_var(p, v, sg->iters[k].var))
+                reduce = true;
+        if (reduce && !with_reduce)
+            continue;
+        tt_eid g = tt_simplify(p, tt_expr_binary(p, TT_EXPR_LT, v,
+                                                  tt_expr_int(p, c->var_ext[rel->parent])), &c->bounds);
+        if (!tt_expr_is_const_int(p, g, NULL))
+            cond = and_cond(p, cond, g);
+    }
     for (int k = 0; with_reduce && k < op->nreduce; k++) {
         tt_eid g = tt_simplify(p, tt_expr_binary(p, TT_EXPR_LT, root_of(c, op->raxis[k]),
                                                   tt_expr_int(p, op->rextent[k])), &c->bounds);

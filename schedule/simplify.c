@@ -89,7 +89,15 @@ static void lin_collect(tt_expr_pool *p, tt_eid e, int64_t scale, linear *l, con
             lin_collect(p, n.a, scale * lb.c, l, b);
             return;
         }
-        break;
+        /* A product of two non-constants is an atom; simplify its factors, not itself (which
+         * would come straight back here). */
+        tt_eid x = simplify_rec(p, n.a, b), y = simplify_rec(p, n.b, b);
+        tt_eid atom = x && y ? tt_mul(p, x, y) : 0;
+        if (!atom)
+            l->ok = false;
+        else
+            lin_add_term(p, l, atom, scale);
+        return;
     }
     default:
         break;

@@ -751,16 +751,27 @@ static void root_exprs(tt_state *st, const tt_stage *sg, tt_eid *subst, size_t n
     int64_t *ext = calloc(nv, sizeof(int64_t));
     if (!ext)
         return;
-    for (int i = 0; i < sg->niters; i++)
-        ext[sg->iters[i].var] = sg->iters[i].extent;
-    /* Forward pass for extents of intermediate variables, then expressions backwards. */
+    /* Extents of every variable, forward from the op's axes through the relations. */
+    const tt_op *op = &st->dag.ops.data[sg->op];
+    for (int i = 0; i < op->ndim; i++)
+        ext[op->axis[i]] = op->shape[i];
+    for (int i = 0; i < op->nreduce; i++)
+        ext[op->raxis[i]] = op->rextent[i];
     for (size_t r = 0; r < sg->rels.len; r++) {
         const tt_relation *rel = &sg->rels.data[r];
         if (rel->kind == TT_REL_FUSE) {
             ext[rel->parent] = 1;
             for (int k = 0; k < rel->nchild; k++)
-                ext[rel->parent] *= ext[rel->child[k]] ? ext[rel->child[k]] : 1;
+                ext[rel->parent] *= ext[rel->child[k]];
+            continue;
         }
+        int64_t prod = 1;
+        for (int k = 0; k < rel->nlen; k++)
+            prod *= rel->lengths[k];
+        int64_t rest = (ext[rel->parent] + prod - 1) / prod;
+        for (int k = 0; k < rel->nchild; k++)
+            ext[rel->child[k]] = rel->inner_to_outer ? (k == 0 ? rest : rel->lengths[k - 1])
+                                                     : (k == rel->nchild - 1 ? rest : rel->lengths[k]);
     }
     for (size_t r = sg->rels.len; r-- > 0;) {
         const tt_relation *rel = &sg->rels.data[r];
