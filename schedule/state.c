@@ -745,12 +745,9 @@ static tt_status do_cache_write(apply_ctx *c)
 
 /* Expressions of a stage's root variables in terms of its current iterators, using the
  * iterators' static extents. subst must have room for every variable. */
-static void root_exprs(tt_state *st, const tt_stage *sg, tt_eid *subst, size_t nv)
+static void root_exprs(tt_state *st, const tt_stage *sg, tt_eid *subst, int64_t *ext)
 {
     tt_expr_pool *p = &st->dag.pool;
-    int64_t *ext = calloc(nv, sizeof(int64_t));
-    if (!ext)
-        return;
     /* Extents of every variable, forward from the op's axes through the relations. */
     const tt_op *op = &st->dag.ops.data[sg->op];
     for (int i = 0; i < op->ndim; i++)
@@ -795,7 +792,6 @@ static void root_exprs(tt_state *st, const tt_stage *sg, tt_eid *subst, size_t n
             }
         }
     }
-    free(ext);
 }
 
 static tt_status do_rfactor(apply_ctx *c)
@@ -863,12 +859,32 @@ static tt_status do_rfactor(apply_ctx *c)
     }
     /* Root reduce variables in terms of the leaves, then in terms of the new op's variables. */
     tt_eid *roots = calloc(nv, sizeof(tt_eid));
-    if (!roots) {
+    int64_t *ext = calloc(nv, sizeof(int64_t));
+    if (!roots || !ext) {
         free(subst);
+        free(roots);
+        free(ext);
         return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
     }
-    root_exprs(st, &sg, roots, nv);
+    root_exprs(st, &sg, roots, ext);
     tt_eid guard = 0;
+    /* Split parts that over-cover their parent would revisit reduction points: guard every
+     * such parent (the roots are guarded below). */
+    for (size_t ri = 0; ri < sg.rels.len; ri++) {
+        const tt_relation *rel = &sg.rels.data[ri];
+        int64_t prod = 1;
+        if (rel->kind != TT_REL_SPLIT)
+            continue;
+        for (int k = 0; k < rel->nchild; k++)
+            prod *= ext[rel->child[k]];
+        if (prod <= ext[rel->parent] || !roots[rel->parent])
+            continue;
+        tt_eid v = tt_expr_substitute(&st->dag.pool, roots[rel->parent], subst, nv);
+        tt_eid cond = tt_expr_binary(&st->dag.pool, TT_EXPR_LT, v,
+                                     tt_expr_int(&st->dag.pool, ext[rel->parent]));
+        guard = guard ? tt_expr_binary(&st->dag.pool, TT_EXPR_AND, guard, cond) : cond;
+    }
+    free(ext);
     for (int i = 0; i < orig.nreduce; i++) {
         tt_eid e = roots[orig.raxis[i]] ? roots[orig.raxis[i]] : tt_expr_var(&st->dag.pool, orig.raxis[i]);
         e = tt_expr_substitute(&st->dag.pool, e, subst, nv);
