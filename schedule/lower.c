@@ -621,7 +621,12 @@ static tt_eid guards(lower_ctx *c, int s, const tt_eid *sub, bool with_reduce)
         int64_t prod = 1;
         for (int k = 0; k < rel->nchild; k++)
             prod *= c->var_ext[rel->child[k]];
-        if (prod <= c->var_ext[rel->parent])
+        bool is_root = false; /* roots are guarded against their extents below */
+        for (int d = 0; d < op->ndim; d++)
+            is_root |= op->axis[d] == rel->parent;
+        for (int k = 0; k < op->nreduce; k++)
+            is_root |= op->raxis[k] == rel->parent;
+        if (is_root || prod <= c->var_ext[rel->parent])
             continue;
         tt_eid v = root_of(c, rel->parent);
         bool reduce = false;

@@ -463,6 +463,12 @@ static tt_status collect_vars(sema *s, int node, int stmt_no, var_table *vt)
             v->reduce = true;
         }
     }
+    if (a->kind == A_INDEX) {
+        int ti = find_tensor(s, a->name);
+        if (ti >= 0 && s->t[ti].op < 0 && s->t[ti].def >= 0)
+            return serr(s, stmt_no, a->col, "'%s' is read before it is computed (statement %d)",
+                        a->name, s->t[ti].def + 1);
+    }
     if (a->kind == A_CALL && !is_builtin(a->name))
         return serr(s, stmt_no, a->col,
                     "unknown function '%s' (exp, log, sqrt, tanh, sigmoid, abs, max, min, select, casts)",
