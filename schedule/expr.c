@@ -346,24 +346,25 @@ void tt_expr_visit_reads(const tt_expr_pool *p, tt_eid e, void (*fn)(void *ctx, 
 {
     if (!e)
         return;
-    const tt_expr *n = &p->nodes.data[e];
-    if (n->kind == TT_EXPR_READ) {
+    /* A copy: the callback may add nodes to the pool, which moves it. */
+    const tt_expr n = p->nodes.data[e];
+    if (n.kind == TT_EXPR_READ) {
         fn(ctx, e);
-        for (int i = 0; i < n->n; i++)
-            tt_expr_visit_reads(p, p->args.data[n->b + (uint32_t)i], fn, ctx);
+        for (int i = 0; i < n.n; i++)
+            tt_expr_visit_reads(p, p->args.data[n.b + (uint32_t)i], fn, ctx);
         return;
     }
-    if (n->kind == TT_EXPR_LOAD || n->kind == TT_EXPR_CALL) {
-        tt_expr_visit_reads(p, n->a, fn, ctx);
+    if (n.kind == TT_EXPR_LOAD || n.kind == TT_EXPR_CALL) {
+        tt_expr_visit_reads(p, n.a, fn, ctx);
         return;
     }
-    int nc = kinds[n->kind].nchild;
+    int nc = kinds[n.kind].nchild;
     if (nc >= 1)
-        tt_expr_visit_reads(p, n->a, fn, ctx);
+        tt_expr_visit_reads(p, n.a, fn, ctx);
     if (nc >= 2)
-        tt_expr_visit_reads(p, n->b, fn, ctx);
+        tt_expr_visit_reads(p, n.b, fn, ctx);
     if (nc >= 3)
-        tt_expr_visit_reads(p, n->c, fn, ctx);
+        tt_expr_visit_reads(p, n.c, fn, ctx);
 }
 
 bool tt_expr_uses_var(const tt_expr_pool *p, tt_eid e, uint32_t var)

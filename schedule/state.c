@@ -113,7 +113,8 @@ tt_status tt_state_clone(const tt_state *src, tt_state **out)
         goto oom;
     if (TT_VEC_RESERVE(&st->stages, src->stages.len) || TT_VEC_RESERVE(&st->steps, src->steps.len))
         goto oom;
-    memcpy(st->steps.data, src->steps.data, src->steps.len * sizeof(tt_step));
+    if (src->steps.len)
+        memcpy(st->steps.data, src->steps.data, src->steps.len * sizeof(tt_step));
     st->steps.len = src->steps.len;
     for (size_t i = 0; i < src->stages.len; i++) {
         tt_stage sg = src->stages.data[i];
@@ -125,7 +126,8 @@ tt_status tt_state_clone(const tt_state *src, tt_state **out)
         const tt_stage *s0 = &src->stages.data[i];
         if (TT_VEC_RESERVE(&st->stages.data[i].rels, s0->rels.len))
             goto oom;
-        memcpy(st->stages.data[i].rels.data, s0->rels.data, s0->rels.len * sizeof(tt_relation));
+        if (s0->rels.len)
+            memcpy(st->stages.data[i].rels.data, s0->rels.data, s0->rels.len * sizeof(tt_relation));
         st->stages.data[i].rels.len = s0->rels.len;
     }
     *out = st;
@@ -281,8 +283,10 @@ static tt_status do_split_common(apply_ctx *c, int s, int it, const int64_t *len
             return illegal(c, "split length %d of iterator '%s' is %lld; lengths must be positive",
                            i, old.name, (long long)lengths[i]);
         prod *= lengths[i];
-        if (prod > (1LL << 40))
-            return illegal(c, "split lengths of '%s' overflow", old.name);
+        /* Tiles larger than the iterator only add empty iterations (and can hang a run). */
+        if (prod > old.extent)
+            return illegal(c, "split lengths of '%s' multiply to more than its extent %lld",
+                           old.name, (long long)old.extent);
     }
     tt_relation rel;
     memset(&rel, 0, sizeof(rel));

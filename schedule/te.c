@@ -533,6 +533,17 @@ static void coerce(sema *s, tt_eid *a, tt_eid *b)
         *x = tt_expr_cast(&s->dag->pool, ft, *x);
 }
 
+/* Logical operands: a number x means x != 0. */
+static tt_eid to_bool(sema *s, tt_eid e)
+{
+    tt_dtype t = node_dtype(s, e);
+    if (t == TT_DT_BOOL)
+        return e;
+    tt_eid zero = tt_dtype_is_float(t) ? tt_expr_float(&s->dag->pool, t, 0.0)
+                                       : tt_expr_int(&s->dag->pool, 0);
+    return tt_expr_binary(&s->dag->pool, TT_EXPR_NE, e, zero);
+}
+
 static tt_status build(sema *s, int node, int stmt_no, var_table *vt, tt_dtype ft, tt_eid *out)
 {
     ast a = s->p->nodes[node];
@@ -581,6 +592,7 @@ static tt_status build(sema *s, int node, int stmt_no, var_table *vt, tt_dtype f
         } else if (dt >= 0) {
             *out = tt_expr_cast(pool, (tt_dtype)dt, args[0]);
         } else if (want == 3) {
+            args[0] = to_bool(s, args[0]);
             coerce(s, &args[1], &args[2]);
             *out = tt_expr_select(pool, args[0], args[1], args[2]);
         } else {
@@ -593,14 +605,20 @@ static tt_status build(sema *s, int node, int stmt_no, var_table *vt, tt_dtype f
     case A_UN:
         if ((st = build(s, a.args[0], stmt_no, vt, ft, &args[0])))
             return st;
+        if (a.op == TT_EXPR_NOT)
+            args[0] = to_bool(s, args[0]);
         *out = tt_expr_unary(pool, (tt_expr_kind)a.op, args[0]);
         return TT_OK;
     default:
         if ((st = build(s, a.args[0], stmt_no, vt, ft, &args[0])) ||
             (st = build(s, a.args[1], stmt_no, vt, ft, &args[1])))
             return st;
-        if (a.op != TT_EXPR_AND && a.op != TT_EXPR_OR)
+        if (a.op != TT_EXPR_AND && a.op != TT_EXPR_OR) {
             coerce(s, &args[0], &args[1]);
+        } else {
+            args[0] = to_bool(s, args[0]);
+            args[1] = to_bool(s, args[1]);
+        }
         *out = tt_expr_binary(pool, (tt_expr_kind)a.op, args[0], args[1]);
         return TT_OK;
     }
@@ -762,7 +780,8 @@ static void print_ast(parser *p, tt_strbuf *sb, int node, int parent_prec, bool 
         return;
     default: {
         int prec = prec_of(a->op);
-        bool paren = prec < parent_prec || (prec == parent_prec && right);
+        /* Comparisons do not chain, so a comparison inside a comparison keeps its parentheses. */
+        bool paren = prec < parent_prec || (prec == parent_prec && (right || prec == 2));
         if (paren)
             tt_strbuf_append(sb, "(");
         print_ast(p, sb, a->args[0], prec, false);

@@ -102,6 +102,7 @@ static const bad_case bad[] = {
     {"matmul:M=8,N=8,K=8", "[[\"SP\", 0, 0, 8, [2], 1]]", "placeholder", TT_ERR_ILLEGAL_STEP},
     {"matmul:M=8,N=8,K=8", "[[\"SP\", 2, 5, 8, [2], 1]]", "iterator 5 does not exist", TT_ERR_ILLEGAL_STEP},
     {"matmul:M=8,N=8,K=8", "[[\"SP\", 2, 0, 8, [0], 1]]", "must be positive", TT_ERR_ILLEGAL_STEP},
+    {"matmul:M=8,N=8,K=8", "[[\"SP\", 2, 0, 8, [4, 4], 1]]", "multiply to more than its extent 8", TT_ERR_ILLEGAL_STEP},
     {"matmul:M=8,N=8,K=8", "[[\"FU\", 2, [1, 2]]]", "cannot fuse spatial and reduce", TT_ERR_ILLEGAL_STEP},
     {"matmul:M=8,N=8,K=8", "[[\"SP\", 2, 0, 8, [2], 1], [\"FU\", 2, [0, 2]]]", "consecutive", TT_ERR_ILLEGAL_STEP},
     {"matmul:M=8,N=8,K=8", "[[\"RE\", 2, [0, 1]]]", "reorder lists 2 iterators", TT_ERR_ILLEGAL_STEP},
