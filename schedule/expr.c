@@ -457,8 +457,31 @@ static void print_float(tt_strbuf *sb, double f, tt_dtype t)
         tt_strbuf_append(sb, "f");
 }
 
+/* Binding strength of infix operators; higher binds tighter.  Others are atoms (-1). */
+static int infix_prec(tt_expr_kind k)
+{
+    switch (k) {
+    case TT_EXPR_OR: return 0;
+    case TT_EXPR_AND: return 1;
+    case TT_EXPR_LT: case TT_EXPR_LE: case TT_EXPR_GT: case TT_EXPR_GE: case TT_EXPR_EQ:
+    case TT_EXPR_NE: return 2;
+    case TT_EXPR_ADD: case TT_EXPR_SUB: return 3;
+    case TT_EXPR_MUL: case TT_EXPR_DIV: case TT_EXPR_MOD: return 4;
+    default: return -1;
+    }
+}
+
+static void print_rec(tt_strbuf *sb, const tt_expr_pool *p, tt_eid e, tt_name_fn tensor_name,
+                      const void *ctx, int parent, bool right);
+
 void tt_expr_print(tt_strbuf *sb, const tt_expr_pool *p, tt_eid e, tt_name_fn tensor_name,
                    const void *ctx)
+{
+    print_rec(sb, p, e, tensor_name, ctx, -1, false);
+}
+
+static void print_rec(tt_strbuf *sb, const tt_expr_pool *p, tt_eid e, tt_name_fn tensor_name,
+                      const void *ctx, int parent, bool right)
 {
     if (!e) {
         tt_strbuf_append(sb, "<null>");
@@ -484,7 +507,7 @@ void tt_expr_print(tt_strbuf *sb, const tt_expr_pool *p, tt_eid e, tt_name_fn te
         for (int i = 0; i < n->n; i++) {
             if (i)
                 tt_strbuf_append(sb, ", ");
-            tt_expr_print(sb, p, p->args.data[n->b + (uint32_t)i], tensor_name, ctx);
+            print_rec(sb, p, p->args.data[n->b + (uint32_t)i], tensor_name, ctx, -1, false);
         }
         tt_strbuf_append(sb, "]");
         return;
@@ -494,48 +517,55 @@ void tt_expr_print(tt_strbuf *sb, const tt_expr_pool *p, tt_eid e, tt_name_fn te
         else
             tt_strbuf_printf(sb, "B%u", n->b);
         tt_strbuf_append(sb, "[");
-        tt_expr_print(sb, p, n->a, tensor_name, ctx);
+        print_rec(sb, p, n->a, tensor_name, ctx, -1, false);
         tt_strbuf_append(sb, "]");
         return;
     case TT_EXPR_CALL:
         tt_strbuf_printf(sb, "%s(", tt_func_name((tt_func)n->b));
-        tt_expr_print(sb, p, n->a, tensor_name, ctx);
+        print_rec(sb, p, n->a, tensor_name, ctx, -1, false);
         tt_strbuf_append(sb, ")");
         return;
     case TT_EXPR_MIN:
     case TT_EXPR_MAX:
         tt_strbuf_printf(sb, "%s(", kinds[n->kind].sym);
-        tt_expr_print(sb, p, n->a, tensor_name, ctx);
+        print_rec(sb, p, n->a, tensor_name, ctx, -1, false);
         tt_strbuf_append(sb, ", ");
-        tt_expr_print(sb, p, n->b, tensor_name, ctx);
+        print_rec(sb, p, n->b, tensor_name, ctx, -1, false);
         tt_strbuf_append(sb, ")");
         return;
     case TT_EXPR_SELECT:
         tt_strbuf_append(sb, "select(");
-        tt_expr_print(sb, p, n->a, tensor_name, ctx);
+        print_rec(sb, p, n->a, tensor_name, ctx, -1, false);
         tt_strbuf_append(sb, ", ");
-        tt_expr_print(sb, p, n->b, tensor_name, ctx);
+        print_rec(sb, p, n->b, tensor_name, ctx, -1, false);
         tt_strbuf_append(sb, ", ");
-        tt_expr_print(sb, p, n->c, tensor_name, ctx);
+        print_rec(sb, p, n->c, tensor_name, ctx, -1, false);
         tt_strbuf_append(sb, ")");
         return;
     case TT_EXPR_CAST:
         tt_strbuf_printf(sb, "%s(", tt_dtype_name((tt_dtype)n->dtype));
-        tt_expr_print(sb, p, n->a, tensor_name, ctx);
+        print_rec(sb, p, n->a, tensor_name, ctx, -1, false);
         tt_strbuf_append(sb, ")");
         return;
     case TT_EXPR_NOT:
     case TT_EXPR_NEG:
         tt_strbuf_append(sb, kinds[n->kind].sym);
-        tt_expr_print(sb, p, n->a, tensor_name, ctx);
+        print_rec(sb, p, n->a, tensor_name, ctx, 5, false);
         return;
-    default:
-        tt_strbuf_append(sb, "(");
-        tt_expr_print(sb, p, n->a, tensor_name, ctx);
+    default: {
+        /* Parentheses only where precedence needs them; the right operand of an operator of the
+         * same strength keeps them (a - (b - c)), comparisons never chain. */
+        int prec = infix_prec((tt_expr_kind)n->kind);
+        bool paren = prec < parent || (prec == parent && (right || prec == 2));
+        if (paren)
+            tt_strbuf_append(sb, "(");
+        print_rec(sb, p, n->a, tensor_name, ctx, prec, false);
         tt_strbuf_printf(sb, " %s ", kinds[n->kind].sym);
-        tt_expr_print(sb, p, n->b, tensor_name, ctx);
-        tt_strbuf_append(sb, ")");
+        print_rec(sb, p, n->b, tensor_name, ctx, prec, true);
+        if (paren)
+            tt_strbuf_append(sb, ")");
         return;
+    }
     }
 }
 

@@ -764,6 +764,54 @@ static tt_sid emit_stage(lower_ctx *c, int s)
     return out;
 }
 
+/* Loop variables of different stages often share a name (i.0 of a producer and of its consumer).
+ * Renames the later ones to "<stage>.<name>" so the printed program and generated code are
+ * unambiguous. */
+typedef struct {
+    lower_ctx *c;
+    uint32_t seen[1024];
+    int nseen;
+} rename_ctx;
+
+static void rename_loops(rename_ctx *r, tt_sid id)
+{
+    tt_program *p = r->c->p;
+    const tt_stmt s = p->stmts.data[id];
+    if (s.kind == TT_STMT_SEQ) {
+        for (uint32_t k = 0; k < s.n; k++)
+            rename_loops(r, p->items.data[s.first + k]);
+        return;
+    }
+    if (s.kind == TT_STMT_FOR) {
+        bool known = false, clash = false;
+        for (int i = 0; i < r->nseen; i++) {
+            known |= r->seen[i] == s.var;
+            clash |= r->seen[i] != s.var &&
+                     strcmp(p->pool.vars.data[r->seen[i]].name, p->pool.vars.data[s.var].name) == 0;
+        }
+        if (!known && clash) {
+            const char *owner = "stage";
+            for (int st = 0; st < r->c->nstages; st++) {
+                const tt_stage *sg = &r->c->st->stages.data[st];
+                for (int k = 0; k < sg->niters; k++)
+                    if (sg->iters[k].var == s.var)
+                        owner = r->c->st->dag.ops.data[sg->op].name;
+            }
+            const char *name = tt_arena_printf(&p->pool.strings, "%s.%s", owner,
+                                               p->pool.vars.data[s.var].name);
+            if (name)
+                p->pool.vars.data[s.var].name = name;
+        }
+        if (!known && r->nseen < (int)TT_ARRAY_LEN(r->seen))
+            r->seen[r->nseen++] = s.var;
+    }
+    if (s.kind == TT_STMT_FOR || s.kind == TT_STMT_ALLOC || s.kind == TT_STMT_IF) {
+        rename_loops(r, s.body);
+        if (s.orelse)
+            rename_loops(r, s.orelse);
+    }
+}
+
 tt_status tt_lower(const tt_state *st, tt_program **out, tt_errbuf *err)
 {
     *out = NULL;
@@ -871,6 +919,12 @@ tt_status tt_lower(const tt_state *st, tt_program **out, tt_errbuf *err)
         body = add_stmt(&c, al);
     }
     p->root = body;
+    rename_ctx *rn = calloc(1, sizeof(*rn));
+    if (rn) {
+        rn->c = &c;
+        rename_loops(rn, body);
+        free(rn);
+    }
     if (c.status || p->pool.oom)
         r = tt_err(err, TT_ERR_NOMEM, "out of memory");
 out:
