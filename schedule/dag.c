@@ -198,6 +198,76 @@ bool tt_dag_has_readers(const tt_dag *d, int op)
     return c.found;
 }
 
+typedef struct {
+    const tt_dag *d;
+    int *inputs;
+    int n, max;
+} inputs_ctx;
+
+static void collect_input(void *vctx, tt_eid e)
+{
+    inputs_ctx *c = vctx;
+    int op = (int)tt_expr_get(&c->d->pool, e)->a;
+    for (int i = 0; i < c->n; i++)
+        if (c->inputs[i] == op)
+            return;
+    if (c->n < c->max)
+        c->inputs[c->n++] = op;
+}
+
+static void post_order(const tt_dag *d, int op, bool *seen, int *order, int *n)
+{
+    if (seen[op])
+        return;
+    seen[op] = true;
+    if (!d->ops.data[op].is_placeholder) {
+        int inputs[64];
+        inputs_ctx c = {d, inputs, 0, 64};
+        tt_expr_visit_reads(&d->pool, d->ops.data[op].body, collect_input, &c);
+        for (int i = 0; i < c.n; i++)
+            post_order(d, inputs[i], seen, order, n);
+    }
+    order[(*n)++] = op;
+}
+
+tt_status tt_dag_sort_tvm(tt_dag *d)
+{
+    size_t n = d->ops.len;
+    bool *seen = calloc(n, sizeof(bool));
+    int *order = calloc(n, sizeof(int));
+    uint32_t *map = calloc(n, sizeof(uint32_t));
+    tt_op *ops = calloc(n, sizeof(tt_op));
+    tt_status r = TT_OK;
+    if (!seen || !order || !map || !ops) {
+        r = TT_ERR_NOMEM;
+        goto out;
+    }
+    int count = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!d->ops.data[i].is_placeholder && !tt_dag_has_readers(d, (int)i))
+            post_order(d, (int)i, seen, order, &count);
+    for (size_t i = 0; i < n; i++) /* inputs nobody reads keep their place at the end */
+        if (!seen[i])
+            post_order(d, (int)i, seen, order, &count);
+    for (int i = 0; i < count; i++)
+        map[order[i]] = (uint32_t)i;
+    for (int i = 0; i < count; i++) {
+        ops[i] = d->ops.data[order[i]];
+        if (!ops[i].is_placeholder &&
+            !(ops[i].body = tt_expr_copy(&d->pool, &d->pool, ops[i].body, NULL, map))) {
+            r = TT_ERR_NOMEM;
+            goto out;
+        }
+    }
+    memcpy(d->ops.data, ops, n * sizeof(tt_op));
+out:
+    free(seen);
+    free(order);
+    free(map);
+    free(ops);
+    return r;
+}
+
 int tt_dag_params(const tt_dag *d, int *ops, int max, int *n_inputs)
 {
     int n = 0, nin = 0;

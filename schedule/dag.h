@@ -77,6 +77,12 @@ tt_eid tt_dag_read(tt_dag *d, int op, int n, const tt_eid *idx);
  * compute op has a body.  Returns TT_ERR_BAD_WORKLOAD with the op named. */
 tt_status tt_dag_validate(const tt_dag *d, tt_errbuf *err);
 
+/* Puts the ops in the order Apache TVM's ComputeDAG uses: a post-order depth-first walk from the
+ * outputs (in definition order), visiting each op's inputs in order of first appearance in its
+ * body.  Stage ids in auto_scheduler records index this order, so DAGs built the same way as
+ * TVM's replay TVM's records unchanged.  Returns TT_ERR_NOMEM on failure (DAG unchanged). */
+tt_status tt_dag_sort_tvm(tt_dag *d);
+
 /* True if some compute op reads `op`. */
 bool tt_dag_has_readers(const tt_dag *d, int op);
 /* Function parameters in order: placeholders (op order), then outputs (compute ops nobody reads,

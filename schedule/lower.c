@@ -156,13 +156,20 @@ static void derive(lower_ctx *c, int s)
             for (int k = 0; k < rel->nlen; k++)
                 prod *= rel->lengths[k];
             int64_t rest = (ext + prod - 1) / prod;
-            for (int k = 0; k < rel->nchild; k++) {
-                int64_t e;
-                if (rel->inner_to_outer)
-                    e = k == 0 ? rest : rel->lengths[k - 1];
-                else
-                    e = k == rel->nchild - 1 ? rest : rel->lengths[k];
-                c->var_ext[rel->child[k]] = e;
+            if (rel->inner_to_outer) {
+                /* Inner tiles never exceed what is left of the parent: under compute_at a
+                 * region can be smaller than the tile, and the extra iterations would only be
+                 * guarded away.  Divisible splits are unchanged. */
+                int64_t left = ext;
+                for (int k = rel->nchild - 1; k >= 1; k--) {
+                    int64_t e = rel->lengths[k - 1] < left ? rel->lengths[k - 1] : left;
+                    c->var_ext[rel->child[k]] = e;
+                    left = (left + e - 1) / e;
+                }
+                c->var_ext[rel->child[0]] = left;
+            } else {
+                for (int k = 0; k < rel->nchild; k++)
+                    c->var_ext[rel->child[k]] = k == rel->nchild - 1 ? rest : rel->lengths[k];
             }
         } else {
             int64_t e = 1;
@@ -403,6 +410,18 @@ static bool body_reads(lower_ctx *c, tt_eid body, int op)
     return f.found;
 }
 
+/* True if stage `s` is computed (directly or through other attached stages) inside stage `t` at
+ * a leaf position greater than `k` (any position when k < 0). */
+static bool inside(lower_ctx *c, int s, int t, int k, int depth)
+{
+    if (depth > TT_MAX_STAGES || !c->si[s].attached || c->si[s].consumer < 0)
+        return false;
+    int cs = c->si[s].consumer;
+    if (cs == t)
+        return c->si[s].at_pos > k;
+    return inside(c, cs, t, -1, depth + 1);
+}
+
 static tt_status infer_region(lower_ctx *c, int s)
 {
     stage_info *si = &c->si[s];
@@ -419,14 +438,6 @@ static tt_status infer_region(lower_ctx *c, int s)
     if (cs < 0 || c->si[cs].inlined || c->si[cs].placeholder)
         return lerr(c, "'%s' is computed at '%s', which is inlined or not a stage", op->name,
                     op_name(c, sg->at_op));
-    /* Every reader must be the target: otherwise the others would read an incomplete region. */
-    for (int r = 0; r < c->nstages; r++) {
-        if (r == cs || c->si[r].inlined || c->si[r].placeholder)
-            continue;
-        if (body_reads(c, c->si[r].body, si->op))
-            return lerr(c, "'%s' is computed at '%s' but is also read by '%s'", op->name,
-                        op_name(c, sg->at_op), op_name(c, c->si[r].op));
-    }
     const tt_stage *cg = &c->st->stages.data[cs];
     int pos = -1;
     for (int k = 0; k < cg->niters; k++)
@@ -437,28 +448,49 @@ static tt_status infer_region(lower_ctx *c, int s)
                     op_name(c, sg->at_op));
     si->consumer = cs;
     si->at_pos = pos;
-    /* The consumer's body in terms of its leaves: inner leaves range, outer ones are fixed. */
-    uint8_t *ranged = calloc(c->nvars, 1);
-    tt_eid *sub = root_subst(c, cs);
-    interval acc[TT_MAX_DIMS];
-    if (!ranged || !sub) {
-        free(ranged);
-        free(sub);
-        return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
+    /* Readers must all run inside the attach point: the target itself, or stages computed
+     * inside it further in; others would read an incomplete region. */
+    bool reader[TT_MAX_STAGES] = {false};
+    for (int r = 0; r < c->nstages; r++) {
+        if (c->si[r].inlined || c->si[r].placeholder || !body_reads(c, c->si[r].body, si->op))
+            continue;
+        if (r != cs && !inside(c, r, cs, pos, 0))
+            return lerr(c, "'%s' is computed at '%s' but is also read by '%s'", op->name,
+                        op_name(c, sg->at_op), op_name(c, c->si[r].op));
+        reader[r] = true;
     }
+    /* Iterators inside the attach point range over their extents; outer ones are fixed. */
+    uint8_t *ranged = calloc(c->nvars, 1);
+    interval acc[TT_MAX_DIMS];
+    if (!ranged)
+        return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
     for (int k = pos + 1; k < cg->niters; k++)
         ranged[cg->iters[k].var] = 1;
-    tt_eid body = tt_expr_substitute(&c->p->pool, c->si[cs].body, sub, c->nvars);
+    for (int r = 0; r < c->nstages; r++)
+        if (inside(c, r, cs, pos, 0))
+            for (int k = 0; k < c->st->stages.data[r].niters; k++)
+                ranged[c->st->stages.data[r].iters[k].var] = 1;
     region_ctx rc = {c, si->op, ranged, acc, 0, false};
     for (int d = 0; d < TT_MAX_DIMS; d++)
         acc[d].ok = true;
-    if (body)
-        tt_expr_visit_reads(&c->p->pool, body, region_read, &rc);
+    for (int r = 0; r < c->nstages; r++) {
+        if (!reader[r])
+            continue;
+        derive(c, r);
+        tt_eid *sub = root_subst(c, r);
+        if (!sub) {
+            free(ranged);
+            return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
+        }
+        tt_eid body = tt_expr_substitute(&c->p->pool, c->si[r].body, sub, c->nvars);
+        if (body)
+            tt_expr_visit_reads(&c->p->pool, body, region_read, &rc);
+        free(sub);
+    }
     free(ranged);
-    free(sub);
     if (rc.nread == 0)
-        return lerr(c, "'%s' is computed at '%s', which does not read it", op->name,
-                    op_name(c, sg->at_op));
+        return lerr(c, "'%s' is computed at '%s', but nothing inside it reads '%s'", op->name,
+                    op_name(c, sg->at_op), op->name);
     for (int d = 0; d < op->ndim; d++) {
         if (!acc[d].ok || acc[d].ext >= op->shape[d])
             continue; /* whole dimension */

@@ -236,6 +236,25 @@ static bool reads_through_inline(const tt_state *st, int consumer_op, int op, in
     return false;
 }
 
+/* True if a stage that reads `op` is computed (transitively) inside the stage of `target_op`. */
+static bool reader_inside(const tt_state *st, int target_op, int op)
+{
+    for (size_t i = 0; i < st->stages.len; i++) {
+        const tt_stage *r = &st->stages.data[i];
+        if (r->at == TT_AT_INLINE || !reads_through_inline(st, r->op, op, 0))
+            continue;
+        /* Walk r's attach chain up to the root. */
+        const tt_stage *cur = r;
+        for (int depth = 0; cur && cur->at == TT_AT_ITER && depth < TT_MAX_STAGES; depth++) {
+            if (cur->at_op == target_op)
+                return true;
+            int next = tt_state_stage_of_op(st, cur->at_op);
+            cur = next >= 0 ? &st->stages.data[next] : NULL;
+        }
+    }
+    return false;
+}
+
 static bool has_attached(const tt_state *st, int op)
 {
     for (size_t i = 0; i < st->stages.len; i++)
@@ -574,8 +593,8 @@ static tt_status do_compute_at(apply_ctx *c)
     if (is_output(st, sg->op))
         return illegal(c, "'%s' is an output and cannot be computed at another stage",
                        stage_name(st, p->stage));
-    if (!reads_through_inline(st, tg->op, sg->op, 0))
-        return illegal(c, "'%s' does not read '%s'; compute_at needs a consumer",
+    if (!reads_through_inline(st, tg->op, sg->op, 0) && !reader_inside(st, tg->op, sg->op))
+        return illegal(c, "neither '%s' nor a stage computed inside it reads '%s'; compute_at needs a consumer",
                        stage_name(st, p->target_stage), stage_name(st, p->stage));
     sg->at = TT_AT_ITER;
     sg->at_op = tg->op;

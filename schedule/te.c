@@ -923,6 +923,10 @@ tt_status tt_te_parse(const char *text, tt_dag *dag, tt_strbuf *canon, tt_errbuf
     for (int i = 0; i < p->nstmts; i++)
         if (p->stmts[i].kind == S_COMPUTE && (r = build_compute(s, i)))
             goto out;
+    if (tt_dag_sort_tvm(dag)) {
+        r = tt_err(err, TT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
     if ((r = tt_dag_validate(dag, err)))
         goto out;
     if (canon)

@@ -96,12 +96,34 @@ static bool try_step(tt_state *st, tt_rng *rng)
     case 7:
         step.kind = TT_STEP_COMPUTE_INLINE;
         break;
-    case 8:
+    case 8: {
+        /* Follow an earlier split (as Ansor tiles a consumer like its producer). */
+        int sp[64], nsp = 0;
+        for (size_t i = 0; i < st->steps.len && nsp < 64; i++)
+            if (st->steps.data[i].kind == TT_STEP_SPLIT)
+                sp[nsp++] = (int)i;
+        if (nsp && tt_rng_below(rng, 2)) {
+            int src = sp[tt_rng_below(rng, (uint64_t)nsp)];
+            step.iter = (int)tt_rng_below(rng, (uint64_t)ni);
+            if (tt_rng_below(rng, 2)) {
+                step.kind = TT_STEP_FOLLOW_SPLIT;
+                step.src_step = src;
+                step.n_split = 1 + (int)tt_rng_below(rng, (uint64_t)st->steps.data[src].nlen + 1);
+            } else {
+                step.kind = TT_STEP_FOLLOW_FUSED_SPLIT;
+                step.nsrc = 1;
+                step.srcs[0] = src;
+                step.level = (int)tt_rng_below(rng, (uint64_t)st->steps.data[src].nlen);
+                step.factor_or_nparts = (int)tt_rng_below(rng, 2);
+            }
+            break;
+        }
         step.kind = tt_rng_below(rng, 2) ? TT_STEP_COMPUTE_ROOT : TT_STEP_PRAGMA;
         step.iter = 0;
         snprintf(step.pragma, sizeof(step.pragma), "auto_unroll_max_step$%d",
                  (int)tt_rng_below(rng, 3) * 16);
         break;
+    }
     case 9: { /* cache_read of something the stage reads */
         step.kind = TT_STEP_CACHE_READ;
         int src = (int)tt_rng_below(rng, (uint64_t)st->stages.len);

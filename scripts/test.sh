@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Quick start, step 2: install what is needed, build, and run the whole test suite with CTest.
+# With CI=true (or --sanitize) the suite runs a second time in an ASan+UBSan build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sanitize=0
+[ "${CI:-}" = "true" ] && sanitize=1
+[ "${1:-}" = "--sanitize" ] && sanitize=1
+bash scripts/install-deps.sh
+bash scripts/build.sh
+(cd build && ctest --output-on-failure -j "$(nproc)")
+if [ "$sanitize" = 1 ]; then
+  echo "== ASan + UBSan build =="
+  BUILD_DIR=build-asan bash scripts/build.sh -DTT_ASAN=ON -DTT_UBSAN=ON -DCMAKE_BUILD_TYPE=Debug
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$(nproc)")
+fi
