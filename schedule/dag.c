@@ -146,6 +146,88 @@ static void validate_read(void *vctx, tt_eid e)
                        c->d->ops.data[c->self].name, src->name, r->n, src->ndim);
 }
 
+/* Reads that are not under a select branch (or the right side of && / ||) must stay inside the
+ * tensor for every point of the iteration domain: checked with the variables' ranges. */
+static tt_status check_read_bounds(const tt_dag *d, int self, tt_eid e, bool guarded,
+                                   const tt_bounds *b, tt_errbuf *err)
+{
+    if (!e)
+        return TT_OK;
+    const tt_expr n = *tt_expr_get(&d->pool, e);
+    tt_status s;
+    switch ((tt_expr_kind)n.kind) {
+    case TT_EXPR_INT:
+    case TT_EXPR_FLOAT:
+    case TT_EXPR_VAR:
+        return TT_OK;
+    case TT_EXPR_READ: {
+        const tt_op *src = &d->ops.data[n.a];
+        for (int k = 0; k < n.n; k++) {
+            tt_eid idx = d->pool.args.data[n.b + (uint32_t)k];
+            int64_t lo, hi;
+            if (!guarded && tt_expr_const_bound(&d->pool, idx, b, &lo, &hi) &&
+                (lo < 0 || hi >= src->shape[k]))
+                return tt_err(err, TT_ERR_BAD_WORKLOAD,
+                              "'%s' reads '%s' outside dimension %d: indices %lld .. %lld, extent %lld (guard the read with select)",
+                              d->ops.data[self].name, src->name, k, (long long)lo, (long long)hi,
+                              (long long)src->shape[k]);
+            if ((s = check_read_bounds(d, self, idx, guarded, b, err)))
+                return s;
+        }
+        return TT_OK;
+    }
+    case TT_EXPR_SELECT:
+        if ((s = check_read_bounds(d, self, n.a, guarded, b, err)))
+            return s;
+        if ((s = check_read_bounds(d, self, n.b, true, b, err)))
+            return s;
+        return check_read_bounds(d, self, n.c, true, b, err);
+    case TT_EXPR_AND:
+    case TT_EXPR_OR:
+        if ((s = check_read_bounds(d, self, n.a, guarded, b, err)))
+            return s;
+        return check_read_bounds(d, self, n.b, true, b, err);
+    case TT_EXPR_LOAD:
+    case TT_EXPR_CALL:
+    case TT_EXPR_CAST:
+    case TT_EXPR_NOT:
+    case TT_EXPR_NEG:
+        return check_read_bounds(d, self, n.a, guarded, b, err);
+    default:
+        if ((s = check_read_bounds(d, self, n.a, guarded, b, err)))
+            return s;
+        return check_read_bounds(d, self, n.b, guarded, b, err);
+    }
+}
+
+static tt_status validate_bounds(const tt_dag *d, int self, tt_errbuf *err)
+{
+    const tt_op *op = &d->ops.data[self];
+    size_t nv = d->pool.vars.len;
+    int64_t *lo = calloc(nv, sizeof(int64_t)), *hi = calloc(nv, sizeof(int64_t));
+    uint8_t *known = calloc(nv, 1);
+    tt_status s = TT_OK;
+    if (!lo || !hi || !known) {
+        s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    for (int k = 0; k < op->ndim; k++) {
+        known[op->axis[k]] = 1;
+        hi[op->axis[k]] = op->shape[k] - 1;
+    }
+    for (int k = 0; k < op->nreduce; k++) {
+        known[op->raxis[k]] = 1;
+        hi[op->raxis[k]] = op->rextent[k] - 1;
+    }
+    tt_bounds b = {lo, hi, known, nv};
+    s = check_read_bounds(d, self, op->body, false, &b, err);
+out:
+    free(lo);
+    free(hi);
+    free(known);
+    return s;
+}
+
 tt_status tt_dag_validate(const tt_dag *d, tt_errbuf *err)
 {
     if (d->pool.oom)
@@ -171,6 +253,9 @@ tt_status tt_dag_validate(const tt_dag *d, tt_errbuf *err)
         tt_expr_visit_reads(&d->pool, op->body, validate_read, &c);
         if (c.st)
             return c.st;
+        tt_status s = validate_bounds(d, (int)i, err);
+        if (s)
+            return s;
     }
     return TT_OK;
 }

@@ -1,0 +1,163 @@
+/* base/: status tables, arena, vectors, strings, hashing, RNG, JSON helpers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "base/base.h"
+
+static void every_status_has_a_name_and_a_message(void **state)
+{
+    for (int s = 0; s < TT_STATUS_COUNT; s++) {
+        assert_non_null(tt_strerror((tt_status)s));
+        assert_true(strncmp(tt_status_name((tt_status)s), "TT_", 3) == 0);
+    }
+    assert_string_equal(tt_status_name(TT_ERR_ILLEGAL_STEP), "TT_ERR_ILLEGAL_STEP");
+    assert_string_equal(tt_strerror(TT_OK), "success");
+    assert_string_equal(tt_status_name((tt_status)999), "TT_UNKNOWN_STATUS");
+}
+
+static void errbuf_formats_and_prefixes(void **state)
+{
+    tt_errbuf e;
+    assert_int_equal(tt_err(&e, TT_ERR_PARSE, "column %d", 7), TT_ERR_PARSE);
+    assert_string_equal(e.msg, "column 7");
+    assert_int_equal(tt_err_prefix(&e, TT_ERR_PARSE, "steps"), TT_ERR_PARSE);
+    assert_string_equal(e.msg, "steps: column 7");
+    assert_int_equal(tt_err(NULL, TT_ERR_IO, "ignored"), TT_ERR_IO);
+    char long_prefix[600];
+    memset(long_prefix, 'x', sizeof(long_prefix) - 1);
+    long_prefix[sizeof(long_prefix) - 1] = 0;
+    tt_err_prefix(&e, TT_ERR_PARSE, "%s", long_prefix);
+    assert_true(strlen(e.msg) < sizeof(e.msg));
+}
+
+static void arena_allocations_are_aligned_and_zeroed(void **state)
+{
+    tt_arena a;
+    tt_arena_init(&a, 64);
+    for (int i = 1; i < 200; i++) {
+        unsigned char *p = tt_arena_alloc(&a, (size_t)i);
+        assert_non_null(p);
+        assert_int_equal((uintptr_t)p % 16, 0);
+        for (int k = 0; k < i; k++)
+            assert_int_equal(p[k], 0);
+        memset(p, 0xff, (size_t)i);
+    }
+    assert_string_equal(tt_arena_printf(&a, "%s-%d", "x", 42), "x-42");
+    assert_string_equal(tt_arena_strndup(&a, "hello", 3), "hel");
+    tt_arena_free(&a);
+    assert_null(a.head);
+}
+
+static void vectors_grow_and_keep_their_elements(void **state)
+{
+    TT_VEC(int) v = {0};
+    for (int i = 0; i < 1000; i++)
+        assert_int_equal(TT_VEC_PUSH(&v, i * 3), 0);
+    assert_int_equal(v.len, 1000);
+    for (int i = 0; i < 1000; i++)
+        assert_int_equal(v.data[i], i * 3);
+    assert_int_equal(TT_VEC_POP(&v), 999 * 3);
+    TT_VEC_FREE(&v);
+    assert_null(v.data);
+}
+
+static void strbuf_builds_text(void **state)
+{
+    tt_strbuf sb = {0};
+    assert_string_equal(tt_strbuf_cstr(&sb), "");
+    tt_strbuf_append(&sb, "for ");
+    tt_strbuf_printf(&sb, "%s in 0..%d", "i", 16);
+    tt_strbuf_indent(&sb, 2);
+    assert_string_equal(tt_strbuf_cstr(&sb), "for i in 0..16    ");
+    char *s = tt_strbuf_take(&sb);
+    assert_string_equal(s, "for i in 0..16    ");
+    free(s);
+    assert_null(sb.data);
+}
+
+static void hashes_are_stable_fnv1a(void **state)
+{
+    /* Published FNV-1a 64 test vectors: the hashes are part of the database format. */
+    assert_true(tt_hash64_str("") == 0xcbf29ce484222325ull);
+    assert_true(tt_hash64_str("a") == 0xaf63dc4c8601ec8cull);
+    assert_true(tt_hash64_str("foobar") == 0x85944171f73967e8ull);
+    assert_true(tt_hash64_update(tt_hash64_str("foo"), "bar", 3) == tt_hash64_str("foobar"));
+    char hex[17];
+    tt_hash64_hex(0xaf63dc4c8601ec8cull, hex);
+    assert_string_equal(hex, "af63dc4c8601ec8c");
+}
+
+static void rng_is_reproducible_and_in_range(void **state)
+{
+    tt_rng a, b;
+    tt_rng_seed(&a, 42);
+    tt_rng_seed(&b, 42);
+    for (int i = 0; i < 100; i++)
+        assert_true(tt_rng_next(&a) == tt_rng_next(&b));
+    int hist[7] = {0};
+    for (int i = 0; i < 7000; i++) {
+        uint64_t x = tt_rng_below(&a, 7);
+        assert_true(x < 7);
+        hist[x]++;
+        double u = tt_rng_uniform(&a);
+        assert_true(u >= 0 && u < 1);
+    }
+    for (int i = 0; i < 7; i++)
+        assert_true(hist[i] > 800 && hist[i] < 1200);
+}
+
+static void json_errors_say_line_and_column(void **state)
+{
+    json_t *v;
+    tt_errbuf e;
+    const char *bad = "[1,\n 2,,]";
+    assert_int_equal(tt_json_parse(bad, strlen(bad), &v, &e), TT_ERR_PARSE);
+    assert_non_null(strstr(e.msg, "line 2"));
+    const char *good = "{\"a\": 3, \"s\": \"x\", \"l\": [5]}";
+    assert_int_equal(tt_json_parse(good, strlen(good), &v, &e), TT_OK);
+    int64_t n;
+    const char *s;
+    assert_int_equal(tt_json_object_int(v, "a", &n, &e), TT_OK);
+    assert_int_equal(n, 3);
+    assert_int_equal(tt_json_object_str(v, "s", &s, &e), TT_OK);
+    assert_string_equal(s, "x");
+    assert_int_equal(tt_json_object_int(v, "s", &n, &e), TT_ERR_PARSE);
+    assert_non_null(strstr(e.msg, "\"s\""));
+    assert_int_equal(tt_json_array_int(json_object_get(v, "l"), 0, "l", &n, &e), TT_OK);
+    assert_int_equal(n, 5);
+    assert_int_equal(tt_json_array_int(json_object_get(v, "l"), 1, "l", &n, &e), TT_ERR_PARSE);
+    char *text = tt_json_dump_compact(json_object_get(v, "l"));
+    assert_string_equal(text, "[5]");
+    free(text);
+    json_decref(v);
+}
+
+static void log_levels_parse(void **state)
+{
+    assert_int_equal(tt_log_level_parse("debug"), TT_LOG_DEBUG);
+    assert_int_equal(tt_log_level_parse("loud"), -1);
+    tt_log_set_level(TT_LOG_ERROR);
+    assert_int_equal(tt_log_get_level(), TT_LOG_ERROR);
+    TT_INFO("not printed at level error");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_status_has_a_name_and_a_message),
+        cmocka_unit_test(errbuf_formats_and_prefixes),
+        cmocka_unit_test(arena_allocations_are_aligned_and_zeroed),
+        cmocka_unit_test(vectors_grow_and_keep_their_elements),
+        cmocka_unit_test(strbuf_builds_text),
+        cmocka_unit_test(hashes_are_stable_fnv1a),
+        cmocka_unit_test(rng_is_reproducible_and_in_range),
+        cmocka_unit_test(json_errors_say_line_and_column),
+        cmocka_unit_test(log_levels_parse),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,220 @@
+/* Lowering, the simplifier and the interpreter: specific schedules whose loop IR is known. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "schedule/schedule.h"
+
+static char *print_simplified(tt_expr_pool *p, tt_eid e, const tt_bounds *b)
+{
+    tt_strbuf sb = {0};
+    tt_expr_print(&sb, p, tt_simplify(p, e, b), NULL, NULL);
+    return tt_strbuf_take(&sb);
+}
+
+static void simplifier_uses_loop_ranges(void **state)
+{
+    tt_expr_pool p;
+    tt_expr_pool_init(&p);
+    uint32_t i = tt_var_new(&p, "i"), j = tt_var_new(&p, "j");
+    int64_t lo[3] = {0, 0, 0}, hi[3] = {0, 15, 7};
+    uint8_t known[3] = {0, 1, 1};
+    tt_bounds b = {lo, hi, known, 3};
+    tt_eid I = tt_expr_var(&p, i), J = tt_expr_var(&p, j);
+    tt_eid lin = tt_add(&p, tt_mul(&p, I, tt_expr_int(&p, 8)), J); /* i*8 + j, j < 8 */
+    char *s;
+    s = print_simplified(&p, tt_div(&p, lin, tt_expr_int(&p, 8)), &b);
+    assert_string_equal(s, "i");
+    free(s);
+    s = print_simplified(&p, tt_mod(&p, lin, tt_expr_int(&p, 8)), &b);
+    assert_string_equal(s, "j");
+    free(s);
+    /* (i*8 + j) / 4 keeps the part that is a multiple of 4. */
+    s = print_simplified(&p, tt_div(&p, lin, tt_expr_int(&p, 4)), &b);
+    assert_string_equal(s, "i * 2 + j / 4");
+    free(s);
+    /* i*8 + j < 128 is always true for i < 16, j < 8. */
+    s = print_simplified(&p, tt_expr_binary(&p, TT_EXPR_LT, lin, tt_expr_int(&p, 128)), &b);
+    assert_string_equal(s, "1");
+    free(s);
+    s = print_simplified(&p, tt_expr_binary(&p, TT_EXPR_LT, lin, tt_expr_int(&p, 100)), &b);
+    assert_string_equal(s, "i * 8 + j < 100");
+    free(s);
+    /* Canonical linear form: terms collected, constants folded. */
+    tt_eid e = tt_sub(&p, tt_add(&p, tt_add(&p, J, tt_mul(&p, I, tt_expr_int(&p, 3))), tt_expr_int(&p, 5)),
+                      tt_add(&p, J, tt_expr_int(&p, 2)));
+    s = print_simplified(&p, e, NULL);
+    assert_string_equal(s, "i * 3 + 3");
+    free(s);
+    /* Floats are folded only when constant: x + 0.0 stays (it is not an identity for -0.0). */
+    tt_eid f = tt_add(&p, tt_expr_float(&p, TT_DT_FLOAT32, 1.5), tt_expr_float(&p, TT_DT_FLOAT32, 2.0));
+    s = print_simplified(&p, f, NULL);
+    assert_string_equal(s, "3.5f");
+    free(s);
+    tt_expr_pool_free(&p);
+}
+
+typedef struct {
+    tt_workload *w;
+    tt_state *st;
+    tt_program *prog;
+    char *ir;
+} lowered;
+
+static void lower_or_fail(lowered *l, const char *workload, const char *steps)
+{
+    tt_errbuf err = {{0}};
+    tt_step *s = NULL;
+    size_t n = 0;
+    memset(l, 0, sizeof(*l));
+    if (tt_workload_parse(workload, &l->w, &err) || tt_steps_from_json(steps, &s, &n, &err) ||
+        tt_state_replay(&l->w->dag, s, n, &l->st, &err) || tt_lower(l->st, &l->prog, &err))
+        fail_msg("%s / %s: %s", workload, steps, err.msg);
+    free(s);
+    l->ir = tt_program_print(l->prog);
+    if (tt_verify_program(&l->w->dag, l->prog, 5, 1e-4, 1e-5, NULL, &err))
+        fail_msg("%s / %s: %s\n%s", workload, steps, err.msg, l->ir);
+}
+
+static void lowered_free(lowered *l)
+{
+    free(l->ir);
+    tt_program_free(l->prog);
+    tt_state_free(l->st);
+    tt_workload_free(l->w);
+}
+
+static void expect_in(const lowered *l, const char *fragment)
+{
+    if (!strstr(l->ir, fragment))
+        fail_msg("'%s' not in\n%s", fragment, l->ir);
+}
+
+static void cache_write_gives_a_register_tile(void **state)
+{
+    /* C.local is computed per 4x8 tile of C: a 4x8 local buffer inside the tile loops. */
+    lowered l;
+    lower_or_fail(&l, "matmul:M=16,N=16,K=16",
+                  "[[\"CHW\", 2, \"local\"], [\"SP\", 3, 0, 16, [4], 1], [\"SP\", 3, 2, 16, [8], 1], "
+                  "[\"RE\", 3, [0, 2, 1, 3]], [\"CA\", 2, 3, 1]]");
+    expect_in(&l, "alloc C.local: float32[4, 8] local");
+    expect_in(&l, "C.local[i * 8 + j] = 0.0f");
+    lowered_free(&l);
+}
+
+static void cache_read_into_shared_memory_at_a_reduction_tile(void **state)
+{
+    /* A.shared holds the 16x4 slice of A used by one k.0 iteration of a 16-row block. */
+    lowered l;
+    lower_or_fail(&l, "matmul:M=32,N=16,K=16",
+                  "[[\"CHR\", 0, \"shared\", [2]], [\"SP\", 3, 0, 32, [16], 1], [\"SP\", 3, 3, 16, [4], 1], "
+                  "[\"RE\", 3, [0, 3, 1, 2, 4]], [\"CA\", 1, 3, 1]]");
+    expect_in(&l, "alloc A.shared: float32[16, 4] shared");
+    lowered_free(&l);
+}
+
+static void rfactor_splits_a_reduction(void **state)
+{
+    lowered l;
+    lower_or_fail(&l, "norm_bmn:B=2,M=8,N=6",
+                  "[[\"FU\", 1, [1, 2]], [\"SP\", 1, 1, 48, [8], 1], [\"RF\", 1, 2, 1]]");
+    expect_in(&l, "alloc sq.rf: float32[2, 8] global");
+    lowered_free(&l);
+}
+
+static void storage_align_pads_the_stride(void **state)
+{
+    /* e is softmax's [6, 10] intermediate: stride 10 becomes 17 (17 mod 8 == 1). */
+    lowered l;
+    lower_or_fail(&l, "softmax:M=6,N=10", "[[\"SA\", 2, 0, 8, 1]]");
+    const tt_buffer *e = NULL;
+    for (size_t i = 0; i < l.prog->bufs.len; i++)
+        if (strcmp(l.prog->bufs.data[i].name, "e") == 0)
+            e = &l.prog->bufs.data[i];
+    assert_non_null(e);
+    assert_int_equal(e->strides[0], 17);
+    assert_int_equal(e->size, 102);
+    expect_in(&l, "e[e.i * 17 + j]");
+    lowered_free(&l);
+}
+
+static void inlined_padding_becomes_a_guarded_select(void **state)
+{
+    lowered l;
+    lower_or_fail(&l, "conv2d_nhwc:N=1,H=5,W=5,CI=2,CO=2,K=3,S=1,P=1", "[[\"CI\", 1]]");
+    expect_in(&l, "select(");
+    assert_null(strstr(l.ir, "alloc pad"));
+    lowered_free(&l);
+}
+
+static void parallel_fused_loop_keeps_its_annotation(void **state)
+{
+    lowered l;
+    lower_or_fail(&l, "add:M=8,N=8", "[[\"FU\", 2, [0, 1]], [\"SP\", 2, 0, 64, [4], 1], [\"AN\", 2, 0, 3], [\"AN\", 2, 1, 2]]");
+    expect_in(&l, "for i@j@.0 in 0..16 parallel:");
+    expect_in(&l, "for i@j@.1 in 0..4 vectorize:");
+    lowered_free(&l);
+}
+
+static void interpreter_reports_out_of_bounds_stores(void **state)
+{
+    lowered l;
+    lower_or_fail(&l, "relu:M=4,N=4", "[]");
+    /* Corrupt the store's index: the interpreter must refuse, naming the buffer. */
+    for (size_t i = 1; i < l.prog->stmts.len; i++)
+        if (l.prog->stmts.data[i].kind == TT_STMT_STORE)
+            l.prog->stmts.data[i].index = tt_expr_int(&l.prog->pool, 16);
+    float a[16] = {0}, b[16];
+    void *args[2] = {a, b};
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_interp_run(l.prog, args, &err), TT_ERR_RUNTIME);
+    assert_non_null(strstr(err.msg, "store of buffer 'B' out of bounds: index 16, size 16"));
+    lowered_free(&l);
+}
+
+static void reference_evaluator_reports_reads_outside_a_tensor(void **state)
+{
+    tt_workload *w;
+    tt_errbuf err = {{0}};
+    tt_status s = tt_workload_parse("te:B[i] = A[i + 1]; A:float32[4]; B:float32[4]", &w, &err);
+    assert_int_equal(s, TT_ERR_BAD_WORKLOAD);
+    assert_non_null(strstr(err.msg, "'B' reads 'A' outside dimension 0"));
+}
+
+static void verification_catches_a_wrong_program(void **state)
+{
+    lowered l;
+    lower_or_fail(&l, "matmul:M=4,N=4,K=4", "[]");
+    /* Make every update store 0: the result no longer matches the definition. */
+    for (size_t i = 1; i < l.prog->stmts.len; i++)
+        if (l.prog->stmts.data[i].kind == TT_STMT_STORE)
+            l.prog->stmts.data[i].value = tt_expr_float(&l.prog->pool, TT_DT_FLOAT32, 0.0);
+    tt_errbuf err = {{0}};
+    tt_verify_result vr;
+    assert_int_equal(tt_verify_program(&l.w->dag, l.prog, 1, 1e-4, 1e-5, &vr, &err), TT_ERR_RUNTIME);
+    assert_true(vr.mismatches > 0);
+    assert_non_null(strstr(err.msg, "output 'C' differs at element"));
+    lowered_free(&l);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(simplifier_uses_loop_ranges),
+        cmocka_unit_test(cache_write_gives_a_register_tile),
+        cmocka_unit_test(cache_read_into_shared_memory_at_a_reduction_tile),
+        cmocka_unit_test(rfactor_splits_a_reduction),
+        cmocka_unit_test(storage_align_pads_the_stride),
+        cmocka_unit_test(inlined_padding_becomes_a_guarded_select),
+        cmocka_unit_test(parallel_fused_loop_keeps_its_annotation),
+        cmocka_unit_test(interpreter_reports_out_of_bounds_stores),
+        cmocka_unit_test(reference_evaluator_reports_reads_outside_a_tensor),
+        cmocka_unit_test(verification_catches_a_wrong_program),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
