@@ -17,17 +17,17 @@
         size_t len, cap;                                                                           \
     }
 
-/* Ensures room for `n` more elements. Returns 0, or -1 when out of memory (the vector is intact). */
+/* Ensures room for `n` more elements. Returns 0, or -1 when out of memory (the vector is intact).
+ */
 int tt__vec_reserve(void **data, size_t *cap, size_t len, size_t n, size_t elem);
 
 #define TT_VEC_RESERVE(v, n)                                                                       \
     tt__vec_reserve((void **)&(v)->data, &(v)->cap, (v)->len, (n), sizeof(*(v)->data))
 /* Appends a value; evaluates to 0 on success, -1 when out of memory. */
-#define TT_VEC_PUSH(v, x)                                                                          \
-    (TT_VEC_RESERVE(v, 1) ? -1 : ((v)->data[(v)->len++] = (x), 0))
-#define TT_VEC_POP(v)   ((v)->data[--(v)->len])
-#define TT_VEC_LAST(v)  ((v)->data[(v)->len - 1])
-#define TT_VEC_CLEAR(v) ((v)->len = 0)
+#define TT_VEC_PUSH(v, x) (TT_VEC_RESERVE(v, 1) ? -1 : ((v)->data[(v)->len++] = (x), 0))
+#define TT_VEC_POP(v)     ((v)->data[--(v)->len])
+#define TT_VEC_LAST(v)    ((v)->data[(v)->len - 1])
+#define TT_VEC_CLEAR(v)   ((v)->len = 0)
 #define TT_VEC_FREE(v)                                                                             \
     do {                                                                                           \
         free((v)->data);                                                                           \

@@ -136,13 +136,15 @@ static void validate_read(void *vctx, tt_eid e)
     if (c->st)
         return;
     if ((int)r->a >= c->self) {
-        c->st = tt_err(c->err, TT_ERR_BAD_WORKLOAD, "op '%s' reads tensor #%u, which is not defined before it",
+        c->st = tt_err(c->err, TT_ERR_BAD_WORKLOAD,
+                       "op '%s' reads tensor #%u, which is not defined before it",
                        c->d->ops.data[c->self].name, r->a);
         return;
     }
     const tt_op *src = &c->d->ops.data[r->a];
     if (r->n != src->ndim)
-        c->st = tt_err(c->err, TT_ERR_BAD_WORKLOAD, "op '%s' reads '%s' with %d indices, but it has rank %d",
+        c->st = tt_err(c->err, TT_ERR_BAD_WORKLOAD,
+                       "op '%s' reads '%s' with %d indices, but it has rank %d",
                        c->d->ops.data[c->self].name, src->name, r->n, src->ndim);
 }
 
@@ -158,8 +160,7 @@ static tt_status check_read_bounds(const tt_dag *d, int self, tt_eid e, bool gua
     switch ((tt_expr_kind)n.kind) {
     case TT_EXPR_INT:
     case TT_EXPR_FLOAT:
-    case TT_EXPR_VAR:
-        return TT_OK;
+    case TT_EXPR_VAR: return TT_OK;
     case TT_EXPR_READ: {
         const tt_op *src = &d->ops.data[n.a];
         for (int k = 0; k < n.n; k++) {
@@ -168,7 +169,8 @@ static tt_status check_read_bounds(const tt_dag *d, int self, tt_eid e, bool gua
             if (!guarded && tt_expr_const_bound(&d->pool, idx, b, &lo, &hi) &&
                 (lo < 0 || hi >= src->shape[k]))
                 return tt_err(err, TT_ERR_BAD_WORKLOAD,
-                              "'%s' reads '%s' outside dimension %d: indices %lld .. %lld, extent %lld (guard the read with select)",
+                              "'%s' reads '%s' outside dimension %d: indices %lld .. %lld, extent "
+                              "%lld (guard the read with select)",
                               d->ops.data[self].name, src->name, k, (long long)lo, (long long)hi,
                               (long long)src->shape[k]);
             if ((s = check_read_bounds(d, self, idx, guarded, b, err)))
@@ -191,8 +193,7 @@ static tt_status check_read_bounds(const tt_dag *d, int self, tt_eid e, bool gua
     case TT_EXPR_CALL:
     case TT_EXPR_CAST:
     case TT_EXPR_NOT:
-    case TT_EXPR_NEG:
-        return check_read_bounds(d, self, n.a, guarded, b, err);
+    case TT_EXPR_NEG: return check_read_bounds(d, self, n.a, guarded, b, err);
     default:
         if ((s = check_read_bounds(d, self, n.a, guarded, b, err)))
             return s;
@@ -236,19 +237,22 @@ tt_status tt_dag_validate(const tt_dag *d, tt_errbuf *err)
         const tt_op *op = &d->ops.data[i];
         for (int k = 0; k < op->ndim; k++)
             if (op->shape[k] <= 0)
-                return tt_err(err, TT_ERR_BAD_WORKLOAD, "tensor '%s' has non-positive extent %lld in dimension %d",
-                              op->name, (long long)op->shape[k], k);
+                return tt_err(err, TT_ERR_BAD_WORKLOAD,
+                              "tensor '%s' has non-positive extent %lld in dimension %d", op->name,
+                              (long long)op->shape[k], k);
         if (op->is_placeholder)
             continue;
         for (int k = 0; k < op->nreduce; k++)
             if (op->rextent[k] <= 0)
-                return tt_err(err, TT_ERR_BAD_WORKLOAD, "op '%s' has reduce axis '%s' with non-positive extent %lld",
+                return tt_err(err, TT_ERR_BAD_WORKLOAD,
+                              "op '%s' has reduce axis '%s' with non-positive extent %lld",
                               op->name, tt_var_name(&d->pool, op->raxis[k]),
                               (long long)op->rextent[k]);
         if (!op->body)
             return tt_err(err, TT_ERR_BAD_WORKLOAD, "op '%s' has no body", op->name);
         if (op->nreduce > 0 && op->reduce == TT_REDUCE_NONE)
-            return tt_err(err, TT_ERR_BAD_WORKLOAD, "op '%s' has reduce axes but no reduction", op->name);
+            return tt_err(err, TT_ERR_BAD_WORKLOAD, "op '%s' has reduce axes but no reduction",
+                          op->name);
         validate_ctx c = {d, (int)i, err, TT_OK};
         tt_expr_visit_reads(&d->pool, op->body, validate_read, &c);
         if (c.st)
@@ -391,16 +395,12 @@ static double count_flops(const tt_expr_pool *p, tt_eid e)
     case TT_EXPR_FLOAT:
     case TT_EXPR_VAR:
     case TT_EXPR_READ:
-    case TT_EXPR_LOAD:
-        return 0;
-    case TT_EXPR_SELECT:
-        return count_flops(p, n->b) + count_flops(p, n->c);
+    case TT_EXPR_LOAD: return 0;
+    case TT_EXPR_SELECT: return count_flops(p, n->b) + count_flops(p, n->c);
     case TT_EXPR_CAST:
     case TT_EXPR_NOT:
-    case TT_EXPR_NEG:
-        return count_flops(p, n->a);
-    case TT_EXPR_CALL:
-        return 1 + count_flops(p, n->a);
+    case TT_EXPR_NEG: return count_flops(p, n->a);
+    case TT_EXPR_CALL: return 1 + count_flops(p, n->a);
     default: {
         double self = tt_dtype_is_float((tt_dtype)n->dtype) ? 1 : 0;
         if (n->kind >= TT_EXPR_LT && n->kind <= TT_EXPR_NE)
@@ -474,9 +474,7 @@ tt_value tt_reduce_combine(tt_reduce_kind k, tt_dtype t, tt_value acc, tt_value 
         if (fl ? v.f < acc.f : v.i < acc.i)
             acc = v;
         break;
-    default:
-        acc = v;
-        break;
+    default: acc = v; break;
     }
     return tt_value_round(t, acc);
 }
@@ -562,10 +560,11 @@ static tt_status eval_read(void *vctx, const tt_expr *node, const int64_t *idx, 
     int64_t flat = 0;
     for (int k = 0; k < src->ndim; k++) {
         if (idx[k] < 0 || idx[k] >= src->shape[k])
-            return tt_err(c->err, TT_ERR_RUNTIME,
-                          "op '%s' reads '%s' out of bounds: index %lld in dimension %d of extent %lld",
-                          c->d->ops.data[c->cur].name, src->name, (long long)idx[k], k,
-                          (long long)src->shape[k]);
+            return tt_err(
+                c->err, TT_ERR_RUNTIME,
+                "op '%s' reads '%s' out of bounds: index %lld in dimension %d of extent %lld",
+                c->d->ops.data[c->cur].name, src->name, (long long)idx[k], k,
+                (long long)src->shape[k]);
         flat = flat * src->shape[k] + idx[k];
     }
     *out = tt_buffer_get(c->bufs[node->a], src->dtype, flat);

@@ -232,8 +232,8 @@ tt_eid tt_expr_read(tt_expr_pool *p, tt_dtype t, uint32_t tensor, int n, const t
     }
     for (int i = 0; i < n; i++)
         p->args.data[p->args.len++] = idx[i];
-    tt_expr node = {.kind = TT_EXPR_READ, .dtype = (uint8_t)t, .n = (uint16_t)n, .a = tensor,
-                    .b = first};
+    tt_expr node = {
+        .kind = TT_EXPR_READ, .dtype = (uint8_t)t, .n = (uint16_t)n, .a = tensor, .b = first};
     return push(p, node);
 }
 
@@ -255,8 +255,7 @@ tt_eid tt_expr_copy(tt_expr_pool *dst, const tt_expr_pool *src, tt_eid e, const 
     tt_expr n = src->nodes.data[e];
     switch ((tt_expr_kind)n.kind) {
     case TT_EXPR_INT:
-    case TT_EXPR_FLOAT:
-        return push(dst, n);
+    case TT_EXPR_FLOAT: return push(dst, n);
     case TT_EXPR_VAR:
         if (var_map)
             n.a = var_map[n.a];
@@ -277,8 +276,7 @@ tt_eid tt_expr_copy(tt_expr_pool *dst, const tt_expr_pool *src, tt_eid e, const 
     case TT_EXPR_CALL:
         n.a = tt_expr_copy(dst, src, n.a, var_map, tensor_map);
         return n.a ? push(dst, n) : 0;
-    default:
-        break;
+    default: break;
     }
     int nc = kinds[n.kind].nchild;
     if (nc >= 1 && !(n.a = tt_expr_copy(dst, src, n.a, var_map, tensor_map)))
@@ -297,10 +295,8 @@ tt_eid tt_expr_substitute(tt_expr_pool *p, tt_eid e, const tt_eid *subst, size_t
     tt_expr n = p->nodes.data[e];
     switch ((tt_expr_kind)n.kind) {
     case TT_EXPR_INT:
-    case TT_EXPR_FLOAT:
-        return e;
-    case TT_EXPR_VAR:
-        return n.a < nsubst && subst[n.a] ? subst[n.a] : e;
+    case TT_EXPR_FLOAT: return e;
+    case TT_EXPR_VAR: return n.a < nsubst && subst[n.a] ? subst[n.a] : e;
     case TT_EXPR_READ: {
         tt_eid idx[16];
         bool changed = false;
@@ -324,8 +320,7 @@ tt_eid tt_expr_substitute(tt_expr_pool *p, tt_eid e, const tt_eid *subst, size_t
         n.a = a;
         return push(p, n);
     }
-    default:
-        break;
+    default: break;
     }
     int nc = kinds[n.kind].nchild;
     tt_eid a = nc >= 1 ? tt_expr_substitute(p, n.a, subst, nsubst) : 0;
@@ -374,20 +369,16 @@ bool tt_expr_uses_var(const tt_expr_pool *p, tt_eid e, uint32_t var)
     const tt_expr *n = &p->nodes.data[e];
     switch ((tt_expr_kind)n->kind) {
     case TT_EXPR_INT:
-    case TT_EXPR_FLOAT:
-        return false;
-    case TT_EXPR_VAR:
-        return n->a == var;
+    case TT_EXPR_FLOAT: return false;
+    case TT_EXPR_VAR: return n->a == var;
     case TT_EXPR_READ:
         for (int i = 0; i < n->n; i++)
             if (tt_expr_uses_var(p, p->args.data[n->b + (uint32_t)i], var))
                 return true;
         return false;
     case TT_EXPR_LOAD:
-    case TT_EXPR_CALL:
-        return tt_expr_uses_var(p, n->a, var);
-    default:
-        break;
+    case TT_EXPR_CALL: return tt_expr_uses_var(p, n->a, var);
+    default: break;
     }
     int nc = kinds[n->kind].nchild;
     return (nc >= 1 && tt_expr_uses_var(p, n->a, var)) ||
@@ -415,12 +406,9 @@ bool tt_expr_equal(const tt_expr_pool *p, tt_eid a, tt_eid b)
     if (x->kind != y->kind || x->dtype != y->dtype)
         return false;
     switch ((tt_expr_kind)x->kind) {
-    case TT_EXPR_INT:
-        return x->imm.i == y->imm.i;
-    case TT_EXPR_FLOAT:
-        return x->imm.f == y->imm.f;
-    case TT_EXPR_VAR:
-        return x->a == y->a;
+    case TT_EXPR_INT: return x->imm.i == y->imm.i;
+    case TT_EXPR_FLOAT: return x->imm.f == y->imm.f;
+    case TT_EXPR_VAR: return x->a == y->a;
     case TT_EXPR_READ:
         if (x->a != y->a || x->n != y->n)
             return false;
@@ -430,10 +418,8 @@ bool tt_expr_equal(const tt_expr_pool *p, tt_eid a, tt_eid b)
                 return false;
         return true;
     case TT_EXPR_LOAD:
-    case TT_EXPR_CALL:
-        return x->b == y->b && tt_expr_equal(p, x->a, y->a);
-    default:
-        break;
+    case TT_EXPR_CALL: return x->b == y->b && tt_expr_equal(p, x->a, y->a);
+    default: break;
     }
     int nc = kinds[x->kind].nchild;
     return (nc < 1 || tt_expr_equal(p, x->a, y->a)) && (nc < 2 || tt_expr_equal(p, x->b, y->b)) &&
@@ -463,10 +449,17 @@ static int infix_prec(tt_expr_kind k)
     switch (k) {
     case TT_EXPR_OR: return 0;
     case TT_EXPR_AND: return 1;
-    case TT_EXPR_LT: case TT_EXPR_LE: case TT_EXPR_GT: case TT_EXPR_GE: case TT_EXPR_EQ:
+    case TT_EXPR_LT:
+    case TT_EXPR_LE:
+    case TT_EXPR_GT:
+    case TT_EXPR_GE:
+    case TT_EXPR_EQ:
     case TT_EXPR_NE: return 2;
-    case TT_EXPR_ADD: case TT_EXPR_SUB: return 3;
-    case TT_EXPR_MUL: case TT_EXPR_DIV: case TT_EXPR_MOD: return 4;
+    case TT_EXPR_ADD:
+    case TT_EXPR_SUB: return 3;
+    case TT_EXPR_MUL:
+    case TT_EXPR_DIV:
+    case TT_EXPR_MOD: return 4;
     default: return -1;
     }
 }
@@ -489,15 +482,9 @@ static void print_rec(tt_strbuf *sb, const tt_expr_pool *p, tt_eid e, tt_name_fn
     }
     const tt_expr *n = &p->nodes.data[e];
     switch ((tt_expr_kind)n->kind) {
-    case TT_EXPR_INT:
-        tt_strbuf_printf(sb, "%lld", (long long)n->imm.i);
-        return;
-    case TT_EXPR_FLOAT:
-        print_float(sb, n->imm.f, (tt_dtype)n->dtype);
-        return;
-    case TT_EXPR_VAR:
-        tt_strbuf_append(sb, tt_var_name(p, n->a));
-        return;
+    case TT_EXPR_INT: tt_strbuf_printf(sb, "%lld", (long long)n->imm.i); return;
+    case TT_EXPR_FLOAT: print_float(sb, n->imm.f, (tt_dtype)n->dtype); return;
+    case TT_EXPR_VAR: tt_strbuf_append(sb, tt_var_name(p, n->a)); return;
     case TT_EXPR_READ:
         if (tensor_name)
             tt_strbuf_append(sb, tensor_name(ctx, n->a));
@@ -586,17 +573,10 @@ static int64_t floormod(int64_t a, int64_t b)
 tt_value tt_value_round(tt_dtype t, tt_value v)
 {
     switch (t) {
-    case TT_DT_FLOAT32:
-        v.f = (double)(float)v.f;
-        break;
-    case TT_DT_INT32:
-        v.i = (int64_t)(int32_t)v.i;
-        break;
-    case TT_DT_BOOL:
-        v.i = v.i != 0;
-        break;
-    default:
-        break;
+    case TT_DT_FLOAT32: v.f = (double)(float)v.f; break;
+    case TT_DT_INT32: v.i = (int64_t)(int32_t)v.i; break;
+    case TT_DT_BOOL: v.i = v.i != 0; break;
+    default: break;
     }
     return v;
 }
@@ -612,15 +592,9 @@ tt_status tt_expr_eval(const tt_expr_pool *p, tt_eid e, const tt_eval_env *env, 
     tt_value a, b;
     tt_status s;
     switch ((tt_expr_kind)n->kind) {
-    case TT_EXPR_INT:
-        out->i = n->imm.i;
-        return TT_OK;
-    case TT_EXPR_FLOAT:
-        out->f = n->imm.f;
-        return TT_OK;
-    case TT_EXPR_VAR:
-        out->i = env->vars[n->a];
-        return TT_OK;
+    case TT_EXPR_INT: out->i = n->imm.i; return TT_OK;
+    case TT_EXPR_FLOAT: out->f = n->imm.f; return TT_OK;
+    case TT_EXPR_VAR: out->i = env->vars[n->a]; return TT_OK;
     case TT_EXPR_READ: {
         int64_t idx[16];
         for (int i = 0; i < n->n; i++) {
@@ -703,8 +677,7 @@ tt_status tt_expr_eval(const tt_expr_pool *p, tt_eid e, const tt_eval_env *env, 
         }
         return TT_OK;
     }
-    default:
-        break;
+    default: break;
     }
     /* Binary arithmetic and comparisons. */
     if ((s = tt_expr_eval(p, n->a, env, &a)) || (s = tt_expr_eval(p, n->b, env, &b)))

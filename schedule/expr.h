@@ -133,7 +133,8 @@ const char *tt_var_name(const tt_expr_pool *p, uint32_t var);
 tt_eid tt_expr_int(tt_expr_pool *p, int64_t v);
 tt_eid tt_expr_float(tt_expr_pool *p, tt_dtype t, double v);
 tt_eid tt_expr_var(tt_expr_pool *p, uint32_t var);
-/* Binary and unary nodes; the dtype is derived (comparisons give BOOL, arithmetic the operand's). */
+/* Binary and unary nodes; the dtype is derived (comparisons give BOOL, arithmetic the operand's).
+ */
 tt_eid tt_expr_binary(tt_expr_pool *p, tt_expr_kind k, tt_eid a, tt_eid b);
 tt_eid tt_expr_unary(tt_expr_pool *p, tt_expr_kind k, tt_eid a);
 tt_eid tt_expr_select(tt_expr_pool *p, tt_eid cond, tt_eid t, tt_eid f);
@@ -205,7 +206,7 @@ typedef union tt_value {
 } tt_value;
 
 typedef struct tt_eval_env {
-    const int64_t *vars;                                    /* value of each variable */
+    const int64_t *vars; /* value of each variable */
     tt_status (*read)(void *ctx, const tt_expr *node, const int64_t *idx, tt_value *out);
     tt_status (*load)(void *ctx, const tt_expr *node, int64_t index, tt_value *out);
     void *ctx;

@@ -49,8 +49,7 @@ static tt_status run(interp *it, tt_sid id)
             if ((r = run(it, it->p->items.data[s->first + k])))
                 return r;
         return TT_OK;
-    case TT_STMT_ALLOC:
-        return run(it, s->body);
+    case TT_STMT_ALLOC: return run(it, s->body);
     case TT_STMT_IF:
         if ((r = tt_expr_eval(&it->p->pool, s->cond, &it->env, &v)))
             return r;
@@ -73,8 +72,7 @@ static tt_status run(interp *it, tt_sid id)
         tt_buffer_set(it->bufs[s->buf], b->dtype, ix.i, v);
         return TT_OK;
     }
-    default:
-        return TT_OK;
+    default: return TT_OK;
     }
 }
 
@@ -138,7 +136,8 @@ static void print_stmt(const tt_program *p, tt_strbuf *sb, tt_sid id, int depth)
     switch (s->kind) {
     case TT_STMT_FOR:
         tt_strbuf_indent(sb, depth);
-        tt_strbuf_printf(sb, "for %s in 0..%lld", tt_var_name(&p->pool, s->var), (long long)s->extent);
+        tt_strbuf_printf(sb, "for %s in 0..%lld", tt_var_name(&p->pool, s->var),
+                         (long long)s->extent);
         if (s->ann != TT_ANN_NONE)
             tt_strbuf_printf(sb, " %s", tt_ann_name(s->ann));
         if (s->unroll_max_step)
@@ -180,8 +179,7 @@ static void print_stmt(const tt_program *p, tt_strbuf *sb, tt_sid id, int depth)
         tt_expr_print(sb, &p->pool, s->value, buf_name, p);
         tt_strbuf_append(sb, "\n");
         return;
-    default:
-        return;
+    default: return;
     }
 }
 
@@ -193,7 +191,8 @@ char *tt_program_print(const tt_program *p)
         for (size_t b = 0; b < p->bufs.len; b++)
             if (p->bufs.data[b].param == i) {
                 const tt_buffer *bf = &p->bufs.data[b];
-                tt_strbuf_printf(&sb, "%s%s: %s[", i ? ", " : "", bf->name, tt_dtype_name(bf->dtype));
+                tt_strbuf_printf(&sb, "%s%s: %s[", i ? ", " : "", bf->name,
+                                 tt_dtype_name(bf->dtype));
                 for (int d = 0; d < bf->ndim; d++)
                     tt_strbuf_printf(&sb, "%s%lld", d ? ", " : "", (long long)bf->shape[d]);
                 tt_strbuf_append(&sb, "]");

@@ -23,15 +23,15 @@ typedef uint32_t tt_sid;
 
 typedef struct tt_stmt {
     tt_stmt_kind kind;
-    tt_ann ann;            /* FOR: loop kind (TT_ANN_NONE = serial) */
-    uint32_t var;          /* FOR */
-    int64_t extent;        /* FOR */
+    tt_ann ann;              /* FOR: loop kind (TT_ANN_NONE = serial) */
+    uint32_t var;            /* FOR */
+    int64_t extent;          /* FOR */
     int32_t unroll_max_step; /* FOR: auto_unroll_max_step pragma on this loop, 0 = none */
-    tt_sid body, orelse;   /* FOR, ALLOC, IF */
-    uint32_t buf;          /* STORE, ALLOC */
-    tt_eid index, value;   /* STORE */
-    tt_eid cond;           /* IF */
-    uint32_t first, n;     /* SEQ */
+    tt_sid body, orelse;     /* FOR, ALLOC, IF */
+    uint32_t buf;            /* STORE, ALLOC */
+    tt_eid index, value;     /* STORE */
+    tt_eid cond;             /* IF */
+    uint32_t first, n;       /* SEQ */
 } tt_stmt;
 
 typedef struct tt_buffer {
@@ -40,9 +40,9 @@ typedef struct tt_buffer {
     int ndim;
     int64_t shape[TT_MAX_DIMS];
     int64_t strides[TT_MAX_DIMS];
-    int64_t size;     /* elements, including storage_align padding */
-    char scope[16];   /* "global", "shared", "local" */
-    int param;        /* position in the function's parameters, or -1 for a local buffer */
+    int64_t size;   /* elements, including storage_align padding */
+    char scope[16]; /* "global", "shared", "local" */
+    int param;      /* position in the function's parameters, or -1 for a local buffer */
 } tt_buffer;
 
 typedef struct tt_program {

@@ -19,13 +19,13 @@
 typedef struct {
     int op;
     bool inlined, attached, placeholder;
-    tt_eid body;                 /* expanded (inline-substituted) body, original variables */
-    tt_eid min[TT_MAX_DIMS];     /* region start (global index), in enclosing loop variables */
-    int64_t ext[TT_MAX_DIMS];    /* region extent */
-    bool full[TT_MAX_DIMS];      /* region covers the whole dimension */
-    int buf;                     /* buffer id, -1 if none (inlined) */
-    int consumer;                /* stage index of the attach target, -1 */
-    int at_pos;                  /* leaf position in the consumer */
+    tt_eid body;              /* expanded (inline-substituted) body, original variables */
+    tt_eid min[TT_MAX_DIMS];  /* region start (global index), in enclosing loop variables */
+    int64_t ext[TT_MAX_DIMS]; /* region extent */
+    bool full[TT_MAX_DIMS];   /* region covers the whole dimension */
+    int buf;                  /* buffer id, -1 if none (inlined) */
+    int consumer;             /* stage index of the attach target, -1 */
+    int at_pos;               /* leaf position in the consumer */
 } stage_info;
 
 typedef struct {
@@ -34,9 +34,9 @@ typedef struct {
     tt_errbuf *err;
     stage_info *si;
     int nstages;
-    int64_t *var_ext;  /* extent of every leaf/intermediate variable (0 = unknown) */
-    tt_eid *root_val;  /* value of every non-leaf variable in terms of leaves */
-    tt_bounds bounds;  /* loop variable ranges for the simplifier */
+    int64_t *var_ext; /* extent of every leaf/intermediate variable (0 = unknown) */
+    tt_eid *root_val; /* value of every non-leaf variable in terms of leaves */
+    tt_bounds bounds; /* loop variable ranges for the simplifier */
     size_t nvars;
     tt_status status;
 } lower_ctx;
@@ -109,10 +109,8 @@ static tt_eid expand(lower_ctx *c, tt_eid e, int depth)
     switch ((tt_expr_kind)n.kind) {
     case TT_EXPR_INT:
     case TT_EXPR_FLOAT:
-    case TT_EXPR_VAR:
-        return e;
-    case TT_EXPR_READ:
-        return expand_read(c, &n, e, depth);
+    case TT_EXPR_VAR: return e;
+    case TT_EXPR_READ: return expand_read(c, &n, e, depth);
     case TT_EXPR_CALL:
     case TT_EXPR_CAST:
     case TT_EXPR_NOT:
@@ -196,8 +194,8 @@ static void derive(lower_ctx *c, int s)
             }
             c->root_val[rel->parent] = acc;
         } else {
-            tt_eid f = c->root_val[rel->parent] ? c->root_val[rel->parent]
-                                                 : tt_expr_var(p, rel->parent);
+            tt_eid f =
+                c->root_val[rel->parent] ? c->root_val[rel->parent] : tt_expr_var(p, rel->parent);
             int64_t inner = 1;
             for (int k = rel->nchild - 1; k >= 0; k--) {
                 tt_eid v = inner == 1 ? f : tt_div(p, f, tt_expr_int(p, inner));
@@ -247,10 +245,8 @@ static bool has_ranged(lower_ctx *c, tt_eid e, const uint8_t *ranged)
     const tt_expr *n = tt_expr_get(&c->p->pool, e);
     switch ((tt_expr_kind)n->kind) {
     case TT_EXPR_INT:
-    case TT_EXPR_FLOAT:
-        return false;
-    case TT_EXPR_VAR:
-        return ranged[n->a];
+    case TT_EXPR_FLOAT: return false;
+    case TT_EXPR_VAR: return ranged[n->a];
     case TT_EXPR_READ:
         for (int i = 0; i < n->n; i++)
             if (has_ranged(c, c->p->pool.args.data[n->b + (uint32_t)i], ranged))
@@ -260,13 +256,11 @@ static bool has_ranged(lower_ctx *c, tt_eid e, const uint8_t *ranged)
     case TT_EXPR_CALL:
     case TT_EXPR_CAST:
     case TT_EXPR_NOT:
-    case TT_EXPR_NEG:
-        return has_ranged(c, n->a, ranged);
+    case TT_EXPR_NEG: return has_ranged(c, n->a, ranged);
     case TT_EXPR_SELECT:
         return has_ranged(c, n->a, ranged) || has_ranged(c, n->b, ranged) ||
                has_ranged(c, n->c, ranged);
-    default:
-        return has_ranged(c, n->a, ranged) || has_ranged(c, n->b, ranged);
+    default: return has_ranged(c, n->a, ranged) || has_ranged(c, n->b, ranged);
     }
 }
 
@@ -339,8 +333,7 @@ static interval eval_interval(lower_ctx *c, tt_eid e, const uint8_t *ranged)
         r.ext = k;
         r.ok = true;
         return r;
-    default:
-        return r; /* min, max, select, nested reads over ranged variables: give up */
+    default: return r; /* min, max, select, nested reads over ranged variables: give up */
     }
 }
 
@@ -581,8 +574,7 @@ static tt_eid to_loads(lower_ctx *c, tt_eid e)
     switch ((tt_expr_kind)n.kind) {
     case TT_EXPR_INT:
     case TT_EXPR_FLOAT:
-    case TT_EXPR_VAR:
-        return e;
+    case TT_EXPR_VAR: return e;
     case TT_EXPR_READ: {
         tt_eid idx[TT_MAX_DIMS];
         for (int i = 0; i < n.n; i++)
@@ -628,15 +620,18 @@ static tt_eid guards(lower_ctx *c, int s, const tt_eid *sub, bool with_reduce)
     const tt_op *op = &c->st->dag.ops.data[c->si[s].op];
     tt_eid cond = 0;
     for (int d = 0; d < op->ndim; d++) {
-        tt_eid g = tt_simplify(p, tt_expr_binary(p, TT_EXPR_LT, root_of(c, op->axis[d]),
-                                                  tt_expr_int(p, c->si[s].ext[d])), &c->bounds);
+        tt_eid g = tt_simplify(
+            p,
+            tt_expr_binary(p, TT_EXPR_LT, root_of(c, op->axis[d]), tt_expr_int(p, c->si[s].ext[d])),
+            &c->bounds);
         if (!tt_expr_is_const_int(p, g, NULL))
             cond = and_cond(p, cond, g);
         if (!c->si[s].full[d]) {
-            tt_eid hi = tt_simplify(p, tt_expr_binary(p, TT_EXPR_LT, sub[op->axis[d]],
-                                                       tt_expr_int(p, op->shape[d])), &c->bounds);
-            tt_eid lo = tt_simplify(p, tt_expr_binary(p, TT_EXPR_GE, sub[op->axis[d]],
-                                                       tt_expr_int(p, 0)), &c->bounds);
+            tt_eid hi = tt_simplify(
+                p, tt_expr_binary(p, TT_EXPR_LT, sub[op->axis[d]], tt_expr_int(p, op->shape[d])),
+                &c->bounds);
+            tt_eid lo = tt_simplify(
+                p, tt_expr_binary(p, TT_EXPR_GE, sub[op->axis[d]], tt_expr_int(p, 0)), &c->bounds);
             if (!tt_expr_is_const_int(p, hi, NULL))
                 cond = and_cond(p, cond, hi);
             if (!tt_expr_is_const_int(p, lo, NULL))
@@ -667,14 +662,17 @@ static tt_eid guards(lower_ctx *c, int s, const tt_eid *sub, bool with_reduce)
                 reduce = true;
         if (reduce && !with_reduce)
             continue;
-        tt_eid g = tt_simplify(p, tt_expr_binary(p, TT_EXPR_LT, v,
-                                                  tt_expr_int(p, c->var_ext[rel->parent])), &c->bounds);
+        tt_eid g = tt_simplify(
+            p, tt_expr_binary(p, TT_EXPR_LT, v, tt_expr_int(p, c->var_ext[rel->parent])),
+            &c->bounds);
         if (!tt_expr_is_const_int(p, g, NULL))
             cond = and_cond(p, cond, g);
     }
     for (int k = 0; with_reduce && k < op->nreduce; k++) {
-        tt_eid g = tt_simplify(p, tt_expr_binary(p, TT_EXPR_LT, root_of(c, op->raxis[k]),
-                                                  tt_expr_int(p, op->rextent[k])), &c->bounds);
+        tt_eid g = tt_simplify(
+            p,
+            tt_expr_binary(p, TT_EXPR_LT, root_of(c, op->raxis[k]), tt_expr_int(p, op->rextent[k])),
+            &c->bounds);
         if (!tt_expr_is_const_int(p, g, NULL))
             cond = and_cond(p, cond, g);
     }
@@ -702,8 +700,11 @@ static tt_sid wrap_loop(lower_ctx *c, int s, int k, tt_sid inner)
 {
     const tt_stage *sg = &c->st->stages.data[s];
     const tt_iter *it = &sg->iters[k];
-    tt_stmt f = {.kind = TT_STMT_FOR, .ann = it->ann, .var = it->var,
-                 .extent = c->var_ext[it->var], .body = inner};
+    tt_stmt f = {.kind = TT_STMT_FOR,
+                 .ann = it->ann,
+                 .var = it->var,
+                 .extent = c->var_ext[it->var],
+                 .body = inner};
     if (sg->auto_unroll_max_step && sg->pragma_var == it->var)
         f.unroll_max_step = sg->auto_unroll_max_step;
     return add_stmt(c, f);
@@ -726,7 +727,8 @@ static tt_sid build_level(lower_ctx *c, nest_ctx *n, int k)
         if (!c->si[a].attached || c->si[a].consumer != n->s || c->si[a].at_pos != k)
             continue;
         tt_sid parts[2] = {emit_stage(c, a), inner};
-        tt_stmt al = {.kind = TT_STMT_ALLOC, .buf = (uint32_t)c->si[a].buf, .body = seq(c, parts, 2)};
+        tt_stmt al = {
+            .kind = TT_STMT_ALLOC, .buf = (uint32_t)c->si[a].buf, .body = seq(c, parts, 2)};
         inner = add_stmt(c, al);
     }
     items[ni++] = wrap_loop(c, n->s, k, inner);
@@ -780,13 +782,16 @@ static tt_sid emit_stage(lower_ctx *c, int s)
                 break;
             }
         tt_value id = tt_reduce_identity(op->reduce, op->dtype);
-        tt_eid ide = tt_dtype_is_float(op->dtype) ? tt_expr_float(p, op->dtype, id.f)
-                                                  : tt_expr_int(p, id.i);
-        tt_stmt init = {.kind = TT_STMT_STORE, .buf = (uint32_t)si->buf, .index = index, .value = ide};
-        n.init = build_init(c, s, n.first_reduce, guarded(c, guards(c, s, sub, false), add_stmt(c, init)));
+        tt_eid ide =
+            tt_dtype_is_float(op->dtype) ? tt_expr_float(p, op->dtype, id.f) : tt_expr_int(p, id.i);
+        tt_stmt init = {
+            .kind = TT_STMT_STORE, .buf = (uint32_t)si->buf, .index = index, .value = ide};
+        n.init = build_init(c, s, n.first_reduce,
+                            guarded(c, guards(c, s, sub, false), add_stmt(c, init)));
         tt_eid old = tt_expr_load(p, op->dtype, (uint32_t)si->buf, index);
-        tt_expr_kind k = op->reduce == TT_REDUCE_SUM ? TT_EXPR_ADD
-                         : op->reduce == TT_REDUCE_MAX ? TT_EXPR_MAX : TT_EXPR_MIN;
+        tt_expr_kind k = op->reduce == TT_REDUCE_SUM   ? TT_EXPR_ADD
+                         : op->reduce == TT_REDUCE_MAX ? TT_EXPR_MAX
+                                                       : TT_EXPR_MIN;
         value = tt_expr_binary(p, k, old, value);
     }
     tt_stmt st = {.kind = TT_STMT_STORE, .buf = (uint32_t)si->buf, .index = index, .value = value};
@@ -829,8 +834,8 @@ static void rename_loops(rename_ctx *r, tt_sid id)
                     if (sg->iters[k].var == s.var)
                         owner = r->c->st->dag.ops.data[sg->op].name;
             }
-            const char *name = tt_arena_printf(&p->pool.strings, "%s.%s", owner,
-                                               p->pool.vars.data[s.var].name);
+            const char *name =
+                tt_arena_printf(&p->pool.strings, "%s.%s", owner, p->pool.vars.data[s.var].name);
             if (name)
                 p->pool.vars.data[s.var].name = name;
         }
@@ -893,8 +898,8 @@ tt_status tt_lower(const tt_state *st, tt_program **out, tt_errbuf *err)
         if (c.si[s].attached) {
             int cs = stage_of(&c, st->stages.data[s].at_op);
             if (cs >= 0 && cs < s) {
-                r = lerr(&c, "'%s' is computed at '%s', which comes before it", op_name(&c, c.si[s].op),
-                         op_name(&c, c.si[cs].op));
+                r = lerr(&c, "'%s' is computed at '%s', which comes before it",
+                         op_name(&c, c.si[s].op), op_name(&c, c.si[cs].op));
                 goto out;
             }
             if (cs >= 0)

@@ -44,8 +44,8 @@ static void emit_pad(tt_strbuf *sb, const char *dtype, int rank, const int64_t *
         tt_strbuf_printf(sb, "%s%s", i ? "," : "", v[i]);
     tt_strbuf_append(sb, "] = select(");
     for (int i = 1; i <= nsp; i++)
-        tt_strbuf_printf(sb, "%s%s >= %lld && %s < %lld", i > 1 ? " && " : "", v[i],
-                         (long long)p, v[i], (long long)(dims[i] + p));
+        tt_strbuf_printf(sb, "%s%s >= %lld && %s < %lld", i > 1 ? " && " : "", v[i], (long long)p,
+                         v[i], (long long)(dims[i] + p));
     tt_strbuf_append(sb, ", data[");
     for (int i = 0; i < rank; i++) {
         if (i >= 1 && i <= nsp)
@@ -55,7 +55,8 @@ static void emit_pad(tt_strbuf *sb, const char *dtype, int rank, const int64_t *
     }
     tt_strbuf_printf(sb, "], 0); pad:%s[", dtype);
     for (int i = 0; i < rank; i++)
-        tt_strbuf_printf(sb, "%s%lld", i ? "," : "", (long long)(dims[i] + (i >= 1 && i <= nsp ? 2 * p : 0)));
+        tt_strbuf_printf(sb, "%s%lld", i ? "," : "",
+                         (long long)(dims[i] + (i >= 1 && i <= nsp ? 2 * p : 0)));
     tt_strbuf_append(sb, "]; ");
 }
 
@@ -76,19 +77,22 @@ static tt_status conv_nd(tt_strbuf *sb, const char *opname, int nsp, int64_t N, 
 {
     static const char *const o[] = {"o0", "o1", "o2"}, *const r[] = {"r0", "r1", "r2"};
     if (CI % G || CO % G)
-        return tt_err(err, TT_ERR_BAD_WORKLOAD, "%s: CI=%lld and CO=%lld must be divisible by G=%lld",
-                      opname, (long long)CI, (long long)CO, (long long)G);
+        return tt_err(err, TT_ERR_BAD_WORKLOAD,
+                      "%s: CI=%lld and CO=%lld must be divisible by G=%lld", opname, (long long)CI,
+                      (long long)CO, (long long)G);
     int64_t osp[3], dims[5];
     for (int i = 0; i < nsp; i++) {
         osp[i] = out_extent(sp[i], K, S, P, DIL);
         if (osp[i] < 1)
-            return tt_err(err, TT_ERR_BAD_WORKLOAD,
-                          "%s: the kernel (K=%lld, DIL=%lld) does not fit the padded input (%lld + 2*%lld)",
-                          opname, (long long)K, (long long)DIL, (long long)sp[i], (long long)P);
+            return tt_err(
+                err, TT_ERR_BAD_WORKLOAD,
+                "%s: the kernel (K=%lld, DIL=%lld) does not fit the padded input (%lld + 2*%lld)",
+                opname, (long long)K, (long long)DIL, (long long)sp[i], (long long)P);
     }
     if (P >= K * DIL)
-        return tt_err(err, TT_ERR_BAD_WORKLOAD, "%s: padding P=%lld must be smaller than the dilated kernel (%lld)",
-                      opname, (long long)P, (long long)(K * DIL));
+        return tt_err(err, TT_ERR_BAD_WORKLOAD,
+                      "%s: padding P=%lld must be smaller than the dilated kernel (%lld)", opname,
+                      (long long)P, (long long)(K * DIL));
     dims[0] = N;
     for (int i = 0; i < nsp; i++)
         dims[1 + i] = sp[i];
@@ -108,7 +112,8 @@ static tt_status conv_nd(tt_strbuf *sb, const char *opname, int nsp, int64_t N, 
     if (G == 1)
         tt_strbuf_append(sb, ",rc] * weight[");
     else
-        tt_strbuf_printf(sb, ",co/%lld*%lld+rc] * weight[", (long long)(CO / G), (long long)(CI / G));
+        tt_strbuf_printf(sb, ",co/%lld*%lld+rc] * weight[", (long long)(CO / G),
+                         (long long)(CI / G));
     for (int i = 0; i < nsp; i++)
         tt_strbuf_printf(sb, "%s,", r[i]);
     tt_strbuf_append(sb, "rc,co]");
@@ -152,11 +157,12 @@ static tt_status te_conv2d_nchw(tt_strbuf *sb, const int64_t *p, const char *dt,
     int64_t N = p[0], CI = p[1], H = p[2], W = p[3], CO = p[4], K = p[5], S = p[6], P = p[7],
             DIL = p[8], G = p[9];
     if (CI % G || CO % G)
-        return tt_err(err, TT_ERR_BAD_WORKLOAD, "conv2d_nchw: CI and CO must be divisible by G=%lld",
-                      (long long)G);
+        return tt_err(err, TT_ERR_BAD_WORKLOAD,
+                      "conv2d_nchw: CI and CO must be divisible by G=%lld", (long long)G);
     int64_t OH = out_extent(H, K, S, P, DIL), OW = out_extent(W, K, S, P, DIL);
     if (OH < 1 || OW < 1 || P >= K * DIL)
-        return tt_err(err, TT_ERR_BAD_WORKLOAD, "conv2d_nchw: kernel, padding and input size do not fit");
+        return tt_err(err, TT_ERR_BAD_WORKLOAD,
+                      "conv2d_nchw: kernel, padding and input size do not fit");
     const char *src = "data";
     if (P > 0) {
         tt_strbuf_printf(sb,
@@ -171,11 +177,14 @@ static tt_status te_conv2d_nchw(tt_strbuf *sb, const int64_t *p, const char *dt,
     win(bh, sizeof(bh), "oh", S, "rh", DIL);
     win(bw, sizeof(bw), "ow", S, "rw", DIL);
     if (G == 1)
-        tt_strbuf_printf(sb, "out[n,co,oh,ow] += %s[n,rc,%s,%s] * weight[co,rc,rh,rw]", src, bh, bw);
+        tt_strbuf_printf(sb, "out[n,co,oh,ow] += %s[n,rc,%s,%s] * weight[co,rc,rh,rw]", src, bh,
+                         bw);
     else
         tt_strbuf_printf(sb, "out[n,co,oh,ow] += %s[n,co/%lld*%lld+rc,%s,%s] * weight[co,rc,rh,rw]",
                          src, (long long)(CO / G), (long long)(CI / G), bh, bw);
-    tt_strbuf_printf(sb, "; data:%s[%lld,%lld,%lld,%lld]; weight:%s[%lld,%lld,%lld,%lld]; out:%s[%lld,%lld,%lld,%lld]",
+    tt_strbuf_printf(sb,
+                     "; data:%s[%lld,%lld,%lld,%lld]; weight:%s[%lld,%lld,%lld,%lld]; "
+                     "out:%s[%lld,%lld,%lld,%lld]",
                      dt, (long long)N, (long long)CI, (long long)H, (long long)W, dt, (long long)CO,
                      (long long)(CI / G), (long long)K, (long long)K, dt, (long long)N,
                      (long long)CO, (long long)OH, (long long)OW);
@@ -187,7 +196,8 @@ static tt_status te_depthwise(tt_strbuf *sb, const int64_t *p, const char *dt, t
     int64_t N = p[0], H = p[1], W = p[2], C = p[3], K = p[4], S = p[5], P = p[6], DIL = p[7];
     int64_t OH = out_extent(H, K, S, P, DIL), OW = out_extent(W, K, S, P, DIL);
     if (OH < 1 || OW < 1 || P >= K * DIL)
-        return tt_err(err, TT_ERR_BAD_WORKLOAD, "depthwise_conv2d_nhwc: kernel, padding and input size do not fit");
+        return tt_err(err, TT_ERR_BAD_WORKLOAD,
+                      "depthwise_conv2d_nhwc: kernel, padding and input size do not fit");
     int64_t dims[4] = {N, H, W, C};
     const char *src = "data";
     if (P > 0) {
@@ -196,7 +206,8 @@ static tt_status te_depthwise(tt_strbuf *sb, const int64_t *p, const char *dt, t
     }
     char bh[64], bw[64];
     tt_strbuf_printf(sb, "out[n,oh,ow,c] += %s[n,%s,%s,c] * weight[rh,rw,c]", src,
-                     win(bh, sizeof(bh), "oh", S, "rh", DIL), win(bw, sizeof(bw), "ow", S, "rw", DIL));
+                     win(bh, sizeof(bh), "oh", S, "rh", DIL),
+                     win(bw, sizeof(bw), "ow", S, "rw", DIL));
     emit_decl(sb, "data", dt, 4, dims);
     int64_t w[3] = {K, K, C}, o[4] = {N, OH, OW, C};
     emit_decl(sb, "weight", dt, 3, w);
@@ -209,7 +220,8 @@ static tt_status te_conv2d_transpose(tt_strbuf *sb, const int64_t *p, const char
 {
     int64_t N = p[0], H = p[1], W = p[2], CI = p[3], CO = p[4], K = p[5], S = p[6], P = p[7];
     if (P > K - 1)
-        return tt_err(err, TT_ERR_BAD_WORKLOAD, "conv2d_transpose_nhwc: padding P=%lld must be at most K-1=%lld",
+        return tt_err(err, TT_ERR_BAD_WORKLOAD,
+                      "conv2d_transpose_nhwc: padding P=%lld must be at most K-1=%lld",
                       (long long)P, (long long)(K - 1));
     int64_t bp = K - 1 - P, PH = (H - 1) * S + 1 + 2 * bp, PW = (W - 1) * S + 1 + 2 * bp;
     int64_t OH = PH - K + 1, OW = PW - K + 1;
@@ -223,9 +235,10 @@ static tt_status te_conv2d_transpose(tt_strbuf *sb, const int64_t *p, const char
     if (S > 1)
         tt_strbuf_printf(sb, " && (h - %lld) %% %lld == 0 && (w - %lld) %% %lld == 0",
                          (long long)bp, (long long)S, (long long)bp, (long long)S);
-    tt_strbuf_printf(sb, ", data[n,(h - %lld) / %lld,(w - %lld) / %lld,c], 0); pad:%s[%lld,%lld,%lld,%lld]; ",
-                     (long long)bp, (long long)S, (long long)bp, (long long)S, dt, (long long)N,
-                     (long long)PH, (long long)PW, (long long)CI);
+    tt_strbuf_printf(
+        sb, ", data[n,(h - %lld) / %lld,(w - %lld) / %lld,c], 0); pad:%s[%lld,%lld,%lld,%lld]; ",
+        (long long)bp, (long long)S, (long long)bp, (long long)S, dt, (long long)N, (long long)PH,
+        (long long)PW, (long long)CI);
     tt_strbuf_printf(sb, "out[n,oh,ow,co] += pad[n,oh+rh,ow+rw,rc] * weight[%lld-rh,%lld-rw,rc,co]",
                      (long long)(K - 1), (long long)(K - 1));
     int64_t d[4] = {N, H, W, CI}, w[4] = {K, K, CI, CO}, o[4] = {N, OH, OW, CO};
@@ -242,7 +255,8 @@ static tt_status te_capsule(tt_strbuf *sb, const int64_t *p, const char *dt, tt_
             CAP = p[8];
     int64_t OH = out_extent(H, K, S, P, 1), OW = out_extent(W, K, S, P, 1);
     if (OH < 1 || OW < 1 || P >= K)
-        return tt_err(err, TT_ERR_BAD_WORKLOAD, "conv2d_capsule_nhwijc: kernel, padding and input size do not fit");
+        return tt_err(err, TT_ERR_BAD_WORKLOAD,
+                      "conv2d_capsule_nhwijc: kernel, padding and input size do not fit");
     int64_t dims[6] = {N, H, W, CAP, CAP, CI};
     const char *src = "data";
     if (P > 0) {
@@ -250,9 +264,11 @@ static tt_status te_capsule(tt_strbuf *sb, const int64_t *p, const char *dt, tt_
         src = "pad";
     }
     char bh[64], bw[64];
-    tt_strbuf_printf(sb, "out[n,oh,ow,cap_i,cap_j,co] += %s[n,%s,%s,cap_i,cap_k,rc] * "
-                         "weight[rh,rw,cap_k,cap_j,rc,co]",
-                     src, win(bh, sizeof(bh), "oh", S, "rh", 1), win(bw, sizeof(bw), "ow", S, "rw", 1));
+    tt_strbuf_printf(sb,
+                     "out[n,oh,ow,cap_i,cap_j,co] += %s[n,%s,%s,cap_i,cap_k,rc] * "
+                     "weight[rh,rw,cap_k,cap_j,rc,co]",
+                     src, win(bh, sizeof(bh), "oh", S, "rh", 1),
+                     win(bw, sizeof(bw), "ow", S, "rw", 1));
     int64_t w[6] = {K, K, CAP, CAP, CI, CO}, o[6] = {N, OH, OW, CAP, CAP, CO};
     emit_decl(sb, "data", dt, 6, dims);
     emit_decl(sb, "weight", dt, 6, w);
@@ -269,7 +285,8 @@ static tt_status te_matmul(tt_strbuf *sb, const int64_t *p, const char *dt, tt_e
 
 static tt_status te_batch_matmul(tt_strbuf *sb, const int64_t *p, const char *dt, tt_errbuf *err)
 {
-    tt_strbuf_printf(sb, "C[b,i,j] += A[b,i,k] * B[b,k,j]; A:%s[%lld,%lld,%lld]; B:%s[%lld,%lld,%lld]",
+    tt_strbuf_printf(sb,
+                     "C[b,i,j] += A[b,i,k] * B[b,k,j]; A:%s[%lld,%lld,%lld]; B:%s[%lld,%lld,%lld]",
                      dt, (long long)p[0], (long long)p[1], (long long)p[3], dt, (long long)p[0],
                      (long long)p[3], (long long)p[2]);
     return TT_OK;
@@ -290,7 +307,8 @@ static void emit_softmax(tt_strbuf *sb, const char *in, const char *idx, const c
 {
     /* idx: leading indices ("b,h,i"); red: name of the reduced index. */
     tt_strbuf_printf(sb, "maxelem[%s] max= %s[%s,%s]; ", idx, in, idx, red);
-    tt_strbuf_printf(sb, "e[%s,%s] = exp(%s[%s,%s] - maxelem[%s]); ", idx, last, in, idx, last, idx);
+    tt_strbuf_printf(sb, "e[%s,%s] = exp(%s[%s,%s] - maxelem[%s]); ", idx, last, in, idx, last,
+                     idx);
     tt_strbuf_printf(sb, "expsum[%s] += e[%s,%s]; ", idx, idx, red);
     tt_strbuf_printf(sb, "out[%s,%s] = e[%s,%s] / expsum[%s]", idx, last, idx, last, idx);
 }
@@ -308,8 +326,9 @@ static tt_status te_softmax(tt_strbuf *sb, const int64_t *p, const char *dt, tt_
 static void emit_tbg(tt_strbuf *sb, const int64_t *p, const char *dt, const char *out)
 {
     int64_t B = p[0], SEQ = p[1], HEADS = p[2], DIM = p[3];
-    tt_strbuf_printf(sb, "query_T[b,h,s,d] = query[b,s,h,d]; value_T[b,h,d,s] = value[b,s,h,d]; "
-                         "%s[b,h,i,j] += query_T[b,h,i,k] * value_T[b,h,k,j]",
+    tt_strbuf_printf(sb,
+                     "query_T[b,h,s,d] = query[b,s,h,d]; value_T[b,h,d,s] = value[b,s,h,d]; "
+                     "%s[b,h,i,j] += query_T[b,h,i,k] * value_T[b,h,k,j]",
                      out);
     (void)B, (void)SEQ, (void)HEADS, (void)DIM, (void)dt;
 }
@@ -396,69 +415,126 @@ static tt_status te_sigmoid(tt_strbuf *sb, const int64_t *p, const char *dt, tt_
     return TT_OK;
 }
 
-#define REQ(n, d) {n, 0, false, 1, d}
-#define OPT(n, def, mn, d) {n, def, true, mn, d}
-#define PAD {"P", 0, false, 0, "padding"}
+#define REQ(n, d)                                                                                  \
+    {                                                                                              \
+        n, 0, false, 1, d                                                                          \
+    }
+#define OPT(n, def, mn, d)                                                                         \
+    {                                                                                              \
+        n, def, true, mn, d                                                                        \
+    }
+#define PAD                                                                                        \
+    {                                                                                              \
+        "P", 0, false, 0, "padding"                                                                \
+    }
 
 static const tt_op_def library[] = {
-    {"matmul", "GMM", "C[M,N] = A[M,K] x B[K,N]",
+    {"matmul",
+     "GMM",
+     "C[M,N] = A[M,K] x B[K,N]",
      {REQ("M", "rows of A and C"), REQ("N", "columns of B and C"), REQ("K", "reduction length")},
-     3, te_matmul},
-    {"batch_matmul", "GMM", "C[B,M,N] = A[B,M,K] x B[B,K,N]",
+     3,
+     te_matmul},
+    {"batch_matmul",
+     "GMM",
+     "C[B,M,N] = A[B,M,K] x B[B,K,N]",
      {REQ("B", "batch"), REQ("M", "rows"), REQ("N", "columns"), REQ("K", "reduction length")},
-     4, te_batch_matmul},
-    {"conv1d_nlc", "C1D", "1-D convolution, data[N,L,CI], weight[K,CI/G,CO]",
+     4,
+     te_batch_matmul},
+    {"conv1d_nlc",
+     "C1D",
+     "1-D convolution, data[N,L,CI], weight[K,CI/G,CO]",
      {REQ("N", "batch"), REQ("L", "length"), REQ("CI", "input channels"),
       REQ("CO", "output channels"), REQ("K", "kernel size"), REQ("S", "stride"), PAD,
       OPT("DIL", 1, 1, "dilation"), OPT("G", 1, 1, "groups")},
-     9, te_conv1d},
-    {"conv2d_nhwc", "C2D", "2-D convolution (GRP with G>1, DIL with DIL>1), data[N,H,W,CI], weight[K,K,CI/G,CO]",
+     9,
+     te_conv1d},
+    {"conv2d_nhwc",
+     "C2D",
+     "2-D convolution (GRP with G>1, DIL with DIL>1), data[N,H,W,CI], weight[K,K,CI/G,CO]",
      {REQ("N", "batch"), REQ("H", "height"), REQ("W", "width"), REQ("CI", "input channels"),
       REQ("CO", "output channels"), REQ("K", "kernel size"), REQ("S", "stride"), PAD,
       OPT("DIL", 1, 1, "dilation"), OPT("G", 1, 1, "groups")},
-     10, te_conv2d},
-    {"conv2d_nchw", "C2D", "2-D convolution in NCHW, data[N,CI,H,W], weight[CO,CI/G,K,K]",
+     10,
+     te_conv2d},
+    {"conv2d_nchw",
+     "C2D",
+     "2-D convolution in NCHW, data[N,CI,H,W], weight[CO,CI/G,K,K]",
      {REQ("N", "batch"), REQ("CI", "input channels"), REQ("H", "height"), REQ("W", "width"),
       REQ("CO", "output channels"), REQ("K", "kernel size"), REQ("S", "stride"), PAD,
       OPT("DIL", 1, 1, "dilation"), OPT("G", 1, 1, "groups")},
-     10, te_conv2d_nchw},
-    {"conv3d_ndhwc", "C3D", "3-D convolution, data[N,D,H,W,CI], weight[K,K,K,CI/G,CO]",
+     10,
+     te_conv2d_nchw},
+    {"conv3d_ndhwc",
+     "C3D",
+     "3-D convolution, data[N,D,H,W,CI], weight[K,K,K,CI/G,CO]",
      {REQ("N", "batch"), REQ("D", "depth"), REQ("H", "height"), REQ("W", "width"),
       REQ("CI", "input channels"), REQ("CO", "output channels"), REQ("K", "kernel size"),
       REQ("S", "stride"), PAD, OPT("DIL", 1, 1, "dilation"), OPT("G", 1, 1, "groups")},
-     11, te_conv3d},
-    {"depthwise_conv2d_nhwc", "DEP", "depthwise convolution, data[N,H,W,C], weight[K,K,C]",
+     11,
+     te_conv3d},
+    {"depthwise_conv2d_nhwc",
+     "DEP",
+     "depthwise convolution, data[N,H,W,C], weight[K,K,C]",
      {REQ("N", "batch"), REQ("H", "height"), REQ("W", "width"), REQ("C", "channels"),
       REQ("K", "kernel size"), REQ("S", "stride"), PAD, OPT("DIL", 1, 1, "dilation")},
-     8, te_depthwise},
-    {"conv2d_transpose_nhwc", "T2D", "transposed convolution, data[N,H,W,CI], weight[K,K,CI,CO]",
+     8,
+     te_depthwise},
+    {"conv2d_transpose_nhwc",
+     "T2D",
+     "transposed convolution, data[N,H,W,CI], weight[K,K,CI,CO]",
      {REQ("N", "batch"), REQ("H", "height"), REQ("W", "width"), REQ("CI", "input channels"),
       REQ("CO", "output channels"), REQ("K", "kernel size"), REQ("S", "stride"), PAD},
-     8, te_conv2d_transpose},
-    {"conv2d_capsule_nhwijc", "CAP", "capsule convolution, data[N,H,W,CAP,CAP,CI], weight[K,K,CAP,CAP,CI,CO]",
+     8,
+     te_conv2d_transpose},
+    {"conv2d_capsule_nhwijc",
+     "CAP",
+     "capsule convolution, data[N,H,W,CAP,CAP,CI], weight[K,K,CAP,CAP,CI,CO]",
      {REQ("N", "batch"), REQ("H", "height"), REQ("W", "width"), REQ("CI", "input channels"),
       REQ("CO", "output channels"), REQ("K", "kernel size"), REQ("S", "stride"), PAD,
       OPT("CAP", 4, 1, "capsule size")},
-     9, te_capsule},
-    {"norm_bmn", "NRM", "matrix norm: out[B] = sqrt(sum of A[B,M,N]^2)",
-     {REQ("B", "batch"), REQ("M", "rows"), REQ("N", "columns")}, 3, te_norm},
-    {"softmax", "SFM", "row softmax of A[M,N]", {REQ("M", "rows"), REQ("N", "columns")}, 2,
+     9,
+     te_capsule},
+    {"norm_bmn",
+     "NRM",
+     "matrix norm: out[B] = sqrt(sum of A[B,M,N]^2)",
+     {REQ("B", "batch"), REQ("M", "rows"), REQ("N", "columns")},
+     3,
+     te_norm},
+    {"softmax",
+     "SFM",
+     "row softmax of A[M,N]",
+     {REQ("M", "rows"), REQ("N", "columns")},
+     2,
      te_softmax},
-    {"conv2d_bn_relu", "CBR", "conv2d_nhwc + bias + batch-norm (scale, offset) + ReLU",
+    {"conv2d_bn_relu",
+     "CBR",
+     "conv2d_nhwc + bias + batch-norm (scale, offset) + ReLU",
      {REQ("N", "batch"), REQ("H", "height"), REQ("W", "width"), REQ("CI", "input channels"),
       REQ("CO", "output channels"), REQ("K", "kernel size"), REQ("S", "stride"), PAD},
-     8, te_cbr},
-    {"transpose_batch_matmul", "TBG", "attention scores: transpose(query) x transpose(value)",
+     8,
+     te_cbr},
+    {"transpose_batch_matmul",
+     "TBG",
+     "attention scores: transpose(query) x transpose(value)",
      {REQ("B", "batch"), REQ("SEQ", "sequence length"), REQ("HEADS", "heads"),
       REQ("DIM", "hidden size per head")},
-     4, te_tbg},
-    {"transpose_batch_matmul_softmax", "TBS", "attention: transpose + batch_matmul + softmax",
+     4,
+     te_tbg},
+    {"transpose_batch_matmul_softmax",
+     "TBS",
+     "attention: transpose + batch_matmul + softmax",
      {REQ("B", "batch"), REQ("SEQ", "sequence length"), REQ("HEADS", "heads"),
       REQ("DIM", "hidden size per head")},
-     4, te_tbs},
+     4,
+     te_tbs},
     {"add", "ELEM", "C[M,N] = A + B", {REQ("M", "rows"), REQ("N", "columns")}, 2, te_add},
     {"relu", "ELEM", "B[M,N] = max(A, 0)", {REQ("M", "rows"), REQ("N", "columns")}, 2, te_relu},
-    {"sigmoid", "ELEM", "B[M,N] = sigmoid(A)", {REQ("M", "rows"), REQ("N", "columns")}, 2,
+    {"sigmoid",
+     "ELEM",
+     "B[M,N] = sigmoid(A)",
+     {REQ("M", "rows"), REQ("N", "columns")},
+     2,
      te_sigmoid},
 };
 

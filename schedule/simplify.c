@@ -61,9 +61,7 @@ static void lin_collect(tt_expr_pool *p, tt_eid e, int64_t scale, linear *l, con
         return;
     tt_expr n = p->nodes.data[e];
     switch ((tt_expr_kind)n.kind) {
-    case TT_EXPR_INT:
-        l->c += scale * n.imm.i;
-        return;
+    case TT_EXPR_INT: l->c += scale * n.imm.i; return;
     case TT_EXPR_ADD:
         lin_collect(p, n.a, scale, l, b);
         lin_collect(p, n.b, scale, l, b);
@@ -72,9 +70,7 @@ static void lin_collect(tt_expr_pool *p, tt_eid e, int64_t scale, linear *l, con
         lin_collect(p, n.a, scale, l, b);
         lin_collect(p, n.b, -scale, l, b);
         return;
-    case TT_EXPR_NEG:
-        lin_collect(p, n.a, -scale, l, b);
-        return;
+    case TT_EXPR_NEG: lin_collect(p, n.a, -scale, l, b); return;
     case TT_EXPR_MUL: {
         linear la = {.ok = true}, lb = {.ok = true};
         lin_collect(p, n.a, 1, &la, b);
@@ -99,8 +95,7 @@ static void lin_collect(tt_expr_pool *p, tt_eid e, int64_t scale, linear *l, con
             lin_add_term(p, l, atom, scale);
         return;
     }
-    default:
-        break;
+    default: break;
     }
     tt_eid atom = simplify_rec(p, e, b);
     if (!atom) {
@@ -170,15 +165,12 @@ static bool lin_bound(const tt_expr_pool *p, const linear *l, const tt_bounds *b
     return true;
 }
 
-static bool bound_rec(const tt_expr_pool *p, tt_eid e, const tt_bounds *b, int64_t *lo,
-                      int64_t *hi)
+static bool bound_rec(const tt_expr_pool *p, tt_eid e, const tt_bounds *b, int64_t *lo, int64_t *hi)
 {
     const tt_expr *n = &p->nodes.data[e];
     int64_t al, ah, bl, bh;
     switch ((tt_expr_kind)n->kind) {
-    case TT_EXPR_INT:
-        *lo = *hi = n->imm.i;
-        return true;
+    case TT_EXPR_INT: *lo = *hi = n->imm.i; return true;
     case TT_EXPR_VAR:
         if (b && n->a < b->n && b->known[n->a]) {
             *lo = b->lo[n->a];
@@ -335,8 +327,7 @@ static tt_eid simplify_rec(tt_expr_pool *p, tt_eid e, const tt_bounds *b)
     switch (k) {
     case TT_EXPR_INT:
     case TT_EXPR_FLOAT:
-    case TT_EXPR_VAR:
-        return e;
+    case TT_EXPR_VAR: return e;
     case TT_EXPR_READ: {
         tt_eid idx[16];
         for (int i = 0; i < n.n && i < 16; i++)
@@ -358,11 +349,10 @@ static tt_eid simplify_rec(tt_expr_pool *p, tt_eid e, const tt_bounds *b)
             p->nodes.data[r].dtype = n.dtype;
         return r;
     }
-    default:
-        break;
+    default: break;
     }
-    if (is_int(p, e) && (k == TT_EXPR_ADD || k == TT_EXPR_SUB || k == TT_EXPR_MUL ||
-                         k == TT_EXPR_NEG)) {
+    if (is_int(p, e) &&
+        (k == TT_EXPR_ADD || k == TT_EXPR_SUB || k == TT_EXPR_MUL || k == TT_EXPR_NEG)) {
         linear l = {.ok = true};
         lin_collect(p, e, 1, &l, b);
         lin_compact(&l);
@@ -405,7 +395,8 @@ static tt_eid simplify_rec(tt_expr_pool *p, tt_eid e, const tt_bounds *b)
         return 0;
     const tt_expr *x = &p->nodes.data[a], *y = &p->nodes.data[bb];
     /* Float constant folding. */
-    if (x->kind == TT_EXPR_FLOAT && y->kind == TT_EXPR_FLOAT && tt_dtype_is_float((tt_dtype)n.dtype)) {
+    if (x->kind == TT_EXPR_FLOAT && y->kind == TT_EXPR_FLOAT &&
+        tt_dtype_is_float((tt_dtype)n.dtype)) {
         double u = x->imm.f, w = y->imm.f, r;
         switch (k) {
         case TT_EXPR_ADD: r = u + w; break;
@@ -486,8 +477,7 @@ static tt_eid simplify_rec(tt_expr_pool *p, tt_eid e, const tt_bounds *b)
                 if (hi <= 0)
                     return bb;
                 break;
-            default:
-                break;
+            default: break;
             }
         }
     }

@@ -594,8 +594,10 @@ static tt_status do_compute_at(apply_ctx *c)
         return illegal(c, "'%s' is an output and cannot be computed at another stage",
                        stage_name(st, p->stage));
     if (!reads_through_inline(st, tg->op, sg->op, 0) && !reader_inside(st, tg->op, sg->op))
-        return illegal(c, "neither '%s' nor a stage computed inside it reads '%s'; compute_at needs a consumer",
-                       stage_name(st, p->target_stage), stage_name(st, p->stage));
+        return illegal(
+            c,
+            "neither '%s' nor a stage computed inside it reads '%s'; compute_at needs a consumer",
+            stage_name(st, p->target_stage), stage_name(st, p->stage));
     sg->at = TT_AT_ITER;
     sg->at_op = tg->op;
     sg->at_var = tg->iters[p->target_iter].var;
@@ -662,7 +664,8 @@ static tt_status redirect_reads(tt_state *st, int reader, int from, int to)
     for (size_t i = 0; i < n; i++)
         map[i] = (uint32_t)i;
     map[from] = (uint32_t)to;
-    tt_eid body = tt_expr_copy(&st->dag.pool, &st->dag.pool, st->dag.ops.data[reader].body, NULL, map);
+    tt_eid body =
+        tt_expr_copy(&st->dag.pool, &st->dag.pool, st->dag.ops.data[reader].body, NULL, map);
     free(map);
     if (!body)
         return TT_ERR_NOMEM;
@@ -728,8 +731,9 @@ static tt_status do_cache_write(apply_ctx *c)
     tt_stage *sg = &st->stages.data[p->stage];
     int op = sg->op;
     if (sg->transformed)
-        return illegal(c, "'%s' was already split, fused, reordered or annotated; cache_write must come first",
-                       stage_name(st, p->stage));
+        return illegal(
+            c, "'%s' was already split, fused, reordered or annotated; cache_write must come first",
+            stage_name(st, p->stage));
     if (has_attached(st, op))
         return illegal(c, "other stages are computed at '%s'; cache_write must come first",
                        stage_name(st, p->stage));
@@ -790,16 +794,17 @@ static void root_exprs(tt_state *st, const tt_stage *sg, tt_eid *subst, int64_t 
             prod *= rel->lengths[k];
         int64_t rest = (ext[rel->parent] + prod - 1) / prod;
         for (int k = 0; k < rel->nchild; k++)
-            ext[rel->child[k]] = rel->inner_to_outer ? (k == 0 ? rest : rel->lengths[k - 1])
-                                                     : (k == rel->nchild - 1 ? rest : rel->lengths[k]);
+            ext[rel->child[k]] = rel->inner_to_outer
+                                     ? (k == 0 ? rest : rel->lengths[k - 1])
+                                     : (k == rel->nchild - 1 ? rest : rel->lengths[k]);
     }
     for (size_t r = sg->rels.len; r-- > 0;) {
         const tt_relation *rel = &sg->rels.data[r];
         if (rel->kind == TT_REL_SPLIT) {
             tt_eid acc = 0;
             for (int k = 0; k < rel->nchild; k++) {
-                tt_eid v = subst[rel->child[k]] ? subst[rel->child[k]]
-                                                : tt_expr_var(p, rel->child[k]);
+                tt_eid v =
+                    subst[rel->child[k]] ? subst[rel->child[k]] : tt_expr_var(p, rel->child[k]);
                 acc = acc ? tt_add(p, tt_mul(p, acc, tt_expr_int(p, ext[rel->child[k]])), v) : v;
             }
             subst[rel->parent] = acc;
@@ -828,7 +833,8 @@ static tt_status do_rfactor(apply_ctx *c)
     int op = sg.op;
     tt_op orig = st->dag.ops.data[op];
     if (sg.iters[p->iter].kind != TT_ITER_REDUCE)
-        return illegal(c, "rfactor needs a reduce iterator; '%s' is spatial", sg.iters[p->iter].name);
+        return illegal(c, "rfactor needs a reduce iterator; '%s' is spatial",
+                       sg.iters[p->iter].name);
     if (p->factor_iter < 0 || p->factor_iter > orig.ndim)
         return illegal(c, "factor_iter %d is out of range 0..%d", p->factor_iter, orig.ndim);
     if (orig.ndim >= TT_MAX_DIMS)
@@ -865,7 +871,8 @@ static tt_status do_rfactor(apply_ctx *c)
     /* Leaf variables -> variables of the rfactor op. */
     for (int i = 0, d = 0; i <= orig.ndim; i++) {
         if (i == p->factor_iter)
-            subst[sg.iters[p->iter].var] = tt_expr_var(&st->dag.pool, st->dag.ops.data[rf].axis[d++]);
+            subst[sg.iters[p->iter].var] =
+                tt_expr_var(&st->dag.pool, st->dag.ops.data[rf].axis[d++]);
         if (i < orig.ndim)
             subst[orig.axis[i]] = tt_expr_var(&st->dag.pool, st->dag.ops.data[rf].axis[d++]);
     }
@@ -909,7 +916,8 @@ static tt_status do_rfactor(apply_ctx *c)
     }
     free(ext);
     for (int i = 0; i < orig.nreduce; i++) {
-        tt_eid e = roots[orig.raxis[i]] ? roots[orig.raxis[i]] : tt_expr_var(&st->dag.pool, orig.raxis[i]);
+        tt_eid e =
+            roots[orig.raxis[i]] ? roots[orig.raxis[i]] : tt_expr_var(&st->dag.pool, orig.raxis[i]);
         e = tt_expr_substitute(&st->dag.pool, e, subst, nv);
         roots[orig.raxis[i]] = e;
         /* A split that does not divide the extent would over-iterate: guard it. */
@@ -982,7 +990,9 @@ tt_status tt_state_apply(tt_state *st, const tt_step *step, tt_errbuf *err)
     case TT_STEP_CACHE_READ: r = do_cache_read(&c); break;
     case TT_STEP_CACHE_WRITE: r = do_cache_write(&c); break;
     case TT_STEP_RFACTOR: r = do_rfactor(&c); break;
-    default: r = tt_err(err, TT_ERR_ILLEGAL_STEP, "step %d: unknown step kind %d", c.index, (int)step->kind);
+    default:
+        r = tt_err(err, TT_ERR_ILLEGAL_STEP, "step %d: unknown step kind %d", c.index,
+                   (int)step->kind);
     }
     if (!r && TT_VEC_PUSH(&work->steps, *step))
         r = tt_err(err, TT_ERR_NOMEM, "out of memory");
@@ -1031,7 +1041,8 @@ tt_status tt_sched_split(tt_state *st, int stage, int iter, const int64_t *lengt
     tt_step s = step_of(TT_STEP_SPLIT, stage);
     s.iter = iter;
     if (n < 0 || n >= TT_MAX_SPLIT)
-        return tt_err(err, TT_ERR_ILLEGAL_STEP, "split: %d lengths (at most %d)", n, TT_MAX_SPLIT - 1);
+        return tt_err(err, TT_ERR_ILLEGAL_STEP, "split: %d lengths (at most %d)", n,
+                      TT_MAX_SPLIT - 1);
     s.nlen = n;
     memcpy(s.lengths, lengths, (size_t)n * sizeof(int64_t));
     s.inner_to_outer = inner_to_outer;
@@ -1046,7 +1057,8 @@ static tt_status ids_step(tt_state *st, tt_step_kind k, int stage, const int *id
 {
     tt_step s = step_of(k, stage);
     if (n < 0 || n > TT_MAX_ITERS)
-        return tt_err(err, TT_ERR_ILLEGAL_STEP, "%s: %d iterators (at most %d)", tt_step_code(k), n, TT_MAX_ITERS);
+        return tt_err(err, TT_ERR_ILLEGAL_STEP, "%s: %d iterators (at most %d)", tt_step_code(k), n,
+                      TT_MAX_ITERS);
     s.nids = n;
     memcpy(s.ids, ids, (size_t)n * sizeof(int));
     return tt_state_apply(st, &s, err);
@@ -1091,8 +1103,8 @@ tt_status tt_sched_compute_root(tt_state *st, int stage, tt_errbuf *err)
     return tt_state_apply(st, &s, err);
 }
 
-tt_status tt_sched_cache_read(tt_state *st, int stage, const char *scope, const int *readers,
-                              int n, tt_errbuf *err)
+tt_status tt_sched_cache_read(tt_state *st, int stage, const char *scope, const int *readers, int n,
+                              tt_errbuf *err)
 {
     tt_step s = step_of(TT_STEP_CACHE_READ, stage);
     snprintf(s.scope, sizeof(s.scope), "%s", scope);
@@ -1158,8 +1170,8 @@ char *tt_state_print(const tt_state *st)
         for (int k = 0; k < sg->niters; k++) {
             const tt_iter *it = &sg->iters[k];
             tt_strbuf_printf(&sb, "  %d: %s (%lld%s%s%s)\n", k, it->name, (long long)it->extent,
-                             it->kind == TT_ITER_REDUCE ? ", reduce" : "",
-                             it->ann ? ", " : "", it->ann ? tt_ann_name(it->ann) : "");
+                             it->kind == TT_ITER_REDUCE ? ", reduce" : "", it->ann ? ", " : "",
+                             it->ann ? tt_ann_name(it->ann) : "");
         }
     }
     return tt_strbuf_take(&sb);

@@ -85,13 +85,13 @@ typedef struct tt_step {
     /* FU, RE: iterator ids.   CHR: reader stage ids */
     int nids;
     int ids[TT_MAX_ITERS];
-    tt_ann ann;           /* AN */
-    char pragma[64];      /* PR, e.g. "auto_unroll_max_step$512" */
-    int target_stage;     /* CA */
-    int target_iter;      /* CA */
-    char scope[16];       /* CHR, CHW: "global", "shared", "local" */
-    int factor_iter;      /* RF: position of the new axis in the rfactor tensor */
-    int factor, offset;   /* SA */
+    tt_ann ann;         /* AN */
+    char pragma[64];    /* PR, e.g. "auto_unroll_max_step$512" */
+    int target_stage;   /* CA */
+    int target_iter;    /* CA */
+    char scope[16];     /* CHR, CHW: "global", "shared", "local" */
+    int factor_iter;    /* RF: position of the new axis in the rfactor tensor */
+    int factor, offset; /* SA */
 } tt_step;
 
 typedef enum { TT_ITER_SPATIAL, TT_ITER_REDUCE } tt_iter_kind;
@@ -111,7 +111,8 @@ typedef struct tt_relation {
     tt_rel_kind kind;
     uint32_t parent; /* SPLIT: the split variable.  FUSE: the fused result. */
     int nchild;
-    uint32_t child[TT_MAX_ITERS]; /* SPLIT: parts outer -> inner.  FUSE: fused vars outer -> inner */
+    uint32_t
+        child[TT_MAX_ITERS]; /* SPLIT: parts outer -> inner.  FUSE: fused vars outer -> inner */
     int64_t lengths[TT_MAX_SPLIT]; /* SPLIT: the step's lengths */
     int nlen;
     int inner_to_outer;
@@ -120,19 +121,21 @@ typedef struct tt_relation {
 typedef enum { TT_AT_ROOT, TT_AT_INLINE, TT_AT_ITER } tt_at_kind;
 
 typedef struct tt_stage {
-    int op;                        /* op id in the state's DAG (stable identity of the stage) */
+    int op; /* op id in the state's DAG (stable identity of the stage) */
     int niters;
-    tt_iter iters[TT_MAX_ITERS];   /* current (leaf) iterators, outer -> inner */
-    TT_VEC(tt_relation) rels;      /* in order of application */
+    tt_iter iters[TT_MAX_ITERS]; /* current (leaf) iterators, outer -> inner */
+    TT_VEC(tt_relation) rels;    /* in order of application */
     tt_at_kind at;
-    int at_op;                     /* TT_AT_ITER: op of the target stage */
-    uint32_t at_var;               /* TT_AT_ITER: the target iterator's variable */
-    char scope[16];                /* storage scope of the stage's buffer */
-    int auto_unroll_max_step;      /* from the auto_unroll_max_step pragma; 0 = none */
-    uint32_t pragma_var;           /* iterator carrying that pragma */
+    int at_op;                /* TT_AT_ITER: op of the target stage */
+    uint32_t at_var;          /* TT_AT_ITER: the target iterator's variable */
+    char scope[16];           /* storage scope of the stage's buffer */
+    int auto_unroll_max_step; /* from the auto_unroll_max_step pragma; 0 = none */
+    uint32_t pragma_var;      /* iterator carrying that pragma */
     int nalign;
-    struct { int axis, factor, offset; } align[TT_MAX_DIMS];
-    bool transformed;              /* any split/fuse/reorder/annotate applied */
+    struct {
+        int axis, factor, offset;
+    } align[TT_MAX_DIMS];
+    bool transformed; /* any split/fuse/reorder/annotate applied */
 } tt_stage;
 
 typedef struct tt_state {
@@ -167,8 +170,8 @@ tt_status tt_sched_compute_at(tt_state *st, int stage, int target_stage, int tar
                               tt_errbuf *err);
 tt_status tt_sched_compute_inline(tt_state *st, int stage, tt_errbuf *err);
 tt_status tt_sched_compute_root(tt_state *st, int stage, tt_errbuf *err);
-tt_status tt_sched_cache_read(tt_state *st, int stage, const char *scope, const int *readers,
-                              int n, tt_errbuf *err);
+tt_status tt_sched_cache_read(tt_state *st, int stage, const char *scope, const int *readers, int n,
+                              tt_errbuf *err);
 tt_status tt_sched_cache_write(tt_state *st, int stage, const char *scope, tt_errbuf *err);
 tt_status tt_sched_rfactor(tt_state *st, int stage, int iter, int factor_iter, tt_errbuf *err);
 tt_status tt_sched_pragma(tt_state *st, int stage, int iter, const char *pragma, tt_errbuf *err);
@@ -180,8 +183,8 @@ char *tt_state_print(const tt_state *st);
 
 /* ---- step text (steps_json.c) ---- */
 
-/* Serialises steps as Ansor's step array, e.g. [["SP", 2, 0, 512, [16, 8], 1], ["RE", 2, [0, 2, 1, 3]]].
- * Caller frees. NULL on OOM. */
+/* Serialises steps as Ansor's step array, e.g. [["SP", 2, 0, 512, [16, 8], 1], ["RE", 2, [0, 2, 1,
+ * 3]]]. Caller frees. NULL on OOM. */
 char *tt_steps_to_json(const tt_step *steps, size_t n);
 /* Parses that text.  *out is malloc'ed (caller frees); errors name the step index and field. */
 tt_status tt_steps_from_json(const char *text, tt_step **out, size_t *n, tt_errbuf *err);

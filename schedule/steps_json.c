@@ -34,9 +34,7 @@ char *tt_steps_to_json(const tt_step *steps, size_t n)
         const tt_step *s = &steps[i];
         tt_strbuf_printf(&sb, "%s[\"%s\", %d", i ? ", " : "", tt_step_code(s->kind), s->stage);
         switch (s->kind) {
-        case TT_STEP_ANNOTATE:
-            tt_strbuf_printf(&sb, ", %d, %d", s->iter, (int)s->ann);
-            break;
+        case TT_STEP_ANNOTATE: tt_strbuf_printf(&sb, ", %d, %d", s->iter, (int)s->ann); break;
         case TT_STEP_FUSE:
         case TT_STEP_REORDER:
             tt_strbuf_append(&sb, ", ");
@@ -76,11 +74,8 @@ char *tt_steps_to_json(const tt_step *steps, size_t n)
             tt_strbuf_append(&sb, ", ");
             put_str(&sb, s->scope);
             break;
-        case TT_STEP_RFACTOR:
-            tt_strbuf_printf(&sb, ", %d, %d", s->iter, s->factor_iter);
-            break;
-        default:
-            break;
+        case TT_STEP_RFACTOR: tt_strbuf_printf(&sb, ", %d, %d", s->iter, s->factor_iter); break;
+        default: break;
         }
         tt_strbuf_append(&sb, "]");
     }
@@ -108,8 +103,9 @@ static tt_status get_int(field_ctx *f, size_t pos, int64_t lo, int64_t hi, int64
         return bad(f, pos, "an integer");
     json_int_t x = json_integer_value(v);
     if (x < lo || x > hi) {
-        return tt_err(f->err, TT_ERR_PARSE, "step %zu (%s): field %zu = %lld is out of range %lld .. %lld",
-                      f->index, f->code, pos, (long long)x, (long long)lo, (long long)hi);
+        return tt_err(f->err, TT_ERR_PARSE,
+                      "step %zu (%s): field %zu = %lld is out of range %lld .. %lld", f->index,
+                      f->code, pos, (long long)x, (long long)lo, (long long)hi);
     }
     *out = x;
     return TT_OK;
@@ -166,12 +162,20 @@ static tt_status parse_step(const json_t *a, size_t index, tt_step *s, tt_errbuf
             k = i;
     if (k < 0)
         return tt_err(err, TT_ERR_PARSE, "step %zu: unknown step code \"%.16s\"", index, code);
-    static const size_t arity[TT_STEP_KIND_COUNT] = {
-        [TT_STEP_ANNOTATE] = 4, [TT_STEP_FUSE] = 3,          [TT_STEP_PRAGMA] = 4,
-        [TT_STEP_REORDER] = 3,  [TT_STEP_SPLIT] = 6,         [TT_STEP_FOLLOW_SPLIT] = 5,
-        [TT_STEP_FOLLOW_FUSED_SPLIT] = 6, [TT_STEP_STORAGE_ALIGN] = 5, [TT_STEP_COMPUTE_AT] = 4,
-        [TT_STEP_COMPUTE_INLINE] = 2, [TT_STEP_COMPUTE_ROOT] = 2, [TT_STEP_CACHE_READ] = 4,
-        [TT_STEP_CACHE_WRITE] = 3, [TT_STEP_RFACTOR] = 4};
+    static const size_t arity[TT_STEP_KIND_COUNT] = {[TT_STEP_ANNOTATE] = 4,
+                                                     [TT_STEP_FUSE] = 3,
+                                                     [TT_STEP_PRAGMA] = 4,
+                                                     [TT_STEP_REORDER] = 3,
+                                                     [TT_STEP_SPLIT] = 6,
+                                                     [TT_STEP_FOLLOW_SPLIT] = 5,
+                                                     [TT_STEP_FOLLOW_FUSED_SPLIT] = 6,
+                                                     [TT_STEP_STORAGE_ALIGN] = 5,
+                                                     [TT_STEP_COMPUTE_AT] = 4,
+                                                     [TT_STEP_COMPUTE_INLINE] = 2,
+                                                     [TT_STEP_COMPUTE_ROOT] = 2,
+                                                     [TT_STEP_CACHE_READ] = 4,
+                                                     [TT_STEP_CACHE_WRITE] = 3,
+                                                     [TT_STEP_RFACTOR] = 4};
     s->kind = (tt_step_kind)k;
     if (json_array_size(a) != arity[k])
         return tt_err(err, TT_ERR_PARSE, "step %zu (%s): expected %zu fields, found %zu", index,
@@ -189,8 +193,7 @@ static tt_status parse_step(const json_t *a, size_t index, tt_step *s, tt_errbuf
         s->ann = (tt_ann)v;
         return TT_OK;
     case TT_STEP_FUSE:
-    case TT_STEP_REORDER:
-        return get_int_list(&f, 2, TT_MAX_ITERS, s->ids, &s->nids);
+    case TT_STEP_REORDER: return get_int_list(&f, 2, TT_MAX_ITERS, s->ids, &s->nids);
     case TT_STEP_PRAGMA:
         if ((r = get_i(&f, 2, &s->iter)))
             return r;
@@ -208,9 +211,12 @@ static tt_status parse_step(const json_t *a, size_t index, tt_step *s, tt_errbuf
         for (int i = 0; i < s->nlen; i++) {
             const json_t *x = json_array_get(l, (size_t)i);
             if (json_is_null(x))
-                return tt_err(err, TT_ERR_PARSE, "step %zu (SP): length %d is undefined (null): a sketch, not a complete config",
-                              index, i);
-            if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > 1LL << 40)
+                return tt_err(
+                    err, TT_ERR_PARSE,
+                    "step %zu (SP): length %d is undefined (null): a sketch, not a complete config",
+                    index, i);
+            if (!json_is_integer(x) || json_integer_value(x) < 0 ||
+                json_integer_value(x) > 1LL << 40)
                 return bad(&f, 4, "an array of non-negative integer lengths");
             s->lengths[i] = json_integer_value(x);
         }
@@ -244,14 +250,12 @@ static tt_status parse_step(const json_t *a, size_t index, tt_step *s, tt_errbuf
         if ((r = get_str(&f, 2, s->scope, sizeof(s->scope))))
             return r;
         return get_int_list(&f, 3, TT_MAX_ITERS, s->ids, &s->nids);
-    case TT_STEP_CACHE_WRITE:
-        return get_str(&f, 2, s->scope, sizeof(s->scope));
+    case TT_STEP_CACHE_WRITE: return get_str(&f, 2, s->scope, sizeof(s->scope));
     case TT_STEP_RFACTOR:
         if ((r = get_i(&f, 2, &s->iter)) || (r = get_i(&f, 3, &s->factor_iter)))
             return r;
         return TT_OK;
-    default:
-        return TT_OK;
+    default: return TT_OK;
     }
 }
 

@@ -15,11 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_NODES  4096
-#define MAX_STMTS  64
-#define MAX_NAMES  256
-#define MAX_ARGS   16
-#define NAME_LEN   32
+#define MAX_NODES 4096
+#define MAX_STMTS 64
+#define MAX_NAMES 256
+#define MAX_ARGS  16
+#define NAME_LEN  32
 
 enum { A_INT, A_FLOAT, A_NAME, A_INDEX, A_CALL, A_BIN, A_UN };
 
@@ -235,8 +235,12 @@ typedef struct {
 static const binop levels[][7] = {
     {{"||", TT_EXPR_OR}},
     {{"&&", TT_EXPR_AND}},
-    {{"==", TT_EXPR_EQ}, {"!=", TT_EXPR_NE}, {"<=", TT_EXPR_LE}, {">=", TT_EXPR_GE},
-     {"<", TT_EXPR_LT}, {">", TT_EXPR_GT}},
+    {{"==", TT_EXPR_EQ},
+     {"!=", TT_EXPR_NE},
+     {"<=", TT_EXPR_LE},
+     {">=", TT_EXPR_GE},
+     {"<", TT_EXPR_LT},
+     {">", TT_EXPR_GT}},
     {{"+", TT_EXPR_ADD}, {"-", TT_EXPR_SUB}},
     {{"*", TT_EXPR_MUL}, {"/", TT_EXPR_DIV}, {"%", TT_EXPR_MOD}},
 };
@@ -315,7 +319,8 @@ static tt_status parse_stmt(parser *p, stmt *st)
         }
         char dt[NAME_LEN];
         if (!ident(p, dt))
-            return perr(p, "expected a dtype (float32, float64, int32, int64) or an extent after ':'");
+            return perr(p,
+                        "expected a dtype (float32, float64, int32, int64) or an extent after ':'");
         st->kind = S_TENSOR_DECL;
         st->dtype = tt_dtype_parse(dt, strlen(dt));
         if (st->dtype < 0 || st->dtype == TT_DT_BOOL)
@@ -362,10 +367,10 @@ static tt_status parse_stmt(parser *p, stmt *st)
 
 typedef struct {
     char name[NAME_LEN];
-    int decl;    /* statement index of its declaration, -1 */
-    int def;     /* statement index that computes it, -1 */
-    int op;      /* DAG op id once built, -1 */
-    int first;   /* statement where it first appears */
+    int decl;  /* statement index of its declaration, -1 */
+    int def;   /* statement index that computes it, -1 */
+    int op;    /* DAG op id once built, -1 */
+    int first; /* statement where it first appears */
     int first_col;
 } tensor_info;
 
@@ -409,7 +414,7 @@ static void collect_tensors(sema *s, int node, int stmt_no)
 
 typedef struct {
     char name[NAME_LEN];
-    int64_t extent;  /* 0 = unknown */
+    int64_t extent; /* 0 = unknown */
     uint32_t var;
     bool reduce;
 } var_info;
@@ -470,9 +475,10 @@ static tt_status collect_vars(sema *s, int node, int stmt_no, var_table *vt)
                         a->name, s->t[ti].def + 1);
     }
     if (a->kind == A_CALL && !is_builtin(a->name))
-        return serr(s, stmt_no, a->col,
-                    "unknown function '%s' (exp, log, sqrt, tanh, sigmoid, abs, max, min, select, casts)",
-                    a->name);
+        return serr(
+            s, stmt_no, a->col,
+            "unknown function '%s' (exp, log, sqrt, tanh, sigmoid, abs, max, min, select, casts)",
+            a->name);
     for (int i = 0; i < a->nargs; i++) {
         tt_status st = collect_vars(s, a->args[i], stmt_no, vt);
         if (st)
@@ -539,8 +545,8 @@ static tt_eid to_bool(sema *s, tt_eid e)
     tt_dtype t = node_dtype(s, e);
     if (t == TT_DT_BOOL)
         return e;
-    tt_eid zero = tt_dtype_is_float(t) ? tt_expr_float(&s->dag->pool, t, 0.0)
-                                       : tt_expr_int(&s->dag->pool, 0);
+    tt_eid zero =
+        tt_dtype_is_float(t) ? tt_expr_float(&s->dag->pool, t, 0.0) : tt_expr_int(&s->dag->pool, 0);
     return tt_expr_binary(&s->dag->pool, TT_EXPR_NE, e, zero);
 }
 
@@ -551,15 +557,9 @@ static tt_status build(sema *s, int node, int stmt_no, var_table *vt, tt_dtype f
     tt_eid args[MAX_ARGS];
     tt_status st;
     switch (a.kind) {
-    case A_INT:
-        *out = tt_expr_int(pool, a.ival);
-        return TT_OK;
-    case A_FLOAT:
-        *out = tt_expr_float(pool, ft, a.fval);
-        return TT_OK;
-    case A_NAME:
-        *out = tt_expr_var(pool, find_var(vt, a.name)->var);
-        return TT_OK;
+    case A_INT: *out = tt_expr_int(pool, a.ival); return TT_OK;
+    case A_FLOAT: *out = tt_expr_float(pool, ft, a.fval); return TT_OK;
+    case A_NAME: *out = tt_expr_var(pool, find_var(vt, a.name)->var); return TT_OK;
     case A_INDEX: {
         int ti = find_tensor(s, a.name);
         if (s->t[ti].op < 0)
@@ -578,8 +578,9 @@ static tt_status build(sema *s, int node, int stmt_no, var_table *vt, tt_dtype f
         for (int i = 0; i < a.nargs; i++)
             if ((st = build(s, a.args[i], stmt_no, vt, ft, &args[i])))
                 return st;
-        int want = strcmp(a.name, "select") == 0 ? 3 :
-                   (strcmp(a.name, "max") == 0 || strcmp(a.name, "min") == 0) ? 2 : 1;
+        int want = strcmp(a.name, "select") == 0                                ? 3
+                   : (strcmp(a.name, "max") == 0 || strcmp(a.name, "min") == 0) ? 2
+                                                                                : 1;
         if (a.nargs != want)
             return serr(s, stmt_no, a.col, "%s() takes %d argument%s, got %d", a.name, want,
                         want == 1 ? "" : "s", a.nargs);
@@ -645,7 +646,8 @@ static tt_status build_compute(sema *s, int si)
         for (int i = 0; i < vt.n; i++)
             if (vt.v[i].reduce)
                 return serr(s, si, st->col,
-                            "variable '%s' is not on the left-hand side: use '+=', 'max=' or 'min=' to reduce over it",
+                            "variable '%s' is not on the left-hand side: use '+=', 'max=' or "
+                            "'min=' to reduce over it",
                             vt.v[i].name);
     if (nreduce > TT_MAX_REDUCE)
         return serr(s, si, st->col, "more than %d reduce variables", TT_MAX_REDUCE);
@@ -661,7 +663,8 @@ static tt_status build_compute(sema *s, int si)
                     st->name, decl->ndim, st->nidx);
     for (int i = 0; decl && i < st->nidx; i++) {
         if (vt.v[i].extent && vt.v[i].extent != decl->shape[i])
-            return serr(s, si, st->col, "extent of '%s' (%lld) disagrees with the declared shape of '%s' (%lld)",
+            return serr(s, si, st->col,
+                        "extent of '%s' (%lld) disagrees with the declared shape of '%s' (%lld)",
                         vt.v[i].name, (long long)vt.v[i].extent, st->name,
                         (long long)decl->shape[i]);
         vt.v[i].extent = decl->shape[i];
@@ -670,9 +673,10 @@ static tt_status build_compute(sema *s, int si)
         return r;
     for (int i = 0; i < vt.n; i++)
         if (!vt.v[i].extent)
-            return serr(s, si, st->col,
-                        "cannot infer the extent of '%s': declare it as %s:N or declare '%s' with a shape",
-                        vt.v[i].name, vt.v[i].name, st->name);
+            return serr(
+                s, si, st->col,
+                "cannot infer the extent of '%s': declare it as %s:N or declare '%s' with a shape",
+                vt.v[i].name, vt.v[i].name, st->name);
     /* The dtype: declared, else that of the first tensor read, else float32. */
     tt_dtype dt = TT_DT_FLOAT32;
     if (decl) {
@@ -750,9 +754,7 @@ static void print_ast(parser *p, tt_strbuf *sb, int node, int parent_prec, bool 
 {
     ast *a = &p->nodes[node];
     switch (a->kind) {
-    case A_INT:
-        tt_strbuf_printf(sb, "%lld", (long long)a->ival);
-        return;
+    case A_INT: tt_strbuf_printf(sb, "%lld", (long long)a->ival); return;
     case A_FLOAT: {
         char buf[64];
         snprintf(buf, sizeof(buf), "%.9g", a->fval);
@@ -761,9 +763,7 @@ static void print_ast(parser *p, tt_strbuf *sb, int node, int parent_prec, bool 
             tt_strbuf_append(sb, ".0");
         return;
     }
-    case A_NAME:
-        tt_strbuf_append(sb, a->name);
-        return;
+    case A_NAME: tt_strbuf_append(sb, a->name); return;
     case A_INDEX:
     case A_CALL:
         tt_strbuf_printf(sb, "%s%s", a->name, a->kind == A_INDEX ? "[" : "(");
@@ -900,7 +900,8 @@ tt_status tt_te_parse(const char *text, tt_dag *dag, tt_strbuf *canon, tt_errbuf
         }
     }
     if (ncompute == 0) {
-        r = tt_err(err, TT_ERR_BAD_WORKLOAD, "te: no computation (write e.g. C[i,j] += A[i,k] * B[k,j])");
+        r = tt_err(err, TT_ERR_BAD_WORKLOAD,
+                   "te: no computation (write e.g. C[i,j] += A[i,k] * B[k,j])");
         goto out;
     }
     /* Inputs become placeholders, in order of first appearance. */
@@ -909,8 +910,8 @@ tt_status tt_te_parse(const char *text, tt_dag *dag, tt_strbuf *canon, tt_errbuf
             continue;
         if (s->t[t].decl < 0) {
             r = serr(s, s->t[t].first, s->t[t].first_col,
-                     "tensor '%s' is read but never declared: add '%s:float32[...]'",
-                     s->t[t].name, s->t[t].name);
+                     "tensor '%s' is read but never declared: add '%s:float32[...]'", s->t[t].name,
+                     s->t[t].name);
             goto out;
         }
         stmt *d = &p->stmts[s->t[t].decl];

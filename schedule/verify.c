@@ -28,7 +28,8 @@ tt_status tt_verify_program(const tt_dag *dag, const tt_program *prog, uint64_t 
         res = &local;
     memset(res, 0, sizeof(*res));
     if (np != prog->nparams || nin != prog->ninputs)
-        return tt_err(err, TT_ERR_INVALID_ARG, "program has %d parameters, the DAG %d", prog->nparams, np);
+        return tt_err(err, TT_ERR_INVALID_ARG, "program has %d parameters, the DAG %d",
+                      prog->nparams, np);
     void *want[64] = {0}, *got[64] = {0};
     tt_status r = TT_OK;
     for (int i = 0; i < np; i++) {
@@ -64,7 +65,8 @@ tt_status tt_verify_program(const tt_dag *dag, const tt_program *prog, uint64_t 
     for (int i = nin; i < np; i++) {
         const tt_op *op = &dag->ops.data[params[i]];
         for (int64_t k = 0; k < tt_op_numel(op); k++) {
-            tt_value a = tt_buffer_get(got[i], op->dtype, k), b = tt_buffer_get(want[i], op->dtype, k);
+            tt_value a = tt_buffer_get(got[i], op->dtype, k),
+                     b = tt_buffer_get(want[i], op->dtype, k);
             double x = tt_dtype_is_float(op->dtype) ? a.f : (double)a.i;
             double y = tt_dtype_is_float(op->dtype) ? b.f : (double)b.i;
             double d = fabs(x - y);
@@ -78,7 +80,8 @@ tt_status tt_verify_program(const tt_dag *dag, const tt_program *prog, uint64_t 
                 res->max_rel_err = d / fabs(y);
             if (bad) {
                 if (res->mismatches++ == 0)
-                    r = tt_err(err, TT_ERR_RUNTIME, "output '%s' differs at element %lld: got %.9g, expected %.9g",
+                    r = tt_err(err, TT_ERR_RUNTIME,
+                               "output '%s' differs at element %lld: got %.9g, expected %.9g",
                                op->name, (long long)k, x, y);
             }
         }

@@ -30,9 +30,10 @@ static tt_status parse_library(const char *text, tt_workload *w, tt_errbuf *err)
     size_t oplen = colon ? (size_t)(colon - text) : strlen(text);
     const tt_op_def *def = tt_op_library_find(text, oplen);
     if (!def)
-        return tt_err(err, TT_ERR_UNKNOWN_OP,
-                      "unknown operator '%.*s' (see `tvm-tune ops` for the library, or write te:...)",
-                      (int)oplen, text);
+        return tt_err(
+            err, TT_ERR_UNKNOWN_OP,
+            "unknown operator '%.*s' (see `tvm-tune ops` for the library, or write te:...)",
+            (int)oplen, text);
     w->def = def;
     bool seen[TT_MAX_OP_PARAMS] = {false};
     const char *dtype = "float32";
@@ -51,7 +52,8 @@ static tt_status parse_library(const char *text, tt_workload *w, tt_errbuf *err)
         if (klen == 5 && memcmp(s, "dtype", 5) == 0) {
             int dt = tt_dtype_parse(eq + 1, (size_t)(end - eq - 1));
             if (dt < 0 || dt == TT_DT_BOOL)
-                return tt_err(err, TT_ERR_BAD_WORKLOAD, "column %zu: unknown dtype '%.*s' (float32, float64, int32, int64)",
+                return tt_err(err, TT_ERR_BAD_WORKLOAD,
+                              "column %zu: unknown dtype '%.*s' (float32, float64, int32, int64)",
                               col, (int)(end - eq - 1), eq + 1);
             w->dtype = (tt_dtype)dt;
             snprintf(dtbuf, sizeof(dtbuf), "%s", tt_dtype_name(w->dtype));
@@ -59,15 +61,17 @@ static tt_status parse_library(const char *text, tt_workload *w, tt_errbuf *err)
         } else {
             int k = -1;
             for (int i = 0; i < def->nparams; i++)
-                if (strlen(def->params[i].name) == klen && memcmp(def->params[i].name, s, klen) == 0)
+                if (strlen(def->params[i].name) == klen &&
+                    memcmp(def->params[i].name, s, klen) == 0)
                     k = i;
             if (k < 0) {
                 tt_strbuf names = {0};
                 for (int i = 0; i < def->nparams; i++)
                     tt_strbuf_printf(&names, "%s%s", i ? ", " : "", def->params[i].name);
-                tt_status st = tt_err(err, TT_ERR_BAD_WORKLOAD,
-                                      "column %zu: %s has no parameter '%.*s' (parameters: %s, dtype)",
-                                      col, def->name, (int)klen, s, tt_strbuf_cstr(&names));
+                tt_status st =
+                    tt_err(err, TT_ERR_BAD_WORKLOAD,
+                           "column %zu: %s has no parameter '%.*s' (parameters: %s, dtype)", col,
+                           def->name, (int)klen, s, tt_strbuf_cstr(&names));
                 tt_strbuf_free(&names);
                 return st;
             }
@@ -79,11 +83,13 @@ static tt_status parse_library(const char *text, tt_workload *w, tt_errbuf *err)
             errno = 0;
             long long val = strtoll(v, &vend, 10);
             if (v == end || vend != end || !isdigit((unsigned char)*v) || errno == ERANGE)
-                return tt_err(err, TT_ERR_PARSE, "column %zu: value of %s must be an integer, found '%.*s'",
-                              col, def->params[k].name, (int)(end - v), v);
+                return tt_err(err, TT_ERR_PARSE,
+                              "column %zu: value of %s must be an integer, found '%.*s'", col,
+                              def->params[k].name, (int)(end - v), v);
             if (val < def->params[k].min || val > (1LL << 31))
-                return tt_err(err, TT_ERR_BAD_WORKLOAD, "column %zu: %s=%lld is out of range (%lld .. 2^31)",
-                              col, def->params[k].name, val, (long long)def->params[k].min);
+                return tt_err(err, TT_ERR_BAD_WORKLOAD,
+                              "column %zu: %s=%lld is out of range (%lld .. 2^31)", col,
+                              def->params[k].name, val, (long long)def->params[k].min);
             w->params[k] = val;
             seen[k] = true;
         }

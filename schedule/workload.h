@@ -26,9 +26,9 @@ typedef struct tt_op_param {
 } tt_op_param;
 
 typedef struct tt_op_def {
-    const char *name;   /* "conv2d_nhwc" */
-    const char *suite;  /* class in the standard suite ("C2D", "GRP", ...) */
-    const char *doc;    /* one line */
+    const char *name;  /* "conv2d_nhwc" */
+    const char *suite; /* class in the standard suite ("C2D", "GRP", ...) */
+    const char *doc;   /* one line */
     tt_op_param params[TT_MAX_OP_PARAMS];
     int nparams;
     /* Writes the TE program of this operator for the given parameters into sb, or returns an
@@ -42,9 +42,9 @@ const tt_op_def *tt_op_library_get(int i);
 const tt_op_def *tt_op_library_find(const char *name, size_t len);
 
 typedef struct tt_workload {
-    char *key;             /* canonical text */
-    uint64_t hash;         /* tt_hash64 of key */
-    const tt_op_def *def;  /* NULL for te: workloads */
+    char *key;            /* canonical text */
+    uint64_t hash;        /* tt_hash64 of key */
+    const tt_op_def *def; /* NULL for te: workloads */
     int64_t params[TT_MAX_OP_PARAMS];
     tt_dtype dtype;
     tt_dag dag;

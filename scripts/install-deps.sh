@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake pkg-config git
+  build-essential cmake pkg-config git clang-format
   libuv1-dev libsqlite3-dev libjansson-dev libcmocka-dev
   libxgboost-dev
   llvm-14-dev clang-14 lld-14

@@ -11,27 +11,28 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: tvm-tune COMMAND [options]\n"
-            "\n"
-            "commands:\n"
-            "  lower   print the loop IR of a workload under a schedule\n"
-            "  ops     list the operator library and its parameters\n"
-            "\n"
-            "tvm-tune lower --workload W [--steps FILE | --steps-json JSON] [--check] [--seed N]\n"
-            "               [--dag] [--state]\n"
-            "  --workload W      workload text, e.g. matmul:M=512,N=512,K=512 or\n"
-            "                    'te:C[i,j] += A[i,k] * B[k,j]; A:float32[64,64]; B:float32[64,64]'\n"
-            "  --steps FILE      schedule as an Ansor step list (JSON array); '-' reads stdin\n"
-            "  --steps-json J    the same, given inline\n"
-            "  --check           run the program in the interpreter on random inputs and compare\n"
-            "                    every output element with the naive definition (exit 1 on mismatch)\n"
-            "  --seed N          seed of the random inputs (default 1)\n"
-            "  --dag             also print the compute DAG\n"
-            "  --state           also print the schedule state (stages and iterators)\n"
-            "\n"
-            "Step lists and the loop IR are described in docs/steps.md; workloads and the\n"
-            "tensor-expression language in docs/workloads.md and docs/tensor-expressions.md.\n");
+    fprintf(
+        f,
+        "usage: tvm-tune COMMAND [options]\n"
+        "\n"
+        "commands:\n"
+        "  lower   print the loop IR of a workload under a schedule\n"
+        "  ops     list the operator library and its parameters\n"
+        "\n"
+        "tvm-tune lower --workload W [--steps FILE | --steps-json JSON] [--check] [--seed N]\n"
+        "               [--dag] [--state]\n"
+        "  --workload W      workload text, e.g. matmul:M=512,N=512,K=512 or\n"
+        "                    'te:C[i,j] += A[i,k] * B[k,j]; A:float32[64,64]; B:float32[64,64]'\n"
+        "  --steps FILE      schedule as an Ansor step list (JSON array); '-' reads stdin\n"
+        "  --steps-json J    the same, given inline\n"
+        "  --check           run the program in the interpreter on random inputs and compare\n"
+        "                    every output element with the naive definition (exit 1 on mismatch)\n"
+        "  --seed N          seed of the random inputs (default 1)\n"
+        "  --dag             also print the compute DAG\n"
+        "  --state           also print the schedule state (stages and iterators)\n"
+        "\n"
+        "Step lists and the loop IR are described in docs/steps.md; workloads and the\n"
+        "tensor-expression language in docs/workloads.md and docs/tensor-expressions.md.\n");
 }
 
 static char *read_file(const char *path)
@@ -69,12 +70,15 @@ static int cmd_ops(void)
 
 static int cmd_lower(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"workload", required_argument, 0, 'w'}, {"steps", required_argument, 0, 's'},
-        {"steps-json", required_argument, 0, 'j'}, {"check", no_argument, 0, 'c'},
-        {"seed", required_argument, 0, 'S'},     {"dag", no_argument, 0, 'd'},
-        {"state", no_argument, 0, 't'},          {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+    static const struct option opts[] = {{"workload", required_argument, 0, 'w'},
+                                         {"steps", required_argument, 0, 's'},
+                                         {"steps-json", required_argument, 0, 'j'},
+                                         {"check", no_argument, 0, 'c'},
+                                         {"seed", required_argument, 0, 'S'},
+                                         {"dag", no_argument, 0, 'd'},
+                                         {"state", no_argument, 0, 't'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     const char *workload = NULL, *steps_file = NULL, *steps_json = NULL;
     bool check = false, show_dag = false, show_state = false;
     unsigned long long seed = 1;
@@ -93,7 +97,8 @@ static int cmd_lower(int argc, char **argv)
             errno = 0;
             seed = strtoull(optarg, &end, 10);
             if (*end || errno) {
-                fprintf(stderr, "tvm-tune lower: --seed needs a non-negative integer, got '%s'\n", optarg);
+                fprintf(stderr, "tvm-tune lower: --seed needs a non-negative integer, got '%s'\n",
+                        optarg);
                 return 2;
             }
             break;
@@ -129,7 +134,8 @@ static int cmd_lower(int argc, char **argv)
     }
     if (text || steps_json) {
         if ((s = tt_steps_from_json(text ? text : steps_json, &steps, &nsteps, &err))) {
-            fprintf(stderr, "tvm-tune lower: %s: %s\n", steps_file ? steps_file : "--steps-json", err.msg);
+            fprintf(stderr, "tvm-tune lower: %s: %s\n", steps_file ? steps_file : "--steps-json",
+                    err.msg);
             goto out;
         }
     }
@@ -169,8 +175,9 @@ static int cmd_lower(int argc, char **argv)
                     (long long)vr.mismatches, (long long)vr.checked);
             rc = 1;
         } else {
-            printf("check: OK, %lld output elements match the naive definition (max abs error %.3g)\n",
-                   (long long)vr.checked, vr.max_abs_err);
+            printf(
+                "check: OK, %lld output elements match the naive definition (max abs error %.3g)\n",
+                (long long)vr.checked, vr.max_abs_err);
         }
     }
 out:

@@ -15,7 +15,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size > 8192)
         return 0;
-    if (!workload && tt_workload_parse("conv2d_bn_relu:N=1,H=5,W=5,CI=2,CO=3,K=3,S=1,P=1", &workload, NULL))
+    if (!workload &&
+        tt_workload_parse("conv2d_bn_relu:N=1,H=5,W=5,CI=2,CO=3,K=3,S=1,P=1", &workload, NULL))
         abort();
     char *text = malloc(size + 1);
     if (!text)

@@ -78,7 +78,7 @@ static bool try_step(tt_state *st, tt_rng *rng)
     }
     case 5: { /* annotate */
         static const tt_ann anns[] = {TT_ANN_PARALLEL, TT_ANN_VECTORIZE, TT_ANN_UNROLL,
-                                      TT_ANN_BLOCK_X, TT_ANN_THREAD_X, TT_ANN_VTHREAD};
+                                      TT_ANN_BLOCK_X,  TT_ANN_THREAD_X,  TT_ANN_VTHREAD};
         step.kind = TT_STEP_ANNOTATE;
         step.ann = anns[tt_rng_below(rng, TT_ARRAY_LEN(anns))];
         step.iter = step.ann == TT_ANN_VECTORIZE ? ni - 1 : (int)tt_rng_below(rng, (uint64_t)ni);
@@ -93,9 +93,7 @@ static bool try_step(tt_state *st, tt_rng *rng)
         step.target_iter = (int)tt_rng_below(rng, (uint64_t)st->stages.data[t].niters);
         break;
     }
-    case 7:
-        step.kind = TT_STEP_COMPUTE_INLINE;
-        break;
+    case 7: step.kind = TT_STEP_COMPUTE_INLINE; break;
     case 8: {
         /* Follow an earlier split (as Ansor tiles a consumer like its producer). */
         int sp[64], nsp = 0;

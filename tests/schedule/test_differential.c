@@ -32,7 +32,8 @@ static const char *const workloads[] = {
     "relu:M=9,N=7",
     "sigmoid:M=5,N=6",
     "matmul:M=8,N=8,K=8,dtype=int32",
-    "te:C[i,j] += A[i,k] * B[k,j]; D[i,j] = max(C[i,j] + E[j], 0); A:float32[10,6]; B:float32[6,12]; E:float32[12]",
+    "te:C[i,j] += A[i,k] * B[k,j]; D[i,j] = max(C[i,j] + E[j], 0); A:float32[10,6]; "
+    "B:float32[6,12]; E:float32[12]",
 };
 
 #define SCHEDULES_PER_WORKLOAD 100
@@ -86,7 +87,8 @@ static void every_operator_matches_naive_definition_under_random_schedules(void 
             } else {
                 /* Only schedules whose bound inference is impossible may fail to lower. */
                 if (s != TT_ERR_LOWER)
-                    fail_msg("%s seed %d: unexpected %s: %s", workloads[w], k, tt_status_name(s), err.msg);
+                    fail_msg("%s seed %d: unexpected %s: %s", workloads[w], k, tt_status_name(s),
+                             err.msg);
             }
             tt_state_free(st);
         }

@@ -46,13 +46,15 @@ static void simplifier_uses_loop_ranges(void **state)
     assert_string_equal(s, "i * 8 + j < 100");
     free(s);
     /* Canonical linear form: terms collected, constants folded. */
-    tt_eid e = tt_sub(&p, tt_add(&p, tt_add(&p, J, tt_mul(&p, I, tt_expr_int(&p, 3))), tt_expr_int(&p, 5)),
-                      tt_add(&p, J, tt_expr_int(&p, 2)));
+    tt_eid e =
+        tt_sub(&p, tt_add(&p, tt_add(&p, J, tt_mul(&p, I, tt_expr_int(&p, 3))), tt_expr_int(&p, 5)),
+               tt_add(&p, J, tt_expr_int(&p, 2)));
     s = print_simplified(&p, e, NULL);
     assert_string_equal(s, "i * 3 + 3");
     free(s);
     /* Floats are folded only when constant: x + 0.0 stays (it is not an identity for -0.0). */
-    tt_eid f = tt_add(&p, tt_expr_float(&p, TT_DT_FLOAT32, 1.5), tt_expr_float(&p, TT_DT_FLOAT32, 2.0));
+    tt_eid f =
+        tt_add(&p, tt_expr_float(&p, TT_DT_FLOAT32, 1.5), tt_expr_float(&p, TT_DT_FLOAT32, 2.0));
     s = print_simplified(&p, f, NULL);
     assert_string_equal(s, "3.5f");
     free(s);
@@ -99,9 +101,10 @@ static void cache_write_gives_a_register_tile(void **state)
 {
     /* C.local is computed per 4x8 tile of C: a 4x8 local buffer inside the tile loops. */
     lowered l;
-    lower_or_fail(&l, "matmul:M=16,N=16,K=16",
-                  "[[\"CHW\", 2, \"local\"], [\"SP\", 3, 0, 16, [4], 1], [\"SP\", 3, 2, 16, [8], 1], "
-                  "[\"RE\", 3, [0, 2, 1, 3]], [\"CA\", 2, 3, 1]]");
+    lower_or_fail(
+        &l, "matmul:M=16,N=16,K=16",
+        "[[\"CHW\", 2, \"local\"], [\"SP\", 3, 0, 16, [4], 1], [\"SP\", 3, 2, 16, [8], 1], "
+        "[\"RE\", 3, [0, 2, 1, 3]], [\"CA\", 2, 3, 1]]");
     expect_in(&l, "alloc C.local: float32[4, 8] local");
     expect_in(&l, "C.local[i * 8 + j] = 0.0f");
     lowered_free(&l);
@@ -111,9 +114,10 @@ static void cache_read_into_shared_memory_at_a_reduction_tile(void **state)
 {
     /* A.shared holds the 16x4 slice of A used by one k.0 iteration of a 16-row block. */
     lowered l;
-    lower_or_fail(&l, "matmul:M=32,N=16,K=16",
-                  "[[\"CHR\", 0, \"shared\", [2]], [\"SP\", 3, 0, 32, [16], 1], [\"SP\", 3, 3, 16, [4], 1], "
-                  "[\"RE\", 3, [0, 3, 1, 2, 4]], [\"CA\", 1, 3, 1]]");
+    lower_or_fail(
+        &l, "matmul:M=32,N=16,K=16",
+        "[[\"CHR\", 0, \"shared\", [2]], [\"SP\", 3, 0, 32, [16], 1], [\"SP\", 3, 3, 16, [4], 1], "
+        "[\"RE\", 3, [0, 3, 1, 2, 4]], [\"CA\", 1, 3, 1]]");
     expect_in(&l, "alloc A.shared: float32[16, 4] shared");
     lowered_free(&l);
 }
@@ -155,7 +159,9 @@ static void inlined_padding_becomes_a_guarded_select(void **state)
 static void parallel_fused_loop_keeps_its_annotation(void **state)
 {
     lowered l;
-    lower_or_fail(&l, "add:M=8,N=8", "[[\"FU\", 2, [0, 1]], [\"SP\", 2, 0, 64, [4], 1], [\"AN\", 2, 0, 3], [\"AN\", 2, 1, 2]]");
+    lower_or_fail(
+        &l, "add:M=8,N=8",
+        "[[\"FU\", 2, [0, 1]], [\"SP\", 2, 0, 64, [4], 1], [\"AN\", 2, 0, 3], [\"AN\", 2, 1, 2]]");
     expect_in(&l, "for i@j@.0 in 0..16 parallel:");
     expect_in(&l, "for i@j@.1 in 0..4 vectorize:");
     lowered_free(&l);
@@ -196,7 +202,8 @@ static void verification_catches_a_wrong_program(void **state)
             l.prog->stmts.data[i].value = tt_expr_float(&l.prog->pool, TT_DT_FLOAT32, 0.0);
     tt_errbuf err = {{0}};
     tt_verify_result vr;
-    assert_int_equal(tt_verify_program(&l.w->dag, l.prog, 1, 1e-4, 1e-5, &vr, &err), TT_ERR_RUNTIME);
+    assert_int_equal(tt_verify_program(&l.w->dag, l.prog, 1, 1e-4, 1e-5, &vr, &err),
+                     TT_ERR_RUNTIME);
     assert_true(vr.mismatches > 0);
     assert_non_null(strstr(err.msg, "output 'C' differs at element"));
     lowered_free(&l);

@@ -12,16 +12,25 @@
 
 /* Step arrays of real auto_scheduler records (log-formats.md §2.6) and one of every kind. */
 static const char *const lists[] = {
-    "[[\"CI\", 5], [\"SP\", 3, 0, 1, [1, 1, 1], 1], [\"SP\", 3, 4, 512, [1, 32, 16], 1], [\"SP\", 3, 8, 7, [7, 1, 1], 1], "
-    "[\"SP\", 3, 12, 7, [1, 1, 1], 1], [\"SP\", 3, 16, 512, [1], 1], [\"SP\", 3, 18, 3, [1], 1], [\"SP\", 3, 20, 3, [3], 1], "
-    "[\"RE\", 3, [0, 4, 8, 12, 1, 5, 9, 13, 16, 18, 20, 2, 6, 10, 14, 17, 19, 21, 3, 7, 11, 15]], [\"FSP\", 6, 0, 1, 2], "
-    "[\"FSP\", 6, 3, 2, 2], [\"FSP\", 6, 6, 3, 2], [\"FSP\", 6, 9, 4, 2], [\"RE\", 6, [0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11]], "
-    "[\"CA\", 3, 6, 7], [\"CA\", 1, 6, 5], [\"FU\", 6, [0, 1, 2, 3, 4, 5]], [\"AN\", 6, 0, 3], [\"PR\", 3, 0, \"auto_unroll_max_step$512\"], "
+    "[[\"CI\", 5], [\"SP\", 3, 0, 1, [1, 1, 1], 1], [\"SP\", 3, 4, 512, [1, 32, 16], 1], [\"SP\", "
+    "3, 8, 7, [7, 1, 1], 1], "
+    "[\"SP\", 3, 12, 7, [1, 1, 1], 1], [\"SP\", 3, 16, 512, [1], 1], [\"SP\", 3, 18, 3, [1], 1], "
+    "[\"SP\", 3, 20, 3, [3], 1], "
+    "[\"RE\", 3, [0, 4, 8, 12, 1, 5, 9, 13, 16, 18, 20, 2, 6, 10, 14, 17, 19, 21, 3, 7, 11, 15]], "
+    "[\"FSP\", 6, 0, 1, 2], "
+    "[\"FSP\", 6, 3, 2, 2], [\"FSP\", 6, 6, 3, 2], [\"FSP\", 6, 9, 4, 2], [\"RE\", 6, [0, 3, 6, 9, "
+    "1, 4, 7, 10, 2, 5, 8, 11]], "
+    "[\"CA\", 3, 6, 7], [\"CA\", 1, 6, 5], [\"FU\", 6, [0, 1, 2, 3, 4, 5]], [\"AN\", 6, 0, 3], "
+    "[\"PR\", 3, 0, \"auto_unroll_max_step$512\"], "
     "[\"AN\", 1, 3, 2], [\"AN\", 3, 21, 2], [\"AN\", 6, 6, 2]]",
-    "[[\"SP\", 2, 0, 1024, [2, 1, 4], 1], [\"SP\", 2, 4, 1024, [1, 1, 8], 1], [\"SP\", 2, 8, 1024, [4], 1], "
-    "[\"RE\", 2, [0, 4, 1, 5, 8, 2, 6, 9, 3, 7]], [\"FSP\", 4, 0, 0, 2], [\"FSP\", 4, 3, 1, 2], [\"RE\", 4, [0, 3, 1, 4, 2, 5]], "
-    "[\"CA\", 2, 4, 3], [\"FU\", 4, [0, 1]], [\"AN\", 4, 0, 3], [\"PR\", 2, 0, \"auto_unroll_max_step$8\"], [\"AN\", 2, 9, 2], [\"AN\", 4, 4, 2]]",
-    "[[\"CHW\", 2, \"local\"], [\"CHR\", 0, \"shared\", [3]], [\"FFSP\", 4, 0, [1, 2], 1, 1], [\"SA\", 1, 0, 32, 8], "
+    "[[\"SP\", 2, 0, 1024, [2, 1, 4], 1], [\"SP\", 2, 4, 1024, [1, 1, 8], 1], [\"SP\", 2, 8, 1024, "
+    "[4], 1], "
+    "[\"RE\", 2, [0, 4, 1, 5, 8, 2, 6, 9, 3, 7]], [\"FSP\", 4, 0, 0, 2], [\"FSP\", 4, 3, 1, 2], "
+    "[\"RE\", 4, [0, 3, 1, 4, 2, 5]], "
+    "[\"CA\", 2, 4, 3], [\"FU\", 4, [0, 1]], [\"AN\", 4, 0, 3], [\"PR\", 2, 0, "
+    "\"auto_unroll_max_step$8\"], [\"AN\", 2, 9, 2], [\"AN\", 4, 4, 2]]",
+    "[[\"CHW\", 2, \"local\"], [\"CHR\", 0, \"shared\", [3]], [\"FFSP\", 4, 0, [1, 2], 1, 1], "
+    "[\"SA\", 1, 0, 32, 8], "
     "[\"RF\", 2, 3, 1], [\"CR\", 2], [\"SP\", 2, 0, 0, [4, 2], 0]]",
     "[]",
 };
@@ -56,17 +65,23 @@ static void ansor_matmul_record_replays_and_matches_the_definition(void **state)
     tt_dag_reduce_axis(&d, M, "k", 64);
     tt_eid ia[2] = {tt_dag_axis(&d, M, 0), tt_dag_raxis(&d, M, 0)};
     tt_eid ib[2] = {tt_dag_raxis(&d, M, 0), tt_dag_axis(&d, M, 1)};
-    tt_dag_set_body(&d, M, TT_REDUCE_SUM, tt_mul(&d.pool, tt_dag_read(&d, A, 2, ia), tt_dag_read(&d, B, 2, ib)));
+    tt_dag_set_body(&d, M, TT_REDUCE_SUM,
+                    tt_mul(&d.pool, tt_dag_read(&d, A, 2, ia), tt_dag_read(&d, B, 2, ib)));
     int C = tt_dag_placeholder(&d, "C", TT_DT_FLOAT32, 2, sh);
     int O = tt_dag_compute(&d, "out", TT_DT_FLOAT32, 2, sh, mn);
     tt_eid io[2] = {tt_dag_axis(&d, O, 0), tt_dag_axis(&d, O, 1)};
-    tt_dag_set_body(&d, O, TT_REDUCE_NONE, tt_add(&d.pool, tt_dag_read(&d, M, 2, io), tt_dag_read(&d, C, 2, io)));
+    tt_dag_set_body(&d, O, TT_REDUCE_NONE,
+                    tt_add(&d.pool, tt_dag_read(&d, M, 2, io), tt_dag_read(&d, C, 2, io)));
     tt_errbuf err = {{0}};
     assert_int_equal(tt_dag_validate(&d, &err), TT_OK);
-    const char *text = "[[\"SP\", 2, 0, 64, [2, 1, 4], 1], [\"SP\", 2, 4, 64, [1, 1, 8], 1], [\"SP\", 2, 8, 64, [4], 1], "
-                       "[\"RE\", 2, [0, 4, 1, 5, 8, 2, 6, 9, 3, 7]], [\"FSP\", 4, 0, 0, 2], [\"FSP\", 4, 3, 1, 2], "
-                       "[\"RE\", 4, [0, 3, 1, 4, 2, 5]], [\"CA\", 2, 4, 3], [\"FU\", 4, [0, 1]], [\"AN\", 4, 0, 3], "
-                       "[\"PR\", 2, 0, \"auto_unroll_max_step$8\"], [\"AN\", 2, 9, 2], [\"AN\", 4, 4, 2]]";
+    const char *text =
+        "[[\"SP\", 2, 0, 64, [2, 1, 4], 1], [\"SP\", 2, 4, 64, [1, 1, 8], 1], [\"SP\", 2, 8, 64, "
+        "[4], 1], "
+        "[\"RE\", 2, [0, 4, 1, 5, 8, 2, 6, 9, 3, 7]], [\"FSP\", 4, 0, 0, 2], [\"FSP\", 4, 3, 1, "
+        "2], "
+        "[\"RE\", 4, [0, 3, 1, 4, 2, 5]], [\"CA\", 2, 4, 3], [\"FU\", 4, [0, 1]], [\"AN\", 4, 0, "
+        "3], "
+        "[\"PR\", 2, 0, \"auto_unroll_max_step$8\"], [\"AN\", 2, 9, 2], [\"AN\", 4, 4, 2]]";
     tt_step *steps;
     size_t n;
     assert_int_equal(tt_steps_from_json(text, &steps, &n, &err), TT_OK);
@@ -179,46 +194,68 @@ typedef struct {
 } bad_case;
 
 static const bad_case bad[] = {
-    {"matmul:M=8,N=8,K=8", "[[\"SP\", 7, 0, 8, [2], 1]]", "stage 7 does not exist", TT_ERR_ILLEGAL_STEP},
+    {"matmul:M=8,N=8,K=8", "[[\"SP\", 7, 0, 8, [2], 1]]", "stage 7 does not exist",
+     TT_ERR_ILLEGAL_STEP},
     {"matmul:M=8,N=8,K=8", "[[\"SP\", 0, 0, 8, [2], 1]]", "placeholder", TT_ERR_ILLEGAL_STEP},
-    {"matmul:M=8,N=8,K=8", "[[\"SP\", 2, 5, 8, [2], 1]]", "iterator 5 does not exist", TT_ERR_ILLEGAL_STEP},
+    {"matmul:M=8,N=8,K=8", "[[\"SP\", 2, 5, 8, [2], 1]]", "iterator 5 does not exist",
+     TT_ERR_ILLEGAL_STEP},
     {"matmul:M=8,N=8,K=8", "[[\"SP\", 2, 0, 8, [0], 1]]", "must be positive", TT_ERR_ILLEGAL_STEP},
-    {"matmul:M=8,N=8,K=8", "[[\"SP\", 2, 0, 8, [4, 4], 1]]", "multiply to more than its extent 8", TT_ERR_ILLEGAL_STEP},
-    {"matmul:M=8,N=8,K=8", "[[\"FU\", 2, [1, 2]]]", "cannot fuse spatial and reduce", TT_ERR_ILLEGAL_STEP},
-    {"matmul:M=8,N=8,K=8", "[[\"SP\", 2, 0, 8, [2], 1], [\"FU\", 2, [0, 2]]]", "consecutive", TT_ERR_ILLEGAL_STEP},
-    {"matmul:M=8,N=8,K=8", "[[\"RE\", 2, [0, 1]]]", "reorder lists 2 iterators", TT_ERR_ILLEGAL_STEP},
+    {"matmul:M=8,N=8,K=8", "[[\"SP\", 2, 0, 8, [4, 4], 1]]", "multiply to more than its extent 8",
+     TT_ERR_ILLEGAL_STEP},
+    {"matmul:M=8,N=8,K=8", "[[\"FU\", 2, [1, 2]]]", "cannot fuse spatial and reduce",
+     TT_ERR_ILLEGAL_STEP},
+    {"matmul:M=8,N=8,K=8", "[[\"SP\", 2, 0, 8, [2], 1], [\"FU\", 2, [0, 2]]]", "consecutive",
+     TT_ERR_ILLEGAL_STEP},
+    {"matmul:M=8,N=8,K=8", "[[\"RE\", 2, [0, 1]]]", "reorder lists 2 iterators",
+     TT_ERR_ILLEGAL_STEP},
     {"matmul:M=8,N=8,K=8", "[[\"RE\", 2, [0, 0, 1]]]", "appears twice", TT_ERR_ILLEGAL_STEP},
-    {"matmul:M=8,N=8,K=8", "[[\"AN\", 2, 2, 3]]", "cannot be annotated parallel", TT_ERR_ILLEGAL_STEP},
-    {"matmul:M=8,N=8,K=8", "[[\"AN\", 2, 0, 2]]", "vectorize needs the innermost", TT_ERR_ILLEGAL_STEP},
-    {"matmul:M=8,N=8,K=8", "[[\"AN\", 2, 0, 3], [\"AN\", 2, 0, 1]]", "already annotated", TT_ERR_ILLEGAL_STEP},
-    {"matmul:M=8,N=8,K=8", "[[\"AN\", 2, 0, 3], [\"SP\", 2, 0, 8, [2], 1]]", "annotated (parallel) and cannot be split", TT_ERR_ILLEGAL_STEP},
+    {"matmul:M=8,N=8,K=8", "[[\"AN\", 2, 2, 3]]", "cannot be annotated parallel",
+     TT_ERR_ILLEGAL_STEP},
+    {"matmul:M=8,N=8,K=8", "[[\"AN\", 2, 0, 2]]", "vectorize needs the innermost",
+     TT_ERR_ILLEGAL_STEP},
+    {"matmul:M=8,N=8,K=8", "[[\"AN\", 2, 0, 3], [\"AN\", 2, 0, 1]]", "already annotated",
+     TT_ERR_ILLEGAL_STEP},
+    {"matmul:M=8,N=8,K=8", "[[\"AN\", 2, 0, 3], [\"SP\", 2, 0, 8, [2], 1]]",
+     "annotated (parallel) and cannot be split", TT_ERR_ILLEGAL_STEP},
     {"matmul:M=8,N=8,K=8", "[[\"AN\", 2, 0, 11]]", "tensorize", TT_ERR_UNSUPPORTED},
-    {"matmul:M=8,N=8,K=8", "[[\"AN\", 2, 0, 5], [\"AN\", 2, 1, 5]]", "already bound", TT_ERR_ILLEGAL_STEP},
-    {"matmul:M=8,N=8,K=8", "[[\"PR\", 2, 0, \"unroll_everything\"]]", "unknown pragma", TT_ERR_ILLEGAL_STEP},
-    {"matmul:M=8,N=8,K=8", "[[\"PR\", 2, 0, \"auto_unroll_max_step$x\"]]", "needs a value", TT_ERR_ILLEGAL_STEP},
+    {"matmul:M=8,N=8,K=8", "[[\"AN\", 2, 0, 5], [\"AN\", 2, 1, 5]]", "already bound",
+     TT_ERR_ILLEGAL_STEP},
+    {"matmul:M=8,N=8,K=8", "[[\"PR\", 2, 0, \"unroll_everything\"]]", "unknown pragma",
+     TT_ERR_ILLEGAL_STEP},
+    {"matmul:M=8,N=8,K=8", "[[\"PR\", 2, 0, \"auto_unroll_max_step$x\"]]", "needs a value",
+     TT_ERR_ILLEGAL_STEP},
     {"matmul:M=8,N=8,K=8", "[[\"CI\", 2]]", "reduction and cannot be inlined", TT_ERR_ILLEGAL_STEP},
     {"relu:M=4,N=4", "[[\"CI\", 1]]", "output and cannot be inlined", TT_ERR_ILLEGAL_STEP},
     {"matmul:M=8,N=8,K=8", "[[\"CA\", 2, 2, 0]]", "at itself", TT_ERR_ILLEGAL_STEP},
     {"softmax:M=4,N=4", "[[\"CA\", 1, 3, 0]]", "compute_at needs a consumer", TT_ERR_ILLEGAL_STEP},
     {"softmax:M=4,N=4", "[[\"CA\", 4, 1, 0]]", "is an output", TT_ERR_ILLEGAL_STEP},
-    {"softmax:M=4,N=4", "[[\"CA\", 1, 2, 0], [\"CI\", 2]]", "other stages are computed at 'e'", TT_ERR_ILLEGAL_STEP},
-    {"softmax:M=4,N=4", "[[\"CI\", 2], [\"CA\", 2, 4, 0]]", "stage 2 ('e') is inlined", TT_ERR_ILLEGAL_STEP},
-    {"matmul:M=8,N=8,K=8", "[[\"CHR\", 0, \"texture\", [2]]]", "unknown scope", TT_ERR_ILLEGAL_STEP},
+    {"softmax:M=4,N=4", "[[\"CA\", 1, 2, 0], [\"CI\", 2]]", "other stages are computed at 'e'",
+     TT_ERR_ILLEGAL_STEP},
+    {"softmax:M=4,N=4", "[[\"CI\", 2], [\"CA\", 2, 4, 0]]", "stage 2 ('e') is inlined",
+     TT_ERR_ILLEGAL_STEP},
+    {"matmul:M=8,N=8,K=8", "[[\"CHR\", 0, \"texture\", [2]]]", "unknown scope",
+     TT_ERR_ILLEGAL_STEP},
     {"softmax:M=4,N=4", "[[\"CHR\", 0, \"shared\", [3]]]", "does not read", TT_ERR_ILLEGAL_STEP},
-    {"matmul:M=8,N=8,K=8", "[[\"SP\", 2, 0, 8, [2], 1], [\"CHW\", 2, \"local\"]]", "cache_write must come first", TT_ERR_ILLEGAL_STEP},
+    {"matmul:M=8,N=8,K=8", "[[\"SP\", 2, 0, 8, [2], 1], [\"CHW\", 2, \"local\"]]",
+     "cache_write must come first", TT_ERR_ILLEGAL_STEP},
     {"matmul:M=8,N=8,K=8", "[[\"RF\", 2, 0, 0]]", "needs a reduce iterator", TT_ERR_ILLEGAL_STEP},
-    {"matmul:M=8,N=8,K=8", "[[\"RF\", 2, 2, 5]]", "factor_iter 5 is out of range", TT_ERR_ILLEGAL_STEP},
+    {"matmul:M=8,N=8,K=8", "[[\"RF\", 2, 2, 5]]", "factor_iter 5 is out of range",
+     TT_ERR_ILLEGAL_STEP},
     {"relu:M=4,N=4", "[[\"SA\", 1, 0, 4, 1]]", "is an output", TT_ERR_ILLEGAL_STEP},
     {"softmax:M=4,N=4", "[[\"SA\", 2, 0, 0, 1]]", "factor > 0", TT_ERR_ILLEGAL_STEP},
     {"softmax:M=4,N=4", "[[\"SA\", 1, 0, 4, 1]]", "cannot be aligned", TT_ERR_ILLEGAL_STEP},
-    {"matmul:M=8,N=8,K=8", "[[\"FSP\", 2, 0, 0, 2]]", "not an earlier SP step", TT_ERR_ILLEGAL_STEP},
-    {"matmul:M=8,N=8,K=8", "[[\"SP\", 2, 0, 8, [2], 1], [\"FSP\", 2, 2, 0, 5]]", "n_split 5 is out of range", TT_ERR_ILLEGAL_STEP},
-    {"matmul:M=8,N=8,K=8", "[[\"SP\", 2, 0, 8, [2], 1], [\"FFSP\", 2, 2, [0], 3, 1]]", "level 3 is out of range", TT_ERR_ILLEGAL_STEP},
+    {"matmul:M=8,N=8,K=8", "[[\"FSP\", 2, 0, 0, 2]]", "not an earlier SP step",
+     TT_ERR_ILLEGAL_STEP},
+    {"matmul:M=8,N=8,K=8", "[[\"SP\", 2, 0, 8, [2], 1], [\"FSP\", 2, 2, 0, 5]]",
+     "n_split 5 is out of range", TT_ERR_ILLEGAL_STEP},
+    {"matmul:M=8,N=8,K=8", "[[\"SP\", 2, 0, 8, [2], 1], [\"FFSP\", 2, 2, [0], 3, 1]]",
+     "level 3 is out of range", TT_ERR_ILLEGAL_STEP},
     /* text errors */
     {"matmul:M=8,N=8,K=8", "[[\"XX\", 2]]", "unknown step code", TT_ERR_PARSE},
     {"matmul:M=8,N=8,K=8", "[[\"SP\", 2, 0, 8, [2]]]", "expected 6 fields", TT_ERR_PARSE},
     {"matmul:M=8,N=8,K=8", "[[\"SP\", 2, 0, 8, [null], 1]]", "undefined", TT_ERR_PARSE},
-    {"matmul:M=8,N=8,K=8", "[[\"SP\", 2, \"0\", 8, [2], 1]]", "field 2 must be an integer", TT_ERR_PARSE},
+    {"matmul:M=8,N=8,K=8", "[[\"SP\", 2, \"0\", 8, [2], 1]]", "field 2 must be an integer",
+     TT_ERR_PARSE},
     {"matmul:M=8,N=8,K=8", "[[\"SP\", 2, 0, 8, [2], 1]", "line 1", TT_ERR_PARSE},
     {"matmul:M=8,N=8,K=8", "{\"a\": 1}", "JSON array", TT_ERR_PARSE},
 };

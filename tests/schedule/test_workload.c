@@ -37,9 +37,12 @@ static void workload_text_prints_back_canonically(void **state)
     expect_key("matmul:M=4,N=4,K=4,dtype=float32", "matmul:M=4,N=4,K=4");
     expect_key("te:C[i,j]+=A[i,k]*B[k,j];A:float32[512,512];B:float32[512,512]",
                "te:C[i,j] += A[i,k] * B[k,j]; A:float32[512,512]; B:float32[512,512]");
-    expect_key("te: B[i] = (A[i] + 1) * 2 ; A:float64[8]", "te:B[i] = (A[i] + 1) * 2; A:float64[8]");
-    expect_key("te:B[i] = A[i] - (A[i] - 1); A:float32[8]", "te:B[i] = A[i] - (A[i] - 1); A:float32[8]");
-    expect_key("te:S[i] max= A[i,k]; A:float32[4,6]; k:6", "te:S[i] max= A[i,k]; A:float32[4,6]; k:6");
+    expect_key("te: B[i] = (A[i] + 1) * 2 ; A:float64[8]",
+               "te:B[i] = (A[i] + 1) * 2; A:float64[8]");
+    expect_key("te:B[i] = A[i] - (A[i] - 1); A:float32[8]",
+               "te:B[i] = A[i] - (A[i] - 1); A:float32[8]");
+    expect_key("te:S[i] max= A[i,k]; A:float32[4,6]; k:6",
+               "te:S[i] max= A[i,k]; A:float32[4,6]; k:6");
 }
 
 static void matmul_flops_are_two_mnk(void **state)
@@ -53,7 +56,8 @@ static void matmul_flops_are_two_mnk(void **state)
 static void conv2d_output_shape_follows_stride_and_padding(void **state)
 {
     tt_workload *w;
-    assert_int_equal(tt_workload_parse("conv2d_nhwc:N=1,H=224,W=224,CI=3,CO=64,K=7,S=2,P=3", &w, NULL), TT_OK);
+    assert_int_equal(
+        tt_workload_parse("conv2d_nhwc:N=1,H=224,W=224,CI=3,CO=64,K=7,S=2,P=3", &w, NULL), TT_OK);
     const tt_op *out = &w->dag.ops.data[w->dag.ops.len - 1];
     assert_int_equal(out->shape[1], 112);
     assert_int_equal(out->shape[2], 112);
@@ -78,7 +82,8 @@ static void expect_error(const char *text, tt_status want, const char *fragment)
     tt_errbuf err = {{0}};
     tt_status s = tt_workload_parse(text, &w, &err);
     if (s != want)
-        fail_msg("%s: expected %s, got %s (%s)", text, tt_status_name(want), tt_status_name(s), err.msg);
+        fail_msg("%s: expected %s, got %s (%s)", text, tt_status_name(want), tt_status_name(s),
+                 err.msg);
     assert_null(w);
     if (!strstr(err.msg, fragment))
         fail_msg("%s: message '%s' lacks '%s'", text, err.msg, fragment);
@@ -96,10 +101,13 @@ static void malformed_workloads_are_rejected_with_a_located_message(void **state
     expect_error("matmul:M=4,N=4,K=4,", TT_ERR_PARSE, "trailing");
     expect_error("matmul:M=4;N=4,K=4", TT_ERR_PARSE, "must be an integer");
     expect_error("matmul:M=4,N=4,K=4,dtype=float7", TT_ERR_BAD_WORKLOAD, "unknown dtype");
-    expect_error("conv2d_nhwc:N=1,H=8,W=8,CI=3,CO=4,K=3,S=1,P=1,G=2", TT_ERR_BAD_WORKLOAD, "divisible by G");
-    expect_error("conv2d_nhwc:N=1,H=2,W=2,CI=3,CO=4,K=7,S=1,P=0", TT_ERR_BAD_WORKLOAD, "does not fit");
+    expect_error("conv2d_nhwc:N=1,H=8,W=8,CI=3,CO=4,K=3,S=1,P=1,G=2", TT_ERR_BAD_WORKLOAD,
+                 "divisible by G");
+    expect_error("conv2d_nhwc:N=1,H=2,W=2,CI=3,CO=4,K=7,S=1,P=0", TT_ERR_BAD_WORKLOAD,
+                 "does not fit");
     expect_error("softmax:M=4,N=4,dtype=int32", TT_ERR_BAD_WORKLOAD, "float dtype");
-    expect_error("conv2d_transpose_nhwc:N=1,H=4,W=4,CI=4,CO=4,K=3,S=2,P=3", TT_ERR_BAD_WORKLOAD, "at most K-1");
+    expect_error("conv2d_transpose_nhwc:N=1,H=4,W=4,CI=4,CO=4,K=3,S=2,P=3", TT_ERR_BAD_WORKLOAD,
+                 "at most K-1");
 }
 
 static void malformed_tensor_expressions_are_rejected(void **state)
@@ -107,18 +115,24 @@ static void malformed_tensor_expressions_are_rejected(void **state)
     expect_error("te:", TT_ERR_BAD_WORKLOAD, "no computation");
     expect_error("te:C[i] = A[i]", TT_ERR_BAD_WORKLOAD, "never declared");
     expect_error("te:C[i] = A[i,k]; A:float32[3,4]", TT_ERR_BAD_WORKLOAD, "use '+='");
-    expect_error("te:C[i] += A[i] * B[k]; A:float32[3]; B:float32[4]; C:float32[3]; k:2; k:3", TT_ERR_BAD_WORKLOAD, "declared twice");
+    expect_error("te:C[i] += A[i] * B[k]; A:float32[3]; B:float32[4]; C:float32[3]; k:2; k:3",
+                 TT_ERR_BAD_WORKLOAD, "declared twice");
     expect_error("te:C[i,i] = A[i]; A:float32[3]", TT_ERR_PARSE, "appears twice");
     expect_error("te:C[i] = A[i] +; A:float32[3]", TT_ERR_PARSE, "statement 1, column");
-    expect_error("te:C[i] = A[i]; C[i] = A[i]; A:float32[3]", TT_ERR_BAD_WORKLOAD, "assigned twice");
+    expect_error("te:C[i] = A[i]; C[i] = A[i]; A:float32[3]", TT_ERR_BAD_WORKLOAD,
+                 "assigned twice");
     expect_error("te:C[i] = A[i,0]; A:float32[3]", TT_ERR_BAD_WORKLOAD, "rank 1");
     expect_error("te:C[i] = foo(A[i]); A:float32[3]", TT_ERR_BAD_WORKLOAD, "unknown function");
     expect_error("te:C[i] = A[i]; A:float9[3]", TT_ERR_PARSE, "unknown dtype");
-    expect_error("te:C[i] += A[i,k] * B[k]; A:float32[3,4]; B:float32[5]", TT_ERR_BAD_WORKLOAD, "ambiguous");
-    expect_error("te:C[i] = B[i]; B[i] = A[i]; A:float32[3]", TT_ERR_BAD_WORKLOAD, "before it is computed");
+    expect_error("te:C[i] += A[i,k] * B[k]; A:float32[3,4]; B:float32[5]", TT_ERR_BAD_WORKLOAD,
+                 "ambiguous");
+    expect_error("te:C[i] = B[i]; B[i] = A[i]; A:float32[3]", TT_ERR_BAD_WORKLOAD,
+                 "before it is computed");
     expect_error("te:C[i] = A[i] + k; A:float32[3]", TT_ERR_BAD_WORKLOAD, "use '+='");
-    expect_error("te:C[i] = A[1.5]; A:float32[3]; C:float32[3]", TT_ERR_BAD_WORKLOAD, "not an integer");
-    expect_error("te:C[j] = A[0]; A:float32[3]", TT_ERR_BAD_WORKLOAD, "cannot infer the extent of 'j'");
+    expect_error("te:C[i] = A[1.5]; A:float32[3]; C:float32[3]", TT_ERR_BAD_WORKLOAD,
+                 "not an integer");
+    expect_error("te:C[j] = A[0]; A:float32[3]", TT_ERR_BAD_WORKLOAD,
+                 "cannot infer the extent of 'j'");
 }
 
 int main(void)
