@@ -264,27 +264,14 @@ tt_status tt_dag_validate(const tt_dag *d, tt_errbuf *err)
     return TT_OK;
 }
 
-typedef struct {
-    const tt_dag *d;
-    int target;
-    bool found;
-} reads_ctx;
-
-static void find_read(void *vctx, tt_eid e)
-{
-    reads_ctx *c = vctx;
-    if ((int)tt_expr_get(&c->d->pool, e)->a == c->target)
-        c->found = true;
-}
-
 bool tt_dag_has_readers(const tt_dag *d, int op)
 {
-    reads_ctx c = {d, op, false};
     /* Cache and rfactor steps append ops, so a reader may have a smaller id: scan them all. */
-    for (size_t i = 0; i < d->ops.len && !c.found; i++)
-        if (!d->ops.data[i].is_placeholder)
-            tt_expr_visit_reads(&d->pool, d->ops.data[i].body, find_read, &c);
-    return c.found;
+    for (size_t i = 0; i < d->ops.len; i++)
+        if (!d->ops.data[i].is_placeholder &&
+            tt_expr_reads_tensor(&d->pool, d->ops.data[i].body, (uint32_t)op))
+            return true;
+    return false;
 }
 
 typedef struct {

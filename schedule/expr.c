@@ -362,6 +362,26 @@ void tt_expr_visit_reads(const tt_expr_pool *p, tt_eid e, void (*fn)(void *ctx, 
         tt_expr_visit_reads(p, n.c, fn, ctx);
 }
 
+typedef struct {
+    const tt_expr_pool *pool;
+    uint32_t tensor;
+    bool found;
+} reads_ctx;
+
+static void match_read(void *vctx, tt_eid e)
+{
+    reads_ctx *c = vctx;
+    if (c->pool->nodes.data[e].a == c->tensor)
+        c->found = true;
+}
+
+bool tt_expr_reads_tensor(const tt_expr_pool *p, tt_eid e, uint32_t tensor)
+{
+    reads_ctx c = {p, tensor, false};
+    tt_expr_visit_reads(p, e, match_read, &c);
+    return c.found;
+}
+
 bool tt_expr_uses_var(const tt_expr_pool *p, tt_eid e, uint32_t var)
 {
     if (!e)

@@ -168,6 +168,8 @@ tt_eid tt_expr_substitute(tt_expr_pool *p, tt_eid e, const tt_eid *subst, size_t
 /* Calls fn(ctx, read_node_id) for every READ node in `e`, outermost first. */
 void tt_expr_visit_reads(const tt_expr_pool *p, tt_eid e, void (*fn)(void *ctx, tt_eid read),
                          void *ctx);
+/* True if `e` contains a READ of tensor `tensor`. */
+bool tt_expr_reads_tensor(const tt_expr_pool *p, tt_eid e, uint32_t tensor);
 /* True if variable `var` occurs in `e`. */
 bool tt_expr_uses_var(const tt_expr_pool *p, tt_eid e, uint32_t var);
 /* True if `e` is an INT constant; stores its value in *v when v is not NULL. */

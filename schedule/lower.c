@@ -383,26 +383,6 @@ static void region_read(void *vctx, tt_eid e)
     rc->nread++;
 }
 
-typedef struct {
-    const tt_expr_pool *pool;
-    int target;
-    bool found;
-} find_ctx;
-
-static void find_read(void *vctx, tt_eid e)
-{
-    find_ctx *f = vctx;
-    if ((int)tt_expr_get(f->pool, e)->a == f->target)
-        f->found = true;
-}
-
-static bool body_reads(lower_ctx *c, tt_eid body, int op)
-{
-    find_ctx f = {&c->p->pool, op, false};
-    tt_expr_visit_reads(&c->p->pool, body, find_read, &f);
-    return f.found;
-}
-
 /* True if stage `s` is computed (directly or through other attached stages) inside stage `t` at
  * a leaf position greater than `k` (any position when k < 0). */
 static bool inside(lower_ctx *c, int s, int t, int k, int depth)
@@ -445,7 +425,8 @@ static tt_status infer_region(lower_ctx *c, int s)
      * inside it further in; others would read an incomplete region. */
     bool reader[TT_MAX_STAGES] = {false};
     for (int r = 0; r < c->nstages; r++) {
-        if (c->si[r].inlined || c->si[r].placeholder || !body_reads(c, c->si[r].body, si->op))
+        if (c->si[r].inlined || c->si[r].placeholder ||
+            !tt_expr_reads_tensor(&c->p->pool, c->si[r].body, (uint32_t)si->op))
             continue;
         if (r != cs && !inside(c, r, cs, pos, 0))
             return lerr(c, "'%s' is computed at '%s' but is also read by '%s'", op->name,

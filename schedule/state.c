@@ -199,25 +199,10 @@ static bool is_output(const tt_state *st, int op)
     return !st->dag.ops.data[op].is_placeholder && !tt_dag_has_readers(&st->dag, op);
 }
 
-typedef struct {
-    const tt_dag *d;
-    int target;
-    bool found;
-} read_ctx;
-
-static void find_read(void *vctx, tt_eid e)
-{
-    read_ctx *c = vctx;
-    if ((int)tt_expr_get(&c->d->pool, e)->a == c->target)
-        c->found = true;
-}
-
 static bool op_reads(const tt_dag *d, int reader, int op)
 {
-    read_ctx c = {d, op, false};
-    if (!d->ops.data[reader].is_placeholder)
-        tt_expr_visit_reads(&d->pool, d->ops.data[reader].body, find_read, &c);
-    return c.found;
+    return !d->ops.data[reader].is_placeholder &&
+           tt_expr_reads_tensor(&d->pool, d->ops.data[reader].body, (uint32_t)op);
 }
 
 /* True if `consumer` reads `op` directly or through stages that are inlined. */
