@@ -5,6 +5,7 @@
 
 #include "arena.h"
 #include "hash.h"
+#include "fmt.h"
 #include "json.h"
 #include "log.h"
 #include "rng.h"

@@ -8,6 +8,7 @@
 #include "expr.h"
 #include "loop_ir.h"
 #include "state.h"
+#include "target.h"
 #include "verify.h"
 #include "workload.h"
 

@@ -1,0 +1,100 @@
+#include "target.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const kinds[] = {"llvm", "c", "opencl", "cuda", "rocm", "vulkan", "metal"};
+
+static tt_status set_field(char *dst, size_t cap, const char *v, size_t len, const char *opt,
+                           tt_errbuf *err)
+{
+    if (len >= cap)
+        return tt_err(err, TT_ERR_PARSE, "target option -%s: value longer than %zu bytes", opt,
+                      cap - 1);
+    memcpy(dst, v, len);
+    dst[len] = 0;
+    return TT_OK;
+}
+
+tt_status tt_target_parse(const char *text, tt_target *t, tt_errbuf *err)
+{
+    memset(t, 0, sizeof(*t));
+    const char *s = text;
+    while (*s == ' ')
+        s++;
+    size_t klen = strcspn(s, " ");
+    if (klen == 0)
+        return tt_err(err, TT_ERR_PARSE, "empty target");
+    bool known = false;
+    for (size_t i = 0; i < TT_ARRAY_LEN(kinds); i++)
+        known |= strlen(kinds[i]) == klen && memcmp(kinds[i], s, klen) == 0;
+    if (!known)
+        return tt_err(err, TT_ERR_PARSE,
+                      "unknown target kind '%.*s' (llvm, c, opencl, cuda, rocm, vulkan, metal)",
+                      (int)klen, s);
+    memcpy(t->kind, s, klen);
+    s += klen;
+    for (;;) {
+        while (*s == ' ')
+            s++;
+        if (!*s)
+            break;
+        size_t col = (size_t)(s - text) + 1;
+        if (*s != '-')
+            return tt_err(err, TT_ERR_PARSE, "target column %zu: expected an option '-name=value'", col);
+        s++;
+        size_t len = strcspn(s, " ");
+        const char *eq = memchr(s, '=', len);
+        size_t nlen = eq ? (size_t)(eq - s) : len;
+        const char *v = eq ? eq + 1 : "";
+        size_t vlen = eq ? len - nlen - 1 : 0;
+        char name[32];
+        if (nlen == 0 || nlen >= sizeof(name))
+            return tt_err(err, TT_ERR_PARSE, "target column %zu: bad option name", col);
+        memcpy(name, s, nlen);
+        name[nlen] = 0;
+        tt_status st = TT_OK;
+        if (!strcmp(name, "mtriple") || !strcmp(name, "target"))
+            st = set_field(t->triple, sizeof(t->triple), v, vlen, name, err);
+        else if (!strcmp(name, "mcpu"))
+            st = set_field(t->cpu, sizeof(t->cpu), v, vlen, name, err);
+        else if (!strcmp(name, "mattr"))
+            st = set_field(t->attrs, sizeof(t->attrs), v, vlen, name, err);
+        else if (!strcmp(name, "keys"))
+            st = set_field(t->keys, sizeof(t->keys), v, vlen, name, err);
+        else if (!strcmp(name, "model"))
+            st = set_field(t->model, sizeof(t->model), v, vlen, name, err);
+        else if (!strcmp(name, "device"))
+            st = set_field(t->device, sizeof(t->device), v, vlen, name, err);
+        else if (!strcmp(name, "num-cores")) {
+            int n = 0;
+            for (size_t i = 0; i < vlen; i++) {
+                if (v[i] < '0' || v[i] > '9' || n > 1000000)
+                    return tt_err(err, TT_ERR_PARSE, "target: -num-cores needs a positive integer");
+                n = n * 10 + (v[i] - '0');
+            }
+            if (n <= 0)
+                return tt_err(err, TT_ERR_PARSE, "target: -num-cores needs a positive integer");
+            t->num_cores = n;
+        }
+        if (st)
+            return st;
+        s += len;
+    }
+    return TT_OK;
+}
+
+void tt_target_family(const tt_target *t, char *out, size_t n)
+{
+    if (!strcmp(t->kind, "llvm") || !strcmp(t->kind, "c")) {
+        char arch[64] = "host";
+        if (t->triple[0]) {
+            size_t a = strcspn(t->triple, "-");
+            snprintf(arch, sizeof(arch), "%.*s", (int)a, t->triple);
+        }
+        snprintf(out, n, "%s:%s", t->kind, arch);
+        return;
+    }
+    snprintf(out, n, "%s:%s", t->kind, t->device[0] ? t->device : "gpu");
+}

@@ -1,0 +1,31 @@
+/* Targets: TVM-style target strings parsed into their fields.
+ *
+ *     llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72 -mattr=+neon -num-cores=4
+ *     opencl -device=mali
+ *
+ * The string itself stays the identity (the database keys on it); the fields serve code
+ * generation and the database's fallbacks ("same target family").  Thread-safe. */
+#ifndef TT_SCHEDULE_TARGET_H
+#define TT_SCHEDULE_TARGET_H
+
+#include "../base/base.h"
+
+typedef struct tt_target {
+    char kind[16];     /* llvm, c, opencl, cuda, rocm, vulkan, metal */
+    char triple[64];   /* -mtriple (or TVM's -target), "" = host */
+    char cpu[64];      /* -mcpu */
+    char attrs[256];   /* -mattr, comma-separated */
+    char keys[96];     /* -keys */
+    char model[64];    /* -model */
+    char device[64];   /* -device */
+    int num_cores;     /* -num-cores, 0 = unset */
+} tt_target;
+
+/* Parses a target string.  Unknown options are accepted and ignored (TVM has many); an unknown
+ * kind, a malformed option or a value too long returns TT_ERR_PARSE naming it. */
+tt_status tt_target_parse(const char *text, tt_target *out, tt_errbuf *err);
+/* The family used for fallbacks: kind plus architecture, e.g. "llvm:host", "llvm:aarch64",
+ * "opencl:mali", "cuda:gpu". */
+void tt_target_family(const tt_target *t, char *out, size_t n);
+
+#endif
