@@ -21,4 +21,13 @@ tt_status tt_json_object_str(const json_t *o, const char *key, const char **out,
 /* Compact one-line text in the ", "-separated style TVM's logs use; caller frees. NULL on OOM. */
 char *tt_json_dump_compact(const json_t *v);
 
+struct tt_strbuf;
+/* Python json.dumps style (", " and ": " separators, ensure_ascii escapes, floats as repr). */
+void tt_json_write_py(struct tt_strbuf *sb, const json_t *v);
+void tt_json_write_py_string(struct tt_strbuf *sb, const char *s);
+/* TVM's C++ writer style: ", " separators, strings escaping only \r \n \\ \t and ", reals
+ * with 6 significant digits. */
+void tt_json_write_cxx(struct tt_strbuf *sb, const json_t *v);
+void tt_json_write_cxx_string(struct tt_strbuf *sb, const char *s);
+
 #endif

@@ -42,7 +42,8 @@ tt_status tt_target_parse(const char *text, tt_target *t, tt_errbuf *err)
             break;
         size_t col = (size_t)(s - text) + 1;
         if (*s != '-')
-            return tt_err(err, TT_ERR_PARSE, "target column %zu: expected an option '-name=value'", col);
+            return tt_err(err, TT_ERR_PARSE, "target column %zu: expected an option '-name=value'",
+                          col);
         s++;
         size_t len = strcspn(s, " ");
         const char *eq = memchr(s, '=', len);

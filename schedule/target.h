@@ -11,14 +11,14 @@
 #include "../base/base.h"
 
 typedef struct tt_target {
-    char kind[16];     /* llvm, c, opencl, cuda, rocm, vulkan, metal */
-    char triple[64];   /* -mtriple (or TVM's -target), "" = host */
-    char cpu[64];      /* -mcpu */
-    char attrs[256];   /* -mattr, comma-separated */
-    char keys[96];     /* -keys */
-    char model[64];    /* -model */
-    char device[64];   /* -device */
-    int num_cores;     /* -num-cores, 0 = unset */
+    char kind[16];   /* llvm, c, opencl, cuda, rocm, vulkan, metal */
+    char triple[64]; /* -mtriple (or TVM's -target), "" = host */
+    char cpu[64];    /* -mcpu */
+    char attrs[256]; /* -mattr, comma-separated */
+    char keys[96];   /* -keys */
+    char model[64];  /* -model */
+    char device[64]; /* -device */
+    int num_cores;   /* -num-cores, 0 = unset */
 } tt_target;
 
 /* Parses a target string.  Unknown options are accepted and ignored (TVM has many); an unknown

@@ -1,0 +1,41 @@
+/* Private to db/: the handle and helpers shared by its files. */
+#ifndef TT_DB_DB_INT_H
+#define TT_DB_DB_INT_H
+
+#include <sqlite3.h>
+
+#include "db.h"
+
+struct tt_db {
+    sqlite3 *sql;
+    char *path;
+    bool readonly;
+    char errmsg[512];
+};
+
+/* Records the error on the handle and returns `s`. */
+tt_status tt__db_fail(tt_db *db, tt_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Maps an SQLite result code to a status with a message naming `what`. */
+tt_status tt__db_sqlite(tt_db *db, int rc, const char *what);
+/* Prepares `sql`; on error records it. */
+tt_status tt__db_prepare(tt_db *db, const char *sql, sqlite3_stmt **st);
+/* Executes a statement without results. */
+tt_status tt__db_exec(tt_db *db, const char *sql);
+/* Current Unix time as a double. */
+double tt__db_now(void);
+/* Median and mean of costs. */
+void tt__db_costs_summary(const double *c, int n, double *median, double *mean);
+/* Fills a row from a "SELECT <TT__DB_ROW_COLUMNS> ..." statement. */
+tt_status tt__db_row_read(sqlite3_stmt *st, tt_db_row *row);
+void tt__db_row_clear(tt_db_row *row);
+
+#define TT__DB_ROW_COLUMNS                                                                         \
+    "r.id, w.key, t.target, d.fingerprint, r.config, r.config_kind, r.costs, r.median_s, "         \
+    "r.mean_s, w.flops, r.error_no, r.error_text, r.build_s, r.run_s, r.total_s, r.timestamp, "    \
+    "r.job_id, r.extra"
+#define TT__DB_ROW_FROM                                                                            \
+    " FROM records r JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = "           \
+    "r.target_id LEFT JOIN devices d ON d.id = r.device_id"
+
+#endif

@@ -1,0 +1,778 @@
+/* Records, devices, jobs and cost models. */
+#include "db_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../schedule/target.h"
+#include "../schedule/workload.h"
+
+static const char *const measure_errors[] = {
+#define TT_ME_NAME(n) #n,
+    TT_MEASURE_ERROR_LIST(TT_ME_NAME)
+#undef TT_ME_NAME
+};
+_Static_assert(TT_ARRAY_LEN(measure_errors) == TT_MEASURE_ERROR_COUNT, "measure error names");
+
+const char *tt_measure_error_name(int code)
+{
+    return code >= 0 && code < TT_MEASURE_ERROR_COUNT ? measure_errors[code] : "?";
+}
+
+const char *tt_db_match_name(tt_db_match m)
+{
+    switch (m) {
+    case TT_DB_MATCH_EXACT: return "exact";
+    case TT_DB_MATCH_OTHER_DEVICE: return "same target, other device";
+    case TT_DB_MATCH_FAMILY: return "same target family";
+    default: return "?";
+    }
+}
+
+void tt__db_costs_summary(const double *c, int n, double *median, double *mean)
+{
+    if (n <= 0) {
+        *median = *mean = 0;
+        return;
+    }
+    double *s = malloc((size_t)n * sizeof(double)), sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += c[i];
+    *mean = sum / n;
+    if (!s) {
+        *median = *mean;
+        return;
+    }
+    memcpy(s, c, (size_t)n * sizeof(double));
+    for (int i = 1; i < n; i++) /* n is small (repeats): insertion sort */
+        for (int j = i; j > 0 && s[j - 1] > s[j]; j--) {
+            double t = s[j];
+            s[j] = s[j - 1];
+            s[j - 1] = t;
+        }
+    *median = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+    free(s);
+}
+
+static void costs_json(tt_strbuf *sb, const double *c, int n)
+{
+    tt_strbuf_append(sb, "[");
+    for (int i = 0; i < n; i++) {
+        char b[40];
+        tt_fmt_pyfloat(b, sizeof(b), c[i]);
+        tt_strbuf_printf(sb, "%s%s", i ? ", " : "", b);
+    }
+    tt_strbuf_append(sb, "]");
+}
+
+/* ---- id lookups (inside the caller's transaction) ---- */
+
+static tt_status lookup_id(tt_db *db, const char *sql, const char *key, int64_t *id)
+{
+    sqlite3_stmt *st;
+    tt_status s = tt__db_prepare(db, sql, &st);
+    if (s)
+        return s;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    *id = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        s = tt__db_sqlite(db, rc, "looking up");
+    sqlite3_finalize(st);
+    return s;
+}
+
+/* Canonical key and metadata of a workload key: ours are parsed, foreign ones kept verbatim. */
+typedef struct {
+    char *key;
+    const char *op;
+    char *params;
+    double flops;
+    const char *origin;
+    char opbuf[128];
+} workload_info;
+
+static tt_status describe_workload(tt_db *db, const char *key, workload_info *wi)
+{
+    memset(wi, 0, sizeof(*wi));
+    if (!strncmp(key, "autotvm:", 8) || !strncmp(key, "ansor:", 6)) {
+        bool autotvm = key[1] == 'u';
+        const char *rest = key + (autotvm ? 8 : 6);
+        wi->origin = autotvm ? "autotvm" : "ansor";
+        wi->key = strdup(key);
+        if (autotvm) {
+            const char *colon = strchr(rest, ':');
+            size_t n = colon ? (size_t)(colon - rest) : strlen(rest);
+            snprintf(wi->opbuf, sizeof(wi->opbuf), "%.*s", (int)n, rest);
+            wi->params = strdup(colon ? colon + 1 : "[]");
+        } else {
+            /* ["name", args...] inside the key: the name is the op. */
+            const char *q = strchr(rest, '"');
+            const char *e = q ? strchr(q + 1, '"') : NULL;
+            snprintf(wi->opbuf, sizeof(wi->opbuf), "%.*s", e ? (int)(e - q - 1) : 0,
+                     e ? q + 1 : "");
+            wi->params = strdup(rest);
+        }
+        wi->op = wi->opbuf;
+        return wi->key && wi->params ? TT_OK : tt__db_fail(db, TT_ERR_NOMEM, "out of memory");
+    }
+    tt_workload *w;
+    tt_errbuf err;
+    if (tt_workload_parse(key, &w, &err))
+        return tt__db_fail(db, TT_ERR_BAD_WORKLOAD, "workload '%.200s': %s", key, err.msg);
+    wi->origin = "ours";
+    wi->key = strdup(w->key);
+    wi->flops = w->flops;
+    snprintf(wi->opbuf, sizeof(wi->opbuf), "%s", w->def ? w->def->name : "te");
+    wi->op = wi->opbuf;
+    tt_strbuf p = {0};
+    tt_strbuf_append(&p, "{");
+    for (int i = 0; w->def && i < w->def->nparams; i++)
+        tt_strbuf_printf(&p, "%s\"%s\": %lld", i ? ", " : "", w->def->params[i].name,
+                         (long long)w->params[i]);
+    tt_strbuf_printf(&p, "%s\"dtype\": \"%s\"}", w->def ? ", " : "", tt_dtype_name(w->dtype));
+    wi->params = tt_strbuf_take(&p);
+    tt_workload_free(w);
+    return wi->key && wi->params ? TT_OK : tt__db_fail(db, TT_ERR_NOMEM, "out of memory");
+}
+
+static tt_status workload_id(tt_db *db, const char *key, bool create, int64_t *id)
+{
+    workload_info wi;
+    tt_status s = describe_workload(db, key, &wi);
+    if (s)
+        return s;
+    s = lookup_id(db, "SELECT id FROM workloads WHERE key = ?", wi.key, id);
+    if (!s && !*id && create) {
+        sqlite3_stmt *st;
+        char hex[17];
+        tt_hash64_hex(tt_hash64_str(wi.key), hex);
+        if (!(s = tt__db_prepare(db,
+                                 "INSERT INTO workloads(key, hash, op, params, flops, origin) "
+                                 "VALUES (?, ?, ?, ?, ?, ?)",
+                                 &st))) {
+            sqlite3_bind_text(st, 1, wi.key, -1, SQLITE_STATIC);
+            sqlite3_bind_text(st, 2, hex, -1, SQLITE_STATIC);
+            sqlite3_bind_text(st, 3, wi.op, -1, SQLITE_STATIC);
+            sqlite3_bind_text(st, 4, wi.params, -1, SQLITE_STATIC);
+            sqlite3_bind_double(st, 5, wi.flops);
+            sqlite3_bind_text(st, 6, wi.origin, -1, SQLITE_STATIC);
+            int rc = sqlite3_step(st);
+            if (rc != SQLITE_DONE)
+                s = tt__db_sqlite(db, rc, "storing a workload");
+            *id = sqlite3_last_insert_rowid(db->sql);
+            sqlite3_finalize(st);
+        }
+    }
+    free(wi.key);
+    free(wi.params);
+    return s;
+}
+
+static tt_status target_id(tt_db *db, const char *text, bool create, int64_t *id)
+{
+    tt_status s = lookup_id(db, "SELECT id FROM targets WHERE target = ?", text, id);
+    if (s || *id || !create)
+        return s;
+    /* Imported records keep their target even when it is not one we can parse. */
+    tt_target t;
+    char family[96];
+    if (tt_target_parse(text, &t, NULL)) {
+        memset(&t, 0, sizeof(t));
+        snprintf(t.kind, sizeof(t.kind), "%.*s", (int)strcspn(text, " "), text);
+        snprintf(family, sizeof(family), "%s:?", t.kind);
+    } else {
+        tt_target_family(&t, family, sizeof(family));
+    }
+    sqlite3_stmt *st;
+    if ((s = tt__db_prepare(db,
+                            "INSERT INTO targets(target, kind, triple, cpu, attrs, keys, model, "
+                            "device, num_cores, family) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                            &st)))
+        return s;
+    const char *f[] = {text, t.kind, t.triple, t.cpu, t.attrs, t.keys, t.model, t.device};
+    for (int i = 0; i < 8; i++)
+        sqlite3_bind_text(st, i + 1, f[i], -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 9, t.num_cores);
+    sqlite3_bind_text(st, 10, family, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_DONE)
+        s = tt__db_sqlite(db, rc, "storing a target");
+    *id = sqlite3_last_insert_rowid(db->sql);
+    sqlite3_finalize(st);
+    return s;
+}
+
+static tt_status device_id(tt_db *db, const char *fingerprint, bool create, int64_t *id)
+{
+    tt_status s = lookup_id(db, "SELECT id FROM devices WHERE fingerprint = ?", fingerprint, id);
+    if (s || *id || !create)
+        return s;
+    tt_db_device d = {.fingerprint = fingerprint};
+    if ((s = tt_db_device_upsert(db, &d)))
+        return s;
+    return lookup_id(db, "SELECT id FROM devices WHERE fingerprint = ?", fingerprint, id);
+}
+
+tt_status tt_db_device_upsert(tt_db *db, const tt_db_device *d)
+{
+    if (!d->fingerprint || !*d->fingerprint)
+        return tt__db_fail(db, TT_ERR_INVALID_ARG, "a device needs a fingerprint");
+    sqlite3_stmt *st;
+    tt_status s = tt__db_prepare(
+        db,
+        "INSERT INTO devices(fingerprint, key, cpu_model, cpu_features, cores, memory_bytes, "
+        "opencl_device, opencl_driver, first_seen, last_seen) VALUES (?,?,?,?,?,?,?,?,?,?) "
+        "ON CONFLICT(fingerprint) DO UPDATE SET key = coalesce(excluded.key, key), "
+        "cpu_model = coalesce(excluded.cpu_model, cpu_model), "
+        "cpu_features = coalesce(excluded.cpu_features, cpu_features), "
+        "cores = coalesce(excluded.cores, cores), "
+        "memory_bytes = coalesce(excluded.memory_bytes, memory_bytes), "
+        "opencl_device = coalesce(excluded.opencl_device, opencl_device), "
+        "opencl_driver = coalesce(excluded.opencl_driver, opencl_driver), "
+        "last_seen = excluded.last_seen",
+        &st);
+    if (s)
+        return s;
+    double now = tt__db_now();
+    sqlite3_bind_text(st, 1, d->fingerprint, -1, SQLITE_STATIC);
+    const char *txt[] = {d->key, d->cpu_model, d->cpu_features};
+    for (int i = 0; i < 3; i++)
+        if (txt[i])
+            sqlite3_bind_text(st, 2 + i, txt[i], -1, SQLITE_STATIC);
+    if (d->cores)
+        sqlite3_bind_int(st, 5, d->cores);
+    if (d->memory_bytes)
+        sqlite3_bind_int64(st, 6, d->memory_bytes);
+    if (d->opencl_device)
+        sqlite3_bind_text(st, 7, d->opencl_device, -1, SQLITE_STATIC);
+    if (d->opencl_driver)
+        sqlite3_bind_text(st, 8, d->opencl_driver, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 9, now);
+    sqlite3_bind_double(st, 10, now);
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_DONE)
+        s = tt__db_sqlite(db, rc, "storing a device");
+    sqlite3_finalize(st);
+    return s;
+}
+
+/* ---- insert ---- */
+
+static tt_status insert_one(tt_db *db, sqlite3_stmt *ins, const tt_db_record *r, size_t index,
+                            size_t *inserted)
+{
+    int64_t wid, tid, did = 0;
+    tt_status s;
+    if (!r->workload || !r->target || !r->config)
+        return tt__db_fail(db, TT_ERR_INVALID_ARG,
+                           "record %zu: workload, target and config are required", index);
+    if (r->error_no < 0 || r->error_no >= TT_MEASURE_ERROR_COUNT)
+        return tt__db_fail(db, TT_ERR_INVALID_ARG, "record %zu: error_no %d is not in 0..8", index,
+                           r->error_no);
+    if (r->ncosts < 1 || !r->costs)
+        return tt__db_fail(db, TT_ERR_INVALID_ARG, "record %zu: no costs", index);
+    for (int i = 0; i < r->ncosts; i++)
+        if (!isfinite(r->costs[i]) || r->costs[i] < 0)
+            return tt__db_fail(db, TT_ERR_INVALID_ARG, "record %zu: cost %d is not a finite time",
+                               index, i);
+    if ((s = workload_id(db, r->workload, true, &wid)) ||
+        (s = target_id(db, r->target, true, &tid)))
+        return s;
+    if (r->device && *r->device && (s = device_id(db, r->device, true, &did)))
+        return s;
+    double median, mean;
+    tt__db_costs_summary(r->costs, r->ncosts, &median, &mean);
+    tt_strbuf costs = {0};
+    costs_json(&costs, r->costs, r->ncosts);
+    /* The identity of a measurement, for idempotent imports. */
+    char ts[40], hex[17];
+    tt_fmt_pyfloat(ts, sizeof(ts), r->timestamp);
+    uint64_t h = TT_FNV64_OFFSET;
+    const char *parts[] = {r->workload,
+                           "\x1f",
+                           r->target,
+                           "\x1f",
+                           r->device ? r->device : "",
+                           "\x1f",
+                           r->config,
+                           "\x1f",
+                           tt_strbuf_cstr(&costs),
+                           "\x1f",
+                           ts};
+    for (size_t i = 0; i < TT_ARRAY_LEN(parts); i++)
+        h = tt_hash64_update(h, parts[i], strlen(parts[i]));
+    h = tt_hash64_update(h, &r->error_no, sizeof(r->error_no));
+    tt_hash64_hex(h, hex);
+    sqlite3_reset(ins);
+    sqlite3_clear_bindings(ins);
+    sqlite3_bind_int64(ins, 1, wid);
+    sqlite3_bind_int64(ins, 2, tid);
+    if (did)
+        sqlite3_bind_int64(ins, 3, did);
+    sqlite3_bind_text(ins, 4, r->config, -1, SQLITE_STATIC);
+    sqlite3_bind_int(ins, 5, (int)r->config_kind);
+    sqlite3_bind_text(ins, 6, tt_strbuf_cstr(&costs), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(ins, 7, median);
+    sqlite3_bind_double(ins, 8, mean);
+    sqlite3_bind_int(ins, 9, r->error_no);
+    if (r->error_text)
+        sqlite3_bind_text(ins, 10, r->error_text, -1, SQLITE_STATIC);
+    sqlite3_bind_double(ins, 11, r->build_s);
+    sqlite3_bind_double(ins, 12, r->run_s);
+    sqlite3_bind_double(ins, 13, r->total_s);
+    if (r->job)
+        sqlite3_bind_int64(ins, 14, r->job);
+    sqlite3_bind_double(ins, 15, r->timestamp);
+    if (r->extra)
+        sqlite3_bind_text(ins, 16, r->extra, -1, SQLITE_STATIC);
+    sqlite3_bind_text(ins, 17, hex, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(ins);
+    tt_strbuf_free(&costs);
+    if (rc != SQLITE_DONE)
+        return tt__db_sqlite(db, rc, "storing a record");
+    *inserted += (size_t)sqlite3_changes(db->sql);
+    return TT_OK;
+}
+
+tt_status tt_db_insert(tt_db *db, const tt_db_record *recs, size_t n, size_t *inserted)
+{
+    size_t count = 0;
+    if (inserted)
+        *inserted = 0;
+    if (db->readonly)
+        return tt__db_fail(db, TT_ERR_IO, "the database is open read-only");
+    tt_status s = tt__db_exec(db, "BEGIN IMMEDIATE");
+    if (s)
+        return s;
+    sqlite3_stmt *ins = NULL;
+    s = tt__db_prepare(
+        db,
+        "INSERT OR IGNORE INTO records(workload_id, target_id, device_id, config, "
+        "config_kind, costs, median_s, mean_s, error_no, error_text, build_s, run_s, "
+        "total_s, job_id, timestamp, extra, dedup) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        &ins);
+    for (size_t i = 0; i < n && !s; i++)
+        s = insert_one(db, ins, &recs[i], i, &count);
+    sqlite3_finalize(ins);
+    if (!s)
+        s = tt__db_exec(db, "COMMIT");
+    if (s) {
+        /* All or nothing: the batch disappears, what was committed before stays. */
+        char msg[sizeof(db->errmsg)];
+        memcpy(msg, db->errmsg, sizeof(msg));
+        sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
+        return tt__db_fail(db, s, "batch of %zu records not stored: %s", n, msg);
+    }
+    if (inserted)
+        *inserted = count;
+    return TT_OK;
+}
+
+/* ---- rows ---- */
+
+static char *col_text(sqlite3_stmt *st, int i)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return t ? strdup((const char *)t) : NULL;
+}
+
+void tt__db_row_clear(tt_db_row *row)
+{
+    free(row->workload);
+    free(row->target);
+    free(row->device);
+    free(row->config);
+    free(row->error_text);
+    free(row->extra);
+    free(row->costs);
+    memset(row, 0, sizeof(*row));
+}
+
+tt_status tt__db_row_read(sqlite3_stmt *st, tt_db_row *row)
+{
+    memset(row, 0, sizeof(*row));
+    row->id = sqlite3_column_int64(st, 0);
+    row->workload = col_text(st, 1);
+    row->target = col_text(st, 2);
+    row->device = col_text(st, 3);
+    row->config = col_text(st, 4);
+    row->config_kind = (tt_config_kind)sqlite3_column_int(st, 5);
+    const char *costs = (const char *)sqlite3_column_text(st, 6);
+    row->median_s = sqlite3_column_double(st, 7);
+    row->mean_s = sqlite3_column_double(st, 8);
+    row->flops = sqlite3_column_double(st, 9);
+    row->error_no = sqlite3_column_int(st, 10);
+    row->error_text = col_text(st, 11);
+    row->build_s = sqlite3_column_double(st, 12);
+    row->run_s = sqlite3_column_double(st, 13);
+    row->total_s = sqlite3_column_double(st, 14);
+    row->timestamp = sqlite3_column_double(st, 15);
+    row->job = sqlite3_column_int64(st, 16);
+    row->extra = col_text(st, 17);
+    json_t *arr = NULL;
+    if (costs && !tt_json_parse(costs, strlen(costs), &arr, NULL) && json_is_array(arr)) {
+        row->ncosts = (int)json_array_size(arr);
+        row->costs = calloc((size_t)row->ncosts + 1, sizeof(double));
+        for (int i = 0; row->costs && i < row->ncosts; i++)
+            row->costs[i] = json_number_value(json_array_get(arr, (size_t)i));
+    }
+    json_decref(arr);
+    if (row->error_no == 0 && row->median_s > 0 && row->flops > 0)
+        row->gflops = row->flops / row->median_s / 1e9;
+    if (!row->workload || !row->target || !row->config || (row->ncosts && !row->costs)) {
+        tt__db_row_clear(row);
+        return TT_ERR_NOMEM;
+    }
+    return TT_OK;
+}
+
+void tt_db_rows_free(tt_db_row *rows, size_t n)
+{
+    for (size_t i = 0; rows && i < n; i++)
+        tt__db_row_clear(&rows[i]);
+    free(rows);
+}
+
+/* ---- best ---- */
+
+static tt_status collect(tt_db *db, sqlite3_stmt *st, tt_db_match match, int k, tt_db_row **rows,
+                         size_t *n)
+{
+    int rc;
+    tt_status s = TT_OK;
+    while ((int)*n < k && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        tt_db_row *grown = realloc(*rows, (*n + 1) * sizeof(tt_db_row));
+        if (!grown)
+            return tt__db_fail(db, TT_ERR_NOMEM, "out of memory");
+        *rows = grown;
+        if ((s = tt__db_row_read(st, &(*rows)[*n])))
+            return tt__db_fail(db, s, "out of memory");
+        (*rows)[(*n)++].match = match;
+    }
+    if ((int)*n < k && rc != SQLITE_DONE)
+        s = tt__db_sqlite(db, rc, "querying the best records");
+    return s;
+}
+
+tt_status tt_db_best(tt_db *db, const char *workload, const char *target, const char *device, int k,
+                     bool fallback, tt_db_row **rows, size_t *n)
+{
+    *rows = NULL;
+    *n = 0;
+    if (k < 1)
+        k = 1;
+    int64_t wid, tid, did = 0;
+    tt_status s;
+    if ((s = workload_id(db, workload, false, &wid)) || (s = target_id(db, target, false, &tid)))
+        return s;
+    if (!wid)
+        return tt__db_fail(db, TT_ERR_NOT_FOUND, "no records for workload %.300s", workload);
+    if (device && (s = device_id(db, device, false, &did)))
+        return s;
+    static const char *const q_exact =
+        "SELECT " TT__DB_ROW_COLUMNS TT__DB_ROW_FROM
+        " WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.error_no = 0"
+        " AND (?3 = 0 OR r.device_id = ?3) ORDER BY r.median_s, r.id LIMIT ?4";
+    static const char *const q_other =
+        "SELECT " TT__DB_ROW_COLUMNS TT__DB_ROW_FROM
+        " WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.error_no = 0"
+        " AND r.device_id IS NOT ?3 ORDER BY r.median_s, r.id LIMIT ?4";
+    static const char *const q_family =
+        "SELECT " TT__DB_ROW_COLUMNS TT__DB_ROW_FROM
+        " WHERE r.workload_id = ?1 AND r.error_no = 0 AND r.target_id != ?2"
+        " AND t.family = ?3 ORDER BY r.median_s, r.id LIMIT ?4";
+    /* An unknown device or target has no exact records, but may have fallbacks. */
+    bool exact_possible = tid && (!device || did);
+    for (int stage = 0; stage < 3 && *n == 0 && !s; stage++) {
+        if (stage > 0 && !fallback)
+            break;
+        if (stage < 2 && !exact_possible && !(stage == 1 && tid))
+            continue;
+        if (stage == 1 && !device)
+            continue;
+        sqlite3_stmt *st;
+        if ((s = tt__db_prepare(db, stage == 0 ? q_exact : stage == 1 ? q_other : q_family, &st)))
+            break;
+        sqlite3_bind_int64(st, 1, wid);
+        sqlite3_bind_int64(st, 2, tid);
+        if (stage == 2) {
+            tt_target t;
+            char family[96];
+            if (tt_target_parse(target, &t, NULL)) {
+                sqlite3_finalize(st);
+                break;
+            }
+            tt_target_family(&t, family, sizeof(family));
+            sqlite3_bind_text(st, 3, family, -1, SQLITE_TRANSIENT);
+        } else {
+            sqlite3_bind_int64(st, 3, did);
+        }
+        sqlite3_bind_int(st, 4, k);
+        s = collect(db, st, (tt_db_match)stage, k, rows, n);
+        sqlite3_finalize(st);
+    }
+    if (s) {
+        tt_db_rows_free(*rows, *n);
+        *rows = NULL;
+        *n = 0;
+    }
+    return s;
+}
+
+/* ---- history and stats ---- */
+
+tt_status tt_db_history(tt_db *db, const tt_db_filter *f,
+                        int (*fn)(void *ctx, const tt_db_row *row), void *ctx)
+{
+    /* Fixed SQL; every filter is a bound parameter that may be NULL ("any"). */
+    static const char *const q =
+        "SELECT " TT__DB_ROW_COLUMNS TT__DB_ROW_FROM
+        " WHERE (?1 IS NULL OR w.key = ?1) AND (?2 IS NULL OR t.target = ?2)"
+        " AND (?3 IS NULL OR d.fingerprint = ?3) AND (?4 = 0 OR r.job_id = ?4)"
+        " ORDER BY r.id LIMIT ?5";
+    char *canon = NULL;
+    if (f && f->workload) {
+        workload_info wi;
+        tt_status s = describe_workload(db, f->workload, &wi);
+        if (s)
+            return s;
+        canon = wi.key;
+        free(wi.params);
+    }
+    sqlite3_stmt *st;
+    tt_status s = tt__db_prepare(db, q, &st);
+    if (s) {
+        free(canon);
+        return s;
+    }
+    if (canon)
+        sqlite3_bind_text(st, 1, canon, -1, SQLITE_STATIC);
+    if (f && f->target)
+        sqlite3_bind_text(st, 2, f->target, -1, SQLITE_STATIC);
+    if (f && f->device)
+        sqlite3_bind_text(st, 3, f->device, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, f ? f->job : 0);
+    sqlite3_bind_int64(st, 5, f && f->limit > 0 ? f->limit : -1);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        tt_db_row row;
+        if ((s = tt__db_row_read(st, &row))) {
+            s = tt__db_fail(db, s, "out of memory");
+            break;
+        }
+        int stop = fn(ctx, &row);
+        tt__db_row_clear(&row);
+        if (stop)
+            break;
+    }
+    if (!s && rc != SQLITE_ROW && rc != SQLITE_DONE)
+        s = tt__db_sqlite(db, rc, "reading history");
+    sqlite3_finalize(st);
+    free(canon);
+    return s;
+}
+
+tt_status tt_db_stats_get(tt_db *db, int64_t job, tt_db_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    sqlite3_stmt *st;
+    tt_status s = tt__db_prepare(
+        db,
+        "SELECT count(*), count(DISTINCT workload_id), count(DISTINCT target_id), "
+        "coalesce(min(CASE WHEN error_no = 0 THEN median_s END), 0), coalesce(min(timestamp), 0), "
+        "coalesce(max(timestamp), 0) FROM records WHERE ?1 = 0 OR job_id = ?1",
+        &st);
+    if (s)
+        return s;
+    sqlite3_bind_int64(st, 1, job);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        out->records = sqlite3_column_int64(st, 0);
+        out->workloads = sqlite3_column_int64(st, 1);
+        out->targets = sqlite3_column_int64(st, 2);
+        out->best_median_s = sqlite3_column_double(st, 3);
+        out->first_timestamp = sqlite3_column_double(st, 4);
+        out->last_timestamp = sqlite3_column_double(st, 5);
+    } else {
+        s = tt__db_sqlite(db, rc, "computing statistics");
+    }
+    sqlite3_finalize(st);
+    if (s ||
+        (s = tt__db_prepare(db,
+                            "SELECT error_no, count(*) FROM records WHERE ?1 = 0 OR job_id = ?1 "
+                            "GROUP BY error_no",
+                            &st)))
+        return s;
+    sqlite3_bind_int64(st, 1, job);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int e = sqlite3_column_int(st, 0);
+        if (e >= 0 && e < TT_MEASURE_ERROR_COUNT)
+            out->errors[e] = sqlite3_column_int64(st, 1);
+    }
+    if (rc != SQLITE_DONE)
+        s = tt__db_sqlite(db, rc, "computing statistics");
+    sqlite3_finalize(st);
+    return s;
+}
+
+/* ---- jobs ---- */
+
+tt_status tt_db_job_create(tt_db *db, const char *params_json, int64_t trials_total, int64_t *id)
+{
+    sqlite3_stmt *st;
+    tt_status s = tt__db_prepare(db,
+                                 "INSERT INTO jobs(state, params, trials_total, created, updated) "
+                                 "VALUES ('queued', ?, ?, ?, ?)",
+                                 &st);
+    if (s)
+        return s;
+    double now = tt__db_now();
+    sqlite3_bind_text(st, 1, params_json ? params_json : "{}", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, trials_total);
+    sqlite3_bind_double(st, 3, now);
+    sqlite3_bind_double(st, 4, now);
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_DONE)
+        s = tt__db_sqlite(db, rc, "creating a job");
+    else
+        *id = sqlite3_last_insert_rowid(db->sql);
+    sqlite3_finalize(st);
+    return s;
+}
+
+tt_status tt_db_job_update(tt_db *db, int64_t id, const char *state, int64_t trials_done,
+                           double best_s)
+{
+    static const char *const states[] = {"queued", "running", "done", "failed", "cancelled"};
+    bool known = false;
+    for (size_t i = 0; i < TT_ARRAY_LEN(states); i++)
+        known |= state && !strcmp(state, states[i]);
+    if (!known)
+        return tt__db_fail(db, TT_ERR_INVALID_ARG,
+                           "job state '%s' (queued, running, done, failed, cancelled)",
+                           state ? state : "(null)");
+    sqlite3_stmt *st;
+    tt_status s = tt__db_prepare(
+        db, "UPDATE jobs SET state = ?, trials_done = ?, best_s = ?, updated = ? WHERE id = ?",
+        &st);
+    if (s)
+        return s;
+    sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, trials_done);
+    sqlite3_bind_double(st, 3, best_s);
+    sqlite3_bind_double(st, 4, tt__db_now());
+    sqlite3_bind_int64(st, 5, id);
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_DONE)
+        s = tt__db_sqlite(db, rc, "updating a job");
+    else if (sqlite3_changes(db->sql) == 0)
+        s = tt__db_fail(db, TT_ERR_NOT_FOUND, "no job %lld", (long long)id);
+    sqlite3_finalize(st);
+    return s;
+}
+
+tt_status tt_db_jobs_list(tt_db *db, tt_db_job **jobs, size_t *n)
+{
+    *jobs = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    tt_status s = tt__db_prepare(db,
+                                 "SELECT id, state, params, trials_done, trials_total, best_s, "
+                                 "created, updated FROM jobs ORDER BY id",
+                                 &st);
+    if (s)
+        return s;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        tt_db_job *g = realloc(*jobs, (*n + 1) * sizeof(tt_db_job));
+        if (!g) {
+            s = tt__db_fail(db, TT_ERR_NOMEM, "out of memory");
+            break;
+        }
+        *jobs = g;
+        tt_db_job *j = &g[(*n)++];
+        j->id = sqlite3_column_int64(st, 0);
+        j->state = col_text(st, 1);
+        j->params = col_text(st, 2);
+        j->trials_done = sqlite3_column_int64(st, 3);
+        j->trials_total = sqlite3_column_int64(st, 4);
+        j->best_s = sqlite3_column_double(st, 5);
+        j->created = sqlite3_column_double(st, 6);
+        j->updated = sqlite3_column_double(st, 7);
+    }
+    if (!s && rc != SQLITE_DONE)
+        s = tt__db_sqlite(db, rc, "listing jobs");
+    sqlite3_finalize(st);
+    return s;
+}
+
+void tt_db_jobs_free(tt_db_job *jobs, size_t n)
+{
+    for (size_t i = 0; jobs && i < n; i++) {
+        free(jobs[i].state);
+        free(jobs[i].params);
+    }
+    free(jobs);
+}
+
+/* ---- cost models ---- */
+
+tt_status tt_db_model_save(tt_db *db, const char *name, int feature_schema, const void *blob,
+                           size_t len, const char *meta_json)
+{
+    sqlite3_stmt *st;
+    tt_status s =
+        tt__db_prepare(db,
+                       "INSERT INTO cost_models(name, feature_schema, created, meta, model) "
+                       "VALUES (?, ?, ?, ?, ?)",
+                       &st);
+    if (s)
+        return s;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, feature_schema);
+    sqlite3_bind_double(st, 3, tt__db_now());
+    if (meta_json)
+        sqlite3_bind_text(st, 4, meta_json, -1, SQLITE_STATIC);
+    sqlite3_bind_blob64(st, 5, blob, len, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_DONE)
+        s = tt__db_sqlite(db, rc, "saving a cost model");
+    sqlite3_finalize(st);
+    return s;
+}
+
+tt_status tt_db_model_load(tt_db *db, const char *name, int feature_schema, void **blob,
+                           size_t *len)
+{
+    *blob = NULL;
+    *len = 0;
+    sqlite3_stmt *st;
+    tt_status s =
+        tt__db_prepare(db,
+                       "SELECT model FROM cost_models WHERE name = ? AND feature_schema = ? "
+                       "ORDER BY id DESC LIMIT 1",
+                       &st);
+    if (s)
+        return s;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, feature_schema);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *len = (size_t)sqlite3_column_bytes(st, 0);
+        *blob = malloc(*len ? *len : 1);
+        if (!*blob)
+            s = tt__db_fail(db, TT_ERR_NOMEM, "out of memory");
+        else if (*len)
+            memcpy(*blob, sqlite3_column_blob(st, 0), *len);
+    } else if (rc == SQLITE_DONE) {
+        s = tt__db_fail(db, TT_ERR_NOT_FOUND, "no cost model '%s' with feature schema %d", name,
+                        feature_schema);
+    } else {
+        s = tt__db_sqlite(db, rc, "loading a cost model");
+    }
+    sqlite3_finalize(st);
+    return s;
+}
