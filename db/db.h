@@ -185,6 +185,10 @@ tt_status tt_db_model_load(tt_db *db, const char *name, int feature_schema, void
 
 /* ---- maintenance ---- */
 
+/* Caps the database file at about `max_bytes` (0 = no cap): an insert that would grow it beyond
+ * fails like a full disk, with nothing of its batch stored.  For operators who share a disk. */
+tt_status tt_db_limit_size(tt_db *db, int64_t max_bytes);
+
 /* Runs SQLite's integrity check; TT_ERR_IO with its first complaint when the file is damaged. */
 tt_status tt_db_check(tt_db *db);
 /* Rebuilds the file compactly (VACUUM) after checking it. */

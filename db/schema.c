@@ -286,3 +286,22 @@ tt_status tt_db_vacuum(tt_db *db)
         s = tt__db_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
     return s;
 }
+
+tt_status tt_db_limit_size(tt_db *db, int64_t max_bytes)
+{
+    int page = 4096;
+    int rc = pragma_int(db, "PRAGMA page_size", &page);
+    if (rc)
+        return tt__db_sqlite(db, rc, "reading the page size");
+    char sql[96];
+    /* 0 restores SQLite's own maximum. */
+    snprintf(sql, sizeof(sql), "PRAGMA max_page_count = %lld",
+             max_bytes > 0 ? (long long)(max_bytes / page > 1 ? max_bytes / page : 1) : 4294967294LL);
+    sqlite3_stmt *st;
+    tt_status s = tt__db_prepare(db, sql, &st);
+    if (s)
+        return s;
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? TT_OK : tt__db_sqlite(db, rc, "limiting the size");
+}

@@ -1,0 +1,492 @@
+/* db/: schema and migrations, bad files, batches, concurrency, crashes, full disk, queries. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "db/db.h"
+
+static char dir[256];
+
+static int make_dir(void **state)
+{
+    snprintf(dir, sizeof(dir), "/tmp/tt-test-db-XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int remove_dir(void **state)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static const char *path_of(const char *name)
+{
+    static char p[512];
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    return p;
+}
+
+static tt_db *open_or_fail(const char *name)
+{
+    tt_db *db;
+    tt_errbuf err = {{0}};
+    if (tt_db_open(path_of(name), 0, &db, &err))
+        fail_msg("open %s: %s", name, err.msg);
+    return db;
+}
+
+static const double one_cost[1] = {1e-3};
+
+static tt_db_record rec(const char *wl, const char *target, const char *device, const char *config,
+                        const double *costs, int n, double ts)
+{
+    tt_db_record r = {0};
+    r.workload = wl;
+    r.target = target;
+    r.device = device;
+    r.config = config;
+    r.config_kind = TT_CONFIG_STEPS;
+    r.costs = costs;
+    r.ncosts = n;
+    r.timestamp = ts;
+    return r;
+}
+
+static void raw_sql(const char *name, const char *sql)
+{
+    sqlite3 *s;
+    assert_int_equal(sqlite3_open(path_of(name), &s), SQLITE_OK);
+    char *msg = NULL;
+    if (sqlite3_exec(s, sql, NULL, NULL, &msg) != SQLITE_OK)
+        fail_msg("%s: %s", sql, msg);
+    sqlite3_close(s);
+}
+
+static void new_database_gets_the_current_schema(void **state)
+{
+    tt_db *db = open_or_fail("new.db");
+    assert_int_equal(tt_db_user_version(db), TT_DB_SCHEMA_VERSION);
+    assert_int_equal(tt_db_check(db), TT_OK);
+    tt_db_close(db);
+    /* Reopening is a no-op. */
+    db = open_or_fail("new.db");
+    assert_int_equal(tt_db_user_version(db), TT_DB_SCHEMA_VERSION);
+    tt_db_close(db);
+}
+
+static void older_database_is_migrated(void **state)
+{
+    /* Version 0: our application id, no tables yet (a file created by an interrupted first open).
+     */
+    raw_sql("old.db", "PRAGMA application_id = 1414943828; PRAGMA user_version = 0;");
+    tt_db *db = open_or_fail("old.db");
+    assert_int_equal(tt_db_user_version(db), TT_DB_SCHEMA_VERSION);
+    tt_db_record r = rec("matmul:M=4,N=4,K=4", "llvm", NULL, "[]", one_cost, 1, 1.0);
+    assert_int_equal(tt_db_insert(db, &r, 1, NULL), TT_OK);
+    tt_db_close(db);
+}
+
+static void expect_open_error(const char *name, tt_status want, const char *fragment)
+{
+    tt_db *db = (tt_db *)1;
+    tt_errbuf err = {{0}};
+    tt_status s = tt_db_open(path_of(name), 0, &db, &err);
+    if (s != want)
+        fail_msg("%s: expected %s, got %s (%s)", name, tt_status_name(want), tt_status_name(s),
+                 err.msg);
+    assert_null(db);
+    if (!strstr(err.msg, fragment))
+        fail_msg("%s: '%s' lacks '%s'", name, err.msg, fragment);
+}
+
+static void newer_database_is_refused(void **state)
+{
+    tt_db *db = open_or_fail("newer.db");
+    tt_db_close(db);
+    raw_sql("newer.db", "PRAGMA user_version = 99;");
+    expect_open_error("newer.db", TT_ERR_UNSUPPORTED, "newer than this tvm-tune understands");
+}
+
+static void foreign_schema_is_refused(void **state)
+{
+    raw_sql("foreign.db", "CREATE TABLE customers(id INTEGER, name TEXT);");
+    expect_open_error("foreign.db", TT_ERR_IO, "another application's tables");
+}
+
+static void garbage_file_is_not_a_database(void **state)
+{
+    FILE *f = fopen(path_of("garbage.db"), "w");
+    for (int i = 0; i < 1000; i++)
+        fputs("this is not a database ", f);
+    fclose(f);
+    expect_open_error("garbage.db", TT_ERR_IO, "not a valid tvm-tune database");
+}
+
+static void truncated_database_gives_a_clear_error(void **state)
+{
+    tt_db *db = open_or_fail("trunc.db");
+    static double costs[1000];
+    tt_db_record r[200];
+    char cfg[200][32];
+    for (int i = 0; i < 200; i++) {
+        snprintf(cfg[i], sizeof(cfg[i]), "[[\"CI\", %d]]", i);
+        costs[i] = 1e-3 * (i + 1);
+        r[i] = rec("matmul:M=64,N=64,K=64", "llvm", NULL, cfg[i], &costs[i], 1, 1.0 + i);
+    }
+    assert_int_equal(tt_db_insert(db, r, 200, NULL), TT_OK);
+    assert_int_equal(tt_db_vacuum(db), TT_OK);
+    tt_db_close(db);
+    FILE *f = fopen(path_of("trunc.db"), "r+");
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    assert_int_equal(ftruncate(fileno(f), size / 2), 0);
+    fclose(f);
+    tt_errbuf err = {{0}};
+    tt_status s = tt_db_open(path_of("trunc.db"), TT_DB_READONLY, &db, &err);
+    if (s == TT_OK) {
+        /* The header survived: queries must report the damage, not crash. */
+        assert_int_equal(tt_db_check(db), TT_ERR_IO);
+        assert_non_null(strstr(tt_db_errmsg(db), "damaged"));
+        tt_db_close(db);
+    } else {
+        assert_int_equal(s, TT_ERR_IO);
+    }
+}
+
+static void batch_is_all_or_nothing(void **state)
+{
+    tt_db *db = open_or_fail("batch.db");
+    tt_db_record good[2] = {
+        rec("matmul:M=4,N=4,K=4", "llvm", NULL, "[[\"CI\", 0]]", one_cost, 1, 1),
+        rec("matmul:M=4,N=4,K=4", "llvm", NULL, "[[\"CI\", 1]]", one_cost, 1, 2)};
+    assert_int_equal(tt_db_insert(db, good, 2, NULL), TT_OK);
+    tt_db_record mixed[3] = {
+        rec("matmul:M=4,N=4,K=4", "llvm", NULL, "[[\"CI\", 2]]", one_cost, 1, 3),
+        rec("matmul:M=4,N=4,K=4", "llvm", NULL, "[[\"CI\", 3]]", one_cost, 1, 4),
+        rec("matmul:M=4,N=4,K=4", "llvm", NULL, "[[\"CI\", 4]]", one_cost, 1, 5)};
+    mixed[2].error_no = 9;
+    assert_int_equal(tt_db_insert(db, mixed, 3, NULL), TT_ERR_INVALID_ARG);
+    assert_non_null(strstr(tt_db_errmsg(db), "record 2: error_no 9"));
+    mixed[2].error_no = 0;
+    mixed[1].workload = "matmul:M=4,N=4";
+    assert_int_equal(tt_db_insert(db, mixed, 3, NULL), TT_ERR_BAD_WORKLOAD);
+    tt_db_stats st;
+    assert_int_equal(tt_db_stats_get(db, 0, &st), TT_OK);
+    assert_int_equal(st.records, 2);
+    tt_db_close(db);
+}
+
+static void duplicate_inserts_are_skipped(void **state)
+{
+    tt_db *db = open_or_fail("dup.db");
+    tt_db_record r = rec("matmul:M=4,N=4,K=4", "llvm", "dev-a", "[]", one_cost, 1, 7);
+    size_t ins;
+    assert_int_equal(tt_db_insert(db, &r, 1, &ins), TT_OK);
+    assert_int_equal(ins, 1);
+    assert_int_equal(tt_db_insert(db, &r, 1, &ins), TT_OK);
+    assert_int_equal(ins, 0);
+    r.timestamp = 8; /* a new measurement of the same config is a new record */
+    assert_int_equal(tt_db_insert(db, &r, 1, &ins), TT_OK);
+    assert_int_equal(ins, 1);
+    tt_db_close(db);
+}
+
+#define BATCH   50
+#define BATCHES 40
+
+static void writer_child(const char *name, int notify_fd, int batches, bool forever)
+{
+    tt_db *db;
+    if (tt_db_open(path_of(name), 0, &db, NULL))
+        _exit(3);
+    static double costs[BATCH];
+    static char cfg[BATCH][48];
+    tt_db_record r[BATCH];
+    for (int b = 0; forever || b < batches; b++) {
+        for (int i = 0; i < BATCH; i++) {
+            snprintf(cfg[i], sizeof(cfg[i]), "[[\"CI\", %d]]", b * BATCH + i);
+            costs[i] = 1e-4 * (i + 1);
+            r[i] = rec("matmul:M=8,N=8,K=8", "llvm", NULL, cfg[i], &costs[i], 1, b);
+        }
+        if (tt_db_insert(db, r, BATCH, NULL))
+            _exit(4);
+        if (notify_fd >= 0 && b == 0) {
+            char c = 1;
+            if (write(notify_fd, &c, 1) != 1)
+                _exit(5);
+        }
+    }
+    tt_db_close(db);
+    _exit(0);
+}
+
+static void readers_never_see_half_a_batch(void **state)
+{
+    tt_db *db = open_or_fail("conc.db");
+    tt_db_close(db);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        writer_child("conc.db", -1, BATCHES, false);
+    tt_db *reader;
+    tt_errbuf err;
+    assert_int_equal(tt_db_open(path_of("conc.db"), TT_DB_READONLY, &reader, &err), TT_OK);
+    int status, polls = 0;
+    for (;;) {
+        tt_db_stats st;
+        assert_int_equal(tt_db_stats_get(reader, 0, &st), TT_OK);
+        assert_int_equal(st.records % BATCH, 0);
+        polls++;
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            break;
+    }
+    tt_db_stats st;
+    assert_int_equal(tt_db_stats_get(reader, 0, &st), TT_OK);
+    assert_int_equal(st.records, BATCH * BATCHES);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_true(polls > 0);
+    tt_db_close(reader);
+}
+
+static void committed_records_survive_kill_9(void **state)
+{
+    tt_db *db = open_or_fail("kill.db");
+    tt_db_close(db);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        writer_child("kill.db", fds[1], 0, true);
+    }
+    close(fds[1]);
+    char c;
+    assert_int_equal(read(fds[0], &c, 1), 1); /* the first batch is committed */
+    usleep(20000);                            /* let it be in the middle of later ones */
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    close(fds[0]);
+    assert_true(WIFSIGNALED(status));
+    db = open_or_fail("kill.db");
+    assert_int_equal(tt_db_check(db), TT_OK);
+    tt_db_stats st;
+    assert_int_equal(tt_db_stats_get(db, 0, &st), TT_OK);
+    assert_true(st.records >= BATCH);
+    assert_int_equal(st.records % BATCH, 0);
+    tt_db_close(db);
+}
+
+static void full_disk_loses_nothing_already_stored(void **state)
+{
+    tt_db *db = open_or_fail("full.db");
+    assert_int_equal(tt_db_limit_size(db, 256 * 1024), TT_OK);
+    static double costs[100];
+    static char cfg[100][600];
+    tt_db_record r[100];
+    int64_t stored = 0;
+    tt_status s = TT_OK;
+    for (int b = 0; b < 1000 && !s; b++) {
+        for (int i = 0; i < 100; i++) {
+            memset(cfg[i], 'x', 500);
+            snprintf(cfg[i] + 500, 100, "%d", b * 100 + i);
+            costs[i] = 1e-3;
+            r[i] = rec("matmul:M=8,N=8,K=8", "llvm", NULL, cfg[i], &costs[i], 1, b);
+        }
+        s = tt_db_insert(db, r, 100, NULL);
+        if (!s)
+            stored += 100;
+    }
+    assert_int_equal(s, TT_ERR_IO);
+    assert_non_null(strstr(tt_db_errmsg(db), "disk full"));
+    assert_true(stored > 0);
+    tt_db_stats st;
+    assert_int_equal(tt_db_stats_get(db, 0, &st), TT_OK);
+    assert_int_equal(st.records, stored);
+    assert_int_equal(tt_db_check(db), TT_OK);
+    tt_db_close(db);
+}
+
+static void best_prefers_exact_then_other_device_then_family(void **state)
+{
+    tt_db *db = open_or_fail("best.db");
+    const char *wl = "matmul:M=64,N=64,K=64";
+    const char *skx = "llvm -mcpu=skylake-avx512", *znver = "llvm -mcpu=znver3";
+    const char *arm = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72";
+    double c1[3] = {3e-3, 1e-3, 2e-3}, c2[1] = {5e-4}, c3[1] = {4e-4}, c4[1] = {1e-4},
+           c5[1] = {1e-4};
+    tt_db_record r[6] = {
+        rec(wl, skx, "dev-a", "[[\"CI\", 1]]", c1, 3, 1), /* median 2e-3 */
+        rec(wl, skx, "dev-a", "[[\"CI\", 2]]", c2, 1, 2),
+        rec(wl, skx, "dev-b", "[[\"CI\", 3]]", c3, 1, 3),
+        rec(wl, arm, "dev-c", "[[\"CI\", 4]]", c4, 1, 4), /* fastest but another family */
+        rec(wl, skx, "dev-a", "[[\"CI\", 5]]", c5, 1, 5),
+        rec(wl, znver, "dev-d", "[[\"CI\", 6]]", c4, 1, 6),
+    };
+    r[4].error_no = 4; /* an error is never best, however fast */
+    assert_int_equal(tt_db_insert(db, r, 6, NULL), TT_OK);
+    tt_db_row *rows;
+    size_t n;
+    assert_int_equal(tt_db_best(db, wl, skx, "dev-a", 2, true, &rows, &n), TT_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(rows[0].config, "[[\"CI\", 2]]");
+    assert_int_equal(rows[0].match, TT_DB_MATCH_EXACT);
+    assert_true(rows[1].median_s == 2e-3);
+    assert_true(rows[0].gflops > 0);
+    assert_true(rows[0].gflops == 2.0 * 64 * 64 * 64 / 5e-4 / 1e9);
+    tt_db_rows_free(rows, n);
+    /* An unknown device: the same target on the devices we have. */
+    assert_int_equal(tt_db_best(db, wl, skx, "dev-z", 1, true, &rows, &n), TT_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(rows[0].match, TT_DB_MATCH_OTHER_DEVICE);
+    assert_string_equal(rows[0].config, "[[\"CI\", 3]]");
+    tt_db_rows_free(rows, n);
+    /* An unseen target of the host family: the family (not the aarch64 record). */
+    assert_int_equal(tt_db_best(db, wl, "llvm -mcpu=icelake-server", NULL, 1, true, &rows, &n),
+                     TT_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(rows[0].match, TT_DB_MATCH_FAMILY);
+    assert_string_equal(rows[0].target, znver);
+    tt_db_rows_free(rows, n);
+    /* Without fallback nothing is made up. */
+    assert_int_equal(tt_db_best(db, wl, "llvm -mcpu=icelake-server", NULL, 1, false, &rows, &n),
+                     TT_OK);
+    assert_int_equal(n, 0);
+    /* The key need not be canonical. */
+    assert_int_equal(tt_db_best(db, "matmul:K=64,N=64,M=64", arm, NULL, 1, true, &rows, &n), TT_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(rows[0].device, "dev-c");
+    tt_db_rows_free(rows, n);
+    assert_int_equal(tt_db_best(db, "matmul:M=1,N=1,K=1", skx, NULL, 1, true, &rows, &n),
+                     TT_ERR_NOT_FOUND);
+    assert_int_equal(tt_db_best(db, "matmul:M=1", skx, NULL, 1, true, &rows, &n),
+                     TT_ERR_BAD_WORKLOAD);
+    tt_db_close(db);
+}
+
+static void ties_go_to_the_earlier_record(void **state)
+{
+    tt_db *db = open_or_fail("tie.db");
+    double c[1] = {1e-3};
+    tt_db_record r[2] = {rec("relu:M=4,N=4", "llvm", NULL, "[[\"AN\", 1, 0, 3]]", c, 1, 1),
+                         rec("relu:M=4,N=4", "llvm", NULL, "[[\"AN\", 1, 0, 1]]", c, 1, 2)};
+    assert_int_equal(tt_db_insert(db, r, 2, NULL), TT_OK);
+    tt_db_row *rows;
+    size_t n;
+    assert_int_equal(tt_db_best(db, "relu:M=4,N=4", "llvm", NULL, 1, true, &rows, &n), TT_OK);
+    assert_string_equal(rows[0].config, "[[\"AN\", 1, 0, 3]]");
+    tt_db_rows_free(rows, n);
+    tt_db_close(db);
+}
+
+static int count_rows(void *ctx, const tt_db_row *row)
+{
+    (*(int *)ctx)++;
+    return 0;
+}
+
+static void jobs_history_and_stats(void **state)
+{
+    tt_db *db = open_or_fail("jobs.db");
+    int64_t job;
+    assert_int_equal(tt_db_job_create(db, "{\"workload\": \"relu:M=4,N=4\"}", 10, &job), TT_OK);
+    assert_int_equal(tt_db_job_update(db, job, "running", 3, 1e-3), TT_OK);
+    assert_int_equal(tt_db_job_update(db, job, "sleeping", 3, 1e-3), TT_ERR_INVALID_ARG);
+    assert_int_equal(tt_db_job_update(db, 999, "done", 3, 1e-3), TT_ERR_NOT_FOUND);
+    double c[2] = {1e-3, 3e-3};
+    tt_db_record r[3] = {rec("relu:M=4,N=4", "llvm", NULL, "[]", c, 2, 1),
+                         rec("relu:M=4,N=4", "llvm", NULL, "[[\"CI\", 1]]", c, 1, 2),
+                         rec("add:M=4,N=4", "llvm", NULL, "[]", c, 1, 3)};
+    r[0].job = r[1].job = job;
+    r[1].error_no = TT_MEASURE_RUN_TIMEOUT;
+    assert_int_equal(tt_db_insert(db, r, 3, NULL), TT_OK);
+    tt_db_stats st;
+    assert_int_equal(tt_db_stats_get(db, job, &st), TT_OK);
+    assert_int_equal(st.records, 2);
+    assert_int_equal(st.errors[TT_MEASURE_RUN_TIMEOUT], 1);
+    assert_true(st.best_median_s == 2e-3);
+    int n = 0;
+    tt_db_filter f = {.job = job};
+    assert_int_equal(tt_db_history(db, &f, count_rows, &n), TT_OK);
+    assert_int_equal(n, 2);
+    n = 0;
+    tt_db_filter fw = {.workload = "add:N=4,M=4"};
+    assert_int_equal(tt_db_history(db, &fw, count_rows, &n), TT_OK);
+    assert_int_equal(n, 1);
+    tt_db_job *jobs;
+    size_t nj;
+    assert_int_equal(tt_db_jobs_list(db, &jobs, &nj), TT_OK);
+    assert_int_equal(nj, 1);
+    assert_string_equal(jobs[0].state, "running");
+    assert_int_equal(jobs[0].trials_done, 3);
+    tt_db_jobs_free(jobs, nj);
+    tt_db_close(db);
+}
+
+static void devices_and_cost_models(void **state)
+{
+    tt_db *db = open_or_fail("models.db");
+    tt_db_device d = {.key = "rpi4", .fingerprint = "cortex-a72/4c/8G", .cores = 4};
+    assert_int_equal(tt_db_device_upsert(db, &d), TT_OK);
+    assert_int_equal(tt_db_device_upsert(db, &d), TT_OK);
+    tt_db_device none = {0};
+    assert_int_equal(tt_db_device_upsert(db, &none), TT_ERR_INVALID_ARG);
+    const char blob[] = "\x01\x02\x00model";
+    assert_int_equal(tt_db_model_save(db, "xgb", 1, blob, sizeof(blob), "{}"), TT_OK);
+    assert_int_equal(tt_db_model_save(db, "xgb", 1, "v2", 2, NULL), TT_OK);
+    void *out;
+    size_t len;
+    assert_int_equal(tt_db_model_load(db, "xgb", 1, &out, &len), TT_OK);
+    assert_int_equal(len, 2);
+    assert_memory_equal(out, "v2", 2);
+    free(out);
+    assert_int_equal(tt_db_model_load(db, "xgb", 2, &out, &len), TT_ERR_NOT_FOUND);
+    tt_db_close(db);
+}
+
+static void readonly_handle_refuses_writes(void **state)
+{
+    tt_db *db = open_or_fail("ro.db");
+    tt_db_close(db);
+    tt_errbuf err;
+    assert_int_equal(tt_db_open(path_of("ro.db"), TT_DB_READONLY, &db, &err), TT_OK);
+    tt_db_record r = rec("relu:M=4,N=4", "llvm", NULL, "[]", one_cost, 1, 1);
+    assert_int_equal(tt_db_insert(db, &r, 1, NULL), TT_ERR_IO);
+    tt_db_close(db);
+    assert_int_equal(tt_db_open(path_of("missing.db"), TT_DB_READONLY, &db, &err),
+                     TT_ERR_NOT_FOUND);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(new_database_gets_the_current_schema),
+        cmocka_unit_test(older_database_is_migrated),
+        cmocka_unit_test(newer_database_is_refused),
+        cmocka_unit_test(foreign_schema_is_refused),
+        cmocka_unit_test(garbage_file_is_not_a_database),
+        cmocka_unit_test(truncated_database_gives_a_clear_error),
+        cmocka_unit_test(batch_is_all_or_nothing),
+        cmocka_unit_test(duplicate_inserts_are_skipped),
+        cmocka_unit_test(readers_never_see_half_a_batch),
+        cmocka_unit_test(committed_records_survive_kill_9),
+        cmocka_unit_test(full_disk_loses_nothing_already_stored),
+        cmocka_unit_test(best_prefers_exact_then_other_device_then_family),
+        cmocka_unit_test(ties_go_to_the_earlier_record),
+        cmocka_unit_test(jobs_history_and_stats),
+        cmocka_unit_test(devices_and_cost_models),
+        cmocka_unit_test(readonly_handle_refuses_writes),
+    };
+    return cmocka_run_group_tests(tests, make_dir, remove_dir);
+}
