@@ -296,10 +296,10 @@ tt_status tt_log_parse_line(const char *line, tt_arena *arena, tt_db_record *rec
         s = bad(&c, "a record is a JSON object");
     else if (json_object_get(root, "input"))
         s = parse_autotvm(&c, root, rec);
+    else if (json_is_number(json_object_get(root, "v")))
+        s = bad(&c, "AutoTVM v0.1 records are not supported (TVM itself no longer reads them)");
     else if (json_object_get(root, "i") && json_object_get(root, "r"))
         s = parse_ansor(&c, root, rec);
-    else if (json_object_get(root, "v") && json_is_number(json_object_get(root, "v")))
-        s = bad(&c, "AutoTVM v0.1 records are not supported (TVM itself no longer reads them)");
     else
         s = bad(
             &c,
