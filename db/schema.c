@@ -296,12 +296,14 @@ tt_status tt_db_limit_size(tt_db *db, int64_t max_bytes)
     char sql[96];
     /* 0 restores SQLite's own maximum. */
     snprintf(sql, sizeof(sql), "PRAGMA max_page_count = %lld",
-             max_bytes > 0 ? (long long)(max_bytes / page > 1 ? max_bytes / page : 1) : 4294967294LL);
+             max_bytes > 0 ? (long long)(max_bytes / page > 1 ? max_bytes / page : 1)
+                           : 4294967294LL);
     sqlite3_stmt *st;
     tt_status s = tt__db_prepare(db, sql, &st);
     if (s)
         return s;
     rc = sqlite3_step(st);
     sqlite3_finalize(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? TT_OK : tt__db_sqlite(db, rc, "limiting the size");
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? TT_OK
+                                                 : tt__db_sqlite(db, rc, "limiting the size");
 }
