@@ -14,13 +14,19 @@ int tt_fmt_pyfloat(char *out, size_t n, double x)
         return snprintf(out, n, x < 0 ? "-Infinity" : "Infinity");
     if (x == 0)
         return snprintf(out, n, signbit(x) ? "-0.0" : "0.0");
-    /* Shortest round-tripping digits: try 1..17 significant digits. */
+    /* Shortest round-tripping digits.  If p digits read back exactly, so do more, so the
+     * smallest such p is found by bisection over 1..17 (17 always works). */
     char sci[40];
-    for (int p = 1; p <= 17; p++) {
-        snprintf(sci, sizeof(sci), "%.*e", p - 1, x);
+    int lo = 1, hi = 17;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        snprintf(sci, sizeof(sci), "%.*e", mid - 1, x);
         if (strtod(sci, NULL) == x)
-            break;
+            hi = mid;
+        else
+            lo = mid + 1;
     }
+    snprintf(sci, sizeof(sci), "%.*e", lo - 1, x);
     /* sci is "[-]d[.ddd]e[+-]XX": split into sign, digits and exponent. */
     const char *s = sci;
     bool neg = *s == '-';

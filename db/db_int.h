@@ -6,12 +6,25 @@
 
 #include "db.h"
 
+/* Recently used key -> row id (direct-mapped by hash), so that a batch does not parse the same
+ * workload key and look up the same target a thousand times.  A rolled-back batch clears it. */
+#define TT__DB_CACHE 1024
+typedef struct {
+    char *key[TT__DB_CACHE];
+    int64_t id[TT__DB_CACHE];
+} tt__db_cache;
+
 struct tt_db {
     sqlite3 *sql;
     char *path;
     bool readonly;
     char errmsg[512];
+    tt__db_cache workloads, targets, devices;
 };
+
+int64_t tt__db_cache_get(const tt__db_cache *c, const char *key);
+void tt__db_cache_put(tt__db_cache *c, const char *key, int64_t id);
+void tt__db_cache_clear(tt__db_cache *c);
 
 /* Records the error on the handle and returns `s`. */
 tt_status tt__db_fail(tt_db *db, tt_status s, const char *fmt, ...)

@@ -233,6 +233,9 @@ tt_status tt_db_open(const char *path, int flags, tt_db **out, tt_errbuf *err)
         if ((s = tt__db_exec(db, "PRAGMA journal_mode = WAL")) ||
             (s = tt__db_exec(db, "PRAGMA synchronous = FULL")))
             goto fail;
+        /* A 64 MiB page cache keeps the indexes of a million-record database in memory. */
+        if ((s = tt__db_exec(db, "PRAGMA cache_size = -65536")))
+            goto fail;
     }
     if ((s = tt__db_exec(db, "PRAGMA foreign_keys = ON")) || (s = migrate(db)))
         goto fail;
@@ -244,10 +247,38 @@ fail:
     return s;
 }
 
+int64_t tt__db_cache_get(const tt__db_cache *c, const char *key)
+{
+    size_t slot = tt_hash64_str(key) % TT__DB_CACHE;
+    return c->key[slot] && !strcmp(c->key[slot], key) ? c->id[slot] : 0;
+}
+
+void tt__db_cache_put(tt__db_cache *c, const char *key, int64_t id)
+{
+    size_t slot = tt_hash64_str(key) % TT__DB_CACHE;
+    char *k = strdup(key);
+    if (!k)
+        return;
+    free(c->key[slot]);
+    c->key[slot] = k;
+    c->id[slot] = id;
+}
+
+void tt__db_cache_clear(tt__db_cache *c)
+{
+    for (int i = 0; i < TT__DB_CACHE; i++) {
+        free(c->key[i]);
+        c->key[i] = NULL;
+    }
+}
+
 void tt_db_close(tt_db *db)
 {
     if (!db)
         return;
+    tt__db_cache_clear(&db->workloads);
+    tt__db_cache_clear(&db->targets);
+    tt__db_cache_clear(&db->devices);
     if (db->sql)
         sqlite3_close_v2(db->sql);
     free(db->path);

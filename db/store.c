@@ -139,6 +139,8 @@ static tt_status describe_workload(tt_db *db, const char *key, workload_info *wi
 
 static tt_status workload_id(tt_db *db, const char *key, bool create, int64_t *id)
 {
+    if ((*id = tt__db_cache_get(&db->workloads, key)))
+        return TT_OK;
     workload_info wi;
     tt_status s = describe_workload(db, key, &wi);
     if (s)
@@ -165,6 +167,8 @@ static tt_status workload_id(tt_db *db, const char *key, bool create, int64_t *i
             sqlite3_finalize(st);
         }
     }
+    if (!s && *id)
+        tt__db_cache_put(&db->workloads, key, *id);
     free(wi.key);
     free(wi.params);
     return s;
@@ -172,7 +176,11 @@ static tt_status workload_id(tt_db *db, const char *key, bool create, int64_t *i
 
 static tt_status target_id(tt_db *db, const char *text, bool create, int64_t *id)
 {
+    if ((*id = tt__db_cache_get(&db->targets, text)))
+        return TT_OK;
     tt_status s = lookup_id(db, "SELECT id FROM targets WHERE target = ?", text, id);
+    if (!s && *id)
+        tt__db_cache_put(&db->targets, text, *id);
     if (s || *id || !create)
         return s;
     /* Imported records keep their target even when it is not one we can parse. */
@@ -201,18 +209,24 @@ static tt_status target_id(tt_db *db, const char *text, bool create, int64_t *id
         s = tt__db_sqlite(db, rc, "storing a target");
     *id = sqlite3_last_insert_rowid(db->sql);
     sqlite3_finalize(st);
+    if (!s)
+        tt__db_cache_put(&db->targets, text, *id);
     return s;
 }
 
 static tt_status device_id(tt_db *db, const char *fingerprint, bool create, int64_t *id)
 {
+    if ((*id = tt__db_cache_get(&db->devices, fingerprint)))
+        return TT_OK;
     tt_status s = lookup_id(db, "SELECT id FROM devices WHERE fingerprint = ?", fingerprint, id);
-    if (s || *id || !create)
-        return s;
-    tt_db_device d = {.fingerprint = fingerprint};
-    if ((s = tt_db_device_upsert(db, &d)))
-        return s;
-    return lookup_id(db, "SELECT id FROM devices WHERE fingerprint = ?", fingerprint, id);
+    if (!s && !*id && create) {
+        tt_db_device d = {.fingerprint = fingerprint};
+        if (!(s = tt_db_device_upsert(db, &d)))
+            s = lookup_id(db, "SELECT id FROM devices WHERE fingerprint = ?", fingerprint, id);
+    }
+    if (!s && *id)
+        tt__db_cache_put(&db->devices, fingerprint, *id);
+    return s;
 }
 
 tt_status tt_db_device_upsert(tt_db *db, const tt_db_device *d)
@@ -287,7 +301,7 @@ static tt_status insert_one(tt_db *db, sqlite3_stmt *ins, const tt_db_record *r,
     tt_strbuf costs = {0};
     costs_json(&costs, r->costs, r->ncosts);
     /* The identity of a measurement, for idempotent imports. */
-    char ts[40], hex[17];
+    char ts[40];
     tt_fmt_pyfloat(ts, sizeof(ts), r->timestamp);
     uint64_t h = TT_FNV64_OFFSET;
     const char *parts[] = {r->workload,
@@ -304,7 +318,6 @@ static tt_status insert_one(tt_db *db, sqlite3_stmt *ins, const tt_db_record *r,
     for (size_t i = 0; i < TT_ARRAY_LEN(parts); i++)
         h = tt_hash64_update(h, parts[i], strlen(parts[i]));
     h = tt_hash64_update(h, &r->error_no, sizeof(r->error_no));
-    tt_hash64_hex(h, hex);
     sqlite3_reset(ins);
     sqlite3_clear_bindings(ins);
     sqlite3_bind_int64(ins, 1, wid);
@@ -327,7 +340,7 @@ static tt_status insert_one(tt_db *db, sqlite3_stmt *ins, const tt_db_record *r,
     sqlite3_bind_double(ins, 15, r->timestamp);
     if (r->extra)
         sqlite3_bind_text(ins, 16, r->extra, -1, SQLITE_STATIC);
-    sqlite3_bind_text(ins, 17, hex, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(ins, 17, (int64_t)h);
     int rc = sqlite3_step(ins);
     tt_strbuf_free(&costs);
     if (rc != SQLITE_DONE)
@@ -364,6 +377,10 @@ tt_status tt_db_insert(tt_db *db, const tt_db_record *recs, size_t n, size_t *in
         char msg[sizeof(db->errmsg)];
         memcpy(msg, db->errmsg, sizeof(msg));
         sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
+        /* Ids of rows created by the rolled-back batch are gone. */
+        tt__db_cache_clear(&db->workloads);
+        tt__db_cache_clear(&db->targets);
+        tt__db_cache_clear(&db->devices);
         return tt__db_fail(db, s, "batch of %zu records not stored: %s", n, msg);
     }
     if (inserted)

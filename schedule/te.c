@@ -836,8 +836,15 @@ static void print_canonical(sema *s, tt_strbuf *sb)
 
 tt_status tt_te_parse(const char *text, tt_dag *dag, tt_strbuf *canon, tt_errbuf *err)
 {
-    parser *p = calloc(1, sizeof(*p));
+    /* The parser's node table is large and filled as it is used: no need to zero it. */
+    parser *p = malloc(sizeof(*p));
     sema *s = calloc(1, sizeof(*s));
+    if (p) {
+        p->pos = 0;
+        p->stmt_no = 0;
+        p->nnodes = 0;
+        p->nstmts = 0;
+    }
     tt_status r = TT_OK;
     if (!p || !s) {
         r = tt_err(err, TT_ERR_NOMEM, "out of memory");
