@@ -148,7 +148,13 @@ void tt_json_write_cxx_string(tt_strbuf *sb, const char *s)
         case '\t': tt_strbuf_append(sb, "\\t"); break;
         case '\\': tt_strbuf_append(sb, "\\\\"); break;
         case '"': tt_strbuf_append(sb, "\\\""); break;
-        default: tt_strbuf_appendn(sb, s, 1); break;
+        default:
+            /* TVM leaves other control characters raw, which is not JSON: escape them. */
+            if ((unsigned char)*s < 0x20)
+                tt_strbuf_printf(sb, "\\u%04x", (unsigned char)*s);
+            else
+                tt_strbuf_appendn(sb, s, 1);
+            break;
         }
     }
     tt_strbuf_append(sb, "\"");
