@@ -1,0 +1,663 @@
+/* Loop IR -> LLVM IR.
+ *
+ * Values are scalars, or vectors of `lanes` elements inside an explicitly vectorised loop: the
+ * loop variable becomes <0, 1, ..., lanes-1>, loads and stores whose index moves by one element
+ * per lane become vector loads and stores, invariant values are broadcast, anything else is
+ * gathered lane by lane.  A loop body that does not fit this form (nested loops, guards that
+ * depend on the loop variable, loads under a select) is emitted as a scalar loop instead and
+ * counted as a fallback.  Parallel loops are outlined into a function that GOMP_parallel runs on
+ * every thread, each thread taking a contiguous chunk. */
+#include "codegen_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    LLVMValueRef v;
+    bool vec;
+} val;
+
+static LLVMTypeRef elem_type(emitter *e, tt_dtype t)
+{
+    switch (t) {
+    case TT_DT_FLOAT32: return e->f32;
+    case TT_DT_FLOAT64: return e->f64;
+    case TT_DT_INT32: return e->i32;
+    case TT_DT_INT64: return e->i64;
+    default: return e->i1;
+    }
+}
+
+/* Storage type of a buffer element (bool is a byte in memory). */
+static LLVMTypeRef mem_type(emitter *e, tt_dtype t)
+{
+    return t == TT_DT_BOOL ? e->i8 : elem_type(e, t);
+}
+
+static LLVMTypeRef type_of(emitter *e, tt_dtype t, bool vec)
+{
+    LLVMTypeRef s = elem_type(e, t);
+    return vec ? LLVMVectorType(s, (unsigned)e->lanes) : s;
+}
+
+static LLVMValueRef splat(emitter *e, LLVMValueRef s)
+{
+    LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(s), (unsigned)e->lanes);
+    LLVMValueRef undef = LLVMGetUndef(vt);
+    LLVMValueRef ins = LLVMBuildInsertElement(e->b, undef, s, LLVMConstInt(e->i32, 0, 0), "");
+    LLVMValueRef mask = LLVMConstNull(LLVMVectorType(e->i32, (unsigned)e->lanes));
+    return LLVMBuildShuffleVector(e->b, ins, undef, mask, "");
+}
+
+static val widen(emitter *e, val x, bool vec)
+{
+    if (vec && !x.vec) {
+        x.v = splat(e, x.v);
+        x.vec = true;
+    }
+    return x;
+}
+
+/* Converts a value of dtype `from` to dtype `to`. */
+static LLVMValueRef convert(emitter *e, LLVMValueRef v, tt_dtype from, tt_dtype to, bool vec)
+{
+    if (from == to)
+        return v;
+    LLVMTypeRef dst = type_of(e, to, vec);
+    bool ff = tt_dtype_is_float(from), tf = tt_dtype_is_float(to);
+    if (to == TT_DT_BOOL) {
+        LLVMValueRef zero = LLVMConstNull(type_of(e, from, vec));
+        return ff ? LLVMBuildFCmp(e->b, LLVMRealUNE, v, zero, "")
+                  : LLVMBuildICmp(e->b, LLVMIntNE, v, zero, "");
+    }
+    if (from == TT_DT_BOOL)
+        return tf ? LLVMBuildUIToFP(e->b, v, dst, "") : LLVMBuildZExt(e->b, v, dst, "");
+    if (ff && tf)
+        return tt_dtype_bytes(to) > tt_dtype_bytes(from) ? LLVMBuildFPExt(e->b, v, dst, "")
+                                                         : LLVMBuildFPTrunc(e->b, v, dst, "");
+    if (ff)
+        return LLVMBuildFPToSI(e->b, v, dst, "");
+    if (tf)
+        return LLVMBuildSIToFP(e->b, v, dst, "");
+    return tt_dtype_bytes(to) > tt_dtype_bytes(from) ? LLVMBuildSExt(e->b, v, dst, "")
+                                                     : LLVMBuildTrunc(e->b, v, dst, "");
+}
+
+static tt_dtype dtype_of(emitter *e, tt_eid id)
+{
+    return (tt_dtype)tt_expr_get(&e->p->pool, id)->dtype;
+}
+
+/* Operand type of a binary node: float wins, else the wider integer. */
+static tt_dtype operand_type(emitter *e, const tt_expr *n)
+{
+    tt_dtype a = dtype_of(e, n->a), b = dtype_of(e, n->b);
+    if (tt_dtype_is_float(a) || tt_dtype_is_float(b)) {
+        if (tt_dtype_is_float(a) && tt_dtype_is_float(b))
+            return tt_dtype_bytes(a) >= tt_dtype_bytes(b) ? a : b;
+        return tt_dtype_is_float(a) ? a : b;
+    }
+    if (a == TT_DT_BOOL && b == TT_DT_BOOL)
+        return TT_DT_BOOL;
+    return tt_dtype_bytes(a) >= tt_dtype_bytes(b) && a != TT_DT_BOOL ? a : b;
+}
+
+static LLVMValueRef intrinsic(emitter *e, const char *name, LLVMTypeRef t, LLVMValueRef *args,
+                              unsigned n)
+{
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMTypeRef tys[1] = {t};
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(e->mod, id, tys, 1);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(e->ctx, id, tys, 1);
+    return LLVMBuildCall2(e->b, fty, fn, args, n, "");
+}
+
+/* Linear coefficient of variable `var` in integer expression `id`: 0 if absent, INT64_MIN if
+ * not linear. */
+static int64_t coef_of(emitter *e, tt_eid id, uint32_t var)
+{
+    const tt_expr *n = tt_expr_get(&e->p->pool, id);
+    int64_t a, b, c;
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_INT:
+    case TT_EXPR_FLOAT: return 0;
+    case TT_EXPR_VAR: return n->a == var ? 1 : 0;
+    case TT_EXPR_ADD:
+    case TT_EXPR_SUB:
+        a = coef_of(e, n->a, var);
+        b = coef_of(e, n->b, var);
+        if (a == INT64_MIN || b == INT64_MIN)
+            return INT64_MIN;
+        return n->kind == TT_EXPR_ADD ? a + b : a - b;
+    case TT_EXPR_NEG: a = coef_of(e, n->a, var); return a == INT64_MIN ? a : -a;
+    case TT_EXPR_MUL:
+        if (tt_expr_is_const_int(&e->p->pool, n->b, &c)) {
+            a = coef_of(e, n->a, var);
+            return a == INT64_MIN ? a : a * c;
+        }
+        if (tt_expr_is_const_int(&e->p->pool, n->a, &c)) {
+            b = coef_of(e, n->b, var);
+            return b == INT64_MIN ? b : b * c;
+        }
+        break;
+    default: break;
+    }
+    return tt_expr_uses_var(&e->p->pool, id, var) ? INT64_MIN : 0;
+}
+
+static val emit(emitter *e, tt_eid id);
+
+/* Emits `id` as a scalar, with the vector variable (if any) pinned to lane 0. */
+static LLVMValueRef emit_lane0(emitter *e, tt_eid id)
+{
+    if (!e->lanes)
+        return emit(e, id).v;
+    int lanes = e->lanes;
+    LLVMValueRef saved = e->vars[e->vec_var];
+    e->vars[e->vec_var] = LLVMConstInt(e->i64, 0, 0);
+    e->lanes = 0;
+    LLVMValueRef v = emit(e, id).v;
+    e->lanes = lanes;
+    e->vars[e->vec_var] = saved;
+    return v;
+}
+
+static LLVMValueRef element_ptr(emitter *e, uint32_t buf, LLVMValueRef index)
+{
+    LLVMTypeRef t = mem_type(e, e->p->bufs.data[buf].dtype);
+    return LLVMBuildGEP2(e->b, t, e->bufs[buf], &index, 1, "");
+}
+
+static unsigned elem_align(emitter *e, uint32_t buf)
+{
+    return (unsigned)tt_dtype_bytes(e->p->bufs.data[buf].dtype);
+}
+
+static val emit_load(emitter *e, const tt_expr *n)
+{
+    uint32_t buf = n->b;
+    tt_dtype t = e->p->bufs.data[buf].dtype;
+    LLVMTypeRef mt = mem_type(e, t);
+    int64_t c = e->lanes ? coef_of(e, n->a, e->vec_var) : 0;
+    val r = {0, false};
+    if (c == 0) {
+        LLVMValueRef idx = e->lanes ? emit_lane0(e, n->a) : emit(e, n->a).v;
+        r.v = LLVMBuildLoad2(e->b, mt, element_ptr(e, buf, idx), "");
+        LLVMSetAlignment(r.v, elem_align(e, buf));
+    } else if (c == 1) {
+        LLVMValueRef base = emit_lane0(e, n->a);
+        LLVMTypeRef vt = LLVMVectorType(mt, (unsigned)e->lanes);
+        LLVMValueRef p =
+            LLVMBuildBitCast(e->b, element_ptr(e, buf, base), LLVMPointerType(vt, 0), "");
+        r.v = LLVMBuildLoad2(e->b, vt, p, "");
+        LLVMSetAlignment(r.v, elem_align(e, buf));
+        r.vec = true;
+    } else {
+        /* Gather lane by lane. */
+        val idx = widen(e, emit(e, n->a), true);
+        LLVMTypeRef vt = LLVMVectorType(mt, (unsigned)e->lanes);
+        LLVMValueRef acc = LLVMGetUndef(vt);
+        for (int l = 0; l < e->lanes; l++) {
+            LLVMValueRef li = LLVMConstInt(e->i32, (unsigned)l, 0);
+            LLVMValueRef x = LLVMBuildLoad2(
+                e->b, mt, element_ptr(e, buf, LLVMBuildExtractElement(e->b, idx.v, li, "")), "");
+            LLVMSetAlignment(x, elem_align(e, buf));
+            acc = LLVMBuildInsertElement(e->b, acc, x, li, "");
+        }
+        r.v = acc;
+        r.vec = true;
+    }
+    if (t == TT_DT_BOOL)
+        r.v = LLVMBuildTrunc(e->b, r.v, type_of(e, t, r.vec), "");
+    return r;
+}
+
+static LLVMValueRef floordiv_or_mod(emitter *e, bool div, LLVMValueRef a, LLVMValueRef b,
+                                    LLVMTypeRef t)
+{
+    /* Floor semantics (TE's): q = a / b rounded down, r = a - q * b with the sign of b. */
+    LLVMValueRef q = LLVMBuildSDiv(e->b, a, b, "");
+    LLVMValueRef r = LLVMBuildSRem(e->b, a, b, "");
+    LLVMValueRef zero = LLVMConstNull(t);
+    LLVMValueRef rnz = LLVMBuildICmp(e->b, LLVMIntNE, r, zero, "");
+    LLVMValueRef sign = LLVMBuildXor(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, r, zero, ""),
+                                     LLVMBuildICmp(e->b, LLVMIntSLT, b, zero, ""), "");
+    LLVMValueRef fix = LLVMBuildAnd(e->b, rnz, sign, "");
+    if (div)
+        return LLVMBuildSub(e->b, q, LLVMBuildZExt(e->b, fix, t, ""), "");
+    return LLVMBuildSelect(e->b, fix, LLVMBuildAdd(e->b, r, b, ""), r, "");
+}
+
+static val emit_binary(emitter *e, const tt_expr *n)
+{
+    tt_dtype ot = operand_type(e, n);
+    val a = emit(e, n->a), b = emit(e, n->b);
+    bool vec = a.vec || b.vec;
+    a = widen(e, a, vec);
+    b = widen(e, b, vec);
+    LLVMValueRef x = convert(e, a.v, dtype_of(e, n->a), ot, vec);
+    LLVMValueRef y = convert(e, b.v, dtype_of(e, n->b), ot, vec);
+    LLVMTypeRef t = type_of(e, ot, vec);
+    bool fl = tt_dtype_is_float(ot);
+    val r = {0, vec};
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_ADD:
+        r.v = fl ? LLVMBuildFAdd(e->b, x, y, "") : LLVMBuildAdd(e->b, x, y, "");
+        break;
+    case TT_EXPR_SUB:
+        r.v = fl ? LLVMBuildFSub(e->b, x, y, "") : LLVMBuildSub(e->b, x, y, "");
+        break;
+    case TT_EXPR_MUL:
+        r.v = fl ? LLVMBuildFMul(e->b, x, y, "") : LLVMBuildMul(e->b, x, y, "");
+        break;
+    case TT_EXPR_DIV:
+        r.v = fl ? LLVMBuildFDiv(e->b, x, y, "") : floordiv_or_mod(e, true, x, y, t);
+        break;
+    case TT_EXPR_MOD:
+        r.v = fl ? LLVMBuildFRem(e->b, x, y, "") : floordiv_or_mod(e, false, x, y, t);
+        break;
+    case TT_EXPR_MIN:
+    case TT_EXPR_MAX: {
+        /* As the interpreter: x < y ? x : y (and x > y ? x : y). */
+        bool mn = n->kind == TT_EXPR_MIN;
+        LLVMValueRef c = fl ? LLVMBuildFCmp(e->b, mn ? LLVMRealOLT : LLVMRealOGT, x, y, "")
+                            : LLVMBuildICmp(e->b, mn ? LLVMIntSLT : LLVMIntSGT, x, y, "");
+        r.v = LLVMBuildSelect(e->b, c, x, y, "");
+        break;
+    }
+    case TT_EXPR_AND: r.v = LLVMBuildAnd(e->b, x, y, ""); break;
+    case TT_EXPR_OR: r.v = LLVMBuildOr(e->b, x, y, ""); break;
+    default: {
+        static const LLVMRealPredicate fp[] = {LLVMRealOLT, LLVMRealOLE, LLVMRealOGT,
+                                               LLVMRealOGE, LLVMRealOEQ, LLVMRealUNE};
+        static const LLVMIntPredicate ip[] = {LLVMIntSLT, LLVMIntSLE, LLVMIntSGT,
+                                              LLVMIntSGE, LLVMIntEQ,  LLVMIntNE};
+        int k = n->kind - TT_EXPR_LT;
+        r.v = fl ? LLVMBuildFCmp(e->b, fp[k], x, y, "") : LLVMBuildICmp(e->b, ip[k], x, y, "");
+        return r;
+    }
+    }
+    /* Arithmetic nodes carry the result dtype: convert if it differs from the operands'. */
+    r.v = convert(e, r.v, ot, (tt_dtype)n->dtype, vec);
+    return r;
+}
+
+static bool has_load(emitter *e, tt_eid id)
+{
+    const tt_expr *n = tt_expr_get(&e->p->pool, id);
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_INT:
+    case TT_EXPR_FLOAT:
+    case TT_EXPR_VAR: return false;
+    case TT_EXPR_LOAD: return true;
+    case TT_EXPR_CALL:
+    case TT_EXPR_CAST:
+    case TT_EXPR_NOT:
+    case TT_EXPR_NEG: return has_load(e, n->a);
+    case TT_EXPR_SELECT: return has_load(e, n->a) || has_load(e, n->b) || has_load(e, n->c);
+    default: return has_load(e, n->a) || has_load(e, n->b);
+    }
+}
+
+static val emit_select(emitter *e, const tt_expr *n)
+{
+    tt_dtype rt = (tt_dtype)n->dtype;
+    val c = emit(e, n->a);
+    if (!has_load(e, n->b) && !has_load(e, n->c)) {
+        val a = emit(e, n->b), b = emit(e, n->c);
+        bool vec = c.vec || a.vec || b.vec;
+        a = widen(e, a, vec);
+        b = widen(e, b, vec);
+        c = widen(e, c, vec);
+        val r = {LLVMBuildSelect(e->b, c.v, convert(e, a.v, dtype_of(e, n->b), rt, vec),
+                                 convert(e, b.v, dtype_of(e, n->c), rt, vec), ""),
+                 vec};
+        return r;
+    }
+    /* A guarded load (padding) must not run when the guard is false: branch.  (The vectoriser
+     * never lets such a select reach vector code.) */
+    LLVMBasicBlockRef then_bb = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "sel.then");
+    LLVMBasicBlockRef else_bb = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "sel.else");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "sel.join");
+    LLVMBuildCondBr(e->b, c.v, then_bb, else_bb);
+    LLVMPositionBuilderAtEnd(e->b, then_bb);
+    LLVMValueRef a = convert(e, emit(e, n->b).v, dtype_of(e, n->b), rt, false);
+    LLVMBasicBlockRef then_end = LLVMGetInsertBlock(e->b);
+    LLVMBuildBr(e->b, join);
+    LLVMPositionBuilderAtEnd(e->b, else_bb);
+    LLVMValueRef b = convert(e, emit(e, n->c).v, dtype_of(e, n->c), rt, false);
+    LLVMBasicBlockRef else_end = LLVMGetInsertBlock(e->b);
+    LLVMBuildBr(e->b, join);
+    LLVMPositionBuilderAtEnd(e->b, join);
+    LLVMValueRef phi = LLVMBuildPhi(e->b, type_of(e, rt, false), "");
+    LLVMValueRef vals[2] = {a, b};
+    LLVMBasicBlockRef bbs[2] = {then_end, else_end};
+    LLVMAddIncoming(phi, vals, bbs, 2);
+    val r = {phi, false};
+    return r;
+}
+
+static val emit_call(emitter *e, const tt_expr *n)
+{
+    tt_dtype t = (tt_dtype)n->dtype;
+    val a = emit(e, n->a);
+    LLVMValueRef x = convert(e, a.v, dtype_of(e, n->a), t, a.vec);
+    LLVMTypeRef ty = type_of(e, t, a.vec);
+    LLVMValueRef one =
+        a.vec ? splat(e, LLVMConstReal(elem_type(e, t), 1.0)) : LLVMConstReal(ty, 1.0);
+    val r = {0, a.vec};
+    switch ((tt_func)n->b) {
+    case TT_FUNC_EXP: r.v = intrinsic(e, "llvm.exp", ty, &x, 1); break;
+    case TT_FUNC_LOG: r.v = intrinsic(e, "llvm.log", ty, &x, 1); break;
+    case TT_FUNC_SQRT: r.v = intrinsic(e, "llvm.sqrt", ty, &x, 1); break;
+    case TT_FUNC_ABS: r.v = intrinsic(e, "llvm.fabs", ty, &x, 1); break;
+    case TT_FUNC_SIGMOID: {
+        LLVMValueRef nx = LLVMBuildFNeg(e->b, x, "");
+        LLVMValueRef ex = intrinsic(e, "llvm.exp", ty, &nx, 1);
+        r.v = LLVMBuildFDiv(e->b, one, LLVMBuildFAdd(e->b, one, ex, ""), "");
+        break;
+    }
+    case TT_FUNC_TANH: {
+        /* tanh(x) = 1 - 2 / (exp(2x) + 1): exact at the limits, vectorisable. */
+        LLVMValueRef two =
+            a.vec ? splat(e, LLVMConstReal(elem_type(e, t), 2.0)) : LLVMConstReal(ty, 2.0);
+        LLVMValueRef x2 = LLVMBuildFMul(e->b, x, two, "");
+        LLVMValueRef ex = intrinsic(e, "llvm.exp", ty, &x2, 1);
+        r.v = LLVMBuildFSub(e->b, one,
+                            LLVMBuildFDiv(e->b, two, LLVMBuildFAdd(e->b, ex, one, ""), ""), "");
+        break;
+    }
+    default: r.v = x; break;
+    }
+    return r;
+}
+
+static val emit(emitter *e, tt_eid id)
+{
+    const tt_expr n = *tt_expr_get(&e->p->pool, id);
+    val r = {0, false};
+    switch ((tt_expr_kind)n.kind) {
+    case TT_EXPR_INT:
+        r.v = LLVMConstInt(elem_type(e, (tt_dtype)n.dtype), (unsigned long long)n.imm.i, 1);
+        return r;
+    case TT_EXPR_FLOAT: r.v = LLVMConstReal(elem_type(e, (tt_dtype)n.dtype), n.imm.f); return r;
+    case TT_EXPR_VAR:
+        r.v = e->vars[n.a];
+        r.vec = e->lanes && n.a == e->vec_var;
+        return r;
+    case TT_EXPR_LOAD: return emit_load(e, &n);
+    case TT_EXPR_SELECT: return emit_select(e, &n);
+    case TT_EXPR_CALL: return emit_call(e, &n);
+    case TT_EXPR_CAST: {
+        val a = emit(e, n.a);
+        r.v = convert(e, a.v, dtype_of(e, n.a), (tt_dtype)n.dtype, a.vec);
+        r.vec = a.vec;
+        return r;
+    }
+    case TT_EXPR_NOT: {
+        val a = emit(e, n.a);
+        r.v = LLVMBuildNot(e->b, convert(e, a.v, dtype_of(e, n.a), TT_DT_BOOL, a.vec), "");
+        r.vec = a.vec;
+        return r;
+    }
+    case TT_EXPR_NEG: {
+        val a = emit(e, n.a);
+        r.v = tt_dtype_is_float(dtype_of(e, n.a)) ? LLVMBuildFNeg(e->b, a.v, "")
+                                                  : LLVMBuildNeg(e->b, a.v, "");
+        r.vec = a.vec;
+        return r;
+    }
+    case TT_EXPR_READ:
+        e->status = TT_ERR_INVALID_ARG; /* lowered programs have no tensor reads */
+        r.v = LLVMConstNull(e->i64);
+        return r;
+    default: return emit_binary(e, &n);
+    }
+}
+
+/* ---- statements ---- */
+
+static void emit_stmt(emitter *e, tt_sid id);
+
+static void emit_store(emitter *e, const tt_stmt *s)
+{
+    tt_dtype t = e->p->bufs.data[s->buf].dtype;
+    LLVMTypeRef mt = mem_type(e, t);
+    int64_t c = e->lanes ? coef_of(e, s->index, e->vec_var) : 0;
+    val v = emit(e, s->value);
+    LLVMValueRef x = convert(e, v.v, dtype_of(e, s->value), t, v.vec);
+    if (t == TT_DT_BOOL)
+        x = LLVMBuildZExt(e->b, x, v.vec ? LLVMVectorType(e->i8, (unsigned)e->lanes) : e->i8, "");
+    if (!v.vec || c == 0) {
+        /* A vector value into one element cannot happen in lowered code (the vector variable is
+         * a spatial axis of the stored tensor); keep the last lane to be safe. */
+        if (v.vec)
+            x = LLVMBuildExtractElement(e->b, x, LLVMConstInt(e->i32, (unsigned)e->lanes - 1, 0),
+                                        "");
+        if (c != 0) {
+            x = splat(e, x);
+            v.vec = true;
+        } else {
+            LLVMValueRef idx = e->lanes ? emit_lane0(e, s->index) : emit(e, s->index).v;
+            LLVMValueRef st = LLVMBuildStore(e->b, x, element_ptr(e, s->buf, idx));
+            LLVMSetAlignment(st, elem_align(e, s->buf));
+            return;
+        }
+    }
+    if (c == 1) {
+        LLVMValueRef base = emit_lane0(e, s->index);
+        LLVMTypeRef vt = LLVMVectorType(mt, (unsigned)e->lanes);
+        LLVMValueRef p =
+            LLVMBuildBitCast(e->b, element_ptr(e, s->buf, base), LLVMPointerType(vt, 0), "");
+        LLVMValueRef st = LLVMBuildStore(e->b, x, p);
+        LLVMSetAlignment(st, elem_align(e, s->buf));
+        return;
+    }
+    val idx = widen(e, emit(e, s->index), true);
+    for (int l = 0; l < e->lanes; l++) {
+        LLVMValueRef li = LLVMConstInt(e->i32, (unsigned)l, 0);
+        LLVMValueRef st =
+            LLVMBuildStore(e->b, LLVMBuildExtractElement(e->b, x, li, ""),
+                           element_ptr(e, s->buf, LLVMBuildExtractElement(e->b, idx.v, li, "")));
+        LLVMSetAlignment(st, elem_align(e, s->buf));
+    }
+}
+
+/* Can the body of a loop over `var` be emitted as vector code? */
+static bool vectorisable(emitter *e, tt_sid id, uint32_t var)
+{
+    const tt_stmt *s = &e->p->stmts.data[id];
+    switch (s->kind) {
+    case TT_STMT_SEQ:
+        for (uint32_t k = 0; k < s->n; k++)
+            if (!vectorisable(e, e->p->items.data[s->first + k], var))
+                return false;
+        return true;
+    case TT_STMT_IF:
+        return !tt_expr_uses_var(&e->p->pool, s->cond, var) && !s->orelse &&
+               vectorisable(e, s->body, var);
+    case TT_STMT_STORE: {
+        /* Selects guarding loads would need masked loads: keep those scalar. */
+        const tt_expr *v = tt_expr_get(&e->p->pool, s->value);
+        (void)v;
+        int64_t c = coef_of(e, s->index, var);
+        if (c == INT64_MIN || c == 0)
+            return false;
+        tt_eid stack[256];
+        int sp = 0;
+        stack[sp++] = s->value;
+        while (sp) {
+            const tt_expr *n = tt_expr_get(&e->p->pool, stack[--sp]);
+            if (n->kind == TT_EXPR_SELECT && (has_load(e, n->b) || has_load(e, n->c)))
+                return false;
+            if (n->kind == TT_EXPR_VAR || n->kind == TT_EXPR_INT || n->kind == TT_EXPR_FLOAT)
+                continue;
+            if (sp + 3 >= 256)
+                return false;
+            if (n->a && n->kind != TT_EXPR_READ)
+                stack[sp++] = n->a;
+            if (n->kind != TT_EXPR_LOAD && n->kind != TT_EXPR_CALL && n->b)
+                stack[sp++] = n->b;
+            if (n->kind == TT_EXPR_SELECT)
+                stack[sp++] = n->c;
+        }
+        return true;
+    }
+    default: return false; /* nested loops and allocations */
+    }
+}
+
+/* Total iterations of a loop nest (product over its nested loops), capped. */
+static int64_t nest_trip(emitter *e, tt_sid id)
+{
+    const tt_stmt *s = &e->p->stmts.data[id];
+    switch (s->kind) {
+    case TT_STMT_FOR: {
+        int64_t inner = nest_trip(e, s->body);
+        return inner > (1 << 24) / s->extent ? (1 << 24) : inner * s->extent;
+    }
+    case TT_STMT_SEQ: {
+        int64_t m = 1;
+        for (uint32_t k = 0; k < s->n; k++) {
+            int64_t t = nest_trip(e, e->p->items.data[s->first + k]);
+            m = t > m ? t : m;
+        }
+        return m;
+    }
+    case TT_STMT_ALLOC:
+    case TT_STMT_IF: return nest_trip(e, s->body);
+    default: return 1;
+    }
+}
+
+static bool contains_parallel(emitter *e, tt_sid id)
+{
+    const tt_stmt *s = &e->p->stmts.data[id];
+    switch (s->kind) {
+    case TT_STMT_FOR: return s->ann == TT_ANN_PARALLEL || contains_parallel(e, s->body);
+    case TT_STMT_SEQ:
+        for (uint32_t k = 0; k < s->n; k++)
+            if (contains_parallel(e, e->p->items.data[s->first + k]))
+                return true;
+        return false;
+    case TT_STMT_ALLOC:
+    case TT_STMT_IF: return contains_parallel(e, s->body);
+    default: return false;
+    }
+}
+
+static void emit_serial_loop(emitter *e, const tt_stmt *s, LLVMValueRef begin, LLVMValueRef end)
+{
+    /* while (i < end) { body; i++ } with the test at the top (parallel chunks may be empty). */
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(e->b);
+    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "loop");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "body");
+    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "exit");
+    LLVMBuildBr(e->b, head);
+    LLVMPositionBuilderAtEnd(e->b, head);
+    LLVMValueRef phi = LLVMBuildPhi(e->b, e->i64, tt_var_name(&e->p->pool, s->var));
+    LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, phi, end, ""), body, exit);
+    LLVMPositionBuilderAtEnd(e->b, body);
+    LLVMValueRef saved = e->vars[s->var];
+    e->vars[s->var] = phi;
+    emit_stmt(e, s->body);
+    e->vars[s->var] = saved;
+    LLVMValueRef next = LLVMBuildAdd(e->b, phi, LLVMConstInt(e->i64, 1, 0), "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(e->b);
+    LLVMBuildBr(e->b, head);
+    LLVMValueRef vals[2] = {begin, next};
+    LLVMBasicBlockRef bbs[2] = {pre, latch};
+    LLVMAddIncoming(phi, vals, bbs, 2);
+    LLVMPositionBuilderAtEnd(e->b, exit);
+}
+
+static void emit_for(emitter *e, const tt_stmt *s)
+{
+    LLVMValueRef zero = LLVMConstInt(e->i64, 0, 0),
+                 ext = LLVMConstInt(e->i64, (unsigned long long)s->extent, 0);
+    int saved_unroll = e->auto_unroll;
+    if (s->unroll_max_step)
+        e->auto_unroll = s->unroll_max_step;
+    if (s->ann == TT_ANN_PARALLEL && !e->in_parallel && s->extent > 1) {
+        tt__codegen_parallel(e, s);
+        e->stats.parallel_loops++;
+    } else if (s->ann == TT_ANN_VECTORIZE && !e->lanes && s->extent > 1 &&
+               s->extent <= e->opt.max_vector && vectorisable(e, s->body, s->var)) {
+        /* The whole loop is one vector of `extent` lanes. */
+        LLVMValueRef lanes[256];
+        for (int64_t l = 0; l < s->extent; l++)
+            lanes[l] = LLVMConstInt(e->i64, (unsigned long long)l, 0);
+        LLVMValueRef saved = e->vars[s->var];
+        e->vars[s->var] = LLVMConstVector(lanes, (unsigned)s->extent);
+        e->lanes = (int)s->extent;
+        e->vec_var = s->var;
+        emit_stmt(e, s->body);
+        e->lanes = 0;
+        e->vars[s->var] = saved;
+        e->stats.vector_loops++;
+    } else if ((s->ann == TT_ANN_UNROLL && s->extent <= e->opt.unroll_limit) ||
+               (e->auto_unroll && s->ann != TT_ANN_PARALLEL &&
+                nest_trip(e, s->body) * s->extent <= e->auto_unroll &&
+                !contains_parallel(e, s->body))) {
+        LLVMValueRef saved = e->vars[s->var];
+        for (int64_t i = 0; i < s->extent; i++) {
+            e->vars[s->var] = LLVMConstInt(e->i64, (unsigned long long)i, 0);
+            emit_stmt(e, s->body);
+        }
+        e->vars[s->var] = saved;
+        e->stats.unrolled_loops++;
+    } else {
+        if (s->ann == TT_ANN_VECTORIZE)
+            e->stats.scalar_fallbacks++;
+        emit_serial_loop(e, s, zero, ext);
+    }
+    e->auto_unroll = saved_unroll;
+}
+
+static void emit_stmt(emitter *e, tt_sid id)
+{
+    const tt_stmt *s = &e->p->stmts.data[id];
+    switch (s->kind) {
+    case TT_STMT_FOR: emit_for(e, s); return;
+    case TT_STMT_SEQ:
+        for (uint32_t k = 0; k < s->n; k++)
+            emit_stmt(e, e->p->items.data[s->first + k]);
+        return;
+    case TT_STMT_STORE: emit_store(e, s); return;
+    case TT_STMT_ALLOC:
+        e->bufs[s->buf] = tt__codegen_alloc(e, s->buf);
+        emit_stmt(e, s->body);
+        return;
+    case TT_STMT_IF: {
+        val c = emit(e, s->cond);
+        LLVMValueRef cond = convert(e, c.v, dtype_of(e, s->cond), TT_DT_BOOL, false);
+        LLVMBasicBlockRef then_bb = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "if.then");
+        LLVMBasicBlockRef else_bb =
+            s->orelse ? LLVMAppendBasicBlockInContext(e->ctx, e->fn, "if.else") : NULL;
+        LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "if.end");
+        LLVMBuildCondBr(e->b, cond, then_bb, else_bb ? else_bb : join);
+        LLVMPositionBuilderAtEnd(e->b, then_bb);
+        emit_stmt(e, s->body);
+        LLVMBuildBr(e->b, join);
+        if (else_bb) {
+            LLVMPositionBuilderAtEnd(e->b, else_bb);
+            emit_stmt(e, s->orelse);
+            LLVMBuildBr(e->b, join);
+        }
+        LLVMPositionBuilderAtEnd(e->b, join);
+        return;
+    }
+    default: return;
+    }
+}
+
+void tt__codegen_emit_body(emitter *e, tt_sid root)
+{
+    emit_stmt(e, root);
+}
+
+void tt__codegen_emit_serial(emitter *e, const tt_stmt *loop, LLVMValueRef begin, LLVMValueRef end)
+{
+    emit_serial_loop(e, loop, begin, end);
+}

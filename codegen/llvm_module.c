@@ -1,0 +1,408 @@
+/* Functions, buffers, parallel outlining, target machines, object code. */
+#include "codegen_int.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Buffers up to this size live on the stack (per thread inside parallel loops). */
+#define STACK_LIMIT (64 * 1024)
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static LLVMTypeRef mem_type(emitter *e, tt_dtype t)
+{
+    switch (t) {
+    case TT_DT_FLOAT32: return e->f32;
+    case TT_DT_FLOAT64: return e->f64;
+    case TT_DT_INT32: return e->i32;
+    case TT_DT_INT64: return e->i64;
+    default: return e->i8;
+    }
+}
+
+static LLVMValueRef declare(emitter *e, const char *name, LLVMTypeRef fty)
+{
+    LLVMValueRef f = LLVMGetNamedFunction(e->mod, name);
+    return f ? f : LLVMAddFunction(e->mod, name, fty);
+}
+
+LLVMValueRef tt__codegen_alloc(emitter *e, uint32_t buf)
+{
+    const tt_buffer *b = &e->p->bufs.data[buf];
+    LLVMTypeRef t = mem_type(e, b->dtype);
+    int64_t bytes = b->size * tt_dtype_bytes(b->dtype);
+    /* Allocated once at function entry: the loop IR reuses a buffer across iterations. */
+    LLVMBuilderRef ab = LLVMCreateBuilderInContext(e->ctx);
+    LLVMPositionBuilderBefore(ab, e->entry_term);
+    LLVMValueRef p;
+    if (bytes <= STACK_LIMIT) {
+        p = LLVMBuildArrayAlloca(ab, t, LLVMConstInt(e->i64, (unsigned long long)b->size, 0),
+                                 b->name);
+        LLVMSetAlignment(p, 64);
+    } else {
+        LLVMTypeRef fty = LLVMFunctionType(e->i8p, &e->i64, 1, 0);
+        LLVMValueRef args[1] = {LLVMConstInt(e->i64, (unsigned long long)bytes + 64, 0)};
+        LLVMValueRef raw = LLVMBuildCall2(ab, fty, declare(e, "malloc", fty), args, 1, "");
+        if (TT_VEC_PUSH(&e->frees, raw))
+            e->status = TT_ERR_NOMEM;
+        p = LLVMBuildBitCast(ab, raw, LLVMPointerType(t, 0), b->name);
+    }
+    LLVMDisposeBuilder(ab);
+    return p;
+}
+
+static void emit_frees(emitter *e)
+{
+    LLVMTypeRef fty = LLVMFunctionType(e->voidt, &e->i8p, 1, 0);
+    LLVMValueRef f = declare(e, "free", fty);
+    for (size_t i = 0; i < e->frees.len; i++)
+        LLVMBuildCall2(e->b, fty, f, &e->frees.data[i], 1, "");
+    e->frees.len = 0;
+}
+
+/* Starts function `fn`: an entry block (for allocations) followed by the body block. */
+static void begin_function(emitter *e, LLVMValueRef fn)
+{
+    e->fn = fn;
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(e->ctx, fn, "entry");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->ctx, fn, "start");
+    LLVMPositionBuilderAtEnd(e->b, entry);
+    e->entry_term = LLVMBuildBr(e->b, body);
+    LLVMPositionBuilderAtEnd(e->b, body);
+}
+
+void tt__codegen_parallel(emitter *e, const tt_stmt *loop)
+{
+    size_t nv = e->p->pool.vars.len, nb = e->p->bufs.len;
+    /* Everything bound now is captured in an array of i64 slots (pointers as integers). */
+    int nslots = 0;
+    for (size_t v = 0; v < nv; v++)
+        nslots += e->vars[v] != NULL;
+    for (size_t b = 0; b < nb; b++)
+        nslots += e->bufs[b] != NULL;
+    LLVMTypeRef arr = LLVMArrayType(e->i64, (unsigned)(nslots ? nslots : 1));
+    LLVMBuilderRef ab = LLVMCreateBuilderInContext(e->ctx);
+    LLVMPositionBuilderBefore(ab, e->entry_term);
+    LLVMValueRef slots = LLVMBuildAlloca(ab, arr, "captured");
+    LLVMDisposeBuilder(ab);
+    int k = 0;
+    for (size_t v = 0; v < nv; v++)
+        if (e->vars[v]) {
+            LLVMValueRef idx[2] = {LLVMConstInt(e->i32, 0, 0),
+                                   LLVMConstInt(e->i32, (unsigned)k++, 0)};
+            LLVMBuildStore(e->b, e->vars[v], LLVMBuildGEP2(e->b, arr, slots, idx, 2, ""));
+        }
+    for (size_t b = 0; b < nb; b++)
+        if (e->bufs[b]) {
+            LLVMValueRef idx[2] = {LLVMConstInt(e->i32, 0, 0),
+                                   LLVMConstInt(e->i32, (unsigned)k++, 0)};
+            LLVMBuildStore(e->b, LLVMBuildPtrToInt(e->b, e->bufs[b], e->i64, ""),
+                           LLVMBuildGEP2(e->b, arr, slots, idx, 2, ""));
+        }
+    /* The outlined body: void fn(i8 *captured). */
+    char name[300];
+    snprintf(name, sizeof(name), "%s.parallel.%d", e->entry_name, e->outlined++);
+    LLVMTypeRef fty = LLVMFunctionType(e->voidt, &e->i8p, 1, 0);
+    LLVMValueRef fn = LLVMAddFunction(e->mod, name, fty);
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    /* Save the caller's state. */
+    LLVMValueRef saved_fn = e->fn, saved_term = e->entry_term;
+    LLVMBasicBlockRef saved_bb = LLVMGetInsertBlock(e->b);
+    LLVMValueRef *saved_vars = malloc(nv * sizeof(LLVMValueRef));
+    LLVMValueRef *saved_bufs = malloc((nb ? nb : 1) * sizeof(LLVMValueRef));
+    size_t saved_frees = e->frees.len;
+    if (!saved_vars || !saved_bufs) {
+        free(saved_vars);
+        free(saved_bufs);
+        e->status = TT_ERR_NOMEM;
+        return;
+    }
+    memcpy(saved_vars, e->vars, nv * sizeof(LLVMValueRef));
+    memcpy(saved_bufs, e->bufs, nb * sizeof(LLVMValueRef));
+    begin_function(e, fn);
+    LLVMValueRef in = LLVMBuildBitCast(e->b, LLVMGetParam(fn, 0), LLVMPointerType(arr, 0), "");
+    k = 0;
+    for (size_t v = 0; v < nv; v++)
+        if (saved_vars[v]) {
+            LLVMValueRef idx[2] = {LLVMConstInt(e->i32, 0, 0),
+                                   LLVMConstInt(e->i32, (unsigned)k++, 0)};
+            e->vars[v] = LLVMBuildLoad2(e->b, e->i64, LLVMBuildGEP2(e->b, arr, in, idx, 2, ""), "");
+        }
+    for (size_t b = 0; b < nb; b++)
+        if (saved_bufs[b]) {
+            LLVMValueRef idx[2] = {LLVMConstInt(e->i32, 0, 0),
+                                   LLVMConstInt(e->i32, (unsigned)k++, 0)};
+            LLVMValueRef x =
+                LLVMBuildLoad2(e->b, e->i64, LLVMBuildGEP2(e->b, arr, in, idx, 2, ""), "");
+            e->bufs[b] = LLVMBuildIntToPtr(e->b, x, LLVMTypeOf(saved_bufs[b]), "");
+        }
+    /* Static schedule: thread t runs [t*chunk, min((t+1)*chunk, extent)). */
+    LLVMTypeRef ity = LLVMFunctionType(e->i32, NULL, 0, 0);
+    LLVMValueRef tid = LLVMBuildSExt(
+        e->b, LLVMBuildCall2(e->b, ity, declare(e, "omp_get_thread_num", ity), NULL, 0, ""), e->i64,
+        "");
+    LLVMValueRef nt = LLVMBuildSExt(
+        e->b, LLVMBuildCall2(e->b, ity, declare(e, "omp_get_num_threads", ity), NULL, 0, ""),
+        e->i64, "");
+    LLVMValueRef ext = LLVMConstInt(e->i64, (unsigned long long)loop->extent, 0);
+    LLVMValueRef chunk = LLVMBuildSDiv(
+        e->b, LLVMBuildAdd(e->b, ext, LLVMBuildSub(e->b, nt, LLVMConstInt(e->i64, 1, 0), ""), ""),
+        nt, "");
+    LLVMValueRef begin = LLVMBuildMul(e->b, tid, chunk, "");
+    LLVMValueRef end = LLVMBuildAdd(e->b, begin, chunk, "");
+    end = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, end, ext, ""), end, ext, "");
+    e->in_parallel = true;
+    tt__codegen_emit_serial(e, loop, begin, end);
+    e->in_parallel = false;
+    emit_frees(e);
+    LLVMBuildRetVoid(e->b);
+    /* Back to the caller. */
+    e->fn = saved_fn;
+    e->entry_term = saved_term;
+    e->frees.len = saved_frees;
+    memcpy(e->vars, saved_vars, nv * sizeof(LLVMValueRef));
+    memcpy(e->bufs, saved_bufs, nb * sizeof(LLVMValueRef));
+    free(saved_vars);
+    free(saved_bufs);
+    LLVMPositionBuilderAtEnd(e->b, saved_bb);
+    LLVMTypeRef fnp = LLVMPointerType(fty, 0);
+    LLVMTypeRef gargs[4] = {fnp, e->i8p, e->i32, e->i32};
+    LLVMTypeRef gty = LLVMFunctionType(e->voidt, gargs, 4, 0);
+    LLVMValueRef call_args[4] = {fn, LLVMBuildBitCast(e->b, slots, e->i8p, ""),
+                                 LLVMConstInt(e->i32, (unsigned)e->num_threads, 0),
+                                 LLVMConstInt(e->i32, 0, 0)};
+    LLVMBuildCall2(e->b, gty, declare(e, "GOMP_parallel", gty), call_args, 4, "");
+}
+
+/* ---- target machines ---- */
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static char *host_triple, *host_cpu, *host_features;
+
+static void init_llvm(void)
+{
+    LLVMInitializeAllTargetInfos();
+    LLVMInitializeAllTargets();
+    LLVMInitializeAllTargetMCs();
+    LLVMInitializeAllAsmPrinters();
+    host_triple = LLVMGetDefaultTargetTriple();
+    host_cpu = LLVMGetHostCPUName();
+    host_features = LLVMGetHostCPUFeatures();
+}
+
+void tt_codegen_host(const char **triple, const char **cpu, const char **features)
+{
+    pthread_once(&init_once, init_llvm);
+    *triple = host_triple;
+    *cpu = host_cpu;
+    *features = host_features;
+}
+
+static tt_status make_machine(const tt_target *t, int opt_level, LLVMTargetMachineRef *out,
+                              tt_errbuf *err)
+{
+    pthread_once(&init_once, init_llvm);
+    if (strcmp(t->kind, "llvm") && strcmp(t->kind, "c"))
+        return tt_err(err, TT_ERR_UNSUPPORTED,
+                      "the LLVM code generator does not handle target kind '%s'", t->kind);
+    bool host = !t->triple[0];
+    const char *triple = host ? host_triple : t->triple;
+    /* The host's features come from the CPU itself: this LLVM may not know the CPU's name. */
+    const char *cpu = t->cpu[0] ? t->cpu : host ? host_cpu : "generic";
+    char features[4096];
+    snprintf(features, sizeof(features), "%s%s%s", host ? host_features : "",
+             host && t->attrs[0] ? "," : "", t->attrs);
+    LLVMTargetRef target;
+    char *msg = NULL;
+    if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
+        tt_status s = tt_err(err, TT_ERR_UNSUPPORTED, "target triple '%s': %s", triple,
+                             msg ? msg : "unknown");
+        LLVMDisposeMessage(msg);
+        return s;
+    }
+    LLVMCodeGenOptLevel lvl = opt_level >= 3   ? LLVMCodeGenLevelAggressive
+                              : opt_level == 2 ? LLVMCodeGenLevelDefault
+                              : opt_level == 1 ? LLVMCodeGenLevelLess
+                                               : LLVMCodeGenLevelNone;
+    *out = LLVMCreateTargetMachine(target, triple, cpu, features, lvl, LLVMRelocPIC,
+                                   LLVMCodeModelDefault);
+    if (!*out)
+        return tt_err(err, TT_ERR_UNSUPPORTED, "cannot create a target machine for %s (cpu %s)",
+                      triple, cpu);
+    return TT_OK;
+}
+
+/* Builds the module of `p` into e (caller disposes ctx). */
+static tt_status build_module(emitter *e, const tt_program *p, const tt_target *t,
+                              const char *entry, const tt_codegen_options *opt,
+                              LLVMTargetMachineRef tm, tt_errbuf *err)
+{
+    double t0 = now();
+    memset(e, 0, sizeof(*e));
+    e->opt = opt ? *opt : (tt_codegen_options){3, 64, 64};
+    if (e->opt.max_vector <= 0 || e->opt.max_vector > 256)
+        e->opt.max_vector = 64;
+    if (e->opt.unroll_limit <= 0)
+        e->opt.unroll_limit = 64;
+    e->p = p;
+    e->entry_name = entry;
+    e->num_threads = t->num_cores;
+    e->ctx = LLVMContextCreate();
+    e->mod = LLVMModuleCreateWithNameInContext(entry, e->ctx);
+    e->b = LLVMCreateBuilderInContext(e->ctx);
+    e->i1 = LLVMInt1TypeInContext(e->ctx);
+    e->i8 = LLVMInt8TypeInContext(e->ctx);
+    e->i32 = LLVMInt32TypeInContext(e->ctx);
+    e->i64 = LLVMInt64TypeInContext(e->ctx);
+    e->f32 = LLVMFloatTypeInContext(e->ctx);
+    e->f64 = LLVMDoubleTypeInContext(e->ctx);
+    e->i8p = LLVMPointerType(e->i8, 0);
+    e->voidt = LLVMVoidTypeInContext(e->ctx);
+    e->vars = calloc(p->pool.vars.len, sizeof(LLVMValueRef));
+    e->bufs = calloc(p->bufs.len ? p->bufs.len : 1, sizeof(LLVMValueRef));
+    if (!e->vars || !e->bufs)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    char *triple = LLVMGetTargetMachineTriple(tm);
+    LLVMSetTarget(e->mod, triple);
+    LLVMDisposeMessage(triple);
+    LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(e->mod, dl);
+    LLVMDisposeTargetData(dl);
+    /* int32_t entry(void *const *args) */
+    LLVMTypeRef argt = LLVMPointerType(e->i8p, 0);
+    LLVMTypeRef fty = LLVMFunctionType(e->i32, &argt, 1, 0);
+    LLVMValueRef fn = LLVMAddFunction(e->mod, entry, fty);
+    begin_function(e, fn);
+    LLVMValueRef args = LLVMGetParam(fn, 0);
+    for (size_t b = 0; b < p->bufs.len; b++) {
+        const tt_buffer *bf = &p->bufs.data[b];
+        if (bf->param < 0)
+            continue;
+        LLVMValueRef idx = LLVMConstInt(e->i64, (unsigned long long)bf->param, 0);
+        LLVMValueRef raw =
+            LLVMBuildLoad2(e->b, e->i8p, LLVMBuildGEP2(e->b, e->i8p, args, &idx, 1, ""), bf->name);
+        e->bufs[b] = LLVMBuildBitCast(e->b, raw, LLVMPointerType(mem_type(e, bf->dtype), 0), "");
+    }
+    tt__codegen_emit_body(e, p->root);
+    emit_frees(e);
+    LLVMBuildRet(e->b, LLVMConstInt(e->i32, 0, 0));
+    e->stats.emit_s = now() - t0;
+    if (e->status)
+        return tt_err(err, e->status, "code generation failed: %s", tt_strerror(e->status));
+    char *msg = NULL;
+    if (LLVMVerifyModule(e->mod, LLVMReturnStatusAction, &msg)) {
+        tt_status s = tt_err(err, TT_ERR_RUNTIME,
+                             "generated LLVM IR is invalid (a code generator bug): %.300s", msg);
+        LLVMDisposeMessage(msg);
+        return s;
+    }
+    LLVMDisposeMessage(msg);
+    if (e->opt.opt_level > 0) {
+        t0 = now();
+        char pipeline[32];
+        snprintf(pipeline, sizeof(pipeline), "default<O%d>",
+                 e->opt.opt_level > 3 ? 3 : e->opt.opt_level);
+        LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+        LLVMErrorRef perr = LLVMRunPasses(e->mod, pipeline, tm, po);
+        LLVMDisposePassBuilderOptions(po);
+        if (perr) {
+            char *m = LLVMGetErrorMessage(perr);
+            tt_status s = tt_err(err, TT_ERR_RUNTIME, "LLVM passes: %s", m);
+            LLVMDisposeErrorMessage(m);
+            return s;
+        }
+        e->stats.opt_s = now() - t0;
+    }
+    return TT_OK;
+}
+
+static void free_emitter(emitter *e)
+{
+    if (e->b)
+        LLVMDisposeBuilder(e->b);
+    if (e->mod)
+        LLVMDisposeModule(e->mod);
+    if (e->ctx)
+        LLVMContextDispose(e->ctx);
+    free(e->vars);
+    free(e->bufs);
+    TT_VEC_FREE(&e->frees);
+}
+
+tt_status tt__codegen_link(const char *obj, const char *so, bool host, tt_errbuf *err);
+
+tt_status tt_codegen_llvm(const tt_program *p, const tt_target *t, const char *entry,
+                          const char *so_path, const tt_codegen_options *opt,
+                          tt_codegen_stats *stats, tt_errbuf *err)
+{
+    LLVMTargetMachineRef tm;
+    tt_status s = make_machine(t, opt ? opt->opt_level : 3, &tm, err);
+    if (s)
+        return s;
+    emitter e;
+    s = build_module(&e, p, t, entry, opt, tm, err);
+    if (!s) {
+        double t0 = now();
+        LLVMMemoryBufferRef buf;
+        char *msg = NULL;
+        if (LLVMTargetMachineEmitToMemoryBuffer(tm, e.mod, LLVMObjectFile, &msg, &buf)) {
+            s = tt_err(err, TT_ERR_RUNTIME, "LLVM code emission: %s", msg ? msg : "?");
+            LLVMDisposeMessage(msg);
+        } else {
+            char obj[4096];
+            snprintf(obj, sizeof(obj), "%s.o", so_path);
+            FILE *f = fopen(obj, "wb");
+            size_t n = LLVMGetBufferSize(buf);
+            if (!f || fwrite(LLVMGetBufferStart(buf), 1, n, f) != n)
+                s = tt_err(err, TT_ERR_IO, "cannot write %s", obj);
+            if (f && fclose(f) && !s)
+                s = tt_err(err, TT_ERR_IO, "cannot write %s", obj);
+            LLVMDisposeMemoryBuffer(buf);
+            e.stats.object_s = now() - t0;
+            if (!s) {
+                t0 = now();
+                /* Host kernels depend on this machine's libgomp and libm by name. */
+                bool host = !t->triple[0] || !strcmp(t->triple, host_triple);
+                s = tt__codegen_link(obj, so_path, host, err);
+                e.stats.link_s = now() - t0;
+            }
+            remove(obj);
+        }
+    }
+    if (stats)
+        *stats = e.stats;
+    free_emitter(&e);
+    LLVMDisposeTargetMachine(tm);
+    return s;
+}
+
+tt_status tt_codegen_llvm_ir(const tt_program *p, const tt_target *t, const char *entry,
+                             const tt_codegen_options *opt, char **ir, tt_errbuf *err)
+{
+    *ir = NULL;
+    LLVMTargetMachineRef tm;
+    tt_status s = make_machine(t, opt ? opt->opt_level : 3, &tm, err);
+    if (s)
+        return s;
+    emitter e;
+    s = build_module(&e, p, t, entry, opt, tm, err);
+    if (!s) {
+        char *text = LLVMPrintModuleToString(e.mod);
+        *ir = text ? strdup(text) : NULL;
+        LLVMDisposeMessage(text);
+    }
+    free_emitter(&e);
+    LLVMDisposeTargetMachine(tm);
+    return s;
+}

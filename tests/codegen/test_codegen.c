@@ -1,0 +1,264 @@
+/* Code generation: random legal schedules of every operator, compiled through LLVM and run,
+ * compute what the reference evaluator computes; explicit vectors and parallel loops are used;
+ * aarch64 objects are produced without a cross toolchain. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "codegen/codegen.h"
+#include "schedule/random_schedule.h"
+
+static char dir[128];
+
+static int setup(void **state)
+{
+    snprintf(dir, sizeof(dir), "/tmp/tt-codegen-XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    char cmd[200];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Compiles, runs and compares with the reference evaluator; returns the stats. */
+static void check_compiled(const tt_dag *dag, const tt_program *prog, const char *what,
+                           uint64_t seed, tt_codegen_stats *stats)
+{
+    static int counter;
+    char so[256];
+    snprintf(so, sizeof(so), "%s/k%d.so", dir, counter++);
+    tt_target t;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_target_parse("llvm", &t, &err), TT_OK);
+    if (tt_codegen_llvm(prog, &t, "kernel", so, NULL, stats, &err)) {
+        char *ir = tt_program_print(prog);
+        fail_msg("%s: %s\n%s", what, err.msg, ir);
+    }
+    tt_kernel *k;
+    if (tt_kernel_load(so, "kernel", &k, &err))
+        fail_msg("%s: %s", what, err.msg);
+    int params[64], nin;
+    int np = tt_dag_params(dag, params, 64, &nin);
+    void *want[64], *got[64];
+    for (int i = 0; i < np; i++) {
+        const tt_op *op = &dag->ops.data[params[i]];
+        size_t bytes = (size_t)tt_op_numel(op) * (size_t)tt_dtype_bytes(op->dtype);
+        want[i] = malloc(bytes);
+        got[i] = i < nin ? want[i] : malloc(bytes);
+        if (i < nin)
+            tt_fill_random(want[i], op->dtype, tt_op_numel(op), seed + (uint64_t)i);
+        else
+            memset(got[i], 0xff, bytes); /* NaN: an element never written cannot pass */
+    }
+    assert_int_equal(tt_dag_eval(dag, want, &err), TT_OK);
+    assert_int_equal(tt_kernel_function(k)(got), 0);
+    for (int i = nin; i < np; i++) {
+        const tt_op *op = &dag->ops.data[params[i]];
+        for (int64_t e = 0; e < tt_op_numel(op); e++) {
+            tt_value a = tt_buffer_get(got[i], op->dtype, e),
+                     b = tt_buffer_get(want[i], op->dtype, e);
+            double x = tt_dtype_is_float(op->dtype) ? a.f : (double)a.i;
+            double y = tt_dtype_is_float(op->dtype) ? b.f : (double)b.i;
+            if (!(fabs(x - y) <= 1e-5 + 1e-4 * fabs(y))) {
+                char *ir = tt_program_print(prog);
+                fprintf(stderr, "%s\n", ir);
+                free(ir);
+                fail_msg("%s: output '%s' element %lld: compiled %.9g, reference %.9g", what,
+                         op->name, (long long)e, x, y);
+            }
+        }
+    }
+    for (int i = 0; i < np; i++) {
+        if (got[i] != want[i])
+            free(got[i]);
+        free(want[i]);
+    }
+    tt_kernel_unload(k);
+    unlink(so);
+}
+
+static const char *const workloads[] = {
+    "matmul:M=12,N=10,K=8",
+    "batch_matmul:B=2,M=6,N=5,K=4",
+    "conv1d_nlc:N=1,L=12,CI=4,CO=6,K=3,S=2,P=1",
+    "conv2d_nhwc:N=1,H=7,W=7,CI=4,CO=6,K=3,S=1,P=1",
+    "conv2d_nhwc:N=1,H=8,W=8,CI=4,CO=8,K=3,S=2,P=1,G=2",
+    "conv2d_nhwc:N=1,H=9,W=9,CI=3,CO=4,K=3,S=1,P=2,DIL=2",
+    "conv2d_nchw:N=1,CI=3,H=7,W=7,CO=4,K=3,S=2,P=1",
+    "conv3d_ndhwc:N=1,D=4,H=5,W=5,CI=2,CO=3,K=3,S=1,P=1",
+    "depthwise_conv2d_nhwc:N=1,H=8,W=8,C=4,K=3,S=2,P=1",
+    "conv2d_transpose_nhwc:N=1,H=4,W=4,CI=4,CO=3,K=4,S=2,P=1",
+    "conv2d_capsule_nhwijc:N=1,H=6,W=6,CI=2,CO=2,K=3,S=2,P=1,CAP=2",
+    "norm_bmn:B=2,M=6,N=5",
+    "softmax:M=6,N=10",
+    "conv2d_bn_relu:N=1,H=6,W=6,CI=3,CO=4,K=3,S=1,P=1",
+    "transpose_batch_matmul:B=1,SEQ=6,HEADS=2,DIM=4",
+    "transpose_batch_matmul_softmax:B=1,SEQ=6,HEADS=2,DIM=4",
+    "add:M=9,N=7",
+    "relu:M=9,N=7",
+    "sigmoid:M=5,N=6",
+    "matmul:M=8,N=8,K=8,dtype=int32",
+    "matmul:M=8,N=8,K=8,dtype=float64",
+    "te:B[i,j] = tanh(A[i,j]) + abs(A[i,j]) + sqrt(abs(A[i,j])) + log(abs(A[i,j]) + 1); "
+    "A:float32[6,16]",
+};
+
+#define SCHEDULES 12
+
+static void compiled_random_schedules_match_the_definition(void **state)
+{
+    int compiled = 0;
+    tt_codegen_stats total = {0};
+    for (size_t w = 0; w < sizeof(workloads) / sizeof(workloads[0]); w++) {
+        tt_workload *wl;
+        tt_errbuf err = {{0}};
+        if (tt_workload_parse(workloads[w], &wl, &err))
+            fail_msg("%s: %s", workloads[w], err.msg);
+        for (int k = 0; k < SCHEDULES; k++) {
+            tt_rng rng;
+            tt_rng_seed(&rng, 5000 * w + (uint64_t)k);
+            tt_state *st;
+            assert_int_equal(tt_state_create(&wl->dag, &st, &err), TT_OK);
+            if (k > 0)
+                tt_test_random_steps(st, &rng, 2 + k % 8);
+            tt_program *prog;
+            if (tt_lower(st, &prog, &err) == TT_OK) {
+                char what[600];
+                char *steps = tt_steps_to_json(st->steps.data, st->steps.len);
+                snprintf(what, sizeof(what), "%s %s", workloads[w], steps);
+                free(steps);
+                tt_codegen_stats s;
+                check_compiled(&wl->dag, prog, what, (uint64_t)k, &s);
+                total.vector_loops += s.vector_loops;
+                total.parallel_loops += s.parallel_loops;
+                total.unrolled_loops += s.unrolled_loops;
+                total.scalar_fallbacks += s.scalar_fallbacks;
+                compiled++;
+                tt_program_free(prog);
+            }
+            tt_state_free(st);
+        }
+        tt_workload_free(wl);
+    }
+    printf("codegen: %d compiled schedules matched; %d vector loops, %d parallel, %d unrolled, %d "
+           "vectorize fallbacks\n",
+           compiled, total.vector_loops, total.parallel_loops, total.unrolled_loops,
+           total.scalar_fallbacks);
+    assert_true(total.vector_loops > 0);
+    assert_true(total.parallel_loops > 0);
+    assert_true(total.unrolled_loops > 0);
+}
+
+static void tiled_matmul_uses_vectors_and_threads(void **state)
+{
+    tt_workload *w;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_workload_parse("matmul:M=64,N=64,K=64", &w, &err), TT_OK);
+    const char *steps =
+        "[[\"SP\", 2, 0, 64, [8], 1], [\"SP\", 2, 2, 64, [16], 1], [\"SP\", 2, 4, 64, [4], 1],"
+        " [\"RE\", 2, [0, 2, 4, 1, 5, 3]], [\"AN\", 2, 0, 3], [\"AN\", 2, 5, 2], [\"AN\", 2, 4, "
+        "1]]";
+    tt_step *s;
+    size_t n;
+    tt_state *st;
+    tt_program *prog;
+    assert_int_equal(tt_steps_from_json(steps, &s, &n, &err), TT_OK);
+    assert_int_equal(tt_state_replay(&w->dag, s, n, &st, &err), TT_OK);
+    assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
+    tt_codegen_stats stats;
+    check_compiled(&w->dag, prog, "tiled matmul", 3, &stats);
+    assert_int_equal(stats.parallel_loops, 1);
+    assert_int_equal(stats.vector_loops, 5); /* init, and the update in each of 4 unrolled k.1 */
+    assert_int_equal(stats.scalar_fallbacks, 0);
+    /* The IR has <16 x float> arithmetic. */
+    tt_target t;
+    tt_target_parse("llvm", &t, &err);
+    char *ir;
+    assert_int_equal(tt_codegen_llvm_ir(prog, &t, "kernel", NULL, &ir, &err), TT_OK);
+    assert_non_null(strstr(ir, "<16 x float>"));
+    assert_non_null(strstr(ir, "GOMP_parallel"));
+    free(ir);
+    free(s);
+    tt_program_free(prog);
+    tt_state_free(st);
+    tt_workload_free(w);
+}
+
+static void aarch64_objects_need_no_cross_toolchain(void **state)
+{
+    tt_workload *w;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_workload_parse("matmul:M=16,N=16,K=16", &w, &err), TT_OK);
+    tt_state *st;
+    tt_program *prog;
+    assert_int_equal(tt_state_create(&w->dag, &st, &err), TT_OK);
+    int64_t f = 4;
+    assert_int_equal(tt_sched_split(st, 2, 1, &f, 1, true, &err), TT_OK);
+    assert_int_equal(tt_sched_annotate(st, 2, 3, TT_ANN_VECTORIZE, &err), TT_ERR_ILLEGAL_STEP);
+    int order[4] = {0, 1, 3, 2};
+    assert_int_equal(tt_sched_reorder(st, 2, order, 4, &err), TT_OK);
+    assert_int_equal(tt_sched_annotate(st, 2, 3, TT_ANN_VECTORIZE, &err), TT_OK);
+    assert_int_equal(tt_sched_annotate(st, 2, 0, TT_ANN_PARALLEL, &err), TT_OK);
+    assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
+    tt_target t;
+    assert_int_equal(tt_target_parse("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72", &t, &err),
+                     TT_OK);
+    char so[256];
+    snprintf(so, sizeof(so), "%s/arm.so", dir);
+    if (tt_codegen_llvm(prog, &t, "kernel", so, NULL, NULL, &err))
+        fail_msg("%s", err.msg);
+    /* ELF64, little endian, shared object, machine EM_AARCH64 (183). */
+    FILE *fp = fopen(so, "rb");
+    unsigned char h[64];
+    assert_int_equal(fread(h, 1, 64, fp), 64);
+    fclose(fp);
+    assert_memory_equal(h,
+                        "\x7f"
+                        "ELF",
+                        4);
+    assert_int_equal(h[4], 2);
+    assert_int_equal(h[5], 1);
+    assert_int_equal(h[16] | h[17] << 8, 3);
+    assert_int_equal(h[18] | h[19] << 8, 183);
+    /* Unsupported kinds and unknown triples are clear errors. */
+    assert_int_equal(tt_target_parse("opencl", &t, &err), TT_OK);
+    assert_int_equal(tt_codegen_llvm(prog, &t, "kernel", so, NULL, NULL, &err), TT_ERR_UNSUPPORTED);
+    assert_int_equal(tt_target_parse("llvm -mtriple=nonsense-unknown-none", &t, &err), TT_OK);
+    assert_int_equal(tt_codegen_llvm(prog, &t, "kernel", so, NULL, NULL, &err), TT_ERR_UNSUPPORTED);
+    tt_program_free(prog);
+    tt_state_free(st);
+    tt_workload_free(w);
+}
+
+static void host_detection_reads_real_features(void **state)
+{
+    const char *triple, *cpu, *features;
+    tt_codegen_host(&triple, &cpu, &features);
+    assert_non_null(strstr(triple, "linux"));
+    assert_true(strlen(cpu) > 0);
+#if defined(__x86_64__)
+    /* Every x86-64 CPU has SSE2; the feature string must say so even for a "generic" CPU. */
+    assert_non_null(strstr(features, "+sse2"));
+#endif
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(host_detection_reads_real_features),
+        cmocka_unit_test(tiled_matmul_uses_vectors_and_threads),
+        cmocka_unit_test(aarch64_objects_need_no_cross_toolchain),
+        cmocka_unit_test(compiled_random_schedules_match_the_definition),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
