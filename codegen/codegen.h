@@ -15,6 +15,7 @@
 
 #include "../schedule/loop_ir.h"
 #include "../schedule/target.h"
+#include "loader.h"
 
 /* Options of one compilation. */
 typedef struct tt_codegen_options {
@@ -47,15 +48,5 @@ tt_status tt_codegen_llvm(const tt_program *p, const tt_target *t, const char *e
  * frees. */
 tt_status tt_codegen_llvm_ir(const tt_program *p, const tt_target *t, const char *entry,
                              const tt_codegen_options *opt, char **ir, tt_errbuf *err);
-
-/* ---- loading (codegen/loader.c; also used on devices) ---- */
-
-typedef struct tt_kernel tt_kernel;
-typedef int32_t (*tt_kernel_fn)(void *const *args);
-
-/* dlopen()s a kernel library and finds `entry`.  TT_ERR_IO with dlerror()'s text on failure. */
-tt_status tt_kernel_load(const char *so_path, const char *entry, tt_kernel **out, tt_errbuf *err);
-tt_kernel_fn tt_kernel_function(const tt_kernel *k);
-void tt_kernel_unload(tt_kernel *k);
 
 #endif

@@ -2,7 +2,7 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
-#include "codegen.h"
+#include "loader.h"
 
 struct tt_kernel {
     void *handle;

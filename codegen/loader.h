@@ -1,0 +1,18 @@
+/* Loading kernel libraries: the small part of codegen/ that devices link (no LLVM, no IR).
+ * A kernel is `int32_t NAME(void *const *args)` (see codegen.h). */
+#ifndef TT_CODEGEN_LOADER_H
+#define TT_CODEGEN_LOADER_H
+
+#include <stdint.h>
+
+#include "../base/base.h"
+
+typedef struct tt_kernel tt_kernel;
+typedef int32_t (*tt_kernel_fn)(void *const *args);
+
+/* dlopen()s a kernel library and finds `entry`.  TT_ERR_IO with dlerror()'s text on failure. */
+tt_status tt_kernel_load(const char *so_path, const char *entry, tt_kernel **out, tt_errbuf *err);
+tt_kernel_fn tt_kernel_function(const tt_kernel *k);
+void tt_kernel_unload(tt_kernel *k);
+
+#endif

@@ -1,0 +1,275 @@
+#define _GNU_SOURCE
+#include "measure.h"
+
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../codegen/loader.h"
+
+/* Error codes (the same values as db.h's tt_measure_error; rpc/ does not include db/). */
+enum { E_OK = 0, E_RUNTIME_DEVICE = 4, E_WRONG_ANSWER = 5, E_RUN_TIMEOUT = 7, E_UNKNOWN = 8 };
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static size_t elem_bytes(tt_elem e)
+{
+    switch (e) {
+    case TT_ELEM_F32:
+    case TT_ELEM_I32: return 4;
+    case TT_ELEM_F64:
+    case TT_ELEM_I64: return 8;
+    default: return 1;
+    }
+}
+
+static double elem_get(const void *p, tt_elem e, int64_t i)
+{
+    switch (e) {
+    case TT_ELEM_F32: return ((const float *)p)[i];
+    case TT_ELEM_F64: return ((const double *)p)[i];
+    case TT_ELEM_I32: return ((const int32_t *)p)[i];
+    case TT_ELEM_I64: return (double)((const int64_t *)p)[i];
+    default: return ((const uint8_t *)p)[i];
+    }
+}
+
+/* What the child sends back: a fixed-size message. */
+typedef struct {
+    int error_no;
+    int ncosts, number;
+    double costs[TT_MEASURE_MAX_REPEAT];
+    char text[512];
+} child_msg;
+
+static void send_msg(int fd, const child_msg *m)
+{
+    const char *p = (const char *)m;
+    size_t left = sizeof(*m);
+    while (left) {
+        ssize_t w = write(fd, p, left);
+        if (w <= 0) {
+            if (errno == EINTR)
+                continue;
+            _exit(3);
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+}
+
+static void child_fail(int fd, child_msg *m, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5), noreturn));
+static void child_fail(int fd, child_msg *m, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    m->error_no = code;
+    vsnprintf(m->text, sizeof(m->text), fmt, ap);
+    va_end(ap);
+    send_msg(fd, m);
+    _exit(0);
+}
+
+/* Evicts a buffer from the caches before a sample (TVM's cache_flush_cpu_non_first_arg). */
+static void flush(const void *p, size_t bytes)
+{
+#if defined(__x86_64__)
+    for (size_t off = 0; off < bytes; off += 64)
+        __builtin_ia32_clflush((const char *)p + off);
+    __builtin_ia32_mfence();
+#elif defined(__aarch64__)
+    for (size_t off = 0; off < bytes; off += 64)
+        __asm__ volatile("dc civac, %0" ::"r"((const char *)p + off) : "memory");
+    __asm__ volatile("dmb ishst" ::: "memory");
+#else
+    (void)p, (void)bytes;
+#endif
+}
+
+static void child(int fd, const char *so, const char *entry, const tt_measure_buffer *bufs,
+                  int nbufs, int ninputs, const tt_measure_options *o)
+{
+    child_msg m;
+    memset(&m, 0, sizeof(m));
+    if (o->memory_limit > 0) {
+        struct rlimit rl = {(rlim_t)o->memory_limit, (rlim_t)o->memory_limit};
+        setrlimit(RLIMIT_AS, &rl);
+    }
+    tt_kernel *k;
+    tt_errbuf err;
+    if (tt_kernel_load(so, entry, &k, &err))
+        child_fail(fd, &m, E_RUNTIME_DEVICE, "%s", err.msg);
+    void *args[256];
+    if (nbufs > 256)
+        child_fail(fd, &m, E_UNKNOWN, "too many parameters");
+    for (int i = 0; i < nbufs; i++) {
+        size_t bytes = (size_t)bufs[i].count * elem_bytes(bufs[i].elem);
+        if (posix_memalign(&args[i], 64, bytes ? bytes : 64))
+            child_fail(fd, &m, E_RUNTIME_DEVICE, "cannot allocate %zu bytes for argument %d", bytes,
+                       i);
+        if (i < ninputs && bufs[i].data)
+            memcpy(args[i], bufs[i].data, bytes);
+        else
+            memset(args[i], i < ninputs ? 0 : 0xff, bytes); /* outputs start as NaN */
+    }
+    tt_kernel_fn fn = tt_kernel_function(k);
+    /* Warm-up, which is also the call whose outputs are checked. */
+    int32_t rc = fn(args);
+    if (rc != 0)
+        child_fail(fd, &m, E_RUNTIME_DEVICE, "kernel returned %d", rc);
+    for (int i = ninputs; i < nbufs; i++) {
+        if (!bufs[i].expect)
+            continue;
+        for (int64_t e = 0; e < bufs[i].count; e++) {
+            double x = elem_get(args[i], bufs[i].elem, e),
+                   y = elem_get(bufs[i].expect, bufs[i].elem, e);
+            if (!(fabs(x - y) <= o->atol + o->rtol * fabs(y)))
+                child_fail(fd, &m, E_WRONG_ANSWER,
+                           "output %d element %lld: got %.9g, expected %.9g", i - ninputs,
+                           (long long)e, x, y);
+        }
+    }
+    int number = o->number > 0 ? o->number : 1;
+    int repeat =
+        o->repeat > 0 ? (o->repeat > TT_MEASURE_MAX_REPEAT ? TT_MEASURE_MAX_REPEAT : o->repeat) : 3;
+    for (int r = 0; r < repeat; r++) {
+        if (o->cache_flush)
+            for (int i = 0; i < ninputs; i++)
+                flush(args[i], (size_t)bufs[i].count * elem_bytes(bufs[i].elem));
+        double dur;
+        int zero_tries = 0;
+        for (;;) {
+            double t0 = now();
+            for (int c = 0; c < number; c++)
+                fn(args);
+            dur = now() - t0;
+            if (dur * 1e3 >= o->min_repeat_ms)
+                break;
+            if (dur <= 0) {
+                /* Too fast for the clock: grow without dividing by zero, at most 100 times. */
+                if (++zero_tries >= 100)
+                    break;
+                number = (int)(number * 1.618) + 1;
+            } else {
+                double want = o->min_repeat_ms / (dur * 1e3 / number) + 1;
+                double grown = number * 1.618;
+                number = (int)(want > grown ? want : grown);
+            }
+        }
+        m.costs[m.ncosts++] = dur / number;
+        if (o->cooldown_ms > 0)
+            usleep((useconds_t)(o->cooldown_ms * 1000));
+    }
+    m.number = number;
+    m.error_no = E_OK;
+    send_msg(fd, &m);
+    _exit(0);
+}
+
+tt_status tt_measure_run(const char *so_path, const char *entry, const tt_measure_buffer *bufs,
+                         int nbufs, int ninputs, const tt_measure_options *opt,
+                         tt_measure_result *res, tt_errbuf *err)
+{
+    tt_measure_options o = opt ? *opt : (tt_measure_options){0};
+    if (o.timeout_s <= 0)
+        o.timeout_s = 10;
+    if (o.rtol <= 0)
+        o.rtol = 1e-4;
+    if (o.atol <= 0)
+        o.atol = 1e-5;
+    memset(res, 0, sizeof(*res));
+    int fds[2];
+    if (pipe(fds))
+        return tt_err(err, TT_ERR_IO, "pipe: %s", strerror(errno));
+    fflush(NULL);
+    double t0 = now();
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return tt_err(err, TT_ERR_IO, "fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        /* Its own process group: a timeout kills everything the kernel started. */
+        setpgid(0, 0);
+        close(fds[0]);
+        signal(SIGINT, SIG_IGN);
+        /* Whatever handlers the parent installed, a faulting kernel must kill the child. */
+        static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
+        for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
+            signal(fatal[i], SIG_DFL);
+        child(fds[1], so_path, entry, bufs, nbufs, ninputs, &o);
+        _exit(0);
+    }
+    setpgid(pid, pid);
+    close(fds[1]);
+    child_msg m;
+    size_t got = 0;
+    bool timed_out = false;
+    while (got < sizeof(m)) {
+        double left = o.timeout_s - (now() - t0);
+        if (left <= 0) {
+            timed_out = true;
+            break;
+        }
+        struct pollfd pfd = {fds[0], POLLIN, 0};
+        int r = poll(&pfd, 1, (int)(left * 1000) + 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            continue;
+        ssize_t n = read(fds[0], (char *)&m + got, sizeof(m) - got);
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR)
+                continue;
+            break; /* the child died */
+        }
+        got += (size_t)n;
+    }
+    close(fds[0]);
+    if (timed_out || got < sizeof(m))
+        kill(-pid, SIGKILL);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    res->run_s = now() - t0;
+    if (timed_out) {
+        res->error_no = E_RUN_TIMEOUT;
+        snprintf(res->error_text, sizeof(res->error_text), "killed after %.3g s (timeout)",
+                 o.timeout_s);
+        return TT_OK;
+    }
+    if (got < sizeof(m)) {
+        res->error_no = E_RUNTIME_DEVICE;
+        if (WIFSIGNALED(status))
+            snprintf(res->error_text, sizeof(res->error_text),
+                     "kernel process killed by signal %d (%s)", WTERMSIG(status),
+                     strsignal(WTERMSIG(status)));
+        else
+            snprintf(res->error_text, sizeof(res->error_text),
+                     "kernel process exited with status %d",
+                     WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        return TT_OK;
+    }
+    res->error_no = m.error_no;
+    memcpy(res->error_text, m.text, sizeof(res->error_text));
+    res->error_text[sizeof(res->error_text) - 1] = 0;
+    res->ncosts = m.ncosts > TT_MEASURE_MAX_REPEAT ? TT_MEASURE_MAX_REPEAT : m.ncosts;
+    memcpy(res->costs, m.costs, sizeof(double) * (size_t)res->ncosts);
+    res->number = m.number;
+    return TT_OK;
+}

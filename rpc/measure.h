@@ -1,0 +1,60 @@
+/* Measuring a kernel safely: the sacrificial child process and the timing loop.
+ *
+ * Used by the local runner (tvm-tune run) and, later, by tvm-rpc-server on devices, so it depends
+ * on base/ and codegen's loader only.  The semantics are TVM's time evaluator
+ * (../shared/reference/measurement.md §2): one warm-up call, `repeat` samples of `number` calls,
+ * `number` grown until a sample lasts `min_repeat_ms`, optional cooldown and cache flush.
+ *
+ * A crash, an abort, a hang, a runaway allocation or a wrong answer is a result with TVM's error
+ * code, never the caller's problem.  Thread-safe (each call forks its own child). */
+#ifndef TT_RPC_MEASURE_H
+#define TT_RPC_MEASURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../base/base.h"
+
+typedef enum { TT_ELEM_F32, TT_ELEM_F64, TT_ELEM_I32, TT_ELEM_I64, TT_ELEM_U8 } tt_elem;
+
+/* One kernel parameter.  Inputs carry `data` (copied into the child); outputs may carry
+ * `expect`, the reference result the first call must reproduce. */
+typedef struct tt_measure_buffer {
+    tt_elem elem;
+    int64_t count;      /* elements */
+    const void *data;   /* inputs: initial contents (NULL: zeros) */
+    const void *expect; /* outputs: reference (NULL: not checked) */
+} tt_measure_buffer;
+
+typedef struct tt_measure_options {
+    int number;           /* calls per sample (grown by min_repeat_ms), default 1 */
+    int repeat;           /* samples, default 3 */
+    double min_repeat_ms; /* 0 = off */
+    double cooldown_ms;   /* sleep between samples, 0 = none */
+    bool cache_flush;     /* flush every argument but the outputs before each sample */
+    double timeout_s;     /* whole child (load, check, timing), default 10 */
+    int64_t memory_limit; /* bytes of address space for the child, 0 = unlimited */
+    double rtol, atol;    /* output check, defaults 1e-4 and 1e-5 */
+} tt_measure_options;
+
+#define TT_MEASURE_MAX_REPEAT 64
+
+typedef struct tt_measure_result {
+    int error_no; /* 0..8 (db.h's tt_measure_error) */
+    char error_text[512];
+    int ncosts;
+    double costs[TT_MEASURE_MAX_REPEAT]; /* seconds per call */
+    int number;                          /* effective number of calls per sample */
+    double run_s;                        /* wall time of the child */
+} tt_measure_result;
+
+/* Loads `entry` from `so_path` in a child process, checks the outputs of the first call against
+ * the expected ones and times it.  Returns TT_OK whenever a result was produced (the result's
+ * error_no says how the candidate fared); other statuses mean the measurement itself could not
+ * be made (fork failed, out of memory). */
+tt_status tt_measure_run(const char *so_path, const char *entry, const tt_measure_buffer *bufs,
+                         int nbufs, int ninputs, const tt_measure_options *opt,
+                         tt_measure_result *res, tt_errbuf *err);
+
+#endif

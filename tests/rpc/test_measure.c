@@ -1,0 +1,111 @@
+/* The measurement sandbox: planted crashing, aborting, hanging, memory-hogging and wrong kernels
+ * become results with TVM's error codes; a good kernel is timed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "rpc/measure.h"
+
+#define N 1024
+static float in[N], expect[N];
+
+static tt_measure_result measure(const char *entry, const tt_measure_options *o)
+{
+    tt_measure_buffer bufs[2] = {{TT_ELEM_F32, N, in, NULL}, {TT_ELEM_F32, N, NULL, expect}};
+    tt_measure_result r;
+    tt_errbuf err;
+    assert_int_equal(tt_measure_run(PLANTED_SO, entry, bufs, 2, 1, o, &r, &err), TT_OK);
+    return r;
+}
+
+static void setup_data(void)
+{
+    for (int i = 0; i < N; i++) {
+        in[i] = (float)i * 0.5f;
+        expect[i] = in[i] * 2.0f;
+    }
+}
+
+static void a_good_kernel_is_timed(void **state)
+{
+    setup_data();
+    tt_measure_options o = {.number = 2, .repeat = 5, .min_repeat_ms = 1};
+    tt_measure_result r = measure("good", &o);
+    assert_int_equal(r.error_no, 0);
+    assert_int_equal(r.ncosts, 5);
+    for (int i = 0; i < 5; i++)
+        assert_true(r.costs[i] > 0);
+    /* number grew until a sample lasted at least 1 ms. */
+    assert_true(r.number > 2);
+}
+
+static void a_wrong_answer_is_wrong_answer(void **state)
+{
+    setup_data();
+    tt_measure_result r = measure("wrong", NULL);
+    assert_int_equal(r.error_no, 5);
+    assert_non_null(strstr(r.error_text, "element 1023"));
+}
+
+static void a_crash_is_a_runtime_device_error(void **state)
+{
+    setup_data();
+    tt_measure_result r = measure("crash", NULL);
+    assert_int_equal(r.error_no, 4);
+    assert_non_null(strstr(r.error_text, "signal 11"));
+    r = measure("aborts", NULL);
+    assert_int_equal(r.error_no, 4);
+    assert_non_null(strstr(r.error_text, "signal 6"));
+    r = measure("fails", NULL);
+    assert_int_equal(r.error_no, 4);
+    assert_non_null(strstr(r.error_text, "returned 7"));
+}
+
+static void a_hang_is_killed_as_run_timeout(void **state)
+{
+    setup_data();
+    tt_measure_options o = {.timeout_s = 0.5};
+    tt_measure_result r = measure("hangs", &o);
+    assert_int_equal(r.error_no, 7);
+    assert_true(r.run_s < 5);
+}
+
+static void runaway_allocation_hits_the_memory_limit(void **state)
+{
+    setup_data();
+    tt_measure_options o = {.memory_limit = 512ll << 20, .timeout_s = 20};
+    tt_measure_result r = measure("hogs", &o);
+    assert_int_equal(r.error_no, 4);
+}
+
+static void a_missing_library_or_symbol_is_reported(void **state)
+{
+    setup_data();
+    tt_measure_buffer bufs[2] = {{TT_ELEM_F32, N, in, NULL}, {TT_ELEM_F32, N, NULL, expect}};
+    tt_measure_result r;
+    tt_errbuf err;
+    assert_int_equal(tt_measure_run("/nonexistent/k.so", "good", bufs, 2, 1, NULL, &r, &err),
+                     TT_OK);
+    assert_int_equal(r.error_no, 4);
+    assert_non_null(strstr(r.error_text, "/nonexistent/k.so"));
+    r = measure("no_such_entry", NULL);
+    assert_int_equal(r.error_no, 4);
+    assert_non_null(strstr(r.error_text, "no function 'no_such_entry'"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_good_kernel_is_timed),
+        cmocka_unit_test(a_wrong_answer_is_wrong_answer),
+        cmocka_unit_test(a_crash_is_a_runtime_device_error),
+        cmocka_unit_test(a_hang_is_killed_as_run_timeout),
+        cmocka_unit_test(runaway_allocation_hits_the_memory_limit),
+        cmocka_unit_test(a_missing_library_or_symbol_is_reported),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
