@@ -637,3 +637,91 @@ out:
     free(vars);
     return s;
 }
+
+/* ---- point evaluation ---- */
+
+typedef struct {
+    const tt_dag *d;
+    void **bufs; /* placeholders only */
+    int64_t *vars;
+    tt_errbuf *err;
+    int depth;
+} point_ctx;
+
+static tt_status point_eval(point_ctx *c, int op, const int64_t *idx, tt_value *out);
+
+static tt_status point_read(void *vctx, const tt_expr *node, const int64_t *idx, tt_value *out)
+{
+    point_ctx *c = vctx;
+    const tt_op *src = &c->d->ops.data[node->a];
+    for (int k = 0; k < src->ndim; k++)
+        if (idx[k] < 0 || idx[k] >= src->shape[k])
+            return tt_err(c->err, TT_ERR_RUNTIME, "read of '%s' out of bounds", src->name);
+    if (!src->is_placeholder)
+        return point_eval(c, (int)node->a, idx, out);
+    int64_t flat = 0;
+    for (int k = 0; k < src->ndim; k++)
+        flat = flat * src->shape[k] + idx[k];
+    *out = tt_buffer_get(c->bufs[node->a], src->dtype, flat);
+    return TT_OK;
+}
+
+static tt_status point_eval(point_ctx *c, int id, const int64_t *idx, tt_value *out)
+{
+    const tt_op *op = &c->d->ops.data[id];
+    if (++c->depth > TT_MAX_DIMS * 64) {
+        c->depth--;
+        return tt_err(c->err, TT_ERR_RUNTIME, "definition nests too deeply");
+    }
+    for (int k = 0; k < op->ndim; k++)
+        c->vars[op->axis[k]] = idx[k];
+    int64_t r = 1;
+    for (int k = 0; k < op->nreduce; k++)
+        r *= op->rextent[k];
+    tt_eval_env env = {c->vars, point_read, NULL, c};
+    tt_value acc = tt_reduce_identity(op->reduce, op->dtype), v;
+    tt_status s = TT_OK;
+    bool body_float = tt_dtype_is_float((tt_dtype)tt_expr_get(&c->d->pool, op->body)->dtype);
+    for (int64_t rf = 0; rf < r && !s; rf++) {
+        int64_t rr = rf;
+        for (int k = op->nreduce - 1; k >= 0; k--) {
+            c->vars[op->raxis[k]] = rr % op->rextent[k];
+            rr /= op->rextent[k];
+        }
+        /* A nested evaluation of another op may not touch this op's variables (ops have their
+         * own), but restore the spatial ones in case the same op is read at another point. */
+        for (int k = 0; k < op->ndim; k++)
+            c->vars[op->axis[k]] = idx[k];
+        if ((s = tt_expr_eval(&c->d->pool, op->body, &env, &v)))
+            break;
+        if (tt_dtype_is_float(op->dtype) && !body_float)
+            v.f = (double)v.i;
+        else if (!tt_dtype_is_float(op->dtype) && body_float)
+            v.i = (int64_t)v.f;
+        acc = tt_reduce_combine(op->reduce, op->dtype, acc, v);
+    }
+    c->depth--;
+    *out = acc;
+    return s;
+}
+
+tt_status tt_dag_eval_element(const tt_dag *d, int op, const int64_t *idx, void *const *inputs,
+                              tt_value *out, tt_errbuf *err)
+{
+    int params[64], nin;
+    tt_dag_params(d, params, 64, &nin);
+    void **bufs = calloc(d->ops.len, sizeof(void *));
+    int64_t *vars = calloc(d->pool.vars.len, sizeof(int64_t));
+    tt_status s;
+    if (!bufs || !vars) {
+        s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+    } else {
+        for (int i = 0; i < nin; i++)
+            bufs[params[i]] = inputs[i];
+        point_ctx c = {d, bufs, vars, err, 0};
+        s = point_eval(&c, op, idx, out);
+    }
+    free(bufs);
+    free(vars);
+    return s;
+}

@@ -106,6 +106,12 @@ char *tt_dag_print(const tt_dag *d);
  * the op and index when a read is out of bounds. */
 tt_status tt_dag_eval(const tt_dag *d, void *const *args, tt_errbuf *err);
 
+/* One element of op `op` at index `idx`, evaluated from the definition alone (recursively through
+ * intermediate ops), given the placeholder buffers in tt_dag_params() order.  For spot checks of
+ * large outputs, where evaluating everything would take too long. */
+tt_status tt_dag_eval_element(const tt_dag *d, int op, const int64_t *idx, void *const *inputs,
+                              tt_value *out, tt_errbuf *err);
+
 /* Reads/writes element `i` of a dense buffer of dtype t. */
 tt_value tt_buffer_get(const void *buf, tt_dtype t, int64_t i);
 void tt_buffer_set(void *buf, tt_dtype t, int64_t i, tt_value v);

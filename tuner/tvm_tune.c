@@ -2,8 +2,11 @@
  * IR of a workload under a schedule, optionally checked against the definition) and `ops` (list
  * the operator library); `run`, `submit`, `watch` and `summary` arrive with the tuner and farm. */
 #include "schedule/schedule.h"
+#include "tuner/tune.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <unistd.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,6 +192,141 @@ out:
     return rc;
 }
 
+static volatile sig_atomic_t stop_requested;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    if (stop_requested)
+        _exit(130); /* a second Ctrl-C: leave now */
+    stop_requested = 1;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"workload", required_argument, 0, 'w'}, {"target", required_argument, 0, 't'},
+        {"trials", required_argument, 0, 'n'},   {"strategy", required_argument, 0, 's'},
+        {"db", required_argument, 0, 'd'},       {"seed", required_argument, 0, 'S'},
+        {"timeout", required_argument, 0, 'T'},  {"batch", required_argument, 0, 'b'},
+        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+    const char *workloads[64];
+    int nw = 0;
+    tt_tune_options o;
+    memset(&o, 0, sizeof(o));
+    o.trials = 64;
+    o.seed = 1;
+    o.db_path = "tuning.db";
+    o.target = "llvm";
+    o.measure.repeat = 5;
+    o.measure.min_repeat_ms = 20;
+    o.measure.timeout_s = 10;
+    o.measure.memory_limit = 0;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "w:t:n:s:d:S:T:b:h", opts, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case 'w':
+            if (nw == 64) {
+                fprintf(stderr, "tvm-tune run: at most 64 workloads\n");
+                return 2;
+            }
+            workloads[nw++] = optarg;
+            break;
+        case 't': o.target = optarg; break;
+        case 'd': o.db_path = optarg; break;
+        case 's':
+            if (!strcmp(optarg, "random"))
+                o.strategy = TT_STRATEGY_RANDOM;
+            else if (!strcmp(optarg, "grid"))
+                o.strategy = TT_STRATEGY_GRID;
+            else {
+                fprintf(
+                    stderr,
+                    "tvm-tune run: --strategy is random or grid (more with the search issue)\n");
+                return 2;
+            }
+            break;
+        case 'n':
+        case 'S':
+        case 'b': {
+            errno = 0;
+            long long v = strtoll(optarg, &end, 10);
+            if (*end || errno || v < (c == 'S' ? 0 : 1)) {
+                fprintf(stderr, "tvm-tune run: --%s needs a %s integer, got '%s'\n",
+                        c == 'n'   ? "trials"
+                        : c == 'S' ? "seed"
+                                   : "batch",
+                        c == 'S' ? "non-negative" : "positive", optarg);
+                return 2;
+            }
+            if (c == 'n')
+                o.trials = v;
+            else if (c == 'S')
+                o.seed = (uint64_t)v;
+            else
+                o.batch = (int)v;
+            break;
+        }
+        case 'T':
+            o.measure.timeout_s = strtod(optarg, &end);
+            if (*end || o.measure.timeout_s <= 0) {
+                fprintf(stderr, "tvm-tune run: --timeout needs a positive number of seconds\n");
+                return 2;
+            }
+            break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (nw == 0) {
+        fprintf(stderr, "tvm-tune run: give at least one --workload\n");
+        return 2;
+    }
+    o.workloads = workloads;
+    o.nworkloads = nw;
+    o.threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    o.progress = isatty(STDERR_FILENO);
+    o.stop = &stop_requested;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_sigint;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    tt_tune_summary sums[64];
+    memset(sums, 0, sizeof(sums));
+    tt_errbuf err = {{0}};
+    tt_status s = tt_tune_run(&o, sums, stderr, &err);
+    int rc = 0;
+    for (int i = 0; i < nw; i++) {
+        tt_tune_summary *m = &sums[i];
+        if (!m->workload[0])
+            continue;
+        printf("%s on %s: %lld measured now, %lld in all, %lld errors\n", m->workload, o.target,
+               (long long)m->measured, (long long)m->total, (long long)m->errors);
+        if (m->best_s > 0) {
+            printf("  best   %.6g s  %.2f GFLOPS", m->best_s, m->flops / m->best_s / 1e9);
+            if (m->naive_s > 0)
+                printf("  (%.1fx the naive schedule, %.6g s)", m->naive_s / m->best_s, m->naive_s);
+            printf("\n  config %s\n", m->best_config);
+        } else {
+            printf("  no error-free measurement yet\n");
+        }
+    }
+    if (stop_requested)
+        printf("stopped by request: everything measured is in %s; run the same command to resume\n",
+               o.db_path);
+    if (s) {
+        fprintf(stderr, "tvm-tune run: %s\n", err.msg);
+        rc = 1;
+    } else {
+        printf("records in %s (tvm-db best --db %s --workload ... --target %s)\n", o.db_path,
+               o.db_path, o.target);
+    }
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -198,6 +336,8 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "lower") == 0)
         return cmd_lower(argc - 1, argv + 1);
+    if (strcmp(cmd, "run") == 0)
+        return cmd_run(argc - 1, argv + 1);
     if (strcmp(cmd, "ops") == 0)
         return cmd_ops();
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {

@@ -1,0 +1,535 @@
+#include "tune.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../codegen/codegen.h"
+#include "../db/db.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void tt_host_fingerprint(char *out, size_t n)
+{
+    char model[256] = "unknown-cpu";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[1024];
+    while (f && fgets(line, sizeof(line), f))
+        if (!strncmp(line, "model name", 10) || !strncmp(line, "Model", 5)) {
+            char *c = strchr(line, ':');
+            if (c) {
+                snprintf(model, sizeof(model), "%s", c + 2);
+                model[strcspn(model, "\n")] = 0;
+                break;
+            }
+        }
+    if (f)
+        fclose(f);
+    const char *triple, *cpu, *features;
+    tt_codegen_host(&triple, &cpu, &features);
+    char hex[17];
+    tt_hash64_hex(tt_hash64_str(features), hex);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    double gib = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE) / (1 << 30);
+    snprintf(out, n, "%s|%ldc|%.0fG|%s|%.8s", model, cores, gib, cpu, hex);
+}
+
+static tt_elem elem_of(tt_dtype t)
+{
+    switch (t) {
+    case TT_DT_FLOAT32: return TT_ELEM_F32;
+    case TT_DT_FLOAT64: return TT_ELEM_F64;
+    case TT_DT_INT32: return TT_ELEM_I32;
+    case TT_DT_INT64: return TT_ELEM_I64;
+    default: return TT_ELEM_U8;
+    }
+}
+
+/* ---- one workload's task ---- */
+
+typedef struct {
+    const tt_tune_options *o;
+    tt_workload *w;
+    tt_space space;
+    tt_target target;
+    const char *target_text;
+    char device[512];
+    char dir[256];
+    tt_db *db;
+    FILE *log;
+    /* inputs and reference outputs, in parameter order */
+    int nparams, ninputs;
+    void *data[64];
+    tt_measure_buffer bufs[64];
+    /* configs measured so far (hashes of their step text), sorted */
+    uint64_t *seen;
+    size_t nseen, capseen;
+    int64_t total, measured, errors;
+    double best_s, naive_s;
+    char *best_config;
+    uint64_t grid_next;
+    tt_rng rng;
+    double t_start;
+    int64_t t_start_total;
+} task;
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static bool seen_has(const task *t, uint64_t h)
+{
+    return bsearch(&h, t->seen, t->nseen, sizeof(uint64_t), cmp_u64) != NULL;
+}
+
+static void seen_add(task *t, uint64_t h)
+{
+    if (seen_has(t, h))
+        return;
+    if (t->nseen == t->capseen) {
+        size_t cap = t->capseen ? t->capseen * 2 : 256;
+        uint64_t *g = realloc(t->seen, cap * sizeof(uint64_t));
+        if (!g)
+            return;
+        t->seen = g;
+        t->capseen = cap;
+    }
+    size_t i = t->nseen;
+    while (i > 0 && t->seen[i - 1] > h) {
+        t->seen[i] = t->seen[i - 1];
+        i--;
+    }
+    t->seen[i] = h;
+    t->nseen++;
+}
+
+static void note_result(task *t, const char *config, double median, int error_no)
+{
+    if (!strcmp(config, "[]") && error_no == 0)
+        t->naive_s = median;
+    if (error_no == 0 && (t->best_s == 0 || median < t->best_s)) {
+        t->best_s = median;
+        free(t->best_config);
+        t->best_config = strdup(config);
+    }
+}
+
+static int load_history(void *ctx, const tt_db_row *row)
+{
+    task *t = ctx;
+    seen_add(t, tt_hash64_str(row->config));
+    t->total++;
+    if (row->error_no)
+        t->errors++;
+    note_result(t, row->config, row->median_s, row->error_no);
+    return 0;
+}
+
+/* Random inputs; reference outputs from the definition (small workloads) or from the naive
+ * schedule compiled, spot-checked against the definition (large ones). */
+static tt_status make_reference(task *t, tt_errbuf *err)
+{
+    const tt_dag *d = &t->w->dag;
+    int params[64];
+    t->nparams = tt_dag_params(d, params, 64, &t->ninputs);
+    if (t->nparams > 64)
+        return tt_err(err, TT_ERR_LIMIT, "more than 64 parameters");
+    for (int i = 0; i < t->nparams; i++) {
+        const tt_op *op = &d->ops.data[params[i]];
+        size_t bytes = (size_t)tt_op_numel(op) * (size_t)tt_dtype_bytes(op->dtype);
+        if (posix_memalign(&t->data[i], 64, bytes ? bytes : 64))
+            return tt_err(err, TT_ERR_NOMEM, "out of memory for '%s'", op->name);
+        if (i < t->ninputs)
+            tt_fill_random(t->data[i], op->dtype, tt_op_numel(op), t->o->seed + (uint64_t)i * 7919);
+        else
+            memset(t->data[i], 0, bytes);
+        t->bufs[i].elem = elem_of(op->dtype);
+        t->bufs[i].count = tt_op_numel(op);
+        t->bufs[i].data = i < t->ninputs ? t->data[i] : NULL;
+        t->bufs[i].expect = i < t->ninputs ? NULL : t->data[i];
+    }
+    if (t->w->flops <= 2e7)
+        return tt_dag_eval(d, t->data, err);
+    /* The naive schedule, compiled and run here. */
+    tt_state *st;
+    tt_program *prog;
+    tt_status s = tt_state_create(d, &st, err);
+    if (s)
+        return s;
+    s = tt_lower(st, &prog, err);
+    tt_state_free(st);
+    if (s)
+        return s;
+    char so[512];
+    snprintf(so, sizeof(so), "%s/reference.so", t->dir);
+    tt_kernel *k = NULL;
+    s = tt_codegen_llvm(prog, &t->target, "reference", so, NULL, NULL, err);
+    tt_program_free(prog);
+    if (!s)
+        s = tt_kernel_load(so, "reference", &k, err);
+    if (s)
+        return s;
+    tt_kernel_function(k)(t->data);
+    tt_kernel_unload(k);
+    unlink(so);
+    /* Spot checks against the definition. */
+    tt_rng r;
+    tt_rng_seed(&r, t->o->seed ^ 0x5eed);
+    for (int i = t->ninputs; i < t->nparams; i++) {
+        const tt_op *op = &d->ops.data[params[i]];
+        for (int c = 0; c < 16; c++) {
+            int64_t idx[TT_MAX_DIMS], flat = 0;
+            for (int k2 = 0; k2 < op->ndim; k2++) {
+                idx[k2] = (int64_t)tt_rng_below(&r, (uint64_t)op->shape[k2]);
+                flat = flat * op->shape[k2] + idx[k2];
+            }
+            tt_value want, got = tt_buffer_get(t->data[i], op->dtype, flat);
+            if ((s = tt_dag_eval_element(d, params[i], idx, t->data, &want, err)))
+                return s;
+            double x = tt_dtype_is_float(op->dtype) ? got.f : (double)got.i;
+            double y = tt_dtype_is_float(op->dtype) ? want.f : (double)want.i;
+            if (!(fabs(x - y) <= 1e-5 + 1e-4 * fabs(y)))
+                return tt_err(err, TT_ERR_RUNTIME,
+                              "the naive compiled reference of %s disagrees with the definition at "
+                              "element %lld of '%s' (%.9g vs %.9g): a code generator bug",
+                              t->w->key, (long long)flat, op->name, x, y);
+        }
+    }
+    return TT_OK;
+}
+
+/* ---- one round: pick, compile in parallel, measure, record ---- */
+
+typedef struct {
+    task *t;
+    uint64_t index;
+    char *config;
+    char so[512];
+    int error_no;
+    char error_text[512];
+    double build_s;
+    tt_measure_result res;
+} candidate;
+
+typedef struct {
+    candidate *c;
+    int n;
+    int next;
+    pthread_mutex_t mu;
+} compile_queue;
+
+static void compile_one(candidate *c)
+{
+    task *t = c->t;
+    tt_errbuf err = {{0}};
+    double t0 = now();
+    tt_program *prog = NULL;
+    tt_state *st = NULL;
+    if (c->index == UINT64_MAX) { /* the naive schedule */
+        if (tt_state_create(&t->w->dag, &st, &err))
+            c->error_no = 1;
+    } else if (tt_space_apply(&t->space, c->index, &st, &err)) {
+        c->error_no = 1; /* INSTANTIATION_ERROR */
+    }
+    if (!c->error_no && tt_lower(st, &prog, &err))
+        c->error_no = 1;
+    if (!c->error_no && tt_codegen_llvm(prog, &t->target, "kernel", c->so, NULL, NULL, &err))
+        c->error_no = 2; /* COMPILE_HOST */
+    if (c->error_no)
+        snprintf(c->error_text, sizeof(c->error_text), "%s", err.msg);
+    c->build_s = now() - t0;
+    tt_program_free(prog);
+    tt_state_free(st);
+}
+
+static void *compile_worker(void *arg)
+{
+    compile_queue *q = arg;
+    for (;;) {
+        pthread_mutex_lock(&q->mu);
+        int i = q->next < q->n ? q->next++ : -1;
+        pthread_mutex_unlock(&q->mu);
+        if (i < 0)
+            return NULL;
+        compile_one(&q->c[i]);
+    }
+}
+
+static char *config_of(task *t, uint64_t index)
+{
+    if (index == UINT64_MAX)
+        return strdup("[]");
+    tt_state *st;
+    if (tt_space_apply(&t->space, index, &st, NULL))
+        return NULL;
+    char *j = tt_steps_to_json(st->steps.data, st->steps.len);
+    tt_state_free(st);
+    return j;
+}
+
+/* Picks up to `want` unmeasured configs. */
+static int pick(task *t, candidate *c, int want)
+{
+    int n = 0;
+    bool baseline = t->naive_s == 0 && !seen_has(t, tt_hash64_str("[]"));
+    if (baseline && want > 0) {
+        c[n].index = UINT64_MAX;
+        c[n].config = strdup("[]");
+        n++;
+    }
+    int64_t tries = 0;
+    while (n < want && tries < 64 * (int64_t)want + 1000) {
+        tries++;
+        uint64_t idx;
+        if (t->o->strategy == TT_STRATEGY_GRID) {
+            if (t->grid_next >= t->space.size)
+                break;
+            idx = t->grid_next++;
+        } else {
+            idx = tt_rng_below(&t->rng, t->space.size);
+        }
+        char *cfg = config_of(t, idx);
+        if (!cfg)
+            continue;
+        uint64_t h = tt_hash64_str(cfg);
+        bool dup = seen_has(t, h);
+        for (int k = 0; k < n && !dup; k++)
+            dup = !strcmp(c[k].config, cfg);
+        if (dup) {
+            free(cfg);
+            continue;
+        }
+        c[n].index = idx;
+        c[n].config = cfg;
+        n++;
+    }
+    return n;
+}
+
+static void progress(task *t, bool final)
+{
+    if (!t->o->progress || !t->log)
+        return;
+    double el = now() - t->t_start;
+    int64_t done_here = t->total - t->t_start_total;
+    int64_t left = t->o->trials - t->total;
+    double eta = done_here > 0 && left > 0 ? el / (double)done_here * (double)left : 0;
+    double gflops = t->best_s > 0 ? t->w->flops / t->best_s / 1e9 : 0;
+    fprintf(t->log, "\r%-40.40s %5lld/%lld trials  best %8.2f GFLOPS  %6.1fs  ETA %6.1fs%s",
+            t->w->key, (long long)t->total, (long long)t->o->trials, gflops, el, eta,
+            final ? "\n" : "");
+    fflush(t->log);
+}
+
+static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
+{
+    for (int i = 0; i < n; i++) {
+        c[i].t = t;
+        snprintf(c[i].so, sizeof(c[i].so), "%s/c%d.so", t->dir, i);
+    }
+    compile_queue q = {c, n, 0, PTHREAD_MUTEX_INITIALIZER};
+    int nth = t->o->threads > 0 ? t->o->threads : 1;
+    if (nth > n)
+        nth = n;
+    pthread_t th[64];
+    int started = 0;
+    for (int i = 0; i < nth && i < 64; i++)
+        if (!pthread_create(&th[i], NULL, compile_worker, &q))
+            started++;
+    if (started == 0)
+        compile_worker(&q);
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    /* Measure one at a time: kernels must not share the machine. */
+    tt_db_record recs[256];
+    double costs[256][TT_MEASURE_MAX_REPEAT];
+    int nrec = 0;
+    for (int i = 0; i < n; i++) {
+        if (t->o->stop && *t->o->stop)
+            break;
+        if (!c[i].error_no) {
+            tt_measure_run(c[i].so, "kernel", t->bufs, t->nparams, t->ninputs, &t->o->measure,
+                           &c[i].res, err);
+            c[i].error_no = c[i].res.error_no;
+            if (c[i].error_no)
+                snprintf(c[i].error_text, sizeof(c[i].error_text), "%s", c[i].res.error_text);
+        }
+        unlink(c[i].so);
+        tt_db_record *r = &recs[nrec];
+        memset(r, 0, sizeof(*r));
+        r->workload = t->w->key;
+        r->target = t->target_text;
+        r->device = t->device;
+        r->config = c[i].config;
+        r->config_kind = TT_CONFIG_STEPS;
+        if (c[i].error_no) {
+            costs[nrec][0] = 1e9; /* TVM's cost of a failed measurement */
+            r->ncosts = 1;
+            r->error_text = c[i].error_text;
+        } else {
+            r->ncosts = c[i].res.ncosts;
+            memcpy(costs[nrec], c[i].res.costs, sizeof(double) * (size_t)r->ncosts);
+        }
+        r->costs = costs[nrec];
+        r->error_no = c[i].error_no;
+        r->build_s = c[i].build_s;
+        r->run_s = c[i].res.run_s;
+        r->total_s = c[i].build_s + c[i].res.run_s;
+        r->timestamp = wall();
+        nrec++;
+    }
+    /* Record before anything else can go wrong: the batch is what we measured. */
+    if (nrec && tt_db_insert(t->db, recs, (size_t)nrec, NULL))
+        return tt_err(err, TT_ERR_IO, "storing measurements: %s", tt_db_errmsg(t->db));
+    for (int i = 0; i < nrec; i++) {
+        seen_add(t, tt_hash64_str(recs[i].config));
+        t->total++;
+        t->measured++;
+        if (recs[i].error_no) {
+            t->errors++;
+        } else {
+            /* median of the samples */
+            double s[TT_MEASURE_MAX_REPEAT];
+            int m = recs[i].ncosts;
+            memcpy(s, recs[i].costs, sizeof(double) * (size_t)m);
+            for (int a = 1; a < m; a++)
+                for (int b = a; b > 0 && s[b - 1] > s[b]; b--) {
+                    double x = s[b];
+                    s[b] = s[b - 1];
+                    s[b - 1] = x;
+                }
+            double med = m % 2 ? s[m / 2] : 0.5 * (s[m / 2 - 1] + s[m / 2]);
+            note_result(t, recs[i].config, med, 0);
+        }
+        progress(t, false);
+    }
+    return TT_OK;
+}
+
+static tt_status tune_one(const tt_tune_options *o, const char *wtext, tt_db *db, FILE *log,
+                          tt_tune_summary *sum, tt_errbuf *err)
+{
+    task *t = calloc(1, sizeof(*t));
+    candidate *c = NULL;
+    tt_status s;
+    if (!t)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    t->o = o;
+    t->db = db;
+    t->log = log;
+    t->target_text = o->target ? o->target : "llvm";
+    tt_rng_seed(&t->rng, o->seed);
+    snprintf(t->dir, sizeof(t->dir), "/tmp/tvm-tune-XXXXXX");
+    if (!mkdtemp(t->dir)) {
+        s = tt_err(err, TT_ERR_IO, "cannot create a work directory: %s", strerror(errno));
+        t->dir[0] = 0;
+        goto out;
+    }
+    if ((s = tt_workload_parse(wtext, &t->w, err)) ||
+        (s = tt_target_parse(t->target_text, &t->target, err)))
+        goto out;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if ((s = tt_space_init(&t->space, &t->w->dag,
+                           t->target.num_cores ? t->target.num_cores : (int)cores, err)))
+        goto out;
+    tt_host_fingerprint(t->device, sizeof(t->device));
+    tt_db_device dev = {.key = "local", .fingerprint = t->device, .cores = (int)cores};
+    if ((s = tt_db_device_upsert(db, &dev))) {
+        s = tt_err(err, s, "%s", tt_db_errmsg(db));
+        goto out;
+    }
+    /* Resume: what this device already measured for this workload and target. */
+    tt_db_filter f = {t->w->key, t->target_text, t->device, 0, 0};
+    if ((s = tt_db_history(db, &f, load_history, t))) {
+        s = tt_err(err, s, "%s", tt_db_errmsg(db));
+        goto out;
+    }
+    if (log && t->total > 0)
+        fprintf(log, "%s: resuming after %lld measured configs\n", t->w->key, (long long)t->total);
+    if ((s = make_reference(t, err)))
+        goto out;
+    int batch = o->batch > 0 ? o->batch : 2 * (int)cores;
+    if (batch > 256)
+        batch = 256;
+    c = calloc((size_t)batch, sizeof(candidate));
+    if (!c) {
+        s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    t->t_start = now();
+    t->t_start_total = t->total;
+    while (t->total < o->trials && !(o->stop && *o->stop)) {
+        int64_t left = o->trials - t->total;
+        int n = pick(t, c, left < batch ? (int)left : batch);
+        if (n == 0) {
+            if (log)
+                fprintf(log, "%s%s: the search space is exhausted (%llu configs)\n",
+                        o->progress ? "\n" : "", t->w->key, (unsigned long long)t->space.size);
+            break;
+        }
+        s = round_trip(t, c, n, err);
+        for (int i = 0; i < n; i++) {
+            free(c[i].config);
+            memset(&c[i], 0, sizeof(c[i]));
+        }
+        if (s)
+            goto out;
+    }
+    progress(t, true);
+out:
+    memset(sum, 0, sizeof(*sum));
+    snprintf(sum->workload, sizeof(sum->workload), "%s", t->w ? t->w->key : wtext);
+    sum->measured = t->measured;
+    sum->total = t->total;
+    sum->errors = t->errors;
+    sum->best_s = t->best_s;
+    sum->naive_s = t->naive_s;
+    sum->flops = t->w ? t->w->flops : 0;
+    sum->interrupted = o->stop && *o->stop;
+    if (t->best_config)
+        snprintf(sum->best_config, sizeof(sum->best_config), "%s", t->best_config);
+    free(c);
+    for (int i = 0; i < t->nparams; i++)
+        free(t->data[i]);
+    free(t->seen);
+    free(t->best_config);
+    tt_workload_free(t->w);
+    if (t->dir[0])
+        rmdir(t->dir);
+    free(t);
+    return s;
+}
+
+tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE *log,
+                      tt_errbuf *err)
+{
+    tt_db *db;
+    tt_status s = tt_db_open(o->db_path ? o->db_path : "tuning.db", 0, &db, err);
+    if (s)
+        return s;
+    for (int i = 0; i < o->nworkloads && !s; i++) {
+        if (o->stop && *o->stop)
+            break;
+        s = tune_one(o, o->workloads[i], db, log, &summaries[i], err);
+    }
+    tt_db_close(db);
+    return s;
+}

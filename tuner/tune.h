@@ -1,0 +1,50 @@
+/* The tuning loop on this machine (tvm-tune run): candidates from a search space, compiled in
+ * parallel, measured one at a time in sandboxed child processes, every result stored in the
+ * database as it arrives.  A second run of the same command resumes: configs already measured
+ * for the workload, target and device are not measured again, and trials count from there. */
+#ifndef TT_TUNER_TUNE_H
+#define TT_TUNER_TUNE_H
+
+#include <signal.h>
+#include <stdio.h>
+
+#include "../rpc/measure.h"
+#include "space.h"
+
+typedef enum { TT_STRATEGY_RANDOM, TT_STRATEGY_GRID } tt_strategy;
+
+typedef struct tt_tune_options {
+    const char *const *workloads;
+    int nworkloads;
+    const char *target; /* default "llvm" (this machine) */
+    int64_t trials;     /* per workload, counting what earlier runs measured */
+    tt_strategy strategy;
+    const char *db_path; /* default ./tuning.db */
+    uint64_t seed;
+    int batch;                   /* candidates compiled together, default 2 x cores */
+    int threads;                 /* compile threads, default cores */
+    bool progress;               /* a live progress line (on a terminal) */
+    volatile sig_atomic_t *stop; /* set (e.g. by SIGINT) to stop after the current candidate */
+    tt_measure_options measure;
+} tt_tune_options;
+
+typedef struct tt_tune_summary {
+    char workload[1024];
+    int64_t measured; /* this run */
+    int64_t total;    /* including earlier runs */
+    int64_t errors;
+    double best_s, naive_s, flops;
+    char best_config[8192];
+    char best_knobs[512];
+    bool interrupted;
+} tt_tune_summary;
+
+/* Tunes every workload in turn; fills summaries[i] for each.  Writes progress and notes to `log`
+ * (may be NULL). */
+tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE *log,
+                      tt_errbuf *err);
+
+/* This machine's device fingerprint: CPU model, cores, memory, a hash of the CPU features. */
+void tt_host_fingerprint(char *out, size_t n);
+
+#endif
