@@ -126,7 +126,7 @@ static tt_status tile_stage(tt_state *st, int stage, int n, const int64_t *tile,
 
 /* Parallel outer loops (fused) and a vector innermost loop for a stage laid out by tile_stage. */
 static tt_status finish_stage(tt_state *st, int stage, int nouter, bool parallel, bool vectorize,
-                              int unroll, tt_errbuf *err)
+                              int unroll, int64_t vector_extent, tt_errbuf *err)
 {
     tt_status r;
     if (parallel && nouter > 0) {
@@ -141,7 +141,9 @@ static tt_status finish_stage(tt_state *st, int stage, int nouter, bool parallel
     }
     const tt_stage *sg = &st->stages.data[stage];
     const tt_iter *last = &sg->iters[sg->niters - 1];
-    if (vectorize && last->kind == TT_ITER_SPATIAL && last->extent > 1 && last->extent <= 64 &&
+    /* Under compute_at the loop runs over the tile, not the static extent: the caller knows. */
+    int64_t ext = vector_extent ? vector_extent : last->extent;
+    if (vectorize && last->kind == TT_ITER_SPATIAL && ext > 1 && ext <= 64 &&
         last->ann == TT_ANN_NONE &&
         (r = tt_sched_annotate(st, stage, sg->niters - 1, TT_ANN_VECTORIZE, err)))
         return r;
@@ -186,7 +188,7 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
         if (!r)
             r = tile_stage(st, main, n, tile, mid, nr, tail, 1, err);
         if (!r)
-            r = finish_stage(st, main, n, parallel, vectorize, unroll, err);
+            r = finish_stage(st, main, n, parallel, vectorize, unroll, 0, err);
     } else if (!r && nr > 0) {
         /* cache_write: the accumulation happens in a tile-sized local buffer, copied out by the
          * original stage, which is tiled and computes the local stage at its last outer loop. */
@@ -197,7 +199,7 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
         if (!r)
             r = tt_sched_compute_at(st, main, orig, n - 1, err);
         if (!r)
-            r = finish_stage(st, orig, n, parallel, vectorize, 0, err);
+            r = finish_stage(st, orig, n, parallel, vectorize, 0, 0, err);
         /* The local stage: [R.. R_last.0][S all but the last][R_last.1][S last]. */
         if (!r)
             r = tt_sched_split(st, main, n + nr - 1, &rtile, 1, true, err);
@@ -212,11 +214,11 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
             r = tt_sched_reorder(st, main, order, k, err);
         }
         if (!r)
-            r = finish_stage(st, main, 0, false, vectorize, unroll, err);
+            r = finish_stage(st, main, 0, false, vectorize, unroll, tile[n - 1], err);
     } else if (!r) {
         r = tile_stage(st, main, n, tile, NULL, 0, NULL, 0, err);
         if (!r)
-            r = finish_stage(st, main, n, parallel, vectorize, unroll, err);
+            r = finish_stage(st, main, n, parallel, vectorize, unroll, 0, err);
     }
     /* Every other stage at the root: parallel outer loop, vector inner loop. */
     for (size_t i = 0; i < st->stages.len && !r; i++) {
@@ -225,7 +227,7 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
         if (op->is_placeholder || sg->at != TT_AT_ROOT || sg->transformed || sg->niters == 0)
             continue;
         r = finish_stage(st, (int)i, 1, parallel && sg->iters[0].kind == TT_ITER_SPATIAL, vectorize,
-                         0, err);
+                         0, 0, err);
     }
     if (r) {
         tt_state_free(st);

@@ -521,13 +521,37 @@ out:
 tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE *log,
                       tt_errbuf *err)
 {
+    for (int i = 0; i < o->nworkloads; i++) {
+        memset(&summaries[i], 0, sizeof(summaries[i]));
+        snprintf(summaries[i].workload, sizeof(summaries[i].workload), "%s", o->workloads[i]);
+    }
+    tt_target t;
+    tt_status s = tt_target_parse(o->target ? o->target : "llvm", &t, err);
+    if (s)
+        return s;
+    if (strcmp(t.kind, "llvm") && strcmp(t.kind, "c"))
+        return tt_err(
+            err, TT_ERR_UNSUPPORTED,
+            "tvm-tune run measures on this CPU: target kind '%s' is not supported here (use llvm)",
+            t.kind);
+    if (t.triple[0]) {
+        const char *host, *cpu, *features;
+        tt_codegen_host(&host, &cpu, &features);
+        if (strcmp(t.triple, host))
+            return tt_err(
+                err, TT_ERR_UNSUPPORTED,
+                "target triple %s is not this machine (%s): measure it on a device of the farm",
+                t.triple, host);
+    }
     tt_db *db;
-    tt_status s = tt_db_open(o->db_path ? o->db_path : "tuning.db", 0, &db, err);
+    s = tt_db_open(o->db_path ? o->db_path : "tuning.db", 0, &db, err);
     if (s)
         return s;
     for (int i = 0; i < o->nworkloads && !s; i++) {
-        if (o->stop && *o->stop)
+        if (o->stop && *o->stop) {
+            summaries[i].interrupted = true;
             break;
+        }
         s = tune_one(o, o->workloads[i], db, log, &summaries[i], err);
     }
     tt_db_close(db);

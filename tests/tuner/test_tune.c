@@ -1,0 +1,179 @@
+/* The tiling space and the tuning loop: every sampled config computes the right thing; a run
+ * records its measurements, resumes, honours a stop request, and exhausts a small space. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "db/db.h"
+#include "tuner/tune.h"
+
+static const char *const workloads[] = {
+    "matmul:M=24,N=16,K=12",
+    "batch_matmul:B=2,M=8,N=8,K=4",
+    "conv2d_nhwc:N=1,H=8,W=8,CI=4,CO=8,K=3,S=1,P=1",
+    "conv2d_bn_relu:N=1,H=6,W=6,CI=3,CO=4,K=3,S=2,P=1",
+    "depthwise_conv2d_nhwc:N=1,H=8,W=8,C=4,K=3,S=1,P=1",
+    "conv2d_transpose_nhwc:N=1,H=4,W=4,CI=4,CO=3,K=4,S=2,P=1",
+    "norm_bmn:B=2,M=8,N=8",
+    "softmax:M=8,N=16",
+    "transpose_batch_matmul_softmax:B=1,SEQ=8,HEADS=2,DIM=4",
+    "relu:M=16,N=16",
+};
+
+static void sampled_configs_compute_the_definition(void **state)
+{
+    int checked = 0;
+    for (size_t w = 0; w < sizeof(workloads) / sizeof(workloads[0]); w++) {
+        tt_workload *wl;
+        tt_errbuf err = {{0}};
+        if (tt_workload_parse(workloads[w], &wl, &err))
+            fail_msg("%s", err.msg);
+        tt_space sp;
+        assert_int_equal(tt_space_init(&sp, &wl->dag, 2, &err), TT_OK);
+        assert_true(sp.size > 1);
+        tt_rng rng;
+        tt_rng_seed(&rng, w);
+        for (int k = 0; k < 25; k++) {
+            uint64_t idx = k == 0 ? 0 : tt_rng_below(&rng, sp.size);
+            tt_state *st;
+            tt_program *prog;
+            if (tt_space_apply(&sp, idx, &st, &err))
+                fail_msg("%s config %llu: %s", workloads[w], (unsigned long long)idx, err.msg);
+            if (tt_lower(st, &prog, &err))
+                fail_msg("%s config %llu: %s", workloads[w], (unsigned long long)idx, err.msg);
+            if (tt_verify_program(&wl->dag, prog, 3, 1e-4, 1e-5, NULL, &err))
+                fail_msg("%s config %llu: %s", workloads[w], (unsigned long long)idx, err.msg);
+            checked++;
+            tt_program_free(prog);
+            tt_state_free(st);
+        }
+        tt_workload_free(wl);
+    }
+    printf("space: %d sampled configs verified\n", checked);
+}
+
+static char db_path[256];
+
+static int count_records(void *ctx, const tt_db_row *r)
+{
+    int *n = ctx;
+    n[0]++;
+    n[1] += r->error_no == 0;
+    return 0;
+}
+
+static tt_tune_options options(const char *const *w, int64_t trials, volatile sig_atomic_t *stop)
+{
+    tt_tune_options o;
+    memset(&o, 0, sizeof(o));
+    o.workloads = w;
+    o.nworkloads = 1;
+    o.trials = trials;
+    o.db_path = db_path;
+    o.seed = 7;
+    o.batch = 3;
+    o.threads = 2;
+    o.stop = stop;
+    o.measure.repeat = 2;
+    o.measure.timeout_s = 10;
+    return o;
+}
+
+static void a_run_records_every_measurement_and_resumes(void **state)
+{
+    snprintf(db_path, sizeof(db_path), "/tmp/tt-tune-%d.db", (int)getpid());
+    const char *w[1] = {"matmul:M=16,N=16,K=16"};
+    volatile sig_atomic_t stop = 0;
+    tt_tune_options o = options(w, 6, &stop);
+    tt_tune_summary sum;
+    tt_errbuf err = {{0}};
+    if (tt_tune_run(&o, &sum, NULL, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(sum.measured, 6);
+    assert_int_equal(sum.total, 6);
+    assert_true(sum.best_s > 0);
+    assert_true(sum.naive_s > 0); /* the naive schedule is measured first, as the baseline */
+    assert_string_not_equal(sum.best_config, "");
+    /* Again with a larger budget: only the difference is measured. */
+    o.trials = 10;
+    if (tt_tune_run(&o, &sum, NULL, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(sum.measured, 4);
+    assert_int_equal(sum.total, 10);
+    tt_db *db;
+    assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, &err), TT_OK);
+    int n[2] = {0, 0};
+    tt_db_filter f = {.workload = w[0]};
+    assert_int_equal(tt_db_history(db, &f, count_records, n), TT_OK);
+    assert_int_equal(n[0], 10);
+    assert_int_equal(n[1], 10);
+    /* The best config answers tvm-db's question. */
+    tt_db_row *rows;
+    size_t nr;
+    assert_int_equal(tt_db_best(db, w[0], "llvm", NULL, 1, false, &rows, &nr), TT_OK);
+    assert_int_equal(nr, 1);
+    assert_string_equal(rows[0].config, sum.best_config);
+    tt_db_rows_free(rows, nr);
+    tt_db_close(db);
+    /* A stop request before anything runs measures nothing and says so. */
+    stop = 1;
+    o.trials = 20;
+    assert_int_equal(tt_tune_run(&o, &sum, NULL, &err), TT_OK);
+    assert_int_equal(sum.measured, 0);
+    char p[300];
+    unlink(db_path);
+    snprintf(p, sizeof(p), "%s-wal", db_path);
+    unlink(p);
+    snprintf(p, sizeof(p), "%s-shm", db_path);
+    unlink(p);
+}
+
+static void grid_search_exhausts_a_small_space(void **state)
+{
+    snprintf(db_path, sizeof(db_path), "/tmp/tt-tune-grid-%d.db", (int)getpid());
+    const char *w[1] = {"relu:M=1,N=2"};
+    tt_tune_options o = options(w, 1000, NULL);
+    o.strategy = TT_STRATEGY_GRID;
+    tt_tune_summary sum;
+    tt_errbuf err = {{0}};
+    if (tt_tune_run(&o, &sum, NULL, &err))
+        fail_msg("%s", err.msg);
+    /* Fewer distinct configs than trials: the run ends when the space is exhausted. */
+    assert_true(sum.total > 1);
+    assert_true(sum.total < 1000);
+    assert_int_equal(sum.errors, 0);
+    unlink(db_path);
+}
+
+static void bad_workloads_and_targets_are_errors(void **state)
+{
+    snprintf(db_path, sizeof(db_path), "/tmp/tt-tune-bad-%d.db", (int)getpid());
+    const char *w[1] = {"matmul:M=16"};
+    tt_tune_options o = options(w, 4, NULL);
+    tt_tune_summary sum;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_tune_run(&o, &sum, NULL, &err), TT_ERR_BAD_WORKLOAD);
+    assert_non_null(strstr(err.msg, "needs parameter N"));
+    const char *w2[1] = {"matmul:M=16,N=16,K=16"};
+    o = options(w2, 4, NULL);
+    o.target = "vulkan";
+    assert_int_equal(tt_tune_run(&o, &sum, NULL, &err), TT_ERR_UNSUPPORTED);
+    unlink(db_path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(sampled_configs_compute_the_definition),
+        cmocka_unit_test(a_run_records_every_measurement_and_resumes),
+        cmocka_unit_test(grid_search_exhausts_a_small_space),
+        cmocka_unit_test(bad_workloads_and_targets_are_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
