@@ -97,7 +97,7 @@ static int cmp_u64(const void *a, const void *b)
 
 static bool seen_has(const task *t, uint64_t h)
 {
-    return bsearch(&h, t->seen, t->nseen, sizeof(uint64_t), cmp_u64) != NULL;
+    return t->nseen && bsearch(&h, t->seen, t->nseen, sizeof(uint64_t), cmp_u64) != NULL;
 }
 
 static void seen_add(task *t, uint64_t h)
