@@ -46,7 +46,7 @@ tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, tt_errbuf *er
     const tt_op *m = &dag->ops.data[s->main_stage];
     s->nspatial = m->ndim;
     s->nreduce = m->nreduce;
-    if (m->ndim + 5 > TT_SPACE_MAX_KNOBS)
+    if (m->ndim + 6 > TT_SPACE_MAX_KNOBS)
         return tt_err(err, TT_ERR_UNSUPPORTED, "op '%s' has too many axes for the tiling space",
                       m->name);
     int64_t c[TT_SPACE_MAX_CHOICES];
@@ -61,10 +61,14 @@ tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, tt_errbuf *er
         add_knob(s, name, c, divisors(m->rextent[m->nreduce - 1], 64, c));
         int64_t cw[2] = {0, 1};
         add_knob(s, "cache_write", cw, 2);
+        /* Loop order inside a tile: spatial rows outside the inner reduction, or inside it. */
+        int64_t order[2] = {0, 1};
+        add_knob(s, "reduce_inner_first", order, 2);
     } else {
         int64_t one[1] = {0};
         add_knob(s, "tile_none", (int64_t[]){1}, 1);
         add_knob(s, "cache_write", one, 1);
+        add_knob(s, "reduce_inner_first", one, 1);
     }
     int64_t par[2] = {1, 0}; /* parallel first: it is what users want on a multi-core CPU */
     add_knob(s, "parallel", par, cores > 1 ? 2 : 1);
@@ -102,7 +106,7 @@ void tt_space_describe(const tt_space *s, uint64_t index, char *buf, size_t n)
  * [outer spatial][mid][inner spatial but the last][tail][last inner spatial].  mid and tail index
  * the iterators that follow the spatial ones (the reduce iterators), counted from 0. */
 static tt_status tile_stage(tt_state *st, int stage, int n, const int64_t *tile, const int *mid,
-                            int nmid, const int *tail, int ntail, tt_errbuf *err)
+                            int nmid, const int *tail, int ntail, bool tail_first, tt_errbuf *err)
 {
     /* Split from the last axis back, so earlier positions do not move. */
     for (int d = n - 1; d >= 0; d--) {
@@ -116,9 +120,11 @@ static tt_status tile_stage(tt_state *st, int stage, int n, const int64_t *tile,
     /* After the n splits the reduce iterators start at position 2n. */
     for (int i = 0; i < nmid; i++)
         order[k++] = 2 * n + mid[i];
+    for (int i = 0; tail_first && i < ntail; i++)
+        order[k++] = 2 * n + tail[i];
     for (int d = 0; d < n - 1; d++)
         order[k++] = 2 * d + 1;
-    for (int i = 0; i < ntail; i++)
+    for (int i = 0; !tail_first && i < ntail; i++)
         order[k++] = 2 * n + tail[i];
     order[k++] = 2 * (n - 1) + 1;
     return tt_sched_reorder(st, stage, order, k, err);
@@ -166,9 +172,10 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
         tile[d] = s->knobs[d].choice[pos[d]];
     int64_t rtile = s->knobs[n].choice[pos[n]];
     bool cache_write = s->knobs[n + 1].choice[pos[n + 1]];
-    bool parallel = s->knobs[n + 2].choice[pos[n + 2]];
-    bool vectorize = s->knobs[n + 3].choice[pos[n + 3]];
-    int unroll = (int)s->knobs[n + 4].choice[pos[n + 4]];
+    bool reduce_first = s->knobs[n + 2].choice[pos[n + 2]];
+    bool parallel = s->knobs[n + 3].choice[pos[n + 3]];
+    bool vectorize = s->knobs[n + 4].choice[pos[n + 4]];
+    int unroll = (int)s->knobs[n + 5].choice[pos[n + 5]];
     tt_state *st;
     tt_status r = tt_state_create(s->dag, &st, err);
     if (r)
@@ -186,7 +193,7 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
         for (int i = 0; i < nr; i++)
             mid[i] = i;
         if (!r)
-            r = tile_stage(st, main, n, tile, mid, nr, tail, 1, err);
+            r = tile_stage(st, main, n, tile, mid, nr, tail, 1, reduce_first, err);
         if (!r)
             r = finish_stage(st, main, n, parallel, vectorize, unroll, 0, err);
     } else if (!r && nr > 0) {
@@ -195,7 +202,7 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
         r = tt_sched_cache_write(st, main, "local", err);
         int orig = main + 1;
         if (!r)
-            r = tile_stage(st, orig, n, tile, NULL, 0, NULL, 0, err);
+            r = tile_stage(st, orig, n, tile, NULL, 0, NULL, 0, false, err);
         if (!r)
             r = tt_sched_compute_at(st, main, orig, n - 1, err);
         if (!r)
@@ -207,16 +214,19 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
             int order[TT_MAX_ITERS], k = 0;
             for (int i = 0; i < nr; i++)
                 order[k++] = n + i;
+            if (reduce_first)
+                order[k++] = n + nr;
             for (int d = 0; d < n - 1; d++)
                 order[k++] = d;
-            order[k++] = n + nr;
+            if (!reduce_first)
+                order[k++] = n + nr;
             order[k++] = n - 1;
             r = tt_sched_reorder(st, main, order, k, err);
         }
         if (!r)
             r = finish_stage(st, main, 0, false, vectorize, unroll, tile[n - 1], err);
     } else if (!r) {
-        r = tile_stage(st, main, n, tile, NULL, 0, NULL, 0, err);
+        r = tile_stage(st, main, n, tile, NULL, 0, NULL, 0, false, err);
         if (!r)
             r = finish_stage(st, main, n, parallel, vectorize, unroll, 0, err);
     }

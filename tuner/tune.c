@@ -81,6 +81,7 @@ typedef struct {
     uint64_t *seen;
     size_t nseen, capseen;
     int64_t total, measured, errors;
+    double build_s; /* compile time of this run's candidates */
     double best_s, naive_s;
     char *best_config;
     uint64_t grid_next;
@@ -391,6 +392,7 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
         r->costs = costs[nrec];
         r->error_no = c[i].error_no;
         r->build_s = c[i].build_s;
+        t->build_s += c[i].build_s;
         r->run_s = c[i].res.run_s;
         r->total_s = c[i].build_s + c[i].res.run_s;
         r->timestamp = wall();
@@ -503,6 +505,7 @@ out:
     sum->best_s = t->best_s;
     sum->naive_s = t->naive_s;
     sum->flops = t->w ? t->w->flops : 0;
+    sum->compile_s = t->measured ? t->build_s / (double)t->measured : 0;
     sum->interrupted = o->stop && *o->stop;
     if (t->best_config)
         snprintf(sum->best_config, sizeof(sum->best_config), "%s", t->best_config);

@@ -34,6 +34,7 @@ typedef struct tt_tune_summary {
     int64_t total;    /* including earlier runs */
     int64_t errors;
     double best_s, naive_s, flops;
+    double compile_s; /* mean compile time per candidate of this run (lower + LLVM + link) */
     char best_config[8192];
     char best_knobs[512];
     bool interrupted;

@@ -204,12 +204,21 @@ static void on_sigint(int sig)
 
 static int cmd_run(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"workload", required_argument, 0, 'w'}, {"target", required_argument, 0, 't'},
-        {"trials", required_argument, 0, 'n'},   {"strategy", required_argument, 0, 's'},
-        {"db", required_argument, 0, 'd'},       {"seed", required_argument, 0, 'S'},
-        {"timeout", required_argument, 0, 'T'},  {"batch", required_argument, 0, 'b'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+    static const struct option opts[] = {{"workload", required_argument, 0, 'w'},
+                                         {"target", required_argument, 0, 't'},
+                                         {"trials", required_argument, 0, 'n'},
+                                         {"strategy", required_argument, 0, 's'},
+                                         {"db", required_argument, 0, 'd'},
+                                         {"seed", required_argument, 0, 'S'},
+                                         {"timeout", required_argument, 0, 'T'},
+                                         {"batch", required_argument, 0, 'b'},
+                                         {"number", required_argument, 0, 'N'},
+                                         {"repeat", required_argument, 0, 'R'},
+                                         {"min-repeat-ms", required_argument, 0, 'M'},
+                                         {"cooldown-ms", required_argument, 0, 'C'},
+                                         {"cache-flush", no_argument, 0, 'F'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     const char *workloads[64];
     int nw = 0;
     tt_tune_options o;
@@ -224,7 +233,7 @@ static int cmd_run(int argc, char **argv)
     o.measure.memory_limit = 0;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "w:t:n:s:d:S:T:b:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "w:t:n:s:d:S:T:b:N:R:M:C:Fh", opts, NULL)) != -1) {
         char *end;
         switch (c) {
         case 'w':
@@ -276,6 +285,31 @@ static int cmd_run(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'N':
+        case 'R':
+        case 'M':
+        case 'C': {
+            double v = strtod(optarg, &end);
+            if (*end || v < 0 || ((c == 'N' || c == 'R') && (v < 1 || v > 1e6))) {
+                fprintf(stderr, "tvm-tune run: bad value '%s' for a measurement option\n", optarg);
+                return 2;
+            }
+            if (c == 'N')
+                o.measure.number = (int)v;
+            else if (c == 'R')
+                o.measure.repeat = (int)v;
+            else if (c == 'M')
+                o.measure.min_repeat_ms = v;
+            else
+                o.measure.cooldown_ms = v;
+            break;
+        }
+        case 'F':
+            /* As auto_scheduler: flushing only means something with one call per sample. */
+            o.measure.cache_flush = true;
+            o.measure.number = 1;
+            o.measure.min_repeat_ms = 0;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -303,8 +337,11 @@ static int cmd_run(int argc, char **argv)
         tt_tune_summary *m = &sums[i];
         if (!m->workload[0])
             continue;
-        printf("%s on %s: %lld measured now, %lld in all, %lld errors\n", m->workload, o.target,
+        printf("%s on %s: %lld measured now, %lld in all, %lld errors", m->workload, o.target,
                (long long)m->measured, (long long)m->total, (long long)m->errors);
+        if (m->measured)
+            printf(", %.0f ms compile per candidate", m->compile_s * 1e3);
+        printf("\n");
         if (m->best_s > 0) {
             printf("  best   %.6g s  %.2f GFLOPS", m->best_s, m->flops / m->best_s / 1e9);
             if (m->naive_s > 0)
