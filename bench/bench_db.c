@@ -45,16 +45,6 @@ static void make_record(tt_db_record *r, char *cfg, double *costs, long i)
     r->timestamp = 1.7e9 + (double)i;
 }
 
-static void remove_db(const char *path)
-{
-    char p[600];
-    unlink(path);
-    snprintf(p, sizeof(p), "%s-wal", path);
-    unlink(p);
-    snprintf(p, sizeof(p), "%s-shm", path);
-    unlink(p);
-}
-
 int main(int argc, char **argv)
 {
     long total = argc > 1 ? atol(argv[1]) : 1000000;
@@ -71,8 +61,8 @@ int main(int argc, char **argv)
     char path[512], anchor_path[512];
     snprintf(path, sizeof(path), "%s/tt-bench-%d.db", dir, (int)getpid());
     snprintf(anchor_path, sizeof(anchor_path), "%s/tt-bench-anchor-%d.db", dir, (int)getpid());
-    remove_db(path);
-    remove_db(anchor_path);
+    tt_db_remove(path);
+    tt_db_remove(anchor_path);
     tt_db *db;
     tt_errbuf err;
     if (tt_db_open(path, 0, &db, &err)) {
@@ -102,7 +92,7 @@ int main(int argc, char **argv)
     }
     double anchor_rate = (double)anchor_n / (now() - t0);
     tt_db_close(anchor);
-    remove_db(anchor_path);
+    tt_db_remove(anchor_path);
 
     t0 = now();
     for (long b = 0; b < total / batch; b++) {
@@ -151,7 +141,7 @@ int main(int argc, char **argv)
     printf("full scan of all records  %.1f ms (anchor)\n", scan_s * 1e3);
     printf("  ratio scan / median query %.0fx\n", scan_s / lat[QUERIES / 2]);
     tt_db_close(db);
-    remove_db(path);
+    tt_db_remove(path);
     free(recs);
     free(cfg);
     free(costs);

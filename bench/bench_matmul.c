@@ -204,11 +204,6 @@ int main(int argc, char **argv)
         1 / per, per * 1e3);
     unlink(so);
     tt_workload_free(w);
-    unlink(db_path);
-    char p[160];
-    snprintf(p, sizeof(p), "%s-wal", db_path);
-    unlink(p);
-    snprintf(p, sizeof(p), "%s-shm", db_path);
-    unlink(p);
+    tt_db_remove(db_path);
     return 0;
 }

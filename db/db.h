@@ -27,6 +27,9 @@ enum {
  * or was written by a newer version of tvm-tune.  On failure *out is NULL and err says why. */
 tt_status tt_db_open(const char *path, int flags, tt_db **out, tt_errbuf *err);
 void tt_db_close(tt_db *db);
+/* Deletes a (closed) database file with its WAL and shared-memory files.  Missing files are not
+ * an error. */
+void tt_db_remove(const char *path);
 /* Text of the last error on this handle ("" if none).  Owned by the handle. */
 const char *tt_db_errmsg(const tt_db *db);
 /* Schema version stored in the file. */

@@ -29,6 +29,9 @@ void tt__db_cache_clear(tt__db_cache *c);
 /* Records the error on the handle and returns `s`. */
 tt_status tt__db_fail(tt_db *db, tt_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Rolls back the open transaction (forgetting cached ids) and records "what: <last error>". */
+tt_status tt__db_abort(tt_db *db, tt_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Maps an SQLite result code to a status with a message naming `what`. */
 tt_status tt__db_sqlite(tt_db *db, int rc, const char *what);
 /* Prepares `sql`; on error records it. */

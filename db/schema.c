@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* 'TVTT' marks our files, so a database of another application is recognised as such. */
 #define TT_DB_APPLICATION_ID 0x54565454
@@ -191,13 +192,8 @@ static tt_status migrate(tt_db *db)
             s = tt__db_exec(db, bump);
         if (!s)
             s = tt__db_exec(db, "COMMIT");
-        if (s) {
-            char msg[sizeof(db->errmsg)];
-            memcpy(msg, db->errmsg, sizeof(msg));
-            sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
-            return tt__db_fail(db, s, "migrating %s from schema %d to %d: %s", db->path, v, v + 1,
-                               msg);
-        }
+        if (s)
+            return tt__db_abort(db, s, "migrating %s from schema %d to %d", db->path, v, v + 1);
     }
     return TT_OK;
 }
@@ -283,6 +279,32 @@ void tt_db_close(tt_db *db)
         sqlite3_close_v2(db->sql);
     free(db->path);
     free(db);
+}
+
+void tt_db_remove(const char *path)
+{
+    char p[4096];
+    unlink(path);
+    snprintf(p, sizeof(p), "%s-wal", path);
+    unlink(p);
+    snprintf(p, sizeof(p), "%s-shm", path);
+    unlink(p);
+}
+
+tt_status tt__db_abort(tt_db *db, tt_status s, const char *fmt, ...)
+{
+    char what[256], msg[sizeof(db->errmsg)];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    memcpy(msg, db->errmsg, sizeof(msg));
+    sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
+    /* Ids of rows created in the rolled-back transaction are gone. */
+    tt__db_cache_clear(&db->workloads);
+    tt__db_cache_clear(&db->targets);
+    tt__db_cache_clear(&db->devices);
+    return tt__db_fail(db, s, "%s: %s", what, msg);
 }
 
 const char *tt_db_errmsg(const tt_db *db)

@@ -372,17 +372,9 @@ tt_status tt_db_insert(tt_db *db, const tt_db_record *recs, size_t n, size_t *in
     sqlite3_finalize(ins);
     if (!s)
         s = tt__db_exec(db, "COMMIT");
-    if (s) {
-        /* All or nothing: the batch disappears, what was committed before stays. */
-        char msg[sizeof(db->errmsg)];
-        memcpy(msg, db->errmsg, sizeof(msg));
-        sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
-        /* Ids of rows created by the rolled-back batch are gone. */
-        tt__db_cache_clear(&db->workloads);
-        tt__db_cache_clear(&db->targets);
-        tt__db_cache_clear(&db->devices);
-        return tt__db_fail(db, s, "batch of %zu records not stored: %s", n, msg);
-    }
+    /* All or nothing: the batch disappears, what was committed before stays. */
+    if (s)
+        return tt__db_abort(db, s, "batch of %zu records not stored", n);
     if (inserted)
         *inserted = count;
     return TT_OK;

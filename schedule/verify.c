@@ -62,6 +62,26 @@ tt_status tt_verify_program(const tt_dag *dag, const tt_program *prog, uint64_t 
         tt_err_prefix(err, r, "interpreter");
         goto out;
     }
+    r = tt_verify_outputs(dag, got, want, rtol, atol, res, err);
+out:
+    for (int i = 0; i < np; i++) {
+        if (got[i] != want[i])
+            free(got[i]);
+        free(want[i]);
+    }
+    return r;
+}
+
+tt_status tt_verify_outputs(const tt_dag *dag, void *const *got, void *const *want, double rtol,
+                            double atol, tt_verify_result *res, tt_errbuf *err)
+{
+    int params[64], nin;
+    int np = tt_dag_params(dag, params, 64, &nin);
+    tt_verify_result local = {0};
+    tt_status r = TT_OK;
+    if (!res)
+        res = &local;
+    memset(res, 0, sizeof(*res));
     for (int i = nin; i < np; i++) {
         const tt_op *op = &dag->ops.data[params[i]];
         for (int64_t k = 0; k < tt_op_numel(op); k++) {
@@ -85,12 +105,6 @@ tt_status tt_verify_program(const tt_dag *dag, const tt_program *prog, uint64_t 
                                op->name, (long long)k, x, y);
             }
         }
-    }
-out:
-    for (int i = 0; i < np; i++) {
-        if (got[i] != want[i])
-            free(got[i]);
-        free(want[i]);
     }
     return r;
 }

@@ -15,6 +15,13 @@ typedef struct tt_verify_result {
 /* Fills `n` elements of a buffer with reproducible values in [-1, 1) (integers in [-8, 8)). */
 void tt_fill_random(void *buf, tt_dtype t, int64_t n, uint64_t seed);
 
+/* Compares every output of `dag` (parameters from the first output on) of `got` with `want`:
+ * |a-b| <= atol + rtol*|b|, NaN never equal, infinities equal when their signs agree.  `got` and
+ * `want` are parameter arrays in tt_dag_params() order.  TT_ERR_RUNTIME names the first
+ * mismatch (output, index, both values). */
+tt_status tt_verify_outputs(const tt_dag *dag, void *const *got, void *const *want, double rtol,
+                            double atol, tt_verify_result *res, tt_errbuf *err);
+
 /* Runs `prog` in the interpreter and `dag` through the reference evaluator on the same random
  * inputs (from `seed`) and compares every output element: |a-b| <= atol + rtol*|b|, NaN never
  * equal.  Returns TT_OK when all match, TT_ERR_RUNTIME with the first mismatch (output, index,

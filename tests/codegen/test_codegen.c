@@ -62,21 +62,11 @@ static void check_compiled(const tt_dag *dag, const tt_program *prog, const char
     }
     assert_int_equal(tt_dag_eval(dag, want, &err), TT_OK);
     assert_int_equal(tt_kernel_function(k)(got), 0);
-    for (int i = nin; i < np; i++) {
-        const tt_op *op = &dag->ops.data[params[i]];
-        for (int64_t e = 0; e < tt_op_numel(op); e++) {
-            tt_value a = tt_buffer_get(got[i], op->dtype, e),
-                     b = tt_buffer_get(want[i], op->dtype, e);
-            double x = tt_dtype_is_float(op->dtype) ? a.f : (double)a.i;
-            double y = tt_dtype_is_float(op->dtype) ? b.f : (double)b.i;
-            if (!(fabs(x - y) <= 1e-5 + 1e-4 * fabs(y))) {
-                char *ir = tt_program_print(prog);
-                fprintf(stderr, "%s\n", ir);
-                free(ir);
-                fail_msg("%s: output '%s' element %lld: compiled %.9g, reference %.9g", what,
-                         op->name, (long long)e, x, y);
-            }
-        }
+    if (tt_verify_outputs(dag, got, want, 1e-4, 1e-5, NULL, &err)) {
+        char *ir = tt_program_print(prog);
+        fprintf(stderr, "%s\n", ir);
+        free(ir);
+        fail_msg("%s: %s", what, err.msg);
     }
     for (int i = 0; i < np; i++) {
         if (got[i] != want[i])
@@ -87,41 +77,16 @@ static void check_compiled(const tt_dag *dag, const tt_program *prog, const char
     unlink(so);
 }
 
-static const char *const workloads[] = {
-    "matmul:M=12,N=10,K=8",
-    "batch_matmul:B=2,M=6,N=5,K=4",
-    "conv1d_nlc:N=1,L=12,CI=4,CO=6,K=3,S=2,P=1",
-    "conv2d_nhwc:N=1,H=7,W=7,CI=4,CO=6,K=3,S=1,P=1",
-    "conv2d_nhwc:N=1,H=8,W=8,CI=4,CO=8,K=3,S=2,P=1,G=2",
-    "conv2d_nhwc:N=1,H=9,W=9,CI=3,CO=4,K=3,S=1,P=2,DIL=2",
-    "conv2d_nchw:N=1,CI=3,H=7,W=7,CO=4,K=3,S=2,P=1",
-    "conv3d_ndhwc:N=1,D=4,H=5,W=5,CI=2,CO=3,K=3,S=1,P=1",
-    "depthwise_conv2d_nhwc:N=1,H=8,W=8,C=4,K=3,S=2,P=1",
-    "conv2d_transpose_nhwc:N=1,H=4,W=4,CI=4,CO=3,K=4,S=2,P=1",
-    "conv2d_capsule_nhwijc:N=1,H=6,W=6,CI=2,CO=2,K=3,S=2,P=1,CAP=2",
-    "norm_bmn:B=2,M=6,N=5",
-    "softmax:M=6,N=10",
-    "conv2d_bn_relu:N=1,H=6,W=6,CI=3,CO=4,K=3,S=1,P=1",
-    "transpose_batch_matmul:B=1,SEQ=6,HEADS=2,DIM=4",
-    "transpose_batch_matmul_softmax:B=1,SEQ=6,HEADS=2,DIM=4",
-    "add:M=9,N=7",
-    "relu:M=9,N=7",
-    "sigmoid:M=5,N=6",
-    "matmul:M=8,N=8,K=8,dtype=int32",
-    "matmul:M=8,N=8,K=8,dtype=float64",
-    "te:B[i,j] = tanh(A[i,j]) + abs(A[i,j]) + sqrt(abs(A[i,j])) + log(abs(A[i,j]) + 1); "
-    "A:float32[6,16]",
-};
-
 #define SCHEDULES 12
 
 static void compiled_random_schedules_match_the_definition(void **state)
 {
     int compiled = 0;
     tt_codegen_stats total = {0};
-    for (size_t w = 0; w < sizeof(workloads) / sizeof(workloads[0]); w++) {
+    for (size_t w = 0; w < tt_test_nworkloads; w++) {
         tt_workload *wl;
         tt_errbuf err = {{0}};
+        const char *const *workloads = tt_test_workloads;
         if (tt_workload_parse(workloads[w], &wl, &err))
             fail_msg("%s: %s", workloads[w], err.msg);
         for (int k = 0; k < SCHEDULES; k++) {

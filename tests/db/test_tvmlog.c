@@ -64,12 +64,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    char p[300];
-    unlink(path);
-    snprintf(p, sizeof(p), "%s-wal", path);
-    unlink(p);
-    snprintf(p, sizeof(p), "%s-shm", path);
-    unlink(p);
+    tt_db_remove(path);
     return 0;
 }
 

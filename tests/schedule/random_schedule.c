@@ -2,6 +2,35 @@
 
 #include <string.h>
 
+const char *const tt_test_workloads[] = {
+    "matmul:M=12,N=10,K=8",
+    "batch_matmul:B=2,M=6,N=5,K=4",
+    "conv1d_nlc:N=1,L=12,CI=4,CO=6,K=3,S=2,P=1",
+    "conv2d_nhwc:N=1,H=7,W=7,CI=4,CO=6,K=3,S=1,P=1",
+    "conv2d_nhwc:N=1,H=8,W=8,CI=4,CO=8,K=3,S=2,P=1,G=2",
+    "conv2d_nhwc:N=1,H=9,W=9,CI=3,CO=4,K=3,S=1,P=2,DIL=2",
+    "conv2d_nchw:N=1,CI=3,H=7,W=7,CO=4,K=3,S=2,P=1",
+    "conv3d_ndhwc:N=1,D=4,H=5,W=5,CI=2,CO=3,K=3,S=1,P=1",
+    "depthwise_conv2d_nhwc:N=1,H=8,W=8,C=4,K=3,S=2,P=1",
+    "conv2d_transpose_nhwc:N=1,H=4,W=4,CI=4,CO=3,K=4,S=2,P=1",
+    "conv2d_capsule_nhwijc:N=1,H=6,W=6,CI=2,CO=2,K=3,S=2,P=1,CAP=2",
+    "norm_bmn:B=2,M=6,N=5",
+    "softmax:M=6,N=10",
+    "conv2d_bn_relu:N=1,H=6,W=6,CI=3,CO=4,K=3,S=1,P=1",
+    "transpose_batch_matmul:B=1,SEQ=6,HEADS=2,DIM=4",
+    "transpose_batch_matmul_softmax:B=1,SEQ=6,HEADS=2,DIM=4",
+    "add:M=9,N=7",
+    "relu:M=9,N=7",
+    "sigmoid:M=5,N=6",
+    "matmul:M=8,N=8,K=8,dtype=int32",
+    "matmul:M=8,N=8,K=8,dtype=float64",
+    "te:C[i,j] += A[i,k] * B[k,j]; D[i,j] = max(C[i,j] + E[j], 0); A:float32[10,6]; "
+    "B:float32[6,12]; E:float32[12]",
+    "te:B[i,j] = tanh(A[i,j]) + abs(A[i,j]) + sqrt(abs(A[i,j])) + log(abs(A[i,j]) + 1); "
+    "A:float32[6,16]",
+};
+const size_t tt_test_nworkloads = sizeof(tt_test_workloads) / sizeof(tt_test_workloads[0]);
+
 static int random_compute_stage(const tt_state *st, tt_rng *rng)
 {
     int cand[TT_MAX_STAGES], n = 0;

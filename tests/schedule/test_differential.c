@@ -10,32 +10,6 @@
 
 #include "random_schedule.h"
 
-/* Small shapes of every operator class, so hundreds of schedules run in seconds. */
-static const char *const workloads[] = {
-    "matmul:M=12,N=10,K=8",
-    "batch_matmul:B=2,M=6,N=5,K=4",
-    "conv1d_nlc:N=1,L=12,CI=4,CO=6,K=3,S=2,P=1",
-    "conv2d_nhwc:N=1,H=7,W=7,CI=4,CO=6,K=3,S=1,P=1",
-    "conv2d_nhwc:N=1,H=8,W=8,CI=4,CO=8,K=3,S=2,P=1,G=2",
-    "conv2d_nhwc:N=1,H=9,W=9,CI=3,CO=4,K=3,S=1,P=2,DIL=2",
-    "conv2d_nchw:N=1,CI=3,H=7,W=7,CO=4,K=3,S=2,P=1",
-    "conv3d_ndhwc:N=1,D=4,H=5,W=5,CI=2,CO=3,K=3,S=1,P=1",
-    "depthwise_conv2d_nhwc:N=1,H=8,W=8,C=4,K=3,S=2,P=1",
-    "conv2d_transpose_nhwc:N=1,H=4,W=4,CI=4,CO=3,K=4,S=2,P=1",
-    "conv2d_capsule_nhwijc:N=1,H=6,W=6,CI=2,CO=2,K=3,S=2,P=1,CAP=2",
-    "norm_bmn:B=2,M=6,N=5",
-    "softmax:M=6,N=10",
-    "conv2d_bn_relu:N=1,H=6,W=6,CI=3,CO=4,K=3,S=1,P=1",
-    "transpose_batch_matmul:B=1,SEQ=6,HEADS=2,DIM=4",
-    "transpose_batch_matmul_softmax:B=1,SEQ=6,HEADS=2,DIM=4",
-    "add:M=9,N=7",
-    "relu:M=9,N=7",
-    "sigmoid:M=5,N=6",
-    "matmul:M=8,N=8,K=8,dtype=int32",
-    "te:C[i,j] += A[i,k] * B[k,j]; D[i,j] = max(C[i,j] + E[j], 0); A:float32[10,6]; "
-    "B:float32[6,12]; E:float32[12]",
-};
-
 #define SCHEDULES_PER_WORKLOAD 100
 
 static void every_operator_matches_naive_definition_under_random_schedules(void **state)
@@ -43,7 +17,8 @@ static void every_operator_matches_naive_definition_under_random_schedules(void 
     (void)state;
     int total = 0, lowered = 0;
     int kinds[TT_STEP_KIND_COUNT] = {0};
-    for (size_t w = 0; w < sizeof(workloads) / sizeof(workloads[0]); w++) {
+    const char *const *workloads = tt_test_workloads;
+    for (size_t w = 0; w < tt_test_nworkloads; w++) {
         tt_workload *wl;
         tt_errbuf err = {{0}};
         tt_status s = tt_workload_parse(workloads[w], &wl, &err);

@@ -126,12 +126,7 @@ static void a_run_records_every_measurement_and_resumes(void **state)
     o.trials = 20;
     assert_int_equal(tt_tune_run(&o, &sum, NULL, &err), TT_OK);
     assert_int_equal(sum.measured, 0);
-    char p[300];
-    unlink(db_path);
-    snprintf(p, sizeof(p), "%s-wal", db_path);
-    unlink(p);
-    snprintf(p, sizeof(p), "%s-shm", db_path);
-    unlink(p);
+    tt_db_remove(db_path);
 }
 
 static void grid_search_exhausts_a_small_space(void **state)
@@ -148,7 +143,7 @@ static void grid_search_exhausts_a_small_space(void **state)
     assert_true(sum.total > 1);
     assert_true(sum.total < 1000);
     assert_int_equal(sum.errors, 0);
-    unlink(db_path);
+    tt_db_remove(db_path);
 }
 
 static void bad_workloads_and_targets_are_errors(void **state)
@@ -164,7 +159,7 @@ static void bad_workloads_and_targets_are_errors(void **state)
     o = options(w2, 4, NULL);
     o.target = "vulkan";
     assert_int_equal(tt_tune_run(&o, &sum, NULL, &err), TT_ERR_UNSUPPORTED);
-    unlink(db_path);
+    tt_db_remove(db_path);
 }
 
 int main(void)
