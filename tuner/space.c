@@ -46,7 +46,7 @@ tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, tt_errbuf *er
     const tt_op *m = &dag->ops.data[s->main_stage];
     s->nspatial = m->ndim;
     s->nreduce = m->nreduce;
-    if (m->ndim + 6 > TT_SPACE_MAX_KNOBS)
+    if (m->ndim + 7 > TT_SPACE_MAX_KNOBS)
         return tt_err(err, TT_ERR_UNSUPPORTED, "op '%s' has too many axes for the tiling space",
                       m->name);
     int64_t c[TT_SPACE_MAX_CHOICES];
@@ -64,11 +64,15 @@ tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, tt_errbuf *er
         /* Loop order inside a tile: spatial rows outside the inner reduction, or inside it. */
         int64_t order[2] = {0, 1};
         add_knob(s, "reduce_inner_first", order, 2);
+        /* Pack the inputs' tiles into local buffers at each step of the outer reduction. */
+        int64_t pack[2] = {0, 1};
+        add_knob(s, "pack_inputs", pack, 2);
     } else {
         int64_t one[1] = {0};
         add_knob(s, "tile_none", (int64_t[]){1}, 1);
         add_knob(s, "cache_write", one, 1);
         add_knob(s, "reduce_inner_first", one, 1);
+        add_knob(s, "pack_inputs", one, 1);
     }
     int64_t par[2] = {1, 0}; /* parallel first: it is what users want on a multi-core CPU */
     add_knob(s, "parallel", par, cores > 1 ? 2 : 1);
@@ -173,18 +177,31 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
     int64_t rtile = s->knobs[n].choice[pos[n]];
     bool cache_write = s->knobs[n + 1].choice[pos[n + 1]];
     bool reduce_first = s->knobs[n + 2].choice[pos[n + 2]];
-    bool parallel = s->knobs[n + 3].choice[pos[n + 3]];
-    bool vectorize = s->knobs[n + 4].choice[pos[n + 4]];
-    int unroll = (int)s->knobs[n + 5].choice[pos[n + 5]];
+    bool pack = s->knobs[n + 3].choice[pos[n + 3]];
+    bool parallel = s->knobs[n + 4].choice[pos[n + 4]];
+    bool vectorize = s->knobs[n + 5].choice[pos[n + 5]];
+    int unroll = (int)s->knobs[n + 6].choice[pos[n + 6]];
     tt_state *st;
     tt_status r = tt_state_create(s->dag, &st, err);
     if (r)
         return r;
+    /* Packing: a local copy of every input the main op reads directly (placed later). */
+    int packs[TT_MAX_STAGES], npacks = 0;
+    for (size_t i = 0; pack && s->nreduce > 0 && i < s->dag->ops.len && !r; i++) {
+        if (!s->dag->ops.data[i].is_placeholder ||
+            !tt_expr_reads_tensor(&s->dag->pool, s->dag->ops.data[s->main_stage].body, (uint32_t)i))
+            continue;
+        int reader = tt_state_stage_of_op(st, s->main_stage);
+        r = tt_sched_cache_read(st, tt_state_stage_of_op(st, (int)i), "local", &reader, 1, err);
+        packs[npacks++] = (int)st->dag.ops.len - 1;
+    }
     /* Elementwise intermediates go into their readers. */
     for (size_t i = 0; i < s->dag->ops.len && !r; i++)
         if (inlinable(s->dag, (int)i, s->main_stage))
-            r = tt_sched_compute_inline(st, (int)i, err);
-    int main = s->main_stage, nr = s->nreduce;
+            r = tt_sched_compute_inline(st, tt_state_stage_of_op(st, (int)i), err);
+    int main = tt_state_stage_of_op(st, s->main_stage), nr = s->nreduce;
+    /* The iterator of the outer reduction step in the stage that accumulates. */
+    int pack_target = -1, pack_pos = 0;
     if (!r && nr > 0 && !cache_write) {
         /* Split the last reduce axis; order [S outer][R.. R_last.0][S inner..][R_last.1][S_last
          * inner]. */
@@ -196,6 +213,8 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
             r = tile_stage(st, main, n, tile, mid, nr, tail, 1, reduce_first, err);
         if (!r)
             r = finish_stage(st, main, n, parallel, vectorize, unroll, 0, err);
+        pack_target = main;
+        pack_pos = (parallel ? 1 : n) + nr - 1;
     } else if (!r && nr > 0) {
         /* cache_write: the accumulation happens in a tile-sized local buffer, copied out by the
          * original stage, which is tiled and computes the local stage at its last outer loop. */
@@ -225,11 +244,15 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
         }
         if (!r)
             r = finish_stage(st, main, 0, false, vectorize, unroll, tile[n - 1], err);
+        pack_target = main;
+        pack_pos = nr - 1;
     } else if (!r) {
         r = tile_stage(st, main, n, tile, NULL, 0, NULL, 0, false, err);
         if (!r)
             r = finish_stage(st, main, n, parallel, vectorize, unroll, 0, err);
     }
+    for (int i = 0; i < npacks && !r && pack_target >= 0; i++)
+        r = tt_sched_compute_at(st, tt_state_stage_of_op(st, packs[i]), pack_target, pack_pos, err);
     /* Every other stage at the root: parallel outer loop, vector inner loop. */
     for (size_t i = 0; i < st->stages.len && !r; i++) {
         const tt_stage *sg = &st->stages.data[i];
