@@ -39,22 +39,33 @@ static void find_runtime_libs(void)
         snprintf(libm_path, sizeof(libm_path), "%s", info.dli_fname);
 }
 
-static const char *find_lld(void)
+/* The linker's path, found once: compile threads run concurrently. */
+static char lld_path[4096];
+static pthread_once_t lld_once = PTHREAD_ONCE_INIT;
+
+static void find_lld_once(void)
 {
     static const char *const names[] = {"ld.lld-14", "ld.lld"};
     const char *path = getenv("PATH");
-    static char found[4096];
+    char candidate[4096];
     for (size_t i = 0; i < 2; i++) {
         const char *p = path ? path : "/usr/bin:/bin";
         while (*p) {
             size_t n = strcspn(p, ":");
-            snprintf(found, sizeof(found), "%.*s/%s", (int)n, p, names[i]);
-            if (access(found, X_OK) == 0)
-                return found;
+            snprintf(candidate, sizeof(candidate), "%.*s/%s", (int)n, p, names[i]);
+            if (access(candidate, X_OK) == 0) {
+                memcpy(lld_path, candidate, sizeof(lld_path));
+                return;
+            }
             p += n + (p[n] == ':');
         }
     }
-    return NULL;
+}
+
+static const char *find_lld(void)
+{
+    pthread_once(&lld_once, find_lld_once);
+    return lld_path[0] ? lld_path : NULL;
 }
 
 tt_status tt__codegen_link(const char *obj, const char *so, bool host, tt_errbuf *err)

@@ -62,13 +62,15 @@ LLVMValueRef tt__codegen_alloc(emitter *e, uint32_t buf)
     return p;
 }
 
-static void emit_frees(emitter *e)
+/* Frees the heap buffers the current function allocated: those from `base` on (the ones before
+ * belong to the function an outlined parallel body came from). */
+static void emit_frees(emitter *e, size_t base)
 {
     LLVMTypeRef fty = LLVMFunctionType(e->voidt, &e->i8p, 1, 0);
     LLVMValueRef f = declare(e, "free", fty);
-    for (size_t i = 0; i < e->frees.len; i++)
+    for (size_t i = base; i < e->frees.len; i++)
         LLVMBuildCall2(e->b, fty, f, &e->frees.data[i], 1, "");
-    e->frees.len = 0;
+    e->frees.len = base;
 }
 
 /* Starts function `fn`: an entry block (for allocations) followed by the body block. */
@@ -165,7 +167,7 @@ void tt__codegen_parallel(emitter *e, const tt_stmt *loop)
     e->in_parallel = true;
     tt__codegen_emit_serial(e, loop, begin, end);
     e->in_parallel = false;
-    emit_frees(e);
+    emit_frees(e, saved_frees);
     LLVMBuildRetVoid(e->b);
     /* Back to the caller. */
     e->fn = saved_fn;
@@ -295,7 +297,7 @@ static tt_status build_module(emitter *e, const tt_program *p, const tt_target *
         e->bufs[b] = LLVMBuildBitCast(e->b, raw, LLVMPointerType(mem_type(e, bf->dtype), 0), "");
     }
     tt__codegen_emit_body(e, p->root);
-    emit_frees(e);
+    emit_frees(e, 0);
     LLVMBuildRet(e->b, LLVMConstInt(e->i32, 0, 0));
     e->stats.emit_s = now() - t0;
     if (e->status)

@@ -34,9 +34,20 @@ tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, tt_errbuf *er
     memset(s, 0, sizeof(*s));
     s->dag = dag;
     s->main_stage = -1;
-    for (size_t i = 0; i < dag->ops.len; i++)
-        if (!dag->ops.data[i].is_placeholder && dag->ops.data[i].nreduce > 0)
+    /* The main stage does the most work: the reduction with the largest iteration count. */
+    double most = 0;
+    for (size_t i = 0; i < dag->ops.len; i++) {
+        const tt_op *op = &dag->ops.data[i];
+        if (op->is_placeholder || op->nreduce == 0)
+            continue;
+        double work = (double)tt_op_numel(op);
+        for (int k = 0; k < op->nreduce; k++)
+            work *= (double)op->rextent[k];
+        if (work >= most) {
+            most = work;
             s->main_stage = (int)i;
+        }
+    }
     if (s->main_stage < 0)
         for (size_t i = 0; i < dag->ops.len; i++)
             if (!dag->ops.data[i].is_placeholder)

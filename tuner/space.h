@@ -2,7 +2,7 @@
  * of the main stage's spatial axes and of its last reduce axis, cache-write, parallel,
  * vectorize, auto-unroll) map to a step list, which is the config stored in the database.
  *
- * The main stage is the last op with reduce axes (or the last op).  Elementwise intermediates
+ * The main stage is the reduction with the most work (or the last op).  Elementwise intermediates
  * (padding, bias, batch-norm) are inlined; other stages get a parallel outer loop and a vector
  * inner loop.  Thread-safe for distinct spaces; a const space may be shared. */
 #ifndef TT_TUNER_SPACE_H

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <pthread.h>
 
 #include "codegen/codegen.h"
 #include "schedule/random_schedule.h"
@@ -159,6 +160,87 @@ static void tiled_matmul_uses_vectors_and_threads(void **state)
     tt_workload_free(w);
 }
 
+/* Intermediates above the stack limit live on the heap; an outlined parallel body must neither
+ * free nor touch the caller's heap buffers' lifetimes. */
+static void heap_buffers_and_parallel_loops(void **state)
+{
+    static const char *const cases[][2] = {
+        {"softmax:M=128,N=256", "[[\"AN\", 4, 0, 3], [\"AN\", 2, 0, 3]]"},
+        {"conv2d_bn_relu:N=1,H=28,W=28,CI=32,CO=32,K=3,S=1,P=1",
+         "[[\"CI\", 5], [\"CI\", 7], [\"CI\", 9], [\"AN\", 3, 0, 3], [\"AN\", 10, 1, 3]]"},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        tt_workload *w;
+        tt_errbuf err = {{0}};
+        tt_step *s;
+        size_t n;
+        tt_state *st;
+        tt_program *prog;
+        assert_int_equal(tt_workload_parse(cases[i][0], &w, &err), TT_OK);
+        if (tt_steps_from_json(cases[i][1], &s, &n, &err) ||
+            tt_state_replay(&w->dag, s, n, &st, &err) || tt_lower(st, &prog, &err))
+            fail_msg("%s: %s", cases[i][0], err.msg);
+        tt_codegen_stats stats;
+        check_compiled(&w->dag, prog, cases[i][0], 9, &stats);
+        assert_true(stats.parallel_loops >= 1);
+        free(s);
+        tt_program_free(prog);
+        tt_state_free(st);
+        tt_workload_free(w);
+    }
+}
+
+/* Compilation is thread-safe: the tuner compiles candidates on every core at once. */
+typedef struct {
+    const tt_program *prog;
+    int id;
+    tt_status status;
+    char msg[512];
+} compile_job;
+
+static void *compile_thread(void *arg)
+{
+    compile_job *j = arg;
+    tt_target t;
+    tt_errbuf err = {{0}};
+    tt_target_parse("llvm", &t, NULL);
+    for (int k = 0; k < 4 && !j->status; k++) {
+        char so[300];
+        snprintf(so, sizeof(so), "%s/t%d-%d.so", dir, j->id, k);
+        j->status = tt_codegen_llvm(j->prog, &t, "kernel", so, NULL, NULL, &err);
+        unlink(so);
+    }
+    snprintf(j->msg, sizeof(j->msg), "%s", err.msg);
+    return NULL;
+}
+
+static void concurrent_compilations_succeed(void **state)
+{
+    tt_workload *w;
+    tt_errbuf err = {{0}};
+    tt_state *st;
+    tt_program *prog;
+    assert_int_equal(tt_workload_parse("matmul:M=32,N=32,K=32", &w, &err), TT_OK);
+    assert_int_equal(tt_state_create(&w->dag, &st, &err), TT_OK);
+    assert_int_equal(tt_sched_annotate(st, 2, 0, TT_ANN_PARALLEL, &err), TT_OK);
+    assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
+    enum { N = 6 };
+    pthread_t th[N];
+    compile_job jobs[N];
+    for (int i = 0; i < N; i++) {
+        jobs[i] = (compile_job){prog, i, TT_OK, ""};
+        assert_int_equal(pthread_create(&th[i], NULL, compile_thread, &jobs[i]), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        if (jobs[i].status)
+            fail_msg("thread %d: %s", i, jobs[i].msg);
+    }
+    tt_program_free(prog);
+    tt_state_free(st);
+    tt_workload_free(w);
+}
+
 static void aarch64_objects_need_no_cross_toolchain(void **state)
 {
     tt_workload *w;
@@ -223,6 +305,8 @@ int main(void)
         cmocka_unit_test(host_detection_reads_real_features),
         cmocka_unit_test(tiled_matmul_uses_vectors_and_threads),
         cmocka_unit_test(aarch64_objects_need_no_cross_toolchain),
+        cmocka_unit_test(heap_buffers_and_parallel_loops),
+        cmocka_unit_test(concurrent_compilations_succeed),
         cmocka_unit_test(compiled_random_schedules_match_the_definition),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
