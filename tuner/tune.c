@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../codegen/codegen.h"
+#include "../costmodel/costmodel.h"
 #include "../db/db.h"
 
 static double now(void)
@@ -86,6 +87,17 @@ typedef struct {
     char *best_config;
     uint64_t grid_next;
     tt_rng rng;
+    /* this run's measurements in index form, for the model and the genetic algorithm */
+    uint64_t *run_idx;
+    double *run_score; /* throughput, 0 for errors */
+    int nrun, caprun;
+    tt_costmodel *model;
+    /* genetic algorithm: the generation waiting to be measured */
+    uint64_t *gen;
+    int ngen, gen_next;
+    uint64_t elites[3];
+    double elite_score[3];
+    int nelites;
     double t_start;
     int64_t t_start_total;
 } task;
@@ -286,6 +298,199 @@ static char *config_of(task *t, uint64_t index)
     return j;
 }
 
+/* ---- strategies ---- */
+
+/* Knob features of a config: log2(1 + value) per knob (AutoTVM's "knob" features). */
+static void features(const tt_space *sp, uint64_t index, float *row)
+{
+    int pos[TT_SPACE_MAX_KNOBS];
+    tt_space_decode(sp, index, pos);
+    for (int k = 0; k < sp->nknobs; k++)
+        row[k] = (float)log2(1.0 + (double)sp->knobs[k].choice[pos[k]]);
+}
+
+static uint64_t neighbour(task *t, uint64_t index)
+{
+    int pos[TT_SPACE_MAX_KNOBS];
+    tt_space_decode(&t->space, index, pos);
+    for (int tries = 0; tries < 16; tries++) {
+        int k = (int)tt_rng_below(&t->rng, (uint64_t)t->space.nknobs);
+        if (t->space.knobs[k].n < 2)
+            continue;
+        int v = (int)tt_rng_below(&t->rng, (uint64_t)t->space.knobs[k].n);
+        if (v == pos[k])
+            continue;
+        pos[k] = v;
+        break;
+    }
+    uint64_t out = 0, mul = 1;
+    for (int k = 0; k < t->space.nknobs; k++) {
+        out += (uint64_t)pos[k] * mul;
+        mul *= (uint64_t)t->space.knobs[k].n;
+    }
+    return out;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+    float x = ((const float *)a)[0], y = ((const float *)b)[0];
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* XGBoost + simulated annealing (search.md B4, with fixed boosting rounds): trains on this run's
+ * measurements and returns the most promising indices, best first, in out (n of them). */
+static int model_plan(task *t, uint64_t *out, int n)
+{
+    int nk = t->space.nknobs, m = t->nrun;
+    float *x = malloc(sizeof(float) * (size_t)m * (size_t)nk),
+          *y = malloc(sizeof(float) * (size_t)m);
+    double best = 1e-12;
+    int found = 0;
+    if (!x || !y)
+        goto out;
+    for (int i = 0; i < m; i++)
+        best = t->run_score[i] > best ? t->run_score[i] : best;
+    for (int i = 0; i < m; i++) {
+        features(&t->space, t->run_idx[i], x + (size_t)i * (size_t)nk);
+        y[i] = (float)(t->run_score[i] / best);
+    }
+    tt_errbuf err;
+    if (!t->model && tt_costmodel_create(TT_COSTMODEL_REG, 0, t->o->seed, &t->model, &err))
+        goto out;
+    if (tt_costmodel_train(t->model, x, m, nk, y, 60, &err))
+        goto out;
+    /* Simulated annealing over the index space (walkers kept per call). */
+    enum { WALKERS = 64, ITERS = 80, KEEP = 256 };
+    uint64_t walk[WALKERS], prop[WALKERS];
+    float cur[WALKERS], next[WALKERS], row[WALKERS * TT_SPACE_MAX_KNOBS];
+    float heap[KEEP][3]; /* score, index (as two floats is lossy): keep indices aside */
+    uint64_t heap_idx[KEEP];
+    int nheap = 0;
+    int nw = t->space.size < WALKERS ? (int)t->space.size : WALKERS;
+    for (int w = 0; w < nw; w++) {
+        walk[w] = tt_rng_below(&t->rng, t->space.size);
+        features(&t->space, walk[w], row + w * nk);
+    }
+    if (tt_costmodel_predict(t->model, row, nw, nk, cur, &err))
+        goto out;
+    for (int it = 0; it < ITERS; it++) {
+        double temp = 1.0 - (double)it / ITERS;
+        for (int w = 0; w < nw; w++) {
+            prop[w] = neighbour(t, walk[w]);
+            features(&t->space, prop[w], row + w * nk);
+        }
+        if (tt_costmodel_predict(t->model, row, nw, nk, next, &err))
+            goto out;
+        for (int w = 0; w < nw; w++) {
+            /* Remember every proposal worth keeping (duplicates filtered later). */
+            if (nheap < KEEP) {
+                heap[nheap][0] = next[w];
+                heap_idx[nheap++] = prop[w];
+            } else {
+                int lo = 0;
+                for (int h = 1; h < KEEP; h++)
+                    if (heap[h][0] < heap[lo][0])
+                        lo = h;
+                if (next[w] > heap[lo][0]) {
+                    heap[lo][0] = next[w];
+                    heap_idx[lo] = prop[w];
+                }
+            }
+            double p = exp(fmin((next[w] - cur[w]) / (temp + 1e-5), 1.0));
+            if (next[w] >= cur[w] || tt_rng_uniform(&t->rng) < p) {
+                walk[w] = prop[w];
+                cur[w] = next[w];
+            }
+        }
+    }
+    /* Best first. */
+    for (int h = 0; h < nheap; h++)
+        heap[h][1] = (float)h;
+    qsort(heap, (size_t)nheap, sizeof(heap[0]), cmp_desc);
+    for (int h = 0; h < nheap && found < n; h++) {
+        uint64_t idx = heap_idx[(int)heap[h][1]];
+        bool dup = false;
+        for (int j = 0; j < found && !dup; j++)
+            dup = out[j] == idx;
+        if (!dup)
+            out[found++] = idx;
+    }
+out:
+    free(x);
+    free(y);
+    return found;
+}
+
+/* Genetic algorithm (search.md B3): when the previous generation is measured, breed the next from
+ * it and the elites, by throughput-weighted selection, one-point crossover and mutation. */
+static void ga_breed(task *t, int pop)
+{
+    int m = t->nrun, nk = t->space.nknobs;
+    int first = m - t->ngen > 0 ? m - t->ngen : 0;
+    /* Pool: the last generation plus the elites. */
+    int npool = 0;
+    uint64_t pool[512];
+    double score[512];
+    for (int i = first; i < m && npool < 509; i++) {
+        pool[npool] = t->run_idx[i];
+        score[npool++] = t->run_score[i];
+    }
+    for (int e = 0; e < t->nelites && npool < 512; e++) {
+        pool[npool] = t->elites[e];
+        score[npool++] = t->elite_score[e];
+    }
+    /* New elites: the best three of the pool. */
+    t->nelites = 0;
+    for (int e = 0; e < 3 && e < npool; e++) {
+        int b = -1;
+        for (int i = 0; i < npool; i++) {
+            bool taken = false;
+            for (int j = 0; j < t->nelites; j++)
+                taken |= t->elites[j] == pool[i];
+            if (!taken && (b < 0 || score[i] > score[b]))
+                b = i;
+        }
+        if (b < 0)
+            break;
+        t->elites[t->nelites] = pool[b];
+        t->elite_score[t->nelites++] = score[b];
+    }
+    double maxs = 1e-8, sum = 0;
+    for (int i = 0; i < npool; i++)
+        maxs = score[i] + 1e-8 > maxs ? score[i] + 1e-8 : maxs;
+    for (int i = 0; i < npool; i++)
+        sum += (score[i] + 1e-8) / maxs;
+    t->ngen = 0;
+    t->gen_next = 0;
+    for (int tries = 0; t->ngen < pop && tries < pop * 20 && npool > 0; tries++) {
+        int parent[2];
+        for (int p = 0; p < 2; p++) {
+            double r = tt_rng_uniform(&t->rng) * sum;
+            parent[p] = npool - 1;
+            for (int i = 0; i < npool; i++) {
+                r -= (score[i] + 1e-8) / maxs;
+                if (r <= 0) {
+                    parent[p] = i;
+                    break;
+                }
+            }
+        }
+        int a[TT_SPACE_MAX_KNOBS], b[TT_SPACE_MAX_KNOBS];
+        tt_space_decode(&t->space, pool[parent[0]], a);
+        tt_space_decode(&t->space, pool[parent[1]], b);
+        int cut = (int)tt_rng_below(&t->rng, (uint64_t)nk);
+        uint64_t child = 0, mul = 1;
+        for (int k = 0; k < nk; k++) {
+            int v = k < cut ? a[k] : b[k];
+            if (tt_rng_uniform(&t->rng) < 0.1)
+                v = (int)tt_rng_below(&t->rng, (uint64_t)t->space.knobs[k].n);
+            child += (uint64_t)v * mul;
+            mul *= (uint64_t)t->space.knobs[k].n;
+        }
+        t->gen[t->ngen++] = child;
+    }
+}
+
 /* Picks up to `want` unmeasured configs. */
 static int pick(task *t, candidate *c, int want)
 {
@@ -296,6 +501,14 @@ static int pick(task *t, candidate *c, int want)
         c[n].config = strdup("[]");
         n++;
     }
+    /* The model proposes once it has something to learn from; 5% of picks stay random. */
+    uint64_t plan[256];
+    int nplan = 0, plan_next = 0;
+    if (t->o->strategy == TT_STRATEGY_XGB && t->nrun >= 2 * want && t->nrun >= 16)
+        nplan = model_plan(t, plan, 256);
+    int pop = t->space.size < 64 ? (int)t->space.size : 64;
+    if (t->o->strategy == TT_STRATEGY_GA && !t->gen)
+        t->gen = calloc((size_t)pop, sizeof(uint64_t));
     int64_t tries = 0;
     while (n < want && tries < 64 * (int64_t)want + 1000) {
         tries++;
@@ -304,6 +517,15 @@ static int pick(task *t, candidate *c, int want)
             if (t->grid_next >= t->space.size)
                 break;
             idx = t->grid_next++;
+        } else if (t->o->strategy == TT_STRATEGY_XGB && plan_next < nplan &&
+                   tt_rng_uniform(&t->rng) >= 0.05) {
+            idx = plan[plan_next++];
+        } else if (t->o->strategy == TT_STRATEGY_GA && t->gen && t->nrun >= pop) {
+            /* The first generation is random; later ones are bred from measured ones. */
+            if (t->gen_next >= t->ngen)
+                ga_breed(t, pop);
+            idx = t->gen_next < t->ngen ? t->gen[t->gen_next++]
+                                        : tt_rng_below(&t->rng, t->space.size);
         } else {
             idx = tt_rng_below(&t->rng, t->space.size);
         }
@@ -405,6 +627,7 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
         seen_add(t, tt_hash64_str(recs[i].config));
         t->total++;
         t->measured++;
+        double thr = 0;
         if (recs[i].error_no) {
             t->errors++;
         } else {
@@ -420,6 +643,24 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
                 }
             double med = m % 2 ? s[m / 2] : 0.5 * (s[m / 2 - 1] + s[m / 2]);
             note_result(t, recs[i].config, med, 0);
+            thr = med > 0 ? t->w->flops / med : 0;
+        }
+        if (c[i].index != UINT64_MAX && t->nrun < 1 << 20) {
+            if (t->nrun == t->caprun) {
+                int cap = t->caprun ? 2 * t->caprun : 256;
+                uint64_t *gi = realloc(t->run_idx, (size_t)cap * sizeof(uint64_t));
+                if (gi)
+                    t->run_idx = gi;
+                double *gs = realloc(t->run_score, (size_t)cap * sizeof(double));
+                if (gs)
+                    t->run_score = gs;
+                if (gi && gs)
+                    t->caprun = cap;
+            }
+            if (t->nrun < t->caprun) {
+                t->run_idx[t->nrun] = c[i].index;
+                t->run_score[t->nrun++] = thr;
+            }
         }
         progress(t, false);
     }
@@ -514,6 +755,10 @@ out:
         free(t->data[i]);
     free(t->seen);
     free(t->best_config);
+    free(t->run_idx);
+    free(t->run_score);
+    free(t->gen);
+    tt_costmodel_free(t->model);
     tt_workload_free(t->w);
     if (t->dir[0])
         rmdir(t->dir);

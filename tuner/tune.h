@@ -11,7 +11,12 @@
 #include "../rpc/measure.h"
 #include "space.h"
 
-typedef enum { TT_STRATEGY_RANDOM, TT_STRATEGY_GRID } tt_strategy;
+typedef enum {
+    TT_STRATEGY_RANDOM, /* uniform without replacement */
+    TT_STRATEGY_GRID,   /* index order */
+    TT_STRATEGY_GA,     /* genetic algorithm (AutoTVM's GATuner) */
+    TT_STRATEGY_XGB,    /* XGBoost cost model + simulated annealing (AutoTVM's XGBTuner) */
+} tt_strategy;
 
 typedef struct tt_tune_options {
     const char *const *workloads;

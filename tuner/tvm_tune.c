@@ -19,8 +19,24 @@ static void usage(FILE *f)
         "usage: tvm-tune COMMAND [options]\n"
         "\n"
         "commands:\n"
+        "  run     tune workloads on this machine, recording every measurement\n"
         "  lower   print the loop IR of a workload under a schedule\n"
         "  ops     list the operator library and its parameters\n"
+        "\n"
+        "tvm-tune run --workload W [--workload W2 ...] [--target T] [--trials N]\n"
+        "             [--strategy random|grid|ga|xgb] [--db PATH] [--seed S] [--timeout SEC]\n"
+        "             [--batch N] [--number N] [--repeat N] [--min-repeat-ms MS]\n"
+        "             [--cooldown-ms MS] [--cache-flush]\n"
+        "  measures candidate schedules of each workload on this machine, each in a sandboxed\n"
+        "  child process, and records every result in the database (default ./tuning.db).\n"
+        "  --trials counts per workload, including what earlier runs of the same workload,\n"
+        "  target and machine measured: running the same command again resumes.  Ctrl-C stops\n"
+        "  after the current candidate; everything measured is kept.\n"
+        "  --target defaults to llvm (this CPU, with its real features); -num-cores=N sets the\n"
+        "  threads of parallel loops.  Strategies: random (default), grid, ga (genetic\n"
+        "  algorithm), xgb (XGBoost cost model + simulated annealing).  Measurement: --number\n"
+        "  (calls per sample, 1), --repeat (samples, 5), --min-repeat-ms (20), --cooldown-ms (0),\n"
+        "  --cache-flush (flush inputs before each sample), --timeout (per candidate, 10 s).\n"
         "\n"
         "tvm-tune lower --workload W [--steps FILE | --steps-json JSON] [--check] [--seed N]\n"
         "               [--dag] [--state]\n"
@@ -250,10 +266,12 @@ static int cmd_run(int argc, char **argv)
                 o.strategy = TT_STRATEGY_RANDOM;
             else if (!strcmp(optarg, "grid"))
                 o.strategy = TT_STRATEGY_GRID;
+            else if (!strcmp(optarg, "ga"))
+                o.strategy = TT_STRATEGY_GA;
+            else if (!strcmp(optarg, "xgb"))
+                o.strategy = TT_STRATEGY_XGB;
             else {
-                fprintf(
-                    stderr,
-                    "tvm-tune run: --strategy is random or grid (more with the search issue)\n");
+                fprintf(stderr, "tvm-tune run: --strategy is random, grid, ga or xgb\n");
                 return 2;
             }
             break;

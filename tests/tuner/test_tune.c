@@ -146,6 +146,28 @@ static void grid_search_exhausts_a_small_space(void **state)
     tt_db_remove(db_path);
 }
 
+/* The genetic algorithm and the model-guided strategy run past their warm-up (the model is
+ * trained and proposes; the GA breeds) and every config they pick is new and correct. */
+static void ga_and_xgb_strategies_pick_new_correct_configs(void **state)
+{
+    static const tt_strategy strategies[2] = {TT_STRATEGY_GA, TT_STRATEGY_XGB};
+    for (int k = 0; k < 2; k++) {
+        snprintf(db_path, sizeof(db_path), "/tmp/tt-tune-strategy-%d-%d.db", k, (int)getpid());
+        const char *w[1] = {"matmul:M=32,N=32,K=32"};
+        tt_tune_options o = options(w, 48, NULL);
+        o.strategy = strategies[k];
+        o.batch = 8;
+        tt_tune_summary sum;
+        tt_errbuf err = {{0}};
+        if (tt_tune_run(&o, &sum, NULL, &err))
+            fail_msg("%s", err.msg);
+        assert_int_equal(sum.total, 48);
+        assert_int_equal(sum.errors, 0); /* every picked config lowered, compiled and matched */
+        assert_true(sum.best_s > 0 && sum.best_s <= sum.naive_s);
+        tt_db_remove(db_path);
+    }
+}
+
 static void bad_workloads_and_targets_are_errors(void **state)
 {
     snprintf(db_path, sizeof(db_path), "/tmp/tt-tune-bad-%d.db", (int)getpid());
@@ -168,6 +190,7 @@ int main(void)
         cmocka_unit_test(sampled_configs_compute_the_definition),
         cmocka_unit_test(a_run_records_every_measurement_and_resumes),
         cmocka_unit_test(grid_search_exhausts_a_small_space),
+        cmocka_unit_test(ga_and_xgb_strategies_pick_new_correct_configs),
         cmocka_unit_test(bad_workloads_and_targets_are_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,35 @@
+/* costmodel/: gradient-boosted trees (XGBoost through its C API) that predict how fast a config
+ * runs from its features.  No XGBoost type leaves this module.  A model belongs to one thread at
+ * a time. */
+#ifndef TT_COSTMODEL_COSTMODEL_H
+#define TT_COSTMODEL_COSTMODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../base/base.h"
+
+typedef struct tt_costmodel tt_costmodel;
+
+typedef enum {
+    TT_COSTMODEL_REG,  /* squared error on normalised throughput (AutoTVM's "reg") */
+    TT_COSTMODEL_RANK, /* pairwise ranking (AutoTVM's "rank") */
+} tt_costmodel_objective;
+
+/* AutoTVM's XGBoost parameters (search.md B4): max_depth 3, gamma 1e-4, min_child_weight 1,
+ * eta 0.3, lambda 1, alpha 0.  `nthreads` 0 = XGBoost's default. */
+tt_status tt_costmodel_create(tt_costmodel_objective obj, int nthreads, uint64_t seed,
+                              tt_costmodel **out, tt_errbuf *err);
+void tt_costmodel_free(tt_costmodel *m);
+
+/* Trains from scratch on `nrows` rows of `ncols` features (row-major) with labels `y` for
+ * `rounds` boosting rounds.  TT_ERR_RUNTIME with XGBoost's message on failure. */
+tt_status tt_costmodel_train(tt_costmodel *m, const float *x, int nrows, int ncols, const float *y,
+                             int rounds, tt_errbuf *err);
+/* Predicts `nrows` rows into out (higher = faster).  The model must have been trained. */
+tt_status tt_costmodel_predict(tt_costmodel *m, const float *x, int nrows, int ncols, float *out,
+                               tt_errbuf *err);
+/* The XGBoost version this was built against ("1.7.4"). */
+const char *tt_costmodel_backend_version(void);
+
+#endif
