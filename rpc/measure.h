@@ -6,7 +6,10 @@
  * `number` grown until a sample lasts `min_repeat_ms`, optional cooldown and cache flush.
  *
  * A crash, an abort, a hang, a runaway allocation or a wrong answer is a result with TVM's error
- * code, never the caller's problem.  Thread-safe (each call forks its own child). */
+ * code, never the caller's problem.  Thread-safe (each call forks its own child).
+ *
+ * The calling process must not have run OpenMP (libgomp, e.g. inside XGBoost): its thread pool
+ * does not survive fork() and the child's first parallel loop would hang (RUN_TIMEOUT). */
 #ifndef TT_RPC_MEASURE_H
 #define TT_RPC_MEASURE_H
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../codegen/codegen.h"
@@ -339,7 +340,66 @@ static int cmp_desc(const void *a, const void *b)
 
 /* XGBoost + simulated annealing (search.md B4, with fixed boosting rounds): trains on this run's
  * measurements and returns the most promising indices, best first, in out (n of them). */
+static int model_plan_here(task *t, uint64_t *out, int n);
+
+/* XGBoost runs OpenMP threads, and libgomp does not survive fork(): a measurement child forked
+ * after the model trained in this process would hang in its first parallel loop.  So the model
+ * lives in a child of its own, which sends the plan back through a pipe. */
 static int model_plan(task *t, uint64_t *out, int n)
+{
+    uint64_t seed = tt_rng_next(&t->rng);
+    int fds[2];
+    if (pipe(fds))
+        return 0;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return 0;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        tt_rng_seed(&t->rng, seed);
+        int found = model_plan_here(t, out, n);
+        ssize_t w1 = write(fds[1], &found, sizeof(found));
+        ssize_t w2 = found > 0 ? write(fds[1], out, sizeof(uint64_t) * (size_t)found) : 0;
+        _exit(w1 == sizeof(found) && w2 >= 0 ? 0 : 1);
+    }
+    close(fds[1]);
+    int found = 0;
+    size_t got = 0, want = sizeof(found);
+    char *dst = (char *)&found;
+    while (got < want) {
+        ssize_t r = read(fds[0], dst + got, want - got);
+        if (r <= 0) {
+            if (r < 0 && errno == EINTR)
+                continue;
+            found = 0;
+            break;
+        }
+        got += (size_t)r;
+        if (got == sizeof(found) && dst == (char *)&found) {
+            if (found <= 0 || found > n) {
+                found = found > n ? n : 0;
+                if (!found)
+                    break;
+            }
+            dst = (char *)out;
+            got = 0;
+            want = sizeof(uint64_t) * (size_t)found;
+        }
+    }
+    if (dst != (char *)out || got < want)
+        found = 0;
+    close(fds[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return found;
+}
+
+static int model_plan_here(task *t, uint64_t *out, int n)
 {
     int nk = t->space.nknobs, m = t->nrun;
     float *x = malloc(sizeof(float) * (size_t)m * (size_t)nk),
