@@ -1,7 +1,8 @@
 /* matmul benchmark: the best kernel `tvm-tune run` finds vs OpenBLAS sgemm, both on every core,
  * timed the same way in the same run; and compile throughput of candidates.
  *
- * usage: bench_matmul [--trials N] [SIZE ...]      (defaults: 64 trials, sizes 512 1024) */
+ * usage: bench_matmul [--trials N] [--random] [SIZE ...]
+ *        (defaults: 64 trials of the xgb strategy, sizes 512 1024) */
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
@@ -97,10 +98,13 @@ int main(int argc, char **argv)
         execv("/proc/self/exe", argv);
     }
     int64_t trials = 64;
+    tt_strategy strategy = TT_STRATEGY_XGB;
     int sizes[8], nsizes = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--trials") && i + 1 < argc)
             trials = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--random"))
+            strategy = TT_STRATEGY_RANDOM;
         else if (nsizes < 8 && atoi(argv[i]) > 0)
             sizes[nsizes++] = atoi(argv[i]);
     }
@@ -113,7 +117,8 @@ int main(int argc, char **argv)
     snprintf(db_path, sizeof(db_path), "/tmp/bench-matmul-%d.db", (int)getpid());
     snprintf(so, sizeof(so), "/tmp/bench-matmul-%d.so", (int)getpid());
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    printf("matmul float32, %ld cores, %lld tuning trials per size\n", cores, (long long)trials);
+    printf("matmul float32, %ld cores, %lld tuning trials per size (%s search)\n", cores,
+           (long long)trials, strategy == TT_STRATEGY_XGB ? "xgb" : "random");
     for (int k = 0; k < nsizes; k++) {
         int n = sizes[k];
         char workload[96];
@@ -124,6 +129,7 @@ int main(int argc, char **argv)
         o.workloads = w;
         o.nworkloads = 1;
         o.trials = trials;
+        o.strategy = strategy;
         o.db_path = db_path;
         o.seed = 1;
         o.threads = (int)cores;
