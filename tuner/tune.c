@@ -52,6 +52,18 @@ void tt_host_fingerprint(char *out, size_t n)
     snprintf(out, n, "%s|%ldc|%.0fG|%s|%.8s", model, cores, gib, cpu, hex);
 }
 
+double tt_tune_deadline(const tt_measure_options *m, double best_s)
+{
+    double limit = m->timeout_s > 0 ? m->timeout_s : 10;
+    if (best_s <= 0)
+        return limit;
+    int reps = m->repeat > 0 ? m->repeat : 3, number = m->number > 0 ? m->number : 1;
+    /* A sample lasts at least min_repeat_ms whatever the kernel's speed. */
+    double sample = fmax(50 * best_s * number, m->min_repeat_ms / 1000.0 * 1.618);
+    double d = 50 * best_s + reps * sample + 1.0;
+    return d < 1.0 ? 1.0 : d > limit ? limit : d;
+}
+
 static tt_elem elem_of(tt_dtype t)
 {
     switch (t) {
@@ -649,8 +661,13 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
         if (t->o->stop && *t->o->stop)
             break;
         if (!c[i].error_no) {
-            tt_measure_run(c[i].so, "kernel", t->bufs, t->nparams, t->ninputs, &t->o->measure,
-                           &c[i].res, err);
+            tt_measure_options mo = t->o->measure;
+            mo.timeout_s = tt_tune_deadline(&mo, t->best_s);
+            tt_measure_run(c[i].so, "kernel", t->bufs, t->nparams, t->ninputs, &mo, &c[i].res, err);
+            if (c[i].res.error_no == 7 && mo.timeout_s < t->o->measure.timeout_s)
+                snprintf(c[i].res.error_text, sizeof(c[i].res.error_text),
+                         "killed after %.3g s: more than 50x slower than the best so far (%.3g s)",
+                         mo.timeout_s, t->best_s);
             c[i].error_no = c[i].res.error_no;
             if (c[i].error_no)
                 snprintf(c[i].error_text, sizeof(c[i].error_text), "%s", c[i].res.error_text);

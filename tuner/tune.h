@@ -50,6 +50,12 @@ typedef struct tt_tune_summary {
 tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE *log,
                       tt_errbuf *err);
 
+/* The run deadline of a candidate (measurement.md §4, rule 5): a candidate slower than 50x the
+ * best so far is not worth waiting for, so the deadline is what 50x the best would need for the
+ * warm-up and every sample (plus a second for loading), never more than the configured timeout
+ * and never less than one second.  Before anything succeeded, the configured timeout. */
+double tt_tune_deadline(const tt_measure_options *m, double best_s);
+
 /* This machine's device fingerprint: CPU model, cores, memory, a hash of the CPU features. */
 void tt_host_fingerprint(char *out, size_t n);
 

@@ -168,6 +168,21 @@ static void ga_and_xgb_strategies_pick_new_correct_configs(void **state)
     }
 }
 
+static void run_deadline_adapts_to_the_best_time(void **state)
+{
+    tt_measure_options m = {.repeat = 5, .min_repeat_ms = 20, .timeout_s = 10};
+    /* Nothing measured yet: the configured timeout. */
+    assert_true(tt_tune_deadline(&m, 0) == 10);
+    /* A fast best: the floor of one second plus the samples' minimum length. */
+    double d = tt_tune_deadline(&m, 1e-5);
+    assert_true(d >= 1.0 && d < 1.5);
+    /* A best of 10 ms: 50x is 0.5 s per call, warm-up + 5 samples + 1 s to load = 4 s. */
+    d = tt_tune_deadline(&m, 0.01);
+    assert_true(d > 3.9 && d < 4.1);
+    /* Never more than the configured timeout. */
+    assert_true(tt_tune_deadline(&m, 1.0) == 10);
+}
+
 static void bad_workloads_and_targets_are_errors(void **state)
 {
     snprintf(db_path, sizeof(db_path), "/tmp/tt-tune-bad-%d.db", (int)getpid());
@@ -191,6 +206,7 @@ int main(void)
         cmocka_unit_test(a_run_records_every_measurement_and_resumes),
         cmocka_unit_test(grid_search_exhausts_a_small_space),
         cmocka_unit_test(ga_and_xgb_strategies_pick_new_correct_configs),
+        cmocka_unit_test(run_deadline_adapts_to_the_best_time),
         cmocka_unit_test(bad_workloads_and_targets_are_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
