@@ -33,8 +33,8 @@ static void usage(FILE *f)
         "  target and machine measured: running the same command again resumes.  Ctrl-C stops\n"
         "  after the current candidate; everything measured is kept.\n"
         "  --target defaults to llvm (this CPU, with its real features); -num-cores=N sets the\n"
-        "  threads of parallel loops.  Strategies: random (default), grid, ga (genetic\n"
-        "  algorithm), xgb (XGBoost cost model + simulated annealing).  Measurement: --number\n"
+        "  threads of parallel loops.  Strategies: xgb (default: XGBoost cost model +\n"
+        "  simulated annealing), ga (genetic algorithm), random, grid.  Measurement: --number\n"
         "  (calls per sample, 1), --repeat (samples, 5), --min-repeat-ms (20), --cooldown-ms (0),\n"
         "  --cache-flush (flush inputs before each sample), --timeout (per candidate, 10 s).\n"
         "\n"
@@ -241,6 +241,7 @@ static int cmd_run(int argc, char **argv)
     memset(&o, 0, sizeof(o));
     o.trials = 64;
     o.seed = 1;
+    o.strategy = TT_STRATEGY_XGB; /* 1.33x random search within 64 trials (bench_search) */
     o.db_path = "tuning.db";
     o.target = "llvm";
     o.measure.repeat = 5;
