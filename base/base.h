@@ -4,6 +4,7 @@
 #define TT_BASE_BASE_H
 
 #include "arena.h"
+#include "clock.h"
 #include "hash.h"
 #include "fmt.h"
 #include "json.h"

@@ -11,13 +11,6 @@
 
 #include "db/db.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -82,7 +75,7 @@ int main(int argc, char **argv)
         return 1;
     }
     long anchor_n = 2000;
-    double t0 = now();
+    double t0 = tt_clock_monotonic();
     for (long i = 0; i < anchor_n; i++) {
         make_record(&recs[0], cfg[0], costs[0], i);
         if (tt_db_insert(anchor, recs, 1, NULL)) {
@@ -90,11 +83,11 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    double anchor_rate = (double)anchor_n / (now() - t0);
+    double anchor_rate = (double)anchor_n / (tt_clock_monotonic() - t0);
     tt_db_close(anchor);
     tt_db_remove(anchor_path);
 
-    t0 = now();
+    t0 = tt_clock_monotonic();
     for (long b = 0; b < total / batch; b++) {
         for (long i = 0; i < batch; i++)
             make_record(&recs[i], cfg[i], costs[i], b * batch + i);
@@ -103,7 +96,7 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    double insert_s = now() - t0;
+    double insert_s = tt_clock_monotonic() - t0;
     double rate = (double)(total / batch * batch) / insert_s;
 
     /* Best-config queries: random (workload, target) pairs. */
@@ -115,20 +108,20 @@ int main(int argc, char **argv)
         const char *w = workloads[(seed >> 8) % NWORKLOADS], *t = targets[(seed >> 20) % NTARGETS];
         tt_db_row *rows;
         size_t n;
-        double q0 = now();
+        double q0 = tt_clock_monotonic();
         if (tt_db_best(db, w, t, NULL, 1, true, &rows, &n) || n != 1) {
             fprintf(stderr, "bench_db: best query failed: %s\n", tt_db_errmsg(db));
             return 1;
         }
-        lat[q] = now() - q0;
+        lat[q] = tt_clock_monotonic() - q0;
         tt_db_rows_free(rows, n);
     }
     qsort(lat, QUERIES, sizeof(double), cmp_double);
     /* Anchor: a full scan of every record (statistics), what an unindexed query costs. */
     tt_db_stats st;
-    t0 = now();
+    t0 = tt_clock_monotonic();
     tt_db_stats_get(db, 0, &st);
-    double scan_s = now() - t0;
+    double scan_s = tt_clock_monotonic() - t0;
 
     printf("records stored            %lld (%d workloads x %d targets)\n", (long long)st.records,
            NWORKLOADS, NTARGETS);

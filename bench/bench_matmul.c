@@ -15,31 +15,17 @@
 #include "db/db.h"
 #include "tuner/tune.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Median of `reps` timings of fn (after one warm-up call). */
 static double time_median(void (*fn)(void *), void *ctx, int reps)
 {
     double t[64];
     fn(ctx);
     for (int i = 0; i < reps; i++) {
-        double t0 = now();
+        double t0 = tt_clock_monotonic();
         fn(ctx);
-        t[i] = now() - t0;
+        t[i] = tt_clock_monotonic() - t0;
     }
-    qsort(t, (size_t)reps, sizeof(double), cmp);
-    return t[reps / 2];
+    return tt_median(t, reps);
 }
 
 typedef struct {
@@ -138,12 +124,12 @@ int main(int argc, char **argv)
         o.measure.timeout_s = 60;
         tt_tune_summary sum;
         tt_errbuf err = {{0}};
-        double t0 = now();
+        double t0 = tt_clock_monotonic();
         if (tt_tune_run(&o, &sum, NULL, &err) || sum.best_s <= 0) {
             fprintf(stderr, "bench_matmul: tuning failed: %s\n", err.msg);
             return 1;
         }
-        double tune_s = now() - t0;
+        double tune_s = tt_clock_monotonic() - t0;
         if (compile_config(workload, sum.best_config, so, &err)) {
             fprintf(stderr, "bench_matmul: %s\n", err.msg);
             return 1;
@@ -189,7 +175,7 @@ int main(int argc, char **argv)
     tt_rng rng;
     tt_rng_seed(&rng, 3);
     int count = 0;
-    double t0 = now();
+    double t0 = tt_clock_monotonic();
     tt_target t;
     tt_target_parse("llvm", &t, NULL);
     while (count < 24) {
@@ -204,7 +190,7 @@ int main(int argc, char **argv)
         }
         tt_state_free(st);
     }
-    double per = (now() - t0) / count;
+    double per = (tt_clock_monotonic() - t0) / count;
     printf(
         "compile throughput (O3, lower + LLVM + link): %.1f candidates/s per core (%.0f ms each)\n",
         1 / per, per * 1e3);

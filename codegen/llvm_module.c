@@ -13,13 +13,6 @@
 /* Buffers up to this size live on the stack (per thread inside parallel loops). */
 #define STACK_LIMIT (64 * 1024)
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static LLVMTypeRef mem_type(emitter *e, tt_dtype t)
 {
     switch (t) {
@@ -250,7 +243,7 @@ static tt_status build_module(emitter *e, const tt_program *p, const tt_target *
                               const char *entry, const tt_codegen_options *opt,
                               LLVMTargetMachineRef tm, tt_errbuf *err)
 {
-    double t0 = now();
+    double t0 = tt_clock_monotonic();
     memset(e, 0, sizeof(*e));
     e->opt = opt ? *opt : (tt_codegen_options){3, 64, 64};
     if (e->opt.max_vector <= 0 || e->opt.max_vector > 256)
@@ -299,7 +292,7 @@ static tt_status build_module(emitter *e, const tt_program *p, const tt_target *
     tt__codegen_emit_body(e, p->root);
     emit_frees(e, 0);
     LLVMBuildRet(e->b, LLVMConstInt(e->i32, 0, 0));
-    e->stats.emit_s = now() - t0;
+    e->stats.emit_s = tt_clock_monotonic() - t0;
     if (e->status)
         return tt_err(err, e->status, "code generation failed: %s", tt_strerror(e->status));
     char *msg = NULL;
@@ -311,7 +304,7 @@ static tt_status build_module(emitter *e, const tt_program *p, const tt_target *
     }
     LLVMDisposeMessage(msg);
     if (e->opt.opt_level > 0) {
-        t0 = now();
+        t0 = tt_clock_monotonic();
         char pipeline[32];
         snprintf(pipeline, sizeof(pipeline), "default<O%d>",
                  e->opt.opt_level > 3 ? 3 : e->opt.opt_level);
@@ -324,7 +317,7 @@ static tt_status build_module(emitter *e, const tt_program *p, const tt_target *
             LLVMDisposeErrorMessage(m);
             return s;
         }
-        e->stats.opt_s = now() - t0;
+        e->stats.opt_s = tt_clock_monotonic() - t0;
     }
     return TT_OK;
 }
@@ -355,7 +348,7 @@ tt_status tt_codegen_llvm(const tt_program *p, const tt_target *t, const char *e
     emitter e;
     s = build_module(&e, p, t, entry, opt, tm, err);
     if (!s) {
-        double t0 = now();
+        double t0 = tt_clock_monotonic();
         LLVMMemoryBufferRef buf;
         char *msg = NULL;
         if (LLVMTargetMachineEmitToMemoryBuffer(tm, e.mod, LLVMObjectFile, &msg, &buf)) {
@@ -371,13 +364,13 @@ tt_status tt_codegen_llvm(const tt_program *p, const tt_target *t, const char *e
             if (f && fclose(f) && !s)
                 s = tt_err(err, TT_ERR_IO, "cannot write %s", obj);
             LLVMDisposeMemoryBuffer(buf);
-            e.stats.object_s = now() - t0;
+            e.stats.object_s = tt_clock_monotonic() - t0;
             if (!s) {
-                t0 = now();
+                t0 = tt_clock_monotonic();
                 /* Host kernels depend on this machine's libgomp and libm by name. */
                 bool host = !t->triple[0] || !strcmp(t->triple, host_triple);
                 s = tt__codegen_link(obj, so_path, host, err);
-                e.stats.link_s = now() - t0;
+                e.stats.link_s = tt_clock_monotonic() - t0;
             }
             remove(obj);
         }

@@ -38,8 +38,6 @@ tt_status tt__db_sqlite(tt_db *db, int rc, const char *what);
 tt_status tt__db_prepare(tt_db *db, const char *sql, sqlite3_stmt **st);
 /* Executes a statement without results. */
 tt_status tt__db_exec(tt_db *db, const char *sql);
-/* Current Unix time as a double. */
-double tt__db_now(void);
 /* Median and mean of costs. */
 void tt__db_costs_summary(const double *c, int n, double *median, double *mean);
 /* Fills a row from a "SELECT <TT__DB_ROW_COLUMNS> ..." statement. */

@@ -127,13 +127,6 @@ tt_status tt__db_exec(tt_db *db, const char *sql)
     return rc == SQLITE_OK ? TT_OK : tt__db_sqlite(db, rc, "executing");
 }
 
-double tt__db_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int pragma_int(tt_db *db, const char *sql, int *out)
 {
     sqlite3_stmt *st;

@@ -32,27 +32,11 @@ const char *tt_db_match_name(tt_db_match m)
 
 void tt__db_costs_summary(const double *c, int n, double *median, double *mean)
 {
-    if (n <= 0) {
-        *median = *mean = 0;
-        return;
-    }
-    double *s = malloc((size_t)n * sizeof(double)), sum = 0;
+    double sum = 0;
     for (int i = 0; i < n; i++)
         sum += c[i];
-    *mean = sum / n;
-    if (!s) {
-        *median = *mean;
-        return;
-    }
-    memcpy(s, c, (size_t)n * sizeof(double));
-    for (int i = 1; i < n; i++) /* n is small (repeats): insertion sort */
-        for (int j = i; j > 0 && s[j - 1] > s[j]; j--) {
-            double t = s[j];
-            s[j] = s[j - 1];
-            s[j - 1] = t;
-        }
-    *median = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-    free(s);
+    *mean = n > 0 ? sum / n : 0;
+    *median = tt_median(c, n);
 }
 
 static void costs_json(tt_strbuf *sb, const double *c, int n)
@@ -249,7 +233,7 @@ tt_status tt_db_device_upsert(tt_db *db, const tt_db_device *d)
         &st);
     if (s)
         return s;
-    double now = tt__db_now();
+    double now = tt_clock_wall();
     sqlite3_bind_text(st, 1, d->fingerprint, -1, SQLITE_STATIC);
     const char *txt[] = {d->key, d->cpu_model, d->cpu_features};
     for (int i = 0; i < 3; i++)
@@ -638,7 +622,7 @@ tt_status tt_db_job_create(tt_db *db, const char *params_json, int64_t trials_to
                                  &st);
     if (s)
         return s;
-    double now = tt__db_now();
+    double now = tt_clock_wall();
     sqlite3_bind_text(st, 1, params_json ? params_json : "{}", -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, trials_total);
     sqlite3_bind_double(st, 3, now);
@@ -672,7 +656,7 @@ tt_status tt_db_job_update(tt_db *db, int64_t id, const char *state, int64_t tri
     sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, trials_done);
     sqlite3_bind_double(st, 3, best_s);
-    sqlite3_bind_double(st, 4, tt__db_now());
+    sqlite3_bind_double(st, 4, tt_clock_wall());
     sqlite3_bind_int64(st, 5, id);
     int rc = sqlite3_step(st);
     if (rc != SQLITE_DONE)
@@ -742,7 +726,7 @@ tt_status tt_db_model_save(tt_db *db, const char *name, int feature_schema, cons
         return s;
     sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 2, feature_schema);
-    sqlite3_bind_double(st, 3, tt__db_now());
+    sqlite3_bind_double(st, 3, tt_clock_wall());
     if (meta_json)
         sqlite3_bind_text(st, 4, meta_json, -1, SQLITE_STATIC);
     sqlite3_bind_blob64(st, 5, blob, len, SQLITE_STATIC);

@@ -18,13 +18,6 @@
 /* Error codes (the same values as db.h's tt_measure_error; rpc/ does not include db/). */
 enum { E_OK = 0, E_RUNTIME_DEVICE = 4, E_WRONG_ANSWER = 5, E_RUN_TIMEOUT = 7, E_UNKNOWN = 8 };
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static size_t elem_bytes(tt_elem e)
 {
     switch (e) {
@@ -153,10 +146,10 @@ static void child(int fd, const char *so, const char *entry, const tt_measure_bu
         double dur;
         int zero_tries = 0;
         for (;;) {
-            double t0 = now();
+            double t0 = tt_clock_monotonic();
             for (int c = 0; c < number; c++)
                 fn(args);
-            dur = now() - t0;
+            dur = tt_clock_monotonic() - t0;
             if (dur * 1e3 >= o->min_repeat_ms)
                 break;
             if (dur <= 0) {
@@ -196,7 +189,7 @@ tt_status tt_measure_run(const char *so_path, const char *entry, const tt_measur
     if (pipe(fds))
         return tt_err(err, TT_ERR_IO, "pipe: %s", strerror(errno));
     fflush(NULL);
-    double t0 = now();
+    double t0 = tt_clock_monotonic();
     pid_t pid = fork();
     if (pid < 0) {
         close(fds[0]);
@@ -221,7 +214,7 @@ tt_status tt_measure_run(const char *so_path, const char *entry, const tt_measur
     size_t got = 0;
     bool timed_out = false;
     while (got < sizeof(m)) {
-        double left = o.timeout_s - (now() - t0);
+        double left = o.timeout_s - (tt_clock_monotonic() - t0);
         if (left <= 0) {
             timed_out = true;
             break;
@@ -246,7 +239,7 @@ tt_status tt_measure_run(const char *so_path, const char *entry, const tt_measur
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
-    res->run_s = now() - t0;
+    res->run_s = tt_clock_monotonic() - t0;
     if (timed_out) {
         res->error_no = E_RUN_TIMEOUT;
         snprintf(res->error_text, sizeof(res->error_text), "killed after %.3g s (timeout)",

@@ -13,20 +13,6 @@
 #include "../costmodel/costmodel.h"
 #include "../db/db.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static double wall(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 void tt_host_fingerprint(char *out, size_t n)
 {
     char model[256] = "unknown-cpu";
@@ -266,7 +252,7 @@ static void compile_one(candidate *c)
 {
     task *t = c->t;
     tt_errbuf err = {{0}};
-    double t0 = now();
+    double t0 = tt_clock_monotonic();
     tt_program *prog = NULL;
     tt_state *st = NULL;
     if (c->index == UINT64_MAX) { /* the naive schedule */
@@ -281,7 +267,7 @@ static void compile_one(candidate *c)
         c->error_no = 2; /* COMPILE_HOST */
     if (c->error_no)
         snprintf(c->error_text, sizeof(c->error_text), "%s", err.msg);
-    c->build_s = now() - t0;
+    c->build_s = tt_clock_monotonic() - t0;
     tt_program_free(prog);
     tt_state_free(st);
 }
@@ -623,7 +609,7 @@ static void progress(task *t, bool final)
 {
     if (!t->o->progress || !t->log)
         return;
-    double el = now() - t->t_start;
+    double el = tt_clock_monotonic() - t->t_start;
     int64_t done_here = t->total - t->t_start_total;
     int64_t left = t->o->trials - t->total;
     double eta = done_here > 0 && left > 0 ? el / (double)done_here * (double)left : 0;
@@ -694,7 +680,7 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
         t->build_s += c[i].build_s;
         r->run_s = c[i].res.run_s;
         r->total_s = c[i].build_s + c[i].res.run_s;
-        r->timestamp = wall();
+        r->timestamp = tt_clock_wall();
         nrec++;
     }
     /* Record before anything else can go wrong: the batch is what we measured. */
@@ -708,17 +694,7 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
         if (recs[i].error_no) {
             t->errors++;
         } else {
-            /* median of the samples */
-            double s[TT_MEASURE_MAX_REPEAT];
-            int m = recs[i].ncosts;
-            memcpy(s, recs[i].costs, sizeof(double) * (size_t)m);
-            for (int a = 1; a < m; a++)
-                for (int b = a; b > 0 && s[b - 1] > s[b]; b--) {
-                    double x = s[b];
-                    s[b] = s[b - 1];
-                    s[b - 1] = x;
-                }
-            double med = m % 2 ? s[m / 2] : 0.5 * (s[m / 2 - 1] + s[m / 2]);
+            double med = tt_median(recs[i].costs, recs[i].ncosts);
             note_result(t, recs[i].config, med, 0);
             thr = med > 0 ? t->w->flops / med : 0;
         }
@@ -794,7 +770,7 @@ static tt_status tune_one(const tt_tune_options *o, const char *wtext, tt_db *db
         s = tt_err(err, TT_ERR_NOMEM, "out of memory");
         goto out;
     }
-    t->t_start = now();
+    t->t_start = tt_clock_monotonic();
     t->t_start_total = t->total;
     while (t->total < o->trials && !(o->stop && *o->stop)) {
         int64_t left = o->trials - t->total;

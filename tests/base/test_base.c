@@ -137,6 +137,22 @@ static void json_errors_say_line_and_column(void **state)
     json_decref(v);
 }
 
+static void median_and_clocks(void **state)
+{
+    double odd[5] = {5, 1, 4, 2, 3}, even[4] = {4, 1, 3, 2};
+    assert_true(tt_median(odd, 5) == 3);
+    assert_true(tt_median(even, 4) == 2.5);
+    assert_true(odd[0] == 5 && even[0] == 4); /* inputs untouched */
+    assert_true(tt_median(odd, 0) == 0);
+    double big[100];
+    for (int i = 0; i < 100; i++)
+        big[i] = 99 - i;
+    assert_true(tt_median(big, 100) == 49.5);
+    double a = tt_clock_monotonic(), b = tt_clock_monotonic();
+    assert_true(b >= a);
+    assert_true(tt_clock_wall() > 1.6e9);
+}
+
 static void log_levels_parse(void **state)
 {
     assert_int_equal(tt_log_level_parse("debug"), TT_LOG_DEBUG);
@@ -157,6 +173,7 @@ int main(void)
         cmocka_unit_test(hashes_are_stable_fnv1a),
         cmocka_unit_test(rng_is_reproducible_and_in_range),
         cmocka_unit_test(json_errors_say_line_and_column),
+        cmocka_unit_test(median_and_clocks),
         cmocka_unit_test(log_levels_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
