@@ -22,7 +22,8 @@
     X(ERR_IO, "input/output error")                                                                \
     X(ERR_NOT_FOUND, "not found")                                                                  \
     X(ERR_LIMIT, "limit exceeded")                                                                 \
-    X(ERR_UNSUPPORTED, "unsupported")
+    X(ERR_UNSUPPORTED, "unsupported")                                                              \
+    X(ERR_INTERNAL, "internal error")
 
 typedef enum {
 #define TT_STATUS_ENUM(name, msg) TT_##name,

@@ -383,16 +383,21 @@ static void region_read(void *vctx, tt_eid e)
     rc->nread++;
 }
 
-/* True if stage `s` is computed (directly or through other attached stages) inside stage `t` at
- * a leaf position greater than `k` (any position when k < 0). */
-static bool inside(lower_ctx *c, int s, int t, int k, int depth)
+/* True if stage `r` runs within one iteration of leaf `k` of stage `t` after stage `s` computed
+ * there: inside a deeper leaf, or at the same leaf but later in stage order (stages at one
+ * attach point are emitted in stage order). */
+static bool runs_after_within(lower_ctx *c, int r, int t, int k, int s)
 {
-    if (depth > TT_MAX_STAGES || !c->si[s].attached || c->si[s].consumer < 0)
-        return false;
-    int cs = c->si[s].consumer;
-    if (cs == t)
-        return c->si[s].at_pos > k;
-    return inside(c, cs, t, -1, depth + 1);
+    int q = r;
+    for (int depth = 0; depth <= TT_MAX_STAGES && c->si[q].attached; depth++) {
+        int cs = c->si[q].consumer;
+        if (cs < 0)
+            return false;
+        if (cs == t)
+            return c->si[q].at_pos > k || (c->si[q].at_pos == k && q > s);
+        q = cs;
+    }
+    return false;
 }
 
 static tt_status infer_region(lower_ctx *c, int s)
@@ -428,7 +433,7 @@ static tt_status infer_region(lower_ctx *c, int s)
         if (c->si[r].inlined || c->si[r].placeholder ||
             !tt_expr_reads_tensor(&c->p->pool, c->si[r].body, (uint32_t)si->op))
             continue;
-        if (r != cs && !inside(c, r, cs, pos, 0))
+        if (r != cs && !runs_after_within(c, r, cs, pos, s))
             return lerr(c, "'%s' is computed at '%s' but is also read by '%s'", op->name,
                         op_name(c, sg->at_op), op_name(c, c->si[r].op));
         reader[r] = true;
@@ -441,7 +446,7 @@ static tt_status infer_region(lower_ctx *c, int s)
     for (int k = pos + 1; k < cg->niters; k++)
         ranged[cg->iters[k].var] = 1;
     for (int r = 0; r < c->nstages; r++)
-        if (inside(c, r, cs, pos, 0))
+        if (r != s && runs_after_within(c, r, cs, pos, s))
             for (int k = 0; k < c->st->stages.data[r].niters; k++)
                 ranged[c->st->stages.data[r].iters[k].var] = 1;
     region_ctx rc = {c, si->op, ranged, acc, 0, false};

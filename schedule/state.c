@@ -952,13 +952,10 @@ static tt_status do_rfactor(apply_ctx *c)
     return TT_OK;
 }
 
-tt_status tt_state_apply(tt_state *st, const tt_step *step, tt_errbuf *err)
+/* Applies a step to `st` itself; on failure `st` may be half-changed. */
+static tt_status apply_in_place(tt_state *st, const tt_step *step, tt_errbuf *err)
 {
-    /* Steps that fail leave the state as it was: work on a copy, swap on success. */
-    tt_state *work;
-    if (tt_state_clone(st, &work))
-        return tt_err(err, TT_ERR_NOMEM, "out of memory");
-    apply_ctx c = {work, step, (int)st->steps.len, err};
+    apply_ctx c = {st, step, (int)st->steps.len, err};
     tt_status r;
     switch (step->kind) {
     case TT_STEP_SPLIT: r = do_split(&c); break;
@@ -979,8 +976,18 @@ tt_status tt_state_apply(tt_state *st, const tt_step *step, tt_errbuf *err)
         r = tt_err(err, TT_ERR_ILLEGAL_STEP, "step %d: unknown step kind %d", c.index,
                    (int)step->kind);
     }
-    if (!r && TT_VEC_PUSH(&work->steps, *step))
+    if (!r && TT_VEC_PUSH(&st->steps, *step))
         r = tt_err(err, TT_ERR_NOMEM, "out of memory");
+    return r;
+}
+
+tt_status tt_state_apply(tt_state *st, const tt_step *step, tt_errbuf *err)
+{
+    /* Steps that fail leave the state as it was: work on a copy, swap on success. */
+    tt_state *work;
+    if (tt_state_clone(st, &work))
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    tt_status r = apply_in_place(work, step, err);
     if (r) {
         tt_state_free(work);
         return r;
@@ -1000,8 +1007,9 @@ tt_status tt_state_replay(const tt_dag *dag, const tt_step *steps, size_t n, tt_
     tt_status r = tt_state_create(dag, &st, err);
     if (r)
         return r;
+    /* A failed replay discards the state, so no step needs the copy that apply makes. */
     for (size_t i = 0; i < n; i++)
-        if ((r = tt_state_apply(st, &steps[i], err))) {
+        if ((r = apply_in_place(st, &steps[i], err))) {
             tt_state_free(st);
             return r;
         }

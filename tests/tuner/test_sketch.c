@@ -1,0 +1,238 @@
+/* Sketches: counts match TVM's tests (search.md C4, num_cores = 4), factorisation schemes, and
+ * every sampled and mutated candidate lowers and computes what the definition says. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "tuner/access.h"
+#include "tuner/sketch.h"
+
+static tt_workload *parse(const char *text)
+{
+    tt_workload *w;
+    tt_errbuf err = {{0}};
+    if (tt_workload_parse(text, &w, &err))
+        fail_msg("%s: %s", text, err.msg);
+    return w;
+}
+
+static int sketch_count(const char *text)
+{
+    tt_workload *w = parse(text);
+    tt_sketch_params p;
+    tt_sketch_params_cpu(&p, 4);
+    tt_sketch_space sp;
+    tt_errbuf err = {{0}};
+    if (tt_sketch_space_init(&sp, &w->dag, &p, &err))
+        fail_msg("%s: %s", text, err.msg);
+    int n = sp.nsketches;
+    tt_sketch_space_free(&sp);
+    tt_workload_free(w);
+    return n;
+}
+
+static void counts_match_tvm(void **state)
+{
+    (void)state;
+    /* plain tiling; cache write + fusion at level 1; at level 2 */
+    assert_int_equal(sketch_count("matmul:M=512,N=512,K=512"), 3);
+    /* two rfactor sketches + the three above */
+    assert_int_equal(sketch_count("matmul:M=8,N=8,K=512"), 5);
+    assert_int_equal(sketch_count("te:C[i,j] += A[i,k] * B[k,j]; E[i,j] += C[i,k] * D[k,j]; "
+                                  "A:float32[512,512]; B:float32[512,512]; D:float32[512,512]"),
+                     9);
+    assert_int_equal(sketch_count("conv2d_bn_relu:N=1,H=56,W=56,CI=512,CO=512,K=3,S=1,P=1"), 3);
+    /* max pool 2x2 with padding: one sketch */
+    assert_int_equal(sketch_count("te:pad[n,c,h,w] = select(h >= 1 && h < 57 && w >= 1 && w < 57, "
+                                  "data[n,c,h - 1,w - 1], -1000000.0); pad:float32[1,512,58,58]; "
+                                  "pool[n,c,h,w] max= pad[n,c,h + rh,w + rw]; "
+                                  "pool:float32[1,512,57,57]; rh:2; rw:2; "
+                                  "data:float32[1,512,56,56]"),
+                     1);
+    /* min reduction: two rfactor sketches + the plain one */
+    assert_int_equal(sketch_count("te:B[i] min= A[i,k]; A:float32[10,1024]"), 3);
+    /* softmax: 3 x 3 (rfactor choices of the two reductions) */
+    assert_int_equal(sketch_count("softmax:M=1,N=1024"), 9);
+}
+
+static void factor_schemes(void **state)
+{
+    (void)state;
+    int64_t s[64 * 2];
+    /* 8 into two lengths: (1,1) (1,2) (1,4) (1,8) (2,1) (2,2) (2,4) (4,1) (4,2) (8,1) */
+    assert_int_equal(tt_factor_schemes(8, 2, 64, s, 64), 10);
+    assert_int_equal(s[0], 1);
+    assert_int_equal(s[1], 1);
+    assert_int_equal(s[2 * 9], 8);
+    assert_int_equal(s[2 * 9 + 1], 1);
+    /* the innermost limit applies to the last length only */
+    assert_int_equal(tt_factor_schemes(128, 1, 64, s, 64), 7);
+    assert_int_equal(tt_factor_schemes(7, 3, 64, s, 64), 4);
+}
+
+/* The undefined tile sizes of a sketch are its multi-level tiling splits. */
+static void sketch_structure(void **state)
+{
+    (void)state;
+    tt_workload *w = parse("matmul:M=64,N=64,K=64");
+    tt_sketch_params p;
+    tt_sketch_params_cpu(&p, 4);
+    tt_sketch_space sp;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_sketch_space_init(&sp, &w->dag, &p, &err), TT_OK);
+    int with_cache = 0;
+    for (int k = 0; k < sp.nsketches; k++) {
+        const tt_state *st = sp.sketches[k].state;
+        int open = 0;
+        for (size_t i = 0; i < st->steps.len; i++) {
+            if (sp.sketches[k].undefined[i]) {
+                assert_int_equal(st->steps.data[i].kind, TT_STEP_SPLIT);
+                open++;
+            }
+            with_cache += st->steps.data[i].kind == TT_STEP_CACHE_WRITE;
+        }
+        /* i and j into 4 levels, k into 2 */
+        assert_int_equal(open, 3);
+    }
+    assert_int_equal(with_cache, 2);
+    tt_sketch_space_free(&sp);
+    tt_workload_free(w);
+}
+
+static const char *const verified[] = {
+    "matmul:M=24,N=16,K=12",
+    "matmul:M=4,N=4,K=96",
+    "batch_matmul:B=2,M=8,N=8,K=4",
+    "conv2d_nhwc:N=1,H=8,W=8,CI=4,CO=8,K=3,S=1,P=1",
+    "conv2d_bn_relu:N=1,H=6,W=6,CI=3,CO=4,K=3,S=2,P=1",
+    "depthwise_conv2d_nhwc:N=1,H=8,W=8,C=4,K=3,S=1,P=1",
+    "conv2d_transpose_nhwc:N=1,H=4,W=4,CI=4,CO=3,K=4,S=2,P=1",
+    "norm_bmn:B=2,M=8,N=8",
+    "softmax:M=4,N=64",
+    "transpose_batch_matmul_softmax:B=1,SEQ=8,HEADS=2,DIM=4",
+    "te:C[i,j] += A[i,k] * B[k,j]; E[i,j] += C[i,k] * D[k,j]; A:float32[12,8]; "
+    "B:float32[8,10]; D:float32[10,6]",
+    "relu:M=16,N=16",
+};
+
+static void check(const tt_workload *w, const tt_state *st, const char *what)
+{
+    tt_program *prog;
+    tt_errbuf err = {{0}};
+    char *steps = tt_steps_to_json(st->steps.data, st->steps.len);
+    if (tt_lower(st, &prog, &err))
+        fail_msg("%s (%s) %s: %s", w->key, what, steps, err.msg);
+    if (tt_verify_program(&w->dag, prog, 5, 1e-4, 1e-5, NULL, &err))
+        fail_msg("%s (%s) %s: %s", w->key, what, steps, err.msg);
+    free(steps);
+    tt_program_free(prog);
+}
+
+static void samples_and_mutants_compute_the_definition(void **state)
+{
+    (void)state;
+    int samples = 0, mutants = 0, kinds[TT_MUTATE_COUNT] = {0};
+    for (size_t wi = 0; wi < sizeof(verified) / sizeof(verified[0]); wi++) {
+        tt_workload *w = parse(verified[wi]);
+        tt_sketch_params p;
+        tt_sketch_params_cpu(&p, 2);
+        tt_sketch_space sp;
+        tt_errbuf err = {{0}};
+        if (tt_sketch_space_init(&sp, &w->dag, &p, &err))
+            fail_msg("%s: %s", w->key, err.msg);
+        tt_rng rng;
+        tt_rng_seed(&rng, wi + 1);
+        for (int k = 0; k < 24; k++) {
+            tt_state *st;
+            if (tt_sketch_sample(&sp, k % sp.nsketches, &rng, &st, &err))
+                continue; /* invalid samples are allowed; they are drawn again */
+            check(w, st, "sample");
+            samples++;
+            for (int m = 0; m < TT_MUTATE_COUNT; m++) {
+                tt_state *mu;
+                if (tt_sketch_mutate_kind(&sp, st, (tt_mutation)m, &rng, &mu, &err))
+                    continue;
+                check(w, mu, "mutant");
+                mutants++;
+                kinds[m]++;
+                tt_state_free(mu);
+            }
+            tt_state_free(st);
+        }
+        tt_sketch_space_free(&sp);
+        tt_workload_free(w);
+    }
+    printf("sketch: %d samples and %d mutants verified (tile %d, unroll %d, location %d, "
+           "parallel %d)\n",
+           samples, mutants, kinds[0], kinds[1], kinds[2], kinds[3]);
+    assert_true(samples >= 200);
+    assert_true(kinds[TT_MUTATE_TILE_SIZE] > 100);
+    assert_true(kinds[TT_MUTATE_AUTO_UNROLL] > 50);
+    assert_true(kinds[TT_MUTATE_COMPUTE_LOCATION] > 0);
+    assert_true(kinds[TT_MUTATE_PARALLEL] > 0);
+}
+
+/* A tile-size mutation keeps the product of the lengths and the innermost limit. */
+static void tile_mutation_moves_a_factor(void **state)
+{
+    (void)state;
+    tt_workload *w = parse("matmul:M=512,N=512,K=512");
+    tt_sketch_params p;
+    tt_sketch_params_cpu(&p, 4);
+    tt_sketch_space sp;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_sketch_space_init(&sp, &w->dag, &p, &err), TT_OK);
+    tt_rng rng;
+    tt_rng_seed(&rng, 9);
+    int changed = 0;
+    for (int k = 0; k < 50; k++) {
+        tt_state *st, *mu;
+        if (tt_sketch_sample(&sp, -1, &rng, &st, &err))
+            continue;
+        if (tt_sketch_mutate_kind(&sp, st, TT_MUTATE_TILE_SIZE, &rng, &mu, &err)) {
+            tt_state_free(st);
+            continue;
+        }
+        assert_int_equal(st->steps.len, mu->steps.len);
+        int diff = 0;
+        for (size_t i = 0; i < st->steps.len; i++) {
+            const tt_step *a = &st->steps.data[i], *b = &mu->steps.data[i];
+            if (a->kind != TT_STEP_SPLIT ||
+                !memcmp(a->lengths, b->lengths, sizeof(int64_t) * (size_t)a->nlen))
+                continue;
+            diff++;
+            int64_t pa = 1, pb = 1;
+            for (int l = 0; l < a->nlen; l++) {
+                pa *= a->lengths[l];
+                pb *= b->lengths[l];
+            }
+            assert_int_equal(a->extent % pb, 0);
+            assert_true(b->lengths[b->nlen - 1] <= 64);
+            (void)pa;
+        }
+        assert_int_equal(diff, 1);
+        changed++;
+        tt_state_free(mu);
+        tt_state_free(st);
+    }
+    assert_true(changed > 20);
+    tt_sketch_space_free(&sp);
+    tt_workload_free(w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(counts_match_tvm),
+        cmocka_unit_test(factor_schemes),
+        cmocka_unit_test(sketch_structure),
+        cmocka_unit_test(tile_mutation_moves_a_factor),
+        cmocka_unit_test(samples_and_mutants_compute_the_definition),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

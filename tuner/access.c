@@ -1,0 +1,371 @@
+#include "access.h"
+
+#include <string.h>
+
+static const tt_op *op_of(const tt_state *st, int stage)
+{
+    return &st->dag.ops.data[st->stages.data[stage].op];
+}
+
+bool tt_access_is_output(const tt_state *st, int stage)
+{
+    int op = st->stages.data[stage].op;
+    return !st->dag.ops.data[op].is_placeholder && !tt_dag_has_readers(&st->dag, op);
+}
+
+/* True if `e` contains a select or an exp call (a branch or an expensive op). */
+static bool has_branch_or_exp(const tt_expr_pool *p, tt_eid e)
+{
+    if (!e)
+        return false;
+    const tt_expr *x = tt_expr_get(p, e);
+    switch ((tt_expr_kind)x->kind) {
+    case TT_EXPR_INT:
+    case TT_EXPR_FLOAT:
+    case TT_EXPR_VAR: return false;
+    case TT_EXPR_SELECT: return true;
+    case TT_EXPR_CALL:
+        return x->b == TT_FUNC_EXP || x->b == TT_FUNC_SIGMOID || has_branch_or_exp(p, x->a);
+    case TT_EXPR_READ:
+        for (int i = 0; i < x->n; i++)
+            if (has_branch_or_exp(p, tt_expr_read_index(p, x, i)))
+                return true;
+        return false;
+    default: return has_branch_or_exp(p, x->a) || has_branch_or_exp(p, x->b);
+    }
+}
+
+typedef struct {
+    const tt_state *st;
+    const tt_op *op;
+    int tensor;      /* only reads of this tensor (-1: all) */
+    bool injective;  /* every index is an axis variable or a constant */
+    bool in_order;   /* axis variables appear in the op's axis order */
+    bool duplicated; /* an axis appears twice in one read */
+    bool missing;    /* an axis of the op does not appear in some read */
+    uint64_t used;   /* axes used by any read (bit per axis) */
+    int nreads;
+} read_info;
+
+static int axis_pos(const tt_op *op, uint32_t var)
+{
+    for (int i = 0; i < op->ndim; i++)
+        if (op->axis[i] == var)
+            return i;
+    return -1;
+}
+
+static void gather_vars(const tt_expr_pool *p, tt_eid e, const tt_op *op, uint64_t *used)
+{
+    if (!e)
+        return;
+    const tt_expr *x = tt_expr_get(p, e);
+    if (x->kind == TT_EXPR_VAR) {
+        int a = axis_pos(op, x->a);
+        if (a >= 0)
+            *used |= 1ull << a;
+        return;
+    }
+    if (x->kind == TT_EXPR_INT || x->kind == TT_EXPR_FLOAT)
+        return;
+    if (x->kind == TT_EXPR_READ) {
+        for (int i = 0; i < x->n; i++)
+            gather_vars(p, tt_expr_read_index(p, x, i), op, used);
+        return;
+    }
+    gather_vars(p, x->a, op, used);
+    gather_vars(p, x->b, op, used);
+    if (x->kind == TT_EXPR_SELECT)
+        gather_vars(p, x->c, op, used);
+}
+
+static void inspect_read(void *ctx, tt_eid read)
+{
+    read_info *ri = ctx;
+    const tt_expr_pool *p = &ri->st->dag.pool;
+    const tt_expr *r = tt_expr_get(p, read);
+    if (ri->tensor >= 0 && (int)r->a != ri->tensor)
+        return;
+    ri->nreads++;
+    int count[TT_MAX_DIMS] = {0}, last = -1;
+    for (int i = 0; i < r->n; i++) {
+        tt_eid ix = tt_expr_read_index(p, r, i);
+        gather_vars(p, ix, ri->op, &ri->used);
+        if (tt_expr_is_const_int(p, ix, NULL))
+            continue;
+        const tt_expr *x = tt_expr_get(p, ix);
+        int a = x->kind == TT_EXPR_VAR ? axis_pos(ri->op, x->a) : -1;
+        if (a < 0) {
+            ri->injective = false;
+            continue;
+        }
+        if (count[a]++)
+            ri->duplicated = true;
+        if (a < last)
+            ri->in_order = false;
+        last = a;
+    }
+    for (int a = 0; a < ri->op->ndim; a++)
+        if (!count[a])
+            ri->missing = true;
+}
+
+static read_info analyse_reads(const tt_state *st, const tt_op *op, int tensor)
+{
+    read_info ri = {st, op, tensor, true, true, false, false, 0, 0};
+    tt_expr_visit_reads(&st->dag.pool, op->body, inspect_read, &ri);
+    return ri;
+}
+
+bool tt_access_strictly_inlineable(const tt_state *st, int stage)
+{
+    const tt_op *op = op_of(st, stage);
+    if (op->is_placeholder)
+        return false;
+    read_info ri = analyse_reads(st, op, -1);
+    if (ri.nreads == 0)
+        return true;
+    return ri.injective && ri.in_order && !ri.duplicated &&
+           !has_branch_or_exp(&st->dag.pool, op->body);
+}
+
+/* Input tensors of `op` in order of first read. */
+typedef struct {
+    int ids[64];
+    int n;
+} tensor_set;
+
+static void add_tensor(tensor_set *ts, int t)
+{
+    for (int i = 0; i < ts->n; i++)
+        if (ts->ids[i] == t)
+            return;
+    if (ts->n < 64)
+        ts->ids[ts->n++] = t;
+}
+
+typedef struct {
+    const tt_expr_pool *p;
+    tensor_set *ts;
+} collect_ctx;
+
+static void collect_read(void *ctx, tt_eid read)
+{
+    collect_ctx *c = ctx;
+    add_tensor(c->ts, (int)tt_expr_get(c->p, read)->a);
+}
+
+bool tt_access_needs_mlt(const tt_state *st, int stage)
+{
+    const tt_op *op = op_of(st, stage);
+    if (op->is_placeholder)
+        return false;
+    tensor_set ts = {{0}, 0};
+    collect_ctx cc = {&st->dag.pool, &ts};
+    tt_expr_visit_reads(&st->dag.pool, op->body, collect_read, &cc);
+    int n_missing = 0;
+    for (int t = 0; t < ts.n; t++) {
+        read_info ri = analyse_reads(st, op, ts.ids[t]);
+        for (int a = 0; a < op->ndim; a++)
+            if (op->shape[a] != 1 && !(ri.used & (1ull << a))) {
+                n_missing++;
+                break;
+            }
+        if (n_missing >= 2 || (n_missing >= 1 && op->nreduce > 0))
+            return true;
+    }
+    return false;
+}
+
+bool tt_access_has_reduce(const tt_state *st, int stage)
+{
+    const tt_stage *sg = &st->stages.data[stage];
+    for (int i = 0; i < sg->niters; i++)
+        if (sg->iters[i].kind == TT_ITER_REDUCE)
+            return true;
+    return false;
+}
+
+void tt_access_lengths(const tt_state *st, int stage, int64_t *space, int64_t *reduce)
+{
+    const tt_stage *sg = &st->stages.data[stage];
+    *space = *reduce = 1;
+    for (int i = 0; i < sg->niters; i++) {
+        if (sg->iters[i].kind == TT_ITER_REDUCE)
+            *reduce *= sg->iters[i].extent;
+        else
+            *space *= sg->iters[i].extent;
+    }
+}
+
+static bool op_reads(const tt_dag *d, int reader, int op)
+{
+    return !d->ops.data[reader].is_placeholder &&
+           tt_expr_reads_tensor(&d->pool, d->ops.data[reader].body, (uint32_t)op);
+}
+
+static void collect_consumers(const tt_state *st, int op, bool *mark, int depth)
+{
+    if (depth > TT_MAX_STAGES)
+        return;
+    for (size_t i = 0; i < st->stages.len; i++) {
+        const tt_stage *sg = &st->stages.data[i];
+        if (!op_reads(&st->dag, sg->op, op))
+            continue;
+        if (sg->at == TT_AT_INLINE)
+            collect_consumers(st, sg->op, mark, depth + 1);
+        else
+            mark[i] = true;
+    }
+}
+
+int tt_access_consumers(const tt_state *st, int stage, int *out, int max)
+{
+    bool mark[TT_MAX_STAGES] = {0};
+    collect_consumers(st, st->stages.data[stage].op, mark, 0);
+    int n = 0;
+    for (size_t i = 0; i < st->stages.len && i < TT_MAX_STAGES; i++)
+        if (mark[i]) {
+            if (n < max)
+                out[n] = (int)i;
+            n++;
+        }
+    return n;
+}
+
+void tt_access_attach_point(const tt_state *st, int stage, int *target, int *iter)
+{
+    const tt_stage *sg = &st->stages.data[stage];
+    *target = *iter = -1;
+    if (sg->at != TT_AT_ITER)
+        return;
+    int t = tt_state_stage_of_op(st, sg->at_op);
+    if (t < 0)
+        return;
+    const tt_stage *tg = &st->stages.data[t];
+    for (int i = 0; i < tg->niters; i++)
+        if (tg->iters[i].var == sg->at_var) {
+            *target = t;
+            *iter = i;
+            return;
+        }
+}
+
+bool tt_access_has_attached(const tt_state *st, int stage, int iter)
+{
+    const tt_stage *tg = &st->stages.data[stage];
+    uint32_t var = tg->iters[iter].var;
+    for (size_t i = 0; i < st->stages.len; i++) {
+        const tt_stage *sg = &st->stages.data[i];
+        if (sg->at == TT_AT_ITER && sg->at_op == tg->op && sg->at_var == var)
+            return true;
+    }
+    return false;
+}
+
+int tt_access_single_consumer(const tt_state *st, int stage)
+{
+    int c[TT_MAX_STAGES];
+    int n = tt_access_consumers(st, stage, c, TT_MAX_STAGES);
+    if (n == 0)
+        return -1;
+    if (n == 1)
+        return c[0];
+    int root = -1;
+    for (int i = 0; i < n; i++) {
+        int r = c[i], it;
+        if (st->stages.data[r].at == TT_AT_ITER)
+            tt_access_attach_point(st, c[i], &r, &it);
+        if (r < 0 || (root >= 0 && r != root))
+            return -1;
+        root = r;
+    }
+    return root;
+}
+
+/* Ops that read `op` directly (not through inlining). */
+static int direct_readers(const tt_state *st, int op, int *out)
+{
+    int n = 0;
+    for (size_t i = 0; i < st->dag.ops.len; i++)
+        if (op_reads(&st->dag, (int)i, op))
+            out[n < 1 ? n : 1] = (int)i, n++;
+    return n;
+}
+
+static bool elementwise_match(const tt_state *st, int op, int target_op)
+{
+    int cur = op;
+    for (int depth = 0; cur != target_op; depth++) {
+        int r[2];
+        if (depth > TT_MAX_STAGES || direct_readers(st, cur, r) != 1)
+            return false;
+        const tt_op *a = &st->dag.ops.data[cur], *b = &st->dag.ops.data[r[0]];
+        if (a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim))
+            return false;
+        read_info ri = analyse_reads(st, b, cur);
+        if (!ri.injective || ri.missing || ri.duplicated || !ri.in_order)
+            return false;
+        cur = r[0];
+    }
+    return true;
+}
+
+bool tt_access_elementwise_consumer(const tt_state *st, int stage, int *target)
+{
+    int c[2];
+    if (tt_access_consumers(st, stage, c, 2) != 1)
+        return false;
+    if (target)
+        *target = c[0];
+    if (tt_access_has_reduce(st, stage) && tt_access_has_reduce(st, c[0]))
+        return false;
+    if (!strcmp(st->stages.data[c[0]].scope, "shared"))
+        return false;
+    return elementwise_match(st, st->stages.data[stage].op, st->stages.data[c[0]].op);
+}
+
+static bool stage_changing(tt_step_kind k)
+{
+    return k == TT_STEP_CACHE_WRITE || k == TT_STEP_CACHE_READ || k == TT_STEP_RFACTOR;
+}
+
+bool tt_access_has_cache_write(const tt_state *st, int stage)
+{
+    for (size_t i = st->steps.len; i-- > 0;) {
+        const tt_step *s = &st->steps.data[i];
+        if (s->kind == TT_STEP_CACHE_WRITE && s->stage == stage)
+            return true;
+        if (stage_changing(s->kind) && stage > s->stage)
+            stage--;
+    }
+    return false;
+}
+
+int tt_access_final_stage(const tt_state *st, size_t step, int stage_at_step)
+{
+    int inc = 0;
+    for (size_t i = step + 1; i < st->steps.len; i++) {
+        const tt_step *s = &st->steps.data[i];
+        if (stage_changing(s->kind) && s->stage <= stage_at_step + inc)
+            inc++;
+    }
+    return stage_at_step + inc;
+}
+
+bool tt_access_needs_rfactor(const tt_state *st, int stage, int num_cores)
+{
+    if (st->dag.ops.data[st->stages.data[stage].op].is_placeholder)
+        return false;
+    int64_t space, reduce;
+    tt_access_lengths(st, stage, &space, &reduce);
+    if (tt_access_needs_mlt(st, stage))
+        return !(space > reduce || space > (int64_t)num_cores * 16);
+    return reduce > 1 && reduce > num_cores;
+}
+
+bool tt_access_is_tiled(const tt_state *st, int stage)
+{
+    const tt_op *op = op_of(st, stage);
+    return st->stages.data[stage].niters != op->ndim + op->nreduce;
+}

@@ -1,0 +1,44 @@
+/* Access analysis of a schedule state, for the sketch rules (search.md C1).
+ *
+ * Questions are asked of the state's current DAG (cache_write and rfactor add ops to it), the way
+ * Ansor's access analyzer answers them for the state's current compute DAG.  Stage ids are indices
+ * into st->stages.  Read-only; safe on a const state from many threads. */
+#ifndef TT_TUNER_ACCESS_H
+#define TT_TUNER_ACCESS_H
+
+#include "../schedule/schedule.h"
+
+/* A compute op that nobody reads. */
+bool tt_access_is_output(const tt_state *st, int stage);
+/* Every read indexes with plain axis variables (or constants) in the op's axis order, without
+ * repeats, and the body has no select and no exp.  Constant tensors (no reads) qualify. */
+bool tt_access_strictly_inlineable(const tt_state *st, int stage);
+/* Needs multi-level tiling: at least two input tensors miss a spatial axis of extent > 1, or one
+ * does and the op reduces (matmul, convolution). */
+bool tt_access_needs_mlt(const tt_state *st, int stage);
+/* The stage has a reduce iterator. */
+bool tt_access_has_reduce(const tt_state *st, int stage);
+/* Product of the extents of the stage's spatial / reduce iterators. */
+void tt_access_lengths(const tt_state *st, int stage, int64_t *space, int64_t *reduce);
+/* Consumers of a stage (stage ids, ascending), looking through inlined stages.  Returns the count
+ * (at most `max` written). */
+int tt_access_consumers(const tt_state *st, int stage, int *out, int max);
+/* The single consumer, or the common root all consumers are computed at; -1 if none. */
+int tt_access_single_consumer(const tt_state *st, int stage);
+/* The stage has one consumer, reached through a chain of single readers of the same shape that
+ * read element by element, and they do not both reduce.  *target gets the consumer. */
+bool tt_access_elementwise_consumer(const tt_state *st, int stage, int *target);
+/* A cache_write step created this stage (the ".local" stage of a cache_write). */
+bool tt_access_has_cache_write(const tt_state *st, int stage);
+/* Ansor's CPU rfactor condition (search.md C4). */
+bool tt_access_needs_rfactor(const tt_state *st, int stage, int num_cores);
+/* The stage's iterator count differs from its op's axes: it has been split or fused. */
+bool tt_access_is_tiled(const tt_state *st, int stage);
+/* The stage and iterator a stage is computed at (-1, -1 when not at an iterator). */
+void tt_access_attach_point(const tt_state *st, int stage, int *target, int *iter);
+/* True if some stage is computed at iterator `iter` of `stage`. */
+bool tt_access_has_attached(const tt_state *st, int stage, int iter);
+/* Stage id, after all of st's steps, of what step `step` called stage `stage_at_step`. */
+int tt_access_final_stage(const tt_state *st, size_t step, int stage_at_step);
+
+#endif

@@ -1,0 +1,1058 @@
+#include "sketch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "access.h"
+
+#define MAX_SKETCHES 64
+#define MAX_STEPS    512
+
+void tt_sketch_params_cpu(tt_sketch_params *p, int num_cores)
+{
+    memset(p, 0, sizeof(*p));
+    p->num_cores = num_cores > 0 ? num_cores : 1;
+    p->max_innermost = 64;
+    p->max_vectorize = 16;
+    snprintf(p->structure, sizeof(p->structure), "SSRSRS");
+}
+
+/* ---- factorisation schemes ---- */
+
+static void schemes_rec(int64_t rest, int n, int depth, int64_t max_inner, int64_t *cur,
+                        int64_t *out, int64_t max, int64_t *count)
+{
+    if (depth == n) {
+        if (cur[n - 1] <= max_inner) {
+            if (*count < max)
+                memcpy(out + *count * n, cur, sizeof(int64_t) * (size_t)n);
+            (*count)++;
+        }
+        return;
+    }
+    for (int64_t d = 1; d <= rest; d++) {
+        if (rest % d)
+            continue;
+        if (depth == n - 1 && d > max_inner)
+            break;
+        cur[depth] = d;
+        schemes_rec(rest / d, n, depth + 1, max_inner, cur, out, max, count);
+    }
+}
+
+int64_t tt_factor_schemes(int64_t extent, int n, int64_t max_innermost, int64_t *out, int64_t max)
+{
+    int64_t cur[TT_MAX_SPLIT] = {0}, count = 0;
+    if (n < 1 || n >= TT_MAX_SPLIT || extent < 1)
+        return 0;
+    schemes_rec(extent, n, 0, max_innermost, cur, out, max, &count);
+    return count;
+}
+
+typedef struct {
+    int64_t extent;
+    int n;
+    int64_t count; /* schemes stored */
+    int64_t *schemes;
+} factor_entry;
+
+struct tt_factor_cache {
+    factor_entry *e;
+    int n, cap;
+};
+
+static const factor_entry *schemes_of(tt_sketch_space *sp, int64_t extent, int n)
+{
+    tt_factor_cache *c = sp->factors;
+    for (int i = 0; i < c->n; i++)
+        if (c->e[i].extent == extent && c->e[i].n == n)
+            return &c->e[i];
+    if (c->n == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 16;
+        factor_entry *g = realloc(c->e, sizeof(*g) * (size_t)cap);
+        if (!g)
+            return NULL;
+        c->e = g;
+        c->cap = cap;
+    }
+    /* Enough room for any realistic extent; beyond it the first schemes are used. */
+    const int64_t max = 1 << 16;
+    int64_t total = tt_factor_schemes(extent, n, sp->params.max_innermost, NULL, 0);
+    if (total > max)
+        total = max;
+    int64_t *buf = malloc(sizeof(int64_t) * (size_t)(total > 0 ? total : 1) * (size_t)n);
+    if (!buf)
+        return NULL;
+    tt_factor_schemes(extent, n, sp->params.max_innermost, buf, total);
+    factor_entry *e = &c->e[c->n++];
+    e->extent = extent;
+    e->n = n;
+    e->count = total;
+    e->schemes = buf;
+    return e;
+}
+
+/* ---- sketch generation (search.md C4, CPU rules) ---- */
+
+typedef struct {
+    tt_state *st;
+    int stage;
+    uint8_t undef[MAX_STEPS];
+} node;
+
+typedef struct {
+    node **v;
+    int n, cap;
+} node_list;
+
+static tt_status push_node(node_list *l, tt_state *st, int stage, const uint8_t *undef)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 8;
+        node **g = realloc(l->v, sizeof(*g) * (size_t)cap);
+        if (!g)
+            return TT_ERR_NOMEM;
+        l->v = g;
+        l->cap = cap;
+    }
+    node *nd = calloc(1, sizeof(*nd));
+    if (!nd)
+        return TT_ERR_NOMEM;
+    nd->st = st;
+    nd->stage = stage;
+    if (undef)
+        memcpy(nd->undef, undef, sizeof(nd->undef));
+    l->v[l->n++] = nd;
+    return TT_OK;
+}
+
+static void free_nodes(node_list *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        tt_state_free(l->v[i]->st);
+        free(l->v[i]);
+    }
+    free(l->v);
+    memset(l, 0, sizeof(*l));
+}
+
+static int iter_index(const tt_state *st, int stage, uint32_t var)
+{
+    const tt_stage *sg = &st->stages.data[stage];
+    for (int i = 0; i < sg->niters; i++)
+        if (sg->iters[i].var == var)
+            return i;
+    return -1;
+}
+
+static tt_status reorder_vars(tt_state *st, int stage, const uint32_t *vars, int n, tt_errbuf *err)
+{
+    int order[TT_MAX_ITERS];
+    for (int i = 0; i < n; i++)
+        if ((order[i] = iter_index(st, stage, vars[i])) < 0)
+            return tt_err(err, TT_ERR_INTERNAL, "reorder: lost an iterator");
+    return tt_sched_reorder(st, stage, order, n, err);
+}
+
+/* Multi-level tiling with a structure string such as "SSRSRS": every spatial iterator split into
+ * #S parts and every reduce iterator into #R parts (open lengths), then reordered level by level.
+ * The ids of the spatial split steps go to split_steps. */
+static tt_status multi_level_tiling(tt_state *st, int stage, const char *structure, uint8_t *undef,
+                                    int *split_steps, int *nsplit, tt_errbuf *err)
+{
+    int ns = 0, nr = 0;
+    for (const char *c = structure; *c; c++)
+        *c == 'S' ? ns++ : nr++;
+    uint32_t space[TT_MAX_SPLIT][TT_MAX_ITERS], reduce[TT_MAX_SPLIT][TT_MAX_ITERS];
+    int nsp = 0, nrd = 0;
+    int n0 = st->stages.data[stage].niters, pos = 0;
+    *nsplit = 0;
+    for (int k = 0; k < n0; k++) {
+        const tt_iter it = st->stages.data[stage].iters[pos];
+        bool spatial = it.kind == TT_ITER_SPATIAL;
+        int parts = spatial ? ns : nr;
+        if (parts > 1) {
+            int64_t ones[TT_MAX_SPLIT] = {1, 1, 1, 1, 1, 1, 1, 1};
+            tt_status s = tt_sched_split(st, stage, pos, ones, parts - 1, true, err);
+            if (s)
+                return s;
+            size_t id = st->steps.len - 1;
+            if (id < MAX_STEPS)
+                undef[id] = 1;
+            if (spatial)
+                split_steps[(*nsplit)++] = (int)id;
+        }
+        for (int l = 0; l < parts; l++) {
+            uint32_t v = st->stages.data[stage].iters[pos + l].var;
+            if (spatial)
+                space[l][nsp] = v;
+            else
+                reduce[l][nrd] = v;
+        }
+        spatial ? nsp++ : nrd++;
+        pos += parts;
+    }
+    uint32_t order[TT_MAX_ITERS];
+    int n = 0, si = 0, ri = 0;
+    for (const char *c = structure; *c; c++) {
+        if (*c == 'S') {
+            for (int i = 0; i < nsp; i++)
+                order[n++] = space[si][i];
+            si++;
+        } else {
+            for (int i = 0; i < nrd; i++)
+                order[n++] = reduce[ri][i];
+            ri++;
+        }
+    }
+    return reorder_vars(st, stage, order, n, err);
+}
+
+/* Splits every iterator of `stage` like the spatial split steps of its producer, n_split levels
+ * deep, and reorders level by level. */
+static tt_status follow_tiling(tt_state *st, int stage, const int *split_steps, int nsplit,
+                               int n_split, tt_errbuf *err)
+{
+    if (st->stages.data[stage].niters != nsplit)
+        return tt_err(err, TT_ERR_ILLEGAL_STEP, "follow tiling: iterator count mismatch");
+    uint32_t level[4][TT_MAX_ITERS];
+    int pos = 0;
+    for (int k = 0; k < nsplit; k++) {
+        tt_step s;
+        memset(&s, 0, sizeof(s));
+        s.kind = TT_STEP_FOLLOW_SPLIT;
+        s.stage = stage;
+        s.iter = pos;
+        s.src_step = split_steps[k];
+        s.n_split = n_split;
+        tt_status r = tt_state_apply(st, &s, err);
+        if (r)
+            return r;
+        for (int l = 0; l <= n_split; l++)
+            level[l][k] = st->stages.data[stage].iters[pos + l].var;
+        pos += n_split + 1;
+    }
+    uint32_t order[TT_MAX_ITERS];
+    int n = 0;
+    for (int l = 0; l <= n_split; l++)
+        for (int k = 0; k < nsplit; k++)
+            order[n++] = level[l][k];
+    return reorder_vars(st, stage, order, n, err);
+}
+
+typedef enum { COND_SKIP, COND_APPLY, COND_APPLY_SKIP_REST } rule_cond;
+
+typedef struct {
+    const tt_sketch_params *p;
+    node_list *next;
+    tt_errbuf *err;
+} gen_ctx;
+
+static tt_status clone_of(const node *nd, tt_state **out)
+{
+    return tt_state_clone(nd->st, out) ? TT_ERR_NOMEM : TT_OK;
+}
+
+/* Rule 1, AlwaysInline. */
+static rule_cond cond_inline(gen_ctx *g, const node *nd)
+{
+    (void)g;
+    const tt_state *st = nd->st;
+    int s = nd->stage;
+    if (st->dag.ops.data[st->stages.data[s].op].is_placeholder || tt_access_is_output(st, s) ||
+        tt_access_has_reduce(st, s))
+        return COND_SKIP;
+    return tt_access_strictly_inlineable(st, s) ? COND_APPLY_SKIP_REST : COND_SKIP;
+}
+
+static tt_status apply_inline(gen_ctx *g, const node *nd)
+{
+    tt_state *st;
+    tt_status r = clone_of(nd, &st);
+    if (!r && !(r = tt_sched_compute_inline(st, nd->stage, g->err)))
+        return push_node(g->next, st, nd->stage - 1, nd->undef);
+    tt_state_free(st);
+    return r;
+}
+
+/* Rule 3, AddRfactor. */
+static rule_cond cond_rfactor(gen_ctx *g, const node *nd)
+{
+    return tt_access_needs_rfactor(nd->st, nd->stage, g->p->num_cores) &&
+                   !tt_access_has_cache_write(nd->st, nd->stage)
+               ? COND_APPLY
+               : COND_SKIP;
+}
+
+static tt_status apply_rfactor(gen_ctx *g, const node *nd)
+{
+    tt_state *base;
+    tt_status r = clone_of(nd, &base);
+    if (r)
+        return r;
+    uint8_t undef[MAX_STEPS];
+    memcpy(undef, nd->undef, sizeof(undef));
+    int s = nd->stage, ids[TT_MAX_ITERS], nred = 0, nspace = 0;
+    const tt_stage *sg = &base->stages.data[s];
+    for (int i = 0; i < sg->niters; i++) {
+        if (sg->iters[i].kind == TT_ITER_REDUCE)
+            ids[nred++] = i;
+        else
+            nspace++;
+    }
+    if (nred > 1 && (r = tt_sched_fuse(base, s, ids, nred, g->err)))
+        goto out;
+    int fused = ids[0];
+    const int64_t one = 1;
+    if ((r = tt_sched_split(base, s, fused, &one, 1, true, g->err)))
+        goto out;
+    if (base->steps.len - 1 < MAX_STEPS)
+        undef[base->steps.len - 1] = 1;
+    for (int part = 0; part < 2 && !r; part++) {
+        tt_state *st;
+        if ((r = tt_state_clone(base, &st) ? TT_ERR_NOMEM : TT_OK))
+            break;
+        r = tt_sched_rfactor(st, s, fused + part, nspace, g->err);
+        if (!r && part == 1) {
+            /* The new factor axis goes innermost, for vectorisation. */
+            int order[TT_MAX_ITERS], n = 0, niters = st->stages.data[s].niters;
+            for (int i = 0; i < niters; i++)
+                if (i != nspace)
+                    order[n++] = i;
+            order[n++] = nspace;
+            r = tt_sched_reorder(st, s, order, n, g->err);
+        }
+        if (!r)
+            r = push_node(g->next, st, s - 1, undef);
+        else
+            tt_state_free(st);
+    }
+out:
+    tt_state_free(base);
+    return r;
+}
+
+/* Rule 4, AddCacheWrite. */
+static rule_cond cond_cache_write(gen_ctx *g, const node *nd)
+{
+    (void)g;
+    return tt_access_needs_mlt(nd->st, nd->stage) &&
+                   !tt_access_elementwise_consumer(nd->st, nd->stage, NULL)
+               ? COND_APPLY
+               : COND_SKIP;
+}
+
+static tt_status apply_cache_write(gen_ctx *g, const node *nd)
+{
+    tt_state *st;
+    tt_status r = clone_of(nd, &st);
+    if (!r && !(r = tt_sched_cache_write(st, nd->stage, "local", g->err)))
+        return push_node(g->next, st, nd->stage, nd->undef);
+    tt_state_free(st);
+    return r;
+}
+
+/* Rule 5, MultiLevelTilingWithFusion. */
+static rule_cond cond_mlt_fusion(gen_ctx *g, const node *nd)
+{
+    (void)g;
+    if (tt_access_needs_mlt(nd->st, nd->stage) &&
+        tt_access_elementwise_consumer(nd->st, nd->stage, NULL))
+        return tt_access_has_cache_write(nd->st, nd->stage) ? COND_APPLY_SKIP_REST : COND_APPLY;
+    return COND_SKIP;
+}
+
+static tt_status apply_mlt_fusion(gen_ctx *g, const node *nd)
+{
+    int target;
+    tt_access_elementwise_consumer(nd->st, nd->stage, &target);
+    tt_state *base;
+    tt_status r = clone_of(nd, &base);
+    if (r)
+        return r;
+    uint8_t undef[MAX_STEPS];
+    memcpy(undef, nd->undef, sizeof(undef));
+    int split_steps[TT_MAX_ITERS], nsplit = 0;
+    r = multi_level_tiling(base, nd->stage, g->p->structure, undef, split_steps, &nsplit, g->err);
+    for (int level = 1; level <= 2 && !r; level++) {
+        if (g->p->structure[level - 1] != 'S')
+            continue;
+        tt_state *st;
+        if ((r = tt_state_clone(base, &st) ? TT_ERR_NOMEM : TT_OK))
+            break;
+        r = follow_tiling(st, target, split_steps, nsplit, level, g->err);
+        if (!r)
+            r = tt_sched_compute_at(st, nd->stage, target, level * nsplit - 1, g->err);
+        if (!r)
+            r = push_node(g->next, st, nd->stage - 1, undef);
+        else
+            tt_state_free(st);
+    }
+    tt_state_free(base);
+    return r;
+}
+
+/* Rule 6, MultiLevelTiling. */
+static rule_cond cond_mlt(gen_ctx *g, const node *nd)
+{
+    (void)g;
+    return tt_access_needs_mlt(nd->st, nd->stage) ? COND_APPLY_SKIP_REST : COND_SKIP;
+}
+
+static tt_status apply_mlt(gen_ctx *g, const node *nd)
+{
+    tt_state *st;
+    tt_status r = clone_of(nd, &st);
+    if (r)
+        return r;
+    uint8_t undef[MAX_STEPS];
+    memcpy(undef, nd->undef, sizeof(undef));
+    int split_steps[TT_MAX_ITERS], nsplit;
+    r = multi_level_tiling(st, nd->stage, g->p->structure, undef, split_steps, &nsplit, g->err);
+    if (!r)
+        return push_node(g->next, st, nd->stage - 1, undef);
+    tt_state_free(st);
+    return r;
+}
+
+/* Rule 7, SkipStage. */
+static rule_cond cond_skip(gen_ctx *g, const node *nd)
+{
+    (void)g, (void)nd;
+    return COND_APPLY;
+}
+
+static tt_status apply_skip(gen_ctx *g, const node *nd)
+{
+    tt_state *st;
+    tt_status r = clone_of(nd, &st);
+    return r ? r : push_node(g->next, st, nd->stage - 1, nd->undef);
+}
+
+static const struct {
+    rule_cond (*cond)(gen_ctx *, const node *);
+    tt_status (*apply)(gen_ctx *, const node *);
+} cpu_rules[] = {
+    {cond_inline, apply_inline},
+    {cond_rfactor, apply_rfactor},
+    {cond_cache_write, apply_cache_write},
+    {cond_mlt_fusion, apply_mlt_fusion},
+    {cond_mlt, apply_mlt},
+    {cond_skip, apply_skip},
+};
+
+tt_status tt_sketch_space_init(tt_sketch_space *sp, const tt_dag *dag, const tt_sketch_params *p,
+                               tt_errbuf *err)
+{
+    memset(sp, 0, sizeof(*sp));
+    sp->dag = dag;
+    sp->params = *p;
+    sp->factors = calloc(1, sizeof(tt_factor_cache));
+    sp->sketches = calloc(MAX_SKETCHES, sizeof(tt_sketch));
+    if (!sp->factors || !sp->sketches) {
+        tt_sketch_space_free(sp);
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    }
+    tt_state *init;
+    tt_status r = tt_state_create(dag, &init, err);
+    if (r) {
+        tt_sketch_space_free(sp);
+        return r;
+    }
+    node_list cur = {0}, next = {0};
+    if ((r = push_node(&cur, init, (int)init->stages.len - 1, NULL))) {
+        tt_state_free(init);
+        goto out;
+    }
+    while (cur.n > 0 && !r) {
+        gen_ctx g = {&sp->params, &next, err};
+        for (int i = 0; i < cur.n && !r; i++) {
+            node *nd = cur.v[i];
+            if (nd->stage < 0) {
+                if (sp->nsketches == MAX_SKETCHES) {
+                    r = tt_err(err, TT_ERR_LIMIT, "more than %d sketches", MAX_SKETCHES);
+                    break;
+                }
+                tt_sketch *sk = &sp->sketches[sp->nsketches];
+                size_t n = nd->st->steps.len;
+                sk->undefined = calloc(n ? n : 1, 1);
+                if (!sk->undefined) {
+                    r = tt_err(err, TT_ERR_NOMEM, "out of memory");
+                    break;
+                }
+                for (size_t k = 0; k < n && k < MAX_STEPS; k++) {
+                    sk->undefined[k] = nd->undef[k];
+                    /* A split right before an rfactor: its factor is sampled too. */
+                    if (k + 1 < n && nd->st->steps.data[k].kind == TT_STEP_SPLIT &&
+                        nd->st->steps.data[k + 1].kind == TT_STEP_RFACTOR)
+                        sk->undefined[k] = 1;
+                }
+                sk->state = nd->st;
+                nd->st = NULL;
+                sp->nsketches++;
+                continue;
+            }
+            for (size_t k = 0; k < sizeof(cpu_rules) / sizeof(cpu_rules[0]) && !r; k++) {
+                rule_cond c = cpu_rules[k].cond(&g, nd);
+                if (c == COND_SKIP)
+                    continue;
+                r = cpu_rules[k].apply(&g, nd);
+                if (r && !err->msg[0])
+                    tt_err(err, r, "sketch rule %zu failed", k + 1);
+                if (c == COND_APPLY_SKIP_REST)
+                    break;
+            }
+        }
+        free_nodes(&cur);
+        cur = next;
+        memset(&next, 0, sizeof(next));
+    }
+out:
+    free_nodes(&cur);
+    free_nodes(&next);
+    if (r)
+        tt_sketch_space_free(sp);
+    return r;
+}
+
+void tt_sketch_space_free(tt_sketch_space *sp)
+{
+    for (int i = 0; i < sp->nsketches; i++) {
+        tt_state_free(sp->sketches[i].state);
+        free(sp->sketches[i].undefined);
+    }
+    free(sp->sketches);
+    if (sp->factors) {
+        for (int i = 0; i < sp->factors->n; i++)
+            free(sp->factors->e[i].schemes);
+        free(sp->factors->e);
+        free(sp->factors);
+    }
+    memset(sp, 0, sizeof(*sp));
+}
+
+/* ---- random annotation (search.md C5) ---- */
+
+static int rand_below(tt_rng *rng, int n)
+{
+    return n > 0 ? (int)tt_rng_below(rng, (uint64_t)n) : 0;
+}
+
+/* Iterators of the stage `stage` is attached to, where it may be computed (Ansor's
+ * GetComputeLocationCandidates).  Pairs (stage, iter) go to out; returns the count. */
+static int location_candidates(const tt_state *st, int stage, int (*out)[2], int max)
+{
+    int target = tt_access_single_consumer(st, stage);
+    if (target < 0)
+        return 0;
+    const tt_stage *tg = &st->stages.data[target];
+    bool target_attached = tg->at == TT_AT_ITER;
+    bool tiled = tt_access_is_tiled(st, target), seen_reduce = false;
+    int n = 0;
+    for (int i = 0; i < tg->niters && n < max; i++) {
+        const tt_iter *it = &tg->iters[i];
+        if (it->kind == TT_ITER_REDUCE) {
+            seen_reduce = true;
+            if (!tiled)
+                break;
+        } else if (seen_reduce) {
+            break;
+        }
+        if (it->ann == TT_ANN_UNROLL)
+            break;
+        if (it->extent == 1)
+            continue;
+        size_t len = strlen(it->name);
+        if (target_attached && it->kind == TT_ITER_SPATIAL && len >= 2 &&
+            !strcmp(it->name + len - 2, ".0"))
+            continue;
+        out[n][0] = target;
+        out[n++][1] = i;
+        if (tt_access_has_attached(st, target, i))
+            break;
+    }
+    if (target_attached) {
+        int tt2, ti;
+        tt_access_attach_point(st, target, &tt2, &ti);
+        if (tt2 >= 0) {
+            const tt_stage *t2 = &st->stages.data[tt2];
+            for (int i = 0; i < t2->niters && n < max; i++) {
+                if (t2->iters[i].kind == TT_ITER_REDUCE || tt_access_has_attached(st, tt2, i))
+                    break;
+                out[n][0] = tt2;
+                out[n++][1] = i;
+            }
+        }
+    }
+    return n;
+}
+
+static tt_status change_compute_location(tt_sketch_space *sp, tt_state *st, tt_rng *rng,
+                                         tt_errbuf *err)
+{
+    if (sp->params.no_compute_location)
+        return TT_OK;
+    for (int s = (int)st->stages.len - 1; s >= 0; s--) {
+        const tt_stage *sg = &st->stages.data[s];
+        if (st->dag.ops.data[sg->op].is_placeholder || sg->at == TT_AT_INLINE)
+            continue;
+        if (tt_access_is_tiled(st, s) || tt_access_needs_mlt(st, s))
+            continue;
+        int cand[TT_MAX_ITERS * 2][2];
+        int n = location_candidates(st, s, cand, TT_MAX_ITERS * 2);
+        int choice = rand_below(rng, n + 2);
+        tt_status r = TT_OK;
+        if (choice == 0) {
+            if (!tt_access_has_reduce(st, s) && sg->at == TT_AT_ITER)
+                r = tt_sched_compute_inline(st, s, err);
+        } else if (choice == 1) {
+            if (!tt_access_is_output(st, s))
+                r = tt_sched_compute_root(st, s, err);
+        } else {
+            r = tt_sched_compute_at(st, s, cand[choice - 2][0], cand[choice - 2][1], err);
+        }
+        if (r)
+            return r;
+    }
+    return TT_OK;
+}
+
+static tt_status annotate_parallel(tt_sketch_space *sp, tt_state *st, int stage, int offset,
+                                   int depth, tt_errbuf *err)
+{
+    if (depth > TT_MAX_STAGES)
+        return TT_OK;
+    const tt_stage *sg = &st->stages.data[stage];
+    int64_t degree = 1;
+    int first = offset, i = offset, nfuse = 0;
+    for (; i < sg->niters; i++) {
+        const tt_iter *it = &sg->iters[i];
+        if (it->kind == TT_ITER_REDUCE || it->ann != TT_ANN_NONE)
+            break;
+        nfuse++;
+        degree *= it->extent;
+        if (degree > (int64_t)sp->params.num_cores * 16 || tt_access_has_attached(st, stage, i))
+            break;
+    }
+    if (degree == 1 && i < sg->niters && tt_access_has_attached(st, stage, i)) {
+        /* Nothing to parallelise here: try the stages computed at this iterator, then below. */
+        uint32_t var = sg->iters[i].var;
+        int op = sg->op;
+        for (size_t k = 0; k < st->stages.len; k++) {
+            const tt_stage *a = &st->stages.data[k];
+            if (a->at == TT_AT_ITER && a->at_op == op && a->at_var == var) {
+                tt_status r = annotate_parallel(sp, st, (int)k, 0, depth + 1, err);
+                if (r)
+                    return r;
+            }
+        }
+        tt_status r = annotate_parallel(sp, st, stage, i + 1, depth + 1, err);
+        if (r)
+            return r;
+    }
+    if (nfuse <= 0)
+        return TT_OK;
+    if (nfuse > 1) {
+        int ids[TT_MAX_ITERS];
+        for (int k = 0; k < nfuse; k++)
+            ids[k] = first + k;
+        tt_status r = tt_sched_fuse(st, stage, ids, nfuse, err);
+        if (r)
+            return r;
+    }
+    return tt_sched_annotate(st, stage, first, TT_ANN_PARALLEL, err);
+}
+
+static tt_status init_parallel(tt_sketch_space *sp, tt_state *st, tt_errbuf *err)
+{
+    for (size_t s = 0; s < st->stages.len; s++) {
+        const tt_stage *sg = &st->stages.data[s];
+        if (sg->at != TT_AT_ROOT || st->dag.ops.data[sg->op].is_placeholder)
+            continue;
+        tt_status r = annotate_parallel(sp, st, (int)s, 0, 0, err);
+        if (r)
+            return r;
+    }
+    return TT_OK;
+}
+
+static const int cpu_unroll[] = {0, 16, 64, 512};
+
+static tt_status init_unroll(tt_state *st, tt_rng *rng, tt_errbuf *err)
+{
+    for (size_t s = 0; s < st->stages.len; s++) {
+        const tt_stage *sg = &st->stages.data[s];
+        if (sg->at == TT_AT_INLINE || st->dag.ops.data[sg->op].is_placeholder ||
+            !tt_access_has_reduce(st, (int)s))
+            continue;
+        char pragma[64];
+        snprintf(pragma, sizeof(pragma), "auto_unroll_max_step$%d", cpu_unroll[rand_below(rng, 4)]);
+        tt_status r = tt_sched_pragma(st, (int)s, 0, pragma, err);
+        if (r)
+            return r;
+    }
+    return TT_OK;
+}
+
+static tt_status init_vectorize(tt_sketch_space *sp, tt_state *st, tt_rng *rng, tt_errbuf *err)
+{
+    for (size_t s = 0; s < st->stages.len; s++) {
+        const tt_stage *sg = &st->stages.data[s];
+        if (sg->at == TT_AT_INLINE || st->dag.ops.data[sg->op].is_placeholder)
+            continue;
+        int64_t prod = 1;
+        int num = 0;
+        bool tiled = tt_access_is_tiled(st, (int)s);
+        while (num < sg->niters) {
+            int id = sg->niters - 1 - num;
+            const tt_iter *it = &sg->iters[id];
+            if (tt_access_has_attached(st, (int)s, id) || it->kind == TT_ITER_REDUCE ||
+                it->ann != TT_ANN_NONE || (tiled && num != 0))
+                break;
+            prod *= it->extent;
+            if (prod > sp->params.max_vectorize)
+                break;
+            num++;
+        }
+        if (num > 1)
+            num = 1 + rand_below(rng, num - 1);
+        tt_status r = TT_OK;
+        if (num == 1) {
+            r = tt_sched_annotate(st, (int)s, sg->niters - 1, TT_ANN_VECTORIZE, err);
+        } else if (num > 1) {
+            int ids[TT_MAX_ITERS], first = sg->niters - num;
+            for (int k = 0; k < num; k++)
+                ids[k] = first + k;
+            r = tt_sched_fuse(st, (int)s, ids, num, err);
+            if (!r)
+                r = tt_sched_annotate(st, (int)s, first, TT_ANN_VECTORIZE, err);
+        }
+        if (r)
+            return r;
+    }
+    return TT_OK;
+}
+
+bool tt_state_nested_parallel(const tt_state *st)
+{
+    for (size_t s = 0; s < st->stages.len; s++) {
+        const tt_stage *sg = &st->stages.data[s];
+        bool par = false;
+        for (int i = 0; i < sg->niters; i++)
+            par |= sg->iters[i].ann == TT_ANN_PARALLEL;
+        if (!par || sg->at != TT_AT_ITER)
+            continue;
+        /* Any parallel loop at or outside the attach point, up the chain? */
+        int cur = (int)s;
+        for (int depth = 0; depth < TT_MAX_STAGES; depth++) {
+            int t, it;
+            tt_access_attach_point(st, cur, &t, &it);
+            if (t < 0)
+                break;
+            for (int i = 0; i <= it; i++)
+                if (st->stages.data[t].iters[i].ann == TT_ANN_PARALLEL)
+                    return true;
+            cur = t;
+        }
+    }
+    return false;
+}
+
+tt_status tt_sketch_sample(tt_sketch_space *sp, int k, tt_rng *rng, tt_state **out, tt_errbuf *err)
+{
+    if (sp->nsketches == 0)
+        return tt_err(err, TT_ERR_INTERNAL, "no sketches");
+    if (k < 0 || k >= sp->nsketches)
+        k = rand_below(rng, sp->nsketches);
+    const tt_sketch *sk = &sp->sketches[k];
+    size_t n = sk->state->steps.len;
+    tt_step *steps = malloc(sizeof(tt_step) * (n ? n : 1));
+    if (!steps)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    memcpy(steps, sk->state->steps.data, sizeof(tt_step) * n);
+    /* FillTileSize: a uniformly drawn factorisation of each open split. */
+    for (size_t i = 0; i < n; i++) {
+        tt_step *s = &steps[i];
+        if (!sk->undefined[i] || s->kind != TT_STEP_SPLIT || s->extent <= 0)
+            continue;
+        const factor_entry *fe = schemes_of(sp, s->extent, s->nlen);
+        if (!fe) {
+            free(steps);
+            return tt_err(err, TT_ERR_NOMEM, "out of memory");
+        }
+        if (fe->count == 0)
+            continue;
+        const int64_t *pick = fe->schemes + (int64_t)rand_below(rng, (int)fe->count) * s->nlen;
+        memcpy(s->lengths, pick, sizeof(int64_t) * (size_t)s->nlen);
+    }
+    tt_state *st;
+    tt_status r = tt_state_replay(sp->dag, steps, n, &st, err);
+    free(steps);
+    if (r)
+        return r;
+    if ((r = change_compute_location(sp, st, rng, err)) || (r = init_parallel(sp, st, err)) ||
+        (r = init_unroll(st, rng, err)) || (r = init_vectorize(sp, st, rng, err))) {
+        tt_state_free(st);
+        return r;
+    }
+    if (tt_state_nested_parallel(st)) {
+        tt_state_free(st);
+        return tt_err(err, TT_ERR_ILLEGAL_STEP, "nested parallel loops");
+    }
+    *out = st;
+    return TT_OK;
+}
+
+/* ---- mutation (search.md C6) ---- */
+
+static tt_status replay_owned(tt_sketch_space *sp, tt_step *steps, size_t n, tt_state **out,
+                              tt_errbuf *err)
+{
+    tt_status r = tt_state_replay(sp->dag, steps, n, out, err);
+    free(steps);
+    if (!r && tt_state_nested_parallel(*out)) {
+        tt_state_free(*out);
+        return tt_err(err, TT_ERR_ILLEGAL_STEP, "nested parallel loops");
+    }
+    return r;
+}
+
+static tt_step *copy_steps(const tt_state *st)
+{
+    size_t n = st->steps.len;
+    tt_step *s = malloc(sizeof(tt_step) * (n ? n : 1));
+    if (s)
+        memcpy(s, st->steps.data, sizeof(tt_step) * n);
+    return s;
+}
+
+static tt_status not_applicable(tt_errbuf *err, const char *what)
+{
+    return tt_err(err, TT_ERR_ILLEGAL_STEP, "mutation does not apply: %s", what);
+}
+
+static int divisors(int64_t n, int64_t *out, int max)
+{
+    int k = 0;
+    for (int64_t d = 1; d <= n && k < max; d++)
+        if (n % d == 0)
+            out[k++] = d;
+    return k;
+}
+
+static tt_status mutate_tile_size(tt_sketch_space *sp, const tt_state *st, tt_rng *rng,
+                                  tt_state **out, tt_errbuf *err)
+{
+    int64_t maxi = sp->params.max_innermost;
+    int cand[MAX_STEPS], nc = 0;
+    for (size_t i = 0; i < st->steps.len && nc < MAX_STEPS; i++) {
+        const tt_step *s = &st->steps.data[i];
+        if (s->kind == TT_STEP_SPLIT && s->extent > 0 && s->nlen > 0 &&
+            s->lengths[s->nlen - 1] <= maxi)
+            cand[nc++] = (int)i;
+    }
+    if (nc == 0)
+        return not_applicable(err, "no split to change");
+    int id = -1;
+    for (int tries = 0; tries < 4 * nc; tries++) {
+        int c = cand[rand_below(rng, nc)];
+        if (st->steps.data[c].extent > 1) {
+            id = c;
+            break;
+        }
+    }
+    if (id < 0)
+        return not_applicable(err, "every split has extent 1");
+    const tt_step *ps = &st->steps.data[id];
+    int nl = ps->nlen + 1;
+    int64_t len[TT_MAX_SPLIT], prod = 1;
+    for (int i = 0; i < ps->nlen; i++) {
+        len[i + 1] = ps->lengths[i];
+        prod *= ps->lengths[i];
+    }
+    len[0] = ps->extent / prod;
+    int perm[TT_MAX_SPLIT];
+    for (int i = 0; i < nl; i++)
+        perm[i] = i;
+    for (int i = nl - 1; i > 0; i--) {
+        int j = rand_below(rng, i + 1), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    for (int i = 0; i < nl; i++) {
+        int src = perm[i], dst = perm[(i + 1) % nl];
+        if (len[src] <= 1)
+            continue;
+        int64_t f[256];
+        int nf = divisors(len[src], f, 256);
+        int64_t factor;
+        if (dst == nl - 1) {
+            int m = nf - 1;
+            while (m >= 1 && f[m] * len[dst] > maxi)
+                m--;
+            if (m == 0)
+                continue;
+            factor = f[1 + rand_below(rng, m)];
+        } else {
+            factor = f[1 + rand_below(rng, nf - 1)];
+        }
+        tt_step *steps = copy_steps(st);
+        if (!steps)
+            return tt_err(err, TT_ERR_NOMEM, "out of memory");
+        len[src] /= factor;
+        len[dst] *= factor;
+        for (int k = 1; k < nl; k++)
+            steps[id].lengths[k - 1] = len[k];
+        return replay_owned(sp, steps, st->steps.len, out, err);
+    }
+    return not_applicable(err, "no factor can move");
+}
+
+static tt_status mutate_auto_unroll(tt_sketch_space *sp, const tt_state *st, tt_rng *rng,
+                                    tt_state **out, tt_errbuf *err)
+{
+    int cand[MAX_STEPS], nc = 0;
+    for (size_t i = 0; i < st->steps.len && nc < MAX_STEPS; i++) {
+        const tt_step *s = &st->steps.data[i];
+        if (s->kind == TT_STEP_PRAGMA && !strncmp(s->pragma, "auto_unroll_max_step", 20))
+            cand[nc++] = (int)i;
+    }
+    if (nc == 0)
+        return not_applicable(err, "no auto_unroll_max_step pragma");
+    tt_step *steps = copy_steps(st);
+    if (!steps)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    int id = cand[rand_below(rng, nc)];
+    snprintf(steps[id].pragma, sizeof(steps[id].pragma), "auto_unroll_max_step$%d",
+             cpu_unroll[rand_below(rng, 4)]);
+    return replay_owned(sp, steps, st->steps.len, out, err);
+}
+
+/* Candidates are computed in the state as it was when the compute_at step ran, so stage and
+ * iterator ids need no translation (Ansor computes them in the final state). */
+static tt_status mutate_compute_location(tt_sketch_space *sp, const tt_state *st, tt_rng *rng,
+                                         tt_state **out, tt_errbuf *err)
+{
+    if (sp->params.no_compute_location)
+        return not_applicable(err, "compute-location changes are disabled");
+    int cand[MAX_STEPS], nc = 0;
+    for (size_t i = 0; i < st->steps.len && nc < MAX_STEPS; i++) {
+        const tt_step *s = &st->steps.data[i];
+        if (s->kind != TT_STEP_COMPUTE_AT)
+            continue;
+        int fs = tt_access_final_stage(st, i, s->stage);
+        if (tt_access_is_tiled(st, fs) || tt_access_needs_mlt(st, fs))
+            continue;
+        cand[nc++] = (int)i;
+    }
+    if (nc == 0)
+        return not_applicable(err, "no compute_at of an untiled stage");
+    int id = cand[rand_below(rng, nc)];
+    tt_state *before;
+    tt_status r = tt_state_replay(sp->dag, st->steps.data, (size_t)id, &before, err);
+    if (r)
+        return r;
+    int loc[TT_MAX_ITERS * 2][2];
+    int n = location_candidates(before, st->steps.data[id].stage, loc, TT_MAX_ITERS * 2);
+    tt_state_free(before);
+    if (n == 0)
+        return not_applicable(err, "no other location");
+    int c = rand_below(rng, n);
+    tt_step *steps = copy_steps(st);
+    if (!steps)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    steps[id].target_stage = loc[c][0];
+    steps[id].target_iter = loc[c][1];
+    return replay_owned(sp, steps, st->steps.len, out, err);
+}
+
+static bool stage_changing(tt_step_kind k)
+{
+    return k == TT_STEP_CACHE_WRITE || k == TT_STEP_CACHE_READ || k == TT_STEP_RFACTOR;
+}
+
+static tt_status mutate_parallel(tt_sketch_space *sp, const tt_state *st, tt_rng *rng,
+                                 tt_state **out, tt_errbuf *err)
+{
+    int cand[MAX_STEPS], nc = 0;
+    for (size_t i = 1; i < st->steps.len && nc < MAX_STEPS; i++) {
+        const tt_step *s = &st->steps.data[i], *f = &st->steps.data[i - 1];
+        if (s->kind == TT_STEP_ANNOTATE && s->ann == TT_ANN_PARALLEL && s->iter == 0 &&
+            f->kind == TT_STEP_FUSE && f->stage == s->stage && f->nids > 0 && f->ids[0] == 0)
+            cand[nc++] = (int)i;
+    }
+    if (nc == 0)
+        return not_applicable(err, "no fused parallel loop");
+    int id = cand[rand_below(rng, nc)];
+    const tt_step *fuse = &st->steps.data[id - 1];
+    int stage = fuse->stage;
+    tt_state *before;
+    tt_status r = tt_state_replay(sp->dag, st->steps.data, (size_t)id - 1, &before, err);
+    if (r)
+        return r;
+    const tt_stage *sg = &before->stages.data[stage];
+    int maxf = 0;
+    for (; maxf < sg->niters; maxf++) {
+        const tt_iter *it = &sg->iters[maxf];
+        if (it->kind == TT_ITER_REDUCE || it->ann != TT_ANN_NONE ||
+            tt_access_has_attached(before, stage, maxf))
+            break;
+    }
+    tt_state_free(before);
+    if (maxf == 0)
+        return not_applicable(err, "nothing to fuse");
+    int to = rand_below(rng, maxf) + 1;
+    int offset = fuse->ids[fuse->nids - 1] - (to - 1);
+    if (offset == 0)
+        return not_applicable(err, "same fusion");
+    tt_step *steps = copy_steps(st);
+    if (!steps)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    steps[id - 1].nids = to;
+    for (int k = 0; k < to; k++)
+        steps[id - 1].ids[k] = k;
+    for (size_t i = (size_t)id + 1; i < st->steps.len; i++) {
+        tt_step *s = &steps[i];
+        if (stage_changing(s->kind)) {
+            free(steps);
+            return not_applicable(err, "a stage-adding step follows");
+        }
+        if (s->stage != stage)
+            continue;
+        if (s->kind != TT_STEP_ANNOTATE && s->kind != TT_STEP_PRAGMA) {
+            free(steps);
+            return not_applicable(err, "a loop-changing step follows on the same stage");
+        }
+        if (s->iter != 0)
+            s->iter += offset;
+    }
+    return replay_owned(sp, steps, st->steps.len, out, err);
+}
+
+tt_status tt_sketch_mutate_kind(tt_sketch_space *sp, const tt_state *st, tt_mutation kind,
+                                tt_rng *rng, tt_state **out, tt_errbuf *err)
+{
+    switch (kind) {
+    case TT_MUTATE_TILE_SIZE: return mutate_tile_size(sp, st, rng, out, err);
+    case TT_MUTATE_AUTO_UNROLL: return mutate_auto_unroll(sp, st, rng, out, err);
+    case TT_MUTATE_COMPUTE_LOCATION: return mutate_compute_location(sp, st, rng, out, err);
+    case TT_MUTATE_PARALLEL: return mutate_parallel(sp, st, rng, out, err);
+    default: return tt_err(err, TT_ERR_INTERNAL, "unknown mutation %d", (int)kind);
+    }
+}
+
+tt_status tt_sketch_mutate(tt_sketch_space *sp, const tt_state *st, tt_rng *rng, tt_state **out,
+                           tt_errbuf *err)
+{
+    static const double weight[TT_MUTATE_COUNT] = {0.90, 0.04, 0.05, 0.01};
+    double u = tt_rng_uniform(rng), acc = 0;
+    tt_mutation k = TT_MUTATE_TILE_SIZE;
+    for (int i = 0; i < TT_MUTATE_COUNT; i++) {
+        acc += weight[i];
+        if (u < acc) {
+            k = (tt_mutation)i;
+            break;
+        }
+    }
+    return tt_sketch_mutate_kind(sp, st, k, rng, out, err);
+}
