@@ -12,12 +12,15 @@
 typedef struct tt_costmodel tt_costmodel;
 
 typedef enum {
-    TT_COSTMODEL_REG,  /* squared error on normalised throughput (AutoTVM's "reg") */
-    TT_COSTMODEL_RANK, /* pairwise ranking (AutoTVM's "rank") */
+    TT_COSTMODEL_REG,      /* squared error on normalised throughput (AutoTVM's "reg") */
+    TT_COSTMODEL_RANK,     /* pairwise ranking (AutoTVM's "rank") */
+    TT_COSTMODEL_PACK_SUM, /* Ansor's: a program's score is the sum over its rows (stores),
+                              trained with throughput-weighted squared error (search.md C8) */
 } tt_costmodel_objective;
 
-/* AutoTVM's XGBoost parameters (search.md B4): max_depth 3, gamma 1e-4, min_child_weight 1,
- * eta 0.3, lambda 1, alpha 0.  `nthreads` 0 = XGBoost's default. */
+/* REG and RANK use AutoTVM's XGBoost parameters (search.md B4): max_depth 3, gamma 1e-4,
+ * min_child_weight 1, eta 0.3, lambda 1, alpha 0.  PACK_SUM uses Ansor's (C8): max_depth 10,
+ * gamma 1e-3, min_child_weight 0, eta 0.2, base_score 0.  `nthreads` 0 = XGBoost's default. */
 tt_status tt_costmodel_create(tt_costmodel_objective obj, int nthreads, uint64_t seed,
                               tt_costmodel **out, tt_errbuf *err);
 void tt_costmodel_free(tt_costmodel *m);
@@ -29,6 +32,23 @@ tt_status tt_costmodel_train(tt_costmodel *m, const float *x, int nrows, int nco
 /* Predicts `nrows` rows into out (higher = faster).  The model must have been trained. */
 tt_status tt_costmodel_predict(tt_costmodel *m, const float *x, int nrows, int ncols, float *out,
                                tt_errbuf *err);
+/* PACK_SUM training: rows belong to programs (row_prog[r] in [0, nprog), non-decreasing), y holds
+ * one label per program (normalised throughput, 0 for failures).  Boosts until the training
+ * pack-sum RMSE has not improved for 50 rounds (checked every second round) or `max_rounds`.
+ * *rounds (may be NULL) gets the rounds kept. */
+tt_status tt_costmodel_train_packed(tt_costmodel *m, const float *x, int nrows, int ncols,
+                                    const int *row_prog, const float *y, int nprog, int max_rounds,
+                                    int *rounds, tt_errbuf *err);
+/* Sum of the raw row predictions of each program into out[nprog]. */
+tt_status tt_costmodel_predict_packed(tt_costmodel *m, const float *x, int nrows, int ncols,
+                                      const int *row_prog, int nprog, float *out, tt_errbuf *err);
+
+/* The trained model as bytes (XGBoost's JSON model), malloc'ed, for the database. */
+tt_status tt_costmodel_save(tt_costmodel *m, void **blob, size_t *len, tt_errbuf *err);
+/* A model from tt_costmodel_save's bytes; predictions equal the saved model's. */
+tt_status tt_costmodel_load(tt_costmodel_objective obj, int nthreads, const void *blob, size_t len,
+                            tt_costmodel **out, tt_errbuf *err);
+
 /* The XGBoost version this was built against ("1.7.4"). */
 const char *tt_costmodel_backend_version(void);
 

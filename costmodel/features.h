@@ -1,0 +1,26 @@
+/* Features of lowered programs for the cost model.
+ *
+ * Per-store features in the manner of Ansor (search.md C7): one row of 164 floats per buffer that
+ * the program stores to, describing the store's arithmetic, its loop annotations, up to five
+ * buffer accesses (bytes, cache lines, reuse, stride), arithmetic intensity, allocation and loop
+ * structure.  Everything except one-hot entries and is_gpu is log2p-scaled:
+ * sign(x) * log2(|x| + 1).  docs/cost-model.md lists every entry.
+ *
+ * The schema is versioned: a model trained on one version must not be fed another. */
+#ifndef TT_COSTMODEL_FEATURES_H
+#define TT_COSTMODEL_FEATURES_H
+
+#include "../schedule/schedule.h"
+
+#define TT_FEATURES_VERSION 1
+#define TT_STORE_FEATURES   164
+
+/* Feature rows of `p`: one per stored buffer, in order of the buffer's first store.  Writes up to
+ * `max_rows` rows into out (row-major, TT_STORE_FEATURES floats each) and returns the number of
+ * rows the program has. */
+int tt_features_per_store(const tt_program *p, float *out, int max_rows);
+
+/* Name of feature `i` ("float_mad", "B0.bytes", ...); NULL when out of range. */
+const char *tt_feature_name(int i);
+
+#endif
