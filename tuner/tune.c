@@ -99,7 +99,16 @@ typedef struct {
     int nelites;
     double t_start;
     int64_t t_start_total;
+    /* evolutionary search: sketches, measured programs, the current round's plan */
+    tt_sketch_space sketch;
+    bool have_sketch;
+    tt_evo_history hist;
+    char **plan;
+    int nplan, plan_next;
 } task;
+
+/* Candidate index meaning "the config is a step list" (sketch-based strategies). */
+#define STEPS_INDEX (UINT64_MAX - 1)
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -144,6 +153,13 @@ static void note_result(task *t, const char *config, double median, int error_no
     }
 }
 
+/* Adds a measured program to the evolutionary search's training data. */
+static void history_add(task *t, const char *config, const float *rows, int nrows, double thr)
+{
+    if (tt_evo_history_add(&t->hist, config, rows, nrows, thr) && t->log)
+        fprintf(t->log, "note: out of memory for the cost model's training data\n");
+}
+
 static int load_history(void *ctx, const tt_db_row *row)
 {
     task *t = ctx;
@@ -152,6 +168,22 @@ static int load_history(void *ctx, const tt_db_row *row)
     if (row->error_no)
         t->errors++;
     note_result(t, row->config, row->median_s, row->error_no);
+    /* The model retrains on everything measured before (search.md C11). */
+    tt_step *steps;
+    size_t n;
+    tt_state *st;
+    if (t->have_sketch && strcmp(row->config, "[]") &&
+        !tt_steps_from_json(row->config, &steps, &n, NULL)) {
+        if (!tt_state_replay(&t->w->dag, steps, n, &st, NULL)) {
+            float *rows;
+            int nr = tt_evo_features(st, &rows);
+            double thr = row->error_no == 0 && row->median_s > 0 ? t->w->flops / row->median_s : 0;
+            history_add(t, row->config, rows, nr > 0 ? nr : 0, thr);
+            free(rows);
+            tt_state_free(st);
+        }
+        free(steps);
+    }
     return 0;
 }
 
@@ -239,6 +271,8 @@ typedef struct {
     char error_text[512];
     double build_s;
     tt_measure_result res;
+    float *rows; /* per-store features (evolutionary search) */
+    int nrows;
 } candidate;
 
 typedef struct {
@@ -258,11 +292,26 @@ static void compile_one(candidate *c)
     if (c->index == UINT64_MAX) { /* the naive schedule */
         if (tt_state_create(&t->w->dag, &st, &err))
             c->error_no = 1;
+    } else if (c->index == STEPS_INDEX) {
+        tt_step *steps;
+        size_t n;
+        if (tt_steps_from_json(c->config, &steps, &n, &err)) {
+            c->error_no = 1;
+        } else {
+            if (tt_state_replay(&t->w->dag, steps, n, &st, &err))
+                c->error_no = 1;
+            free(steps);
+        }
     } else if (tt_space_apply(&t->space, c->index, &st, &err)) {
         c->error_no = 1; /* INSTANTIATION_ERROR */
     }
     if (!c->error_no && tt_lower(st, &prog, &err))
         c->error_no = 1;
+    if (!c->error_no && t->have_sketch) {
+        int n = tt_features_per_store(prog, NULL, 0);
+        if (n > 0 && (c->rows = malloc(sizeof(float) * TT_STORE_FEATURES * (size_t)n)))
+            c->nrows = tt_features_per_store(prog, c->rows, n);
+    }
     if (!c->error_no && tt_codegen_llvm(prog, &t->target, "kernel", c->so, NULL, NULL, &err))
         c->error_no = 2; /* COMPILE_HOST */
     if (c->error_no)
@@ -479,6 +528,149 @@ out:
     return found;
 }
 
+/* ---- evolutionary search (search.md C6), in a child process like the XGB plan ---- */
+
+static bool evo_seen(void *ctx, const char *config)
+{
+    return seen_has(ctx, tt_hash64_str(config));
+}
+
+static bool write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+static bool read_all(int fd, void *buf, size_t n)
+{
+    char *p = buf;
+    while (n > 0) {
+        ssize_t r = read(fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        p += r;
+        n -= (size_t)r;
+    }
+    return true;
+}
+
+/* Child side: runs the round and writes [int32 n][n strings, each uint32 length + bytes]
+ * [uint64 model length][model], or [int32 -1][uint32 length][message]. */
+static void evo_child(task *t, int fd, int want)
+{
+    tt_evo_params p;
+    tt_evo_params_default(&p);
+    p.warmup = 64; /* what Ansor's task scheduler sets for one task of 64 measures per round */
+    if (t->o->population > 0)
+        p.population = t->o->population;
+    char *plan[256];
+    void *model = NULL;
+    size_t mlen = 0;
+    tt_errbuf err = {{0}};
+    int32_t n = tt_evo_search_round(&t->sketch, &p, &t->hist, evo_seen, t, &t->rng, plan, want,
+                                    &model, &mlen, &err);
+    bool ok = write_all(fd, &n, sizeof(n));
+    if (n < 0) {
+        uint32_t len = (uint32_t)strlen(err.msg);
+        ok = ok && write_all(fd, &len, sizeof(len)) && write_all(fd, err.msg, len);
+        _exit(ok ? 0 : 1);
+    }
+    for (int i = 0; i < n && ok; i++) {
+        uint32_t len = (uint32_t)strlen(plan[i]);
+        ok = write_all(fd, &len, sizeof(len)) && write_all(fd, plan[i], len);
+    }
+    uint64_t ml = mlen;
+    ok = ok && write_all(fd, &ml, sizeof(ml)) && (!mlen || write_all(fd, model, mlen));
+    _exit(ok ? 0 : 1);
+}
+
+static char *read_string(int fd, uint32_t max)
+{
+    uint32_t len;
+    if (!read_all(fd, &len, sizeof(len)) || len > max)
+        return NULL;
+    char *s = malloc(len + 1);
+    if (s && !read_all(fd, s, len)) {
+        free(s);
+        return NULL;
+    }
+    if (s)
+        s[len] = 0;
+    return s;
+}
+
+/* Plans the next round: up to `want` unmeasured step lists in t->plan. */
+static void evo_round(task *t, int want)
+{
+    for (int i = t->plan_next; i < t->nplan; i++)
+        free(t->plan[i]);
+    t->nplan = t->plan_next = 0;
+    if (want > 256)
+        want = 256;
+    if (!t->plan && !(t->plan = calloc(256, sizeof(char *))))
+        return;
+    uint64_t seed = tt_rng_next(&t->rng);
+    int fds[2];
+    if (pipe(fds))
+        return;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        tt_rng_seed(&t->rng, seed);
+        evo_child(t, fds[1], want);
+    }
+    close(fds[1]);
+    int32_t n = 0;
+    if (read_all(fds[0], &n, sizeof(n))) {
+        if (n < 0) {
+            char *msg = read_string(fds[0], 1 << 16);
+            if (t->log)
+                fprintf(t->log, "%s%s: search round failed: %s\n", t->o->progress ? "\n" : "",
+                        t->w->key, msg ? msg : "(no message)");
+            free(msg);
+        }
+        for (int i = 0; i < n && i < want; i++) {
+            char *cfg = read_string(fds[0], 1 << 24);
+            if (!cfg)
+                break;
+            t->plan[t->nplan++] = cfg;
+        }
+        uint64_t mlen = 0;
+        if (t->nplan == n && read_all(fds[0], &mlen, sizeof(mlen)) && mlen > 0 &&
+            mlen < (1ull << 31)) {
+            void *model = malloc(mlen);
+            if (model && read_all(fds[0], model, mlen)) {
+                /* Kept for transfer and inspection (tvm-db models); each round a new version. */
+                char name[1200];
+                snprintf(name, sizeof(name), "ansor-pack-sum:%s:%s", t->target_text, t->w->key);
+                tt_db_model_save(t->db, name, TT_FEATURES_VERSION, model, mlen, NULL);
+            }
+            free(model);
+        }
+    }
+    close(fds[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+}
+
 /* Genetic algorithm (search.md B3): when the previous generation is measured, breed the next from
  * it and the elites, by throughput-weighted selection, one-point crossover and mutation. */
 static void ga_breed(task *t, int pop)
@@ -568,10 +760,25 @@ static int pick(task *t, candidate *c, int want)
     if (t->o->strategy == TT_STRATEGY_GA && !t->gen)
         t->gen = calloc((size_t)pop, sizeof(uint64_t));
     int64_t tries = 0;
+    int rounds = 0;
     while (n < want && tries < 64 * (int64_t)want + 1000) {
         tries++;
         uint64_t idx;
-        if (t->o->strategy == TT_STRATEGY_GRID) {
+        char *planned = NULL;
+        if (t->o->strategy == TT_STRATEGY_EVO) {
+            /* A search round plans 64 measurements (Ansor's measures per round). */
+            if (t->plan_next >= t->nplan) {
+                if (rounds++ == 2)
+                    break;
+                int64_t left = t->o->trials - t->total;
+                evo_round(t, left < 64 ? (int)(left > want ? left : want) : 64);
+                if (t->nplan == 0)
+                    break;
+            }
+            planned = t->plan[t->plan_next];
+            t->plan[t->plan_next++] = NULL;
+            idx = STEPS_INDEX;
+        } else if (t->o->strategy == TT_STRATEGY_GRID) {
             if (t->grid_next >= t->space.size)
                 break;
             idx = t->grid_next++;
@@ -587,7 +794,7 @@ static int pick(task *t, candidate *c, int want)
         } else {
             idx = tt_rng_below(&t->rng, t->space.size);
         }
-        char *cfg = config_of(t, idx);
+        char *cfg = planned ? planned : config_of(t, idx);
         if (!cfg)
             continue;
         uint64_t h = tt_hash64_str(cfg);
@@ -698,7 +905,9 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
             note_result(t, recs[i].config, med, 0);
             thr = med > 0 ? t->w->flops / med : 0;
         }
-        if (c[i].index != UINT64_MAX && t->nrun < 1 << 20) {
+        if (c[i].index == STEPS_INDEX)
+            history_add(t, recs[i].config, c[i].rows, c[i].nrows, thr);
+        if (c[i].index != UINT64_MAX && c[i].index != STEPS_INDEX && t->nrun < 1 << 20) {
             if (t->nrun == t->caprun) {
                 int cap = t->caprun ? 2 * t->caprun : 256;
                 uint64_t *gi = realloc(t->run_idx, (size_t)cap * sizeof(uint64_t));
@@ -746,6 +955,13 @@ static tt_status tune_one(const tt_tune_options *o, const char *wtext, tt_db *db
     if ((s = tt_space_init(&t->space, &t->w->dag,
                            t->target.num_cores ? t->target.num_cores : (int)cores, err)))
         goto out;
+    if (o->strategy == TT_STRATEGY_EVO) {
+        tt_sketch_params sp;
+        tt_sketch_params_cpu(&sp, t->target.num_cores ? t->target.num_cores : (int)cores);
+        if ((s = tt_sketch_space_init(&t->sketch, &t->w->dag, &sp, err)))
+            goto out;
+        t->have_sketch = true;
+    }
     tt_host_fingerprint(t->device, sizeof(t->device));
     tt_db_device dev = {.key = "local", .fingerprint = t->device, .cores = (int)cores};
     if ((s = tt_db_device_upsert(db, &dev))) {
@@ -776,7 +992,10 @@ static tt_status tune_one(const tt_tune_options *o, const char *wtext, tt_db *db
         int64_t left = o->trials - t->total;
         int n = pick(t, c, left < batch ? (int)left : batch);
         if (n == 0) {
-            if (log)
+            if (log && o->strategy == TT_STRATEGY_EVO)
+                fprintf(log, "%s%s: the search found no unmeasured program\n",
+                        o->progress ? "\n" : "", t->w->key);
+            else if (log)
                 fprintf(log, "%s%s: the search space is exhausted (%llu configs)\n",
                         o->progress ? "\n" : "", t->w->key, (unsigned long long)t->space.size);
             break;
@@ -784,6 +1003,7 @@ static tt_status tune_one(const tt_tune_options *o, const char *wtext, tt_db *db
         s = round_trip(t, c, n, err);
         for (int i = 0; i < n; i++) {
             free(c[i].config);
+            free(c[i].rows);
             memset(&c[i], 0, sizeof(c[i]));
         }
         if (s)
@@ -812,6 +1032,12 @@ out:
     free(t->run_score);
     free(t->gen);
     tt_costmodel_free(t->model);
+    if (t->have_sketch)
+        tt_sketch_space_free(&t->sketch);
+    tt_evo_history_free(&t->hist);
+    for (int i = t->plan_next; i < t->nplan; i++)
+        free(t->plan[i]);
+    free(t->plan);
     tt_workload_free(t->w);
     if (t->dir[0])
         rmdir(t->dir);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "../rpc/measure.h"
+#include "evolution.h"
 #include "space.h"
 
 typedef enum {
@@ -16,6 +17,7 @@ typedef enum {
     TT_STRATEGY_GRID,   /* index order */
     TT_STRATEGY_GA,     /* genetic algorithm (AutoTVM's GATuner) */
     TT_STRATEGY_XGB,    /* XGBoost cost model + simulated annealing (AutoTVM's XGBTuner) */
+    TT_STRATEGY_EVO,    /* sketches + evolutionary search + pack-sum model (Ansor) */
 } tt_strategy;
 
 typedef struct tt_tune_options {
@@ -30,6 +32,7 @@ typedef struct tt_tune_options {
     int threads;                 /* compile threads, default cores */
     bool progress;               /* a live progress line (on a terminal) */
     volatile sig_atomic_t *stop; /* set (e.g. by SIGINT) to stop after the current candidate */
+    int population;              /* evo: states per generation, default 2048 */
     tt_measure_options measure;
 } tt_tune_options;
 

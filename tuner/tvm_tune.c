@@ -24,7 +24,7 @@ static void usage(FILE *f)
         "  ops     list the operator library and its parameters\n"
         "\n"
         "tvm-tune run --workload W [--workload W2 ...] [--target T] [--trials N]\n"
-        "             [--strategy random|grid|ga|xgb] [--db PATH] [--seed S] [--timeout SEC]\n"
+        "             [--strategy random|grid|ga|xgb|evo] [--db PATH] [--seed S] [--timeout SEC]\n"
         "             [--batch N] [--number N] [--repeat N] [--min-repeat-ms MS]\n"
         "             [--cooldown-ms MS] [--cache-flush]\n"
         "  measures candidate schedules of each workload on this machine, each in a sandboxed\n"
@@ -271,8 +271,10 @@ static int cmd_run(int argc, char **argv)
                 o.strategy = TT_STRATEGY_GA;
             else if (!strcmp(optarg, "xgb"))
                 o.strategy = TT_STRATEGY_XGB;
+            else if (!strcmp(optarg, "evo"))
+                o.strategy = TT_STRATEGY_EVO;
             else {
-                fprintf(stderr, "tvm-tune run: --strategy is random, grid, ga or xgb\n");
+                fprintf(stderr, "tvm-tune run: --strategy is random, grid, ga, xgb or evo\n");
                 return 2;
             }
             break;

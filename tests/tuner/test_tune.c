@@ -168,6 +168,49 @@ static void ga_and_xgb_strategies_pick_new_correct_configs(void **state)
     }
 }
 
+/* The evolutionary search: a first run samples sketches (the model is not trusted yet), a resumed
+ * run retrains the pack-sum model on what the first measured, saves it, and evolves from the best
+ * measured programs; every program is new, compiles and computes the definition. */
+static void evolutionary_search_resumes_with_its_model(void **state)
+{
+    snprintf(db_path, sizeof(db_path), "/tmp/tt-tune-evo-%d.db", (int)getpid());
+    const char *w[1] = {"matmul:M=32,N=48,K=16"};
+    tt_tune_options o = options(w, 40, NULL);
+    o.strategy = TT_STRATEGY_EVO;
+    o.population = 96;
+    o.batch = 8;
+    tt_tune_summary sum;
+    tt_errbuf err = {{0}};
+    if (tt_tune_run(&o, &sum, NULL, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(sum.total, 40);
+    assert_int_equal(sum.errors, 0);
+    tt_db *db;
+    void *blob;
+    size_t len;
+    char name[256];
+    snprintf(name, sizeof(name), "ansor-pack-sum:llvm:%s", w[0]);
+    assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, &err), TT_OK);
+    assert_int_equal(tt_db_model_load(db, name, TT_FEATURES_VERSION, &blob, &len),
+                     TT_ERR_NOT_FOUND);
+    tt_db_close(db);
+    double first_best = sum.best_s;
+    o.trials = 120; /* 40 resumed, a random round of 64 (under the warm-up), a model round */
+    if (tt_tune_run(&o, &sum, NULL, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(sum.measured, 80);
+    assert_int_equal(sum.total, 120);
+    assert_int_equal(sum.errors, 0);
+    assert_true(sum.best_s > 0 && sum.best_s <= first_best && sum.best_s <= sum.naive_s);
+    /* The model trained on the resumed history was kept. */
+    assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, &err), TT_OK);
+    assert_int_equal(tt_db_model_load(db, name, TT_FEATURES_VERSION, &blob, &len), TT_OK);
+    assert_true(len > 100);
+    free(blob);
+    tt_db_close(db);
+    tt_db_remove(db_path);
+}
+
 static void run_deadline_adapts_to_the_best_time(void **state)
 {
     tt_measure_options m = {.repeat = 5, .min_repeat_ms = 20, .timeout_s = 10};
@@ -206,6 +249,7 @@ int main(void)
         cmocka_unit_test(a_run_records_every_measurement_and_resumes),
         cmocka_unit_test(grid_search_exhausts_a_small_space),
         cmocka_unit_test(ga_and_xgb_strategies_pick_new_correct_configs),
+        cmocka_unit_test(evolutionary_search_resumes_with_its_model),
         cmocka_unit_test(run_deadline_adapts_to_the_best_time),
         cmocka_unit_test(bad_workloads_and_targets_are_errors),
     };

@@ -1,0 +1,507 @@
+#include "evolution.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void tt_evo_params_default(tt_evo_params *p)
+{
+    p->population = 2048;
+    p->iterations = 4;
+    p->mutation_prob = 0.85;
+    p->measured_ratio = 0.2;
+    p->eps_greedy = 0.05;
+    p->warmup = 100;
+    p->max_rounds = 1000;
+}
+
+static void *grow(void *ptr, int *cap, int need, size_t elem)
+{
+    if (need <= *cap)
+        return ptr;
+    int cap2 = *cap ? *cap : 64;
+    while (cap2 < need)
+        cap2 *= 2;
+    void *g = realloc(ptr, (size_t)cap2 * elem);
+    if (g)
+        *cap = cap2;
+    return g;
+}
+
+tt_status tt_evo_history_add(tt_evo_history *h, const char *config, const float *rows, int nrows,
+                             double throughput)
+{
+    if (nrows > 0) {
+        int cap = h->caprows;
+        float *r = grow(h->rows, &cap, h->nrows + nrows, sizeof(float) * TT_STORE_FEATURES);
+        if (!r)
+            return TT_ERR_NOMEM;
+        h->rows = r;
+        int cap2 = h->caprows;
+        int *p = grow(h->row_prog, &cap2, h->nrows + nrows, sizeof(int));
+        if (!p)
+            return TT_ERR_NOMEM;
+        h->row_prog = p;
+        h->caprows = cap < cap2 ? cap : cap2;
+    }
+    int capp = h->capprog, capc = h->capprog;
+    double *t = grow(h->throughput, &capp, h->nprog + 1, sizeof(double));
+    if (!t)
+        return TT_ERR_NOMEM;
+    h->throughput = t;
+    char **c = grow(h->configs, &capc, h->nprog + 1, sizeof(char *));
+    if (!c)
+        return TT_ERR_NOMEM;
+    h->configs = c;
+    h->capprog = capp < capc ? capp : capc;
+    char *copy = strdup(config);
+    if (!copy)
+        return TT_ERR_NOMEM;
+    if (nrows > 0) {
+        memcpy(h->rows + (size_t)h->nrows * TT_STORE_FEATURES, rows,
+               sizeof(float) * TT_STORE_FEATURES * (size_t)nrows);
+        for (int i = 0; i < nrows; i++)
+            h->row_prog[h->nrows + i] = h->nprog;
+        h->nrows += nrows;
+    }
+    h->configs[h->nprog] = copy;
+    h->throughput[h->nprog++] = throughput;
+    return TT_OK;
+}
+
+void tt_evo_history_free(tt_evo_history *h)
+{
+    for (int i = 0; i < h->nprog; i++)
+        free(h->configs[i]);
+    free(h->configs);
+    free(h->throughput);
+    free(h->rows);
+    free(h->row_prog);
+    memset(h, 0, sizeof(*h));
+}
+
+int tt_evo_features(const tt_state *st, float **rows)
+{
+    tt_program *prog;
+    *rows = NULL;
+    if (tt_lower(st, &prog, NULL))
+        return -1;
+    int n = tt_features_per_store(prog, NULL, 0);
+    if (n > 0 && (*rows = malloc(sizeof(float) * TT_STORE_FEATURES * (size_t)n)))
+        tt_features_per_store(prog, *rows, n);
+    else
+        n = n > 0 ? -1 : n;
+    tt_program_free(prog);
+    return n;
+}
+
+/* ---- population ---- */
+
+typedef struct {
+    tt_state *st;
+    char *json;
+    uint64_t hash;
+    float score;
+} indiv;
+
+typedef struct {
+    indiv *v;
+    int n, cap;
+} pop;
+
+static void pop_clear(pop *p)
+{
+    for (int i = 0; i < p->n; i++) {
+        tt_state_free(p->v[i].st);
+        free(p->v[i].json);
+    }
+    p->n = 0;
+}
+
+static void pop_free(pop *p)
+{
+    pop_clear(p);
+    free(p->v);
+    memset(p, 0, sizeof(*p));
+}
+
+/* Takes ownership of st. */
+static bool pop_add(pop *p, tt_state *st)
+{
+    char *json = tt_steps_to_json(st->steps.data, st->steps.len);
+    indiv *g = json ? grow(p->v, &p->cap, p->n + 1, sizeof(indiv)) : NULL;
+    if (!g) {
+        free(json);
+        tt_state_free(st);
+        return false;
+    }
+    p->v = g;
+    p->v[p->n++] = (indiv){st, json, tt_hash64_str(json), 0};
+    return true;
+}
+
+/* A set of 64-bit hashes (open addressing, 0 never stored). */
+typedef struct {
+    uint64_t *slot;
+    size_t cap, n;
+} hset;
+
+static bool hset_add(hset *s, uint64_t h)
+{
+    h |= 1;
+    if ((s->n + 1) * 2 > s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 4096;
+        uint64_t *g = calloc(cap, sizeof(uint64_t));
+        if (!g)
+            return false;
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->slot[i])
+                for (size_t j = s->slot[i] & (cap - 1);; j = (j + 1) & (cap - 1))
+                    if (!g[j]) {
+                        g[j] = s->slot[i];
+                        break;
+                    }
+        free(s->slot);
+        s->slot = g;
+        s->cap = cap;
+    }
+    for (size_t j = h & (s->cap - 1);; j = (j + 1) & (s->cap - 1)) {
+        if (s->slot[j] == h)
+            return false;
+        if (!s->slot[j]) {
+            s->slot[j] = h;
+            s->n++;
+            return true;
+        }
+    }
+}
+
+/* ---- scoring ---- */
+
+typedef struct {
+    tt_costmodel *model; /* NULL: random scores */
+    tt_rng *rng;
+} scorer;
+
+static tt_status score_all(scorer *sc, pop *p, tt_errbuf *err)
+{
+    float *rows = NULL;
+    int *prog = NULL, nrows = 0, cap = 0, capp = 0;
+    bool *ok = calloc((size_t)(p->n > 0 ? p->n : 1), sizeof(bool));
+    if (!ok)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    tt_status s = TT_OK;
+    for (int i = 0; i < p->n; i++) {
+        float *r;
+        int n = tt_evo_features(p->v[i].st, &r);
+        ok[i] = n > 0;
+        if (n <= 0 || !sc->model) {
+            free(r);
+            continue;
+        }
+        int cap0 = cap;
+        float *g = grow(rows, &cap, nrows + n, sizeof(float) * TT_STORE_FEATURES);
+        int *gp = g ? grow(prog, &capp, nrows + n, sizeof(int)) : NULL;
+        if (!g || !gp) {
+            free(r);
+            if (g)
+                rows = g;
+            cap = cap0;
+            s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        rows = g;
+        prog = gp;
+        memcpy(rows + (size_t)nrows * TT_STORE_FEATURES, r,
+               sizeof(float) * TT_STORE_FEATURES * (size_t)n);
+        for (int k = 0; k < n; k++)
+            prog[nrows + k] = i;
+        nrows += n;
+        free(r);
+    }
+    if (sc->model) {
+        float *out = malloc(sizeof(float) * (size_t)(p->n > 0 ? p->n : 1));
+        if (!out) {
+            s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        s = tt_costmodel_predict_packed(sc->model, rows, nrows, TT_STORE_FEATURES, prog, p->n, out,
+                                        err);
+        for (int i = 0; !s && i < p->n; i++)
+            p->v[i].score = out[i];
+        free(out);
+    } else {
+        for (int i = 0; i < p->n; i++)
+            p->v[i].score = (float)tt_rng_uniform(sc->rng);
+    }
+    for (int i = 0; i < p->n; i++)
+        if (!ok[i])
+            p->v[i].score = -INFINITY;
+out:
+    free(ok);
+    free(rows);
+    free(prog);
+    return s;
+}
+
+/* The best `cap` distinct, unmeasured programs seen so far. */
+typedef struct {
+    char **json;
+    float *score;
+    uint64_t *hash;
+    int n, cap;
+} best_set;
+
+static void best_offer(best_set *b, const indiv *x)
+{
+    if (!isfinite(x->score))
+        return;
+    for (int i = 0; i < b->n; i++)
+        if (b->hash[i] == x->hash)
+            return;
+    int slot = b->n;
+    if (b->n == b->cap) {
+        int lo = 0;
+        for (int i = 1; i < b->n; i++)
+            if (b->score[i] < b->score[lo])
+                lo = i;
+        if (b->score[lo] >= x->score)
+            return;
+        free(b->json[lo]);
+        slot = lo;
+    } else {
+        b->n++;
+    }
+    b->json[slot] = strdup(x->json);
+    b->score[slot] = x->score;
+    b->hash[slot] = x->hash;
+    if (!b->json[slot]) {
+        b->json[slot] = b->json[--b->n];
+        b->score[slot] = b->score[b->n];
+        b->hash[slot] = b->hash[b->n];
+    }
+}
+
+static int pick_roulette(const pop *p, const double *cum, tt_rng *rng)
+{
+    double total = cum[p->n - 1];
+    if (total <= 0)
+        return (int)tt_rng_below(rng, (uint64_t)p->n);
+    double u = tt_rng_uniform(rng) * total;
+    int lo = 0, hi = p->n - 1;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (cum[mid] < u)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static tt_status train_model(const tt_evo_params *p, const tt_evo_history *h, tt_costmodel **out,
+                             tt_errbuf *err)
+{
+    *out = NULL;
+    if (h->nprog < p->warmup || h->nrows == 0)
+        return TT_OK;
+    double best = 0;
+    for (int i = 0; i < h->nprog; i++)
+        best = h->throughput[i] > best ? h->throughput[i] : best;
+    if (best <= 0)
+        return TT_OK;
+    float *y = malloc(sizeof(float) * (size_t)h->nprog);
+    if (!y)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < h->nprog; i++)
+        y[i] = (float)(h->throughput[i] / best);
+    tt_costmodel *m;
+    tt_status s = tt_costmodel_create(TT_COSTMODEL_PACK_SUM, 0, 43, &m, err);
+    if (!s)
+        s = tt_costmodel_train_packed(m, h->rows, h->nrows, TT_STORE_FEATURES, h->row_prog, y,
+                                      h->nprog, p->max_rounds, NULL, err);
+    free(y);
+    if (s) {
+        tt_costmodel_free(m);
+        return s;
+    }
+    *out = m;
+    return TT_OK;
+}
+
+typedef struct {
+    double thr;
+    int prog;
+} ranked;
+
+static int cmp_ranked_desc(const void *a, const void *b)
+{
+    double x = ((const ranked *)a)->thr, y = ((const ranked *)b)->thr;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+int tt_evo_search_round(tt_sketch_space *sp, const tt_evo_params *p, const tt_evo_history *h,
+                        bool (*seen)(void *ctx, const char *config), void *ctx, tt_rng *rng,
+                        char **out, int n, void **model_blob, size_t *model_len, tt_errbuf *err)
+{
+    if (model_blob) {
+        *model_blob = NULL;
+        *model_len = 0;
+    }
+    tt_costmodel *model = NULL;
+    if (train_model(p, h, &model, err))
+        return -1;
+    if (model && model_blob)
+        tt_costmodel_save(model, model_blob, model_len, NULL);
+    scorer sc = {model, rng};
+    pop cur = {0}, next = {0};
+    hset uniq = {0};
+    best_set best = {0};
+    int found = 0;
+    double *cum = NULL;
+    ranked *order = NULL;
+    best.cap = 2 * n;
+    best.json = calloc((size_t)best.cap, sizeof(char *));
+    best.score = calloc((size_t)best.cap, sizeof(float));
+    best.hash = calloc((size_t)best.cap, sizeof(uint64_t));
+    cum = malloc(sizeof(double) * (size_t)(p->population + h->nprog + 1));
+    order = malloc(sizeof(ranked) * (size_t)(h->nprog + 1));
+    if (!best.json || !best.score || !best.hash || !cum || !order)
+        goto out;
+    /* Initial population: random samples of the sketches... */
+    for (int tries = 0; cur.n < p->population && tries < 4 * p->population; tries++) {
+        tt_state *st;
+        if (tt_sketch_sample(sp, -1, rng, &st, NULL))
+            continue;
+        char *json = tt_steps_to_json(st->steps.data, st->steps.len);
+        bool fresh = json && hset_add(&uniq, tt_hash64_str(json));
+        free(json);
+        if (fresh)
+            pop_add(&cur, st);
+        else
+            tt_state_free(st);
+    }
+    /* ...and the best measured programs. */
+    int nm = 0;
+    for (int i = 0; i < h->nprog; i++)
+        if (h->throughput[i] > 0)
+            order[nm++] = (ranked){h->throughput[i], i};
+    qsort(order, (size_t)nm, sizeof(ranked), cmp_ranked_desc);
+    int want = (int)(p->measured_ratio * p->population);
+    for (int i = 0; i < nm && i < want; i++) {
+        tt_step *steps;
+        size_t ns;
+        tt_state *st;
+        if (tt_steps_from_json(h->configs[order[i].prog], &steps, &ns, NULL))
+            continue;
+        if (!tt_state_replay(sp->dag, steps, ns, &st, NULL))
+            pop_add(&cur, st);
+        free(steps);
+    }
+    if (cur.n == 0) {
+        tt_err(err, TT_ERR_ILLEGAL_STEP, "no valid program could be sampled from %d sketches",
+               sp->nsketches);
+        found = -1;
+        goto out;
+    }
+    /* Random picks for the epsilon-greedy share, from the initial population. */
+    int nrandom = (int)(p->eps_greedy * n), nrand_found = 0;
+    char **random = calloc((size_t)(nrandom + 1), sizeof(char *));
+    if (!random)
+        goto out;
+    for (int tries = 0; nrand_found < nrandom && tries < 8 * nrandom + 8; tries++) {
+        const indiv *x = &cur.v[tt_rng_below(rng, (uint64_t)cur.n)];
+        bool dup = seen(ctx, x->json);
+        for (int k = 0; k < nrand_found && !dup; k++)
+            dup = !strcmp(random[k], x->json);
+        if (!dup)
+            random[nrand_found++] = strdup(x->json);
+    }
+    /* Evolution. */
+    int iters = model ? p->iterations : (p->iterations < 2 ? p->iterations : 2);
+    for (int k = 0;; k++) {
+        if (score_all(&sc, &cur, err)) {
+            found = -1;
+            break;
+        }
+        for (int i = 0; i < cur.n; i++)
+            if (!seen(ctx, cur.v[i].json))
+                best_offer(&best, &cur.v[i]);
+        if (k == iters)
+            break;
+        double acc = 0;
+        for (int i = 0; i < cur.n; i++) {
+            acc += cur.v[i].score > 0 ? cur.v[i].score : 0;
+            cum[i] = acc;
+        }
+        for (int tries = 0; next.n < p->population && tries < 3 * p->population; tries++) {
+            const indiv *parent = &cur.v[pick_roulette(&cur, cum, rng)];
+            tt_state *child;
+            if (tt_rng_uniform(rng) < p->mutation_prob) {
+                if (tt_sketch_mutate(sp, parent->st, rng, &child, NULL))
+                    continue;
+            } else if (tt_state_clone(parent->st, &child)) {
+                continue;
+            }
+            pop_add(&next, child);
+        }
+        pop_clear(&cur);
+        pop tmp = cur;
+        cur = next;
+        next = tmp;
+        if (cur.n == 0)
+            break;
+    }
+    if (found == 0) {
+        /* Best first; the epsilon-greedy share comes from the random picks. */
+        for (int i = 0; i < best.n; i++)
+            for (int j = i + 1; j < best.n; j++)
+                if (best.score[j] > best.score[i]) {
+                    float s = best.score[i];
+                    best.score[i] = best.score[j];
+                    best.score[j] = s;
+                    char *t = best.json[i];
+                    best.json[i] = best.json[j];
+                    best.json[j] = t;
+                    uint64_t hh = best.hash[i];
+                    best.hash[i] = best.hash[j];
+                    best.hash[j] = hh;
+                }
+        int from_best = n - nrand_found;
+        for (int i = 0; i < best.n && found < from_best; i++) {
+            out[found++] = best.json[i];
+            best.json[i] = NULL;
+        }
+        for (int i = 0; i < nrand_found && found < n; i++) {
+            bool dup = false;
+            for (int k = 0; k < found && !dup; k++)
+                dup = !strcmp(out[k], random[i]);
+            if (!dup) {
+                out[found++] = random[i];
+                random[i] = NULL;
+            }
+        }
+        for (int i = 0; i < best.n && found < n; i++)
+            if (best.json[i]) {
+                out[found++] = best.json[i];
+                best.json[i] = NULL;
+            }
+    }
+    for (int i = 0; i < nrand_found; i++)
+        free(random[i]);
+    free(random);
+out:
+    if (best.json)
+        for (int i = 0; i < best.n; i++)
+            free(best.json[i]);
+    free(best.json);
+    free(best.score);
+    free(best.hash);
+    free(cum);
+    free(order);
+    free(uniq.slot);
+    pop_free(&cur);
+    pop_free(&next);
+    tt_costmodel_free(model);
+    return found;
+}

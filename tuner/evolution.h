@@ -1,0 +1,55 @@
+/* Ansor's search round (search.md C6): an initial population sampled from the sketches plus the
+ * best measured programs, evolved for a few generations by mutation and roulette selection under
+ * the pack-sum XGBoost model trained on every measured program, then an epsilon-greedy mix of the
+ * best predicted and random programs, none measured before.
+ *
+ * The model uses OpenMP threads; callers that fork afterwards run a round in a child process
+ * (tune.c does). */
+#ifndef TT_TUNER_EVOLUTION_H
+#define TT_TUNER_EVOLUTION_H
+
+#include "../costmodel/costmodel.h"
+#include "../costmodel/features.h"
+#include "sketch.h"
+
+typedef struct tt_evo_params {
+    int population;        /* states per generation (Ansor: 2048) */
+    int iterations;        /* generations (4) */
+    double mutation_prob;  /* chance a child is a mutant rather than a copy (0.85) */
+    double measured_ratio; /* share of the initial population taken from the best measured (0.2) */
+    double eps_greedy;     /* share of random picks in a round's output (0.05) */
+    int warmup;            /* measured programs before the model is trusted (Ansor: 100) */
+    int max_rounds;        /* boosting rounds at most */
+} tt_evo_params;
+
+void tt_evo_params_default(tt_evo_params *p);
+
+/* Measured programs: their feature rows and throughput, and their configs (step JSON). */
+typedef struct tt_evo_history {
+    float *rows; /* TT_STORE_FEATURES each */
+    int *row_prog;
+    int nrows, caprows;
+    double *throughput; /* per program; 0 for a failure */
+    char **configs;     /* per program */
+    int nprog, capprog;
+} tt_evo_history;
+
+/* Adds one measured program (rows may be NULL with nrows 0 for a program that failed to lower).
+ * Takes a copy of everything. */
+tt_status tt_evo_history_add(tt_evo_history *h, const char *config, const float *rows, int nrows,
+                             double throughput);
+void tt_evo_history_free(tt_evo_history *h);
+
+/* Feature rows of a state (lowered here): a malloc'ed array in *rows, the count returned; -1 when
+ * the state does not lower. */
+int tt_evo_features(const tt_state *st, float **rows);
+
+/* One search round.  Writes up to `n` distinct configs (malloc'ed step JSON), best first, into
+ * out and returns how many; `seen(ctx, config)` says whether a config was measured already.
+ * model_blob and model_len (when not NULL) get the trained model (malloc'ed), or NULL when none
+ * was trained. */
+int tt_evo_search_round(tt_sketch_space *sp, const tt_evo_params *p, const tt_evo_history *h,
+                        bool (*seen)(void *ctx, const char *config), void *ctx, tt_rng *rng,
+                        char **out, int n, void **model_blob, size_t *model_len, tt_errbuf *err);
+
+#endif
