@@ -105,6 +105,12 @@ typedef struct {
     tt_evo_history hist;
     char **plan;
     int nplan, plan_next;
+    /* measuring */
+    struct candidate *cands;
+    int batch;
+    bool exhausted;
+    double *sched_hist; /* best latency after each scheduler round */
+    int sched_cap;
 } task;
 
 /* Candidate index meaning "the config is a step list" (sketch-based strategies). */
@@ -262,7 +268,7 @@ static tt_status make_reference(task *t, tt_errbuf *err)
 
 /* ---- one round: pick, compile in parallel, measure, record ---- */
 
-typedef struct {
+typedef struct candidate {
     task *t;
     uint64_t index;
     char *config;
@@ -929,14 +935,15 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
     return TT_OK;
 }
 
-static tt_status tune_one(const tt_tune_options *o, const char *wtext, tt_db *db, FILE *log,
-                          tt_tune_summary *sum, tt_errbuf *err)
+/* Sets up one workload's task: its space, what was measured before (resume), the reference. */
+static tt_status task_open(const tt_tune_options *o, const char *wtext, tt_db *db, FILE *log,
+                           task **out, tt_errbuf *err)
 {
     task *t = calloc(1, sizeof(*t));
-    candidate *c = NULL;
     tt_status s;
     if (!t)
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    *out = t;
     t->o = o;
     t->db = db;
     t->log = log;
@@ -944,73 +951,79 @@ static tt_status tune_one(const tt_tune_options *o, const char *wtext, tt_db *db
     tt_rng_seed(&t->rng, o->seed);
     snprintf(t->dir, sizeof(t->dir), "/tmp/tvm-tune-XXXXXX");
     if (!mkdtemp(t->dir)) {
-        s = tt_err(err, TT_ERR_IO, "cannot create a work directory: %s", strerror(errno));
         t->dir[0] = 0;
-        goto out;
+        return tt_err(err, TT_ERR_IO, "cannot create a work directory: %s", strerror(errno));
     }
     if ((s = tt_workload_parse(wtext, &t->w, err)) ||
         (s = tt_target_parse(t->target_text, &t->target, err)))
-        goto out;
+        return s;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if ((s = tt_space_init(&t->space, &t->w->dag,
                            t->target.num_cores ? t->target.num_cores : (int)cores, err)))
-        goto out;
+        return s;
     if (o->strategy == TT_STRATEGY_EVO) {
         tt_sketch_params sp;
         tt_sketch_params_cpu(&sp, t->target.num_cores ? t->target.num_cores : (int)cores);
         if ((s = tt_sketch_space_init(&t->sketch, &t->w->dag, &sp, err)))
-            goto out;
+            return s;
         t->have_sketch = true;
     }
     tt_host_fingerprint(t->device, sizeof(t->device));
     tt_db_device dev = {.key = "local", .fingerprint = t->device, .cores = (int)cores};
-    if ((s = tt_db_device_upsert(db, &dev))) {
-        s = tt_err(err, s, "%s", tt_db_errmsg(db));
-        goto out;
-    }
+    if ((s = tt_db_device_upsert(db, &dev)))
+        return tt_err(err, s, "%s", tt_db_errmsg(db));
     /* Resume: what this device already measured for this workload and target. */
     tt_db_filter f = {t->w->key, t->target_text, t->device, 0, 0};
-    if ((s = tt_db_history(db, &f, load_history, t))) {
-        s = tt_err(err, s, "%s", tt_db_errmsg(db));
-        goto out;
-    }
+    if ((s = tt_db_history(db, &f, load_history, t)))
+        return tt_err(err, s, "%s", tt_db_errmsg(db));
     if (log && t->total > 0)
         fprintf(log, "%s: resuming after %lld measured configs\n", t->w->key, (long long)t->total);
     if ((s = make_reference(t, err)))
-        goto out;
-    int batch = o->batch > 0 ? o->batch : 2 * (int)cores;
-    if (batch > 256)
-        batch = 256;
-    c = calloc((size_t)batch, sizeof(candidate));
-    if (!c) {
-        s = tt_err(err, TT_ERR_NOMEM, "out of memory");
-        goto out;
-    }
+        return s;
+    t->batch = o->batch > 0 ? o->batch : 2 * (int)cores;
+    if (t->batch > 256)
+        t->batch = 256;
+    if (!(t->cands = calloc((size_t)t->batch, sizeof(candidate))))
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
     t->t_start = tt_clock_monotonic();
     t->t_start_total = t->total;
-    while (t->total < o->trials && !(o->stop && *o->stop)) {
-        int64_t left = o->trials - t->total;
-        int n = pick(t, c, left < batch ? (int)left : batch);
-        if (n == 0) {
-            if (log && o->strategy == TT_STRATEGY_EVO)
-                fprintf(log, "%s%s: the search found no unmeasured program\n",
+    return TT_OK;
+}
+
+/* Measures up to `n` more configs; t->exhausted when the search has nothing new to offer. */
+static tt_status task_measure(task *t, int64_t n, tt_errbuf *err)
+{
+    const tt_tune_options *o = t->o;
+    int64_t goal = t->total + n;
+    candidate *c = t->cands;
+    while (t->total < goal && !(o->stop && *o->stop)) {
+        int64_t left = goal - t->total;
+        int k = pick(t, c, left < t->batch ? (int)left : t->batch);
+        if (k == 0) {
+            t->exhausted = true;
+            if (t->log && o->strategy == TT_STRATEGY_EVO)
+                fprintf(t->log, "%s%s: the search found no unmeasured program\n",
                         o->progress ? "\n" : "", t->w->key);
-            else if (log)
-                fprintf(log, "%s%s: the search space is exhausted (%llu configs)\n",
+            else if (t->log)
+                fprintf(t->log, "%s%s: the search space is exhausted (%llu configs)\n",
                         o->progress ? "\n" : "", t->w->key, (unsigned long long)t->space.size);
             break;
         }
-        s = round_trip(t, c, n, err);
-        for (int i = 0; i < n; i++) {
+        tt_status s = round_trip(t, c, k, err);
+        for (int i = 0; i < k; i++) {
             free(c[i].config);
             free(c[i].rows);
             memset(&c[i], 0, sizeof(c[i]));
         }
         if (s)
-            goto out;
+            return s;
     }
-    progress(t, true);
-out:
+    return TT_OK;
+}
+
+static void task_close(task *t, const char *wtext, tt_tune_summary *sum)
+{
+    const tt_tune_options *o = t->o;
     memset(sum, 0, sizeof(*sum));
     snprintf(sum->workload, sizeof(sum->workload), "%s", t->w ? t->w->key : wtext);
     sum->measured = t->measured;
@@ -1023,7 +1036,7 @@ out:
     sum->interrupted = o->stop && *o->stop;
     if (t->best_config)
         snprintf(sum->best_config, sizeof(sum->best_config), "%s", t->best_config);
-    free(c);
+    free(t->cands);
     for (int i = 0; i < t->nparams; i++)
         free(t->data[i]);
     free(t->seen);
@@ -1038,11 +1051,88 @@ out:
     for (int i = t->plan_next; i < t->nplan; i++)
         free(t->plan[i]);
     free(t->plan);
+    free(t->sched_hist);
     tt_workload_free(t->w);
     if (t->dir[0])
         rmdir(t->dir);
     free(t);
-    return s;
+}
+
+/* Tunes every task under one budget of o->trials per task on average: one warm-up round each,
+ * then rounds of min(64, budget / tasks) measurements to the task the scheduler picks. */
+static tt_status schedule_tasks(const tt_tune_options *o, task **tasks, int n, FILE *log,
+                                tt_errbuf *err)
+{
+    int64_t budget = o->trials * n, spent = 0;
+    for (int i = 0; i < n; i++)
+        spent += tasks[i]->total;
+    int64_t per_round = budget / n < 64 ? budget / n : 64;
+    if (per_round < 1)
+        per_round = 1;
+    tt_sched_task st[64];
+    tt_rng rng;
+    tt_rng_seed(&rng, o->seed ^ 0x7a5c);
+    for (int i = 0; i < n; i++) {
+        task *t = tasks[i];
+        st[i] = (tt_sched_task){o->weights ? o->weights[i] : 1.0,
+                                t->w->flops,
+                                t->best_s,
+                                (int)((t->total + per_round - 1) / per_round),
+                                NULL,
+                                -1,
+                                false};
+        /* Resumed rounds: the best so far stands for each of them. */
+        t->sched_hist = calloc((size_t)st[i].rounds + 1024, sizeof(double));
+        if (!t->sched_hist)
+            return tt_err(err, TT_ERR_NOMEM, "out of memory");
+        t->sched_cap = st[i].rounds + 1024;
+        for (int r = 0; r < st[i].rounds; r++)
+            t->sched_hist[r] = t->best_s;
+        st[i].hist = t->sched_hist;
+        for (int j = 0; j < i; j++) {
+            const char *a = strchr(tasks[j]->w->key, ':'), *b = strchr(t->w->key, ':');
+            size_t la = a ? (size_t)(a - tasks[j]->w->key) : strlen(tasks[j]->w->key);
+            size_t lb = b ? (size_t)(b - t->w->key) : strlen(t->w->key);
+            if (la == lb && !strncmp(tasks[j]->w->key, t->w->key, la) &&
+                tt_sched_similarity_bucket(tasks[j]->w->flops) ==
+                    tt_sched_similarity_bucket(t->w->flops))
+                st[i].group = st[j].group >= 0 ? st[j].group : (st[j].group = j);
+        }
+    }
+    int last = -1;
+    for (int round = 0; spent < budget && !(o->stop && *o->stop); round++) {
+        int i;
+        if (round < n) {
+            i = round; /* warm-up: every task once */
+            if (st[i].dead)
+                continue;
+        } else {
+            i = tt_sched_pick(st, n, o->policy, last, &rng);
+            if (i < 0)
+                break;
+        }
+        task *t = tasks[i];
+        int64_t want = budget - spent < per_round ? budget - spent : per_round;
+        int64_t before = t->total;
+        if (log && n > 1 && o->progress)
+            fprintf(log, "\r%-78s\r", "");
+        tt_status s = task_measure(t, want, err);
+        if (s)
+            return s;
+        spent += t->total - before;
+        last = i;
+        st[i].best_s = t->best_s;
+        if (st[i].rounds < t->sched_cap)
+            t->sched_hist[st[i].rounds++] = t->best_s;
+        if (t->exhausted || t->total == before)
+            st[i].dead = true;
+        if (n > 1 && st[i].best_s <= 0 && st[i].rounds >= 1)
+            st[i].dead = true; /* nothing valid after its warm-up */
+        tt_sched_update_groups(st, n, i, TT_SCHED_BETA);
+    }
+    for (int i = 0; i < n; i++)
+        progress(tasks[i], true);
+    return TT_OK;
 }
 
 tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE *log,
@@ -1074,13 +1164,17 @@ tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE
     s = tt_db_open(o->db_path ? o->db_path : "tuning.db", 0, &db, err);
     if (s)
         return s;
-    for (int i = 0; i < o->nworkloads && !s; i++) {
-        if (o->stop && *o->stop) {
-            summaries[i].interrupted = true;
-            break;
-        }
-        s = tune_one(o, o->workloads[i], db, log, &summaries[i], err);
-    }
+    task *tasks[64] = {0};
+    int n = o->nworkloads < 64 ? o->nworkloads : 64;
+    if (o->nworkloads > 64)
+        s = tt_err(err, TT_ERR_LIMIT, "at most 64 workloads in one run");
+    for (int i = 0; i < n && !s; i++)
+        s = task_open(o, o->workloads[i], db, log, &tasks[i], err);
+    if (!s)
+        s = schedule_tasks(o, tasks, n, log, err);
+    for (int i = 0; i < n; i++)
+        if (tasks[i])
+            task_close(tasks[i], o->workloads[i], &summaries[i]);
     tt_db_close(db);
     return s;
 }

@@ -10,6 +10,7 @@
 
 #include "../rpc/measure.h"
 #include "evolution.h"
+#include "scheduler.h"
 #include "space.h"
 
 typedef enum {
@@ -24,7 +25,8 @@ typedef struct tt_tune_options {
     const char *const *workloads;
     int nworkloads;
     const char *target; /* default "llvm" (this machine) */
-    int64_t trials;     /* per workload, counting what earlier runs measured */
+    int64_t trials;     /* per workload on average, counting what earlier runs measured; with
+                           several workloads the scheduler shares trials x workloads among them */
     tt_strategy strategy;
     const char *db_path; /* default ./tuning.db */
     uint64_t seed;
@@ -33,6 +35,8 @@ typedef struct tt_tune_options {
     bool progress;               /* a live progress line (on a terminal) */
     volatile sig_atomic_t *stop; /* set (e.g. by SIGINT) to stop after the current candidate */
     int population;              /* evo: states per generation, default 2048 */
+    const double *weights;       /* per workload (how often it occurs), NULL = all 1 */
+    tt_sched_policy policy;      /* how rounds are shared among several workloads */
     tt_measure_options measure;
 } tt_tune_options;
 

@@ -23,18 +23,25 @@ static void usage(FILE *f)
         "  lower   print the loop IR of a workload under a schedule\n"
         "  ops     list the operator library and its parameters\n"
         "\n"
-        "tvm-tune run --workload W [--workload W2 ...] [--target T] [--trials N]\n"
-        "             [--strategy random|grid|ga|xgb|evo] [--db PATH] [--seed S] [--timeout SEC]\n"
+        "tvm-tune run --workload W [--weight X] [--workload W2 [--weight X2] ...] [--target T]\n"
+        "             [--trials N] [--strategy random|grid|ga|xgb|evo] [--population N]\n"
+        "             [--scheduler gradient|round-robin] [--db PATH] [--seed S] [--timeout SEC]\n"
         "             [--batch N] [--number N] [--repeat N] [--min-repeat-ms MS]\n"
         "             [--cooldown-ms MS] [--cache-flush]\n"
         "  measures candidate schedules of each workload on this machine, each in a sandboxed\n"
         "  child process, and records every result in the database (default ./tuning.db).\n"
-        "  --trials counts per workload, including what earlier runs of the same workload,\n"
-        "  target and machine measured: running the same command again resumes.  Ctrl-C stops\n"
-        "  after the current candidate; everything measured is kept.\n"
+        "  --trials counts per workload (on average), including what earlier runs of the same\n"
+        "  workload, target and machine measured: running the same command again resumes.\n"
+        "  Ctrl-C stops after the current candidate; everything measured is kept.\n"
+        "  Several workloads share trials x workloads: after one round each, rounds of up to 64\n"
+        "  go to the workload whose next round should cut the weighted sum of latencies most\n"
+        "  (--scheduler gradient, the default; round-robin takes turns).  --weight says how\n"
+        "  often the preceding workload occurs in the model (default 1).\n"
         "  --target defaults to llvm (this CPU, with its real features); -num-cores=N sets the\n"
         "  threads of parallel loops.  Strategies: xgb (default: XGBoost cost model +\n"
-        "  simulated annealing), ga (genetic algorithm), random, grid.  Measurement: --number\n"
+        "  simulated annealing over the tiling template), evo (Ansor: sketches, evolutionary\n"
+        "  search, per-store features and a pack-sum cost model; --population states per\n"
+        "  generation, 2048), ga (genetic algorithm), random, grid.  Measurement: --number\n"
         "  (calls per sample, 1), --repeat (samples, 5), --min-repeat-ms (20), --cooldown-ms (0),\n"
         "  --cache-flush (flush inputs before each sample), --timeout (per candidate, 10 s).\n"
         "\n"
@@ -233,9 +240,13 @@ static int cmd_run(int argc, char **argv)
                                          {"min-repeat-ms", required_argument, 0, 'M'},
                                          {"cooldown-ms", required_argument, 0, 'C'},
                                          {"cache-flush", no_argument, 0, 'F'},
+                                         {"weight", required_argument, 0, 'W'},
+                                         {"scheduler", required_argument, 0, 'P'},
+                                         {"population", required_argument, 0, 'O'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *workloads[64];
+    double weights[64];
     int nw = 0;
     tt_tune_options o;
     memset(&o, 0, sizeof(o));
@@ -258,7 +269,31 @@ static int cmd_run(int argc, char **argv)
                 fprintf(stderr, "tvm-tune run: at most 64 workloads\n");
                 return 2;
             }
+            weights[nw] = 1.0;
             workloads[nw++] = optarg;
+            break;
+        case 'W': {
+            char *wend;
+            double v = strtod(optarg, &wend);
+            if (nw == 0 || *wend || !(v > 0) || v > 1e9) {
+                fprintf(stderr,
+                        "tvm-tune run: --weight needs a positive number after a "
+                        "--workload (got '%s')\n",
+                        optarg);
+                return 2;
+            }
+            weights[nw - 1] = v;
+            break;
+        }
+        case 'P':
+            if (!strcmp(optarg, "gradient"))
+                o.policy = TT_SCHED_GRADIENT;
+            else if (!strcmp(optarg, "round-robin"))
+                o.policy = TT_SCHED_ROUND_ROBIN;
+            else {
+                fprintf(stderr, "tvm-tune run: --scheduler is gradient or round-robin\n");
+                return 2;
+            }
             break;
         case 't': o.target = optarg; break;
         case 'd': o.db_path = optarg; break;
@@ -280,13 +315,15 @@ static int cmd_run(int argc, char **argv)
             break;
         case 'n':
         case 'S':
+        case 'O':
         case 'b': {
             errno = 0;
             long long v = strtoll(optarg, &end, 10);
-            if (*end || errno || v < (c == 'S' ? 0 : 1)) {
+            if (*end || errno || v < (c == 'S' ? 0 : 1) || (c == 'O' && v > 1 << 20)) {
                 fprintf(stderr, "tvm-tune run: --%s needs a %s integer, got '%s'\n",
                         c == 'n'   ? "trials"
                         : c == 'S' ? "seed"
+                        : c == 'O' ? "population"
                                    : "batch",
                         c == 'S' ? "non-negative" : "positive", optarg);
                 return 2;
@@ -295,6 +332,8 @@ static int cmd_run(int argc, char **argv)
                 o.trials = v;
             else if (c == 'S')
                 o.seed = (uint64_t)v;
+            else if (c == 'O')
+                o.population = (int)v;
             else
                 o.batch = (int)v;
             break;
@@ -340,6 +379,7 @@ static int cmd_run(int argc, char **argv)
         return 2;
     }
     o.workloads = workloads;
+    o.weights = weights;
     o.nworkloads = nw;
     o.threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     o.progress = isatty(STDERR_FILENO);
