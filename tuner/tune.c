@@ -318,7 +318,8 @@ static void compile_one(candidate *c)
         if (n > 0 && (c->rows = malloc(sizeof(float) * TT_STORE_FEATURES * (size_t)n)))
             c->nrows = tt_features_per_store(prog, c->rows, n);
     }
-    if (!c->error_no && tt_codegen_llvm(prog, &t->target, "kernel", c->so, NULL, NULL, &err))
+    if (!c->error_no && !t->o->objective &&
+        tt_codegen_llvm(prog, &t->target, "kernel", c->so, NULL, NULL, &err))
         c->error_no = 2; /* COMPILE_HOST */
     if (c->error_no)
         snprintf(c->error_text, sizeof(c->error_text), "%s", err.msg);
@@ -395,60 +396,99 @@ static int cmp_desc(const void *a, const void *b)
  * measurements and returns the most promising indices, best first, in out (n of them). */
 static int model_plan_here(task *t, uint64_t *out, int n);
 
-/* XGBoost runs OpenMP threads, and libgomp does not survive fork(): a measurement child forked
- * after the model trained in this process would hang in its first parallel loop.  So the model
- * lives in a child of its own, which sends the plan back through a pipe. */
-static int model_plan(task *t, uint64_t *out, int n)
+/* Pipes between the search children and the tuner. */
+static bool write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+static bool read_all(int fd, void *buf, size_t n)
+{
+    char *p = buf;
+    while (n > 0) {
+        ssize_t r = read(fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        p += r;
+        n -= (size_t)r;
+    }
+    return true;
+}
+
+/* Runs child(t, fd, arg) in a forked process with a fresh RNG stream; returns the read end of
+ * its pipe (or -1) and its pid.  The child must _exit. */
+static int spawn_search(task *t, void (*child)(task *, int, void *), void *arg, pid_t *pid)
 {
     uint64_t seed = tt_rng_next(&t->rng);
     int fds[2];
     if (pipe(fds))
-        return 0;
+        return -1;
     fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
+    *pid = fork();
+    if (*pid < 0) {
         close(fds[0]);
         close(fds[1]);
-        return 0;
+        return -1;
     }
-    if (pid == 0) {
+    if (*pid == 0) {
         close(fds[0]);
         tt_rng_seed(&t->rng, seed);
-        int found = model_plan_here(t, out, n);
-        ssize_t w1 = write(fds[1], &found, sizeof(found));
-        ssize_t w2 = found > 0 ? write(fds[1], out, sizeof(uint64_t) * (size_t)found) : 0;
-        _exit(w1 == sizeof(found) && w2 >= 0 ? 0 : 1);
+        child(t, fds[1], arg);
+        _exit(1);
     }
     close(fds[1]);
-    int found = 0;
-    size_t got = 0, want = sizeof(found);
-    char *dst = (char *)&found;
-    while (got < want) {
-        ssize_t r = read(fds[0], dst + got, want - got);
-        if (r <= 0) {
-            if (r < 0 && errno == EINTR)
-                continue;
-            found = 0;
-            break;
-        }
-        got += (size_t)r;
-        if (got == sizeof(found) && dst == (char *)&found) {
-            if (found <= 0 || found > n) {
-                found = found > n ? n : 0;
-                if (!found)
-                    break;
-            }
-            dst = (char *)out;
-            got = 0;
-            want = sizeof(uint64_t) * (size_t)found;
-        }
-    }
-    if (dst != (char *)out || got < want)
-        found = 0;
-    close(fds[0]);
+    return fds[0];
+}
+
+static void reap_search(int fd, pid_t pid)
+{
+    close(fd);
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
+}
+
+/* XGBoost runs OpenMP threads, and libgomp does not survive fork(): a measurement child forked
+ * after the model trained in this process would hang in its first parallel loop.  So the model
+ * lives in a child of its own, which sends the plan back through a pipe. */
+typedef struct {
+    uint64_t *out;
+    int n;
+} plan_arg;
+
+static void model_plan_child(task *t, int fd, void *arg)
+{
+    plan_arg *p = arg;
+    int found = model_plan_here(t, p->out, p->n);
+    bool ok = write_all(fd, &found, sizeof(found)) &&
+              (found <= 0 || write_all(fd, p->out, sizeof(uint64_t) * (size_t)found));
+    _exit(ok ? 0 : 1);
+}
+
+static int model_plan(task *t, uint64_t *out, int n)
+{
+    plan_arg arg = {out, n};
+    pid_t pid;
+    int fd = spawn_search(t, model_plan_child, &arg, &pid);
+    if (fd < 0)
+        return 0;
+    int found = 0;
+    if (!read_all(fd, &found, sizeof(found)) || found < 0 || found > n ||
+        (found > 0 && !read_all(fd, out, sizeof(uint64_t) * (size_t)found)))
+        found = 0;
+    reap_search(fd, pid);
     return found;
 }
 
@@ -541,40 +581,11 @@ static bool evo_seen(void *ctx, const char *config)
     return seen_has(ctx, tt_hash64_str(config));
 }
 
-static bool write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
-static bool read_all(int fd, void *buf, size_t n)
-{
-    char *p = buf;
-    while (n > 0) {
-        ssize_t r = read(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return false;
-        p += r;
-        n -= (size_t)r;
-    }
-    return true;
-}
-
 /* Child side: runs the round and writes [int32 n][n strings, each uint32 length + bytes]
  * [uint64 model length][model], or [int32 -1][uint32 length][message]. */
-static void evo_child(task *t, int fd, int want)
+static void evo_child(task *t, int fd, void *arg)
 {
+    int want = *(int *)arg;
     tt_evo_params p;
     tt_evo_params_default(&p);
     p.warmup = 64; /* what Ansor's task scheduler sets for one task of 64 measures per round */
@@ -626,43 +637,29 @@ static void evo_round(task *t, int want)
         want = 256;
     if (!t->plan && !(t->plan = calloc(256, sizeof(char *))))
         return;
-    uint64_t seed = tt_rng_next(&t->rng);
-    int fds[2];
-    if (pipe(fds))
+    pid_t pid;
+    int fd = spawn_search(t, evo_child, &want, &pid);
+    if (fd < 0)
         return;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        return;
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        tt_rng_seed(&t->rng, seed);
-        evo_child(t, fds[1], want);
-    }
-    close(fds[1]);
     int32_t n = 0;
-    if (read_all(fds[0], &n, sizeof(n))) {
+    if (read_all(fd, &n, sizeof(n))) {
         if (n < 0) {
-            char *msg = read_string(fds[0], 1 << 16);
+            char *msg = read_string(fd, 1 << 16);
             if (t->log)
                 fprintf(t->log, "%s%s: search round failed: %s\n", t->o->progress ? "\n" : "",
                         t->w->key, msg ? msg : "(no message)");
             free(msg);
         }
         for (int i = 0; i < n && i < want; i++) {
-            char *cfg = read_string(fds[0], 1 << 24);
+            char *cfg = read_string(fd, 1 << 24);
             if (!cfg)
                 break;
             t->plan[t->nplan++] = cfg;
         }
         uint64_t mlen = 0;
-        if (t->nplan == n && read_all(fds[0], &mlen, sizeof(mlen)) && mlen > 0 &&
-            mlen < (1ull << 31)) {
+        if (t->nplan == n && read_all(fd, &mlen, sizeof(mlen)) && mlen > 0 && mlen < (1ull << 31)) {
             void *model = malloc(mlen);
-            if (model && read_all(fds[0], model, mlen)) {
+            if (model && read_all(fd, model, mlen)) {
                 /* Kept for transfer and inspection (tvm-db models); each round a new version. */
                 char name[1200];
                 snprintf(name, sizeof(name), "ansor-pack-sum:%s:%s", t->target_text, t->w->key);
@@ -671,10 +668,7 @@ static void evo_round(task *t, int want)
             free(model);
         }
     }
-    close(fds[0]);
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    reap_search(fd, pid);
 }
 
 /* Genetic algorithm (search.md B3): when the previous generation is measured, breed the next from
@@ -682,7 +676,9 @@ static void evo_round(task *t, int want)
 static void ga_breed(task *t, int pop)
 {
     int m = t->nrun, nk = t->space.nknobs;
-    int first = m - t->ngen > 0 ? m - t->ngen : 0;
+    /* The generation just measured: the random first one, then the last bred. */
+    int last_gen = t->ngen > 0 ? t->ngen : pop;
+    int first = m - last_gen > 0 ? m - last_gen : 0;
     /* Pool: the last generation plus the elites. */
     int npool = 0;
     uint64_t pool[512];
@@ -859,7 +855,16 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
     for (int i = 0; i < n; i++) {
         if (t->o->stop && *t->o->stop)
             break;
-        if (!c[i].error_no) {
+        if (!c[i].error_no && t->o->objective) {
+            double cost = t->o->objective(t->o->objective_ctx, c[i].config);
+            memset(&c[i].res, 0, sizeof(c[i].res));
+            c[i].res.ncosts = 1;
+            c[i].res.costs[0] = cost > 0 ? cost : 1e9;
+            if (cost <= 0) {
+                c[i].error_no = 4;
+                snprintf(c[i].error_text, sizeof(c[i].error_text), "objective: error");
+            }
+        } else if (!c[i].error_no) {
             tt_measure_options mo = t->o->measure;
             mo.timeout_s = tt_tune_deadline(&mo, t->best_s);
             tt_measure_run(c[i].so, "kernel", t->bufs, t->nparams, t->ninputs, &mo, &c[i].res, err);
@@ -978,7 +983,7 @@ static tt_status task_open(const tt_tune_options *o, const char *wtext, tt_db *d
         return tt_err(err, s, "%s", tt_db_errmsg(db));
     if (log && t->total > 0)
         fprintf(log, "%s: resuming after %lld measured configs\n", t->w->key, (long long)t->total);
-    if ((s = make_reference(t, err)))
+    if (!o->objective && (s = make_reference(t, err)))
         return s;
     t->batch = o->batch > 0 ? o->batch : 2 * (int)cores;
     if (t->batch > 256)

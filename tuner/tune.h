@@ -38,6 +38,11 @@ typedef struct tt_tune_options {
     const double *weights;       /* per workload (how often it occurs), NULL = all 1 */
     tt_sched_policy policy;      /* how rounds are shared among several workloads */
     tt_measure_options measure;
+    /* For tests and benchmarks of the search itself: when set, candidates are lowered but not
+     * compiled or run, and a config's cost in seconds is objective(ctx, config) (<= 0: an error
+     * of the run).  Everything else (records, resume, strategies) is unchanged. */
+    double (*objective)(void *ctx, const char *config);
+    void *objective_ctx;
 } tt_tune_options;
 
 typedef struct tt_tune_summary {
