@@ -369,3 +369,98 @@ bool tt_access_is_tiled(const tt_state *st, int stage)
     const tt_op *op = op_of(st, stage);
     return st->stages.data[stage].niters != op->ndim + op->nreduce;
 }
+
+bool tt_access_reads_directly(const tt_state *st, int stage, int producer)
+{
+    return op_reads(&st->dag, st->stages.data[stage].op, st->stages.data[producer].op);
+}
+
+typedef struct {
+    const tt_state *st;
+    const tt_op *reader;
+    int producer;
+    int common; /* running minimum */
+} common_ctx;
+
+static void common_read(void *ctx, tt_eid read)
+{
+    common_ctx *c = ctx;
+    const tt_expr_pool *p = &c->st->dag.pool;
+    const tt_expr *r = tt_expr_get(p, read);
+    if ((int)r->a != c->producer)
+        return;
+    int k = 0;
+    while (k < r->n && k < c->reader->ndim) {
+        const tt_expr *x = tt_expr_get(p, tt_expr_read_index(p, r, k));
+        if (x->kind != TT_EXPR_VAR || x->a != c->reader->axis[k] ||
+            c->st->dag.ops.data[c->producer].shape[k] != c->reader->shape[k])
+            break;
+        k++;
+    }
+    if (k < c->common)
+        c->common = k;
+}
+
+/* Common outer axes of op -> target_op through direct reads and inlined stages; -1 if target_op
+ * does not read op. */
+static int common_outer_ops(const tt_state *st, int op, int target_op, int depth)
+{
+    if (depth > TT_MAX_STAGES)
+        return -1;
+    const tt_op *t = &st->dag.ops.data[target_op];
+    if (op_reads(&st->dag, target_op, op)) {
+        common_ctx c = {st, t, op, TT_MAX_DIMS};
+        tt_expr_visit_reads(&st->dag.pool, t->body, common_read, &c);
+        return c.common;
+    }
+    int best = -1;
+    for (size_t i = 0; i < st->stages.len; i++) {
+        const tt_stage *q = &st->stages.data[i];
+        if (q->at != TT_AT_INLINE || !op_reads(&st->dag, q->op, op))
+            continue;
+        int a = common_outer_ops(st, op, q->op, depth + 1);
+        int b = a >= 0 ? common_outer_ops(st, q->op, target_op, depth + 1) : -1;
+        if (b >= 0) {
+            int m = a < b ? a : b;
+            best = best < 0 || m < best ? m : best;
+        }
+    }
+    return best;
+}
+
+int tt_access_common_outer(const tt_state *st, int stage, int target)
+{
+    int n = common_outer_ops(st, st->stages.data[stage].op, st->stages.data[target].op, 0);
+    return n > 0 ? n : 0;
+}
+
+static bool thread_bound_reduce(const tt_stage *sg)
+{
+    for (int i = 0; i < sg->niters; i++)
+        if (sg->iters[i].ann == TT_ANN_THREAD_X && sg->iters[i].kind == TT_ITER_REDUCE)
+            return true;
+    return false;
+}
+
+bool tt_access_cross_thread_reduction(const tt_state *st, int stage)
+{
+    const tt_stage *sg = &st->stages.data[stage];
+    if (thread_bound_reduce(sg))
+        return true;
+    for (size_t i = 0; i < st->stages.len; i++) {
+        const tt_stage *a = &st->stages.data[i];
+        if (a->at == TT_AT_ITER && a->at_op == sg->op && thread_bound_reduce(a))
+            return true;
+    }
+    return false;
+}
+
+int tt_access_outer_reduce_tile_end(const tt_state *st, int stage)
+{
+    const tt_stage *sg = &st->stages.data[stage];
+    int left = op_of(st, stage)->nreduce;
+    for (int i = 0; i < sg->niters && left > 0; i++)
+        if (sg->iters[i].kind == TT_ITER_REDUCE && --left == 0)
+            return i;
+    return 0;
+}

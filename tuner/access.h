@@ -38,6 +38,16 @@ bool tt_access_is_tiled(const tt_state *st, int stage);
 void tt_access_attach_point(const tt_state *st, int stage, int *target, int *iter);
 /* True if some stage is computed at iterator `iter` of `stage`. */
 bool tt_access_has_attached(const tt_state *st, int stage, int iter);
+/* `stage` reads `producer` directly (not through an inlined stage). */
+bool tt_access_reads_directly(const tt_state *st, int stage, int producer);
+/* How many leading axes `stage`'s output shares with its consumer `target`: positions where
+ * every read (through inlined stages) indexes with the consumer's own axis variable. */
+int tt_access_common_outer(const tt_state *st, int stage, int target);
+/* The stage, or a stage computed at it, has a reduce iterator bound to threadIdx.x. */
+bool tt_access_cross_thread_reduction(const tt_state *st, int stage);
+/* Ansor's cache-read location: the last reduce iterator of the outermost reduce tile (the n-th
+ * reduce iterator for n reduce axes); 0 when the stage does not reduce. */
+int tt_access_outer_reduce_tile_end(const tt_state *st, int stage);
 /* Stage id, after all of st's steps, of what step `step` called stage `stage_at_step`. */
 int tt_access_final_stage(const tt_state *st, size_t step, int stage_at_step);
 

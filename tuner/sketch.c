@@ -17,6 +17,18 @@ void tt_sketch_params_cpu(tt_sketch_params *p, int num_cores)
     snprintf(p->structure, sizeof(p->structure), "SSRSRS");
 }
 
+void tt_sketch_params_gpu(tt_sketch_params *p, int max_threads, int warp_size)
+{
+    memset(p, 0, sizeof(*p));
+    p->num_cores = 1;
+    p->max_innermost = 64;
+    p->max_vectorize = 16;
+    p->gpu = true;
+    p->max_threads = max_threads > 0 ? max_threads : 1024;
+    p->warp_size = warp_size > 0 ? warp_size : 32;
+    snprintf(p->structure, sizeof(p->structure), "SSSRRSRS");
+}
+
 /* ---- factorisation schemes ---- */
 
 static void schemes_rec(int64_t rest, int n, int depth, int64_t max_inner, int64_t *cur,
@@ -256,13 +268,13 @@ static tt_status clone_of(const node *nd, tt_state **out)
 /* Rule 1, AlwaysInline. */
 static rule_cond cond_inline(gen_ctx *g, const node *nd)
 {
-    (void)g;
     const tt_state *st = nd->st;
     int s = nd->stage;
     if (st->dag.ops.data[st->stages.data[s].op].is_placeholder || tt_access_is_output(st, s) ||
         tt_access_has_reduce(st, s))
         return COND_SKIP;
-    return tt_access_strictly_inlineable(st, s) ? COND_APPLY_SKIP_REST : COND_SKIP;
+    /* GPU sketches inline every such stage (Ansor's AlwaysInline on GPU). */
+    return g->p->gpu || tt_access_strictly_inlineable(st, s) ? COND_APPLY_SKIP_REST : COND_SKIP;
 }
 
 static tt_status apply_inline(gen_ctx *g, const node *nd)
@@ -335,11 +347,10 @@ out:
 /* Rule 4, AddCacheWrite. */
 static rule_cond cond_cache_write(gen_ctx *g, const node *nd)
 {
-    (void)g;
-    return tt_access_needs_mlt(nd->st, nd->stage) &&
-                   !tt_access_elementwise_consumer(nd->st, nd->stage, NULL)
-               ? COND_APPLY
-               : COND_SKIP;
+    if (!tt_access_needs_mlt(nd->st, nd->stage) ||
+        tt_access_elementwise_consumer(nd->st, nd->stage, NULL))
+        return COND_SKIP;
+    return g->p->gpu ? COND_APPLY_SKIP_REST : COND_APPLY;
 }
 
 static tt_status apply_cache_write(gen_ctx *g, const node *nd)
@@ -355,10 +366,10 @@ static tt_status apply_cache_write(gen_ctx *g, const node *nd)
 /* Rule 5, MultiLevelTilingWithFusion. */
 static rule_cond cond_mlt_fusion(gen_ctx *g, const node *nd)
 {
-    (void)g;
     if (tt_access_needs_mlt(nd->st, nd->stage) &&
         tt_access_elementwise_consumer(nd->st, nd->stage, NULL))
-        return tt_access_has_cache_write(nd->st, nd->stage) ? COND_APPLY_SKIP_REST : COND_APPLY;
+        return g->p->gpu || tt_access_has_cache_write(nd->st, nd->stage) ? COND_APPLY_SKIP_REST
+                                                                         : COND_APPLY;
     return COND_SKIP;
 }
 
@@ -374,7 +385,8 @@ static tt_status apply_mlt_fusion(gen_ctx *g, const node *nd)
     memcpy(undef, nd->undef, sizeof(undef));
     int split_steps[TT_MAX_ITERS], nsplit = 0;
     r = multi_level_tiling(base, nd->stage, g->p->structure, undef, split_steps, &nsplit, g->err);
-    for (int level = 1; level <= 2 && !r; level++) {
+    /* Fusion levels: 1 and 2 on CPU, 3 on GPU. */
+    for (int level = g->p->gpu ? 3 : 1; level <= (g->p->gpu ? 3 : 2) && !r; level++) {
         if (g->p->structure[level - 1] != 'S')
             continue;
         tt_state *st;
@@ -429,10 +441,127 @@ static tt_status apply_skip(gen_ctx *g, const node *nd)
     return r ? r : push_node(g->next, st, nd->stage - 1, nd->undef);
 }
 
-static const struct {
+/* GPU rule 1, AddCacheRead: a direct producer of a multi-level tiled consumer (without
+ * cross-thread reduction) is read through shared memory, loaded at the end of the outermost
+ * reduce tile. */
+static rule_cond cond_cache_read(gen_ctx *g, const node *nd)
+{
+    (void)g;
+    int c[2];
+    if (tt_access_consumers(nd->st, nd->stage, c, 2) != 1)
+        return COND_SKIP;
+    if (!tt_access_needs_mlt(nd->st, c[0]) || tt_access_cross_thread_reduction(nd->st, c[0]) ||
+        !tt_access_reads_directly(nd->st, c[0], nd->stage))
+        return COND_SKIP;
+    return COND_APPLY_SKIP_REST;
+}
+
+static tt_status apply_cache_read(gen_ctx *g, const node *nd)
+{
+    int c[2];
+    tt_access_consumers(nd->st, nd->stage, c, 2);
+    tt_state *st;
+    tt_status r = clone_of(nd, &st);
+    if (r)
+        return r;
+    int target = c[0];
+    if (!(r = tt_sched_cache_read(st, nd->stage, "shared", &target, 1, g->err))) {
+        target++; /* the shared stage went in right after the producer */
+        r = tt_sched_compute_at(st, nd->stage + 1, target,
+                                tt_access_outer_reduce_tile_end(st, target), g->err);
+    }
+    if (!r)
+        return push_node(g->next, st, nd->stage, nd->undef);
+    tt_state_free(st);
+    return r;
+}
+
+/* GPU rule 5, CrossThreadReduction: too little spatial work for the threads of a block, so
+ * threads share the reduction. */
+static rule_cond cond_cross_thread(gen_ctx *g, const node *nd)
+{
+    const tt_state *st = nd->st;
+    if (tt_access_has_cache_write(st, nd->stage) ||
+        st->dag.ops.data[st->stages.data[nd->stage].op].is_placeholder)
+        return COND_SKIP;
+    int64_t space, reduce;
+    tt_access_lengths(st, nd->stage, &space, &reduce);
+    if (tt_access_needs_mlt(st, nd->stage))
+        return space <= g->p->max_threads && space < reduce ? COND_APPLY : COND_SKIP;
+    return reduce > 1 && reduce > g->p->warp_size ? COND_APPLY : COND_SKIP;
+}
+
+static tt_status apply_cross_thread(gen_ctx *g, const node *nd)
+{
+    tt_state *st;
+    tt_status r = clone_of(nd, &st);
+    if (r)
+        return r;
+    int s = nd->stage, ids[TT_MAX_ITERS], nred = 0;
+    const tt_stage *sg = &st->stages.data[s];
+    for (int i = 0; i < sg->niters; i++)
+        if (sg->iters[i].kind == TT_ITER_REDUCE)
+            ids[nred++] = i;
+    if (nred > 1 && (r = tt_sched_fuse(st, s, ids, nred, g->err)))
+        goto fail;
+    int fused = ids[0];
+    int target = tt_access_single_consumer(st, s);
+    int common = target >= 0 ? tt_access_common_outer(st, s, target) : 0;
+    if (target >= 0 && common > 0 && !tt_access_needs_mlt(st, target)) {
+        /* Fuse into the consumer: share its thread split. */
+        int split = -1;
+        for (size_t i = 0; i < st->steps.len; i++)
+            if (st->steps.data[i].kind == TT_STEP_SPLIT &&
+                tt_access_final_stage(st, i, st->steps.data[i].stage) == target)
+                split = (int)i;
+        if (split < 0) {
+            const tt_stage *tg = &st->stages.data[target];
+            int64_t warp = g->p->warp_size;
+            if ((r = tt_sched_split(st, target, tg->niters - 1, &warp, 1, true, g->err)) ||
+                (r = tt_sched_annotate(st, target, st->stages.data[target].niters - 1,
+                                       TT_ANN_THREAD_X, g->err)))
+                goto fail;
+            split = (int)st->steps.len - 2;
+        }
+        tt_step fs;
+        memset(&fs, 0, sizeof(fs));
+        fs.kind = TT_STEP_FOLLOW_SPLIT;
+        fs.stage = s;
+        fs.iter = fused;
+        fs.src_step = split;
+        fs.n_split = 1;
+        if ((r = tt_state_apply(st, &fs, g->err)) ||
+            (r = tt_sched_annotate(st, s, fused + 1, TT_ANN_THREAD_X, g->err)) ||
+            (r = tt_sched_compute_at(st, s, target, common - 1, g->err)))
+            goto fail;
+    } else {
+        int64_t warp = g->p->warp_size;
+        if ((r = tt_sched_split(st, s, fused, &warp, 1, true, g->err)) ||
+            (r = tt_sched_annotate(st, s, fused + 1, TT_ANN_THREAD_X, g->err)))
+            goto fail;
+    }
+    return push_node(g->next, st, s - 1, nd->undef);
+fail:
+    tt_state_free(st);
+    return r;
+}
+
+typedef struct {
     rule_cond (*cond)(gen_ctx *, const node *);
     tt_status (*apply)(gen_ctx *, const node *);
-} cpu_rules[] = {
+} sketch_rule;
+
+static const sketch_rule gpu_rules[] = {
+    {cond_cache_read, apply_cache_read},
+    {cond_inline, apply_inline},
+    {cond_cross_thread, apply_cross_thread},
+    {cond_cache_write, apply_cache_write},
+    {cond_mlt_fusion, apply_mlt_fusion},
+    {cond_mlt, apply_mlt},
+    {cond_skip, apply_skip},
+};
+
+static const sketch_rule cpu_rules[] = {
     {cond_inline, apply_inline},
     {cond_rfactor, apply_rfactor},
     {cond_cache_write, apply_cache_write},
@@ -492,11 +621,14 @@ tt_status tt_sketch_space_init(tt_sketch_space *sp, const tt_dag *dag, const tt_
                 sp->nsketches++;
                 continue;
             }
-            for (size_t k = 0; k < sizeof(cpu_rules) / sizeof(cpu_rules[0]) && !r; k++) {
-                rule_cond c = cpu_rules[k].cond(&g, nd);
+            const sketch_rule *rules = sp->params.gpu ? gpu_rules : cpu_rules;
+            size_t nrules = sp->params.gpu ? sizeof(gpu_rules) / sizeof(gpu_rules[0])
+                                           : sizeof(cpu_rules) / sizeof(cpu_rules[0]);
+            for (size_t k = 0; k < nrules && !r; k++) {
+                rule_cond c = rules[k].cond(&g, nd);
                 if (c == COND_SKIP)
                     continue;
-                r = cpu_rules[k].apply(&g, nd);
+                r = rules[k].apply(&g, nd);
                 if (r && !err->msg[0])
                     tt_err(err, r, "sketch rule %zu failed", k + 1);
                 if (c == COND_APPLY_SKIP_REST)
@@ -762,6 +894,9 @@ tt_status tt_sketch_sample(tt_sketch_space *sp, int k, tt_rng *rng, tt_state **o
 {
     if (sp->nsketches == 0)
         return tt_err(err, TT_ERR_INTERNAL, "no sketches");
+    if (sp->params.gpu)
+        return tt_err(err, TT_ERR_UNSUPPORTED,
+                      "sampling GPU sketches (thread binding) comes with the OpenCL back end");
     if (k < 0 || k >= sp->nsketches)
         k = rand_below(rng, sp->nsketches);
     const tt_sketch *sk = &sp->sketches[k];

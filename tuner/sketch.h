@@ -16,10 +16,15 @@ typedef struct tt_sketch_params {
     int max_vectorize;        /* largest vectorised extent (16) */
     char structure[16];       /* multi-level tiling structure, "SSRSRS" on CPU */
     bool no_compute_location; /* disable the compute-location rule and mutation */
+    bool gpu;                 /* GPU rules (C4); sampling GPU sketches comes with OpenCL (#7) */
+    int warp_size;            /* GPU: threads of a warp (32) */
+    int max_threads;          /* GPU: threads per block */
 } tt_sketch_params;
 
 /* Ansor's CPU defaults (search.md C2) for `num_cores` cores. */
 void tt_sketch_params_cpu(tt_sketch_params *p, int num_cores);
+/* Ansor's GPU defaults: structure "SSSRRSRS", the given block and warp sizes. */
+void tt_sketch_params_gpu(tt_sketch_params *p, int max_threads, int warp_size);
 
 typedef struct tt_sketch {
     tt_state *state;    /* the structure, with every open tile size set to 1 */
@@ -36,7 +41,7 @@ typedef struct tt_sketch_space {
     tt_factor_cache *factors;
 } tt_sketch_space;
 
-/* Generates the sketches of `dag` with the CPU rules, in Ansor's order. */
+/* Generates the sketches of `dag` with the CPU or GPU rules, in Ansor's order. */
 tt_status tt_sketch_space_init(tt_sketch_space *sp, const tt_dag *dag, const tt_sketch_params *p,
                                tt_errbuf *err);
 void tt_sketch_space_free(tt_sketch_space *sp);

@@ -21,11 +21,14 @@ static tt_workload *parse(const char *text)
     return w;
 }
 
-static int sketch_count(const char *text)
+static int sketch_count_for(const char *text, bool gpu)
 {
     tt_workload *w = parse(text);
     tt_sketch_params p;
-    tt_sketch_params_cpu(&p, 4);
+    if (gpu)
+        tt_sketch_params_gpu(&p, 1024, 32);
+    else
+        tt_sketch_params_cpu(&p, 4);
     tt_sketch_space sp;
     tt_errbuf err = {{0}};
     if (tt_sketch_space_init(&sp, &w->dag, &p, &err))
@@ -34,6 +37,11 @@ static int sketch_count(const char *text)
     tt_sketch_space_free(&sp);
     tt_workload_free(w);
     return n;
+}
+
+static int sketch_count(const char *text)
+{
+    return sketch_count_for(text, false);
 }
 
 static void counts_match_tvm(void **state)
@@ -58,6 +66,37 @@ static void counts_match_tvm(void **state)
     assert_int_equal(sketch_count("te:B[i] min= A[i,k]; A:float32[10,1024]"), 3);
     /* softmax: 3 x 3 (rfactor choices of the two reductions) */
     assert_int_equal(sketch_count("softmax:M=1,N=1024"), 9);
+}
+
+static void gpu_counts_match_tvm(void **state)
+{
+    (void)state;
+    assert_int_equal(sketch_count_for("matmul:M=512,N=512,K=512", true), 1);
+    /* cross-thread reduction + cache write */
+    assert_int_equal(sketch_count_for("matmul:M=8,N=8,K=1024", true), 2);
+    assert_int_equal(
+        sketch_count_for("conv2d_bn_relu:N=1,H=56,W=56,CI=512,CO=512,K=3,S=1,P=1", true), 1);
+    assert_int_equal(sketch_count_for("te:B[i] min= A[i,k]; A:float32[10,1024]", true), 2);
+    assert_int_equal(sketch_count_for("softmax:M=1,N=1024", true), 4);
+    /* The matmul sketch reads both inputs through shared memory inside the reduce tile, and
+     * sampling it is refused until the GPU back end exists. */
+    tt_workload *w = parse("matmul:M=512,N=512,K=512");
+    tt_sketch_params p;
+    tt_sketch_params_gpu(&p, 1024, 32);
+    tt_sketch_space sp;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_sketch_space_init(&sp, &w->dag, &p, &err), TT_OK);
+    const tt_state *st = sp.sketches[0].state;
+    int shared = 0;
+    for (size_t i = 0; i < st->stages.len; i++)
+        shared += !strcmp(st->stages.data[i].scope, "shared");
+    assert_int_equal(shared, 2);
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    tt_state *out;
+    assert_int_equal(tt_sketch_sample(&sp, 0, &rng, &out, &err), TT_ERR_UNSUPPORTED);
+    tt_sketch_space_free(&sp);
+    tt_workload_free(w);
 }
 
 static void factor_schemes(void **state)
@@ -229,6 +268,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(counts_match_tvm),
+        cmocka_unit_test(gpu_counts_match_tvm),
         cmocka_unit_test(factor_schemes),
         cmocka_unit_test(sketch_structure),
         cmocka_unit_test(tile_mutation_moves_a_factor),
