@@ -29,7 +29,7 @@ static void *grow(void *ptr, int *cap, int need, size_t elem)
 }
 
 tt_status tt_evo_history_add(tt_evo_history *h, const char *config, const float *rows, int nrows,
-                             double throughput)
+                             double throughput, int group)
 {
     if (nrows > 0) {
         int cap = h->caprows;
@@ -44,11 +44,15 @@ tt_status tt_evo_history_add(tt_evo_history *h, const char *config, const float 
         h->row_prog = p;
         h->caprows = cap < cap2 ? cap : cap2;
     }
-    int capp = h->capprog, capc = h->capprog;
+    int capp = h->capprog, capc = h->capprog, capg = h->capprog;
     double *t = grow(h->throughput, &capp, h->nprog + 1, sizeof(double));
     if (!t)
         return TT_ERR_NOMEM;
     h->throughput = t;
+    int *gr = grow(h->group, &capg, h->nprog + 1, sizeof(int));
+    if (!gr)
+        return TT_ERR_NOMEM;
+    h->group = gr;
     char **c = grow(h->configs, &capc, h->nprog + 1, sizeof(char *));
     if (!c)
         return TT_ERR_NOMEM;
@@ -65,6 +69,7 @@ tt_status tt_evo_history_add(tt_evo_history *h, const char *config, const float 
         h->nrows += nrows;
     }
     h->configs[h->nprog] = copy;
+    h->group[h->nprog] = group;
     h->throughput[h->nprog++] = throughput;
     return TT_OK;
 }
@@ -75,6 +80,7 @@ void tt_evo_history_free(tt_evo_history *h)
         free(h->configs[i]);
     free(h->configs);
     free(h->throughput);
+    free(h->group);
     free(h->rows);
     free(h->row_prog);
     memset(h, 0, sizeof(*h));
@@ -305,16 +311,31 @@ static tt_status train_model(const tt_evo_params *p, const tt_evo_history *h, tt
     *out = NULL;
     if (h->nprog < p->warmup || h->nrows == 0)
         return TT_OK;
-    double best = 0;
+    /* Labels: throughput over the best of the same workload (Ansor's min_cost / cost). */
+    int ngroups = 0;
     for (int i = 0; i < h->nprog; i++)
-        best = h->throughput[i] > best ? h->throughput[i] : best;
-    if (best <= 0)
-        return TT_OK;
+        ngroups = h->group[i] + 1 > ngroups ? h->group[i] + 1 : ngroups;
+    double *best = calloc((size_t)ngroups + 1, sizeof(double));
     float *y = malloc(sizeof(float) * (size_t)h->nprog);
-    if (!y)
+    if (!best || !y) {
+        free(best);
+        free(y);
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    }
     for (int i = 0; i < h->nprog; i++)
-        y[i] = (float)(h->throughput[i] / best);
+        if (h->throughput[i] > best[h->group[i]])
+            best[h->group[i]] = h->throughput[i];
+    bool any = false;
+    for (int i = 0; i < h->nprog; i++) {
+        double b = best[h->group[i]];
+        y[i] = b > 0 ? (float)(h->throughput[i] / b) : 0;
+        any |= y[i] > 0;
+    }
+    free(best);
+    if (!any) {
+        free(y);
+        return TT_OK;
+    }
     tt_costmodel *m;
     tt_status s = tt_costmodel_create(TT_COSTMODEL_PACK_SUM, 0, 43, &m, err);
     if (!s)
@@ -384,7 +405,7 @@ int tt_evo_search_round(tt_sketch_space *sp, const tt_evo_params *p, const tt_ev
     /* ...and the best measured programs. */
     int nm = 0;
     for (int i = 0; i < h->nprog; i++)
-        if (h->throughput[i] > 0)
+        if (h->throughput[i] > 0 && h->group[i] == 0)
             order[nm++] = (ranked){h->throughput[i], i};
     qsort(order, (size_t)nm, sizeof(ranked), cmp_ranked_desc);
     int want = (int)(p->measured_ratio * p->population);

@@ -24,12 +24,15 @@ typedef struct tt_evo_params {
 
 void tt_evo_params_default(tt_evo_params *p);
 
-/* Measured programs: their feature rows and throughput, and their configs (step JSON). */
+/* Measured programs: their feature rows and throughput, and their configs (step JSON).  Group 0
+ * is the workload being tuned; other groups are similar workloads whose records transfer to the
+ * model (labels are normalised within each group; only group 0 seeds the population). */
 typedef struct tt_evo_history {
     float *rows; /* TT_STORE_FEATURES each */
     int *row_prog;
     int nrows, caprows;
     double *throughput; /* per program; 0 for a failure */
+    int *group;         /* per program */
     char **configs;     /* per program */
     int nprog, capprog;
 } tt_evo_history;
@@ -37,7 +40,7 @@ typedef struct tt_evo_history {
 /* Adds one measured program (rows may be NULL with nrows 0 for a program that failed to lower).
  * Takes a copy of everything. */
 tt_status tt_evo_history_add(tt_evo_history *h, const char *config, const float *rows, int nrows,
-                             double throughput);
+                             double throughput, int group);
 void tt_evo_history_free(tt_evo_history *h);
 
 /* Feature rows of a state (lowered here): a malloc'ed array in *rows, the count returned; -1 when

@@ -160,9 +160,10 @@ static void note_result(task *t, const char *config, double median, int error_no
 }
 
 /* Adds a measured program to the evolutionary search's training data. */
-static void history_add(task *t, const char *config, const float *rows, int nrows, double thr)
+static void history_add(task *t, const char *config, const float *rows, int nrows, double thr,
+                        int group)
 {
-    if (tt_evo_history_add(&t->hist, config, rows, nrows, thr) && t->log)
+    if (tt_evo_history_add(&t->hist, config, rows, nrows, thr, group) && t->log)
         fprintf(t->log, "note: out of memory for the cost model's training data\n");
 }
 
@@ -184,7 +185,7 @@ static int load_history(void *ctx, const tt_db_row *row)
             float *rows;
             int nr = tt_evo_features(st, &rows);
             double thr = row->error_no == 0 && row->median_s > 0 ? t->w->flops / row->median_s : 0;
-            history_add(t, row->config, rows, nr > 0 ? nr : 0, thr);
+            history_add(t, row->config, rows, nr > 0 ? nr : 0, thr, 0);
             free(rows);
             tt_state_free(st);
         }
@@ -917,7 +918,7 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
             thr = med > 0 ? t->w->flops / med : 0;
         }
         if (c[i].index == STEPS_INDEX)
-            history_add(t, recs[i].config, c[i].rows, c[i].nrows, thr);
+            history_add(t, recs[i].config, c[i].rows, c[i].nrows, thr, 0);
         if (c[i].index != UINT64_MAX && c[i].index != STEPS_INDEX && t->nrun < 1 << 20) {
             if (t->nrun == t->caprun) {
                 int cap = t->caprun ? 2 * t->caprun : 256;
@@ -938,6 +939,83 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
         progress(t, false);
     }
     return TT_OK;
+}
+
+/* ---- transfer: records of similar workloads train the model of a new one ---- */
+
+#define TRANSFER_MAX 2000
+
+typedef struct {
+    task *t;
+    char *keys[32];
+    tt_workload *w[32];
+    int nkeys;
+    int added;
+} transfer_ctx;
+
+/* The operator name of a workload key ("matmul" of "matmul:M=..."); 0 for te: workloads. */
+static size_t op_prefix(const char *key)
+{
+    const char *c = strchr(key, ':');
+    if (!c || !strncmp(key, "te:", 3))
+        return 0;
+    return (size_t)(c - key);
+}
+
+static int transfer_row(void *ctx, const tt_db_row *row)
+{
+    transfer_ctx *x = ctx;
+    task *t = x->t;
+    size_t n = op_prefix(t->w->key);
+    if (x->added >= TRANSFER_MAX || !strcmp(row->workload, t->w->key) ||
+        op_prefix(row->workload) != n || strncmp(row->workload, t->w->key, n) ||
+        row->config_kind != TT_CONFIG_STEPS || !strcmp(row->config, "[]"))
+        return 0;
+    int g = 0;
+    while (g < x->nkeys && strcmp(x->keys[g], row->workload))
+        g++;
+    if (g == x->nkeys) {
+        if (g == 32 || tt_workload_parse(row->workload, &x->w[g], NULL))
+            return 0;
+        x->keys[g] = strdup(row->workload);
+        x->nkeys++;
+    }
+    tt_step *steps;
+    size_t ns;
+    tt_state *st;
+    if (tt_steps_from_json(row->config, &steps, &ns, NULL))
+        return 0;
+    if (!tt_state_replay(&x->w[g]->dag, steps, ns, &st, NULL)) {
+        float *rows;
+        int nr = tt_evo_features(st, &rows);
+        double thr = row->error_no == 0 && row->median_s > 0 ? x->w[g]->flops / row->median_s : 0;
+        if (nr > 0) {
+            history_add(t, row->config, rows, nr, thr, g + 1);
+            x->added++;
+        }
+        free(rows);
+        tt_state_free(st);
+    }
+    free(steps);
+    return 0;
+}
+
+static void load_transfer(task *t)
+{
+    if (!op_prefix(t->w->key))
+        return;
+    transfer_ctx x;
+    memset(&x, 0, sizeof(x));
+    x.t = t;
+    tt_db_filter f = {NULL, t->target_text, t->device, 0, 0};
+    tt_db_history(t->db, &f, transfer_row, &x);
+    if (x.added && t->log)
+        fprintf(t->log, "%s: the cost model starts from %d records of %d similar workload%s\n",
+                t->w->key, x.added, x.nkeys, x.nkeys == 1 ? "" : "s");
+    for (int i = 0; i < x.nkeys; i++) {
+        free(x.keys[i]);
+        tt_workload_free(x.w[i]);
+    }
 }
 
 /* Sets up one workload's task: its space, what was measured before (resume), the reference. */
@@ -983,6 +1061,8 @@ static tt_status task_open(const tt_tune_options *o, const char *wtext, tt_db *d
         return tt_err(err, s, "%s", tt_db_errmsg(db));
     if (log && t->total > 0)
         fprintf(log, "%s: resuming after %lld measured configs\n", t->w->key, (long long)t->total);
+    if (t->have_sketch)
+        load_transfer(t);
     if (!o->objective && (s = make_reference(t, err)))
         return s;
     t->batch = o->batch > 0 ? o->batch : 2 * (int)cores;

@@ -170,7 +170,8 @@ static void ga_and_xgb_strategies_pick_new_correct_configs(void **state)
 
 /* The evolutionary search: a first run samples sketches (the model is not trusted yet), a resumed
  * run retrains the pack-sum model on what the first measured, saves it, and evolves from the best
- * measured programs; every program is new, compiles and computes the definition. */
+ * measured programs; a similar workload's first round learns from those records; every program
+ * is new, compiles and computes the definition. */
 static void evolutionary_search_resumes_with_its_model(void **state)
 {
     snprintf(db_path, sizeof(db_path), "/tmp/tt-tune-evo-%d.db", (int)getpid());
@@ -206,6 +207,20 @@ static void evolutionary_search_resumes_with_its_model(void **state)
     assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, &err), TT_OK);
     assert_int_equal(tt_db_model_load(db, name, TT_FEATURES_VERSION, &blob, &len), TT_OK);
     assert_true(len > 100);
+    free(blob);
+    tt_db_close(db);
+    /* A similar workload starts from a model trained on those records (transfer): its first
+     * round already has a model. */
+    const char *w2[1] = {"matmul:M=48,N=32,K=16"};
+    o.workloads = w2;
+    o.trials = 8;
+    if (tt_tune_run(&o, &sum, NULL, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(sum.total, 8);
+    assert_int_equal(sum.errors, 0);
+    snprintf(name, sizeof(name), "ansor-pack-sum:llvm:%s", w2[0]);
+    assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, &err), TT_OK);
+    assert_int_equal(tt_db_model_load(db, name, TT_FEATURES_VERSION, &blob, &len), TT_OK);
     free(blob);
     tt_db_close(db);
     tt_db_remove(db_path);
