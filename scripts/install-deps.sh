@@ -9,7 +9,7 @@ PACKAGES=(
   libxgboost-dev
   llvm-14-dev clang-14 lld-14
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
-  libopenblas-dev
+  libopenblas-dev libdnnl-dev
 )
 
 missing=()
