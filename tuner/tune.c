@@ -8,6 +8,7 @@
 #include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <jansson.h>
 
 #include "../codegen/codegen.h"
 #include "../costmodel/costmodel.h"
@@ -67,6 +68,7 @@ typedef struct {
     const tt_tune_options *o;
     tt_workload *w;
     tt_space space;
+    char space_sig[40]; /* identity of the template space, kept with each record's index */
     tt_target target;
     const char *target_text;
     char device[512];
@@ -159,6 +161,43 @@ static void note_result(task *t, const char *config, double median, int error_no
     }
 }
 
+/* Remembers a measured template config for the model and the genetic algorithm. */
+static void run_add(task *t, uint64_t index, double thr)
+{
+    if (t->nrun >= 1 << 20)
+        return;
+    if (t->nrun == t->caprun) {
+        int cap = t->caprun ? 2 * t->caprun : 256;
+        uint64_t *gi = realloc(t->run_idx, (size_t)cap * sizeof(uint64_t));
+        if (gi)
+            t->run_idx = gi;
+        double *gs = realloc(t->run_score, (size_t)cap * sizeof(double));
+        if (gs)
+            t->run_score = gs;
+        if (!gi || !gs)
+            return;
+        t->caprun = cap;
+    }
+    t->run_idx[t->nrun] = index;
+    t->run_score[t->nrun++] = thr;
+}
+
+/* The template index a record carries in its extra JSON, when it is of this task's space. */
+static bool record_index(const task *t, const char *extra, uint64_t *index)
+{
+    if (!extra)
+        return false;
+    json_t *j = json_loads(extra, 0, NULL);
+    const char *sig = json_string_value(json_object_get(j, "space"));
+    json_t *ix = json_object_get(j, "index");
+    bool ok = sig && !strcmp(sig, t->space_sig) && json_is_integer(ix) &&
+              json_integer_value(ix) >= 0 && (uint64_t)json_integer_value(ix) < t->space.size;
+    if (ok)
+        *index = (uint64_t)json_integer_value(ix);
+    json_decref(j);
+    return ok;
+}
+
 /* Adds a measured program to the evolutionary search's training data. */
 static void history_add(task *t, const char *config, const float *rows, int nrows, double thr,
                         int group)
@@ -175,6 +214,11 @@ static int load_history(void *ctx, const tt_db_row *row)
     if (row->error_no)
         t->errors++;
     note_result(t, row->config, row->median_s, row->error_no);
+    /* Template strategies: the model and the GA continue from what was measured. */
+    uint64_t index;
+    if (record_index(t, row->extra, &index))
+        run_add(t, index,
+                row->error_no == 0 && row->median_s > 0 ? t->w->flops / row->median_s : 0);
     /* The model retrains on everything measured before (search.md C11). */
     tt_step *steps;
     size_t n;
@@ -851,6 +895,7 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
         pthread_join(th[i], NULL);
     /* Measure one at a time: kernels must not share the machine. */
     tt_db_record recs[256];
+    char extras[256][96];
     double costs[256][TT_MEASURE_MAX_REPEAT];
     int nrec = 0;
     for (int i = 0; i < n; i++) {
@@ -885,6 +930,11 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
         r->device = t->device;
         r->config = c[i].config;
         r->config_kind = TT_CONFIG_STEPS;
+        if (c[i].index != UINT64_MAX && c[i].index != STEPS_INDEX) {
+            snprintf(extras[nrec], sizeof(extras[nrec]), "{\"space\": \"%s\", \"index\": %llu}",
+                     t->space_sig, (unsigned long long)c[i].index);
+            r->extra = extras[nrec];
+        }
         if (c[i].error_no) {
             costs[nrec][0] = 1e9; /* TVM's cost of a failed measurement */
             r->ncosts = 1;
@@ -919,23 +969,8 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
         }
         if (c[i].index == STEPS_INDEX)
             history_add(t, recs[i].config, c[i].rows, c[i].nrows, thr, 0);
-        if (c[i].index != UINT64_MAX && c[i].index != STEPS_INDEX && t->nrun < 1 << 20) {
-            if (t->nrun == t->caprun) {
-                int cap = t->caprun ? 2 * t->caprun : 256;
-                uint64_t *gi = realloc(t->run_idx, (size_t)cap * sizeof(uint64_t));
-                if (gi)
-                    t->run_idx = gi;
-                double *gs = realloc(t->run_score, (size_t)cap * sizeof(double));
-                if (gs)
-                    t->run_score = gs;
-                if (gi && gs)
-                    t->caprun = cap;
-            }
-            if (t->nrun < t->caprun) {
-                t->run_idx[t->nrun] = c[i].index;
-                t->run_score[t->nrun++] = thr;
-            }
-        }
+        if (c[i].index != UINT64_MAX && c[i].index != STEPS_INDEX)
+            run_add(t, c[i].index, thr);
         progress(t, false);
     }
     return TT_OK;
@@ -1044,6 +1079,13 @@ static tt_status task_open(const tt_tune_options *o, const char *wtext, tt_db *d
     if ((s = tt_space_init(&t->space, &t->w->dag,
                            t->target.num_cores ? t->target.num_cores : (int)cores, err)))
         return s;
+    uint64_t sig = tt_hash64_str("tiling-space-1");
+    for (int k = 0; k < t->space.nknobs; k++) {
+        sig = tt_hash64_update(sig, t->space.knobs[k].name, strlen(t->space.knobs[k].name));
+        sig = tt_hash64_update(sig, t->space.knobs[k].choice,
+                               sizeof(int64_t) * (size_t)t->space.knobs[k].n);
+    }
+    snprintf(t->space_sig, sizeof(t->space_sig), "tiling:%016llx", (unsigned long long)sig);
     if (o->strategy == TT_STRATEGY_EVO) {
         tt_sketch_params sp;
         tt_sketch_params_cpu(&sp, t->target.num_cores ? t->target.num_cores : (int)cores);
