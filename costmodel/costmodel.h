@@ -29,6 +29,17 @@ void tt_costmodel_free(tt_costmodel *m);
  * `rounds` boosting rounds.  TT_ERR_RUNTIME with XGBoost's message on failure. */
 tt_status tt_costmodel_train(tt_costmodel *m, const float *x, int nrows, int ncols, const float *y,
                              int rounds, tt_errbuf *err);
+/* AutoTVM's training (search.md B4): boosts up to `max_rounds` rounds, evaluating on every second
+ * round the a-recall@top_n of the training set (how well the predicted order recovers the true
+ * top), and stops when it has not improved for `patience` rounds.  *rounds (may be NULL) gets
+ * the rounds run. */
+tt_status tt_costmodel_train_recall(tt_costmodel *m, const float *x, int nrows, int ncols,
+                                    const float *y, int max_rounds, int top_n, int patience,
+                                    int *rounds, tt_errbuf *err);
+/* a-recall@n of predictions against labels (higher labels are better): the mean over i < n of
+ * #{j < i : true rank of the j-th predicted <= i} / (i + 1). */
+double tt_costmodel_a_recall(const float *pred, const float *y, int nrows, int n);
+
 /* Predicts `nrows` rows into out (higher = faster).  The model must have been trained. */
 tt_status tt_costmodel_predict(tt_costmodel *m, const float *x, int nrows, int ncols, float *out,
                                tt_errbuf *err);

@@ -85,9 +85,63 @@ static tt_status set_params(tt_costmodel *m, tt_errbuf *err)
     return TT_OK;
 }
 
+typedef struct {
+    float v;
+    int i;
+} ranked;
+
+static int cmp_ranked_desc(const void *a, const void *b)
+{
+    float x = ((const ranked *)a)->v, y = ((const ranked *)b)->v;
+    if (x != y)
+        return x < y ? 1 : -1;
+    return ((const ranked *)a)->i - ((const ranked *)b)->i;
+}
+
+double tt_costmodel_a_recall(const float *pred, const float *y, int nrows, int n)
+{
+    if (nrows < 1 || n < 1)
+        return 0;
+    ranked *r = malloc(sizeof(ranked) * (size_t)nrows);
+    int *true_rank = malloc(sizeof(int) * (size_t)nrows);
+    if (!r || !true_rank) {
+        free(r);
+        free(true_rank);
+        return 0;
+    }
+    for (int i = 0; i < nrows; i++)
+        r[i] = (ranked){y[i], i};
+    qsort(r, (size_t)nrows, sizeof(ranked), cmp_ranked_desc);
+    for (int k = 0; k < nrows; k++)
+        true_rank[r[k].i] = k;
+    for (int i = 0; i < nrows; i++)
+        r[i] = (ranked){pred[i], i};
+    qsort(r, (size_t)nrows, sizeof(ranked), cmp_ranked_desc);
+    if (n > nrows)
+        n = nrows;
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+        int hit = 0;
+        for (int j = 0; j < i; j++)
+            hit += true_rank[r[j].i] <= i;
+        sum += (double)hit / (i + 1);
+    }
+    free(r);
+    free(true_rank);
+    return sum / n;
+}
+
 tt_status tt_costmodel_train(tt_costmodel *m, const float *x, int nrows, int ncols, const float *y,
                              int rounds, tt_errbuf *err)
 {
+    return tt_costmodel_train_recall(m, x, nrows, ncols, y, rounds, 0, 0, NULL, err);
+}
+
+tt_status tt_costmodel_train_recall(tt_costmodel *m, const float *x, int nrows, int ncols,
+                                    const float *y, int max_rounds, int top_n, int patience,
+                                    int *rounds_run, tt_errbuf *err)
+{
+    int rounds = max_rounds;
     if (nrows < 1 || ncols < 1)
         return tt_err(err, TT_ERR_INVALID_ARG, "no training data");
     DMatrixHandle d;
@@ -108,11 +162,32 @@ tt_status tt_costmodel_train(tt_costmodel *m, const float *x, int nrows, int nco
     }
     if ((s = set_params(m, err)))
         goto out;
-    for (int i = 0; i < rounds; i++)
+    double best = -1;
+    int best_round = 0, i = 0;
+    for (; i < rounds; i++) {
         if (XGBoosterUpdateOneIter(m->booster, i, d)) {
             s = xgb_fail(err, "training");
             goto out;
         }
+        if (patience <= 0 || i % 2)
+            continue;
+        bst_ulong len;
+        const float *pred;
+        if (XGBoosterPredict(m->booster, d, 0, 0, 1, &len, &pred) || (int)len != nrows) {
+            s = xgb_fail(err, "prediction");
+            goto out;
+        }
+        double r = tt_costmodel_a_recall(pred, y, nrows, top_n);
+        if (r > best) {
+            best = r;
+            best_round = i;
+        } else if (i - best_round >= patience) {
+            i++;
+            break;
+        }
+    }
+    if (rounds_run)
+        *rounds_run = i;
     m->trained = true;
 out:
     XGDMatrixFree(d);

@@ -537,6 +537,55 @@ static int model_plan(task *t, uint64_t *out, int n)
     return found;
 }
 
+/* AutoTVM's diversity filter (search.md B4): of the best 64 x ratio candidates keep 64, picked
+ * greedily, each scoring one point per knob whose value the picked set does not have yet. */
+static int diversity_filter(task *t, uint64_t *cand, int n, double ratio)
+{
+    enum { PLAN = 64 };
+    int pool = (int)(PLAN * ratio);
+    if (pool > n)
+        pool = n;
+    if (pool <= PLAN)
+        return n;
+    int nk = t->space.nknobs;
+    int(*pos)[TT_SPACE_MAX_KNOBS] = malloc(sizeof(*pos) * (size_t)pool);
+    bool *used = calloc((size_t)pool, sizeof(bool));
+    bool(*have)[TT_SPACE_MAX_CHOICES] = calloc(TT_SPACE_MAX_KNOBS, sizeof(*have));
+    uint64_t picked[PLAN];
+    int np = 0;
+    if (!pos || !used || !have)
+        goto out;
+    for (int i = 0; i < pool; i++)
+        tt_space_decode(&t->space, cand[i], pos[i]);
+    while (np < PLAN) {
+        int best = -1, best_score = -1;
+        for (int i = 0; i < pool; i++) {
+            if (used[i])
+                continue;
+            int score = 0;
+            for (int k = 0; k < nk; k++)
+                score += !have[k][pos[i][k]];
+            if (score > best_score) {
+                best = i;
+                best_score = score;
+            }
+        }
+        if (best < 0)
+            break;
+        used[best] = true;
+        for (int k = 0; k < nk; k++)
+            have[k][pos[best][k]] = true;
+        picked[np++] = cand[best];
+    }
+    memcpy(cand, picked, sizeof(uint64_t) * (size_t)np);
+    n = np;
+out:
+    free(pos);
+    free(used);
+    free(have);
+    return n;
+}
+
 static int model_plan_here(task *t, uint64_t *out, int n)
 {
     int nk = t->space.nknobs, m = t->nrun;
@@ -555,7 +604,8 @@ static int model_plan_here(task *t, uint64_t *out, int n)
     tt_errbuf err;
     if (!t->model && tt_costmodel_create(TT_COSTMODEL_REG, 0, t->o->seed, &t->model, &err))
         goto out;
-    if (tt_costmodel_train(t->model, x, m, nk, y, 60, &err))
+    /* AutoTVM's fit: boost until the training a-recall@64 stalls for 20 rounds. */
+    if (tt_costmodel_train_recall(t->model, x, m, nk, y, 8000, 64, 20, NULL, &err))
         goto out;
     /* Simulated annealing over the index space (walkers kept per call). */
     enum { WALKERS = 64, ITERS = 80, KEEP = 256 };
@@ -613,6 +663,8 @@ static int model_plan_here(task *t, uint64_t *out, int n)
         if (!dup)
             out[found++] = idx;
     }
+    if (t->o->diversity > 1)
+        found = diversity_filter(t, out, found, t->o->diversity);
 out:
     free(x);
     free(y);

@@ -35,6 +35,7 @@ typedef struct tt_tune_options {
     bool progress;               /* a live progress line (on a terminal) */
     volatile sig_atomic_t *stop; /* set (e.g. by SIGINT) to stop after the current candidate */
     int population;              /* evo: states per generation, default 2048 */
+    double diversity;            /* xgb: diversity filter ratio (> 1; 0 = off, AutoTVM's default) */
     const double *weights;       /* per workload (how often it occurs), NULL = all 1 */
     tt_sched_policy policy;      /* how rounds are shared among several workloads */
     tt_measure_options measure;

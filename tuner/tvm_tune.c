@@ -25,6 +25,7 @@ static void usage(FILE *f)
         "\n"
         "tvm-tune run --workload W [--weight X] [--workload W2 [--weight X2] ...] [--target T]\n"
         "             [--trials N] [--strategy random|grid|ga|xgb|evo] [--population N]\n"
+        "             [--diversity R]\n"
         "             [--scheduler gradient|round-robin] [--db PATH] [--seed S] [--timeout SEC]\n"
         "             [--batch N] [--number N] [--repeat N] [--min-repeat-ms MS]\n"
         "             [--cooldown-ms MS] [--cache-flush]\n"
@@ -39,7 +40,8 @@ static void usage(FILE *f)
         "  often the preceding workload occurs in the model (default 1).\n"
         "  --target defaults to llvm (this CPU, with its real features); -num-cores=N sets the\n"
         "  threads of parallel loops.  Strategies: xgb (default: XGBoost cost model +\n"
-        "  simulated annealing over the tiling template), evo (Ansor: sketches, evolutionary\n"
+        "  simulated annealing over the tiling template; --diversity R plans from the best 64 x R\n"
+        "  proposals the 64 that cover the most knob values), evo (Ansor: sketches, evolutionary\n"
         "  search, per-store features and a pack-sum cost model; --population states per\n"
         "  generation, 2048), ga (genetic algorithm), random, grid.  Measurement: --number\n"
         "  (calls per sample, 1), --repeat (samples, 5), --min-repeat-ms (20), --cooldown-ms (0),\n"
@@ -243,6 +245,7 @@ static int cmd_run(int argc, char **argv)
                                          {"weight", required_argument, 0, 'W'},
                                          {"scheduler", required_argument, 0, 'P'},
                                          {"population", required_argument, 0, 'O'},
+                                         {"diversity", required_argument, 0, 'D'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *workloads[64];
@@ -285,6 +288,13 @@ static int cmd_run(int argc, char **argv)
             weights[nw - 1] = v;
             break;
         }
+        case 'D':
+            o.diversity = strtod(optarg, &end);
+            if (*end || !(o.diversity > 1) || o.diversity > 64) {
+                fprintf(stderr, "tvm-tune run: --diversity needs a ratio above 1 (e.g. 2)\n");
+                return 2;
+            }
+            break;
         case 'P':
             if (!strcmp(optarg, "gradient"))
                 o.policy = TT_SCHED_GRADIENT;

@@ -150,11 +150,41 @@ static void pack_sum_model_learns_program_scores(void **state)
     tt_costmodel_free(m);
 }
 
+static void a_recall_and_early_stopping(void **state)
+{
+    (void)state;
+    float y[8] = {8, 7, 6, 5, 4, 3, 2, 1}, perfect[8] = {80, 70, 60, 50, 40, 30, 20, 10};
+    float reversed[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    /* perfect order: (0 + 1/2 + 2/3 + 3/4) / 4 (AutoTVM counts j < i) */
+    assert_float_equal(tt_costmodel_a_recall(perfect, y, 8, 4), (0.5 + 2.0 / 3 + 0.75) / 4, 1e-9);
+    assert_float_equal(tt_costmodel_a_recall(reversed, y, 8, 4), 0, 1e-9);
+    /* training stops on its own well before the cap, and ranks the training data well */
+    enum { N = 200, F = 3 };
+    static float x[N * F], yy[N], pred[N];
+    tt_rng rng;
+    tt_rng_seed(&rng, 11);
+    for (int i = 0; i < N; i++) {
+        for (int f = 0; f < F; f++)
+            x[i * F + f] = (float)(tt_rng_uniform(&rng) * 8.0);
+        yy[i] = (float)truth(&x[i * F]);
+    }
+    tt_costmodel *m;
+    tt_errbuf err = {{0}};
+    int rounds = 0;
+    assert_int_equal(tt_costmodel_create(TT_COSTMODEL_REG, 1, 3, &m, &err), TT_OK);
+    assert_int_equal(tt_costmodel_train_recall(m, x, N, F, yy, 8000, 64, 20, &rounds, &err), TT_OK);
+    assert_true(rounds > 20 && rounds < 8000);
+    assert_int_equal(tt_costmodel_predict(m, x, N, F, pred, &err), TT_OK);
+    assert_true(tt_costmodel_a_recall(pred, yy, N, 64) > 0.8);
+    tt_costmodel_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(model_learns_to_rank_unseen_points),
         cmocka_unit_test(pack_sum_model_learns_program_scores),
+        cmocka_unit_test(a_recall_and_early_stopping),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,7 +54,7 @@ static int scan(void *ctx, const tt_db_row *r)
 
 enum { BUDGET = 320, SEEDS = 4 };
 
-static double mean_trials_to_optimum(tt_strategy strategy, const char *name)
+static double mean_trials_to_optimum(tt_strategy strategy, const char *name, double diversity)
 {
     double total = 0;
     printf("%-7s", name);
@@ -75,6 +75,7 @@ static double mean_trials_to_optimum(tt_strategy strategy, const char *name)
         o.batch = 16;
         o.threads = 2;
         o.population = 256;
+        o.diversity = diversity;
         o.objective = objective;
         o.measure.repeat = 1;
         o.measure.timeout_s = 10;
@@ -100,12 +101,14 @@ static double mean_trials_to_optimum(tt_strategy strategy, const char *name)
 static void strategies_beat_random_on_a_planted_optimum(void **state)
 {
     (void)state;
-    double random = mean_trials_to_optimum(TT_STRATEGY_RANDOM, "random");
-    double ga = mean_trials_to_optimum(TT_STRATEGY_GA, "ga");
-    double xgb = mean_trials_to_optimum(TT_STRATEGY_XGB, "xgb");
-    double evo = mean_trials_to_optimum(TT_STRATEGY_EVO, "evo");
+    double random = mean_trials_to_optimum(TT_STRATEGY_RANDOM, "random", 0);
+    double ga = mean_trials_to_optimum(TT_STRATEGY_GA, "ga", 0);
+    double xgb = mean_trials_to_optimum(TT_STRATEGY_XGB, "xgb", 0);
+    double xgb_div = mean_trials_to_optimum(TT_STRATEGY_XGB, "xgb-div", 2);
+    double evo = mean_trials_to_optimum(TT_STRATEGY_EVO, "evo", 0);
     assert_true(ga < random);
     assert_true(xgb < random);
+    assert_true(xgb_div < random);
     assert_true(evo < random);
 }
 
