@@ -20,6 +20,11 @@
  * rows the program has. */
 int tt_features_per_store(const tt_program *p, float *out, int max_rows);
 
+/* AutoTVM's `itervar` features (search.md B4) of a program, flattened row after row (one row per
+ * loop variable: 18 values plus 6 per buffer access under the loop).  `raw` leaves out the
+ * log scaling (for tests).  Writes up to `max` values into out; returns the total length. */
+int tt_features_itervar(const tt_program *p, bool raw, float *out, int max);
+
 /* Name of feature `i` ("float_mad", "B0.bytes", ...); NULL when out of range. */
 const char *tt_feature_name(int i);
 

@@ -12,6 +12,7 @@
 
 #include "../codegen/codegen.h"
 #include "../costmodel/costmodel.h"
+#include "../costmodel/features.h"
 #include "../db/db.h"
 
 void tt_host_fingerprint(char *out, size_t n)
@@ -401,12 +402,61 @@ static char *config_of(task *t, uint64_t index)
 /* ---- strategies ---- */
 
 /* Knob features of a config: log2(1 + value) per knob (AutoTVM's "knob" features). */
-static void features(const tt_space *sp, uint64_t index, float *row)
+static void knob_features(const tt_space *sp, uint64_t index, float *row)
 {
     int pos[TT_SPACE_MAX_KNOBS];
     tt_space_decode(sp, index, pos);
     for (int k = 0; k < sp->nknobs; k++)
         row[k] = (float)log2(1.0 + (double)sp->knobs[k].choice[pos[k]]);
+}
+
+/* Itervar features of a config's lowered program, zero-padded or cut to `width`; an all-zero
+ * row when it does not lower (AutoTVM's failed extraction). */
+static void itervar_features(const task *t, uint64_t index, float *row, int width)
+{
+    memset(row, 0, sizeof(float) * (size_t)width);
+    tt_state *st;
+    tt_program *prog;
+    if (tt_space_apply(&t->space, index, &st, NULL))
+        return;
+    if (!tt_lower(st, &prog, NULL)) {
+        tt_features_itervar(prog, false, row, width);
+        tt_program_free(prog);
+    }
+    tt_state_free(st);
+}
+
+/* The model's row of a config: knob features, or (--features itervar) the loop-variable features
+ * followed by the knob values, as AutoTVM appends its define_knob values. */
+static void features(const task *t, uint64_t index, float *row, int ncols)
+{
+    int nk = t->space.nknobs;
+    if (ncols > nk)
+        itervar_features(t, index, row, ncols - nk);
+    knob_features(&t->space, index, row + (ncols - nk));
+}
+
+/* Columns of the model's rows: the knobs, plus the longest itervar vector of the measured
+ * configs (at most 4096) with --features itervar. */
+static int feature_columns(const task *t)
+{
+    int nk = t->space.nknobs;
+    if (t->o->features != TT_FEATURES_ITERVAR)
+        return nk;
+    int longest = 0;
+    for (int i = 0; i < t->nrun; i++) {
+        tt_state *st;
+        tt_program *prog;
+        if (tt_space_apply(&t->space, t->run_idx[i], &st, NULL))
+            continue;
+        if (!tt_lower(st, &prog, NULL)) {
+            int n = tt_features_itervar(prog, false, NULL, 0);
+            longest = n > longest ? n : longest;
+            tt_program_free(prog);
+        }
+        tt_state_free(st);
+    }
+    return nk + (longest < 4096 ? longest : 4096);
 }
 
 static uint64_t neighbour(task *t, uint64_t index)
@@ -588,17 +638,19 @@ out:
 
 static int model_plan_here(task *t, uint64_t *out, int n)
 {
-    int nk = t->space.nknobs, m = t->nrun;
+    int nk = feature_columns(t), m = t->nrun;
+    enum { WALKERS = 64, ITERS = 80, KEEP = 256 };
     float *x = malloc(sizeof(float) * (size_t)m * (size_t)nk),
-          *y = malloc(sizeof(float) * (size_t)m);
+          *y = malloc(sizeof(float) * (size_t)m),
+          *row = malloc(sizeof(float) * WALKERS * (size_t)nk);
     double best = 1e-12;
     int found = 0;
-    if (!x || !y)
+    if (!x || !y || !row)
         goto out;
     for (int i = 0; i < m; i++)
         best = t->run_score[i] > best ? t->run_score[i] : best;
     for (int i = 0; i < m; i++) {
-        features(&t->space, t->run_idx[i], x + (size_t)i * (size_t)nk);
+        features(t, t->run_idx[i], x + (size_t)i * (size_t)nk, nk);
         y[i] = (float)(t->run_score[i] / best);
     }
     tt_errbuf err;
@@ -608,16 +660,15 @@ static int model_plan_here(task *t, uint64_t *out, int n)
     if (tt_costmodel_train_recall(t->model, x, m, nk, y, 8000, 64, 20, NULL, &err))
         goto out;
     /* Simulated annealing over the index space (walkers kept per call). */
-    enum { WALKERS = 64, ITERS = 80, KEEP = 256 };
     uint64_t walk[WALKERS], prop[WALKERS];
-    float cur[WALKERS], next[WALKERS], row[WALKERS * TT_SPACE_MAX_KNOBS];
+    float cur[WALKERS], next[WALKERS];
     float heap[KEEP][3]; /* score, index (as two floats is lossy): keep indices aside */
     uint64_t heap_idx[KEEP];
     int nheap = 0;
     int nw = t->space.size < WALKERS ? (int)t->space.size : WALKERS;
     for (int w = 0; w < nw; w++) {
         walk[w] = tt_rng_below(&t->rng, t->space.size);
-        features(&t->space, walk[w], row + w * nk);
+        features(t, walk[w], row + (size_t)w * (size_t)nk, nk);
     }
     if (tt_costmodel_predict(t->model, row, nw, nk, cur, &err))
         goto out;
@@ -625,7 +676,7 @@ static int model_plan_here(task *t, uint64_t *out, int n)
         double temp = 1.0 - (double)it / ITERS;
         for (int w = 0; w < nw; w++) {
             prop[w] = neighbour(t, walk[w]);
-            features(&t->space, prop[w], row + w * nk);
+            features(t, prop[w], row + (size_t)w * (size_t)nk, nk);
         }
         if (tt_costmodel_predict(t->model, row, nw, nk, next, &err))
             goto out;
@@ -668,6 +719,7 @@ static int model_plan_here(task *t, uint64_t *out, int n)
 out:
     free(x);
     free(y);
+    free(row);
     return found;
 }
 

@@ -21,6 +21,11 @@ typedef enum {
     TT_STRATEGY_EVO,    /* sketches + evolutionary search + pack-sum model (Ansor) */
 } tt_strategy;
 
+typedef enum {
+    TT_FEATURES_KNOB,    /* xgb: log2 of each knob value (AutoTVM's "knob") */
+    TT_FEATURES_ITERVAR, /* xgb: loop-variable features of the lowered program + knob values */
+} tt_feature_kind;
+
 typedef struct tt_tune_options {
     const char *const *workloads;
     int nworkloads;
@@ -36,6 +41,7 @@ typedef struct tt_tune_options {
     volatile sig_atomic_t *stop; /* set (e.g. by SIGINT) to stop after the current candidate */
     int population;              /* evo: states per generation, default 2048 */
     double diversity;            /* xgb: diversity filter ratio (> 1; 0 = off, AutoTVM's default) */
+    tt_feature_kind features;    /* xgb: what the model sees */
     const double *weights;       /* per workload (how often it occurs), NULL = all 1 */
     tt_sched_policy policy;      /* how rounds are shared among several workloads */
     tt_measure_options measure;

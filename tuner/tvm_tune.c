@@ -25,7 +25,7 @@ static void usage(FILE *f)
         "\n"
         "tvm-tune run --workload W [--weight X] [--workload W2 [--weight X2] ...] [--target T]\n"
         "             [--trials N] [--strategy random|grid|ga|xgb|evo] [--population N]\n"
-        "             [--diversity R]\n"
+        "             [--diversity R] [--features knob|itervar]\n"
         "             [--scheduler gradient|round-robin] [--db PATH] [--seed S] [--timeout SEC]\n"
         "             [--batch N] [--number N] [--repeat N] [--min-repeat-ms MS]\n"
         "             [--cooldown-ms MS] [--cache-flush]\n"
@@ -41,9 +41,11 @@ static void usage(FILE *f)
         "  --target defaults to llvm (this CPU, with its real features); -num-cores=N sets the\n"
         "  threads of parallel loops.  Strategies: xgb (default: XGBoost cost model +\n"
         "  simulated annealing over the tiling template; --diversity R plans from the best 64 x R\n"
-        "  proposals the 64 that cover the most knob values), evo (Ansor: sketches, evolutionary\n"
-        "  search, per-store features and a pack-sum cost model; --population states per\n"
-        "  generation, 2048), ga (genetic algorithm), random, grid.  Measurement: --number\n"
+        "  proposals the 64 that cover the most knob values; --features itervar feeds the model\n"
+        "  AutoTVM's loop-variable features instead of knob values), evo (Ansor: sketches,\n"
+        "  evolutionary search, per-store features and a pack-sum cost model; --population\n"
+        "  states per generation, 2048), ga (genetic algorithm), random, grid.\n"
+        "  Measurement: --number\n"
         "  (calls per sample, 1), --repeat (samples, 5), --min-repeat-ms (20), --cooldown-ms (0),\n"
         "  --cache-flush (flush inputs before each sample), --timeout (per candidate, 10 s).\n"
         "\n"
@@ -246,6 +248,7 @@ static int cmd_run(int argc, char **argv)
                                          {"scheduler", required_argument, 0, 'P'},
                                          {"population", required_argument, 0, 'O'},
                                          {"diversity", required_argument, 0, 'D'},
+                                         {"features", required_argument, 0, 'X'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *workloads[64];
@@ -288,6 +291,16 @@ static int cmd_run(int argc, char **argv)
             weights[nw - 1] = v;
             break;
         }
+        case 'X':
+            if (!strcmp(optarg, "knob"))
+                o.features = TT_FEATURES_KNOB;
+            else if (!strcmp(optarg, "itervar"))
+                o.features = TT_FEATURES_ITERVAR;
+            else {
+                fprintf(stderr, "tvm-tune run: --features is knob or itervar\n");
+                return 2;
+            }
+            break;
         case 'D':
             o.diversity = strtod(optarg, &end);
             if (*end || !(o.diversity > 1) || o.diversity > 64) {

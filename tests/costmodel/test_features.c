@@ -154,12 +154,54 @@ static void every_operator_has_finite_features(void **state)
     }
 }
 
+/* AutoTVM's itervar test vector (search.md B4): the naive 128^3 GEMM, untransformed. */
+static void itervar_matches_autotvm(void **state)
+{
+    (void)state;
+    tt_workload *w = parse("matmul:M=128,N=128,K=128");
+    tt_state *st;
+    tt_program *p;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_state_create(&w->dag, &st, &err), TT_OK);
+    assert_int_equal(tt_lower(st, &p, &err), TT_OK);
+    float f[512];
+    int n = tt_features_itervar(p, true, f, 512);
+    /* three loops; i and j see A, B, C; k sees them too: 18 + 3 x 6 each */
+    assert_int_equal(n, 3 * (18 + 3 * 6));
+    static const float first[4] = {128, 1, 128, 2097152};
+    for (int i = 0; i < 4; i++)
+        assert_float_equal(f[i], first[i], 0);
+    for (int k = 0; k < 11; k++)
+        assert_float_equal(f[4 + k], k == 9, 0); /* serial */
+    static const float a0[6] = {128, -1, 16384, 128, 0, 0}, b0[6] = {0, -1, 16384, 128, 0, 0};
+    for (int i = 0; i < 6; i++) {
+        assert_float_equal(f[18 + i], a0[i], 0);
+        assert_float_equal(f[24 + i], b0[i], 0);
+    }
+    /* the innermost loop: length 128 at level 3, one multiply and one add per iteration */
+    const float *k = f + 2 * 36;
+    assert_float_equal(k[0], 128, 0);
+    assert_float_equal(k[1], 3, 0);
+    assert_float_equal(k[15], 1, 0);
+    assert_float_equal(k[16], 1, 0);
+    /* scaled: trans(x) = log2(1 + x) */
+    float g[512];
+    assert_int_equal(tt_features_itervar(p, false, g, 512), n);
+    assert_float_equal(g[0], log2(129.0), 1e-5);
+    assert_float_equal(g[1], 1, 0);
+    assert_float_equal(g[19], -1, 0);
+    tt_program_free(p);
+    tt_state_free(st);
+    tt_workload_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tvm_matmul_vectors),
         cmocka_unit_test(rows_per_stored_buffer),
         cmocka_unit_test(every_operator_has_finite_features),
+        cmocka_unit_test(itervar_matches_autotvm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

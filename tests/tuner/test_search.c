@@ -54,7 +54,8 @@ static int scan(void *ctx, const tt_db_row *r)
 
 enum { BUDGET = 320, SEEDS = 4 };
 
-static double mean_trials_to_optimum(tt_strategy strategy, const char *name, double diversity)
+static double mean_trials_to_optimum(tt_strategy strategy, const char *name, double diversity,
+                                     tt_feature_kind features)
 {
     double total = 0;
     printf("%-7s", name);
@@ -76,6 +77,7 @@ static double mean_trials_to_optimum(tt_strategy strategy, const char *name, dou
         o.threads = 2;
         o.population = 256;
         o.diversity = diversity;
+        o.features = features;
         o.objective = objective;
         o.measure.repeat = 1;
         o.measure.timeout_s = 10;
@@ -101,14 +103,17 @@ static double mean_trials_to_optimum(tt_strategy strategy, const char *name, dou
 static void strategies_beat_random_on_a_planted_optimum(void **state)
 {
     (void)state;
-    double random = mean_trials_to_optimum(TT_STRATEGY_RANDOM, "random", 0);
-    double ga = mean_trials_to_optimum(TT_STRATEGY_GA, "ga", 0);
-    double xgb = mean_trials_to_optimum(TT_STRATEGY_XGB, "xgb", 0);
-    double xgb_div = mean_trials_to_optimum(TT_STRATEGY_XGB, "xgb-div", 2);
-    double evo = mean_trials_to_optimum(TT_STRATEGY_EVO, "evo", 0);
+    const tt_feature_kind knob = TT_FEATURES_KNOB;
+    double random = mean_trials_to_optimum(TT_STRATEGY_RANDOM, "random", 0, knob);
+    double ga = mean_trials_to_optimum(TT_STRATEGY_GA, "ga", 0, knob);
+    double xgb = mean_trials_to_optimum(TT_STRATEGY_XGB, "xgb", 0, knob);
+    double xgb_div = mean_trials_to_optimum(TT_STRATEGY_XGB, "xgb-div", 2, knob);
+    double xgb_iv = mean_trials_to_optimum(TT_STRATEGY_XGB, "xgb-iv", 0, TT_FEATURES_ITERVAR);
+    double evo = mean_trials_to_optimum(TT_STRATEGY_EVO, "evo", 0, knob);
     assert_true(ga < random);
     assert_true(xgb < random);
     assert_true(xgb_div < random);
+    assert_true(xgb_iv < random);
     assert_true(evo < random);
 }
 
