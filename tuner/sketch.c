@@ -904,7 +904,8 @@ tt_status tt_sketch_sample(tt_sketch_space *sp, int k, tt_rng *rng, tt_state **o
     tt_step *steps = malloc(sizeof(tt_step) * (n ? n : 1));
     if (!steps)
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
-    memcpy(steps, sk->state->steps.data, sizeof(tt_step) * n);
+    if (n)
+        memcpy(steps, sk->state->steps.data, sizeof(tt_step) * n);
     /* FillTileSize: a uniformly drawn factorisation of each open split. */
     for (size_t i = 0; i < n; i++) {
         tt_step *s = &steps[i];
@@ -956,7 +957,7 @@ static tt_step *copy_steps(const tt_state *st)
 {
     size_t n = st->steps.len;
     tt_step *s = malloc(sizeof(tt_step) * (n ? n : 1));
-    if (s)
+    if (s && n)
         memcpy(s, st->steps.data, sizeof(tt_step) * n);
     return s;
 }
