@@ -182,9 +182,10 @@ void tt_db_jobs_free(tt_db_job *jobs, size_t n);
 tt_status tt_db_model_save(tt_db *db, const char *name, int feature_schema, const void *blob,
                            size_t len, const char *meta_json);
 /* Loads the newest model named `name` with this feature-schema version; TT_ERR_NOT_FOUND if
- * none.  *blob is malloc'ed. */
+ * none.  *blob is malloc'ed; *meta_json (when meta_json is not NULL) gets the saved meta text,
+ * malloc'ed, or NULL when none was saved. */
 tt_status tt_db_model_load(tt_db *db, const char *name, int feature_schema, void **blob,
-                           size_t *len);
+                           size_t *len, char **meta_json);
 
 /* ---- maintenance ---- */
 

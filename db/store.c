@@ -738,14 +738,16 @@ tt_status tt_db_model_save(tt_db *db, const char *name, int feature_schema, cons
 }
 
 tt_status tt_db_model_load(tt_db *db, const char *name, int feature_schema, void **blob,
-                           size_t *len)
+                           size_t *len, char **meta_json)
 {
     *blob = NULL;
     *len = 0;
+    if (meta_json)
+        *meta_json = NULL;
     sqlite3_stmt *st;
     tt_status s =
         tt__db_prepare(db,
-                       "SELECT model FROM cost_models WHERE name = ? AND feature_schema = ? "
+                       "SELECT model, meta FROM cost_models WHERE name = ? AND feature_schema = ? "
                        "ORDER BY id DESC LIMIT 1",
                        &st);
     if (s)
@@ -760,6 +762,12 @@ tt_status tt_db_model_load(tt_db *db, const char *name, int feature_schema, void
             s = tt__db_fail(db, TT_ERR_NOMEM, "out of memory");
         else if (*len)
             memcpy(*blob, sqlite3_column_blob(st, 0), *len);
+        const unsigned char *meta = sqlite3_column_text(st, 1);
+        if (!s && meta && meta_json && !(*meta_json = strdup((const char *)meta))) {
+            free(*blob);
+            *blob = NULL;
+            s = tt__db_fail(db, TT_ERR_NOMEM, "out of memory");
+        }
     } else if (rc == SQLITE_DONE) {
         s = tt__db_fail(db, TT_ERR_NOT_FOUND, "no cost model '%s' with feature schema %d", name,
                         feature_schema);

@@ -362,6 +362,7 @@ static int cmp_ranked_desc(const void *a, const void *b)
 }
 
 int tt_evo_search_round(tt_sketch_space *sp, const tt_evo_params *p, const tt_evo_history *h,
+                        const void *preload, size_t preload_len,
                         bool (*seen)(void *ctx, const char *config), void *ctx, tt_rng *rng,
                         char **out, int n, void **model_blob, size_t *model_len, tt_errbuf *err)
 {
@@ -370,10 +371,15 @@ int tt_evo_search_round(tt_sketch_space *sp, const tt_evo_params *p, const tt_ev
         *model_len = 0;
     }
     tt_costmodel *model = NULL;
-    if (train_model(p, h, &model, err))
-        return -1;
-    if (model && model_blob)
-        tt_costmodel_save(model, model_blob, model_len, NULL);
+    if (preload &&
+        !tt_costmodel_load(TT_COSTMODEL_PACK_SUM, 0, preload, preload_len, &model, NULL)) {
+        /* the saved model of this very history: no need to train again */
+    } else {
+        if (train_model(p, h, &model, err))
+            return -1;
+        if (model && model_blob)
+            tt_costmodel_save(model, model_blob, model_len, NULL);
+    }
     scorer sc = {model, rng};
     pop cur = {0}, next = {0};
     hset uniq = {0};

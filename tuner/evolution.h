@@ -49,9 +49,11 @@ int tt_evo_features(const tt_state *st, float **rows);
 
 /* One search round.  Writes up to `n` distinct configs (malloc'ed step JSON), best first, into
  * out and returns how many; `seen(ctx, config)` says whether a config was measured already.
- * model_blob and model_len (when not NULL) get the trained model (malloc'ed), or NULL when none
- * was trained. */
+ * `preload` (may be NULL) is a saved pack-sum model trained on (most of) this history: it is
+ * loaded instead of training a new one.  model_blob and model_len (when not NULL) get the model
+ * trained here (malloc'ed), or NULL when none was. */
 int tt_evo_search_round(tt_sketch_space *sp, const tt_evo_params *p, const tt_evo_history *h,
+                        const void *preload, size_t preload_len,
                         bool (*seen)(void *ctx, const char *config), void *ctx, tt_rng *rng,
                         char **out, int n, void **model_blob, size_t *model_len, tt_errbuf *err);
 

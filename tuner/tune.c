@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <jansson.h>
@@ -108,6 +109,11 @@ typedef struct {
     tt_evo_history hist;
     char **plan;
     int nplan, plan_next;
+    int evo_fd, evo_want; /* a search round in flight: its pipe (-1: none) */
+    pid_t evo_pid;
+    int evo_programs; /* measured programs the round in flight trains on */
+    void *preload;    /* a saved model trained on exactly the resumed history */
+    size_t preload_len;
     /* measuring */
     struct candidate *cands;
     int batch;
@@ -744,8 +750,10 @@ static void evo_child(task *t, int fd, void *arg)
     void *model = NULL;
     size_t mlen = 0;
     tt_errbuf err = {{0}};
-    int32_t n = tt_evo_search_round(&t->sketch, &p, &t->hist, evo_seen, t, &t->rng, plan, want,
-                                    &model, &mlen, &err);
+    if (t->o->overlap_search) /* yield the CPU to the measurement going on meanwhile */
+        setpriority(PRIO_PROCESS, 0, 10);
+    int32_t n = tt_evo_search_round(&t->sketch, &p, &t->hist, t->preload, t->preload_len, evo_seen,
+                                    t, &t->rng, plan, want, &model, &mlen, &err);
     bool ok = write_all(fd, &n, sizeof(n));
     if (n < 0) {
         uint32_t len = (uint32_t)strlen(err.msg);
@@ -776,20 +784,34 @@ static char *read_string(int fd, uint32_t max)
     return s;
 }
 
-/* Plans the next round: up to `want` unmeasured step lists in t->plan. */
-static void evo_round(task *t, int want)
+/* Starts a search round in a child process (when none is in flight). */
+static void evo_start(task *t, int want)
+{
+    if (t->evo_fd >= 0)
+        return;
+    t->evo_want = want > 256 ? 256 : want;
+    t->evo_programs = t->hist.nprog;
+    t->evo_fd = spawn_search(t, evo_child, &t->evo_want, &t->evo_pid);
+    /* A preloaded model serves one round only: later rounds have more data. */
+    free(t->preload);
+    t->preload = NULL;
+    t->preload_len = 0;
+}
+
+/* Waits for the round in flight and makes its configs the plan. */
+static void evo_finish(task *t)
 {
     for (int i = t->plan_next; i < t->nplan; i++)
         free(t->plan[i]);
     t->nplan = t->plan_next = 0;
-    if (want > 256)
-        want = 256;
-    if (!t->plan && !(t->plan = calloc(256, sizeof(char *))))
+    if (t->evo_fd < 0)
         return;
-    pid_t pid;
-    int fd = spawn_search(t, evo_child, &want, &pid);
-    if (fd < 0)
+    int fd = t->evo_fd, want = t->evo_want;
+    t->evo_fd = -1;
+    if (!t->plan && !(t->plan = calloc(256, sizeof(char *)))) {
+        reap_search(fd, t->evo_pid);
         return;
+    }
     int32_t n = 0;
     if (read_all(fd, &n, sizeof(n))) {
         if (n < 0) {
@@ -809,15 +831,43 @@ static void evo_round(task *t, int want)
         if (t->nplan == n && read_all(fd, &mlen, sizeof(mlen)) && mlen > 0 && mlen < (1ull << 31)) {
             void *model = malloc(mlen);
             if (model && read_all(fd, model, mlen)) {
-                /* Kept for transfer and inspection (tvm-db models); each round a new version. */
-                char name[1200];
+                /* Saved with the size of its training set, so a resumed run with nothing new
+                 * reloads it instead of training again. */
+                char name[1200], meta[64];
                 snprintf(name, sizeof(name), "ansor-pack-sum:%s:%s", t->target_text, t->w->key);
-                tt_db_model_save(t->db, name, TT_FEATURES_VERSION, model, mlen, NULL);
+                snprintf(meta, sizeof(meta), "{\"programs\": %d}", t->evo_programs);
+                tt_db_model_save(t->db, name, TT_FEATURES_VERSION, model, mlen, meta);
             }
             free(model);
         }
     }
-    reap_search(fd, pid);
+    reap_search(fd, t->evo_pid);
+}
+
+/* The saved model of this workload for the first round of a resumed run, when the records added
+ * since it was trained are under 20% of its training set (Ansor's adaptive training rule). */
+static void evo_preload(task *t)
+{
+    char name[1200], *meta = NULL;
+    snprintf(name, sizeof(name), "ansor-pack-sum:%s:%s", t->target_text, t->w->key);
+    void *blob;
+    size_t len;
+    if (tt_db_model_load(t->db, name, TT_FEATURES_VERSION, &blob, &len, &meta))
+        return;
+    json_t *j = meta ? json_loads(meta, 0, NULL) : NULL;
+    json_t *n = json_object_get(j, "programs");
+    json_int_t trained = json_is_integer(n) ? json_integer_value(n) : -1;
+    if (trained > 0 && trained <= t->hist.nprog && t->hist.nprog - trained < trained / 5) {
+        t->preload = blob;
+        t->preload_len = len;
+        if (t->log)
+            fprintf(t->log, "%s: reusing the saved cost model (trained on %lld of %d records)\n",
+                    t->w->key, (long long)trained, t->hist.nprog);
+    } else {
+        free(blob);
+    }
+    json_decref(j);
+    free(meta);
 }
 
 /* Genetic algorithm (search.md B3): when the previous generation is measured, breed the next from
@@ -922,13 +972,18 @@ static int pick(task *t, candidate *c, int want)
                 if (rounds++ == 2)
                     break;
                 int64_t left = t->o->trials - t->total;
-                evo_round(t, left < 64 ? (int)(left > want ? left : want) : 64);
+                evo_start(t, left < 64 ? (int)(left > want ? left : want) : 64);
+                evo_finish(t);
                 if (t->nplan == 0)
                     break;
             }
             planned = t->plan[t->plan_next];
             t->plan[t->plan_next++] = NULL;
             idx = STEPS_INDEX;
+            /* Overlapped: plan the next round while the second half of this one is measured. */
+            int64_t after = t->o->trials - t->total - n - (t->nplan - t->plan_next);
+            if (t->o->overlap_search && t->plan_next * 2 >= t->nplan && after > 0)
+                evo_start(t, after < 64 ? (int)after : 64);
         } else if (t->o->strategy == TT_STRATEGY_GRID) {
             if (t->grid_next >= t->space.size)
                 break;
@@ -1166,6 +1221,7 @@ static tt_status task_open(const tt_tune_options *o, const char *wtext, tt_db *d
     if (!t)
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
     *out = t;
+    t->evo_fd = -1;
     t->o = o;
     t->db = db;
     t->log = log;
@@ -1207,8 +1263,10 @@ static tt_status task_open(const tt_tune_options *o, const char *wtext, tt_db *d
         return tt_err(err, s, "%s", tt_db_errmsg(db));
     if (log && t->total > 0)
         fprintf(log, "%s: resuming after %lld measured configs\n", t->w->key, (long long)t->total);
-    if (t->have_sketch)
+    if (t->have_sketch) {
         load_transfer(t);
+        evo_preload(t);
+    }
     if (!o->objective && (s = make_reference(t, err)))
         return s;
     t->batch = o->batch > 0 ? o->batch : 2 * (int)cores;
@@ -1279,6 +1337,11 @@ static void task_close(task *t, const char *wtext, tt_tune_summary *sum)
     if (t->have_sketch)
         tt_sketch_space_free(&t->sketch);
     tt_evo_history_free(&t->hist);
+    if (t->evo_fd >= 0) { /* a round nobody will use */
+        kill(t->evo_pid, SIGKILL);
+        reap_search(t->evo_fd, t->evo_pid);
+    }
+    free(t->preload);
     for (int i = t->plan_next; i < t->nplan; i++)
         free(t->plan[i]);
     free(t->plan);

@@ -42,6 +42,7 @@ typedef struct tt_tune_options {
     int population;              /* evo: states per generation, default 2048 */
     double diversity;            /* xgb: diversity filter ratio (> 1; 0 = off, AutoTVM's default) */
     tt_feature_kind features;    /* xgb: what the model sees */
+    bool overlap_search;         /* evo: plan the next round while this one is measured */
     const double *weights;       /* per workload (how often it occurs), NULL = all 1 */
     tt_sched_policy policy;      /* how rounds are shared among several workloads */
     tt_measure_options measure;

@@ -25,7 +25,7 @@ static void usage(FILE *f)
         "\n"
         "tvm-tune run --workload W [--weight X] [--workload W2 [--weight X2] ...] [--target T]\n"
         "             [--trials N] [--strategy random|grid|ga|xgb|evo] [--population N]\n"
-        "             [--diversity R] [--features knob|itervar]\n"
+        "             [--diversity R] [--features knob|itervar] [--overlap-search]\n"
         "             [--scheduler gradient|round-robin] [--db PATH] [--seed S] [--timeout SEC]\n"
         "             [--batch N] [--number N] [--repeat N] [--min-repeat-ms MS]\n"
         "             [--cooldown-ms MS] [--cache-flush]\n"
@@ -44,7 +44,8 @@ static void usage(FILE *f)
         "  proposals the 64 that cover the most knob values; --features itervar feeds the model\n"
         "  AutoTVM's loop-variable features instead of knob values), evo (Ansor: sketches,\n"
         "  evolutionary search, per-store features and a pack-sum cost model; --population\n"
-        "  states per generation, 2048), ga (genetic algorithm), random, grid.\n"
+        "  states per generation, 2048; --overlap-search plans the next round in a niced child\n"
+        "  while this one is measured), ga (genetic algorithm), random, grid.\n"
         "  Measurement: --number\n"
         "  (calls per sample, 1), --repeat (samples, 5), --min-repeat-ms (20), --cooldown-ms (0),\n"
         "  --cache-flush (flush inputs before each sample), --timeout (per candidate, 10 s).\n"
@@ -249,6 +250,7 @@ static int cmd_run(int argc, char **argv)
                                          {"population", required_argument, 0, 'O'},
                                          {"diversity", required_argument, 0, 'D'},
                                          {"features", required_argument, 0, 'X'},
+                                         {"overlap-search", no_argument, 0, 'V'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *workloads[64];
@@ -291,6 +293,7 @@ static int cmd_run(int argc, char **argv)
             weights[nw - 1] = v;
             break;
         }
+        case 'V': o.overlap_search = true; break;
         case 'X':
             if (!strcmp(optarg, "knob"))
                 o.features = TT_FEATURES_KNOB;

@@ -447,11 +447,18 @@ static void devices_and_cost_models(void **state)
     assert_int_equal(tt_db_model_save(db, "xgb", 1, "v2", 2, NULL), TT_OK);
     void *out;
     size_t len;
-    assert_int_equal(tt_db_model_load(db, "xgb", 1, &out, &len), TT_OK);
+    char *meta;
+    assert_int_equal(tt_db_model_load(db, "xgb", 1, &out, &len, &meta), TT_OK);
     assert_int_equal(len, 2);
     assert_memory_equal(out, "v2", 2);
+    assert_null(meta); /* the newest version saved none */
     free(out);
-    assert_int_equal(tt_db_model_load(db, "xgb", 2, &out, &len), TT_ERR_NOT_FOUND);
+    assert_int_equal(tt_db_model_save(db, "xgb", 1, "v3", 2, "{\"programs\": 7}"), TT_OK);
+    assert_int_equal(tt_db_model_load(db, "xgb", 1, &out, &len, &meta), TT_OK);
+    assert_string_equal(meta, "{\"programs\": 7}");
+    free(meta);
+    free(out);
+    assert_int_equal(tt_db_model_load(db, "xgb", 2, &out, &len, NULL), TT_ERR_NOT_FOUND);
     tt_db_close(db);
 }
 

@@ -68,6 +68,22 @@ static int count_records(void *ctx, const tt_db_row *r)
     return 0;
 }
 
+typedef struct {
+    uint64_t h[4096];
+    int n, dups;
+} distinct;
+
+static int check_distinct(void *ctx, const tt_db_row *r)
+{
+    distinct *d = ctx;
+    uint64_t h = tt_hash64_str(r->config);
+    for (int i = 0; i < d->n; i++)
+        d->dups += d->h[i] == h;
+    if (d->n < 4096)
+        d->h[d->n++] = h;
+    return 0;
+}
+
 static tt_tune_options options(const char *const *w, int64_t trials, volatile sig_atomic_t *stop)
 {
     tt_tune_options o;
@@ -192,7 +208,7 @@ static void evolutionary_search_resumes_with_its_model(void **state)
     char name[256];
     snprintf(name, sizeof(name), "ansor-pack-sum:llvm:%s", w[0]);
     assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, &err), TT_OK);
-    assert_int_equal(tt_db_model_load(db, name, TT_FEATURES_VERSION, &blob, &len),
+    assert_int_equal(tt_db_model_load(db, name, TT_FEATURES_VERSION, &blob, &len, NULL),
                      TT_ERR_NOT_FOUND);
     tt_db_close(db);
     double first_best = sum.best_s;
@@ -205,10 +221,34 @@ static void evolutionary_search_resumes_with_its_model(void **state)
     assert_true(sum.best_s > 0 && sum.best_s <= first_best && sum.best_s <= sum.naive_s);
     /* The model trained on the resumed history was kept. */
     assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, &err), TT_OK);
-    assert_int_equal(tt_db_model_load(db, name, TT_FEATURES_VERSION, &blob, &len), TT_OK);
+    assert_int_equal(tt_db_model_load(db, name, TT_FEATURES_VERSION, &blob, &len, NULL), TT_OK);
     assert_true(len > 100);
     free(blob);
     tt_db_close(db);
+    /* Resumed with under 20% new records since the saved model: it is reloaded, not retrained;
+     * the next round, planned while this one is measured (overlap), trains anew. */
+    FILE *log = tmpfile();
+    o.trials = 200;
+    o.overlap_search = true;
+    if (tt_tune_run(&o, &sum, log, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(sum.total, 200);
+    assert_int_equal(sum.errors, 0);
+    char text[4096] = "";
+    rewind(log);
+    size_t got = fread(text, 1, sizeof(text) - 1, log);
+    text[got] = 0;
+    fclose(log);
+    assert_non_null(strstr(text, "reusing the saved cost model"));
+    o.overlap_search = false;
+    /* no config was measured twice */
+    static distinct d;
+    tt_db_filter fw = {.workload = w[0]};
+    assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, &err), TT_OK);
+    assert_int_equal(tt_db_history(db, &fw, check_distinct, &d), TT_OK);
+    tt_db_close(db);
+    assert_int_equal(d.n, 200);
+    assert_int_equal(d.dups, 0);
     /* A similar workload starts from a model trained on those records (transfer): its first
      * round already has a model. */
     const char *w2[1] = {"matmul:M=48,N=32,K=16"};
@@ -220,7 +260,7 @@ static void evolutionary_search_resumes_with_its_model(void **state)
     assert_int_equal(sum.errors, 0);
     snprintf(name, sizeof(name), "ansor-pack-sum:llvm:%s", w2[0]);
     assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, &err), TT_OK);
-    assert_int_equal(tt_db_model_load(db, name, TT_FEATURES_VERSION, &blob, &len), TT_OK);
+    assert_int_equal(tt_db_model_load(db, name, TT_FEATURES_VERSION, &blob, &len, NULL), TT_OK);
     free(blob);
     tt_db_close(db);
     tt_db_remove(db_path);
