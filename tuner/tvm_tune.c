@@ -2,6 +2,7 @@
  * IR of a workload under a schedule, optionally checked against the definition) and `ops` (list
  * the operator library); `run`, `submit`, `watch` and `summary` arrive with the tuner and farm. */
 #include "schedule/schedule.h"
+#include "rpc/tracker_client.h"
 #include "tuner/tune.h"
 
 #include <errno.h>
@@ -22,6 +23,7 @@ static void usage(FILE *f)
         "  run     tune workloads on this machine, recording every measurement\n"
         "  lower   print the loop IR of a workload under a schedule\n"
         "  ops     list the operator library and its parameters\n"
+        "  summary the servers and queues of a tracker, as TVM's query_rpc_tracker prints them\n"
         "\n"
         "tvm-tune run --workload W [--weight X] [--workload W2 [--weight X2] ...] [--target T]\n"
         "             [--trials N] [--strategy random|grid|ga|xgb|evo] [--population N]\n"
@@ -451,6 +453,61 @@ static int cmd_run(int argc, char **argv)
     return rc;
 }
 
+/* tvm-tune summary: what `python -m tvm.exec.query_rpc_tracker` prints, from any TVM-compatible
+ * tracker. */
+static int cmd_summary(int argc, char **argv)
+{
+    static const struct option opts[] = {{"tracker", required_argument, 0, 't'},
+                                         {"legacy", no_argument, 0, 'l'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    const char *env_host = getenv("TVM_TRACKER_HOST"), *env_port = getenv("TVM_TRACKER_PORT");
+    char host[256];
+    int port = env_port ? atoi(env_port) : TT_TRACKER_PORT;
+    snprintf(host, sizeof(host), "%s", env_host && *env_host ? env_host : "127.0.0.1");
+    bool legacy = false;
+    tt_errbuf err = {{0}};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 't':
+            if (tt_tracker_parse_address(optarg, TT_TRACKER_PORT, host, sizeof(host), &port,
+                                         &err)) {
+                fprintf(stderr, "tvm-tune summary: --tracker: %s\n", err.msg);
+                return 2;
+            }
+            break;
+        case 'l': legacy = true; break;
+        case 'h':
+            printf("usage: tvm-tune summary [--tracker HOST:PORT] [--legacy]\n"
+                   "  prints the tracker's servers and queues exactly as TVM's query_rpc_tracker\n"
+                   "  does (--legacy: TVM <= v0.23's right-aligned addresses).  The tracker\n"
+                   "  defaults to $TVM_TRACKER_HOST:$TVM_TRACKER_PORT, else 127.0.0.1:9190.\n");
+            return 0;
+        default: return 2;
+        }
+    }
+    tt_tracker_conn conn;
+    char *reply = NULL, *text = NULL;
+    if (tt_tracker_connect(host, port, 10, &conn, &err)) {
+        fprintf(stderr, "tvm-tune summary: %s\n", err.msg);
+        return 1;
+    }
+    tt_status s = tt_tracker_call(&conn, "[6]", &reply, &err);
+    tt_tracker_close(&conn);
+    if (!s)
+        s = tt_tracker_format_summary(reply, host, port, legacy, &text, &err);
+    free(reply);
+    if (s) {
+        fprintf(stderr, "tvm-tune summary: %s\n", err.msg);
+        return 1;
+    }
+    fputs(text, stdout);
+    free(text);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -464,6 +521,8 @@ int main(int argc, char **argv)
         return cmd_run(argc - 1, argv + 1);
     if (strcmp(cmd, "ops") == 0)
         return cmd_ops();
+    if (strcmp(cmd, "summary") == 0)
+        return cmd_summary(argc - 1, argv + 1);
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
         return 0;

@@ -1,0 +1,301 @@
+#include "tracker_client.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+static void set_timeouts(int fd, double s)
+{
+    struct timeval tv = {(time_t)s, (suseconds_t)((s - (double)(time_t)s) * 1e6)};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+static bool send_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+tt_status tt_tracker_connect(const char *host, int port, double timeout_s, tt_tracker_conn *c,
+                             tt_errbuf *err)
+{
+    memset(c, 0, sizeof(*c));
+    c->fd = -1;
+    char service[16];
+    snprintf(service, sizeof(service), "%d", port);
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_socktype = SOCK_STREAM;
+    int rc = getaddrinfo(host, service, &hints, &res);
+    if (rc)
+        return tt_err(err, TT_ERR_IO, "tracker %s:%d: %s", host, port, gai_strerror(rc));
+    int saved = 0;
+    for (struct addrinfo *a = res; a && c->fd < 0; a = a->ai_next) {
+        int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0)
+            continue;
+        set_timeouts(fd, timeout_s);
+        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+            c->fd = fd;
+        } else {
+            saved = errno;
+            close(fd);
+        }
+    }
+    freeaddrinfo(res);
+    if (c->fd < 0)
+        return tt_err(err, TT_ERR_IO, "cannot connect to the tracker at %s:%d: %s", host, port,
+                      strerror(saved ? saved : ECONNREFUSED));
+    int one = 1;
+    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    /* The magic goes alone, and nothing more until the echo: TVM's tracker needs that. */
+    uint8_t m[4], echo[4];
+    tt_put_le32(m, TT_TRACKER_MAGIC);
+    size_t got = 0;
+    if (send_all(c->fd, m, 4))
+        while (got < 4) {
+            ssize_t r = recv(c->fd, echo + got, 4 - got, 0);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                break;
+            got += (size_t)r;
+        }
+    if (got < 4 || tt_get_le32(echo) != TT_TRACKER_MAGIC) {
+        close(c->fd);
+        c->fd = -1;
+        return tt_err(err, TT_ERR_IO, "%s:%d is not a TVM tracker (no magic echo)", host, port);
+    }
+    tt_frame_reader_init(&c->reader, false);
+    return TT_OK;
+}
+
+void tt_tracker_close(tt_tracker_conn *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    tt_frame_reader_free(&c->reader);
+    c->fd = -1;
+}
+
+tt_status tt_tracker_call(tt_tracker_conn *c, const char *json, char **reply, tt_errbuf *err)
+{
+    *reply = NULL;
+    tt_strbuf sb = {0};
+    tt_frame_append(&sb, json, strlen(json));
+    bool ok = !sb.oom && send_all(c->fd, sb.data, sb.len);
+    tt_strbuf_free(&sb);
+    if (!ok)
+        return tt_err(err, TT_ERR_IO, "sending to the tracker: %s", strerror(errno));
+    for (;;) {
+        const char *payload;
+        size_t len;
+        tt_frame_event ev = tt_frame_reader_next(&c->reader, &payload, &len, err);
+        if (ev == TT_FRAME_ERROR)
+            return TT_ERR_IO;
+        if (ev == TT_FRAME_OK) {
+            if (!(*reply = malloc(len + 1)))
+                return tt_err(err, TT_ERR_NOMEM, "out of memory");
+            memcpy(*reply, payload, len);
+            (*reply)[len] = 0;
+            return TT_OK;
+        }
+        char buf[65536];
+        ssize_t r = recv(c->fd, buf, sizeof(buf), 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return tt_err(err, TT_ERR_IO, "the tracker %s",
+                          r == 0 ? "closed the connection" : "did not answer in time");
+        if (tt_frame_reader_feed(&c->reader, buf, (size_t)r))
+            return tt_err(err, TT_ERR_IO, "the tracker's reply is too large");
+    }
+}
+
+tt_status tt_tracker_parse_address(const char *text, int default_port, char *host, size_t n,
+                                   int *port, tt_errbuf *err)
+{
+    const char *colon;
+    *port = default_port;
+    if (text[0] == '[') { /* [v6]:port */
+        const char *close_br = strchr(text, ']');
+        if (!close_br)
+            return tt_err(err, TT_ERR_INVALID_ARG, "bad address '%s'", text);
+        snprintf(host, n, "%.*s", (int)(close_br - text - 1), text + 1);
+        colon = close_br[1] == ':' ? close_br + 1 : NULL;
+    } else {
+        colon = strrchr(text, ':');
+        if (colon && strchr(text, ':') != colon) /* a bare IPv6 address */
+            colon = NULL;
+        snprintf(host, n, "%.*s", colon ? (int)(colon - text) : (int)strlen(text), text);
+    }
+    if (colon) {
+        char *end;
+        long p = strtol(colon + 1, &end, 10);
+        if (*end || p <= 0 || p > 65535)
+            return tt_err(err, TT_ERR_INVALID_ARG, "bad port in '%s'", text);
+        *port = (int)p;
+    }
+    if (!host[0])
+        return tt_err(err, TT_ERR_INVALID_ARG, "no host in '%s'", text);
+    return TT_OK;
+}
+
+/* ---- query_rpc_tracker's text ---- */
+
+static void dashes(tt_strbuf *sb, int n)
+{
+    for (int i = 0; i < n; i++)
+        tt_strbuf_append(sb, "-");
+    tt_strbuf_append(sb, "\n");
+}
+
+static void scalar_text(tt_strbuf *sb, const json_t *v)
+{
+    if (json_is_string(v))
+        tt_strbuf_append(sb, json_string_value(v));
+    else if (json_is_integer(v))
+        tt_strbuf_printf(sb, "%lld", (long long)json_integer_value(v));
+    else if (json_is_null(v))
+        tt_strbuf_append(sb, "None");
+    else
+        tt_json_write_py(sb, v);
+}
+
+/* The rpc key of a "server:<key>" entry (Python's key.split(":")[1]). */
+static void server_key(const char *k, char *out, size_t n)
+{
+    const char *c = k ? strchr(k, ':') : NULL;
+    const char *e = c ? strchr(c + 1, ':') : NULL;
+    if (!c) {
+        out[0] = 0;
+        return;
+    }
+    snprintf(out, n, "%.*s", e ? (int)(e - c - 1) : (int)strlen(c + 1), c + 1);
+}
+
+typedef struct {
+    json_t *v;
+    size_t i;
+} entry;
+
+static int cmp_key(const void *a, const void *b)
+{
+    const entry *p = a, *q = b;
+    const char *x = json_string_value(json_object_get(p->v, "key"));
+    const char *y = json_string_value(json_object_get(q->v, "key"));
+    int r = strcmp(x ? x : "", y ? y : "");
+    /* stable, as Python's sort: equal keys keep their order */
+    return r ? r : (p->i < q->i ? -1 : p->i > q->i);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+tt_status tt_tracker_format_summary(const char *summary_json, const char *host, int port,
+                                    bool legacy, char **out, tt_errbuf *err)
+{
+    *out = NULL;
+    json_t *v;
+    tt_status s = tt_json_parse(summary_json, strlen(summary_json), &v, err);
+    if (s)
+        return s;
+    json_t *d = json_array_get(v, 1);
+    json_t *qi = json_object_get(d, "queue_info"), *si = json_object_get(d, "server_info");
+    if (!json_is_integer(json_array_get(v, 0)) || json_integer_value(json_array_get(v, 0)) != 0 ||
+        !json_is_object(qi) || !json_is_array(si)) {
+        json_decref(v);
+        return tt_err(err, TT_ERR_PARSE, "not a SUMMARY reply");
+    }
+    tt_strbuf sb = {0};
+    tt_strbuf_printf(&sb, "Tracker address %s:%d\n\n", host, port);
+    tt_strbuf_append(&sb, "Server List\n");
+    dashes(&sb, 30);
+    tt_strbuf_append(&sb, "server-address           key\n");
+    dashes(&sb, 30);
+    size_t ns = json_array_size(si);
+    entry *servers = calloc(ns ? ns : 1, sizeof(entry));
+    for (size_t i = 0; servers && i < ns; i++)
+        servers[i] = (entry){json_array_get(si, i), i};
+    if (servers)
+        qsort(servers, ns, sizeof(entry), cmp_key);
+    for (size_t i = 0; servers && i < ns; i++) {
+        tt_strbuf addr = {0};
+        const json_t *a = json_object_get(servers[i].v, "addr");
+        for (size_t k = 0; k < json_array_size(a); k++) {
+            if (k)
+                tt_strbuf_append(&addr, ":");
+            scalar_text(&addr, json_array_get(a, k));
+        }
+        const char *key = json_string_value(json_object_get(servers[i].v, "key"));
+        tt_strbuf_printf(&sb, legacy ? "%21s    %s\n" : "%-21s    %s\n", tt_strbuf_cstr(&addr),
+                         key ? key : "");
+        tt_strbuf_free(&addr);
+    }
+    dashes(&sb, 30);
+    tt_strbuf_append(&sb, "\nQueue Status\n");
+    size_t nk = json_object_size(qi);
+    const char **keys = calloc(nk ? nk : 1, sizeof(char *));
+    size_t nkeys = 0, longest = 0;
+    const char *k;
+    json_t *val;
+    json_object_foreach(qi, k, val)
+    {
+        if (keys)
+            keys[nkeys++] = k;
+        longest = strlen(k) > longest ? strlen(k) : longest;
+    }
+    if (keys)
+        qsort(keys, nkeys, sizeof(char *), cmp_str);
+    int L = (int)(longest > 3 ? longest : 3), W = L + 23;
+    dashes(&sb, W + 1);
+    tt_strbuf_printf(&sb, "%-*s   total  free  pending\n", L, "key");
+    dashes(&sb, W + 1);
+    for (size_t i = 0; keys && i < nkeys; i++) {
+        json_t *q = json_object_get(qi, keys[i]);
+        long long free_ = json_integer_value(json_object_get(q, "free"));
+        long long pending = json_integer_value(json_object_get(q, "pending"));
+        long long total = 0;
+        for (size_t j = 0; j < ns; j++) {
+            char sk[256];
+            server_key(json_string_value(json_object_get(json_array_get(si, j), "key")), sk,
+                       sizeof(sk));
+            total += !strcmp(sk, keys[i]);
+        }
+        if (total == 0 && pending == 0)
+            continue;
+        char t[32], f[32], p[32];
+        snprintf(t, sizeof(t), "%lld", total);
+        snprintf(f, sizeof(f), "%lld", free_);
+        snprintf(p, sizeof(p), "%lld", pending);
+        tt_strbuf_printf(&sb, "%-*s   %-5s  %-4s  %-7s\n", L, keys[i], t, f, p);
+    }
+    dashes(&sb, W + 1);
+    tt_strbuf_append(&sb, "\n");
+    free(keys);
+    free(servers);
+    json_decref(v);
+    if (sb.oom) {
+        tt_strbuf_free(&sb);
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    }
+    *out = tt_strbuf_take(&sb);
+    return TT_OK;
+}

@@ -1,0 +1,32 @@
+/* A blocking client of a TVM-compatible tracker (ours or TVM's): connect (magic sent alone, the
+ * echo awaited), one request, one reply.  Used by tvm-tune and, later, the device server.
+ * Depends on base only; one connection per thread. */
+#ifndef TT_RPC_TRACKER_CLIENT_H
+#define TT_RPC_TRACKER_CLIENT_H
+
+#include "tracker_proto.h"
+
+typedef struct tt_tracker_conn {
+    int fd;
+    tt_frame_reader reader;
+} tt_tracker_conn;
+
+/* Connects to host:port and exchanges the magic; `timeout_s` bounds every later wait too.
+ * TT_ERR_IO says what failed (refused, timed out, not a tracker). */
+tt_status tt_tracker_connect(const char *host, int port, double timeout_s, tt_tracker_conn *c,
+                             tt_errbuf *err);
+void tt_tracker_close(tt_tracker_conn *c);
+/* Sends one JSON message and returns the reply text (malloc'ed) in *reply. */
+tt_status tt_tracker_call(tt_tracker_conn *c, const char *json, char **reply, tt_errbuf *err);
+
+/* Splits "host:port" (a bare host gets `default_port`; "[::1]:9190" for IPv6). */
+tt_status tt_tracker_parse_address(const char *text, int default_port, char *host, size_t n,
+                                   int *port, tt_errbuf *err);
+
+/* The text `python -m tvm.exec.query_rpc_tracker` prints for a SUMMARY reply (tracker-protocol.md
+ * §7.2), byte for byte; `legacy` selects the TVM <= v0.23 layout (right-aligned addresses).
+ * Caller frees.  TT_ERR_PARSE for a reply that is not a SUMMARY. */
+tt_status tt_tracker_format_summary(const char *summary_json, const char *host, int port,
+                                    bool legacy, char **out, tt_errbuf *err);
+
+#endif

@@ -1,0 +1,354 @@
+#include "registry.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../rpc/tracker_proto.h"
+
+typedef struct {
+    tt_conn_id id;
+    char peer[64];
+    json_t *info;           /* UPDATE_INFO dict, merged; NULL until one arrives */
+    TT_VEC(char *) pending; /* matchkeys PUT and not handed out */
+    double last_seen;
+} conn;
+
+typedef struct {
+    tt_conn_id owner;
+    char *host;
+    int64_t port;
+    char *matchkey;
+} slot;
+
+typedef struct {
+    tt_conn_id conn;
+    int64_t priority;
+    uint64_t seq;
+} waiter;
+
+typedef struct {
+    char *key;
+    TT_VEC(slot) slots;     /* FIFO */
+    TT_VEC(waiter) waiting; /* served by (-priority, seq) */
+} queue;
+
+struct tt_registry {
+    char *stop_key;
+    tt_registry_send_fn send;
+    void *ctx;
+    TT_VEC(conn) conns;
+    TT_VEC(queue) queues; /* in creation order, as SUMMARY lists them */
+    uint64_t seq;
+};
+
+tt_registry *tt_registry_new(const char *stop_key, tt_registry_send_fn send, void *ctx)
+{
+    tt_registry *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    r->send = send;
+    r->ctx = ctx;
+    if (stop_key && !(r->stop_key = strdup(stop_key))) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+static void slot_free(slot *s)
+{
+    free(s->host);
+    free(s->matchkey);
+}
+
+static void conn_free(conn *c)
+{
+    json_decref(c->info);
+    for (size_t i = 0; i < c->pending.len; i++)
+        free(c->pending.data[i]);
+    TT_VEC_FREE(&c->pending);
+}
+
+void tt_registry_free(tt_registry *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->conns.len; i++)
+        conn_free(&r->conns.data[i]);
+    TT_VEC_FREE(&r->conns);
+    for (size_t q = 0; q < r->queues.len; q++) {
+        queue *qu = &r->queues.data[q];
+        for (size_t i = 0; i < qu->slots.len; i++)
+            slot_free(&qu->slots.data[i]);
+        TT_VEC_FREE(&qu->slots);
+        TT_VEC_FREE(&qu->waiting);
+        free(qu->key);
+    }
+    TT_VEC_FREE(&r->queues);
+    free(r->stop_key);
+    free(r);
+}
+
+static conn *find_conn(tt_registry *r, tt_conn_id id)
+{
+    for (size_t i = 0; i < r->conns.len; i++)
+        if (r->conns.data[i].id == id)
+            return &r->conns.data[i];
+    return NULL;
+}
+
+tt_status tt_registry_open(tt_registry *r, tt_conn_id c, const char *peer, double now)
+{
+    conn n;
+    memset(&n, 0, sizeof(n));
+    n.id = c;
+    snprintf(n.peer, sizeof(n.peer), "%s", peer ? peer : "");
+    n.last_seen = now;
+    return TT_VEC_PUSH(&r->conns, n) ? TT_ERR_NOMEM : TT_OK;
+}
+
+static queue *find_queue(tt_registry *r, const char *key, bool create)
+{
+    for (size_t i = 0; i < r->queues.len; i++)
+        if (!strcmp(r->queues.data[i].key, key))
+            return &r->queues.data[i];
+    if (!create)
+        return NULL;
+    queue q;
+    memset(&q, 0, sizeof(q));
+    if (!(q.key = strdup(key)) || TT_VEC_PUSH(&r->queues, q)) {
+        free(q.key);
+        return NULL;
+    }
+    return &r->queues.data[r->queues.len - 1];
+}
+
+static void reply_text(tt_registry *r, tt_conn_id c, const char *text)
+{
+    r->send(r->ctx, c, text, strlen(text));
+}
+
+static void reply_json(tt_registry *r, tt_conn_id c, const json_t *v)
+{
+    tt_strbuf sb = {0};
+    tt_json_write_py(&sb, v);
+    if (!sb.oom)
+        r->send(r->ctx, c, tt_strbuf_cstr(&sb), sb.len);
+    tt_strbuf_free(&sb);
+}
+
+/* Hands free slots to waiting requests: first slot, top request, while both exist. */
+static void match(tt_registry *r, queue *q)
+{
+    while (q->slots.len > 0 && q->waiting.len > 0) {
+        size_t top = 0;
+        for (size_t i = 1; i < q->waiting.len; i++) {
+            const waiter *a = &q->waiting.data[i], *b = &q->waiting.data[top];
+            if (a->priority > b->priority || (a->priority == b->priority && a->seq < b->seq))
+                top = i;
+        }
+        waiter w = q->waiting.data[top];
+        memmove(&q->waiting.data[top], &q->waiting.data[top + 1],
+                (q->waiting.len - top - 1) * sizeof(waiter));
+        q->waiting.len--;
+        slot s = q->slots.data[0];
+        memmove(&q->slots.data[0], &q->slots.data[1], (q->slots.len - 1) * sizeof(slot));
+        q->slots.len--;
+        conn *owner = find_conn(r, s.owner);
+        if (owner)
+            for (size_t i = 0; i < owner->pending.len; i++)
+                if (!strcmp(owner->pending.data[i], s.matchkey)) {
+                    free(owner->pending.data[i]);
+                    owner->pending.data[i] = owner->pending.data[--owner->pending.len];
+                    break;
+                }
+        json_t *v = json_pack("[i, [s, I, s]]", 0, s.host, (json_int_t)s.port, s.matchkey);
+        if (v)
+            reply_json(r, w.conn, v);
+        json_decref(v);
+        slot_free(&s);
+    }
+}
+
+void tt_registry_close(tt_registry *r, tt_conn_id c)
+{
+    /* Every slot it offered and every request it made leave at once (TVM keeps them). */
+    for (size_t q = 0; q < r->queues.len; q++) {
+        queue *qu = &r->queues.data[q];
+        size_t k = 0;
+        for (size_t i = 0; i < qu->slots.len; i++) {
+            if (qu->slots.data[i].owner == c)
+                slot_free(&qu->slots.data[i]);
+            else
+                qu->slots.data[k++] = qu->slots.data[i];
+        }
+        qu->slots.len = k;
+        k = 0;
+        for (size_t i = 0; i < qu->waiting.len; i++)
+            if (qu->waiting.data[i].conn != c)
+                qu->waiting.data[k++] = qu->waiting.data[i];
+        qu->waiting.len = k;
+    }
+    for (size_t i = 0; i < r->conns.len; i++)
+        if (r->conns.data[i].id == c) {
+            conn_free(&r->conns.data[i]);
+            r->conns.data[i] = r->conns.data[--r->conns.len];
+            break;
+        }
+}
+
+static bool valid_key(const char *key)
+{
+    return key && *key && !strchr(key, ':');
+}
+
+static tt_status handle_put(tt_registry *r, conn *c, const json_t *msg, tt_errbuf *err)
+{
+    const char *key = json_string_value(json_array_get(msg, 1));
+    const json_t *pm = json_array_get(msg, 2), *addr = json_array_get(msg, 3);
+    const json_t *jp = json_array_get(pm, 0);
+    const char *mk = json_string_value(json_array_get(pm, 1));
+    int64_t port = -1;
+    if (json_is_integer(jp))
+        port = json_integer_value(jp);
+    else if (json_is_string(jp)) /* tolerate "9090" */
+        port = strtoll(json_string_value(jp), NULL, 10);
+    if (!key || !json_is_array(pm) || !mk || port < 0 || port > 65535 ||
+        (addr && !json_is_null(addr) && !json_is_string(addr)))
+        return tt_err(err, TT_ERR_PARSE, "PUT: expected [3, key, [port, matchkey], addr]");
+    if (!valid_key(key)) {
+        reply_text(r, c->id, "-1");
+        return TT_OK;
+    }
+    queue *q = find_queue(r, key, true);
+    slot s = {c->id, strdup(json_is_string(addr) ? json_string_value(addr) : c->peer), port,
+              strdup(mk)};
+    char *pend = strdup(mk);
+    if (!q || !s.host || !s.matchkey || !pend || TT_VEC_PUSH(&q->slots, s)) {
+        slot_free(&s);
+        free(pend);
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    }
+    if (TT_VEC_PUSH(&c->pending, pend))
+        free(pend);
+    reply_text(r, c->id, "0");
+    match(r, q);
+    return TT_OK;
+}
+
+static tt_status handle_request(tt_registry *r, conn *c, const json_t *msg, tt_errbuf *err)
+{
+    const char *key = json_string_value(json_array_get(msg, 1));
+    const json_t *pr = json_array_get(msg, 3);
+    if (!key || (pr && !json_is_integer(pr)))
+        return tt_err(err, TT_ERR_PARSE, "REQUEST: expected [4, key, user, priority]");
+    if (!valid_key(key)) {
+        reply_text(r, c->id, "[-1, \"an rpc key must not be empty or contain ':'\"]");
+        return TT_OK;
+    }
+    queue *q = find_queue(r, key, true);
+    waiter w = {c->id, pr ? json_integer_value(pr) : 0, r->seq++};
+    if (!q || TT_VEC_PUSH(&q->waiting, w))
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    match(r, q);
+    return TT_OK;
+}
+
+static tt_status handle_update_info(tt_registry *r, conn *c, const json_t *msg, tt_errbuf *err)
+{
+    json_t *info = json_array_get(msg, 1);
+    json_t *addr = json_object_get(info, "addr");
+    if (!json_is_object(info) || !json_is_array(addr)) {
+        /* TVM closes here; a -1 keeps a confused peer diagnosable. */
+        reply_text(r, c->id, "-1");
+        return TT_OK;
+    }
+    if (!c->info && !(c->info = json_object()))
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    json_object_update(c->info, info);
+    json_t *a = json_object_get(c->info, "addr");
+    if (json_is_array(a) && json_is_null(json_array_get(a, 0)))
+        json_array_set_new(a, 0, json_string(c->peer));
+    reply_text(r, c->id, "0");
+    return TT_OK;
+}
+
+char *tt_registry_summary(const tt_registry *r)
+{
+    json_t *qi = json_object(), *si = json_array();
+    for (size_t i = 0; i < r->queues.len; i++) {
+        const queue *q = &r->queues.data[i];
+        json_object_set_new(qi, q->key,
+                            json_pack("{s:I, s:I}", "free", (json_int_t)q->slots.len, "pending",
+                                      (json_int_t)q->waiting.len));
+    }
+    for (size_t i = 0; i < r->conns.len; i++) {
+        const conn *c = &r->conns.data[i];
+        const char *key = json_string_value(json_object_get(c->info, "key"));
+        if (key && !strncmp(key, "server", 6))
+            json_array_append(si, c->info);
+    }
+    json_t *v = json_pack("[i, {s:o, s:o}]", 0, "queue_info", qi, "server_info", si);
+    tt_strbuf sb = {0};
+    if (v)
+        tt_json_write_py(&sb, v);
+    json_decref(v);
+    return tt_strbuf_take(&sb);
+}
+
+static tt_status handle_pending(tt_registry *r, conn *c, tt_errbuf *err)
+{
+    json_t *list = json_array();
+    for (size_t i = 0; list && i < c->pending.len; i++)
+        json_array_append_new(list, json_string(c->pending.data[i]));
+    if (!list)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    reply_json(r, c->id, list);
+    json_decref(list);
+    return TT_OK;
+}
+
+tt_status tt_registry_handle(tt_registry *r, tt_conn_id id, const char *text, size_t len,
+                             double now, bool *stop, tt_errbuf *err)
+{
+    conn *c = find_conn(r, id);
+    if (!c)
+        return tt_err(err, TT_ERR_INVALID_ARG, "unknown connection");
+    c->last_seen = now;
+    json_t *msg;
+    tt_status s = tt_json_parse(text, len, &msg, err);
+    if (s)
+        return s;
+    if (!json_is_array(msg) || !json_is_integer(json_array_get(msg, 0))) {
+        json_decref(msg);
+        return tt_err(err, TT_ERR_PARSE, "a message must be a JSON array starting with its code");
+    }
+    json_int_t code = json_integer_value(json_array_get(msg, 0));
+    switch (code) {
+    case TT_TRACKER_PING: reply_text(r, id, "0"); break;
+    case TT_TRACKER_STOP: {
+        const char *key = json_string_value(json_array_get(msg, 1));
+        bool ok = r->stop_key && key && !strcmp(key, r->stop_key);
+        reply_text(r, id, ok ? "0" : "-1");
+        if (ok && stop)
+            *stop = true;
+        break;
+    }
+    case TT_TRACKER_PUT: s = handle_put(r, c, msg, err); break;
+    case TT_TRACKER_REQUEST: s = handle_request(r, c, msg, err); break;
+    case TT_TRACKER_UPDATE_INFO: s = handle_update_info(r, c, msg, err); break;
+    case TT_TRACKER_SUMMARY: {
+        char *sum = tt_registry_summary(r);
+        if (!sum)
+            s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+        else
+            reply_text(r, id, sum);
+        free(sum);
+        break;
+    }
+    case TT_TRACKER_GET_PENDING_MATCHKEYS: s = handle_pending(r, c, err); break;
+    default: s = tt_err(err, TT_ERR_PARSE, "unknown tracker code %lld", (long long)code);
+    }
+    json_decref(msg);
+    return s;
+}

@@ -1,0 +1,38 @@
+/* The tracker's state (tracker-protocol.md §3-7, §12): connections, per-key queues of free slots
+ * and waiting requests, and the handling of every message.  No I/O: replies leave through a
+ * callback, so the whole protocol is testable without sockets and the libuv layer only moves
+ * bytes.  Not thread-safe: the event loop owns it. */
+#ifndef TT_TRACKER_REGISTRY_H
+#define TT_TRACKER_REGISTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../base/base.h"
+
+typedef struct tt_registry tt_registry;
+typedef uint64_t tt_conn_id;
+
+/* Sends one JSON reply (without its length prefix) to connection `conn`. */
+typedef void (*tt_registry_send_fn)(void *ctx, tt_conn_id conn, const char *json, size_t len);
+
+/* `stop_key` is the secret of STOP (copied); NULL: STOP always fails. */
+tt_registry *tt_registry_new(const char *stop_key, tt_registry_send_fn send, void *ctx);
+void tt_registry_free(tt_registry *r);
+
+/* A connection finished the magic exchange; `peer` is its IP as text. */
+tt_status tt_registry_open(tt_registry *r, tt_conn_id c, const char *peer, double now);
+/* A connection closed: its free slots and waiting requests leave the queues at once. */
+void tt_registry_close(tt_registry *r, tt_conn_id c);
+
+/* Handles one frame of connection `c`.  TT_OK: handled (replies sent).  An error means the
+ * connection must be closed; err says why (malformed JSON, not an array, unknown code, ...).
+ * *stop becomes true after a STOP with the right key. */
+tt_status tt_registry_handle(tt_registry *r, tt_conn_id c, const char *json, size_t len, double now,
+                             bool *stop, tt_errbuf *err);
+
+/* The SUMMARY reply text (as sent to clients); caller frees. */
+char *tt_registry_summary(const tt_registry *r);
+
+#endif

@@ -1,0 +1,313 @@
+#include "server.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "../rpc/tracker_proto.h"
+#include "registry.h"
+
+typedef struct client {
+    uv_tcp_t tcp; /* first: handles point back here */
+    struct tracker *t;
+    tt_conn_id id;
+    char peer[64];
+    tt_frame_reader reader;
+    bool registered, closing;
+} client;
+
+typedef struct tracker {
+    uv_loop_t loop;
+    uv_tcp_t listener;
+    uv_signal_t sigint, sigterm;
+    tt_registry *reg;
+    const tt_tracker_options *o;
+    TT_VEC(client *) clients;
+    tt_conn_id next_id;
+    bool stopping;
+} tracker;
+
+static void logf_(tracker *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(tracker *t, const char *fmt, ...)
+{
+    if (!t->o->log)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(t->o->log, "tvm-tracker: ");
+    vfprintf(t->o->log, fmt, ap);
+    fputc('\n', t->o->log);
+    fflush(t->o->log);
+    va_end(ap);
+}
+
+static double now_s(void)
+{
+    return tt_clock_monotonic();
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    client *c = (client *)h;
+    tracker *t = c->t;
+    if (c->registered)
+        tt_registry_close(t->reg, c->id);
+    for (size_t i = 0; i < t->clients.len; i++)
+        if (t->clients.data[i] == c) {
+            t->clients.data[i] = t->clients.data[--t->clients.len];
+            break;
+        }
+    tt_frame_reader_free(&c->reader);
+    free(c);
+}
+
+static void close_client(client *c, const char *why)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    if (why)
+        logf_(c->t, "closing %s: %s", c->peer, why);
+    uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+typedef struct {
+    uv_write_t req;
+    char data[];
+} write_req;
+
+static void on_written(uv_write_t *req, int status)
+{
+    (void)status;
+    free(req);
+}
+
+/* One write per frame: the length prefix and the payload leave together. */
+static void send_bytes(client *c, const void *prefix, size_t np, const void *data, size_t n)
+{
+    if (c->closing)
+        return;
+    write_req *w = malloc(sizeof(write_req) + np + n);
+    if (!w) {
+        close_client(c, "out of memory");
+        return;
+    }
+    memcpy(w->data, prefix, np);
+    if (n)
+        memcpy(w->data + np, data, n);
+    uv_buf_t b = uv_buf_init(w->data, (unsigned)(np + n));
+    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_written)) {
+        free(w);
+        close_client(c, "write failed");
+    }
+}
+
+static void registry_send(void *ctx, tt_conn_id id, const char *json, size_t len)
+{
+    tracker *t = ctx;
+    for (size_t i = 0; i < t->clients.len; i++)
+        if (t->clients.data[i]->id == id) {
+            uint8_t p[4];
+            tt_put_le32(p, (int32_t)len);
+            send_bytes(t->clients.data[i], p, 4, json, len);
+            return;
+        }
+}
+
+static void stop_all(tracker *t);
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)h;
+    size_t n = suggested < 65536 ? suggested : 65536;
+    buf->base = malloc(n);
+    buf->len = buf->base ? n : 0;
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    client *c = (client *)s;
+    tracker *t = c->t;
+    if (nread < 0) {
+        free(buf->base);
+        close_client(c, nread == UV_EOF ? NULL : uv_strerror((int)nread));
+        return;
+    }
+    tt_status st = tt_frame_reader_feed(&c->reader, buf->base, (size_t)nread);
+    free(buf->base);
+    if (st) {
+        close_client(c, "more unread data than one maximal frame");
+        return;
+    }
+    for (;;) {
+        const char *payload;
+        size_t len;
+        tt_errbuf err = {{0}};
+        tt_frame_event ev = tt_frame_reader_next(&c->reader, &payload, &len, &err);
+        if (ev == TT_FRAME_NEED_MORE || c->closing)
+            return;
+        if (ev == TT_FRAME_ERROR) {
+            close_client(c, err.msg);
+            return;
+        }
+        if (ev == TT_FRAME_MAGIC) {
+            uint8_t m[4];
+            tt_put_le32(m, TT_TRACKER_MAGIC);
+            send_bytes(c, m, 4, NULL, 0);
+            if (tt_registry_open(t->reg, c->id, c->peer, now_s())) {
+                close_client(c, "out of memory");
+                return;
+            }
+            c->registered = true;
+            continue;
+        }
+        bool stop = false;
+        if (tt_registry_handle(t->reg, c->id, payload, len, now_s(), &stop, &err)) {
+            close_client(c, err.msg);
+            return;
+        }
+        if (stop) {
+            logf_(t, "STOP from %s", c->peer);
+            stop_all(t);
+            return;
+        }
+    }
+}
+
+static void peer_name(uv_tcp_t *tcp, char *out, size_t n)
+{
+    struct sockaddr_storage sa;
+    int len = sizeof(sa);
+    snprintf(out, n, "?");
+    if (uv_tcp_getpeername(tcp, (struct sockaddr *)&sa, &len))
+        return;
+    char ip[64] = "?";
+    int port = 0;
+    if (sa.ss_family == AF_INET) {
+        struct sockaddr_in *a = (struct sockaddr_in *)&sa;
+        uv_ip4_name(a, ip, sizeof(ip));
+        port = ntohs(a->sin_port);
+    } else if (sa.ss_family == AF_INET6) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&sa;
+        uv_ip6_name(a, ip, sizeof(ip));
+        port = ntohs(a->sin6_port);
+        /* IPv4-mapped addresses print as dotted IPv4 */
+        if (!strncmp(ip, "::ffff:", 7) && strchr(ip + 7, '.'))
+            memmove(ip, ip + 7, strlen(ip + 7) + 1);
+    }
+    (void)port;
+    snprintf(out, n, "%s", ip);
+}
+
+static void free_handle(uv_handle_t *h)
+{
+    client *c = (client *)h;
+    tt_frame_reader_free(&c->reader);
+    free(c);
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+    tracker *t = server->data;
+    if (status < 0 || t->stopping)
+        return;
+    client *c = calloc(1, sizeof(*c));
+    if (!c)
+        return;
+    c->t = t;
+    c->id = ++t->next_id;
+    tt_frame_reader_init(&c->reader, true);
+    uv_tcp_init(&t->loop, &c->tcp);
+    if (uv_accept(server, (uv_stream_t *)&c->tcp) || TT_VEC_PUSH(&t->clients, c)) {
+        uv_close((uv_handle_t *)&c->tcp, free_handle);
+        return;
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    peer_name(&c->tcp, c->peer, sizeof(c->peer));
+    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+static void stop_all(tracker *t)
+{
+    if (t->stopping)
+        return;
+    t->stopping = true;
+    for (size_t i = 0; i < t->clients.len; i++)
+        close_client(t->clients.data[i], NULL);
+    uv_close((uv_handle_t *)&t->listener, NULL);
+    uv_close((uv_handle_t *)&t->sigint, NULL);
+    uv_close((uv_handle_t *)&t->sigterm, NULL);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    tracker *t = s->data;
+    logf_(t, "stopping on signal %d", signum);
+    stop_all(t);
+}
+
+tt_status tt_tracker_run(const tt_tracker_options *o, tt_errbuf *err)
+{
+    tracker *t = calloc(1, sizeof(*t));
+    if (!t)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    t->o = o;
+    if (uv_loop_init(&t->loop)) {
+        free(t);
+        return tt_err(err, TT_ERR_IO, "cannot start an event loop");
+    }
+    t->reg = tt_registry_new(o->stop_key, registry_send, t);
+    const char *host = o->host ? o->host : "127.0.0.1";
+    int first = o->port, last = o->port_end > o->port ? o->port_end : o->port + 1;
+    int bound = -1, rc = 0;
+    struct sockaddr_storage addr;
+    uv_tcp_init(&t->loop, &t->listener);
+    t->listener.data = t;
+    for (int p = first; p < last && bound < 0; p++) {
+        if (strchr(host, ':'))
+            rc = uv_ip6_addr(host, p, (struct sockaddr_in6 *)&addr);
+        else
+            rc = uv_ip4_addr(host, p, (struct sockaddr_in *)&addr);
+        if (rc)
+            break;
+        if (!uv_tcp_bind(&t->listener, (const struct sockaddr *)&addr, 0) &&
+            !(rc = uv_listen((uv_stream_t *)&t->listener, 128, on_connection)))
+            bound = p;
+    }
+    tt_status s = TT_OK;
+    if (!t->reg) {
+        s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+    } else if (bound < 0) {
+        s = tt_err(err, TT_ERR_IO, "cannot listen on %s, ports %d..%d: %s", host, first, last - 1,
+                   rc ? uv_strerror(rc) : "address in use");
+    }
+    if (s) {
+        uv_close((uv_handle_t *)&t->listener, NULL);
+        uv_run(&t->loop, UV_RUN_DEFAULT);
+        uv_loop_close(&t->loop);
+        tt_registry_free(t->reg);
+        free(t);
+        return s;
+    }
+    if (bound == 0) { /* the port the system chose */
+        int len = sizeof(addr);
+        uv_tcp_getsockname(&t->listener, (struct sockaddr *)&addr, &len);
+        bound = ntohs(addr.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&addr)->sin6_port
+                                                 : ((struct sockaddr_in *)&addr)->sin_port);
+    }
+    uv_signal_init(&t->loop, &t->sigint);
+    uv_signal_init(&t->loop, &t->sigterm);
+    t->sigint.data = t->sigterm.data = t;
+    uv_signal_start(&t->sigint, on_signal, SIGINT);
+    uv_signal_start(&t->sigterm, on_signal, SIGTERM);
+    logf_(t, "listening on %s:%d", host, bound);
+    if (o->on_listen)
+        o->on_listen(o->ctx, host, bound);
+    uv_run(&t->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&t->loop);
+    TT_VEC_FREE(&t->clients);
+    tt_registry_free(t->reg);
+    free(t);
+    return TT_OK;
+}

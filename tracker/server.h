@@ -1,0 +1,24 @@
+/* The tracker's network side (libuv): listens, moves frames between sockets and the registry,
+ * closes a connection (and logs why) on anything malformed.  One event loop, one thread. */
+#ifndef TT_TRACKER_SERVER_H
+#define TT_TRACKER_SERVER_H
+
+#include <stdio.h>
+
+#include "../base/base.h"
+
+typedef struct tt_tracker_options {
+    const char *host;     /* default 127.0.0.1 */
+    int port, port_end;   /* the first free port in [port, port_end) is bound; port 0: any */
+    const char *stop_key; /* the secret of STOP; NULL: STOP is refused (stop with a signal) */
+    FILE *log;            /* connection errors and life-cycle lines; NULL: quiet */
+    /* called once the socket is bound, with the port (for printing); may be NULL */
+    void (*on_listen)(void *ctx, const char *host, int port);
+    void *ctx;
+} tt_tracker_options;
+
+/* Runs the tracker until STOP with the right key, SIGINT or SIGTERM.  TT_ERR_IO when no port of
+ * the range can be bound. */
+tt_status tt_tracker_run(const tt_tracker_options *o, tt_errbuf *err);
+
+#endif

@@ -1,0 +1,93 @@
+/* tvm-tracker: Apache TVM's RPC tracker, wire-compatible (docs/tracker.md). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../rpc/tracker_proto.h"
+#include "server.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: tvm-tracker [--host H] [--port P] [--port-end E] [--stop-key K] [--quiet]\n"
+               "\n"
+               "Apache TVM's RPC tracker, wire-compatible: TVM's servers, clients and\n"
+               "query_rpc_tracker work against it unchanged (docs/tracker.md).\n"
+               "  --host H       address to listen on (default 127.0.0.1; 0.0.0.0 or :: for all)\n"
+               "  --port P       first port to try (default 9190; 0 lets the system choose)\n"
+               "  --port-end E   ports P up to E-1 are tried in turn (default 9199)\n"
+               "  --stop-key K   the secret a STOP message must carry; without it STOP is refused\n"
+               "                 and SIGINT or SIGTERM stops the tracker\n"
+               "  --quiet        no log lines on stderr\n"
+               "The bound address is printed on stdout as 'tvm-tracker listening on HOST:PORT'.\n");
+}
+
+static void on_listen(void *ctx, const char *host, int port)
+{
+    (void)ctx;
+    printf("tvm-tracker listening on %s:%d\n", host, port);
+    fflush(stdout);
+}
+
+static int parse_port(const char *what, const char *s, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (*end || errno || v < 0 || v > 65535) {
+        fprintf(stderr, "tvm-tracker: %s needs a port number (0 to 65535), got '%s'\n", what, s);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {{"host", required_argument, 0, 'H'},
+                                         {"port", required_argument, 0, 'p'},
+                                         {"port-end", required_argument, 0, 'e'},
+                                         {"stop-key", required_argument, 0, 'k'},
+                                         {"quiet", no_argument, 0, 'q'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    tt_tracker_options o;
+    memset(&o, 0, sizeof(o));
+    o.host = "127.0.0.1";
+    o.port = TT_TRACKER_PORT;
+    o.port_end = -1;
+    o.log = stderr;
+    o.on_listen = on_listen;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'H': o.host = optarg; break;
+        case 'p':
+            if (parse_port("--port", optarg, &o.port))
+                return 2;
+            break;
+        case 'e':
+            if (parse_port("--port-end", optarg, &o.port_end))
+                return 2;
+            break;
+        case 'k': o.stop_key = optarg; break;
+        case 'q': o.log = NULL; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "tvm-tracker: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (o.port_end < 0)
+        o.port_end =
+            o.port == 0 ? 1 : (o.port < TT_TRACKER_PORT_END ? TT_TRACKER_PORT_END : o.port + 1);
+    tt_errbuf err = {{0}};
+    if (tt_tracker_run(&o, &err)) {
+        fprintf(stderr, "tvm-tracker: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}
