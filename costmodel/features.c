@@ -6,6 +6,7 @@
  * is exact for dense tiles and an over-estimate for overlapping windows; reuse is loop reuse only
  * (Ansor's serial read-write reuse is not detected and reads as no reuse). */
 #include "features.h"
+#include "features_int.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -167,8 +168,7 @@ static void collect_loads(const tt_expr_pool *p, tt_eid e, access *acc, int *n)
     }
 }
 
-/* Coefficient of `var` in `e`; false when `e` is not linear in it. */
-static bool coefficient(const tt_expr_pool *p, tt_eid e, uint32_t var, int64_t *c)
+bool tt__flat_coefficient(const tt_expr_pool *p, tt_eid e, uint32_t var, int64_t *c)
 {
     const tt_expr *x = tt_expr_get(p, e);
     int64_t a, b;
@@ -177,17 +177,17 @@ static bool coefficient(const tt_expr_pool *p, tt_eid e, uint32_t var, int64_t *
     case TT_EXPR_INT: *c = 0; return true;
     case TT_EXPR_ADD:
     case TT_EXPR_SUB:
-        if (!coefficient(p, x->a, var, &a) || !coefficient(p, x->b, var, &b))
+        if (!tt__flat_coefficient(p, x->a, var, &a) || !tt__flat_coefficient(p, x->b, var, &b))
             return false;
         *c = x->kind == TT_EXPR_ADD ? a + b : a - b;
         return true;
     case TT_EXPR_MUL: {
         int64_t k;
-        if (tt_expr_is_const_int(p, x->a, &k) && coefficient(p, x->b, var, &b)) {
+        if (tt_expr_is_const_int(p, x->a, &k) && tt__flat_coefficient(p, x->b, var, &b)) {
             *c = k * b;
             return true;
         }
-        if (tt_expr_is_const_int(p, x->b, &k) && coefficient(p, x->a, var, &a)) {
+        if (tt_expr_is_const_int(p, x->b, &k) && tt__flat_coefficient(p, x->a, var, &a)) {
             *c = k * a;
             return true;
         }
@@ -210,7 +210,7 @@ static double touched(const ctx *c, tt_eid e, int from)
         if (!tt_expr_uses_var(&c->p->pool, e, l->var))
             continue;
         prod *= (double)l->extent;
-        if (coefficient(&c->p->pool, e, l->var, &k))
+        if (tt__flat_coefficient(&c->p->pool, e, l->var, &k))
             span += (double)llabs(k) * (double)(l->extent - 1);
         else
             linear = false;
@@ -333,8 +333,9 @@ static void store_features(ctx *c, const tt_stmt *s)
         for (; d >= 0; d--) {
             int64_t k;
             if (tt_expr_uses_var(pool, acc[i].index, c->stack[d].var)) {
-                stride =
-                    coefficient(pool, acc[i].index, c->stack[d].var, &k) ? (double)llabs(k) : 1;
+                stride = tt__flat_coefficient(pool, acc[i].index, c->stack[d].var, &k)
+                             ? (double)llabs(k)
+                             : 1;
                 break;
             }
             reduce_ratio *= (double)c->stack[d].extent;

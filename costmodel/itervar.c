@@ -8,6 +8,7 @@
  * the extents of the loops between; thread count and reuse are the count and reuse seen from the
  * innermost enclosing parallel loop (0 without one). */
 #include "features.h"
+#include "features_int.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -73,22 +74,8 @@ static bool is_parallel_level(tt_ann a)
 /* Coefficient of `var` in a flat index (1 when it occurs non-linearly, 0 when absent). */
 static double stride_of(const tt_expr_pool *p, tt_eid e, uint32_t var)
 {
-    const tt_expr *x = tt_expr_get(p, e);
     int64_t k;
-    switch ((tt_expr_kind)x->kind) {
-    case TT_EXPR_VAR: return x->a == var;
-    case TT_EXPR_INT: return 0;
-    case TT_EXPR_ADD: return stride_of(p, x->a, var) + stride_of(p, x->b, var);
-    case TT_EXPR_SUB: return stride_of(p, x->a, var) - stride_of(p, x->b, var);
-    case TT_EXPR_MUL:
-        if (tt_expr_is_const_int(p, x->a, &k))
-            return (double)k * stride_of(p, x->b, var);
-        if (tt_expr_is_const_int(p, x->b, &k))
-            return (double)k * stride_of(p, x->a, var);
-        break;
-    default: break;
-    }
-    return tt_expr_uses_var(p, e, var) ? 1 : 0;
+    return tt__flat_coefficient(p, e, var, &k) ? (double)k : 1;
 }
 
 static void count_ops(const tt_expr_pool *p, tt_eid e, double *add, double *mul, double *div)
