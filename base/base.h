@@ -6,6 +6,7 @@
 #include "arena.h"
 #include "clock.h"
 #include "hash.h"
+#include "io.h"
 #include "fmt.h"
 #include "json.h"
 #include "log.h"

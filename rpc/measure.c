@@ -18,7 +18,7 @@
 /* Error codes (the same values as db.h's tt_measure_error; rpc/ does not include db/). */
 enum { E_OK = 0, E_RUNTIME_DEVICE = 4, E_WRONG_ANSWER = 5, E_RUN_TIMEOUT = 7, E_UNKNOWN = 8 };
 
-static size_t elem_bytes(tt_elem e)
+size_t tt_elem_bytes(tt_elem e)
 {
     switch (e) {
     case TT_ELEM_F32:
@@ -110,7 +110,7 @@ static void child(int fd, const char *so, const char *entry, const tt_measure_bu
     if (nbufs > 256)
         child_fail(fd, &m, E_UNKNOWN, "too many parameters");
     for (int i = 0; i < nbufs; i++) {
-        size_t bytes = (size_t)bufs[i].count * elem_bytes(bufs[i].elem);
+        size_t bytes = (size_t)bufs[i].count * tt_elem_bytes(bufs[i].elem);
         if (posix_memalign(&args[i], 64, bytes ? bytes : 64))
             child_fail(fd, &m, E_RUNTIME_DEVICE, "cannot allocate %zu bytes for argument %d", bytes,
                        i);
@@ -142,7 +142,7 @@ static void child(int fd, const char *so, const char *entry, const tt_measure_bu
     for (int r = 0; r < repeat; r++) {
         if (o->cache_flush)
             for (int i = 0; i < ninputs; i++)
-                flush(args[i], (size_t)bufs[i].count * elem_bytes(bufs[i].elem));
+                flush(args[i], (size_t)bufs[i].count * tt_elem_bytes(bufs[i].elem));
         double dur;
         int zero_tries = 0;
         for (;;) {

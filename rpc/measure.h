@@ -21,6 +21,9 @@
 
 typedef enum { TT_ELEM_F32, TT_ELEM_F64, TT_ELEM_I32, TT_ELEM_I64, TT_ELEM_U8 } tt_elem;
 
+/* Bytes of one element. */
+size_t tt_elem_bytes(tt_elem e);
+
 /* One kernel parameter.  Inputs carry `data` (copied into the child); outputs may carry
  * `expect`, the reference result the first call must reproduce. */
 typedef struct tt_measure_buffer {

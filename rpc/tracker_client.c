@@ -17,21 +17,6 @@ static void set_timeouts(int fd, double s)
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
-static bool send_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
 tt_status tt_tracker_connect(const char *host, int port, double timeout_s, tt_tracker_conn *c,
                              tt_errbuf *err)
 {
@@ -66,17 +51,8 @@ tt_status tt_tracker_connect(const char *host, int port, double timeout_s, tt_tr
     /* The magic goes alone, and nothing more until the echo: TVM's tracker needs that. */
     uint8_t m[4], echo[4];
     tt_put_le32(m, TT_TRACKER_MAGIC);
-    size_t got = 0;
-    if (send_all(c->fd, m, 4))
-        while (got < 4) {
-            ssize_t r = recv(c->fd, echo + got, 4 - got, 0);
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r <= 0)
-                break;
-            got += (size_t)r;
-        }
-    if (got < 4 || tt_get_le32(echo) != TT_TRACKER_MAGIC) {
+    if (!tt_write_all(c->fd, m, 4) || !tt_read_all(c->fd, echo, 4) ||
+        tt_get_le32(echo) != TT_TRACKER_MAGIC) {
         close(c->fd);
         c->fd = -1;
         return tt_err(err, TT_ERR_IO, "%s:%d is not a TVM tracker (no magic echo)", host, port);
@@ -98,7 +74,7 @@ tt_status tt_tracker_call(tt_tracker_conn *c, const char *json, char **reply, tt
     *reply = NULL;
     tt_strbuf sb = {0};
     tt_frame_append(&sb, json, strlen(json));
-    bool ok = !sb.oom && send_all(c->fd, sb.data, sb.len);
+    bool ok = !sb.oom && tt_write_all(c->fd, sb.data, sb.len);
     tt_strbuf_free(&sb);
     if (!ok)
         return tt_err(err, TT_ERR_IO, "sending to the tracker: %s", strerror(errno));

@@ -64,6 +64,51 @@ static tt_elem elem_of(tt_dtype t)
     }
 }
 
+/* ---- the farm: devices of a tracker's key, one session per batch ---- */
+
+typedef struct {
+    const tt_remote_options *o;
+    tt_remote *session;
+    char device[512]; /* the fingerprint of the first device (resume and records) */
+    char key[128];
+    int64_t losses;
+    double wait_s;
+    FILE *log;
+} farm;
+
+/* Opens a session when none is open.  An unreachable tracker or device is retried (the tracker
+ * may be restarting, the device may have died after the hand-out) until the device wait runs
+ * out: TT_ERR_LIMIT, and the run stops with everything measured kept. */
+static tt_status farm_session(farm *f, tt_errbuf *err)
+{
+    if (f->session)
+        return TT_OK;
+    double limit = f->o->request_timeout_s > 0 ? f->o->request_timeout_s : 600;
+    double t0 = tt_clock_monotonic(), pause = 0.5;
+    for (;;) {
+        double wait = 0;
+        tt_status s = tt_remote_open(f->o, &f->session, &wait, err);
+        f->wait_s += wait;
+        if (s != TT_ERR_IO)
+            return s;
+        double spent = tt_clock_monotonic() - t0;
+        if (spent + pause > limit)
+            return tt_err_prefix(err, TT_ERR_LIMIT, "no device for %.0f s", spent);
+        if (f->log)
+            fprintf(f->log, "farm: %s; trying again in %.1f s\n", err->msg, pause);
+        struct timespec ts = {(time_t)pause, (long)((pause - (double)(time_t)pause) * 1e9)};
+        nanosleep(&ts, NULL);
+        f->wait_s += pause;
+        pause = pause * 2 > 8 ? 8 : pause * 2;
+    }
+}
+
+static void farm_release(farm *f)
+{
+    tt_remote_close(f->session);
+    f->session = NULL;
+}
+
 /* ---- one workload's task ---- */
 
 typedef struct {
@@ -75,6 +120,7 @@ typedef struct {
     const char *target_text;
     char device[512];
     char dir[256];
+    farm *farm; /* NULL: measure on this machine */
     tt_db *db;
     FILE *log;
     /* inputs and reference outputs, in parameter order */
@@ -329,9 +375,48 @@ typedef struct candidate {
     char error_text[512];
     double build_s;
     tt_measure_result res;
-    float *rows; /* per-store features (evolutionary search) */
+    char device[512]; /* farm: the fingerprint of the device that measured it */
+    float *rows;      /* per-store features (evolutionary search) */
     int nrows;
 } candidate;
+
+#define FARM_TRIES 3
+
+/* Measures one candidate on a device of the farm.  A broken session is the device's failure, not
+ * the candidate's: the candidate is measured again in a new session (another device when the
+ * tracker has one), and only a candidate that breaks FARM_TRIES sessions in a row is recorded as
+ * a runtime error.  Returns an error only when no device can be had (the run stops). */
+static tt_status farm_measure(task *t, candidate *c, const tt_measure_options *mo, tt_errbuf *err)
+{
+    farm *f = t->farm;
+    for (int attempt = 1;; attempt++) {
+        tt_errbuf e = {{0}};
+        tt_status s = farm_session(f, &e);
+        if (s)
+            return tt_err(err, s, "%s", e.msg);
+        s = tt_remote_measure(f->session, c->so, "kernel", t->bufs, t->nparams, t->ninputs, mo,
+                              &c->res, &e);
+        if (!s) {
+            snprintf(c->device, sizeof(c->device), "%s",
+                     tt_remote_device(f->session)->fingerprint);
+            return TT_OK;
+        }
+        f->losses++;
+        if (t->log)
+            fprintf(t->log, "%s: device session lost (%s); measuring the candidate again\n",
+                    t->w->key, e.msg);
+        farm_release(f);
+        if (attempt >= FARM_TRIES) {
+            memset(&c->res, 0, sizeof(c->res));
+            c->res.error_no = 4;
+            snprintf(c->res.error_text, sizeof(c->res.error_text),
+                     "the device session broke %d times in a row while measuring this candidate "
+                     "(last: %.400s)",
+                     FARM_TRIES, e.msg);
+            return TT_OK;
+        }
+    }
+}
 
 typedef struct {
     candidate *c;
@@ -497,37 +582,6 @@ static int cmp_desc(const void *a, const void *b)
  * measurements and returns the most promising indices, best first, in out (n of them). */
 static int model_plan_here(task *t, uint64_t *out, int n);
 
-/* Pipes between the search children and the tuner. */
-static bool write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
-static bool read_all(int fd, void *buf, size_t n)
-{
-    char *p = buf;
-    while (n > 0) {
-        ssize_t r = read(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return false;
-        p += r;
-        n -= (size_t)r;
-    }
-    return true;
-}
-
 /* Runs child(t, fd, arg) in a forked process with a fresh RNG stream; returns the read end of
  * its pipe (or -1) and its pid.  The child must _exit. */
 static int spawn_search(task *t, void (*child)(task *, int, void *), void *arg, pid_t *pid)
@@ -573,8 +627,8 @@ static void model_plan_child(task *t, int fd, void *arg)
 {
     plan_arg *p = arg;
     int found = model_plan_here(t, p->out, p->n);
-    bool ok = write_all(fd, &found, sizeof(found)) &&
-              (found <= 0 || write_all(fd, p->out, sizeof(uint64_t) * (size_t)found));
+    bool ok = tt_write_all(fd, &found, sizeof(found)) &&
+              (found <= 0 || tt_write_all(fd, p->out, sizeof(uint64_t) * (size_t)found));
     _exit(ok ? 0 : 1);
 }
 
@@ -586,8 +640,8 @@ static int model_plan(task *t, uint64_t *out, int n)
     if (fd < 0)
         return 0;
     int found = 0;
-    if (!read_all(fd, &found, sizeof(found)) || found < 0 || found > n ||
-        (found > 0 && !read_all(fd, out, sizeof(uint64_t) * (size_t)found)))
+    if (!tt_read_all(fd, &found, sizeof(found)) || found < 0 || found > n ||
+        (found > 0 && !tt_read_all(fd, out, sizeof(uint64_t) * (size_t)found)))
         found = 0;
     reap_search(fd, pid);
     return found;
@@ -754,28 +808,28 @@ static void evo_child(task *t, int fd, void *arg)
         setpriority(PRIO_PROCESS, 0, 10);
     int32_t n = tt_evo_search_round(&t->sketch, &p, &t->hist, t->preload, t->preload_len, evo_seen,
                                     t, &t->rng, plan, want, &model, &mlen, &err);
-    bool ok = write_all(fd, &n, sizeof(n));
+    bool ok = tt_write_all(fd, &n, sizeof(n));
     if (n < 0) {
         uint32_t len = (uint32_t)strlen(err.msg);
-        ok = ok && write_all(fd, &len, sizeof(len)) && write_all(fd, err.msg, len);
+        ok = ok && tt_write_all(fd, &len, sizeof(len)) && tt_write_all(fd, err.msg, len);
         _exit(ok ? 0 : 1);
     }
     for (int i = 0; i < n && ok; i++) {
         uint32_t len = (uint32_t)strlen(plan[i]);
-        ok = write_all(fd, &len, sizeof(len)) && write_all(fd, plan[i], len);
+        ok = tt_write_all(fd, &len, sizeof(len)) && tt_write_all(fd, plan[i], len);
     }
     uint64_t ml = mlen;
-    ok = ok && write_all(fd, &ml, sizeof(ml)) && (!mlen || write_all(fd, model, mlen));
+    ok = ok && tt_write_all(fd, &ml, sizeof(ml)) && (!mlen || tt_write_all(fd, model, mlen));
     _exit(ok ? 0 : 1);
 }
 
 static char *read_string(int fd, uint32_t max)
 {
     uint32_t len;
-    if (!read_all(fd, &len, sizeof(len)) || len > max)
+    if (!tt_read_all(fd, &len, sizeof(len)) || len > max)
         return NULL;
     char *s = malloc(len + 1);
-    if (s && !read_all(fd, s, len)) {
+    if (s && !tt_read_all(fd, s, len)) {
         free(s);
         return NULL;
     }
@@ -813,7 +867,7 @@ static void evo_finish(task *t)
         return;
     }
     int32_t n = 0;
-    if (read_all(fd, &n, sizeof(n))) {
+    if (tt_read_all(fd, &n, sizeof(n))) {
         if (n < 0) {
             char *msg = read_string(fd, 1 << 16);
             if (t->log)
@@ -828,9 +882,10 @@ static void evo_finish(task *t)
             t->plan[t->nplan++] = cfg;
         }
         uint64_t mlen = 0;
-        if (t->nplan == n && read_all(fd, &mlen, sizeof(mlen)) && mlen > 0 && mlen < (1ull << 31)) {
+        if (t->nplan == n && tt_read_all(fd, &mlen, sizeof(mlen)) && mlen > 0 &&
+            mlen < (1ull << 31)) {
             void *model = malloc(mlen);
-            if (model && read_all(fd, model, mlen)) {
+            if (model && tt_read_all(fd, model, mlen)) {
                 /* Saved with the size of its training set, so a resumed run with nothing new
                  * reloads it instead of training again. */
                 char name[1200], meta[64];
@@ -1037,6 +1092,7 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
 {
     for (int i = 0; i < n; i++) {
         c[i].t = t;
+        c[i].device[0] = 0;
         snprintf(c[i].so, sizeof(c[i].so), "%s/c%d.so", t->dir, i);
     }
     compile_queue q = {c, n, 0, PTHREAD_MUTEX_INITIALIZER};
@@ -1053,6 +1109,7 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
     for (int i = 0; i < started; i++)
         pthread_join(th[i], NULL);
     /* Measure one at a time: kernels must not share the machine. */
+    tt_status failure = TT_OK;
     tt_db_record recs[256];
     char extras[256][96];
     double costs[256][TT_MEASURE_MAX_REPEAT];
@@ -1072,7 +1129,17 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
         } else if (!c[i].error_no) {
             tt_measure_options mo = t->o->measure;
             mo.timeout_s = tt_tune_deadline(&mo, t->best_s);
-            tt_measure_run(c[i].so, "kernel", t->bufs, t->nparams, t->ninputs, &mo, &c[i].res, err);
+            if (t->farm) {
+                tt_status fs = farm_measure(t, &c[i], &mo, err);
+                if (fs) {
+                    unlink(c[i].so);
+                    failure = fs; /* no device: keep what was measured, then stop */
+                    break;
+                }
+            } else {
+                tt_measure_run(c[i].so, "kernel", t->bufs, t->nparams, t->ninputs, &mo, &c[i].res,
+                               err);
+            }
             if (c[i].res.error_no == 7 && mo.timeout_s < t->o->measure.timeout_s)
                 snprintf(c[i].res.error_text, sizeof(c[i].res.error_text),
                          "killed after %.3g s: more than 50x slower than the best so far (%.3g s)",
@@ -1086,7 +1153,7 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
         memset(r, 0, sizeof(*r));
         r->workload = t->w->key;
         r->target = t->target_text;
-        r->device = t->device;
+        r->device = c[i].device[0] ? c[i].device : t->device;
         r->config = c[i].config;
         r->config_kind = TT_CONFIG_STEPS;
         if (c[i].index != UINT64_MAX && c[i].index != STEPS_INDEX) {
@@ -1111,6 +1178,10 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
         r->timestamp = tt_clock_wall();
         nrec++;
     }
+    if (t->farm)
+        farm_release(t->farm); /* between batches the device serves others */
+    for (int i = nrec; i < n; i++)
+        unlink(c[i].so);
     /* Record before anything else can go wrong: the batch is what we measured. */
     if (nrec && tt_db_insert(t->db, recs, (size_t)nrec, NULL))
         return tt_err(err, TT_ERR_IO, "storing measurements: %s", tt_db_errmsg(t->db));
@@ -1132,7 +1203,7 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
             run_add(t, c[i].index, thr);
         progress(t, false);
     }
-    return TT_OK;
+    return failure;
 }
 
 /* ---- transfer: records of similar workloads train the model of a new one ---- */
@@ -1213,8 +1284,8 @@ static void load_transfer(task *t)
 }
 
 /* Sets up one workload's task: its space, what was measured before (resume), the reference. */
-static tt_status task_open(const tt_tune_options *o, const char *wtext, tt_db *db, FILE *log,
-                           task **out, tt_errbuf *err)
+static tt_status task_open(const tt_tune_options *o, const char *wtext, tt_db *db, farm *fm,
+                           FILE *log, task **out, tt_errbuf *err)
 {
     task *t = calloc(1, sizeof(*t));
     tt_status s;
@@ -1253,8 +1324,13 @@ static tt_status task_open(const tt_tune_options *o, const char *wtext, tt_db *d
             return s;
         t->have_sketch = true;
     }
-    tt_host_fingerprint(t->device, sizeof(t->device));
-    tt_db_device dev = {.key = "local", .fingerprint = t->device, .cores = (int)cores};
+    t->farm = fm;
+    if (fm)
+        snprintf(t->device, sizeof(t->device), "%s", fm->device);
+    else
+        tt_host_fingerprint(t->device, sizeof(t->device));
+    tt_db_device dev = {
+        .key = fm ? fm->key : "local", .fingerprint = t->device, .cores = (int)cores};
     if ((s = tt_db_device_upsert(db, &dev)))
         return tt_err(err, s, "%s", tt_db_errmsg(db));
     /* Resume: what this device already measured for this workload and target. */
@@ -1429,6 +1505,30 @@ static tt_status schedule_tasks(const tt_tune_options *o, task **tasks, int n, F
     return TT_OK;
 }
 
+/* The first session of a farm run: the device's fingerprint names the records, and a target for
+ * another architecture than the devices' is refused before anything is compiled. */
+static tt_status farm_check(farm *f, const tt_target *t, tt_errbuf *err)
+{
+    tt_status s = farm_session(f, err);
+    if (s)
+        return s;
+    const tt_device_info *d = tt_remote_device(f->session);
+    snprintf(f->device, sizeof(f->device), "%s", d->fingerprint);
+    const char *host, *cpu, *features;
+    tt_codegen_host(&host, &cpu, &features);
+    char want[32];
+    tt_triple_arch(t->triple[0] ? t->triple : host, want, sizeof(want));
+    if (strcmp(want, d->arch))
+        return tt_err(err, TT_ERR_INVALID_ARG,
+                      "the target compiles for %s but device %s ('%s') is %s: give a target such "
+                      "as \"llvm -mtriple=%s\"",
+                      want, tt_remote_peer(f->session), f->key, d->arch, d->triple);
+    if (f->log)
+        fprintf(f->log, "measuring on the farm: device %s (%s)\n", tt_remote_peer(f->session),
+                d->fingerprint);
+    return TT_OK;
+}
+
 tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE *log,
                       tt_errbuf *err)
 {
@@ -1445,7 +1545,16 @@ tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE
             err, TT_ERR_UNSUPPORTED,
             "tvm-tune run measures on this CPU: target kind '%s' is not supported here (use llvm)",
             t.kind);
-    if (t.triple[0]) {
+    farm fm = {0};
+    if (o->remote) {
+        fm.o = o->remote;
+        fm.log = log;
+        snprintf(fm.key, sizeof(fm.key), "%s", o->remote->key ? o->remote->key : "");
+        if ((s = farm_check(&fm, &t, err))) {
+            farm_release(&fm);
+            return s;
+        }
+    } else if (t.triple[0]) {
         const char *host, *cpu, *features;
         tt_codegen_host(&host, &cpu, &features);
         if (strcmp(t.triple, host))
@@ -1463,12 +1572,16 @@ tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE
     if (o->nworkloads > 64)
         s = tt_err(err, TT_ERR_LIMIT, "at most 64 workloads in one run");
     for (int i = 0; i < n && !s; i++)
-        s = task_open(o, o->workloads[i], db, log, &tasks[i], err);
+        s = task_open(o, o->workloads[i], db, o->remote ? &fm : NULL, log, &tasks[i], err);
     if (!s)
         s = schedule_tasks(o, tasks, n, log, err);
+    farm_release(&fm);
     for (int i = 0; i < n; i++)
-        if (tasks[i])
+        if (tasks[i]) {
             task_close(tasks[i], o->workloads[i], &summaries[i]);
+            summaries[i].device_losses = fm.losses;
+            summaries[i].queue_wait_s = fm.wait_s;
+        }
     tt_db_close(db);
     return s;
 }

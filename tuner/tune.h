@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "../rpc/measure.h"
+#include "../rpc/remote.h"
 #include "evolution.h"
 #include "scheduler.h"
 #include "space.h"
@@ -46,6 +47,10 @@ typedef struct tt_tune_options {
     const double *weights;       /* per workload (how often it occurs), NULL = all 1 */
     tt_sched_policy policy;      /* how rounds are shared among several workloads */
     tt_measure_options measure;
+    /* Measure on devices of a farm (a tracker's key, or a standalone tvm-rpc-server) instead of
+     * this machine: a session per batch of candidates; a device lost mid-batch costs nothing but
+     * a retry of its candidate on another device.  NULL: this machine. */
+    const tt_remote_options *remote;
     /* For tests and benchmarks of the search itself: when set, candidates are lowered but not
      * compiled or run, and a config's cost in seconds is objective(ctx, config) (<= 0: an error
      * of the run).  Everything else (records, resume, strategies) is unchanged. */
@@ -63,6 +68,8 @@ typedef struct tt_tune_summary {
     char best_config[8192];
     char best_knobs[512];
     bool interrupted;
+    int64_t device_losses; /* farm: sessions that broke and whose candidate was measured again */
+    double queue_wait_s;   /* farm: time spent waiting for a free device (never run time) */
 } tt_tune_summary;
 
 /* Tunes every workload in turn; fills summaries[i] for each.  Writes progress and notes to `log`

@@ -31,8 +31,15 @@ static void usage(FILE *f)
         "             [--scheduler gradient|round-robin] [--db PATH] [--seed S] [--timeout SEC]\n"
         "             [--batch N] [--number N] [--repeat N] [--min-repeat-ms MS]\n"
         "             [--cooldown-ms MS] [--cache-flush]\n"
+        "             [--tracker HOST:PORT --key K [--priority P] [--device-wait SEC] | --rpc "
+        "H:P]\n"
         "  measures candidate schedules of each workload on this machine, each in a sandboxed\n"
         "  child process, and records every result in the database (default ./tuning.db).\n"
+        "  With --tracker the search stays here and candidates are measured on a device of key\n"
+        "  K of the farm (tvm-rpc-server), one session per batch; a device lost mid-batch has\n"
+        "  its candidate measured again on another; --device-wait bounds the wait for a free\n"
+        "  device (600 s).  --rpc measures on one standalone tvm-rpc-server.  Give --target\n"
+        "  for the devices' CPU, e.g. 'llvm -mtriple=aarch64-linux-gnu' (docs/farm.md).\n"
         "  --trials counts per workload (on average), including what earlier runs of the same\n"
         "  workload, target and machine measured: running the same command again resumes.\n"
         "  Ctrl-C stops after the current candidate; everything measured is kept.\n"
@@ -253,9 +260,18 @@ static int cmd_run(int argc, char **argv)
                                          {"diversity", required_argument, 0, 'D'},
                                          {"features", required_argument, 0, 'X'},
                                          {"overlap-search", no_argument, 0, 'V'},
+                                         {"tracker", required_argument, 0, 'K'},
+                                         {"rpc", required_argument, 0, 'Q'},
+                                         {"key", required_argument, 0, 'k'},
+                                         {"priority", required_argument, 0, 'Y'},
+                                         {"device-wait", required_argument, 0, 'Z'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *workloads[64];
+    char remote_host[256];
+    tt_remote_options remote;
+    memset(&remote, 0, sizeof(remote));
+    bool use_remote = false;
     double weights[64];
     int nw = 0;
     tt_tune_options o;
@@ -392,6 +408,40 @@ static int cmd_run(int argc, char **argv)
                 o.measure.cooldown_ms = v;
             break;
         }
+        case 'K':
+        case 'Q': {
+            tt_errbuf aerr = {{0}};
+            int port;
+            if (tt_tracker_parse_address(optarg, c == 'K' ? TT_TRACKER_PORT : 9090, remote_host,
+                                         sizeof(remote_host), &port, &aerr)) {
+                fprintf(stderr, "tvm-tune run: --%s: %s\n", c == 'K' ? "tracker" : "rpc", aerr.msg);
+                return 2;
+            }
+            if (c == 'K') {
+                remote.tracker_host = remote_host;
+                remote.tracker_port = port;
+            } else {
+                remote.host = remote_host;
+                remote.port = port;
+            }
+            use_remote = true;
+            break;
+        }
+        case 'k': remote.key = optarg; break;
+        case 'Y':
+        case 'Z': {
+            double v = strtod(optarg, &end);
+            if (*end || v < 0) {
+                fprintf(stderr, "tvm-tune run: --%s needs a number, got '%s'\n",
+                        c == 'Y' ? "priority" : "device-wait", optarg);
+                return 2;
+            }
+            if (c == 'Y')
+                remote.priority = (int)v;
+            else
+                remote.request_timeout_s = v;
+            break;
+        }
         case 'F':
             /* As auto_scheduler: flushing only means something with one call per sample. */
             o.measure.cache_flush = true;
@@ -406,6 +456,12 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "tvm-tune run: give at least one --workload\n");
         return 2;
     }
+    if (use_remote && remote.tracker_host && !remote.key) {
+        fprintf(stderr, "tvm-tune run: --tracker needs --key (the device key to measure on)\n");
+        return 2;
+    }
+    if (use_remote)
+        o.remote = &remote;
     o.workloads = workloads;
     o.weights = weights;
     o.nworkloads = nw;
@@ -440,6 +496,10 @@ static int cmd_run(int argc, char **argv)
             printf("  no error-free measurement yet\n");
         }
     }
+    if (use_remote && sums[0].workload[0])
+        printf("farm: %.1f s waiting for devices, %lld lost device sessions (their candidates "
+               "measured again)\n",
+               sums[0].queue_wait_s, (long long)sums[0].device_losses);
     if (stop_requested)
         printf("stopped by request: everything measured is in %s; run the same command to resume\n",
                o.db_path);

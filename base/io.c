@@ -1,0 +1,40 @@
+#include "io.h"
+
+#include <errno.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+bool tt_write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    bool sock = true;
+    while (n > 0) {
+        ssize_t w = sock ? send(fd, p, n, MSG_NOSIGNAL) : write(fd, p, n);
+        if (w < 0 && sock && errno == ENOTSOCK) {
+            sock = false;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+bool tt_read_all(int fd, void *buf, size_t n)
+{
+    char *p = buf;
+    while (n > 0) {
+        ssize_t r = read(fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        p += r;
+        n -= (size_t)r;
+    }
+    return true;
+}

@@ -1,0 +1,16 @@
+/* Whole-buffer reads and writes on a file descriptor (pipe or socket), retrying after EINTR and
+ * short transfers.  Writes to a socket never raise SIGPIPE (a peer that hung up is an error
+ * return, not a dead process).  A receive deadline set on the socket (SO_RCVTIMEO) ends a read
+ * with false like a closed peer. */
+#ifndef TT_BASE_IO_H
+#define TT_BASE_IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* True when all n bytes were written. */
+bool tt_write_all(int fd, const void *buf, size_t n);
+/* True when exactly n bytes were read; false on end of file, error or timeout. */
+bool tt_read_all(int fd, void *buf, size_t n);
+
+#endif

@@ -1,0 +1,243 @@
+#include "measure_proto.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void put_le(uint8_t *p, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static tt_status send_header(int fd, const char *json, uint64_t blob_len, tt_errbuf *err)
+{
+    size_t jl = strlen(json);
+    if (jl > TT_MPROTO_MAX_JSON)
+        return tt_err(err, TT_ERR_LIMIT, "message of %zu bytes exceeds the %u-byte limit", jl,
+                      TT_MPROTO_MAX_JSON);
+    uint8_t h[TT_MPROTO_HEADER];
+    memcpy(h, TT_MPROTO_MAGIC, 4);
+    put_le(h + 4, jl, 4);
+    put_le(h + 8, blob_len, 8);
+    /* One write for header and JSON: no Nagle stall between them. */
+    char *buf = malloc(sizeof(h) + jl);
+    if (!buf)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory sending a message");
+    memcpy(buf, h, sizeof(h));
+    memcpy(buf + sizeof(h), json, jl);
+    bool ok = tt_write_all(fd, buf, sizeof(h) + jl);
+    free(buf);
+    return ok ? TT_OK
+              : tt_err(err, TT_ERR_IO, "connection lost while sending: %s", strerror(errno));
+}
+
+tt_status tt_mproto_send(int fd, const char *json, const void *blob, uint64_t blob_len,
+                         tt_errbuf *err)
+{
+    tt_status s = send_header(fd, json, blob_len, err);
+    if (s)
+        return s;
+    if (blob_len && !tt_write_all(fd, blob, (size_t)blob_len))
+        return tt_err(err, TT_ERR_IO, "connection lost while sending %" PRIu64 " bytes: %s",
+                      blob_len, strerror(errno));
+    return TT_OK;
+}
+
+tt_status tt_mproto_send_file(int fd, const char *json, const char *path, tt_errbuf *err)
+{
+    int in = open(path, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        return tt_err(err, TT_ERR_IO, "%s: %s", path, strerror(errno));
+    off_t size = lseek(in, 0, SEEK_END);
+    lseek(in, 0, SEEK_SET);
+    tt_status s = size < 0 ? tt_err(err, TT_ERR_IO, "%s: %s", path, strerror(errno))
+                           : send_header(fd, json, (uint64_t)size, err);
+    char buf[65536];
+    uint64_t left = size < 0 ? 0 : (uint64_t)size;
+    while (!s && left) {
+        ssize_t r = read(in, buf, left < sizeof(buf) ? (size_t)left : sizeof(buf));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            s = tt_err(err, TT_ERR_IO, "%s: shorter than announced", path);
+        else if (!tt_write_all(fd, buf, (size_t)r))
+            s = tt_err(err, TT_ERR_IO, "connection lost while sending %s: %s", path,
+                       strerror(errno));
+        else
+            left -= (uint64_t)r;
+    }
+    close(in);
+    return s;
+}
+
+tt_status tt_mproto_recv(int fd, json_t **msg, uint64_t *blob_len, tt_errbuf *err)
+{
+    *msg = NULL;
+    *blob_len = 0;
+    uint8_t h[TT_MPROTO_HEADER];
+    if (!tt_read_all(fd, h, 4))
+        return tt_err(err, TT_ERR_IO, "connection closed or timed out");
+    if (memcmp(h, TT_MPROTO_MAGIC, 4))
+        return tt_err(err, TT_ERR_PARSE,
+                      "peer does not speak the tvm-tune measurement protocol (first bytes "
+                      "%02x %02x %02x %02x)",
+                      h[0], h[1], h[2], h[3]);
+    if (!tt_read_all(fd, h + 4, sizeof(h) - 4))
+        return tt_err(err, TT_ERR_IO, "connection closed or timed out inside a message header");
+    uint64_t jl = get_le(h + 4, 4);
+    *blob_len = get_le(h + 8, 8);
+    if (jl > TT_MPROTO_MAX_JSON)
+        return tt_err(err, TT_ERR_LIMIT, "message of %" PRIu64 " bytes exceeds the %u-byte limit",
+                      jl, TT_MPROTO_MAX_JSON);
+    char *text = malloc(jl + 1);
+    if (!text)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory receiving a message");
+    if (!tt_read_all(fd, text, jl)) {
+        free(text);
+        return tt_err(err, TT_ERR_IO, "connection closed or timed out inside a message");
+    }
+    json_t *j = NULL;
+    tt_status s = tt_json_parse(text, jl, &j, err);
+    free(text);
+    if (s)
+        return s;
+    if (!json_is_object(j) || !json_is_string(json_object_get(j, "op"))) {
+        json_decref(j);
+        return tt_err(err, TT_ERR_PARSE, "message is not an object with a string \"op\"");
+    }
+    *msg = j;
+    return TT_OK;
+}
+
+tt_status tt_mproto_recv_blob(int fd, uint64_t len, int out_fd, uint64_t *hash, tt_errbuf *err)
+{
+    uint64_t h = TT_FNV64_OFFSET;
+    char buf[65536];
+    while (len) {
+        size_t n = len < sizeof(buf) ? (size_t)len : sizeof(buf);
+        if (!tt_read_all(fd, buf, n))
+            return tt_err(err, TT_ERR_IO, "connection closed or timed out inside a blob");
+        h = tt_hash64_update(h, buf, n);
+        if (out_fd >= 0 && !tt_write_all(out_fd, buf, n))
+            return tt_err(err, TT_ERR_IO, "cannot store a blob: %s", strerror(errno));
+        len -= n;
+    }
+    if (hash)
+        *hash = h;
+    return TT_OK;
+}
+
+void tt_artifact_id(uint64_t hash, uint64_t len, char out[TT_ARTIFACT_ID_MAX])
+{
+    snprintf(out, TT_ARTIFACT_ID_MAX, "%016" PRIx64 "-%" PRIu64, hash, len);
+}
+
+bool tt_artifact_id_parse(const char *id, uint64_t *hash, uint64_t *len)
+{
+    if (!id || strlen(id) < 18 || strlen(id) >= TT_ARTIFACT_ID_MAX || id[16] != '-')
+        return false;
+    for (int i = 0; i < 16; i++)
+        if (!strchr("0123456789abcdef", id[i]))
+            return false;
+    for (const char *p = id + 17; *p; p++)
+        if (*p < '0' || *p > '9')
+            return false;
+    char *end;
+    errno = 0;
+    *hash = strtoull(id, &end, 16);
+    *len = strtoull(id + 17, &end, 10);
+    return errno == 0;
+}
+
+static const char *const elem_names[] = {"float32", "float64", "int32", "int64", "uint8"};
+
+const char *tt_elem_name(tt_elem e)
+{
+    return (unsigned)e < TT_ARRAY_LEN(elem_names) ? elem_names[e] : "unknown";
+}
+
+bool tt_elem_parse(const char *name, tt_elem *out)
+{
+    for (size_t i = 0; name && i < TT_ARRAY_LEN(elem_names); i++)
+        if (!strcmp(name, elem_names[i])) {
+            *out = (tt_elem)i;
+            return true;
+        }
+    return false;
+}
+
+json_t *tt_measure_options_json(const tt_measure_options *o)
+{
+    return json_pack("{s:i, s:i, s:f, s:f, s:b, s:f, s:I, s:f, s:f}", "number", o->number, "repeat",
+                     o->repeat, "min_repeat_ms", o->min_repeat_ms, "cooldown_ms", o->cooldown_ms,
+                     "cache_flush", o->cache_flush, "timeout_s", o->timeout_s, "memory_limit",
+                     (json_int_t)o->memory_limit, "rtol", o->rtol, "atol", o->atol);
+}
+
+static double num_or(const json_t *j, const char *k, double dflt)
+{
+    const json_t *v = json_object_get(j, k);
+    return json_is_number(v) ? json_number_value(v) : dflt;
+}
+
+void tt_measure_options_from_json(const json_t *j, tt_measure_options *o)
+{
+    o->number = (int)num_or(j, "number", o->number);
+    o->repeat = (int)num_or(j, "repeat", o->repeat);
+    o->min_repeat_ms = num_or(j, "min_repeat_ms", o->min_repeat_ms);
+    o->cooldown_ms = num_or(j, "cooldown_ms", o->cooldown_ms);
+    const json_t *cf = json_object_get(j, "cache_flush");
+    if (json_is_boolean(cf))
+        o->cache_flush = json_is_true(cf);
+    o->timeout_s = num_or(j, "timeout_s", o->timeout_s);
+    o->memory_limit = (int64_t)num_or(j, "memory_limit", (double)o->memory_limit);
+    o->rtol = num_or(j, "rtol", o->rtol);
+    o->atol = num_or(j, "atol", o->atol);
+}
+
+json_t *tt_measure_result_json(const tt_measure_result *r)
+{
+    json_t *costs = json_array();
+    for (int i = 0; i < r->ncosts && i < TT_MEASURE_MAX_REPEAT; i++)
+        json_array_append_new(costs, json_real(r->costs[i]));
+    return json_pack("{s:s, s:i, s:s, s:o, s:i, s:f}", "op", "result", "error_no", r->error_no,
+                     "error_text", r->error_text, "costs", costs, "number", r->number, "run_s",
+                     r->run_s);
+}
+
+tt_status tt_measure_result_from_json(const json_t *j, tt_measure_result *r, tt_errbuf *err)
+{
+    memset(r, 0, sizeof(*r));
+    const json_t *costs = json_object_get(j, "costs"), *eno = json_object_get(j, "error_no");
+    if (!json_is_array(costs) || !json_is_integer(eno) ||
+        json_array_size(costs) > TT_MEASURE_MAX_REPEAT)
+        return tt_err(err, TT_ERR_PARSE, "result message without error_no or costs");
+    r->error_no = (int)json_integer_value(eno);
+    if (r->error_no < 0 || r->error_no > 8)
+        return tt_err(err, TT_ERR_PARSE, "result error_no %d is not a MeasureErrorNo", r->error_no);
+    const json_t *text = json_object_get(j, "error_text");
+    snprintf(r->error_text, sizeof(r->error_text), "%s",
+             json_is_string(text) ? json_string_value(text) : "");
+    for (size_t i = 0; i < json_array_size(costs); i++) {
+        const json_t *c = json_array_get(costs, i);
+        if (!json_is_number(c))
+            return tt_err(err, TT_ERR_PARSE, "result cost %zu is not a number", i);
+        r->costs[r->ncosts++] = json_number_value(c);
+    }
+    r->number = (int)num_or(j, "number", 1);
+    r->run_s = num_or(j, "run_s", 0);
+    return TT_OK;
+}

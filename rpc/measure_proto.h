@@ -1,0 +1,59 @@
+/* The measurement protocol of tvm-tune and tvm-rpc-server (docs/rpc-protocol.md), spoken after
+ * TVM's RPC handshake (tracker-protocol.md §9.4) in place of TVM's session protocol.
+ *
+ * Every message, in both directions, is a 16-byte header, a JSON object and an optional binary
+ * blob:
+ *
+ *     "TTM1"  uint32 LE json_len  uint64 LE blob_len  json_len bytes of JSON  blob_len bytes
+ *
+ * The magic on every message lets either side tell a TVM peer (or garbage) from ours at the first
+ * bytes.  Artifacts (kernel libraries, argument data, reference outputs) travel as blobs and are
+ * named by content: "<FNV-1a 64 hex>-<bytes>", so a device keeps them across sessions and a client
+ * sends each once.  Blocking I/O on a socket whose deadlines the caller sets (SO_RCVTIMEO).
+ * Depends on base only. */
+#ifndef TT_RPC_MEASURE_PROTO_H
+#define TT_RPC_MEASURE_PROTO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../base/base.h"
+#include "measure.h"
+
+#define TT_MPROTO_VERSION  1
+#define TT_MPROTO_TOKEN    "-proto=tvm-tune/1" /* in the handshake key, after the matchkey */
+#define TT_MPROTO_MAGIC    "TTM1"
+#define TT_MPROTO_HEADER   16
+#define TT_MPROTO_MAX_JSON (1u << 20)
+#define TT_ARTIFACT_ID_MAX 40 /* 16 hex + '-' + up to 20 digits + NUL */
+#define TT_RPC_IMPL        "tvm-rpc-server/0.1.0"
+
+/* Sends one message; `blob` may be NULL when blob_len is 0. */
+tt_status tt_mproto_send(int fd, const char *json, const void *blob, uint64_t blob_len,
+                         tt_errbuf *err);
+/* Sends one message whose blob is the whole file at `path`. */
+tt_status tt_mproto_send_file(int fd, const char *json, const char *path, tt_errbuf *err);
+/* Receives one message's header and JSON (an object); the blob (*blob_len bytes) is left on the
+ * socket for tt_mproto_recv_blob.  TT_ERR_IO: closed or timed out; TT_ERR_PARSE: not our protocol
+ * (bad magic) or malformed JSON; TT_ERR_LIMIT: JSON over TT_MPROTO_MAX_JSON. */
+tt_status tt_mproto_recv(int fd, json_t **msg, uint64_t *blob_len, tt_errbuf *err);
+/* Reads a blob of `len` bytes into `out_fd` (or discards it when out_fd < 0), hashing it. */
+tt_status tt_mproto_recv_blob(int fd, uint64_t len, int out_fd, uint64_t *hash, tt_errbuf *err);
+
+/* The content name of `len` bytes whose FNV-1a hash is `hash`. */
+void tt_artifact_id(uint64_t hash, uint64_t len, char out[TT_ARTIFACT_ID_MAX]);
+/* Parses an artifact id; false when `id` is not one (never a path: only hex, '-' and digits). */
+bool tt_artifact_id_parse(const char *id, uint64_t *hash, uint64_t *len);
+
+/* Element types by the names TVM uses ("float32", ...). */
+const char *tt_elem_name(tt_elem e);
+bool tt_elem_parse(const char *name, tt_elem *out);
+
+/* Measurement options to and from their JSON object (absent members keep the defaults). */
+json_t *tt_measure_options_json(const tt_measure_options *o);
+void tt_measure_options_from_json(const json_t *j, tt_measure_options *o);
+/* A result to and from its {"op": "result", ...} message. */
+json_t *tt_measure_result_json(const tt_measure_result *r);
+tt_status tt_measure_result_from_json(const json_t *j, tt_measure_result *r, tt_errbuf *err);
+
+#endif

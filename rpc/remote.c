@@ -1,0 +1,387 @@
+#include "remote.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "measure_proto.h"
+#include "tracker_client.h"
+
+#define MAX_DATA_IDS 32
+
+struct tt_remote {
+    int fd;
+    char peer[300];
+    tt_device_info dev;
+    /* ids the device is known to hold (asked or sent in this session) */
+    TT_VEC(char *) known;
+    /* content ids of argument buffers, by address (the tuner's buffers live for the task) */
+    struct {
+        const void *p;
+        int64_t bytes;
+        char id[TT_ARTIFACT_ID_MAX];
+    } data_ids[MAX_DATA_IDS];
+    int ndata_ids;
+};
+
+static void set_timeout(int fd, double s)
+{
+    struct timeval tv = {(time_t)s, (suseconds_t)((s - (double)(time_t)s) * 1e6)};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+static int dial(const char *host, int port, double timeout_s, tt_errbuf *err)
+{
+    char service[16];
+    snprintf(service, sizeof(service), "%d", port);
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_socktype = SOCK_STREAM;
+    int rc = getaddrinfo(host, service, &hints, &res);
+    if (rc) {
+        tt_err(err, TT_ERR_IO, "device %s:%d: %s", host, port, gai_strerror(rc));
+        return -1;
+    }
+    int fd = -1, saved = ECONNREFUSED;
+    for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0)
+            continue;
+        set_timeout(fd, timeout_s);
+        if (connect(fd, a->ai_addr, a->ai_addrlen)) {
+            saved = errno;
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        tt_err(err, TT_ERR_IO, "cannot connect to the device at %s:%d: %s", host, port,
+               strerror(saved));
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return fd;
+}
+
+/* REQUEST on the tracker: the device's address and ticket. */
+static tt_status request(const tt_remote_options *o, char *host, size_t hn, int *port,
+                         char *matchkey, size_t mn, tt_errbuf *err)
+{
+    double wait = o->request_timeout_s > 0 ? o->request_timeout_s : 600;
+    tt_tracker_conn c;
+    tt_status st = tt_tracker_connect(o->tracker_host, o->tracker_port, wait, &c, err);
+    if (st)
+        return st;
+    json_t *m = json_pack("[i, s, s, i]", 4, o->key, "", o->priority);
+    char *text = json_dumps(m, JSON_COMPACT);
+    json_decref(m);
+    char *reply = NULL;
+    st = text ? tt_tracker_call(&c, text, &reply, err) : tt_err(err, TT_ERR_NOMEM, "out of memory");
+    free(text);
+    tt_tracker_close(&c);
+    if (st == TT_ERR_IO && strstr(err->msg, "in time"))
+        return tt_err(err, TT_ERR_LIMIT, "no device of key '%s' became free within %.0f s", o->key,
+                      wait);
+    if (st == TT_ERR_IO)
+        return tt_err_prefix(err, TT_ERR_IO, "waiting for a device of key '%s'", o->key);
+    if (st)
+        return st;
+    json_t *r = NULL;
+    st = tt_json_parse(reply, strlen(reply), &r, err);
+    json_t *addr = json_array_get(r, 1);
+    json_t *h = json_array_get(addr, 0), *p = json_array_get(addr, 1), *k = json_array_get(addr, 2);
+    if (!st && (json_integer_value(json_array_get(r, 0)) != 0 || !json_is_string(h) ||
+                !json_is_integer(p) || !json_is_string(k)))
+        st = tt_err(err, TT_ERR_PARSE, "the tracker answered REQUEST with %s", reply);
+    if (!st) {
+        snprintf(host, hn, "%s", json_string_value(h));
+        *port = (int)json_integer_value(p);
+        snprintf(matchkey, mn, "%s", json_string_value(k));
+    }
+    json_decref(r);
+    free(reply);
+    return st;
+}
+
+static tt_status handshake(tt_remote *r, const char *matchkey, double session_s, tt_errbuf *err)
+{
+    char key[512];
+    int kl = snprintf(key, sizeof(key), "client:%s -timeout=%d %s", matchkey,
+                      (int)(session_s + 0.5), TT_MPROTO_TOKEN);
+    uint8_t h[8];
+    tt_put_le32(h, TT_RPC_MAGIC);
+    tt_put_le32(h + 4, kl);
+    if (!tt_write_all(r->fd, h, 8) || !tt_write_all(r->fd, key, (size_t)kl))
+        return tt_err(err, TT_ERR_IO, "device %s: connection lost during the handshake", r->peer);
+    uint8_t code[4];
+    if (!tt_read_all(r->fd, code, 4))
+        return tt_err(err, TT_ERR_IO, "device %s closed the connection during the handshake",
+                      r->peer);
+    int32_t c = tt_get_le32(code);
+    if (c == TT_RPC_MISMATCH)
+        return tt_err(err, TT_ERR_IO, "device %s did not accept the ticket (it was regenerated)",
+                      r->peer);
+    if (c != TT_RPC_SUCCESS)
+        return tt_err(err, TT_ERR_IO, "%s is not a TVM RPC server (handshake code 0x%x)", r->peer,
+                      (unsigned)c);
+    uint8_t lb[4];
+    char skey[4097];
+    int32_t len = tt_read_all(r->fd, lb, 4) ? tt_get_le32(lb) : -1;
+    if (len < 0 || len > 4096 || !tt_read_all(r->fd, skey, (size_t)len))
+        return tt_err(err, TT_ERR_IO, "device %s: malformed handshake reply", r->peer);
+    /* Our protocol: hello both ways.  A TVM server answers with its own bytes (or nothing). */
+    json_t *hello = json_pack("{s:s, s:i, s:s}", "op", "hello", "proto", TT_MPROTO_VERSION,
+                              "client", "tvm-tune");
+    char *text = json_dumps(hello, JSON_COMPACT);
+    json_decref(hello);
+    tt_status st = tt_mproto_send(r->fd, text, NULL, 0, err);
+    free(text);
+    if (st)
+        return st;
+    json_t *msg = NULL;
+    uint64_t blob = 0;
+    st = tt_mproto_recv(r->fd, &msg, &blob, err);
+    if (st == TT_ERR_PARSE || (st == TT_ERR_IO && strstr(err->msg, "closed")))
+        return tt_err_prefix(err, TT_ERR_PARSE, "%s (key %.*s) is not a tvm-rpc-server", r->peer,
+                             len, skey);
+    if (st)
+        return st;
+    const char *op = json_string_value(json_object_get(msg, "op"));
+    const json_t *dev = json_object_get(msg, "device");
+    if (strcmp(op, "hello") || !json_is_object(dev) || blob) {
+        const char *m = json_string_value(json_object_get(msg, "message"));
+        st = tt_err(err, TT_ERR_PARSE, "device %s refused the session: %s", r->peer,
+                    m ? m : "no hello");
+    } else {
+        const char *f;
+#define COPY(field)                                                                                \
+    if ((f = json_string_value(json_object_get(dev, #field))))                                     \
+        snprintf(r->dev.field, sizeof(r->dev.field), "%s", f);
+        COPY(arch)
+        COPY(triple)
+        COPY(model)
+        COPY(fingerprint)
+        COPY(flags)
+#undef COPY
+        r->dev.cores = (int)json_integer_value(json_object_get(dev, "cores"));
+        r->dev.memory = (int64_t)json_integer_value(json_object_get(dev, "memory"));
+    }
+    json_decref(msg);
+    return st;
+}
+
+tt_status tt_remote_open(const tt_remote_options *o, tt_remote **out, double *wait_s,
+                         tt_errbuf *err)
+{
+    *out = NULL;
+    if (wait_s)
+        *wait_s = 0;
+    char host[256], matchkey[256] = "";
+    int port = o->port;
+    double t0 = tt_clock_monotonic();
+    tt_status st;
+    if (o->tracker_host) {
+        st = request(o, host, sizeof(host), &port, matchkey, sizeof(matchkey), err);
+        if (wait_s)
+            *wait_s = tt_clock_monotonic() - t0;
+        if (st)
+            return st;
+    } else {
+        snprintf(host, sizeof(host), "%s", o->host ? o->host : "127.0.0.1");
+        snprintf(matchkey, sizeof(matchkey), "%s", o->key ? o->key : "");
+    }
+    tt_remote *r = calloc(1, sizeof(*r));
+    if (!r)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    snprintf(r->peer, sizeof(r->peer), "%s:%d", host, port);
+    double session = o->session_timeout_s > 0 ? o->session_timeout_s : 60;
+    r->fd = dial(host, port, 30, err);
+    st = r->fd < 0 ? TT_ERR_IO : handshake(r, matchkey, session, err);
+    if (st) {
+        tt_remote_close(r);
+        return st;
+    }
+    *out = r;
+    return TT_OK;
+}
+
+const tt_device_info *tt_remote_device(const tt_remote *r)
+{
+    return &r->dev;
+}
+
+const char *tt_remote_peer(const tt_remote *r)
+{
+    return r->peer;
+}
+
+static bool known(const tt_remote *r, const char *id)
+{
+    for (size_t i = 0; i < r->known.len; i++)
+        if (!strcmp(r->known.data[i], id))
+            return true;
+    return false;
+}
+
+static void remember(tt_remote *r, const char *id)
+{
+    char *c = strdup(id);
+    if (c)
+        TT_VEC_PUSH(&r->known, c);
+}
+
+/* One request, one reply; an "error" reply becomes TT_ERR_RUNTIME with its message. */
+static tt_status call(tt_remote *r, json_t *m, const void *blob, uint64_t blob_len,
+                      const char *blob_path, json_t **reply, tt_errbuf *err)
+{
+    *reply = NULL;
+    char *text = json_dumps(m, JSON_COMPACT);
+    json_decref(m);
+    if (!text)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    tt_status st = blob_path ? tt_mproto_send_file(r->fd, text, blob_path, err)
+                             : tt_mproto_send(r->fd, text, blob, blob_len, err);
+    free(text);
+    uint64_t rb = 0;
+    if (!st)
+        st = tt_mproto_recv(r->fd, reply, &rb, err);
+    if (!st && rb)
+        st = tt_mproto_recv_blob(r->fd, rb, -1, NULL, err);
+    if (st == TT_ERR_IO)
+        return tt_err_prefix(err, TT_ERR_IO, "device %s", r->peer);
+    if (!st && !strcmp(json_string_value(json_object_get(*reply, "op")), "error")) {
+        st = tt_err(err, TT_ERR_RUNTIME, "device %s: %s", r->peer,
+                    json_string_value(json_object_get(*reply, "message")));
+        json_decref(*reply);
+        *reply = NULL;
+    }
+    return st;
+}
+
+/* Makes sure the device holds the artifact (a file or a buffer), asking first. */
+static tt_status ensure(tt_remote *r, const char *id, const char *path, const void *data,
+                        uint64_t len, tt_errbuf *err)
+{
+    if (known(r, id))
+        return TT_OK;
+    json_t *reply;
+    tt_status st =
+        call(r, json_pack("{s:s, s:[s]}", "op", "have", "ids", id), NULL, 0, NULL, &reply, err);
+    if (st)
+        return st;
+    bool missing = json_array_size(json_object_get(reply, "missing")) > 0;
+    json_decref(reply);
+    if (missing) {
+        st = call(r, json_pack("{s:s, s:s}", "op", "put", "id", id), data, len, path, &reply, err);
+        json_decref(reply);
+        if (st)
+            return st;
+    }
+    remember(r, id);
+    return TT_OK;
+}
+
+static tt_status file_id(const char *path, char id[TT_ARTIFACT_ID_MAX], tt_errbuf *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return tt_err(err, TT_ERR_IO, "%s: %s", path, strerror(errno));
+    uint64_t h = TT_FNV64_OFFSET, len = 0;
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof(buf))) > 0) {
+        h = tt_hash64_update(h, buf, (size_t)n);
+        len += (uint64_t)n;
+    }
+    close(fd);
+    if (n < 0)
+        return tt_err(err, TT_ERR_IO, "%s: %s", path, strerror(errno));
+    tt_artifact_id(h, len, id);
+    return TT_OK;
+}
+
+static const char *data_id(tt_remote *r, const void *p, int64_t bytes)
+{
+    for (int i = 0; i < r->ndata_ids; i++)
+        if (r->data_ids[i].p == p && r->data_ids[i].bytes == bytes)
+            return r->data_ids[i].id;
+    int slot = r->ndata_ids < MAX_DATA_IDS ? r->ndata_ids++
+                                           : (int)(tt_hash64(&p, sizeof(p)) % MAX_DATA_IDS);
+    r->data_ids[slot].p = p;
+    r->data_ids[slot].bytes = bytes;
+    tt_artifact_id(tt_hash64(p, (size_t)bytes), (uint64_t)bytes, r->data_ids[slot].id);
+    return r->data_ids[slot].id;
+}
+
+tt_status tt_remote_measure(tt_remote *r, const char *so_path, const char *entry,
+                            const tt_measure_buffer *bufs, int nbufs, int ninputs,
+                            const tt_measure_options *opt, tt_measure_result *res, tt_errbuf *err)
+{
+    memset(res, 0, sizeof(*res));
+    char lib[TT_ARTIFACT_ID_MAX];
+    tt_status st = file_id(so_path, lib, err);
+    if (!st)
+        st = ensure(r, lib, so_path, NULL, 0, err);
+    json_t *args = json_array();
+    for (int i = 0; !st && i < nbufs; i++) {
+        int64_t bytes = bufs[i].count * (int64_t)tt_elem_bytes(bufs[i].elem);
+        json_t *a = json_pack("{s:s, s:I}", "dtype", tt_elem_name(bufs[i].elem), "count",
+                              (json_int_t)bufs[i].count);
+        const void *blobs[2] = {i < ninputs ? bufs[i].data : NULL,
+                                i >= ninputs ? bufs[i].expect : NULL};
+        const char *names[2] = {"data", "expect"};
+        for (int f = 0; f < 2 && !st; f++) {
+            if (!blobs[f])
+                continue;
+            const char *id = data_id(r, blobs[f], bytes);
+            st = ensure(r, id, NULL, blobs[f], (uint64_t)bytes, err);
+            json_object_set_new(a, names[f], json_string(id));
+        }
+        json_array_append_new(args, a);
+    }
+    if (st) {
+        json_decref(args);
+        return st;
+    }
+    /* The reply comes after the whole measurement: wait for the run's deadline and some. */
+    set_timeout(r->fd, (opt->timeout_s > 0 ? opt->timeout_s : 10) + 30);
+    json_t *reply;
+    st = call(r,
+              json_pack("{s:s, s:s, s:s, s:o, s:i, s:o}", "op", "measure", "lib", lib, "entry",
+                        entry, "args", args, "ninputs", ninputs, "options",
+                        tt_measure_options_json(opt)),
+              NULL, 0, NULL, &reply, err);
+    if (st)
+        return st;
+    st = tt_measure_result_from_json(reply, res, err);
+    json_decref(reply);
+    return st;
+}
+
+void tt_remote_close(tt_remote *r)
+{
+    if (!r)
+        return;
+    if (r->fd >= 0) {
+        static const char bye[] = "{\"op\":\"bye\"}";
+        tt_errbuf err;
+        set_timeout(r->fd, 2);
+        tt_mproto_send(r->fd, bye, NULL, 0, &err);
+        close(r->fd);
+    }
+    for (size_t i = 0; i < r->known.len; i++)
+        free(r->known.data[i]);
+    TT_VEC_FREE(&r->known);
+    free(r);
+}

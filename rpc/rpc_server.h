@@ -1,0 +1,45 @@
+/* tvm-rpc-server's body: a device that registers with a TVM-compatible tracker (or stands alone),
+ * accepts TVM's RPC handshake and then speaks the tvm-tune measurement protocol
+ * (docs/rpc-protocol.md): it stores artifacts by content in a bounded cache and measures kernels
+ * in sacrificial child processes (measure.h).  The server process never loads candidate code.
+ *
+ * Registration follows TVM's servers (tracker-protocol.md §8): UPDATE_INFO once per tracker
+ * connection, PUT of a fresh matchkey, GET_PENDING_MATCHKEYS every ping period as the heartbeat,
+ * a regenerated matchkey after four missed checks (a client took the ticket and never came),
+ * reconnection with capped backoff when the tracker goes away.  A TVM client gets an error packet
+ * that says what this server is, never a hang.
+ *
+ * Depends on base, rpc (and codegen's loader through measure.c); one thread. */
+#ifndef TT_RPC_RPC_SERVER_H
+#define TT_RPC_RPC_SERVER_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../base/base.h"
+
+typedef struct tt_rpc_server_options {
+    const char *host;         /* listen address, default 0.0.0.0 */
+    int port, port_end;       /* first free port of [port, port_end); port 0: any */
+    const char *custom_addr;  /* the address the tracker hands to clients; NULL: our IP as seen */
+    const char *tracker_host; /* NULL: standalone */
+    int tracker_port;
+    const char *key;        /* the device key (rpc_key), no ':' */
+    const char *cache_dir;  /* artifact cache; created when missing */
+    int64_t cache_bytes;    /* evict least recently used artifacts above this */
+    int64_t artifact_bytes; /* largest artifact accepted */
+    double ping_period_s;   /* heartbeat and accept timeout, default 2 (TVM's) */
+    double idle_timeout_s;  /* a session with no message for this long ends, default 60 */
+    int tvm_error_encoding; /* 20 (TVM <= v0.20, default) or 21: the error packet for TVM clients */
+    FILE *log;              /* one line per event; NULL: quiet */
+    /* called once the socket is bound, with the port; may be NULL */
+    void (*on_listen)(void *ctx, const char *host, int port);
+    void *ctx;
+    volatile sig_atomic_t *stop; /* set (by a signal handler) to end the server */
+} tt_rpc_server_options;
+
+/* Serves until *o->stop.  TT_ERR_IO when no port can be bound or the cache cannot be created. */
+tt_status tt_rpc_server_run(const tt_rpc_server_options *o, tt_errbuf *err);
+
+#endif

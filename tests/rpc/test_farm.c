@@ -1,0 +1,469 @@
+/* The farm as real processes on loopback: tvm-tracker, three tvm-rpc-servers under two keys, and
+ * clients (tracker-protocol.md §13, server side; issue #6's integration tests).  Registration
+ * and SUMMARY, TVM's handshake (MISMATCH, a TVM client refused with an error packet), matchkey
+ * regeneration after an abandoned ticket, the measurement protocol with sick kernels and hostile
+ * bytes, and a tuning run that loses a device mid-measurement and still records every trial. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "net/proc.h"
+#include "rpc/measure_proto.h"
+#include "rpc/remote.h"
+#include "rpc/tracker_proto.h"
+
+#define N 1024
+static float in[N], expect[N];
+
+static tt_proc tracker, servers[3];
+static int tracker_port, server_port[3];
+static const char *server_key[3] = {"cpu", "cpu", "solo"};
+static char workdir[256];
+
+static bool start_server(int i)
+{
+    char port[16], cache[300], log[300];
+    snprintf(port, sizeof(port), "127.0.0.1:%d", tracker_port);
+    snprintf(cache, sizeof(cache), "%s/cache%d", workdir, i);
+    snprintf(log, sizeof(log), "%s/server%d.log", workdir, i);
+    /* stderr to a file the tests read: the server says what it does */
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int saved = dup(2);
+    dup2(fd, 2);
+    char *argv[] = {TT_BIN "/tvm-rpc-server",
+                    "--tracker",
+                    port,
+                    "--key",
+                    (char *)server_key[i],
+                    "--port",
+                    "0",
+                    "--cache",
+                    cache,
+                    "--idle-timeout",
+                    "20",
+                    NULL};
+    bool ok = tt_proc_start(&servers[i], argv);
+    dup2(saved, 2);
+    close(saved);
+    close(fd);
+    char rest[64];
+    if (!ok || !tt_proc_wait_line(&servers[i], "listening on 0.0.0.0:", rest, sizeof(rest), 10))
+        return false;
+    server_port[i] = atoi(rest);
+    return true;
+}
+
+static char *server_log(int i)
+{
+    char path[300];
+    snprintf(path, sizeof(path), "%s/server%d.log", workdir, i);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return strdup("");
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return strdup(buf);
+}
+
+static int occurrences(int server, const char *needle)
+{
+    char *log = server_log(server);
+    int n = 0;
+    for (char *p = strstr(log, needle); p; p = strstr(p + 1, needle))
+        n++;
+    free(log);
+    return n;
+}
+
+/* Raw SUMMARY text from the tracker. */
+static void summary(char *out, size_t n)
+{
+    int fd = tt_net_tracker(tracker_port);
+    assert_true(fd >= 0);
+    assert_true(tt_net_send_frame(fd, "[6]"));
+    assert_true(tt_net_recv_frame(fd, out, n));
+    close(fd);
+}
+
+/* Waits (bounded) until SUMMARY shows `want` free slots for `key`. */
+static bool wait_free(const char *key, int want, double timeout_s)
+{
+    char pattern[128], text[1 << 14];
+    snprintf(pattern, sizeof(pattern), "\"%s\": {\"free\": %d,", key, want);
+    for (int i = 0; i < (int)(timeout_s * 20); i++) {
+        summary(text, sizeof(text));
+        if (strstr(text, pattern))
+            return true;
+        usleep(50000);
+    }
+    return false;
+}
+
+static bool start_tracker(int port)
+{
+    char p[16], end[16], rest[128];
+    snprintf(p, sizeof(p), "%d", port);
+    snprintf(end, sizeof(end), "%d", port ? port + 1 : 1);
+    char *argv[] = {TT_BIN "/tvm-tracker", "--port", p, "--port-end", end, "--quiet", NULL};
+    if (!tt_proc_start(&tracker, argv) ||
+        !tt_proc_wait_line(&tracker, "listening on 127.0.0.1:", rest, sizeof(rest), 10))
+        return false;
+    tracker_port = atoi(rest);
+    return true;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    for (int i = 0; i < N; i++) {
+        in[i] = (float)i * 0.5f;
+        expect[i] = in[i] * 2.0f;
+    }
+    snprintf(workdir, sizeof(workdir), "/tmp/tt-farm-XXXXXX");
+    if (!mkdtemp(workdir))
+        return -1;
+    if (!start_tracker(0))
+        return -1;
+    for (int i = 0; i < 3; i++)
+        if (!start_server(i))
+            return -1;
+    return wait_free("cpu", 2, 10) && wait_free("solo", 1, 10) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 3; i++)
+        if (servers[i].pid > 0)
+            tt_proc_stop(&servers[i]);
+    tt_proc_stop(&tracker);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", workdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void registration(void **state)
+{
+    (void)state;
+    char text[1 << 14];
+    summary(text, sizeof(text));
+    /* every server's UPDATE_INFO, with what it is */
+    assert_non_null(strstr(text, "\"key\": \"server:solo\""));
+    char *first = strstr(text, "\"key\": \"server:cpu\"");
+    assert_non_null(first);
+    assert_non_null(strstr(first + 1, "\"key\": \"server:cpu\""));
+    assert_non_null(strstr(text, "\"impl\": \"" TT_RPC_IMPL "\""));
+    assert_non_null(strstr(text, "\"fingerprint\""));
+}
+
+/* REQUEST a ticket for `key` on a tracker connection of ours. */
+static void request(int fd, const char *key, char *host, int *port, char *matchkey)
+{
+    char msg[128], reply[512];
+    snprintf(msg, sizeof(msg), "[4, \"%s\", \"\", 0]", key);
+    assert_true(tt_net_send_frame(fd, msg));
+    assert_true(tt_net_recv_frame(fd, reply, sizeof(reply)));
+    assert_int_equal(sscanf(reply, "[0, [\"%63[^\"]\", %d, \"%255[^\"]\"]]", host, port, matchkey),
+                     3);
+}
+
+static int handshake(int port, const char *key, uint8_t code[4])
+{
+    int fd = tt_net_connect(port);
+    assert_true(fd >= 0);
+    uint8_t h[8];
+    tt_put_le32(h, TT_RPC_MAGIC);
+    tt_put_le32(h + 4, (int32_t)strlen(key));
+    assert_true(tt_net_send(fd, h, 8));
+    assert_true(tt_net_send(fd, key, strlen(key)));
+    assert_true(tt_net_recv(fd, code, 4));
+    return fd;
+}
+
+static void tvm_handshake(void **state)
+{
+    (void)state;
+    int tfd = tt_net_tracker(tracker_port);
+    char host[64], matchkey[256], key[512];
+    int port;
+    request(tfd, "solo", host, &port, matchkey);
+    assert_string_equal(host, "127.0.0.1");
+    assert_int_equal(port, server_port[2]);
+    /* a wrong matchkey: MISMATCH, and the ticket stays good */
+    uint8_t code[4];
+    int fd = handshake(port, "client:solo:forged -timeout=10", code);
+    assert_int_equal(tt_get_le32(code), TT_RPC_MISMATCH);
+    assert_true(tt_net_closed(fd));
+    close(fd);
+    /* the right one, from a TVM client (no protocol token): SUCCESS, then an error packet */
+    snprintf(key, sizeof(key), "client:%s -timeout=10", matchkey);
+    fd = handshake(port, key, code);
+    assert_int_equal(tt_get_le32(code), TT_RPC_SUCCESS);
+    uint8_t lb[4];
+    char skey[64] = "";
+    assert_true(tt_net_recv(fd, lb, 4));
+    assert_int_equal(tt_get_le32(lb), 11);
+    assert_true(tt_net_recv(fd, skey, 11));
+    assert_memory_equal(skey, "server:solo", 11);
+    /* TVM's init-server packet: 29 bytes */
+    static const uint8_t init[29] = {21, 0, 0, 0, 0, 0,   0,   0,   2,   0,   0, 0, 5, 0, 0,
+                                     0,  0, 0, 0, 0, '0', '.', '8', '.', '0', 0, 0, 0, 0};
+    assert_true(tt_net_send(fd, init, sizeof(init)));
+    uint8_t pkt[28];
+    assert_true(tt_net_recv(fd, pkt, 28));
+    int32_t len = tt_get_le32(pkt + 20);
+    assert_int_equal(tt_get_le32(pkt), 20 + len);
+    assert_int_equal(tt_get_le32(pkt + 8), 5);   /* exception */
+    assert_int_equal(tt_get_le32(pkt + 12), 1);  /* one argument */
+    assert_int_equal(tt_get_le32(pkt + 16), 11); /* a string, TVM <= v0.20 */
+    char text[512] = "";
+    assert_true(len > 0 && len < (int32_t)sizeof(text));
+    assert_true(tt_net_recv(fd, text, (size_t)len));
+    assert_non_null(strstr(text, "cannot run TVM RPC sessions"));
+    assert_true(tt_net_closed(fd));
+    close(fd);
+    close(tfd);
+    /* the used ticket is replaced: the device is free again */
+    assert_true(wait_free("solo", 1, 5));
+}
+
+static void abandoned_ticket_regenerated(void **state)
+{
+    (void)state;
+    int tfd = tt_net_tracker(tracker_port);
+    char host[64], matchkey[256];
+    int port;
+    request(tfd, "solo", host, &port, matchkey);
+    close(tfd);
+    assert_true(wait_free("solo", 0, 1));
+    /* TVM's servers put a fresh ticket ~8 s after a hand-out nobody used (§8 step 5) */
+    assert_true(wait_free("solo", 1, 15));
+    assert_true(occurrences(2, "regenerate key") >= 1);
+    /* the old ticket is dead */
+    char key[512];
+    uint8_t code[4];
+    snprintf(key, sizeof(key), "client:%s %s", matchkey, TT_MPROTO_TOKEN);
+    int fd = handshake(port, key, code);
+    assert_int_equal(tt_get_le32(code), TT_RPC_MISMATCH);
+    close(fd);
+}
+
+static tt_measure_result remote_measure(tt_remote *r, const char *entry, double timeout_s)
+{
+    tt_measure_buffer bufs[2] = {{TT_ELEM_F32, N, in, NULL}, {TT_ELEM_F32, N, NULL, expect}};
+    tt_measure_options o = {.number = 1, .repeat = 3, .timeout_s = timeout_s, .rtol = 1e-5};
+    tt_measure_result res;
+    tt_errbuf err = {{0}};
+    tt_status st = tt_remote_measure(r, PLANTED_SO, entry, bufs, 2, 1, &o, &res, &err);
+    if (st)
+        fail_msg("%s: %s", entry, err.msg);
+    return res;
+}
+
+static void measurement_protocol(void **state)
+{
+    (void)state;
+    tt_remote_options o = {.tracker_host = "127.0.0.1",
+                           .tracker_port = tracker_port,
+                           .key = "solo",
+                           .request_timeout_s = 20};
+    tt_remote *r;
+    tt_errbuf err = {{0}};
+    double wait = -1;
+    assert_int_equal(tt_remote_open(&o, &r, &wait, &err), TT_OK);
+    assert_true(wait >= 0);
+    assert_true(tt_remote_device(r)->fingerprint[0] != 0);
+    assert_true(tt_remote_device(r)->cores >= 1);
+    tt_measure_result res = remote_measure(r, "good", 10);
+    assert_int_equal(res.error_no, 0);
+    assert_int_equal(res.ncosts, 3);
+    assert_true(res.costs[0] > 0);
+    /* sick kernels are results, and the session goes on */
+    assert_int_equal(remote_measure(r, "wrong", 10).error_no, 5);
+    assert_int_equal(remote_measure(r, "crash", 10).error_no, 4);
+    assert_int_equal(remote_measure(r, "hangs", 1).error_no, 7);
+    assert_int_equal(remote_measure(r, "good", 10).error_no, 0);
+    tt_remote_close(r);
+    /* the server logs the session when it ends (after our bye) */
+    for (int i = 0; i < 100 && occurrences(2, ": 5 measurements") == 0; i++)
+        usleep(50000);
+    /* five kernels of one library, one input, one reference: three artifacts */
+    assert_int_equal(occurrences(2, ": 5 measurements, 3 artifacts received"), 1);
+
+    /* hostile bytes after a good handshake: the server drops the session and stays up */
+    int tfd = tt_net_tracker(tracker_port);
+    char host[64], matchkey[256], key[512];
+    int port;
+    request(tfd, "solo", host, &port, matchkey);
+    close(tfd);
+    snprintf(key, sizeof(key), "client:%s %s", matchkey, TT_MPROTO_TOKEN);
+    uint8_t code[4], skip[15];
+    int fd = handshake(port, key, code);
+    assert_int_equal(tt_get_le32(code), TT_RPC_SUCCESS);
+    assert_true(tt_net_recv(fd, skip, 4 + 11));
+    static const uint8_t huge[16] = {'T', 'T', 'M', '1', 0xff, 0xff, 0xff, 0x7f};
+    assert_true(tt_net_send(fd, huge, sizeof(huge)));
+    assert_true(tt_net_closed(fd));
+    close(fd);
+    assert_true(wait_free("solo", 1, 5));
+    assert_int_equal(tt_remote_open(&o, &r, NULL, &err), TT_OK);
+    assert_int_equal(remote_measure(r, "good", 10).error_no, 0);
+    tt_remote_close(r);
+    /* the device kept the artifacts (content-named): nothing was sent again */
+    for (int i = 0; i < 100 && occurrences(2, ": 1 measurements, 0 artifacts received") == 0; i++)
+        usleep(50000);
+    assert_int_equal(occurrences(2, ": 1 measurements, 0 artifacts received"), 1);
+}
+
+/* A count from `tvm-db stats --json` ("records", or "NO_ERROR" of the error table). */
+static int db_count(const char *db, const char *what)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "%s/tvm-db stats --db %s --json", TT_BIN, db);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char text[4096] = "";
+    size_t n = fread(text, 1, sizeof(text) - 1, p);
+    text[n] = 0;
+    pclose(p);
+    char pattern[64];
+    snprintf(pattern, sizeof(pattern), "\"%s\": ", what);
+    char *at = strstr(text, pattern);
+    return at ? atoi(at + strlen(pattern)) : -1;
+}
+
+static void device_dies_mid_run(void **state)
+{
+    (void)state;
+    char db[300], tr[64];
+    snprintf(db, sizeof(db), "%s/farm.db", workdir);
+    snprintf(tr, sizeof(tr), "127.0.0.1:%d", tracker_port);
+    /* slow measurements (min-repeat-ms) so the kill lands inside a session */
+    char *argv[] = {TT_BIN "/tvm-tune",
+                    "run",
+                    "--workload",
+                    "matmul:M=32,N=32,K=32",
+                    "--trials",
+                    "16",
+                    "--strategy",
+                    "random",
+                    "--tracker",
+                    tr,
+                    "--key",
+                    "cpu",
+                    "--min-repeat-ms",
+                    "150",
+                    "--repeat",
+                    "3",
+                    "--db",
+                    db,
+                    NULL};
+    tt_proc run;
+    assert_true(tt_proc_start(&run, argv));
+    /* the first device to start a session dies in it */
+    int victim = -1;
+    for (int i = 0; i < 400 && victim < 0; i++) {
+        for (int s = 0; s < 2 && victim < 0; s++) {
+            char *log = server_log(s);
+            char *last = strstr(log, "session with");
+            while (last && strstr(last + 1, "session with"))
+                last = strstr(last + 1, "session with");
+            if (last && !strstr(last, "measurements"))
+                victim = s;
+            free(log);
+        }
+        if (victim < 0)
+            usleep(25000);
+    }
+    assert_true(victim >= 0);
+    tt_proc_kill(&servers[victim]);
+    char rest[256];
+    assert_true(tt_proc_wait_line(&run, "farm: ", rest, sizeof(rest), 240));
+    assert_int_equal(tt_proc_wait(&run, 30), 0);
+    close(run.out);
+    /* every trial recorded, none an error, the lost session measured again */
+    int lost = -1;
+    assert_int_equal(sscanf(rest, "%*f s waiting for devices, %d lost", &lost), 1);
+    assert_true(lost >= 1);
+    assert_int_equal(db_count(db, "records"), 16);
+    assert_int_equal(db_count(db, "NO_ERROR"), 16);
+    /* the tracker forgot the dead device */
+    char text[1 << 14];
+    summary(text, sizeof(text));
+    char *first = strstr(text, "\"key\": \"server:cpu\"");
+    assert_non_null(first);
+    assert_null(strstr(first + 1, "\"key\": \"server:cpu\""));
+}
+
+static void tracker_restarted_mid_run(void **state)
+{
+    (void)state;
+    int alive = servers[0].pid > 0 ? 0 : 1;
+    char db[300], tr[64];
+    snprintf(db, sizeof(db), "%s/restart.db", workdir);
+    snprintf(tr, sizeof(tr), "127.0.0.1:%d", tracker_port);
+    char *argv[] = {TT_BIN "/tvm-tune",
+                    "run",
+                    "--workload",
+                    "matmul:M=16,N=16,K=16",
+                    "--trials",
+                    "12",
+                    "--strategy",
+                    "random",
+                    "--tracker",
+                    tr,
+                    "--key",
+                    "cpu",
+                    "--min-repeat-ms",
+                    "100",
+                    "--repeat",
+                    "3",
+                    "--db",
+                    db,
+                    NULL};
+    int before = occurrences(alive, ": 4 measurements, ");
+    tt_proc run;
+    assert_true(tt_proc_start(&run, argv));
+    char rest[256];
+    for (int i = 0; i < 1200 && occurrences(alive, ": 4 measurements, ") < before + 1; i++)
+        usleep(50000);
+    assert_true(occurrences(alive, ": 4 measurements, ") >= before + 1);
+    /* the tracker dies while the run measures, and comes back on the same port */
+    tt_proc_kill(&tracker);
+    close(tracker.out);
+    usleep(1500000);
+    assert_true(start_tracker(tracker_port));
+    /* the servers register again by themselves, and the run finishes */
+    assert_true(tt_proc_wait_line(&run, "farm: ", rest, sizeof(rest), 120));
+    assert_int_equal(tt_proc_wait(&run, 30), 0);
+    close(run.out);
+    assert_int_equal(db_count(db, "records"), 12);
+    assert_int_equal(db_count(db, "NO_ERROR"), 12);
+    char *log = server_log(alive);
+    assert_non_null(strstr(log, "lost the tracker"));
+    free(log);
+    assert_true(wait_free("solo", 1, 40));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(registration),
+        cmocka_unit_test(tvm_handshake),
+        cmocka_unit_test(abandoned_ticket_regenerated),
+        cmocka_unit_test(measurement_protocol),
+        cmocka_unit_test(device_dies_mid_run),
+        cmocka_unit_test(tracker_restarted_mid_run),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
