@@ -216,6 +216,40 @@ tt_status tt_remote_open(const tt_remote_options *o, tt_remote **out, double *wa
     return TT_OK;
 }
 
+tt_status tt_remote_count_devices(const tt_remote_options *o, int *n, tt_errbuf *err)
+{
+    *n = 1;
+    if (!o->tracker_host)
+        return TT_OK;
+    tt_tracker_conn c;
+    tt_status st = tt_tracker_connect(o->tracker_host, o->tracker_port, 10, &c, err);
+    char *reply = NULL;
+    if (!st)
+        st = tt_tracker_call(&c, "[6]", &reply, err);
+    tt_tracker_close(&c);
+    json_t *r = NULL;
+    if (!st)
+        st = tt_json_parse(reply, strlen(reply), &r, err);
+    free(reply);
+    if (st)
+        return st;
+    const json_t *servers = json_object_get(json_array_get(r, 1), "server_info");
+    char want[300];
+    snprintf(want, sizeof(want), "server:%s", o->key ? o->key : "");
+    int count = 0;
+    size_t i;
+    const json_t *info;
+    json_array_foreach(servers, i, info)
+    {
+        const char *k = json_string_value(json_object_get(info, "key"));
+        if (k && !strcmp(k, want))
+            count++;
+    }
+    json_decref(r);
+    *n = count > 0 ? count : 1;
+    return TT_OK;
+}
+
 const tt_device_info *tt_remote_device(const tt_remote *r)
 {
     return &r->dev;

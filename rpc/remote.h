@@ -25,6 +25,7 @@ typedef struct tt_remote_options {
     int priority;             /* REQUEST priority (larger first), default 0 */
     double request_timeout_s; /* longest wait for a free device, default 600 */
     double session_timeout_s; /* the server ends a session silent this long, default 60 */
+    int parallel;             /* tuner: devices measuring at once; 0 = every device of the key */
 } tt_remote_options;
 
 typedef struct tt_remote tt_remote;
@@ -33,6 +34,8 @@ typedef struct tt_remote tt_remote;
  * the device: queue wait, never run time. */
 tt_status tt_remote_open(const tt_remote_options *o, tt_remote **out, double *wait_s,
                          tt_errbuf *err);
+/* How many servers of the key the tracker knows (SUMMARY's server_info); 1 without a tracker. */
+tt_status tt_remote_count_devices(const tt_remote_options *o, int *n, tt_errbuf *err);
 /* The device's report (hello): fingerprint, architecture, ...; valid while the session is. */
 const tt_device_info *tt_remote_device(const tt_remote *r);
 /* "host:port" of the device. */

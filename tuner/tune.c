@@ -66,47 +66,55 @@ static tt_elem elem_of(tt_dtype t)
 
 /* ---- the farm: devices of a tracker's key, one session per batch ---- */
 
+#define FARM_MAX_DEVICES 16
+
 typedef struct {
     const tt_remote_options *o;
-    tt_remote *session;
+    int ndevices;                         /* sessions measured in parallel */
+    tt_remote *session[FARM_MAX_DEVICES]; /* one per measuring thread, per batch */
     char device[512]; /* the fingerprint of the first device (resume and records) */
     char key[128];
     int64_t losses;
     double wait_s;
+    pthread_mutex_t mu; /* losses, wait_s, the log */
     FILE *log;
 } farm;
 
-/* Opens a session when none is open.  An unreachable tracker or device is retried (the tracker
- * may be restarting, the device may have died after the hand-out) until the device wait runs
- * out: TT_ERR_LIMIT, and the run stops with everything measured kept. */
-static tt_status farm_session(farm *f, tt_errbuf *err)
+/* Opens session `k` when it is not open.  An unreachable tracker or device is retried (the
+ * tracker may be restarting, the device may have died after the hand-out) until the device wait
+ * runs out: TT_ERR_LIMIT, and the run stops with everything measured kept. */
+static tt_status farm_session(farm *f, int k, tt_errbuf *err)
 {
-    if (f->session)
+    if (f->session[k])
         return TT_OK;
     double limit = f->o->request_timeout_s > 0 ? f->o->request_timeout_s : 600;
     double t0 = tt_clock_monotonic(), pause = 0.5;
     for (;;) {
         double wait = 0;
-        tt_status s = tt_remote_open(f->o, &f->session, &wait, err);
+        tt_status s = tt_remote_open(f->o, &f->session[k], &wait, err);
+        pthread_mutex_lock(&f->mu);
         f->wait_s += wait;
+        pthread_mutex_unlock(&f->mu);
         if (s != TT_ERR_IO)
             return s;
         double spent = tt_clock_monotonic() - t0;
         if (spent + pause > limit)
             return tt_err_prefix(err, TT_ERR_LIMIT, "no device for %.0f s", spent);
+        pthread_mutex_lock(&f->mu);
         if (f->log)
             fprintf(f->log, "farm: %s; trying again in %.1f s\n", err->msg, pause);
+        f->wait_s += pause;
+        pthread_mutex_unlock(&f->mu);
         struct timespec ts = {(time_t)pause, (long)((pause - (double)(time_t)pause) * 1e9)};
         nanosleep(&ts, NULL);
-        f->wait_s += pause;
         pause = pause * 2 > 8 ? 8 : pause * 2;
     }
 }
 
-static void farm_release(farm *f)
+static void farm_release(farm *f, int k)
 {
-    tt_remote_close(f->session);
-    f->session = NULL;
+    tt_remote_close(f->session[k]);
+    f->session[k] = NULL;
 }
 
 /* ---- one workload's task ---- */
@@ -376,36 +384,40 @@ typedef struct candidate {
     double build_s;
     tt_measure_result res;
     char device[512]; /* farm: the fingerprint of the device that measured it */
-    float *rows;      /* per-store features (evolutionary search) */
+    bool compiled, measured;
+    float *rows; /* per-store features (evolutionary search) */
     int nrows;
 } candidate;
 
 #define FARM_TRIES 3
 
-/* Measures one candidate on a device of the farm.  A broken session is the device's failure, not
- * the candidate's: the candidate is measured again in a new session (another device when the
- * tracker has one), and only a candidate that breaks FARM_TRIES sessions in a row is recorded as
- * a runtime error.  Returns an error only when no device can be had (the run stops). */
-static tt_status farm_measure(task *t, candidate *c, const tt_measure_options *mo, tt_errbuf *err)
+/* Measures one candidate on the device of session `k`.  A broken session is the device's
+ * failure, not the candidate's: the candidate is measured again in a new session (another device
+ * when the tracker has one), and only a candidate that breaks FARM_TRIES sessions in a row is
+ * recorded as a runtime error.  Returns an error only when no device can be had (the run stops). */
+static tt_status farm_measure(task *t, int k, candidate *c, const tt_measure_options *mo,
+                              tt_errbuf *err)
 {
     farm *f = t->farm;
     for (int attempt = 1;; attempt++) {
         tt_errbuf e = {{0}};
-        tt_status s = farm_session(f, &e);
+        tt_status s = farm_session(f, k, &e);
         if (s)
             return tt_err(err, s, "%s", e.msg);
-        s = tt_remote_measure(f->session, c->so, "kernel", t->bufs, t->nparams, t->ninputs, mo,
+        s = tt_remote_measure(f->session[k], c->so, "kernel", t->bufs, t->nparams, t->ninputs, mo,
                               &c->res, &e);
         if (!s) {
             snprintf(c->device, sizeof(c->device), "%s",
-                     tt_remote_device(f->session)->fingerprint);
+                     tt_remote_device(f->session[k])->fingerprint);
             return TT_OK;
         }
+        pthread_mutex_lock(&f->mu);
         f->losses++;
         if (t->log)
             fprintf(t->log, "%s: device session lost (%s); measuring the candidate again\n",
                     t->w->key, e.msg);
-        farm_release(f);
+        pthread_mutex_unlock(&f->mu);
+        farm_release(f, k);
         if (attempt >= FARM_TRIES) {
             memset(&c->res, 0, sizeof(c->res));
             c->res.error_no = 4;
@@ -418,11 +430,18 @@ static tt_status farm_measure(task *t, candidate *c, const tt_measure_options *m
     }
 }
 
+/* A batch in flight: compile threads take candidates in order; with a farm, one measuring
+ * thread per device takes them in the same order as soon as they are compiled (builds pipelined
+ * with measurements). */
 typedef struct {
     candidate *c;
     int n;
-    int next;
+    int next, measure_next;
     pthread_mutex_t mu;
+    pthread_cond_t compiled;
+    tt_measure_options mo; /* with this batch's deadline */
+    tt_status failure;     /* no device: stop measuring, keep what was measured */
+    tt_errbuf err;
 } compile_queue;
 
 static void compile_one(candidate *c)
@@ -475,7 +494,47 @@ static void *compile_worker(void *arg)
         if (i < 0)
             return NULL;
         compile_one(&q->c[i]);
+        pthread_mutex_lock(&q->mu);
+        q->c[i].compiled = true;
+        pthread_cond_broadcast(&q->compiled);
+        pthread_mutex_unlock(&q->mu);
     }
+}
+
+typedef struct {
+    compile_queue *q;
+    int slot;
+} farm_worker_arg;
+
+static void *farm_worker(void *arg)
+{
+    farm_worker_arg *a = arg;
+    compile_queue *q = a->q;
+    for (;;) {
+        pthread_mutex_lock(&q->mu);
+        int i = q->measure_next < q->n && !q->failure ? q->measure_next++ : -1;
+        while (i >= 0 && !q->c[i].compiled)
+            pthread_cond_wait(&q->compiled, &q->mu);
+        pthread_mutex_unlock(&q->mu);
+        if (i < 0)
+            break;
+        candidate *c = &q->c[i];
+        task *t = c->t;
+        if (c->error_no || (t->o->stop && *t->o->stop))
+            continue;
+        tt_errbuf e = {{0}};
+        tt_status s = farm_measure(t, a->slot, c, &q->mo, &e);
+        pthread_mutex_lock(&q->mu);
+        if (s && !q->failure) {
+            q->failure = s;
+            q->err = e;
+        }
+        if (!s)
+            c->measured = true;
+        pthread_mutex_unlock(&q->mu);
+    }
+    farm_release(a->q->c[0].t->farm, a->slot); /* between batches the device serves others */
+    return NULL;
 }
 
 static char *config_of(task *t, uint64_t index)
@@ -1093,31 +1152,61 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
     for (int i = 0; i < n; i++) {
         c[i].t = t;
         c[i].device[0] = 0;
+        c[i].compiled = c[i].measured = false;
         snprintf(c[i].so, sizeof(c[i].so), "%s/c%d.so", t->dir, i);
     }
-    compile_queue q = {c, n, 0, PTHREAD_MUTEX_INITIALIZER};
+    compile_queue q;
+    memset(&q, 0, sizeof(q));
+    q.c = c;
+    q.n = n;
+    pthread_mutex_init(&q.mu, NULL);
+    pthread_cond_init(&q.compiled, NULL);
+    q.mo = t->o->measure;
+    q.mo.timeout_s = tt_tune_deadline(&q.mo, t->best_s);
     int nth = t->o->threads > 0 ? t->o->threads : 1;
     if (nth > n)
         nth = n;
-    pthread_t th[64];
-    int started = 0;
+    int ndev = t->farm && !t->o->objective ? t->farm->ndevices : 0;
+    pthread_t th[64 + FARM_MAX_DEVICES];
+    farm_worker_arg fa[FARM_MAX_DEVICES];
+    int started = 0, measuring = 0;
     for (int i = 0; i < nth && i < 64; i++)
-        if (!pthread_create(&th[i], NULL, compile_worker, &q))
+        if (!pthread_create(&th[started], NULL, compile_worker, &q))
             started++;
     if (started == 0)
         compile_worker(&q);
-    for (int i = 0; i < started; i++)
+    for (int k = 0; k < ndev; k++) {
+        fa[k] = (farm_worker_arg){&q, k};
+        if (!pthread_create(&th[started + measuring], NULL, farm_worker, &fa[k]))
+            measuring++;
+    }
+    if (ndev && measuring == 0) {
+        fa[0] = (farm_worker_arg){&q, 0};
+        farm_worker(&fa[0]);
+    }
+    for (int i = 0; i < started + measuring; i++)
         pthread_join(th[i], NULL);
-    /* Measure one at a time: kernels must not share the machine. */
-    tt_status failure = TT_OK;
+    pthread_cond_destroy(&q.compiled);
+    pthread_mutex_destroy(&q.mu);
+    tt_status failure = q.failure;
+    if (failure)
+        tt_err(err, failure, "%s", q.err.msg);
     tt_db_record recs[256];
     char extras[256][96];
     double costs[256][TT_MEASURE_MAX_REPEAT];
     int nrec = 0;
     for (int i = 0; i < n; i++) {
-        if (t->o->stop && *t->o->stop)
+        if (ndev) {
+            /* measured on the farm above; what was not (stop, no device) is not recorded */
+            if (!c[i].error_no && !c[i].measured) {
+                unlink(c[i].so);
+                continue;
+            }
+        } else if (t->o->stop && *t->o->stop) {
             break;
-        if (!c[i].error_no && t->o->objective) {
+        }
+        /* Locally one at a time: kernels must not share the machine. */
+        if (!ndev && !c[i].error_no && t->o->objective) {
             double cost = t->o->objective(t->o->objective_ctx, c[i].config);
             memset(&c[i].res, 0, sizeof(c[i].res));
             c[i].res.ncosts = 1;
@@ -1126,24 +1215,15 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
                 c[i].error_no = 4;
                 snprintf(c[i].error_text, sizeof(c[i].error_text), "objective: error");
             }
-        } else if (!c[i].error_no) {
-            tt_measure_options mo = t->o->measure;
-            mo.timeout_s = tt_tune_deadline(&mo, t->best_s);
-            if (t->farm) {
-                tt_status fs = farm_measure(t, &c[i], &mo, err);
-                if (fs) {
-                    unlink(c[i].so);
-                    failure = fs; /* no device: keep what was measured, then stop */
-                    break;
-                }
-            } else {
-                tt_measure_run(c[i].so, "kernel", t->bufs, t->nparams, t->ninputs, &mo, &c[i].res,
-                               err);
-            }
-            if (c[i].res.error_no == 7 && mo.timeout_s < t->o->measure.timeout_s)
+        } else if (!ndev && !c[i].error_no) {
+            tt_measure_run(c[i].so, "kernel", t->bufs, t->nparams, t->ninputs, &q.mo, &c[i].res,
+                           err);
+        }
+        if (!c[i].error_no && !t->o->objective) {
+            if (c[i].res.error_no == 7 && q.mo.timeout_s < t->o->measure.timeout_s)
                 snprintf(c[i].res.error_text, sizeof(c[i].res.error_text),
                          "killed after %.3g s: more than 50x slower than the best so far (%.3g s)",
-                         mo.timeout_s, t->best_s);
+                         q.mo.timeout_s, t->best_s);
             c[i].error_no = c[i].res.error_no;
             if (c[i].error_no)
                 snprintf(c[i].error_text, sizeof(c[i].error_text), "%s", c[i].res.error_text);
@@ -1178,9 +1258,7 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
         r->timestamp = tt_clock_wall();
         nrec++;
     }
-    if (t->farm)
-        farm_release(t->farm); /* between batches the device serves others */
-    for (int i = nrec; i < n; i++)
+    for (int i = 0; i < n; i++)
         unlink(c[i].so);
     /* Record before anything else can go wrong: the batch is what we measured. */
     if (nrec && tt_db_insert(t->db, recs, (size_t)nrec, NULL))
@@ -1509,10 +1587,10 @@ static tt_status schedule_tasks(const tt_tune_options *o, task **tasks, int n, F
  * another architecture than the devices' is refused before anything is compiled. */
 static tt_status farm_check(farm *f, const tt_target *t, tt_errbuf *err)
 {
-    tt_status s = farm_session(f, err);
+    tt_status s = farm_session(f, 0, err);
     if (s)
         return s;
-    const tt_device_info *d = tt_remote_device(f->session);
+    const tt_device_info *d = tt_remote_device(f->session[0]);
     snprintf(f->device, sizeof(f->device), "%s", d->fingerprint);
     const char *host, *cpu, *features;
     tt_codegen_host(&host, &cpu, &features);
@@ -1522,9 +1600,14 @@ static tt_status farm_check(farm *f, const tt_target *t, tt_errbuf *err)
         return tt_err(err, TT_ERR_INVALID_ARG,
                       "the target compiles for %s but device %s ('%s') is %s: give a target such "
                       "as \"llvm -mtriple=%s\"",
-                      want, tt_remote_peer(f->session), f->key, d->arch, d->triple);
+                      want, tt_remote_peer(f->session[0]), f->key, d->arch, d->triple);
+    int n = f->o->parallel;
+    if (n <= 0 && tt_remote_count_devices(f->o, &n, err))
+        n = 1;
+    f->ndevices = n < 1 ? 1 : n > FARM_MAX_DEVICES ? FARM_MAX_DEVICES : n;
     if (f->log)
-        fprintf(f->log, "measuring on the farm: device %s (%s)\n", tt_remote_peer(f->session),
+        fprintf(f->log, "measuring on the farm: %d device%s of key '%s', first %s (%s)\n",
+                f->ndevices, f->ndevices > 1 ? "s" : "", f->key, tt_remote_peer(f->session[0]),
                 d->fingerprint);
     return TT_OK;
 }
@@ -1546,12 +1629,13 @@ tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE
             "tvm-tune run measures on this CPU: target kind '%s' is not supported here (use llvm)",
             t.kind);
     farm fm = {0};
+    pthread_mutex_init(&fm.mu, NULL);
     if (o->remote) {
         fm.o = o->remote;
         fm.log = log;
         snprintf(fm.key, sizeof(fm.key), "%s", o->remote->key ? o->remote->key : "");
         if ((s = farm_check(&fm, &t, err))) {
-            farm_release(&fm);
+            farm_release(&fm, 0);
             return s;
         }
     } else if (t.triple[0]) {
@@ -1575,7 +1659,9 @@ tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE
         s = task_open(o, o->workloads[i], db, o->remote ? &fm : NULL, log, &tasks[i], err);
     if (!s)
         s = schedule_tasks(o, tasks, n, log, err);
-    farm_release(&fm);
+    for (int k = 0; k < FARM_MAX_DEVICES; k++)
+        farm_release(&fm, k);
+    pthread_mutex_destroy(&fm.mu);
     for (int i = 0; i < n; i++)
         if (tasks[i]) {
             task_close(tasks[i], o->workloads[i], &summaries[i]);

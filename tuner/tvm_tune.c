@@ -31,14 +31,16 @@ static void usage(FILE *f)
         "             [--scheduler gradient|round-robin] [--db PATH] [--seed S] [--timeout SEC]\n"
         "             [--batch N] [--number N] [--repeat N] [--min-repeat-ms MS]\n"
         "             [--cooldown-ms MS] [--cache-flush]\n"
-        "             [--tracker HOST:PORT --key K [--priority P] [--device-wait SEC] | --rpc "
-        "H:P]\n"
+        "             [--tracker HOST:PORT --key K [--parallel N] [--priority P]\n"
+        "              [--device-wait SEC] | --rpc HOST:PORT]\n"
         "  measures candidate schedules of each workload on this machine, each in a sandboxed\n"
         "  child process, and records every result in the database (default ./tuning.db).\n"
         "  With --tracker the search stays here and candidates are measured on a device of key\n"
-        "  K of the farm (tvm-rpc-server), one session per batch; a device lost mid-batch has\n"
-        "  its candidate measured again on another; --device-wait bounds the wait for a free\n"
-        "  device (600 s).  --rpc measures on one standalone tvm-rpc-server.  Give --target\n"
+        "  K of the farm (tvm-rpc-server): every device of the key at once (--parallel N: at\n"
+        "  most N), each candidate as soon as it is compiled, one session per device and batch;\n"
+        "  a device lost mid-batch has its candidate measured again on another; --priority is\n"
+        "  the tracker's (larger first); --device-wait bounds the wait for a free device\n"
+        "  (600 s).  --rpc measures on one standalone tvm-rpc-server.  Give --target\n"
         "  for the devices' CPU, e.g. 'llvm -mtriple=aarch64-linux-gnu' (docs/farm.md).\n"
         "  --trials counts per workload (on average), including what earlier runs of the same\n"
         "  workload, target and machine measured: running the same command again resumes.\n"
@@ -265,6 +267,7 @@ static int cmd_run(int argc, char **argv)
                                          {"key", required_argument, 0, 'k'},
                                          {"priority", required_argument, 0, 'Y'},
                                          {"device-wait", required_argument, 0, 'Z'},
+                                         {"parallel", required_argument, 0, 'L'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *workloads[64];
@@ -428,6 +431,16 @@ static int cmd_run(int argc, char **argv)
             break;
         }
         case 'k': remote.key = optarg; break;
+        case 'L': {
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 1 || v > 16) {
+                fprintf(stderr, "tvm-tune run: --parallel takes 1 to 16 devices, got '%s'\n",
+                        optarg);
+                return 2;
+            }
+            remote.parallel = (int)v;
+            break;
+        }
         case 'Y':
         case 'Z': {
             double v = strtod(optarg, &end);
