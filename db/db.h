@@ -14,7 +14,7 @@
 
 #include "../base/base.h"
 
-#define TT_DB_SCHEMA_VERSION 1
+#define TT_DB_SCHEMA_VERSION 2
 
 typedef struct tt_db tt_db;
 
@@ -168,11 +168,14 @@ typedef struct tt_db_job {
     int64_t trials_done, trials_total;
     double best_s; /* 0 = none yet */
     double created, updated;
+    char *message; /* why it failed or stopped; "" when nothing to say */
 } tt_db_job;
 
 tt_status tt_db_job_create(tt_db *db, const char *params_json, int64_t trials_total, int64_t *id);
 tt_status tt_db_job_update(tt_db *db, int64_t id, const char *state, int64_t trials_done,
                            double best_s);
+/* Sets the job's message (why it failed, what it is waiting for). */
+tt_status tt_db_job_set_message(tt_db *db, int64_t id, const char *message);
 tt_status tt_db_jobs_list(tt_db *db, tt_db_job **jobs, size_t *n);
 void tt_db_jobs_free(tt_db_job *jobs, size_t n);
 

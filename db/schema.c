@@ -75,6 +75,8 @@ static const char *const migrations[] = {
     "  model BLOB NOT NULL"
     ");"
     "CREATE INDEX cost_models_name ON cost_models(name, feature_schema);",
+    /* 1 -> 2: why a job failed or stopped, for tvm-tune status */
+    "ALTER TABLE jobs ADD COLUMN message TEXT NOT NULL DEFAULT '';",
 };
 _Static_assert(TT_ARRAY_LEN(migrations) == TT_DB_SCHEMA_VERSION, "one migration per version");
 

@@ -667,6 +667,22 @@ tt_status tt_db_job_update(tt_db *db, int64_t id, const char *state, int64_t tri
     return s;
 }
 
+tt_status tt_db_job_set_message(tt_db *db, int64_t id, const char *message)
+{
+    sqlite3_stmt *st;
+    tt_status s = tt__db_prepare(db, "UPDATE jobs SET message = ?, updated = ? WHERE id = ?", &st);
+    if (s)
+        return s;
+    sqlite3_bind_text(st, 1, message ? message : "", -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 2, tt_clock_wall());
+    sqlite3_bind_int64(st, 3, id);
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_DONE)
+        s = tt__db_sqlite(db, rc, "updating a job");
+    sqlite3_finalize(st);
+    return s;
+}
+
 tt_status tt_db_jobs_list(tt_db *db, tt_db_job **jobs, size_t *n)
 {
     *jobs = NULL;
@@ -674,7 +690,7 @@ tt_status tt_db_jobs_list(tt_db *db, tt_db_job **jobs, size_t *n)
     sqlite3_stmt *st;
     tt_status s = tt__db_prepare(db,
                                  "SELECT id, state, params, trials_done, trials_total, best_s, "
-                                 "created, updated FROM jobs ORDER BY id",
+                                 "created, updated, message FROM jobs ORDER BY id",
                                  &st);
     if (s)
         return s;
@@ -695,6 +711,7 @@ tt_status tt_db_jobs_list(tt_db *db, tt_db_job **jobs, size_t *n)
         j->best_s = sqlite3_column_double(st, 5);
         j->created = sqlite3_column_double(st, 6);
         j->updated = sqlite3_column_double(st, 7);
+        j->message = col_text(st, 8);
     }
     if (!s && rc != SQLITE_DONE)
         s = tt__db_sqlite(db, rc, "listing jobs");
@@ -707,6 +724,7 @@ void tt_db_jobs_free(tt_db_job *jobs, size_t n)
     for (size_t i = 0; jobs && i < n; i++) {
         free(jobs[i].state);
         free(jobs[i].params);
+        free(jobs[i].message);
     }
     free(jobs);
 }

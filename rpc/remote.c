@@ -74,25 +74,42 @@ static int dial(const char *host, int port, double timeout_s, tt_errbuf *err)
     return fd;
 }
 
-/* REQUEST on the tracker: the device's address and ticket. */
+/* REQUEST on the tracker: the device's address and ticket.  The wait is cut in one-second
+ * slices so that a stop request ends it promptly. */
 static tt_status request(const tt_remote_options *o, char *host, size_t hn, int *port,
                          char *matchkey, size_t mn, tt_errbuf *err)
 {
     double wait = o->request_timeout_s > 0 ? o->request_timeout_s : 600;
     tt_tracker_conn c;
-    tt_status st = tt_tracker_connect(o->tracker_host, o->tracker_port, wait, &c, err);
+    tt_status st = tt_tracker_connect(o->tracker_host, o->tracker_port, 10, &c, err);
     if (st)
         return st;
     json_t *m = json_pack("[i, s, s, i]", 4, o->key, "", o->priority);
     char *text = json_dumps(m, JSON_COMPACT);
     json_decref(m);
     char *reply = NULL;
-    st = text ? tt_tracker_call(&c, text, &reply, err) : tt_err(err, TT_ERR_NOMEM, "out of memory");
+    st = text ? tt_tracker_send(&c, text, err) : tt_err(err, TT_ERR_NOMEM, "out of memory");
     free(text);
+    struct timeval tv = {1, 0};
+    setsockopt(c.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    double t0 = tt_clock_monotonic();
+    while (!st) {
+        st = tt_tracker_recv(&c, &reply, err);
+        if (st != TT_ERR_LIMIT)
+            break;
+        if (o->stop && *o->stop) {
+            st =
+                tt_err(err, TT_ERR_LIMIT, "stopped while waiting for a device of key '%s'", o->key);
+            break;
+        }
+        if (tt_clock_monotonic() - t0 >= wait) {
+            st = tt_err(err, TT_ERR_LIMIT, "no device of key '%s' became free within %.0f s",
+                        o->key, wait);
+            break;
+        }
+        st = TT_OK;
+    }
     tt_tracker_close(&c);
-    if (st == TT_ERR_IO && strstr(err->msg, "in time"))
-        return tt_err(err, TT_ERR_LIMIT, "no device of key '%s' became free within %.0f s", o->key,
-                      wait);
     if (st == TT_ERR_IO)
         return tt_err_prefix(err, TT_ERR_IO, "waiting for a device of key '%s'", o->key);
     if (st)

@@ -12,6 +12,8 @@
 #ifndef TT_RPC_REMOTE_H
 #define TT_RPC_REMOTE_H
 
+#include <signal.h>
+
 #include "../base/base.h"
 #include "device_info.h"
 #include "measure.h"
@@ -21,11 +23,12 @@ typedef struct tt_remote_options {
     int tracker_port;
     const char *host; /* the standalone server */
     int port;
-    const char *key;          /* device key to request */
-    int priority;             /* REQUEST priority (larger first), default 0 */
-    double request_timeout_s; /* longest wait for a free device, default 600 */
-    double session_timeout_s; /* the server ends a session silent this long, default 60 */
-    int parallel;             /* tuner: devices measuring at once; 0 = every device of the key */
+    const char *key;             /* device key to request */
+    int priority;                /* REQUEST priority (larger first), default 0 */
+    double request_timeout_s;    /* longest wait for a free device, default 600 */
+    double session_timeout_s;    /* the server ends a session silent this long, default 60 */
+    int parallel;                /* tuner: devices measuring at once; 0 = every device of the key */
+    volatile sig_atomic_t *stop; /* when set, a wait for a device ends (TT_ERR_LIMIT) */
 } tt_remote_options;
 
 typedef struct tt_remote tt_remote;

@@ -69,15 +69,18 @@ void tt_tracker_close(tt_tracker_conn *c)
     c->fd = -1;
 }
 
-tt_status tt_tracker_call(tt_tracker_conn *c, const char *json, char **reply, tt_errbuf *err)
+tt_status tt_tracker_send(tt_tracker_conn *c, const char *json, tt_errbuf *err)
 {
-    *reply = NULL;
     tt_strbuf sb = {0};
     tt_frame_append(&sb, json, strlen(json));
     bool ok = !sb.oom && tt_write_all(c->fd, sb.data, sb.len);
     tt_strbuf_free(&sb);
-    if (!ok)
-        return tt_err(err, TT_ERR_IO, "sending to the tracker: %s", strerror(errno));
+    return ok ? TT_OK : tt_err(err, TT_ERR_IO, "sending to the tracker: %s", strerror(errno));
+}
+
+tt_status tt_tracker_recv(tt_tracker_conn *c, char **reply, tt_errbuf *err)
+{
+    *reply = NULL;
     for (;;) {
         const char *payload;
         size_t len;
@@ -95,12 +98,59 @@ tt_status tt_tracker_call(tt_tracker_conn *c, const char *json, char **reply, tt
         ssize_t r = recv(c->fd, buf, sizeof(buf), 0);
         if (r < 0 && errno == EINTR)
             continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return tt_err(err, TT_ERR_LIMIT, "the tracker did not answer in time");
         if (r <= 0)
             return tt_err(err, TT_ERR_IO, "the tracker %s",
-                          r == 0 ? "closed the connection" : "did not answer in time");
+                          r == 0 ? "closed the connection" : strerror(errno));
         if (tt_frame_reader_feed(&c->reader, buf, (size_t)r))
             return tt_err(err, TT_ERR_IO, "the tracker's reply is too large");
     }
+}
+
+tt_status tt_tracker_call(tt_tracker_conn *c, const char *json, char **reply, tt_errbuf *err)
+{
+    *reply = NULL;
+    tt_status s = tt_tracker_send(c, json, err);
+    if (!s)
+        s = tt_tracker_recv(c, reply, err);
+    return s == TT_ERR_LIMIT ? TT_ERR_IO : s;
+}
+
+tt_status tt_tracker_ext_call(const char *host, int port, const char *json, json_t **result,
+                              tt_errbuf *err)
+{
+    *result = NULL;
+    tt_tracker_conn c;
+    tt_status s = tt_tracker_connect(host, port, 30, &c, err);
+    if (s)
+        return s;
+    char *reply = NULL;
+    s = tt_tracker_call(&c, json, &reply, err);
+    tt_tracker_close(&c);
+    if (s == TT_ERR_IO && strstr(err->msg, "closed"))
+        return tt_err(err, TT_ERR_UNSUPPORTED,
+                      "the tracker at %s:%d does not run tuning jobs (a TVM tracker, or "
+                      "tvm-tracker --no-jobs)",
+                      host, port);
+    if (s)
+        return s;
+    json_t *r = NULL;
+    s = tt_json_parse(reply, strlen(reply), &r, err);
+    free(reply);
+    if (s)
+        return s;
+    json_t *code = json_array_get(r, 0), *value = json_array_get(r, 1);
+    if (!json_is_integer(code) || !value) {
+        s = tt_err(err, TT_ERR_PARSE, "the tracker's reply is not [code, value]");
+    } else if (json_integer_value(code) != 0) {
+        s = tt_err(err, TT_ERR_INVALID_ARG, "%s",
+                   json_is_string(value) ? json_string_value(value) : "the tracker refused");
+    } else {
+        *result = json_incref(value);
+    }
+    json_decref(r);
+    return s;
 }
 
 tt_status tt_tracker_parse_address(const char *text, int default_port, char *host, size_t n,

@@ -16,8 +16,21 @@ typedef struct tt_tracker_conn {
 tt_status tt_tracker_connect(const char *host, int port, double timeout_s, tt_tracker_conn *c,
                              tt_errbuf *err);
 void tt_tracker_close(tt_tracker_conn *c);
-/* Sends one JSON message and returns the reply text (malloc'ed) in *reply. */
+/* Sends one JSON message. */
+tt_status tt_tracker_send(tt_tracker_conn *c, const char *json, tt_errbuf *err);
+/* Receives one reply (malloc'ed) in *reply.  TT_ERR_LIMIT when the receive deadline passed with
+ * the connection intact (call again to keep waiting), TT_ERR_IO when it is lost. */
+tt_status tt_tracker_recv(tt_tracker_conn *c, char **reply, tt_errbuf *err);
+/* Sends one JSON message and returns the reply text (malloc'ed) in *reply; TT_ERR_IO when no
+ * reply came within the deadline. */
 tt_status tt_tracker_call(tt_tracker_conn *c, const char *json, char **reply, tt_errbuf *err);
+
+/* One extension message (codes >= 100, our tracker's jobs) on a new connection: *result gets the
+ * reply's value ([0, value]).  A reply [-1, "why"] is TT_ERR_INVALID_ARG with that text; a
+ * tracker that closes the connection instead (TVM's, or tvm-tracker --no-jobs) is
+ * TT_ERR_UNSUPPORTED. */
+tt_status tt_tracker_ext_call(const char *host, int port, const char *json, json_t **result,
+                              tt_errbuf *err);
 
 /* Splits "host:port" (a bare host gets `default_port`; "[::1]:9190" for IPv6). */
 tt_status tt_tracker_parse_address(const char *text, int default_port, char *host, size_t n,

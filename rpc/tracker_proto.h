@@ -33,6 +33,15 @@ enum {
     TT_TRACKER_GET_PENDING_MATCHKEYS = 7,
 };
 
+/* Our extensions (tracker-protocol.md §12; docs/tracker.md): tuning jobs.  Sent only to a
+ * tvm-tracker (TVM's closes the connection on them); replies are [0, value] or [-1, "why"]. */
+enum {
+    TT_TRACKER_JOB_SUBMIT = 100, /* [100, {params}]  -> [0, id] */
+    TT_TRACKER_JOB_STATUS = 101, /* [101, id]        -> [0, {job}] */
+    TT_TRACKER_JOB_LIST = 102,   /* [102]            -> [0, [{job}, ...]] */
+    TT_TRACKER_JOB_CANCEL = 103, /* [103, id]        -> [0, {job}] */
+};
+
 /* Little-endian int32 to and from 4 bytes. */
 void tt_put_le32(uint8_t *p, int32_t v);
 int32_t tt_get_le32(const uint8_t *p);

@@ -39,7 +39,15 @@ struct tt_registry {
     TT_VEC(conn) conns;
     TT_VEC(queue) queues; /* in creation order, as SUMMARY lists them */
     uint64_t seq;
+    tt_registry_ext_fn ext;
+    void *ext_ctx;
 };
+
+void tt_registry_set_extension(tt_registry *r, tt_registry_ext_fn fn, void *ctx)
+{
+    r->ext = fn;
+    r->ext_ctx = ctx;
+}
 
 tt_registry *tt_registry_new(const char *stop_key, tt_registry_send_fn send, void *ctx)
 {
@@ -347,7 +355,17 @@ tt_status tt_registry_handle(tt_registry *r, tt_conn_id id, const char *text, si
         break;
     }
     case TT_TRACKER_GET_PENDING_MATCHKEYS: s = handle_pending(r, c, err); break;
-    default: s = tt_err(err, TT_ERR_PARSE, "unknown tracker code %lld", (long long)code);
+    default:
+        if (code >= 100 && r->ext) {
+            char *reply = r->ext(r->ext_ctx, msg);
+            if (reply)
+                reply_text(r, id, reply);
+            else
+                s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+            free(reply);
+            break;
+        }
+        s = tt_err(err, TT_ERR_PARSE, "unknown tracker code %lld", (long long)code);
     }
     json_decref(msg);
     return s;

@@ -6,6 +6,7 @@
 #include <uv.h>
 
 #include "../rpc/tracker_proto.h"
+#include "jobs.h"
 #include "registry.h"
 
 typedef struct client {
@@ -22,6 +23,7 @@ typedef struct tracker {
     uv_tcp_t listener;
     uv_signal_t sigint, sigterm;
     tt_registry *reg;
+    tt_jobs *jobs;
     const tt_tracker_options *o;
     TT_VEC(client *) clients;
     tt_conn_id next_id;
@@ -116,6 +118,11 @@ static void registry_send(void *ctx, tt_conn_id id, const char *json, size_t len
 }
 
 static void stop_all(tracker *t);
+
+static char *jobs_extension(void *ctx, const json_t *msg)
+{
+    return tt_jobs_handle(ctx, msg);
+}
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
@@ -296,6 +303,19 @@ tt_status tt_tracker_run(const tt_tracker_options *o, tt_errbuf *err)
         bound = ntohs(addr.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&addr)->sin6_port
                                                  : ((struct sockaddr_in *)&addr)->sin_port);
     }
+    if (o->db_path) {
+        s = tt_jobs_open(o->db_path, host, bound, o->job_workers > 0 ? o->job_workers : 2, o->log,
+                         &t->jobs, err);
+        if (s) {
+            uv_close((uv_handle_t *)&t->listener, NULL);
+            uv_run(&t->loop, UV_RUN_DEFAULT);
+            uv_loop_close(&t->loop);
+            tt_registry_free(t->reg);
+            free(t);
+            return s;
+        }
+        tt_registry_set_extension(t->reg, jobs_extension, t->jobs);
+    }
     uv_signal_init(&t->loop, &t->sigint);
     uv_signal_init(&t->loop, &t->sigterm);
     t->sigint.data = t->sigterm.data = t;
@@ -305,6 +325,8 @@ tt_status tt_tracker_run(const tt_tracker_options *o, tt_errbuf *err)
     if (o->on_listen)
         o->on_listen(o->ctx, host, bound);
     uv_run(&t->loop, UV_RUN_DEFAULT);
+    /* Every connection is closed now: the jobs' waits for devices end at once. */
+    tt_jobs_close(t->jobs);
     uv_loop_close(&t->loop);
     TT_VEC_FREE(&t->clients);
     tt_registry_free(t->reg);

@@ -12,6 +12,8 @@ typedef struct tt_tracker_options {
     int port, port_end;   /* the first free port in [port, port_end) is bound; port 0: any */
     const char *stop_key; /* the secret of STOP; NULL: STOP is refused (stop with a signal) */
     FILE *log;            /* connection errors and life-cycle lines; NULL: quiet */
+    const char *db_path;  /* the farm database of tuning jobs; NULL: no jobs */
+    int job_workers;      /* jobs run at once, default 2 */
     /* called once the socket is bound, with the port (for printing); may be NULL */
     void (*on_listen)(void *ctx, const char *host, int port);
     void *ctx;

@@ -10,13 +10,21 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: tvm-tracker [--host H] [--port P] [--port-end E] [--stop-key K] [--quiet]\n"
+    fprintf(f, "usage: tvm-tracker [--host H] [--port P] [--port-end E] [--db PATH] [--no-jobs]\n"
+               "                   [--job-workers N] [--stop-key K] [--quiet]\n"
                "\n"
                "Apache TVM's RPC tracker, wire-compatible: TVM's servers, clients and\n"
-               "query_rpc_tracker work against it unchanged (docs/tracker.md).\n"
+               "query_rpc_tracker work against it unchanged (docs/tracker.md).  It also runs\n"
+               "tuning jobs (tvm-tune submit): the search runs here, candidates are measured on\n"
+               "the farm's devices of the job's key, every measurement is stored in the database\n"
+               "as it arrives, and unfinished jobs resume when the tracker starts again.\n"
                "  --host H       address to listen on (default 127.0.0.1; 0.0.0.0 or :: for all)\n"
                "  --port P       first port to try (default 9190; 0 lets the system choose)\n"
                "  --port-end E   ports P up to E-1 are tried in turn (default 9199)\n"
+               "  --db PATH      the farm database: jobs and their measurements (default\n"
+               "                 ./farm.db; tvm-db reads it)\n"
+               "  --no-jobs      only the tracker protocol: no database, no jobs\n"
+               "  --job-workers N  jobs run at once (default 2); more wait in the queue\n"
                "  --stop-key K   the secret a STOP message must carry; without it STOP is refused\n"
                "                 and SIGINT or SIGTERM stops the tracker\n"
                "  --quiet        no log lines on stderr\n"
@@ -45,19 +53,20 @@ static int parse_port(const char *what, const char *s, int *out)
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {{"host", required_argument, 0, 'H'},
-                                         {"port", required_argument, 0, 'p'},
-                                         {"port-end", required_argument, 0, 'e'},
-                                         {"stop-key", required_argument, 0, 'k'},
-                                         {"quiet", no_argument, 0, 'q'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"host", required_argument, 0, 'H'},     {"port", required_argument, 0, 'p'},
+        {"port-end", required_argument, 0, 'e'}, {"stop-key", required_argument, 0, 'k'},
+        {"quiet", no_argument, 0, 'q'},          {"db", required_argument, 0, 'd'},
+        {"no-jobs", no_argument, 0, 'J'},        {"job-workers", required_argument, 0, 'w'},
+        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
     tt_tracker_options o;
     memset(&o, 0, sizeof(o));
     o.host = "127.0.0.1";
     o.port = TT_TRACKER_PORT;
     o.port_end = -1;
     o.log = stderr;
+    o.db_path = "farm.db";
+    o.job_workers = 2;
     o.on_listen = on_listen;
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -73,6 +82,17 @@ int main(int argc, char **argv)
             break;
         case 'k': o.stop_key = optarg; break;
         case 'q': o.log = NULL; break;
+        case 'd': o.db_path = optarg; break;
+        case 'J': o.db_path = NULL; break;
+        case 'w': {
+            int v;
+            if (parse_port("--job-workers", optarg, &v) || v < 1 || v > 16) {
+                fprintf(stderr, "tvm-tracker: --job-workers takes 1 to 16\n");
+                return 2;
+            }
+            o.job_workers = v;
+            break;
+        }
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

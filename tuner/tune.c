@@ -78,6 +78,7 @@ typedef struct {
     double wait_s;
     pthread_mutex_t mu; /* losses, wait_s, the log */
     FILE *log;
+    volatile sig_atomic_t *stop;
 } farm;
 
 /* Opens session `k` when it is not open.  An unreachable tracker or device is retried (the
@@ -97,6 +98,8 @@ static tt_status farm_session(farm *f, int k, tt_errbuf *err)
         pthread_mutex_unlock(&f->mu);
         if (s != TT_ERR_IO)
             return s;
+        if (f->stop && *f->stop)
+            return tt_err(err, TT_ERR_LIMIT, "stopped while waiting for a device");
         double spent = tt_clock_monotonic() - t0;
         if (spent + pause > limit)
             return tt_err_prefix(err, TT_ERR_LIMIT, "no device for %.0f s", spent);
@@ -1236,6 +1239,7 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
         r->device = c[i].device[0] ? c[i].device : t->device;
         r->config = c[i].config;
         r->config_kind = TT_CONFIG_STEPS;
+        r->job = t->o->job;
         if (c[i].index != UINT64_MAX && c[i].index != STEPS_INDEX) {
             snprintf(extras[nrec], sizeof(extras[nrec]), "{\"space\": \"%s\", \"index\": %llu}",
                      t->space_sig, (unsigned long long)c[i].index);
@@ -1633,6 +1637,7 @@ tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE
     if (o->remote) {
         fm.o = o->remote;
         fm.log = log;
+        fm.stop = o->stop;
         snprintf(fm.key, sizeof(fm.key), "%s", o->remote->key ? o->remote->key : "");
         if ((s = farm_check(&fm, &t, err))) {
             farm_release(&fm, 0);

@@ -51,6 +51,7 @@ typedef struct tt_tune_options {
      * this machine: a session per batch of candidates; a device lost mid-batch costs nothing but
      * a retry of its candidate on another device.  NULL: this machine. */
     const tt_remote_options *remote;
+    int64_t job; /* the tracker's job these measurements belong to (records carry it), 0: none */
     /* For tests and benchmarks of the search itself: when set, candidates are lowered but not
      * compiled or run, and a config's cost in seconds is objective(ctx, config) (<= 0: an error
      * of the run).  Everything else (records, resume, strategies) is unchanged. */

@@ -4,6 +4,7 @@
 #include "schedule/schedule.h"
 #include "rpc/tracker_client.h"
 #include "tuner/tune.h"
+#include "tuner/tvm_tune_cli.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -24,6 +25,8 @@ static void usage(FILE *f)
         "  lower   print the loop IR of a workload under a schedule\n"
         "  ops     list the operator library and its parameters\n"
         "  summary the servers and queues of a tracker, as TVM's query_rpc_tracker prints them\n"
+        "  submit  hand a tuning job to a tvm-tracker, which runs it on its farm\n"
+        "  status, watch, cancel, jobs   follow and control submitted jobs\n"
         "\n"
         "tvm-tune run --workload W [--weight X] [--workload W2 [--weight X2] ...] [--target T]\n"
         "             [--trials N] [--strategy random|grid|ga|xgb|evo] [--population N]\n"
@@ -60,6 +63,18 @@ static void usage(FILE *f)
         "  Measurement: --number (calls per sample, 1), --repeat (samples, 5), --min-repeat-ms\n"
         "  (20), --cooldown-ms (0), --cache-flush (flush inputs before each sample), --timeout\n"
         "  (per candidate, 10 s).  docs/tuning.md and docs/search.md say more.\n"
+        "\n"
+        "tvm-tune submit --tracker HOST:PORT --key K --workload W ... [--watch]\n"
+        "  takes the options of run (workloads, weights, target, trials, strategy, search and\n"
+        "  measurement options, --priority, --parallel, --device-wait) and hands the job to the\n"
+        "  tracker, which searches, measures on its devices of key K and stores every result in\n"
+        "  its database (tvm-tracker --db).  Prints the job id; --watch follows it to the end.\n"
+        "tvm-tune status --tracker HOST:PORT JOB [--json]   a job's state and progress\n"
+        "tvm-tune watch --tracker HOST:PORT JOB [--interval S]\n"
+        "  progress lines until the job ends; exit 0 done, 1 failed, 3 cancelled\n"
+        "tvm-tune cancel --tracker HOST:PORT JOB   stops it after the candidates in flight\n"
+        "tvm-tune jobs --tracker HOST:PORT [--json]   every job of the tracker\n"
+        "  (docs/farm.md)\n"
         "\n"
         "tvm-tune lower --workload W [--steps FILE | --steps-json JSON] [--check] [--seed N]\n"
         "               [--dag] [--state]\n"
@@ -241,7 +256,7 @@ static void on_sigint(int sig)
     stop_requested = 1;
 }
 
-static int cmd_run(int argc, char **argv)
+int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
 {
     static const struct option opts[] = {{"workload", required_argument, 0, 'w'},
                                          {"target", required_argument, 0, 't'},
@@ -268,95 +283,97 @@ static int cmd_run(int argc, char **argv)
                                          {"priority", required_argument, 0, 'Y'},
                                          {"device-wait", required_argument, 0, 'Z'},
                                          {"parallel", required_argument, 0, 'L'},
+                                         {"watch", no_argument, 0, 'A'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    const char *workloads[64];
-    char remote_host[256];
-    tt_remote_options remote;
-    memset(&remote, 0, sizeof(remote));
-    bool use_remote = false;
-    double weights[64];
-    int nw = 0;
-    tt_tune_options o;
-    memset(&o, 0, sizeof(o));
-    o.trials = 64;
-    o.seed = 1;
-    o.strategy = TT_STRATEGY_XGB; /* 1.33x random search within 64 trials (bench_search) */
-    o.db_path = "tuning.db";
-    o.target = "llvm";
-    o.measure.repeat = 5;
-    o.measure.min_repeat_ms = 20;
-    o.measure.timeout_s = 10;
-    o.measure.memory_limit = 0;
+    memset(a, 0, sizeof(*a));
+    tt_tune_options *o = &a->o;
+    tt_remote_options *remote = &a->remote;
+    o->trials = 64;
+    o->seed = 1;
+    o->strategy = TT_STRATEGY_XGB; /* 1.33x random search within 64 trials (bench_search) */
+    o->db_path = "tuning.db";
+    a->watch = false;
+    o->target = "llvm";
+    o->measure.repeat = 5;
+    o->measure.min_repeat_ms = 20;
+    o->measure.timeout_s = 10;
+    o->measure.memory_limit = 0;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "w:t:n:s:d:S:T:b:N:R:M:C:Fh", opts, NULL)) != -1) {
         char *end;
         switch (c) {
         case 'w':
-            if (nw == 64) {
-                fprintf(stderr, "tvm-tune run: at most 64 workloads\n");
+            if (a->nw == 64) {
+                fprintf(stderr, "tvm-tune %s: ", cmd);
+                fprintf(stderr, "at most 64 workloads\n");
                 return 2;
             }
-            weights[nw] = 1.0;
-            workloads[nw++] = optarg;
+            a->weights[a->nw] = 1.0;
+            a->workloads[a->nw++] = optarg;
             break;
         case 'W': {
             char *wend;
             double v = strtod(optarg, &wend);
-            if (nw == 0 || *wend || !(v > 0) || v > 1e9) {
+            if (a->nw == 0 || *wend || !(v > 0) || v > 1e9) {
+                fprintf(stderr, "tvm-tune %s: ", cmd);
                 fprintf(stderr,
-                        "tvm-tune run: --weight needs a positive number after a "
+                        "--weight needs a positive number after a "
                         "--workload (got '%s')\n",
                         optarg);
                 return 2;
             }
-            weights[nw - 1] = v;
+            a->weights[a->nw - 1] = v;
             break;
         }
-        case 'V': o.overlap_search = true; break;
+        case 'V': o->overlap_search = true; break;
         case 'X':
             if (!strcmp(optarg, "knob"))
-                o.features = TT_FEATURES_KNOB;
+                o->features = TT_FEATURES_KNOB;
             else if (!strcmp(optarg, "itervar"))
-                o.features = TT_FEATURES_ITERVAR;
+                o->features = TT_FEATURES_ITERVAR;
             else {
-                fprintf(stderr, "tvm-tune run: --features is knob or itervar\n");
+                fprintf(stderr, "tvm-tune %s: ", cmd);
+                fprintf(stderr, "--features is knob or itervar\n");
                 return 2;
             }
             break;
         case 'D':
-            o.diversity = strtod(optarg, &end);
-            if (*end || !(o.diversity > 1) || o.diversity > 64) {
-                fprintf(stderr, "tvm-tune run: --diversity needs a ratio above 1 (e.g. 2)\n");
+            o->diversity = strtod(optarg, &end);
+            if (*end || !(o->diversity > 1) || o->diversity > 64) {
+                fprintf(stderr, "tvm-tune %s: ", cmd);
+                fprintf(stderr, "--diversity needs a ratio above 1 (e.g. 2)\n");
                 return 2;
             }
             break;
         case 'P':
             if (!strcmp(optarg, "gradient"))
-                o.policy = TT_SCHED_GRADIENT;
+                o->policy = TT_SCHED_GRADIENT;
             else if (!strcmp(optarg, "round-robin"))
-                o.policy = TT_SCHED_ROUND_ROBIN;
+                o->policy = TT_SCHED_ROUND_ROBIN;
             else {
-                fprintf(stderr, "tvm-tune run: --scheduler is gradient or round-robin\n");
+                fprintf(stderr, "tvm-tune %s: ", cmd);
+                fprintf(stderr, "--scheduler is gradient or round-robin\n");
                 return 2;
             }
             break;
-        case 't': o.target = optarg; break;
-        case 'd': o.db_path = optarg; break;
+        case 't': o->target = optarg; break;
+        case 'd': o->db_path = optarg; break;
         case 's':
             if (!strcmp(optarg, "random"))
-                o.strategy = TT_STRATEGY_RANDOM;
+                o->strategy = TT_STRATEGY_RANDOM;
             else if (!strcmp(optarg, "grid"))
-                o.strategy = TT_STRATEGY_GRID;
+                o->strategy = TT_STRATEGY_GRID;
             else if (!strcmp(optarg, "ga"))
-                o.strategy = TT_STRATEGY_GA;
+                o->strategy = TT_STRATEGY_GA;
             else if (!strcmp(optarg, "xgb"))
-                o.strategy = TT_STRATEGY_XGB;
+                o->strategy = TT_STRATEGY_XGB;
             else if (!strcmp(optarg, "evo"))
-                o.strategy = TT_STRATEGY_EVO;
+                o->strategy = TT_STRATEGY_EVO;
             else {
-                fprintf(stderr, "tvm-tune run: --strategy is random, grid, ga, xgb or evo\n");
+                fprintf(stderr, "tvm-tune %s: ", cmd);
+                fprintf(stderr, "--strategy is random, grid, ga, xgb or evo\n");
                 return 2;
             }
             break;
@@ -367,7 +384,8 @@ static int cmd_run(int argc, char **argv)
             errno = 0;
             long long v = strtoll(optarg, &end, 10);
             if (*end || errno || v < (c == 'S' ? 0 : 1) || (c == 'O' && v > 1 << 20)) {
-                fprintf(stderr, "tvm-tune run: --%s needs a %s integer, got '%s'\n",
+                fprintf(stderr, "tvm-tune %s: ", cmd);
+                fprintf(stderr, "--%s needs a %s integer, got '%s'\n",
                         c == 'n'   ? "trials"
                         : c == 'S' ? "seed"
                         : c == 'O' ? "population"
@@ -376,19 +394,20 @@ static int cmd_run(int argc, char **argv)
                 return 2;
             }
             if (c == 'n')
-                o.trials = v;
+                o->trials = v;
             else if (c == 'S')
-                o.seed = (uint64_t)v;
+                o->seed = (uint64_t)v;
             else if (c == 'O')
-                o.population = (int)v;
+                o->population = (int)v;
             else
-                o.batch = (int)v;
+                o->batch = (int)v;
             break;
         }
         case 'T':
-            o.measure.timeout_s = strtod(optarg, &end);
-            if (*end || o.measure.timeout_s <= 0) {
-                fprintf(stderr, "tvm-tune run: --timeout needs a positive number of seconds\n");
+            o->measure.timeout_s = strtod(optarg, &end);
+            if (*end || o->measure.timeout_s <= 0) {
+                fprintf(stderr, "tvm-tune %s: ", cmd);
+                fprintf(stderr, "--timeout needs a positive number of seconds\n");
                 return 2;
             }
             break;
@@ -398,86 +417,102 @@ static int cmd_run(int argc, char **argv)
         case 'C': {
             double v = strtod(optarg, &end);
             if (*end || v < 0 || ((c == 'N' || c == 'R') && (v < 1 || v > 1e6))) {
-                fprintf(stderr, "tvm-tune run: bad value '%s' for a measurement option\n", optarg);
+                fprintf(stderr, "tvm-tune %s: ", cmd);
+                fprintf(stderr, "bad value '%s' for a measurement option\n", optarg);
                 return 2;
             }
             if (c == 'N')
-                o.measure.number = (int)v;
+                o->measure.number = (int)v;
             else if (c == 'R')
-                o.measure.repeat = (int)v;
+                o->measure.repeat = (int)v;
             else if (c == 'M')
-                o.measure.min_repeat_ms = v;
+                o->measure.min_repeat_ms = v;
             else
-                o.measure.cooldown_ms = v;
+                o->measure.cooldown_ms = v;
             break;
         }
         case 'K':
         case 'Q': {
             tt_errbuf aerr = {{0}};
             int port;
-            if (tt_tracker_parse_address(optarg, c == 'K' ? TT_TRACKER_PORT : 9090, remote_host,
-                                         sizeof(remote_host), &port, &aerr)) {
-                fprintf(stderr, "tvm-tune run: --%s: %s\n", c == 'K' ? "tracker" : "rpc", aerr.msg);
+            if (tt_tracker_parse_address(optarg, c == 'K' ? TT_TRACKER_PORT : 9090, a->remote_host,
+                                         sizeof(a->remote_host), &port, &aerr)) {
+                fprintf(stderr, "tvm-tune %s: ", cmd);
+                fprintf(stderr, "--%s: %s\n", c == 'K' ? "tracker" : "rpc", aerr.msg);
                 return 2;
             }
             if (c == 'K') {
-                remote.tracker_host = remote_host;
-                remote.tracker_port = port;
+                remote->tracker_host = a->remote_host;
+                remote->tracker_port = port;
             } else {
-                remote.host = remote_host;
-                remote.port = port;
+                remote->host = a->remote_host;
+                remote->port = port;
             }
-            use_remote = true;
+            a->use_remote = true;
             break;
         }
-        case 'k': remote.key = optarg; break;
+        case 'k': remote->key = optarg; break;
         case 'L': {
             long v = strtol(optarg, &end, 10);
             if (*end || v < 1 || v > 16) {
-                fprintf(stderr, "tvm-tune run: --parallel takes 1 to 16 devices, got '%s'\n",
-                        optarg);
+                fprintf(stderr, "tvm-tune %s: ", cmd);
+                fprintf(stderr, "--parallel takes 1 to 16 devices, got '%s'\n", optarg);
                 return 2;
             }
-            remote.parallel = (int)v;
+            remote->parallel = (int)v;
             break;
         }
         case 'Y':
         case 'Z': {
             double v = strtod(optarg, &end);
             if (*end || v < 0) {
-                fprintf(stderr, "tvm-tune run: --%s needs a number, got '%s'\n",
+                fprintf(stderr, "tvm-tune %s: ", cmd);
+                fprintf(stderr, "--%s needs a number, got '%s'\n",
                         c == 'Y' ? "priority" : "device-wait", optarg);
                 return 2;
             }
             if (c == 'Y')
-                remote.priority = (int)v;
+                remote->priority = (int)v;
             else
-                remote.request_timeout_s = v;
+                remote->request_timeout_s = v;
             break;
         }
         case 'F':
             /* As auto_scheduler: flushing only means something with one call per sample. */
-            o.measure.cache_flush = true;
-            o.measure.number = 1;
-            o.measure.min_repeat_ms = 0;
+            o->measure.cache_flush = true;
+            o->measure.number = 1;
+            o->measure.min_repeat_ms = 0;
             break;
+        case 'A': a->watch = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
     }
-    if (nw == 0) {
-        fprintf(stderr, "tvm-tune run: give at least one --workload\n");
+    if (a->nw == 0) {
+        fprintf(stderr, "tvm-tune %s: give at least one --workload\n", cmd);
         return 2;
     }
-    if (use_remote && remote.tracker_host && !remote.key) {
-        fprintf(stderr, "tvm-tune run: --tracker needs --key (the device key to measure on)\n");
+    if (a->use_remote && remote->tracker_host && !remote->key) {
+        fprintf(stderr, "tvm-tune %s: --tracker needs --key (the device key to measure on)\n", cmd);
         return 2;
     }
-    if (use_remote)
-        o.remote = &remote;
-    o.workloads = workloads;
-    o.weights = weights;
-    o.nworkloads = nw;
+    if (a->use_remote)
+        o->remote = remote;
+    o->workloads = a->workloads;
+    o->weights = a->weights;
+    o->nworkloads = a->nw;
+    return -1;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    static tune_args args;
+    int rc0 = parse_tune_args("run", argc, argv, &args);
+    if (rc0 >= 0)
+        return rc0;
+    tt_tune_options o = args.o;
+    int nw = args.nw;
+    bool use_remote = args.use_remote;
     o.threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     o.progress = isatty(STDERR_FILENO);
     o.stop = &stop_requested;
@@ -596,6 +631,11 @@ int main(int argc, char **argv)
         return cmd_ops();
     if (strcmp(cmd, "summary") == 0)
         return cmd_summary(argc - 1, argv + 1);
+    if (strcmp(cmd, "submit") == 0)
+        return cmd_submit(argc - 1, argv + 1);
+    if (strcmp(cmd, "status") == 0 || strcmp(cmd, "watch") == 0 || strcmp(cmd, "cancel") == 0 ||
+        strcmp(cmd, "jobs") == 0)
+        return cmd_job(cmd, argc - 1, argv + 1);
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
         return 0;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -114,7 +115,10 @@ static bool start_tracker(int port)
     char p[16], end[16], rest[128];
     snprintf(p, sizeof(p), "%d", port);
     snprintf(end, sizeof(end), "%d", port ? port + 1 : 1);
-    char *argv[] = {TT_BIN "/tvm-tracker", "--port", p, "--port-end", end, "--quiet", NULL};
+    char db[300];
+    snprintf(db, sizeof(db), "%s/farm.db", workdir);
+    char *argv[] = {
+        TT_BIN "/tvm-tracker", "--port", p, "--port-end", end, "--db", db, "--quiet", NULL};
     if (!tt_proc_start(&tracker, argv) ||
         !tt_proc_wait_line(&tracker, "listening on 127.0.0.1:", rest, sizeof(rest), 10))
         return false;
@@ -346,7 +350,7 @@ static void device_dies_mid_run(void **state)
 {
     (void)state;
     char db[300], tr[64];
-    snprintf(db, sizeof(db), "%s/farm.db", workdir);
+    snprintf(db, sizeof(db), "%s/run.db", workdir);
     snprintf(tr, sizeof(tr), "127.0.0.1:%d", tracker_port);
     /* slow measurements (min-repeat-ms) so the kill lands inside a session */
     char *argv[] = {TT_BIN "/tvm-tune",
@@ -455,10 +459,102 @@ static void tracker_restarted_mid_run(void **state)
     assert_true(wait_free("solo", 1, 40));
 }
 
+/* Runs a tvm-tune command line; its exit code, and its stdout in out. */
+static int tvm_tune(const char *args, char *out, size_t n)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof(cmd), "%s/tvm-tune %s", TT_BIN, args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t len = fread(out, 1, n - 1, p);
+    out[len] = 0;
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static long long job_measured(long long id)
+{
+    char args[256], out[8192];
+    snprintf(args, sizeof(args), "status --tracker 127.0.0.1:%d %lld --json", tracker_port, id);
+    if (tvm_tune(args, out, sizeof(out)) != 0)
+        return -1;
+    char *at = strstr(out, "\"measured\": ");
+    return at ? atoll(at + 12) : -1;
+}
+
+static void jobs(void **state)
+{
+    (void)state;
+    char args[1024], out[8192];
+    /* a job with a bad parameter is refused with the reason */
+    snprintf(args, sizeof(args),
+             "submit --tracker 127.0.0.1:%d --key 'a:b' --workload matmul:M=8,N=8,K=8 2>&1",
+             tracker_port);
+    assert_int_equal(tvm_tune(args, out, sizeof(out)), 1);
+    assert_non_null(strstr(out, "\"key\" must name the device key"));
+
+    /* a job runs to the end on the farm, every measurement recorded with its id */
+    snprintf(args, sizeof(args),
+             "submit --tracker 127.0.0.1:%d --key cpu --workload matmul:M=16,N=16,K=16 "
+             "--workload matmul:M=8,N=8,K=8 --trials 8 --strategy random --repeat 2 --watch",
+             tracker_port);
+    assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
+    long long id = 0;
+    assert_int_equal(sscanf(out, "job %lld submitted", &id), 1);
+    assert_non_null(strstr(out, "done: 16/16 measured"));
+    assert_int_equal(job_measured(id), 16);
+
+    /* a long job: cancelled while it runs */
+    snprintf(args, sizeof(args),
+             "submit --tracker 127.0.0.1:%d --key cpu --workload matmul:M=24,N=24,K=24 "
+             "--trials 500 --strategy random --min-repeat-ms 50 --repeat 2",
+             tracker_port);
+    assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
+    long long long_id = 0;
+    assert_int_equal(sscanf(out, "job %lld submitted", &long_id), 1);
+    for (int i = 0; i < 600 && job_measured(long_id) < 1; i++)
+        usleep(50000);
+    assert_true(job_measured(long_id) >= 1);
+    snprintf(args, sizeof(args), "cancel --tracker 127.0.0.1:%d %lld", tracker_port, long_id);
+    assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
+    snprintf(args, sizeof(args), "watch --tracker 127.0.0.1:%d %lld --interval 0.2", tracker_port,
+             long_id);
+    assert_int_equal(tvm_tune(args, out, sizeof(out)), 3);
+    assert_non_null(strstr(out, "cancelled"));
+    long long kept = job_measured(long_id);
+    assert_true(kept >= 1 && kept < 500);
+
+    /* a job survives the daemon: killed mid-job, started again, it resumes and finishes
+     * without measuring anything twice */
+    snprintf(args, sizeof(args),
+             "submit --tracker 127.0.0.1:%d --key cpu --workload matmul:M=20,N=20,K=20 "
+             "--trials 24 --strategy random --min-repeat-ms 40 --repeat 2",
+             tracker_port);
+    assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
+    long long resumed = 0;
+    assert_int_equal(sscanf(out, "job %lld submitted", &resumed), 1);
+    for (int i = 0; i < 600 && job_measured(resumed) < 4; i++)
+        usleep(50000);
+    long long before = job_measured(resumed);
+    assert_true(before >= 4 && before < 24);
+    tt_proc_kill(&tracker);
+    close(tracker.out);
+    assert_true(start_tracker(tracker_port));
+    snprintf(args, sizeof(args), "watch --tracker 127.0.0.1:%d %lld --interval 0.2", tracker_port,
+             resumed);
+    assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
+    assert_int_equal(job_measured(resumed), 24);
+    char db[300];
+    snprintf(db, sizeof(db), "%s/farm.db", workdir);
+    assert_int_equal(db_count(db, "NO_ERROR"), db_count(db, "records"));
+    assert_true(wait_free("cpu", 2, 40));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(registration),
+        cmocka_unit_test(jobs),
         cmocka_unit_test(tvm_handshake),
         cmocka_unit_test(abandoned_ticket_regenerated),
         cmocka_unit_test(measurement_protocol),

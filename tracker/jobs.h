@@ -1,0 +1,34 @@
+/* The tracker's tuning jobs (docs/tracker.md, "Jobs"): submitted with extension messages, kept in
+ * the farm database, run by worker threads that search here and measure on the farm's devices
+ * through this very tracker (REQUEST like any client, so queues, priorities and dead devices work
+ * the same for jobs and for people), and resumed when the daemon starts again.
+ *
+ * The extension messages (codes >= 100, never sent to a TVM tracker) are answered by
+ * tt_jobs_handle; every reply is [0, result] or [-1, "what was wrong"].  Thread-safe: the event
+ * loop calls in while workers run. */
+#ifndef TT_TRACKER_JOBS_H
+#define TT_TRACKER_JOBS_H
+
+#include <stdio.h>
+
+#include "../base/base.h"
+#include "../rpc/tracker_proto.h"
+
+typedef struct tt_jobs tt_jobs;
+
+/* Opens the farm database and starts `workers` threads; jobs left queued or running by an
+ * earlier daemon start again.  Measurements go through the tracker at tracker_host:tracker_port
+ * (this daemon). */
+tt_status tt_jobs_open(const char *db_path, const char *tracker_host, int tracker_port, int workers,
+                       FILE *log, tt_jobs **out, tt_errbuf *err);
+/* Stops the running jobs (they stay "running" in the database and resume at the next start)
+ * and joins the workers. */
+void tt_jobs_close(tt_jobs *j);
+/* The reply text to one extension message (malloc'ed). */
+char *tt_jobs_handle(tt_jobs *j, const json_t *msg);
+
+/* Parses and checks job parameters (workloads, target, key, strategy, ...): what a submission
+ * would store, with defaults filled in.  TT_ERR_INVALID_ARG says which field was wrong. */
+tt_status tt_jobs_check_params(const json_t *params, json_t **normalised, tt_errbuf *err);
+
+#endif

@@ -1,0 +1,25 @@
+/* Pieces of the tvm-tune command shared by its source files (not a library interface). */
+#ifndef TT_TUNER_TVM_TUNE_CLI_H
+#define TT_TUNER_TVM_TUNE_CLI_H
+
+#include "tune.h"
+
+/* The options of `run` and `submit`: workloads, search, measurement, farm. */
+typedef struct {
+    tt_tune_options o;
+    tt_remote_options remote;
+    char remote_host[256];
+    bool use_remote, watch;
+    const char *workloads[64];
+    double weights[64];
+    int nw;
+} tune_args;
+
+/* Parses them (getopt); returns -1 when the command should go on, else its exit code. */
+int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a);
+
+/* tvm-tune submit, and status / watch / cancel / jobs (tvm_tune_jobs.c). */
+int cmd_submit(int argc, char **argv);
+int cmd_job(const char *cmd, int argc, char **argv);
+
+#endif
