@@ -398,7 +398,15 @@ static void serve_session(server *s, int fd, const char *peer, double idle_s)
             /* Only put carries a blob; skip any other to stay in step. */
             st = tt_mproto_recv_blob(fd, blob, -1, NULL, &err);
         }
-        if (!st && !strcmp(op, "hello")) {
+        const json_t *proto = json_object_get(msg, "proto");
+        if (!st && !strcmp(op, "hello") && json_integer_value(proto) != TT_MPROTO_VERSION) {
+            reply_error(fd, "this server speaks tvm-tune protocol %d, not %lld", TT_MPROTO_VERSION,
+                        (long long)json_integer_value(proto));
+            json_decref(msg);
+            say(s, "session with %s refused: protocol %lld", peer,
+                (long long)json_integer_value(proto));
+            break;
+        } else if (!st && !strcmp(op, "hello")) {
             hello = true;
             st = reply_json(fd,
                             json_pack("{s:s, s:i, s:s, s:s, s:o}", "op", "hello", "proto",

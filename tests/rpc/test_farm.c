@@ -22,6 +22,11 @@
 #include "rpc/tracker_proto.h"
 
 #define N 1024
+
+/* Every "device" of these tests shares this machine's cores: kernels without parallel loops keep
+ * two devices measuring at once from starving each other's OpenMP threads (which would turn
+ * into genuine RUN_TIMEOUT records). */
+#define ONE_CORE "--target 'llvm -num-cores=1'"
 static float in[N], expect[N];
 
 static tt_proc tracker, servers[3];
@@ -361,6 +366,8 @@ static void device_dies_mid_run(void **state)
                     "16",
                     "--strategy",
                     "random",
+                    "--target",
+                    "llvm -num-cores=1",
                     "--tracker",
                     tr,
                     "--key",
@@ -420,6 +427,8 @@ static void tracker_restarted_mid_run(void **state)
                     "run",
                     "--workload",
                     "matmul:M=16,N=16,K=16",
+                    "--target",
+                    "llvm -num-cores=1",
                     "--trials",
                     "12",
                     "--strategy",
@@ -494,10 +503,11 @@ static void jobs(void **state)
     assert_non_null(strstr(out, "\"key\" must name the device key"));
 
     /* a job runs to the end on the farm, every measurement recorded with its id */
-    snprintf(args, sizeof(args),
-             "submit --tracker 127.0.0.1:%d --key cpu --workload matmul:M=16,N=16,K=16 "
-             "--workload matmul:M=8,N=8,K=8 --trials 8 --strategy random --repeat 2 --watch",
-             tracker_port);
+    snprintf(
+        args, sizeof(args),
+        "submit --tracker 127.0.0.1:%d --key cpu --workload matmul:M=16,N=16,K=16 "
+        "--workload matmul:M=8,N=8,K=8 --trials 8 --strategy random --repeat 2 --watch " ONE_CORE,
+        tracker_port);
     assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
     long long id = 0;
     assert_int_equal(sscanf(out, "job %lld submitted", &id), 1);
@@ -507,7 +517,7 @@ static void jobs(void **state)
     /* a long job: cancelled while it runs */
     snprintf(args, sizeof(args),
              "submit --tracker 127.0.0.1:%d --key cpu --workload matmul:M=24,N=24,K=24 "
-             "--trials 500 --strategy random --min-repeat-ms 50 --repeat 2",
+             "--trials 500 --strategy random --min-repeat-ms 50 --repeat 2 " ONE_CORE,
              tracker_port);
     assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
     long long long_id = 0;
@@ -528,7 +538,7 @@ static void jobs(void **state)
      * without measuring anything twice */
     snprintf(args, sizeof(args),
              "submit --tracker 127.0.0.1:%d --key cpu --workload matmul:M=20,N=20,K=20 "
-             "--trials 24 --strategy random --min-repeat-ms 40 --repeat 2",
+             "--trials 24 --strategy random --min-repeat-ms 40 --repeat 2 " ONE_CORE,
              tracker_port);
     assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
     long long resumed = 0;
