@@ -15,6 +15,12 @@ tt_status tt_kernel_load(const char *so_path, const char *entry, tt_kernel **out
     tt_kernel *k = calloc(1, sizeof(*k));
     if (!k)
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    /* Cross-compiled kernels do not name their runtime (the build machine cannot link the
+     * device's libraries): what they call comes from the device's libm and libgomp, made global
+     * here.  A kernel that needs one the device lacks fails to load, with dlerror's reason. */
+    static const char *const runtime[] = {"libm.so.6", "libgomp.so.1"};
+    for (size_t i = 0; i < sizeof(runtime) / sizeof(runtime[0]); i++)
+        dlopen(runtime[i], RTLD_NOW | RTLD_GLOBAL);
     k->handle = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
     if (!k->handle) {
         const char *m = dlerror();

@@ -10,6 +10,7 @@ PACKAGES=(
   llvm-14-dev clang-14 lld-14
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
   libopenblas-dev libdnnl-dev
+  gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libjansson-dev:arm64
 )
 
 missing=()
@@ -29,5 +30,7 @@ fi
 
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# The board build (tvm-rpc-server for aarch64) links the arm64 jansson: multiarch.
+dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
