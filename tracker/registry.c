@@ -10,7 +10,8 @@ typedef struct {
     char peer[64];
     json_t *info;           /* UPDATE_INFO dict, merged; NULL until one arrives */
     TT_VEC(char *) pending; /* matchkeys PUT and not handed out */
-    double last_seen;
+    double last_seen;       /* time of its last message */
+    bool heartbeats;        /* it has sent GET_PENDING_MATCHKEYS (TVM's heartbeat) */
 } conn;
 
 typedef struct {
@@ -41,7 +42,18 @@ struct tt_registry {
     uint64_t seq;
     tt_registry_ext_fn ext;
     void *ext_ctx;
+    double now; /* of the message being handled */
 };
+
+/* A server that heartbeats and has been silent for more than three ping periods is wedged (its
+ * socket may stay open for hours): its free slots are not handed out until it speaks again.
+ * Connections that never heartbeat (TVM's proxy, scripts) are never judged. */
+#define TT_STALE_AFTER_S 6.0
+
+static bool stale(const conn *c, double now)
+{
+    return c && c->heartbeats && now - c->last_seen > TT_STALE_AFTER_S;
+}
 
 void tt_registry_set_extension(tt_registry *r, tt_registry_ext_fn fn, void *ctx)
 {
@@ -145,10 +157,17 @@ static void reply_json(tt_registry *r, tt_conn_id c, const json_t *v)
     tt_strbuf_free(&sb);
 }
 
-/* Hands free slots to waiting requests: first slot, top request, while both exist. */
+/* Hands free slots to waiting requests: the first slot of a live owner to the top request, while
+ * both exist. */
 static void match(tt_registry *r, queue *q)
 {
-    while (q->slots.len > 0 && q->waiting.len > 0) {
+    while (q->waiting.len > 0) {
+        size_t use = q->slots.len;
+        for (size_t i = 0; i < q->slots.len && use == q->slots.len; i++)
+            if (!stale(find_conn(r, q->slots.data[i].owner), r->now))
+                use = i;
+        if (use == q->slots.len)
+            return;
         size_t top = 0;
         for (size_t i = 1; i < q->waiting.len; i++) {
             const waiter *a = &q->waiting.data[i], *b = &q->waiting.data[top];
@@ -159,8 +178,9 @@ static void match(tt_registry *r, queue *q)
         memmove(&q->waiting.data[top], &q->waiting.data[top + 1],
                 (q->waiting.len - top - 1) * sizeof(waiter));
         q->waiting.len--;
-        slot s = q->slots.data[0];
-        memmove(&q->slots.data[0], &q->slots.data[1], (q->slots.len - 1) * sizeof(slot));
+        slot s = q->slots.data[use];
+        memmove(&q->slots.data[use], &q->slots.data[use + 1],
+                (q->slots.len - use - 1) * sizeof(slot));
         q->slots.len--;
         conn *owner = find_conn(r, s.owner);
         if (owner)
@@ -293,8 +313,16 @@ char *tt_registry_summary(const tt_registry *r)
     for (size_t i = 0; i < r->conns.len; i++) {
         const conn *c = &r->conns.data[i];
         const char *key = json_string_value(json_object_get(c->info, "key"));
-        if (key && !strncmp(key, "server", 6))
+        if (key && !strncmp(key, "server", 6) && !c->heartbeats) {
             json_array_append(si, c->info);
+        } else if (key && !strncmp(key, "server", 6)) {
+            /* Extra fields pass through TVM's consumers (tracker-protocol.md §12). */
+            json_t *e = json_deep_copy(c->info);
+            json_object_set_new(e, "tracker",
+                                json_pack("{s:f, s:b}", "silent_s", r->now - c->last_seen, "stale",
+                                          stale(c, r->now)));
+            json_array_append_new(si, e);
+        }
     }
     json_t *v = json_pack("[i, {s:o, s:o}]", 0, "queue_info", qi, "server_info", si);
     tt_strbuf sb = {0};
@@ -322,7 +350,9 @@ tt_status tt_registry_handle(tt_registry *r, tt_conn_id id, const char *text, si
     conn *c = find_conn(r, id);
     if (!c)
         return tt_err(err, TT_ERR_INVALID_ARG, "unknown connection");
+    bool was_stale = stale(c, now);
     c->last_seen = now;
+    r->now = now;
     json_t *msg;
     tt_status s = tt_json_parse(text, len, &msg, err);
     if (s)
@@ -354,7 +384,10 @@ tt_status tt_registry_handle(tt_registry *r, tt_conn_id id, const char *text, si
         free(sum);
         break;
     }
-    case TT_TRACKER_GET_PENDING_MATCHKEYS: s = handle_pending(r, c, err); break;
+    case TT_TRACKER_GET_PENDING_MATCHKEYS:
+        c->heartbeats = true;
+        s = handle_pending(r, c, err);
+        break;
     default:
         if (code >= 100 && r->ext) {
             char *reply = r->ext(r->ext_ctx, msg);
@@ -368,5 +401,9 @@ tt_status tt_registry_handle(tt_registry *r, tt_conn_id id, const char *text, si
         s = tt_err(err, TT_ERR_PARSE, "unknown tracker code %lld", (long long)code);
     }
     json_decref(msg);
+    /* A wedged server that speaks again: its slots serve the requests that waited. */
+    if (was_stale && !s)
+        for (size_t i = 0; i < r->queues.len; i++)
+            match(r, &r->queues.data[i]);
     return s;
 }

@@ -159,13 +159,51 @@ static void update_info_variants(void **state)
     tt_registry_free(r);
 }
 
+static tt_status msg_at(tt_registry *r, tt_conn_id c, const char *json, double now)
+{
+    tt_errbuf err = {{0}};
+    bool stop = false;
+    return tt_registry_handle(r, c, json, strlen(json), now, &stop, &err);
+}
+
+/* A server that heartbeats and then falls silent (wedged, socket still open) is not handed out;
+ * when it speaks again the waiting request gets it.  One that never heartbeats is never judged. */
+static void wedged_servers(void **state)
+{
+    (void)state;
+    static capture cap;
+    memset(&cap, 0, sizeof(cap));
+    tt_registry *r = tt_registry_new(NULL, on_send, &cap);
+    for (tt_conn_id c = 1; c <= 3; c++)
+        assert_int_equal(tt_registry_open(r, c, "10.0.0.1", 0), TT_OK);
+    assert_int_equal(msg_at(r, 1, "[5, {\"key\": \"server:pi\", \"addr\": [null, 9090]}]", 0),
+                     TT_OK);
+    assert_int_equal(msg_at(r, 1, "[3, \"pi\", [9090, \"pi:1\"], null]", 0), TT_OK);
+    assert_int_equal(msg_at(r, 1, "[7]", 1), TT_OK);
+    assert_string_equal(cap.last[1], "[\"pi:1\"]");
+    /* silent for 9 s: the request waits */
+    cap.last[2][0] = 0;
+    assert_int_equal(msg_at(r, 2, "[4, \"pi\", \"\", 0]", 10), TT_OK);
+    assert_string_equal(cap.last[2], "");
+    assert_int_equal(msg_at(r, 3, "[6]", 10), TT_OK);
+    assert_non_null(strstr(cap.last[3], "\"tracker\": {\"silent_s\": 9.0, \"stale\": true}"));
+    assert_non_null(strstr(cap.last[3], "\"pi\": {\"free\": 1, \"pending\": 1}"));
+    /* its heartbeat comes back: the waiting request is served */
+    assert_int_equal(msg_at(r, 1, "[7]", 11), TT_OK);
+    assert_string_equal(cap.last[2], "[0, [\"10.0.0.1\", 9090, \"pi:1\"]]");
+    /* a server that never heartbeats is served however long it was silent */
+    assert_int_equal(msg_at(r, 3, "[3, \"pi\", [9091, \"pi:2\"], null]", 11), TT_OK);
+    assert_int_equal(msg_at(r, 2, "[4, \"pi\", \"\", 0]", 500), TT_OK);
+    assert_string_equal(cap.last[2], "[0, [\"10.0.0.1\", 9091, \"pi:2\"]]");
+    tt_registry_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(basic_replies),
-        cmocka_unit_test(priorities_and_matching),
-        cmocka_unit_test(disconnects_clean_up),
-        cmocka_unit_test(update_info_variants),
+        cmocka_unit_test(basic_replies),        cmocka_unit_test(priorities_and_matching),
+        cmocka_unit_test(disconnects_clean_up), cmocka_unit_test(update_info_variants),
+        cmocka_unit_test(wedged_servers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
