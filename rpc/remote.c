@@ -21,6 +21,8 @@
 struct tt_remote {
     int fd;
     char peer[300];
+    char host[256];
+    int port;
     tt_device_info dev;
     /* ids the device is known to hold (asked or sent in this session) */
     TT_VEC(char *) known;
@@ -222,6 +224,8 @@ tt_status tt_remote_open(const tt_remote_options *o, tt_remote **out, double *wa
     if (!r)
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
     snprintf(r->peer, sizeof(r->peer), "%s:%d", host, port);
+    snprintf(r->host, sizeof(r->host), "%s", host);
+    r->port = port;
     double session = o->session_timeout_s > 0 ? o->session_timeout_s : 60;
     r->fd = dial(host, port, 30, err);
     st = r->fd < 0 ? TT_ERR_IO : handshake(r, matchkey, session, err);
@@ -418,6 +422,24 @@ tt_status tt_remote_measure(tt_remote *r, const char *so_path, const char *entry
     st = tt_measure_result_from_json(reply, res, err);
     json_decref(reply);
     return st;
+}
+
+tt_status tt_remote_report(const tt_remote_options *o, const tt_remote *r, bool sick,
+                           const char *reason, tt_errbuf *err)
+{
+    if (!o->tracker_host)
+        return tt_err(err, TT_ERR_UNSUPPORTED, "no tracker to tell");
+    json_t *m = json_pack("[i, {s:s, s:i, s:s, s:s}]", TT_TRACKER_DEVICE_REPORT, "host", r->host,
+                          "port", r->port, "state", sick ? "quarantine" : "healthy", "reason",
+                          reason ? reason : "");
+    char *text = json_dumps(m, JSON_COMPACT);
+    json_decref(m);
+    json_t *result = NULL;
+    tt_status s = text ? tt_tracker_ext_call(o->tracker_host, o->tracker_port, text, &result, err)
+                       : tt_err(err, TT_ERR_NOMEM, "out of memory");
+    free(text);
+    json_decref(result);
+    return s;
 }
 
 void tt_remote_close(tt_remote *r)

@@ -47,6 +47,11 @@ const char *tt_remote_peer(const tt_remote *r);
 tt_status tt_remote_measure(tt_remote *r, const char *so_path, const char *entry,
                             const tt_measure_buffer *bufs, int nbufs, int ninputs,
                             const tt_measure_options *opt, tt_measure_result *res, tt_errbuf *err);
+/* Tells the tracker that the device of this session is sick (its slots are then not handed out
+ * until it restarts or ten minutes pass) or healthy again.  TT_ERR_UNSUPPORTED without a
+ * tracker, or from a tracker that does not know the report (TVM's). */
+tt_status tt_remote_report(const tt_remote_options *o, const tt_remote *r, bool sick,
+                           const char *reason, tt_errbuf *err);
 /* Ends the session (the device goes back to the tracker's queue). */
 void tt_remote_close(tt_remote *r);
 

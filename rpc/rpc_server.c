@@ -363,7 +363,13 @@ static tt_status op_measure(server *s, int fd, const json_t *msg, tt_errbuf *err
         cache_path(s, lib, path, sizeof(path));
         tt_measure_result res;
         tt_errbuf merr = {{0}};
-        if (tt_measure_run(path, entry, bufs, (int)nargs, (int)ninputs, &mo, &res, &merr)) {
+        if (s->o->inject_faults) {
+            memset(&res, 0, sizeof(res));
+            res.error_no = 4;
+            snprintf(res.error_text, sizeof(res.error_text), "injected fault (--inject-faults)");
+            s->measured++;
+            st = reply_json(fd, tt_measure_result_json(&res), err);
+        } else if (tt_measure_run(path, entry, bufs, (int)nargs, (int)ninputs, &mo, &res, &merr)) {
             st = reply_error(fd, "measure: the device could not run the measurement: %s", merr.msg);
         } else {
             s->measured++;

@@ -14,6 +14,7 @@
 #define TT_RPC_RPC_SERVER_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -33,6 +34,7 @@ typedef struct tt_rpc_server_options {
     double idle_timeout_s;  /* a session with no message for this long ends, default 60 */
     int tvm_error_encoding; /* 20 (TVM <= v0.20, default) or 21: the error packet for TVM clients */
     FILE *log;              /* one line per event; NULL: quiet */
+    bool inject_faults;     /* tests of the farm's health checks: every kernel "crashes" */
     /* called once the socket is bound, with the port; may be NULL */
     void (*on_listen)(void *ctx, const char *host, int port);
     void *ctx;

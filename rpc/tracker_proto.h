@@ -40,6 +40,9 @@ enum {
     TT_TRACKER_JOB_STATUS = 101, /* [101, id]        -> [0, {job}] */
     TT_TRACKER_JOB_LIST = 102,   /* [102]            -> [0, [{job}, ...]] */
     TT_TRACKER_JOB_CANCEL = 103, /* [103, id]        -> [0, {job}] */
+    /* [104, {"host": H, "port": P, "state": "quarantine"|"healthy", "reason": R}] -> [0, n]:
+     * a client found the device at H:P sick (or well again); n servers matched. */
+    TT_TRACKER_DEVICE_REPORT = 104,
 };
 
 /* Little-endian int32 to and from 4 bytes. */

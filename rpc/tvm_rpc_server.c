@@ -82,6 +82,7 @@ int main(int argc, char **argv)
                                          {"idle-timeout", required_argument, 0, 'i'},
                                          {"tvm-error", required_argument, 0, 'v'},
                                          {"quiet", no_argument, 0, 'q'},
+                                         {"inject-faults", no_argument, 0, 'F'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     tt_rpc_server_options o;
@@ -149,6 +150,7 @@ int main(int argc, char **argv)
             o.tvm_error_encoding = optarg[2] == '1' ? 21 : 20;
             break;
         case 'q': o.log = NULL; break;
+        case 'F': o.inject_faults = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

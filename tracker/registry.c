@@ -12,6 +12,8 @@ typedef struct {
     TT_VEC(char *) pending; /* matchkeys PUT and not handed out */
     double last_seen;       /* time of its last message */
     bool heartbeats;        /* it has sent GET_PENDING_MATCHKEYS (TVM's heartbeat) */
+    char *quarantine;       /* why a client found this device sick; NULL: healthy */
+    double quarantined_at;
 } conn;
 
 typedef struct {
@@ -50,9 +52,22 @@ struct tt_registry {
  * Connections that never heartbeat (TVM's proxy, scripts) are never judged. */
 #define TT_STALE_AFTER_S 6.0
 
+/* A device reported sick is not handed out for this long (then it gets another chance; a
+ * restarted server is a new connection and starts healthy). */
+#define TT_QUARANTINE_S 600.0
+
 static bool stale(const conn *c, double now)
 {
     return c && c->heartbeats && now - c->last_seen > TT_STALE_AFTER_S;
+}
+
+static bool quarantined(conn *c, double now)
+{
+    if (c && c->quarantine && now - c->quarantined_at > TT_QUARANTINE_S) {
+        free(c->quarantine);
+        c->quarantine = NULL;
+    }
+    return c && c->quarantine;
 }
 
 void tt_registry_set_extension(tt_registry *r, tt_registry_ext_fn fn, void *ctx)
@@ -84,6 +99,7 @@ static void slot_free(slot *s)
 static void conn_free(conn *c)
 {
     json_decref(c->info);
+    free(c->quarantine);
     for (size_t i = 0; i < c->pending.len; i++)
         free(c->pending.data[i]);
     TT_VEC_FREE(&c->pending);
@@ -163,9 +179,11 @@ static void match(tt_registry *r, queue *q)
 {
     while (q->waiting.len > 0) {
         size_t use = q->slots.len;
-        for (size_t i = 0; i < q->slots.len && use == q->slots.len; i++)
-            if (!stale(find_conn(r, q->slots.data[i].owner), r->now))
+        for (size_t i = 0; i < q->slots.len && use == q->slots.len; i++) {
+            conn *owner = find_conn(r, q->slots.data[i].owner);
+            if (!stale(owner, r->now) && !quarantined(owner, r->now))
                 use = i;
+        }
         if (use == q->slots.len)
             return;
         size_t top = 0;
@@ -301,6 +319,55 @@ static tt_status handle_update_info(tt_registry *r, conn *c, const json_t *msg, 
     return TT_OK;
 }
 
+/* The port of an UPDATE_INFO addr, int or string (TVM's C++ and Java servers send "9090"). */
+static int64_t addr_port(const json_t *addr)
+{
+    const json_t *p = json_array_get(addr, 1);
+    return json_is_integer(p)  ? json_integer_value(p)
+           : json_is_string(p) ? strtoll(json_string_value(p), NULL, 10)
+                               : -1;
+}
+
+static tt_status handle_report(tt_registry *r, conn *from, const json_t *msg, tt_errbuf *err)
+{
+    const json_t *rep = json_array_get(msg, 1);
+    const char *host = json_string_value(json_object_get(rep, "host"));
+    const char *state = json_string_value(json_object_get(rep, "state"));
+    const char *reason = json_string_value(json_object_get(rep, "reason"));
+    const json_t *port = json_object_get(rep, "port");
+    if (!host || !json_is_integer(port) || !state ||
+        (strcmp(state, "quarantine") && strcmp(state, "healthy"))) {
+        reply_text(r, from->id,
+                   "[-1, \"a device report is {host, port, state: quarantine or healthy, "
+                   "reason}\"]");
+        return TT_OK;
+    }
+    int matched = 0;
+    for (size_t i = 0; i < r->conns.len; i++) {
+        conn *c = &r->conns.data[i];
+        const json_t *addr = json_object_get(c->info, "addr");
+        const char *h = json_string_value(json_array_get(addr, 0));
+        if (!h || strcmp(h, host) || addr_port(addr) != json_integer_value(port))
+            continue;
+        free(c->quarantine);
+        c->quarantine = NULL;
+        if (!strcmp(state, "quarantine")) {
+            c->quarantine = strdup(reason && *reason ? reason : "reported sick");
+            c->quarantined_at = r->now;
+            if (!c->quarantine)
+                return tt_err(err, TT_ERR_NOMEM, "out of memory");
+        }
+        matched++;
+    }
+    char text[32];
+    snprintf(text, sizeof(text), "[0, %d]", matched);
+    reply_text(r, from->id, text);
+    if (!strcmp(state, "healthy"))
+        for (size_t i = 0; i < r->queues.len; i++)
+            match(r, &r->queues.data[i]);
+    return TT_OK;
+}
+
 char *tt_registry_summary(const tt_registry *r)
 {
     json_t *qi = json_object(), *si = json_array();
@@ -384,6 +451,7 @@ tt_status tt_registry_handle(tt_registry *r, tt_conn_id id, const char *text, si
         free(sum);
         break;
     }
+    case TT_TRACKER_DEVICE_REPORT: s = handle_report(r, c, msg, err); break;
     case TT_TRACKER_GET_PENDING_MATCHKEYS:
         c->heartbeats = true;
         s = handle_pending(r, c, err);

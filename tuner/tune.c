@@ -74,9 +74,9 @@ typedef struct {
     tt_remote *session[FARM_MAX_DEVICES]; /* one per measuring thread, per batch */
     char device[512]; /* the fingerprint of the first device (resume and records) */
     char key[128];
-    int64_t losses;
+    int64_t losses, quarantined;
     double wait_s;
-    pthread_mutex_t mu; /* losses, wait_s, the log */
+    pthread_mutex_t mu; /* losses, quarantined, wait_s, the log, the canaries */
     FILE *log;
     volatile sig_atomic_t *stop;
 } farm;
@@ -131,7 +131,8 @@ typedef struct {
     const char *target_text;
     char device[512];
     char dir[256];
-    farm *farm; /* NULL: measure on this machine */
+    farm *farm;       /* NULL: measure on this machine */
+    char canary[512]; /* farm: the naive schedule, compiled, that tells a sick device ("" none) */
     tt_db *db;
     FILE *log;
     /* inputs and reference outputs, in parameter order */
@@ -388,7 +389,8 @@ typedef struct candidate {
     tt_measure_result res;
     char device[512]; /* farm: the fingerprint of the device that measured it */
     bool compiled, measured;
-    float *rows; /* per-store features (evolutionary search) */
+    int requeued; /* farm: times moved off a device found sick */
+    float *rows;  /* per-store features (evolutionary search) */
     int nrows;
 } candidate;
 
@@ -445,6 +447,8 @@ typedef struct {
     tt_measure_options mo; /* with this batch's deadline */
     tt_status failure;     /* no device: stop measuring, keep what was measured */
     tt_errbuf err;
+    int retry[256]; /* farm: candidates taken off a sick device, measured first */
+    int nretry;
 } compile_queue;
 
 static void compile_one(candidate *c)
@@ -509,13 +513,76 @@ typedef struct {
     int slot;
 } farm_worker_arg;
 
+/* The canary: the naive schedule, compiled once per task, whose answer is known to be right. */
+static bool farm_canary(task *t)
+{
+    farm *f = t->farm;
+    pthread_mutex_lock(&f->mu);
+    if (!t->canary[0]) {
+        candidate k;
+        memset(&k, 0, sizeof(k));
+        k.t = t;
+        k.index = UINT64_MAX;
+        snprintf(k.so, sizeof(k.so), "%s/canary.so", t->dir);
+        compile_one(&k);
+        free(k.rows);
+        if (!k.error_no)
+            snprintf(t->canary, sizeof(t->canary), "%s", k.so);
+    }
+    bool ok = t->canary[0] != 0;
+    pthread_mutex_unlock(&f->mu);
+    return ok;
+}
+
+/* A candidate crashed on the device of session k (RUNTIME_DEVICE): a bad config, or a sick
+ * device (measurement.md §8 rule 5)?  The canary runs on the same device: when it fails too the
+ * device is sick, is reported to the tracker (which stops handing it out) and left, and the
+ * candidate goes back to be measured elsewhere.  Returns true when the candidate must be
+ * measured again; *fatal when no other device can be had (a standalone server). */
+static bool farm_suspect(task *t, int k, candidate *c, const tt_measure_options *mo,
+                         tt_status *fatal, tt_errbuf *err)
+{
+    farm *f = t->farm;
+    *fatal = TT_OK;
+    if (c->requeued >= FARM_TRIES || !farm_canary(t))
+        return false; /* the config fails everywhere we tried: a bad config */
+    tt_measure_result res;
+    tt_errbuf e = {{0}};
+    tt_status s = tt_remote_measure(f->session[k], t->canary, "kernel", t->bufs, t->nparams,
+                                    t->ninputs, mo, &res, &e);
+    if (!s && res.error_no == 0)
+        return false; /* the device is well: the config is bad */
+    char why[600];
+    snprintf(why, sizeof(why), "the canary (naive schedule) fails there too: %.400s",
+             s ? e.msg : res.error_text);
+    pthread_mutex_lock(&f->mu);
+    f->quarantined++;
+    if (t->log)
+        fprintf(t->log, "%s: device %s is sick (%s); it is reported and left\n", t->w->key,
+                tt_remote_peer(f->session[k]), why);
+    pthread_mutex_unlock(&f->mu);
+    tt_errbuf rerr = {{0}};
+    if (!s && tt_remote_report(f->o, f->session[k], true, why, &rerr)) {
+        *fatal = TT_ERR_RUNTIME;
+        tt_err(err, TT_ERR_RUNTIME, "device %s is sick (%s) and no other can be had: %s",
+               tt_remote_peer(f->session[k]), why, rerr.msg);
+    }
+    farm_release(f, k);
+    c->requeued++;
+    return true;
+}
+
 static void *farm_worker(void *arg)
 {
     farm_worker_arg *a = arg;
     compile_queue *q = a->q;
     for (;;) {
         pthread_mutex_lock(&q->mu);
-        int i = q->measure_next < q->n && !q->failure ? q->measure_next++ : -1;
+        int i = -1;
+        if (!q->failure && q->nretry > 0)
+            i = q->retry[--q->nretry];
+        else if (!q->failure && q->measure_next < q->n)
+            i = q->measure_next++;
         while (i >= 0 && !q->c[i].compiled)
             pthread_cond_wait(&q->compiled, &q->mu);
         pthread_mutex_unlock(&q->mu);
@@ -526,13 +593,18 @@ static void *farm_worker(void *arg)
         if (c->error_no || (t->o->stop && *t->o->stop))
             continue;
         tt_errbuf e = {{0}};
-        tt_status s = farm_measure(t, a->slot, c, &q->mo, &e);
+        tt_status s = farm_measure(t, a->slot, c, &q->mo, &e), fatal = TT_OK;
+        /* c->device is empty when no session survived it: nothing to ask the device then */
+        bool again = !s && c->res.error_no == 4 && c->device[0] &&
+                     farm_suspect(t, a->slot, c, &q->mo, &fatal, &e);
         pthread_mutex_lock(&q->mu);
-        if (s && !q->failure) {
-            q->failure = s;
+        if ((s || fatal) && !q->failure) {
+            q->failure = s ? s : fatal;
             q->err = e;
         }
-        if (!s)
+        if (again && !fatal)
+            q->retry[q->nretry++] = i;
+        else if (!s && !fatal)
             c->measured = true;
         pthread_mutex_unlock(&q->mu);
     }
@@ -1671,6 +1743,7 @@ tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE
         if (tasks[i]) {
             task_close(tasks[i], o->workloads[i], &summaries[i]);
             summaries[i].device_losses = fm.losses;
+            summaries[i].devices_quarantined = fm.quarantined;
             summaries[i].queue_wait_s = fm.wait_s;
         }
     tt_db_close(db);

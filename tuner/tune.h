@@ -70,7 +70,8 @@ typedef struct tt_tune_summary {
     char best_knobs[512];
     bool interrupted;
     int64_t device_losses; /* farm: sessions that broke and whose candidate was measured again */
-    double queue_wait_s;   /* farm: time spent waiting for a free device (never run time) */
+    int64_t devices_quarantined; /* farm: devices found sick (the canary failed there too) */
+    double queue_wait_s;         /* farm: time spent waiting for a free device (never run time) */
 } tt_tune_summary;
 
 /* Tunes every workload in turn; fills summaries[i] for each.  Writes progress and notes to `log`

@@ -546,8 +546,9 @@ static int cmd_run(int argc, char **argv)
     }
     if (use_remote && sums[0].workload[0])
         printf("farm: %.1f s waiting for devices, %lld lost device sessions (their candidates "
-               "measured again)\n",
-               sums[0].queue_wait_s, (long long)sums[0].device_losses);
+               "measured again), %lld sick devices left\n",
+               sums[0].queue_wait_s, (long long)sums[0].device_losses,
+               (long long)sums[0].devices_quarantined);
     if (stop_requested)
         printf("stopped by request: everything measured is in %s; run the same command to resume\n",
                o.db_path);
