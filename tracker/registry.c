@@ -380,14 +380,18 @@ char *tt_registry_summary(const tt_registry *r)
     for (size_t i = 0; i < r->conns.len; i++) {
         const conn *c = &r->conns.data[i];
         const char *key = json_string_value(json_object_get(c->info, "key"));
-        if (key && !strncmp(key, "server", 6) && !c->heartbeats) {
+        if (key && !strncmp(key, "server", 6) && !c->heartbeats && !c->quarantine) {
             json_array_append(si, c->info);
         } else if (key && !strncmp(key, "server", 6)) {
             /* Extra fields pass through TVM's consumers (tracker-protocol.md §12). */
-            json_t *e = json_deep_copy(c->info);
-            json_object_set_new(e, "tracker",
-                                json_pack("{s:f, s:b}", "silent_s", r->now - c->last_seen, "stale",
-                                          stale(c, r->now)));
+            json_t *e = json_deep_copy(c->info), *t = json_object();
+            if (c->heartbeats) {
+                json_object_set_new(t, "silent_s", json_real(r->now - c->last_seen));
+                json_object_set_new(t, "stale", json_boolean(stale(c, r->now)));
+            }
+            if (c->quarantine)
+                json_object_set_new(t, "quarantined", json_string(c->quarantine));
+            json_object_set_new(e, "tracker", t);
             json_array_append_new(si, e);
         }
     }

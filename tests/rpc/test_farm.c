@@ -30,6 +30,7 @@
 static float in[N], expect[N];
 
 static tt_proc tracker, servers[3];
+static tt_proc well, sick; /* the devices of sick_device_quarantined */
 static int tracker_port, server_port[3];
 static const char *server_key[3] = {"cpu", "cpu", "solo"};
 static char workdir[256];
@@ -155,6 +156,10 @@ static int teardown(void **state)
     for (int i = 0; i < 3; i++)
         if (servers[i].pid > 0)
             tt_proc_stop(&servers[i]);
+    if (well.pid > 0)
+        tt_proc_stop(&well);
+    if (sick.pid > 0)
+        tt_proc_stop(&sick);
     tt_proc_stop(&tracker);
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", workdir);
@@ -560,6 +565,61 @@ static void jobs(void **state)
     assert_true(wait_free("cpu", 2, 40));
 }
 
+static void sick_device_quarantined(void **state)
+{
+    (void)state;
+    /* two devices of a new key: one well, one whose every kernel "crashes" */
+    char tr[64], cache[2][300], rest[64], db[300], out[8192];
+    snprintf(tr, sizeof(tr), "127.0.0.1:%d", tracker_port);
+    for (int i = 0; i < 2; i++)
+        snprintf(cache[i], sizeof(cache[i]), "%s/flaky%d", workdir, i);
+    char *wargv[] = {TT_BIN "/tvm-rpc-server",
+                     "--tracker",
+                     tr,
+                     "--key",
+                     "flaky",
+                     "--port",
+                     "0",
+                     "--cache",
+                     cache[0],
+                     "--quiet",
+                     NULL};
+    char *sargv[] = {TT_BIN "/tvm-rpc-server",
+                     "--tracker",
+                     tr,
+                     "--key",
+                     "flaky",
+                     "--port",
+                     "0",
+                     "--cache",
+                     cache[1],
+                     "--quiet",
+                     "--inject-faults",
+                     NULL};
+    assert_true(tt_proc_start(&sick, sargv));
+    assert_true(tt_proc_wait_line(&sick, "listening on", rest, sizeof(rest), 10));
+    assert_true(wait_free("flaky", 1, 10));
+    assert_true(tt_proc_start(&well, wargv));
+    assert_true(tt_proc_wait_line(&well, "listening on", rest, sizeof(rest), 10));
+    assert_true(wait_free("flaky", 2, 10));
+    snprintf(db, sizeof(db), "%s/flaky.db", workdir);
+    char args[1024];
+    snprintf(args, sizeof(args),
+             "run --tracker %s --key flaky --workload matmul:M=12,N=12,K=12 --trials 12 "
+             "--strategy random --repeat 2 --db %s " ONE_CORE,
+             tr, db);
+    assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
+    /* the sick device was found and left; its candidates were measured on the well one */
+    assert_non_null(strstr(out, "1 sick devices left"));
+    assert_int_equal(db_count(db, "records"), 12);
+    assert_int_equal(db_count(db, "NO_ERROR"), 12);
+    char text[1 << 14];
+    summary(text, sizeof(text));
+    assert_non_null(strstr(text, "\"quarantined\": \"the canary (naive schedule) fails"));
+    tt_proc_stop(&well);
+    tt_proc_stop(&sick);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -570,6 +630,7 @@ int main(void)
         cmocka_unit_test(measurement_protocol),
         cmocka_unit_test(device_dies_mid_run),
         cmocka_unit_test(tracker_restarted_mid_run),
+        cmocka_unit_test(sick_device_quarantined),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

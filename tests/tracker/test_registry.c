@@ -198,12 +198,45 @@ static void wedged_servers(void **state)
     tt_registry_free(r);
 }
 
+/* A client reports a device sick (code 104): its slots are not handed out, SUMMARY says why,
+ * and a report that it is healthy again serves the waiting request. */
+static void quarantine_reports(void **state)
+{
+    (void)state;
+    static capture cap;
+    memset(&cap, 0, sizeof(cap));
+    tt_registry *r = tt_registry_new(NULL, on_send, &cap);
+    for (tt_conn_id c = 1; c <= 3; c++)
+        assert_int_equal(tt_registry_open(r, c, "10.0.0.1", 0), TT_OK);
+    assert_int_equal(msg(r, 1, "[5, {\"key\": \"server:pi\", \"addr\": [null, \"9090\"]}]"), TT_OK);
+    assert_int_equal(msg(r, 1, "[3, \"pi\", [9090, \"pi:1\"], null]"), TT_OK);
+    assert_int_equal(msg(r, 3,
+                         "[104, {\"host\": \"10.0.0.1\", \"port\": 9090, \"state\": "
+                         "\"quarantine\", \"reason\": \"canary crashed\"}]"),
+                     TT_OK);
+    assert_string_equal(cap.last[3], "[0, 1]");
+    cap.last[2][0] = 0;
+    assert_int_equal(msg(r, 2, "[4, \"pi\", \"\", 0]"), TT_OK);
+    assert_string_equal(cap.last[2], "");
+    assert_int_equal(msg(r, 3, "[6]"), TT_OK);
+    assert_non_null(strstr(cap.last[3], "\"tracker\": {\"quarantined\": \"canary crashed\"}"));
+    /* malformed reports get an error, not a closed connection */
+    assert_int_equal(msg(r, 3, "[104, {\"host\": \"10.0.0.1\"}]"), TT_OK);
+    assert_non_null(strstr(cap.last[3], "[-1, "));
+    assert_int_equal(msg(r, 3,
+                         "[104, {\"host\": \"10.0.0.1\", \"port\": 9090, \"state\": "
+                         "\"healthy\"}]"),
+                     TT_OK);
+    assert_string_equal(cap.last[2], "[0, [\"10.0.0.1\", 9090, \"pi:1\"]]");
+    tt_registry_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(basic_replies),        cmocka_unit_test(priorities_and_matching),
         cmocka_unit_test(disconnects_clean_up), cmocka_unit_test(update_info_variants),
-        cmocka_unit_test(wedged_servers),
+        cmocka_unit_test(wedged_servers),       cmocka_unit_test(quarantine_reports),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
