@@ -251,6 +251,58 @@ static void tvm_handshake(void **state)
     assert_true(wait_free("solo", 1, 5));
 }
 
+/* Opens and ends a session with the ticket: the server then PUTs a fresh one. */
+static void use_ticket(int port, const char *matchkey)
+{
+    char key[512];
+    uint8_t code[4];
+    snprintf(key, sizeof(key), "client:%s %s", matchkey, TT_MPROTO_TOKEN);
+    int fd = handshake(port, key, code);
+    assert_int_equal(tt_get_le32(code), TT_RPC_SUCCESS);
+    close(fd);
+}
+
+/* Requests waiting for one busy device are served by priority, FIFO among equals (TVM's rule):
+ * priorities 1, 5, 3, 5 are served B, D, C, A, each as the previous session ends. */
+static void priorities(void **state)
+{
+    (void)state;
+    int holder = tt_net_tracker(tracker_port);
+    char host[64], matchkey[256];
+    int port;
+    request(holder, "solo", host, &port, matchkey);
+    int fds[4];
+    static const int prio[4] = {1, 5, 3, 5};
+    for (int i = 0; i < 4; i++) {
+        fds[i] = tt_net_tracker(tracker_port);
+        char msg[64];
+        snprintf(msg, sizeof(msg), "[4, \"solo\", \"\", %d]", prio[i]);
+        assert_true(tt_net_send_frame(fds[i], msg));
+    }
+    /* their REQUESTs are in before the device comes back */
+    char text[1 << 14];
+    for (int i = 0; i < 100; i++) {
+        summary(text, sizeof(text));
+        if (strstr(text, "\"solo\": {\"free\": 0, \"pending\": 4}"))
+            break;
+        usleep(20000);
+    }
+    assert_non_null(strstr(text, "\"solo\": {\"free\": 0, \"pending\": 4}"));
+    static const int order[4] = {1, 3, 2, 0}; /* B, D, C, A */
+    for (int k = 0; k < 4; k++) {
+        use_ticket(port, matchkey);
+        char reply[512];
+        assert_true(tt_net_recv_frame(fds[order[k]], reply, sizeof(reply)));
+        assert_int_equal(
+            sscanf(reply, "[0, [\"%63[^\"]\", %d, \"%255[^\"]\"]]", host, &port, matchkey), 3);
+    }
+    use_ticket(port, matchkey);
+    for (int i = 0; i < 4; i++)
+        close(fds[i]);
+    close(holder);
+    assert_true(wait_free("solo", 1, 5));
+}
+
 static void abandoned_ticket_regenerated(void **state)
 {
     (void)state;
@@ -626,6 +678,7 @@ int main(void)
         cmocka_unit_test(registration),
         cmocka_unit_test(jobs),
         cmocka_unit_test(tvm_handshake),
+        cmocka_unit_test(priorities),
         cmocka_unit_test(abandoned_ticket_regenerated),
         cmocka_unit_test(measurement_protocol),
         cmocka_unit_test(device_dies_mid_run),
