@@ -388,7 +388,7 @@ typedef struct candidate {
     double build_s;
     tt_measure_result res;
     char device[512]; /* farm: the fingerprint of the device that measured it */
-    bool compiled, measured;
+    bool compiled, measured, stored;
     int requeued; /* farm: times moved off a device found sick */
     float *rows;  /* per-store features (evolutionary search) */
     int nrows;
@@ -572,6 +572,65 @@ static bool farm_suspect(task *t, int k, candidate *c, const tt_measure_options 
     return true;
 }
 
+/* After a measurement: TVM's error fields of the candidate (idempotent). */
+static void finish_result(task *t, candidate *c, const tt_measure_options *mo)
+{
+    if (c->error_no || t->o->objective)
+        return;
+    if (c->res.error_no == 7 && mo->timeout_s < t->o->measure.timeout_s)
+        snprintf(c->res.error_text, sizeof(c->res.error_text),
+                 "killed after %.3g s: more than 50x slower than the best so far (%.3g s)",
+                 mo->timeout_s, t->best_s);
+    c->error_no = c->res.error_no;
+    if (c->error_no)
+        snprintf(c->error_text, sizeof(c->error_text), "%s", c->res.error_text);
+}
+
+/* The record of a finished candidate; its strings point into t and c, extra and costs are the
+ * caller's (96 bytes, TT_MEASURE_MAX_REPEAT). */
+static void fill_record(task *t, const candidate *c, tt_db_record *r, char *extra, double *costs)
+{
+    memset(r, 0, sizeof(*r));
+    r->workload = t->w->key;
+    r->target = t->target_text;
+    r->device = c->device[0] ? c->device : t->device;
+    r->config = c->config;
+    r->config_kind = TT_CONFIG_STEPS;
+    r->job = t->o->job;
+    if (c->index != UINT64_MAX && c->index != STEPS_INDEX) {
+        snprintf(extra, 96, "{\"space\": \"%s\", \"index\": %llu}", t->space_sig,
+                 (unsigned long long)c->index);
+        r->extra = extra;
+    }
+    if (c->error_no) {
+        costs[0] = 1e9; /* TVM's cost of a failed measurement */
+        r->ncosts = 1;
+        r->error_text = c->error_text;
+    } else {
+        r->ncosts = c->res.ncosts;
+        memcpy(costs, c->res.costs, sizeof(double) * (size_t)r->ncosts);
+    }
+    r->costs = costs;
+    r->error_no = c->error_no;
+    r->build_s = c->build_s;
+    r->run_s = c->res.run_s;
+    r->total_s = c->build_s + c->res.run_s;
+    r->timestamp = tt_clock_wall();
+}
+
+/* Farm measurements are stored as they arrive (a daemon that dies mid-batch keeps them); the
+ * batch's bookkeeping still happens at its end. */
+static void store_now(task *t, candidate *c)
+{
+    tt_db_record r;
+    char extra[96];
+    double costs[TT_MEASURE_MAX_REPEAT];
+    fill_record(t, c, &r, extra, costs);
+    pthread_mutex_lock(&t->farm->mu);
+    c->stored = !tt_db_insert(t->db, &r, 1, NULL);
+    pthread_mutex_unlock(&t->farm->mu);
+}
+
 static void *farm_worker(void *arg)
 {
     farm_worker_arg *a = arg;
@@ -607,6 +666,10 @@ static void *farm_worker(void *arg)
         else if (!s && !fatal)
             c->measured = true;
         pthread_mutex_unlock(&q->mu);
+        if (c->measured) {
+            finish_result(t, c, &q->mo);
+            store_now(t, c);
+        }
     }
     farm_release(a->q->c[0].t->farm, a->slot); /* between batches the device serves others */
     return NULL;
@@ -1227,7 +1290,7 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
     for (int i = 0; i < n; i++) {
         c[i].t = t;
         c[i].device[0] = 0;
-        c[i].compiled = c[i].measured = false;
+        c[i].compiled = c[i].measured = c[i].stored = false;
         snprintf(c[i].so, sizeof(c[i].so), "%s/c%d.so", t->dir, i);
     }
     compile_queue q;
@@ -1269,7 +1332,7 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
     tt_db_record recs[256];
     char extras[256][96];
     double costs[256][TT_MEASURE_MAX_REPEAT];
-    int nrec = 0;
+    int nrec = 0, rec_of[256]; /* the candidate of each record */
     for (int i = 0; i < n; i++) {
         if (ndev) {
             /* measured on the farm above; what was not (stop, no device) is not recorded */
@@ -1294,65 +1357,38 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
             tt_measure_run(c[i].so, "kernel", t->bufs, t->nparams, t->ninputs, &q.mo, &c[i].res,
                            err);
         }
-        if (!c[i].error_no && !t->o->objective) {
-            if (c[i].res.error_no == 7 && q.mo.timeout_s < t->o->measure.timeout_s)
-                snprintf(c[i].res.error_text, sizeof(c[i].res.error_text),
-                         "killed after %.3g s: more than 50x slower than the best so far (%.3g s)",
-                         q.mo.timeout_s, t->best_s);
-            c[i].error_no = c[i].res.error_no;
-            if (c[i].error_no)
-                snprintf(c[i].error_text, sizeof(c[i].error_text), "%s", c[i].res.error_text);
-        }
+        finish_result(t, &c[i], &q.mo);
         unlink(c[i].so);
-        tt_db_record *r = &recs[nrec];
-        memset(r, 0, sizeof(*r));
-        r->workload = t->w->key;
-        r->target = t->target_text;
-        r->device = c[i].device[0] ? c[i].device : t->device;
-        r->config = c[i].config;
-        r->config_kind = TT_CONFIG_STEPS;
-        r->job = t->o->job;
-        if (c[i].index != UINT64_MAX && c[i].index != STEPS_INDEX) {
-            snprintf(extras[nrec], sizeof(extras[nrec]), "{\"space\": \"%s\", \"index\": %llu}",
-                     t->space_sig, (unsigned long long)c[i].index);
-            r->extra = extras[nrec];
-        }
-        if (c[i].error_no) {
-            costs[nrec][0] = 1e9; /* TVM's cost of a failed measurement */
-            r->ncosts = 1;
-            r->error_text = c[i].error_text;
-        } else {
-            r->ncosts = c[i].res.ncosts;
-            memcpy(costs[nrec], c[i].res.costs, sizeof(double) * (size_t)r->ncosts);
-        }
-        r->costs = costs[nrec];
-        r->error_no = c[i].error_no;
-        r->build_s = c[i].build_s;
+        fill_record(t, &c[i], &recs[nrec], extras[nrec], costs[nrec]);
         t->build_s += c[i].build_s;
-        r->run_s = c[i].res.run_s;
-        r->total_s = c[i].build_s + c[i].res.run_s;
-        r->timestamp = tt_clock_wall();
-        nrec++;
+        rec_of[nrec++] = i;
     }
     for (int i = 0; i < n; i++)
         unlink(c[i].so);
-    /* Record before anything else can go wrong: the batch is what we measured. */
-    if (nrec && tt_db_insert(t->db, recs, (size_t)nrec, NULL))
+    /* Record before anything else can go wrong: the batch is what we measured (less what the
+     * farm stored as it arrived). */
+    tt_db_record unstored[256];
+    int nun = 0;
+    for (int i = 0; i < nrec; i++)
+        if (!c[rec_of[i]].stored)
+            unstored[nun++] = recs[i];
+    if (nun && tt_db_insert(t->db, unstored, (size_t)nun, NULL))
         return tt_err(err, TT_ERR_IO, "storing measurements: %s", tt_db_errmsg(t->db));
-    for (int i = 0; i < nrec; i++) {
-        seen_add(t, tt_hash64_str(recs[i].config));
+    for (int r = 0; r < nrec; r++) {
+        int i = rec_of[r];
+        seen_add(t, tt_hash64_str(recs[r].config));
         t->total++;
         t->measured++;
         double thr = 0;
-        if (recs[i].error_no) {
+        if (recs[r].error_no) {
             t->errors++;
         } else {
-            double med = tt_median(recs[i].costs, recs[i].ncosts);
-            note_result(t, recs[i].config, med, 0);
+            double med = tt_median(recs[r].costs, recs[r].ncosts);
+            note_result(t, recs[r].config, med, 0);
             thr = med > 0 ? t->w->flops / med : 0;
         }
         if (c[i].index == STEPS_INDEX)
-            history_add(t, recs[i].config, c[i].rows, c[i].nrows, thr, 0);
+            history_add(t, recs[r].config, c[i].rows, c[i].nrows, thr, 0);
         if (c[i].index != UINT64_MAX && c[i].index != STEPS_INDEX)
             run_add(t, c[i].index, thr);
         progress(t, false);
