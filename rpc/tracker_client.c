@@ -117,6 +117,104 @@ tt_status tt_tracker_call(tt_tracker_conn *c, const char *json, char **reply, tt
     return s == TT_ERR_LIMIT ? TT_ERR_IO : s;
 }
 
+typedef struct {
+    const char *key;
+    const json_t *info;
+} device_row;
+
+static int cmp_device_row(const void *a, const void *b)
+{
+    const device_row *x = a, *y = b;
+    return strcmp(x->key, y->key);
+}
+
+tt_status tt_tracker_format_devices(const char *summary_json, char **out, tt_errbuf *err)
+{
+    *out = NULL;
+    json_t *v;
+    tt_status s = tt_json_parse(summary_json, strlen(summary_json), &v, err);
+    if (s)
+        return s;
+    const json_t *servers = json_object_get(json_array_get(v, 1), "server_info");
+    if (json_integer_value(json_array_get(v, 0)) != 0 || !json_is_array(servers)) {
+        json_decref(v);
+        return tt_err(err, TT_ERR_PARSE, "not a SUMMARY reply");
+    }
+    size_t n = json_array_size(servers);
+    device_row *rows = calloc(n ? n : 1, sizeof(device_row));
+    if (!rows) {
+        json_decref(v);
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        rows[i].info = json_array_get(servers, i);
+        const char *k = json_string_value(json_object_get(rows[i].info, "key"));
+        rows[i].key = k && strchr(k, ':') ? strchr(k, ':') + 1 : (k ? k : "?");
+    }
+    qsort(rows, n, sizeof(device_row), cmp_device_row);
+    tt_strbuf sb = {0};
+    tt_strbuf_printf(&sb, "%-12s %-22s %-22s %-8s %5s  %s\n", "key", "address", "server", "arch",
+                     "cores", "state");
+    for (size_t i = 0; i < n; i++) {
+        const json_t *info = rows[i].info, *addr = json_object_get(info, "addr");
+        const json_t *dev = json_object_get(info, "device"), *t = json_object_get(info, "tracker");
+        char address[128] = "?";
+        const json_t *h = json_array_get(addr, 0), *p = json_array_get(addr, 1);
+        if (json_is_string(h) && json_is_string(p))
+            snprintf(address, sizeof(address), "%s:%s", json_string_value(h), json_string_value(p));
+        else if (json_is_string(h))
+            snprintf(address, sizeof(address), "%s:%lld", json_string_value(h),
+                     (long long)json_integer_value(p));
+        const char *impl = json_string_value(json_object_get(info, "impl"));
+        const char *arch = json_string_value(json_object_get(dev, "arch"));
+        char cores[16] = "?";
+        if (json_is_integer(json_object_get(dev, "cores")))
+            snprintf(cores, sizeof(cores), "%lld",
+                     (long long)json_integer_value(json_object_get(dev, "cores")));
+        char state[600] = "";
+        const char *q = json_string_value(json_object_get(t, "quarantined"));
+        if (q)
+            snprintf(state, sizeof(state), "quarantined: %s", q);
+        else if (json_is_true(json_object_get(t, "stale")))
+            snprintf(state, sizeof(state), "stale: silent %.0f s (not handed out)",
+                     json_number_value(json_object_get(t, "silent_s")));
+        else if (json_is_number(json_object_get(t, "silent_s")))
+            snprintf(state, sizeof(state), "ok (heard %.0f s ago)",
+                     json_number_value(json_object_get(t, "silent_s")));
+        else
+            snprintf(state, sizeof(state), "ok");
+        tt_strbuf_printf(&sb, "%-12s %-22s %-22s %-8s %5s  %s\n", rows[i].key, address,
+                         impl ? impl : "TVM server", arch ? arch : "?", cores, state);
+    }
+    for (size_t i = 0; i < n; i++) {
+        bool first = i == 0 || strcmp(rows[i].key, rows[i - 1].key);
+        if (!first)
+            continue;
+        int ours = 0, theirs = 0;
+        for (size_t j = i; j < n && !strcmp(rows[j].key, rows[i].key); j++) {
+            if (json_object_get(rows[j].info, "impl"))
+                ours++;
+            else
+                theirs++;
+        }
+        if (ours && theirs)
+            tt_strbuf_printf(&sb,
+                             "warning: key '%s' mixes %d TVM server%s with %d tvm-rpc-server%s: "
+                             "tvm-tune cannot measure on TVM servers\n",
+                             rows[i].key, theirs, theirs > 1 ? "s" : "", ours, ours > 1 ? "s" : "");
+    }
+    if (n == 0)
+        tt_strbuf_append(&sb, "(no servers)\n");
+    free(rows);
+    json_decref(v);
+    if (sb.oom) {
+        tt_strbuf_free(&sb);
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    }
+    *out = tt_strbuf_take(&sb);
+    return TT_OK;
+}
+
 tt_status tt_tracker_ext_call(const char *host, int port, const char *json, json_t **result,
                               tt_errbuf *err)
 {

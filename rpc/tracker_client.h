@@ -25,6 +25,12 @@ tt_status tt_tracker_recv(tt_tracker_conn *c, char **reply, tt_errbuf *err);
  * reply came within the deadline. */
 tt_status tt_tracker_call(tt_tracker_conn *c, const char *json, char **reply, tt_errbuf *err);
 
+/* A table of every server in a SUMMARY reply, one line each: key, address, implementation
+ * (tvm-rpc-server or a TVM server), architecture, cores, and what the tracker says of it
+ * (silent for N s, stale, quarantined and why); keys that mix TVM servers with ours are flagged,
+ * since TVM servers cannot measure for tvm-tune.  Caller frees. */
+tt_status tt_tracker_format_devices(const char *summary_json, char **out, tt_errbuf *err);
+
 /* One extension message (codes >= 100, our tracker's jobs) on a new connection: *result gets the
  * reply's value ([0, value]).  A reply [-1, "why"] is TT_ERR_INVALID_ARG with that text; a
  * tracker that closes the connection instead (TVM's, or tvm-tracker --no-jobs) is

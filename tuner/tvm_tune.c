@@ -568,8 +568,10 @@ static int cmd_summary(int argc, char **argv)
 {
     static const struct option opts[] = {{"tracker", required_argument, 0, 't'},
                                          {"legacy", no_argument, 0, 'l'},
+                                         {"devices", no_argument, 0, 'd'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
+    bool devices = false;
     const char *env_host = getenv("TVM_TRACKER_HOST"), *env_port = getenv("TVM_TRACKER_PORT");
     char host[256];
     int port = env_port ? atoi(env_port) : TT_TRACKER_PORT;
@@ -588,11 +590,15 @@ static int cmd_summary(int argc, char **argv)
             }
             break;
         case 'l': legacy = true; break;
+        case 'd': devices = true; break;
         case 'h':
-            printf("usage: tvm-tune summary [--tracker HOST:PORT] [--legacy]\n"
+            printf("usage: tvm-tune summary [--tracker HOST:PORT] [--legacy | --devices]\n"
                    "  prints the tracker's servers and queues exactly as TVM's query_rpc_tracker\n"
-                   "  does (--legacy: TVM <= v0.23's right-aligned addresses).  The tracker\n"
-                   "  defaults to $TVM_TRACKER_HOST:$TVM_TRACKER_PORT, else 127.0.0.1:9190.\n");
+                   "  does (--legacy: TVM <= v0.23's right-aligned addresses).  --devices lists\n"
+                   "  every server instead: key, address, implementation, architecture, cores and\n"
+                   "  what the tracker says of it (heard from, stale, quarantined and why).  The\n"
+                   "  tracker defaults to $TVM_TRACKER_HOST:$TVM_TRACKER_PORT, else\n"
+                   "  127.0.0.1:9190.\n");
             return 0;
         default: return 2;
         }
@@ -606,7 +612,8 @@ static int cmd_summary(int argc, char **argv)
     tt_status s = tt_tracker_call(&conn, "[6]", &reply, &err);
     tt_tracker_close(&conn);
     if (!s)
-        s = tt_tracker_format_summary(reply, host, port, legacy, &text, &err);
+        s = devices ? tt_tracker_format_devices(reply, &text, &err)
+                    : tt_tracker_format_summary(reply, host, port, legacy, &text, &err);
     free(reply);
     if (s) {
         fprintf(stderr, "tvm-tune summary: %s\n", err.msg);

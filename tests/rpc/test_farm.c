@@ -166,6 +166,19 @@ static int teardown(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
+/* Runs a tvm-tune command line; its exit code, and its stdout in out. */
+static int tvm_tune(const char *args, char *out, size_t n)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof(cmd), "%s/tvm-tune %s", TT_BIN, args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t len = fread(out, 1, n - 1, p);
+    out[len] = 0;
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 static void registration(void **state)
 {
     (void)state;
@@ -178,6 +191,18 @@ static void registration(void **state)
     assert_non_null(strstr(first + 1, "\"key\": \"server:cpu\""));
     assert_non_null(strstr(text, "\"impl\": \"" TT_RPC_IMPL "\""));
     assert_non_null(strstr(text, "\"fingerprint\""));
+    /* a TVM server under one of our keys is flagged in the device list */
+    int tvm = tt_net_tracker(tracker_port);
+    char reply[64], out[8192], args[128];
+    assert_true(
+        tt_net_send_frame(tvm, "[5, {\"key\": \"server:cpu\", \"addr\": [null, \"9091\"]}]"));
+    assert_true(tt_net_recv_frame(tvm, reply, sizeof(reply)));
+    snprintf(args, sizeof(args), "summary --devices --tracker 127.0.0.1:%d", tracker_port);
+    assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
+    assert_non_null(strstr(out, "127.0.0.1:9091         TVM server"));
+    assert_non_null(strstr(out, "warning: key 'cpu' mixes 1 TVM server with 2 tvm-rpc-servers"));
+    assert_non_null(strstr(out, "solo"));
+    close(tvm);
 }
 
 /* REQUEST a ticket for `key` on a tracker connection of ours. */
@@ -525,19 +550,6 @@ static void tracker_restarted_mid_run(void **state)
     assert_true(wait_free("solo", 1, 40));
 }
 
-/* Runs a tvm-tune command line; its exit code, and its stdout in out. */
-static int tvm_tune(const char *args, char *out, size_t n)
-{
-    char cmd[2048];
-    snprintf(cmd, sizeof(cmd), "%s/tvm-tune %s", TT_BIN, args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t len = fread(out, 1, n - 1, p);
-    out[len] = 0;
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 static long long job_measured(long long id)
 {
     char args[256], out[8192];
@@ -668,6 +680,10 @@ static void sick_device_quarantined(void **state)
     char text[1 << 14];
     summary(text, sizeof(text));
     assert_non_null(strstr(text, "\"quarantined\": \"the canary (naive schedule) fails"));
+    snprintf(args, sizeof(args), "summary --devices --tracker %s", tr);
+    assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
+    assert_non_null(strstr(out, "quarantined: the canary (naive schedule) fails"));
+    assert_non_null(strstr(out, TT_RPC_IMPL));
     tt_proc_stop(&well);
     tt_proc_stop(&sick);
 }
