@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 bool tt_write_all(int fd, const void *buf, size_t n)
@@ -37,4 +38,11 @@ bool tt_read_all(int fd, void *buf, size_t n)
         n -= (size_t)r;
     }
     return true;
+}
+
+void tt_socket_deadlines(int fd, double seconds)
+{
+    struct timeval tv = {(time_t)seconds, (suseconds_t)((seconds - (double)(time_t)seconds) * 1e6)};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }

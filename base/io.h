@@ -12,5 +12,7 @@
 bool tt_write_all(int fd, const void *buf, size_t n);
 /* True when exactly n bytes were read; false on end of file, error or timeout. */
 bool tt_read_all(int fd, void *buf, size_t n);
+/* Deadlines of every later receive and send on socket fd (SO_RCVTIMEO, SO_SNDTIMEO), seconds. */
+void tt_socket_deadlines(int fd, double seconds);
 
 #endif

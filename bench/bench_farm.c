@@ -18,6 +18,7 @@
 
 #include "codegen/codegen.h"
 #include "db/db.h"
+#include "base/io.h"
 #include "net/proc.h"
 #include "rpc/remote.h"
 #include "schedule/schedule.h"
@@ -45,7 +46,7 @@ static void *client_loop(void *p)
     char *reply = malloc(1 << 20);
     double end = tt_clock_monotonic() + a->seconds;
     while (reply && tt_clock_monotonic() < end) {
-        bool ok = a->raw ? tt_net_send(fd, "ping", 4) && tt_net_recv(fd, reply, 4)
+        bool ok = a->raw ? tt_write_all(fd, "ping", 4) && tt_read_all(fd, reply, 4)
                          : tt_net_send_frame(fd, a->msg) && tt_net_recv_frame(fd, reply, 1 << 20);
         if (!ok)
             break;
@@ -76,7 +77,7 @@ static void *echo_conn(void *p)
 {
     int fd = (int)(intptr_t)p;
     char b[4];
-    while (tt_net_recv(fd, b, 4) && tt_net_send(fd, b, 4)) {
+    while (tt_read_all(fd, b, 4) && tt_write_all(fd, b, 4)) {
     }
     close(fd);
     return NULL;

@@ -35,13 +35,6 @@ struct tt_remote {
     int ndata_ids;
 };
 
-static void set_timeout(int fd, double s)
-{
-    struct timeval tv = {(time_t)s, (suseconds_t)((s - (double)(time_t)s) * 1e6)};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-}
-
 static int dial(const char *host, int port, double timeout_s, tt_errbuf *err)
 {
     char service[16];
@@ -58,7 +51,7 @@ static int dial(const char *host, int port, double timeout_s, tt_errbuf *err)
         fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
         if (fd < 0)
             continue;
-        set_timeout(fd, timeout_s);
+        tt_socket_deadlines(fd, timeout_s);
         if (connect(fd, a->ai_addr, a->ai_addrlen)) {
             saved = errno;
             close(fd);
@@ -92,8 +85,7 @@ static tt_status request(const tt_remote_options *o, char *host, size_t hn, int 
     char *reply = NULL;
     st = text ? tt_tracker_send(&c, text, err) : tt_err(err, TT_ERR_NOMEM, "out of memory");
     free(text);
-    struct timeval tv = {1, 0};
-    setsockopt(c.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    tt_socket_deadlines(c.fd, 1); /* the REQUEST is sent: only the receive deadline matters */
     double t0 = tt_clock_monotonic();
     while (!st) {
         st = tt_tracker_recv(&c, &reply, err);
@@ -410,7 +402,7 @@ tt_status tt_remote_measure(tt_remote *r, const char *so_path, const char *entry
         return st;
     }
     /* The reply comes after the whole measurement: wait for the run's deadline and some. */
-    set_timeout(r->fd, (opt->timeout_s > 0 ? opt->timeout_s : 10) + 30);
+    tt_socket_deadlines(r->fd, (opt->timeout_s > 0 ? opt->timeout_s : 10) + 30);
     json_t *reply;
     st = call(r,
               json_pack("{s:s, s:s, s:s, s:o, s:i, s:o}", "op", "measure", "lib", lib, "entry",
@@ -449,7 +441,7 @@ void tt_remote_close(tt_remote *r)
     if (r->fd >= 0) {
         static const char bye[] = "{\"op\":\"bye\"}";
         tt_errbuf err;
-        set_timeout(r->fd, 2);
+        tt_socket_deadlines(r->fd, 2);
         tt_mproto_send(r->fd, bye, NULL, 0, &err);
         close(r->fd);
     }

@@ -383,9 +383,7 @@ static tt_status op_measure(server *s, int fd, const json_t *msg, tt_errbuf *err
 
 static void serve_session(server *s, int fd, const char *peer, double idle_s)
 {
-    struct timeval tv = {(time_t)idle_s, (suseconds_t)((idle_s - (double)(time_t)idle_s) * 1e6)};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    tt_socket_deadlines(fd, idle_s);
     s->sessions++;
     uint64_t measured0 = s->measured, received0 = s->received;
     tt_errbuf err = {{0}};

@@ -10,13 +10,6 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-static void set_timeouts(int fd, double s)
-{
-    struct timeval tv = {(time_t)s, (suseconds_t)((s - (double)(time_t)s) * 1e6)};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-}
-
 tt_status tt_tracker_connect(const char *host, int port, double timeout_s, tt_tracker_conn *c,
                              tt_errbuf *err)
 {
@@ -34,7 +27,7 @@ tt_status tt_tracker_connect(const char *host, int port, double timeout_s, tt_tr
         int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
         if (fd < 0)
             continue;
-        set_timeouts(fd, timeout_s);
+        tt_socket_deadlines(fd, timeout_s);
         if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
             c->fd = fd;
         } else {

@@ -37,8 +37,6 @@ struct tt_jobs {
     bool closing;
 };
 
-static const char *const strategy_names[] = {"random", "grid", "ga", "xgb", "evo"};
-
 /* ---- parameters ---- */
 
 static tt_status bad(tt_errbuf *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -112,10 +110,8 @@ tt_status tt_jobs_check_params(const json_t *p, json_t **normalised, tt_errbuf *
     if (!s && (!key || !key[0] || strchr(key, ':') || strlen(key) > 100))
         s = bad(err, "\"key\" must name the device key (no ':', at most 100 characters)");
     const char *strategy = json_string_value(json_object_get(p, "strategy"));
-    bool known = !strategy;
-    for (size_t i = 0; strategy && i < TT_ARRAY_LEN(strategy_names); i++)
-        known |= !strcmp(strategy, strategy_names[i]);
-    if (!s && !known)
+    tt_strategy parsed;
+    if (!s && strategy && !tt_strategy_parse(strategy, &parsed))
         s = bad(err, "\"strategy\" is random, grid, ga, xgb or evo");
     double trials, seed, priority, parallel, wait;
     if (!s)
@@ -263,9 +259,7 @@ static void run_job(tt_jobs *j, worker_slot *slot)
     o.trials = json_integer_value(json_object_get(p, "trials"));
     o.seed = (uint64_t)json_integer_value(json_object_get(p, "seed"));
     const char *strategy = json_string_value(json_object_get(p, "strategy"));
-    for (size_t i = 0; strategy && i < TT_ARRAY_LEN(strategy_names); i++)
-        if (!strcmp(strategy, strategy_names[i]))
-            o.strategy = (tt_strategy)i;
+    tt_strategy_parse(strategy, &o.strategy);
     const json_t *search = json_object_get(p, "search");
     o.population = (int)json_integer_value(json_object_get(search, "population"));
     o.diversity = json_number_value(json_object_get(search, "diversity"));

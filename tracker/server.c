@@ -254,6 +254,17 @@ static void on_signal(uv_signal_t *s, int signum)
     stop_all(t);
 }
 
+/* Undoes a start that failed before the loop ran; returns s. */
+static tt_status abandon(tracker *t, tt_status s)
+{
+    uv_close((uv_handle_t *)&t->listener, NULL);
+    uv_run(&t->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&t->loop);
+    tt_registry_free(t->reg);
+    free(t);
+    return s;
+}
+
 tt_status tt_tracker_run(const tt_tracker_options *o, tt_errbuf *err)
 {
     tracker *t = calloc(1, sizeof(*t));
@@ -289,14 +300,8 @@ tt_status tt_tracker_run(const tt_tracker_options *o, tt_errbuf *err)
         s = tt_err(err, TT_ERR_IO, "cannot listen on %s, ports %d..%d: %s", host, first, last - 1,
                    rc ? uv_strerror(rc) : "address in use");
     }
-    if (s) {
-        uv_close((uv_handle_t *)&t->listener, NULL);
-        uv_run(&t->loop, UV_RUN_DEFAULT);
-        uv_loop_close(&t->loop);
-        tt_registry_free(t->reg);
-        free(t);
-        return s;
-    }
+    if (s)
+        return abandon(t, s);
     if (bound == 0) { /* the port the system chose */
         int len = sizeof(addr);
         uv_tcp_getsockname(&t->listener, (struct sockaddr *)&addr, &len);
@@ -307,12 +312,7 @@ tt_status tt_tracker_run(const tt_tracker_options *o, tt_errbuf *err)
         s = tt_jobs_open(o->db_path, host, bound, o->job_workers > 0 ? o->job_workers : 2, o->log,
                          &t->jobs, err);
         if (s) {
-            uv_close((uv_handle_t *)&t->listener, NULL);
-            uv_run(&t->loop, UV_RUN_DEFAULT);
-            uv_loop_close(&t->loop);
-            tt_registry_free(t->reg);
-            free(t);
-            return s;
+            return abandon(t, s);
         }
         tt_registry_set_extension(t->reg, jobs_extension, t->jobs);
     }

@@ -41,6 +41,23 @@ void tt_host_fingerprint(char *out, size_t n)
     snprintf(out, n, "%s|%ldc|%.0fG|%s|%.8s", model, cores, gib, cpu, hex);
 }
 
+static const char *const strategy_names[] = {"random", "grid", "ga", "xgb", "evo"};
+
+const char *tt_strategy_name(tt_strategy s)
+{
+    return (unsigned)s < TT_ARRAY_LEN(strategy_names) ? strategy_names[s] : "unknown";
+}
+
+bool tt_strategy_parse(const char *name, tt_strategy *out)
+{
+    for (size_t i = 0; name && i < TT_ARRAY_LEN(strategy_names); i++)
+        if (!strcmp(name, strategy_names[i])) {
+            *out = (tt_strategy)i;
+            return true;
+        }
+    return false;
+}
+
 double tt_tune_deadline(const tt_measure_options *m, double best_s)
 {
     double limit = m->timeout_s > 0 ? m->timeout_s : 10;

@@ -22,6 +22,10 @@ typedef enum {
     TT_STRATEGY_EVO,    /* sketches + evolutionary search + pack-sum model (Ansor) */
 } tt_strategy;
 
+/* A strategy's name ("random", "grid", "ga", "xgb", "evo") and back; false for an unknown one. */
+const char *tt_strategy_name(tt_strategy s);
+bool tt_strategy_parse(const char *name, tt_strategy *out);
+
 typedef enum {
     TT_FEATURES_KNOB,    /* xgb: log2 of each knob value (AutoTVM's "knob") */
     TT_FEATURES_ITERVAR, /* xgb: loop-variable features of the lowered program + knob values */

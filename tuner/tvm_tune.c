@@ -361,17 +361,7 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
         case 't': o->target = optarg; break;
         case 'd': o->db_path = optarg; break;
         case 's':
-            if (!strcmp(optarg, "random"))
-                o->strategy = TT_STRATEGY_RANDOM;
-            else if (!strcmp(optarg, "grid"))
-                o->strategy = TT_STRATEGY_GRID;
-            else if (!strcmp(optarg, "ga"))
-                o->strategy = TT_STRATEGY_GA;
-            else if (!strcmp(optarg, "xgb"))
-                o->strategy = TT_STRATEGY_XGB;
-            else if (!strcmp(optarg, "evo"))
-                o->strategy = TT_STRATEGY_EVO;
-            else {
+            if (!tt_strategy_parse(optarg, &o->strategy)) {
                 fprintf(stderr, "tvm-tune %s: ", cmd);
                 fprintf(stderr, "--strategy is random, grid, ga, xgb or evo\n");
                 return 2;

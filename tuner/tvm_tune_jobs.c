@@ -11,8 +11,6 @@
 #include "rpc/tracker_proto.h"
 #include "tuner/tvm_tune_cli.h"
 
-static const char *const strategy_names[] = {"random", "grid", "ga", "xgb", "evo"};
-
 /* The job's parameters, as tracker/jobs.c reads them. */
 static json_t *job_params(const tune_args *a)
 {
@@ -25,7 +23,7 @@ static json_t *job_params(const tune_args *a)
     json_t *p = json_pack(
         "{s:o, s:o, s:s, s:s, s:s, s:I, s:I, s:i, s:i, s:f, s:{s:i, s:i, s:f, s:f, s:b, s:f}}",
         "workloads", ws, "weights", weights, "target", o->target ? o->target : "llvm", "key",
-        a->remote.key, "strategy", strategy_names[o->strategy], "trials", (json_int_t)o->trials,
+        a->remote.key, "strategy", tt_strategy_name(o->strategy), "trials", (json_int_t)o->trials,
         "seed", (json_int_t)o->seed, "priority", a->remote.priority, "parallel", a->remote.parallel,
         "device_wait", a->remote.request_timeout_s > 0 ? a->remote.request_timeout_s : 600.0,
         "measure", "number", o->measure.number > 0 ? o->measure.number : 1, "repeat",

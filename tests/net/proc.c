@@ -1,5 +1,8 @@
 #include "proc.h"
 
+#include "base/io.h"
+#include "rpc/tracker_proto.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -132,9 +135,7 @@ int tt_net_connect(int port)
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
-    struct timeval tv = {5, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    tt_socket_deadlines(fd, 5);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     struct sockaddr_in a = {0};
@@ -146,36 +147,6 @@ int tt_net_connect(int port)
         return -1;
     }
     return fd;
-}
-
-bool tt_net_send(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
-bool tt_net_recv(int fd, void *buf, size_t n)
-{
-    char *p = buf;
-    while (n) {
-        ssize_t r = recv(fd, p, n, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return false;
-        p += r;
-        n -= (size_t)r;
-    }
-    return true;
 }
 
 bool tt_net_closed(int fd)
@@ -193,23 +164,15 @@ bool tt_net_closed(int fd)
     return false;
 }
 
-static void put32(uint8_t *b, uint32_t v)
-{
-    b[0] = (uint8_t)v;
-    b[1] = (uint8_t)(v >> 8);
-    b[2] = (uint8_t)(v >> 16);
-    b[3] = (uint8_t)(v >> 24);
-}
-
 bool tt_net_send_frame(int fd, const char *json)
 {
     size_t n = strlen(json);
     uint8_t *b = malloc(n + 4);
     if (!b)
         return false;
-    put32(b, (uint32_t)n);
+    tt_put_le32(b, (int32_t)n);
     memcpy(b + 4, json, n);
-    bool ok = tt_net_send(fd, b, n + 4);
+    bool ok = tt_write_all(fd, b, n + 4);
     free(b);
     return ok;
 }
@@ -217,13 +180,13 @@ bool tt_net_send_frame(int fd, const char *json)
 bool tt_net_recv_frame(int fd, char *buf, size_t n)
 {
     uint8_t h[4];
-    if (!tt_net_recv(fd, h, 4))
+    if (!tt_read_all(fd, h, 4))
         return false;
     uint32_t len =
         (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
     if (len >= n)
         return false;
-    if (!tt_net_recv(fd, buf, len))
+    if (!tt_read_all(fd, buf, len))
         return false;
     buf[len] = 0;
     return true;
@@ -235,8 +198,8 @@ int tt_net_tracker(int port)
     if (fd < 0)
         return -1;
     uint8_t m[4], echo[4];
-    put32(m, 0x2F271);
-    if (!tt_net_send(fd, m, 4) || !tt_net_recv(fd, echo, 4) || memcmp(m, echo, 4)) {
+    tt_put_le32(m, TT_TRACKER_MAGIC);
+    if (!tt_write_all(fd, m, 4) || !tt_read_all(fd, echo, 4) || memcmp(m, echo, 4)) {
         close(fd);
         return -1;
     }

@@ -27,11 +27,9 @@ int tt_proc_stop(tt_proc *p);
 /* SIGKILL without waiting for anything else (the test of a dying device). */
 void tt_proc_kill(tt_proc *p);
 
-/* A TCP connection to 127.0.0.1:port with 5 s send/receive deadlines; -1 on failure. */
+/* A TCP connection to 127.0.0.1:port with 5 s send/receive deadlines; -1 on failure.  Whole
+ * buffers go with base/io.h's tt_write_all and tt_read_all. */
 int tt_net_connect(int port);
-bool tt_net_send(int fd, const void *buf, size_t n);
-/* Reads exactly n bytes; false on close or timeout. */
-bool tt_net_recv(int fd, void *buf, size_t n);
 /* True when the peer closed the connection (reads until EOF within 5 s, discarding bytes). */
 bool tt_net_closed(int fd);
 /* Sends one tracker frame (length prefix + json). */

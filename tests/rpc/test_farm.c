@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "base/io.h"
 #include "net/proc.h"
 #include "rpc/measure_proto.h"
 #include "rpc/remote.h"
@@ -223,9 +224,9 @@ static int handshake(int port, const char *key, uint8_t code[4])
     uint8_t h[8];
     tt_put_le32(h, TT_RPC_MAGIC);
     tt_put_le32(h + 4, (int32_t)strlen(key));
-    assert_true(tt_net_send(fd, h, 8));
-    assert_true(tt_net_send(fd, key, strlen(key)));
-    assert_true(tt_net_recv(fd, code, 4));
+    assert_true(tt_write_all(fd, h, 8));
+    assert_true(tt_write_all(fd, key, strlen(key)));
+    assert_true(tt_read_all(fd, code, 4));
     return fd;
 }
 
@@ -250,16 +251,16 @@ static void tvm_handshake(void **state)
     assert_int_equal(tt_get_le32(code), TT_RPC_SUCCESS);
     uint8_t lb[4];
     char skey[64] = "";
-    assert_true(tt_net_recv(fd, lb, 4));
+    assert_true(tt_read_all(fd, lb, 4));
     assert_int_equal(tt_get_le32(lb), 11);
-    assert_true(tt_net_recv(fd, skey, 11));
+    assert_true(tt_read_all(fd, skey, 11));
     assert_memory_equal(skey, "server:solo", 11);
     /* TVM's init-server packet: 29 bytes */
     static const uint8_t init[29] = {21, 0, 0, 0, 0, 0,   0,   0,   2,   0,   0, 0, 5, 0, 0,
                                      0,  0, 0, 0, 0, '0', '.', '8', '.', '0', 0, 0, 0, 0};
-    assert_true(tt_net_send(fd, init, sizeof(init)));
+    assert_true(tt_write_all(fd, init, sizeof(init)));
     uint8_t pkt[28];
-    assert_true(tt_net_recv(fd, pkt, 28));
+    assert_true(tt_read_all(fd, pkt, 28));
     int32_t len = tt_get_le32(pkt + 20);
     assert_int_equal(tt_get_le32(pkt), 20 + len);
     assert_int_equal(tt_get_le32(pkt + 8), 5);   /* exception */
@@ -267,7 +268,7 @@ static void tvm_handshake(void **state)
     assert_int_equal(tt_get_le32(pkt + 16), 11); /* a string, TVM <= v0.20 */
     char text[512] = "";
     assert_true(len > 0 && len < (int32_t)sizeof(text));
-    assert_true(tt_net_recv(fd, text, (size_t)len));
+    assert_true(tt_read_all(fd, text, (size_t)len));
     assert_non_null(strstr(text, "cannot run TVM RPC sessions"));
     assert_true(tt_net_closed(fd));
     close(fd);
@@ -401,9 +402,9 @@ static void measurement_protocol(void **state)
     uint8_t code[4], skip[15];
     int fd = handshake(port, key, code);
     assert_int_equal(tt_get_le32(code), TT_RPC_SUCCESS);
-    assert_true(tt_net_recv(fd, skip, 4 + 11));
+    assert_true(tt_read_all(fd, skip, 4 + 11));
     static const uint8_t huge[16] = {'T', 'T', 'M', '1', 0xff, 0xff, 0xff, 0x7f};
-    assert_true(tt_net_send(fd, huge, sizeof(huge)));
+    assert_true(tt_write_all(fd, huge, sizeof(huge)));
     assert_true(tt_net_closed(fd));
     close(fd);
     assert_true(wait_free("solo", 1, 5));

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "base/io.h"
 #include "net/proc.h"
 
 static tt_proc tracker;
@@ -52,16 +53,16 @@ static void framing(void **state)
     int fd = tt_net_connect(tracker_port);
     assert_true(fd >= 0);
     uint8_t both[11] = {0x71, 0xf2, 0x02, 0x00, 3, 0, 0, 0, '[', '1', ']'};
-    assert_true(tt_net_send(fd, both, sizeof(both)));
+    assert_true(tt_write_all(fd, both, sizeof(both)));
     uint8_t echo[4];
     char reply[64];
-    assert_true(tt_net_recv(fd, echo, 4));
+    assert_true(tt_read_all(fd, echo, 4));
     assert_memory_equal(echo, both, 4);
     assert_true(tt_net_recv_frame(fd, reply, sizeof(reply)));
     assert_string_equal(reply, "0");
     /* a frame one byte at a time */
     for (size_t i = 4; i < sizeof(both); i++) {
-        assert_true(tt_net_send(fd, both + i, 1));
+        assert_true(tt_write_all(fd, both + i, 1));
         usleep(2000);
     }
     assert_true(tt_net_recv_frame(fd, reply, sizeof(reply)));
@@ -84,7 +85,7 @@ static void framing(void **state)
         fd = tt_net_tracker(tracker_port);
         assert_true(fd >= 0);
         assert_true(bad[i].frame ? tt_net_send_frame(fd, bad[i].frame)
-                                 : tt_net_send(fd, bad[i].bytes, bad[i].n));
+                                 : tt_write_all(fd, bad[i].bytes, bad[i].n));
         assert_true(tt_net_closed(fd));
         close(fd);
     }
@@ -92,7 +93,7 @@ static void framing(void **state)
     fd = tt_net_connect(tracker_port);
     assert_true(fd >= 0);
     static const uint8_t rpc_magic[4] = {0x71, 0xf2, 0x0f, 0x00};
-    assert_true(tt_net_send(fd, rpc_magic, 4));
+    assert_true(tt_write_all(fd, rpc_magic, 4));
     assert_true(tt_net_closed(fd));
     close(fd);
     ping_ok(keep);
