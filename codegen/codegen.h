@@ -1,4 +1,5 @@
-/* codegen/: loop IR -> native code through LLVM (host and cross targets).
+/* codegen/: loop IR -> native code through LLVM (host and cross targets), and loop IR -> OpenCL C
+ * (GPUs; see cl_artifact.h for what a device receives).
  *
  * A kernel is one exported function with the C signature
  *
@@ -48,5 +49,40 @@ tt_status tt_codegen_llvm(const tt_program *p, const tt_target *t, const char *e
  * frees. */
 tt_status tt_codegen_llvm_ir(const tt_program *p, const tt_target *t, const char *entry,
                              const tt_codegen_options *opt, char **ir, tt_errbuf *err);
+
+/* What a GPU allows one kernel: checked before anything reaches the device, so an invalid
+ * candidate costs no measurement (TVM's INSTANTIATION_ERROR).  0 = no limit. */
+typedef struct tt_gpu_limits {
+    int64_t max_threads;       /* work-items per work-group */
+    int64_t max_block[3];      /* work-items per group on each axis */
+    int64_t max_shared_bytes;  /* __local memory per work-group */
+    int64_t max_private_bytes; /* private arrays per work-item */
+    int64_t max_vthread;       /* extent of a vthread loop */
+} tt_gpu_limits;
+
+/* Defaults for a target's device kind when the device has not told us its own: 256 threads,
+ * 48 KiB local memory (what OpenCL GPUs commonly offer), 16 KiB private arrays, vthread 8. */
+void tt_gpu_limits_default(tt_gpu_limits *lim);
+
+typedef struct tt_opencl_stats {
+    int kernels;
+    int64_t grid[3], block[3]; /* of the first kernel */
+    int64_t shared_bytes;      /* largest of one kernel */
+    int barriers, unrolled_loops, guarded_thread_loops;
+} tt_opencl_stats;
+
+/* Translates `p` into an OpenCL artifact (cl_artifact.h): one kernel per root loop nest, named
+ * `<entry>_<k>`.  Loops bound to blockIdx.{x,y,z} / threadIdx.{x,y,z} become work-group and
+ * work-item ids (a loop shorter than the launch is guarded; several loops may share an axis),
+ * vthread and unroll loops are unrolled, `shared` buffers are __local with barriers around their
+ * fills, other buffers computed inside a kernel are private arrays, root intermediates are
+ * workspace buffers.
+ *
+ * TT_ERR_LIMIT when the kernel exceeds `lim` (threads, local or private memory, vthread) and
+ * TT_ERR_ILLEGAL_STEP when the bindings cannot run on a GPU (an axis bound twice in one nest, a
+ * barrier under thread-dependent control flow); both say which loop or buffer.  The caller frees
+ * *text. */
+tt_status tt_codegen_opencl(const tt_program *p, const char *entry, const tt_gpu_limits *lim,
+                            char **text, size_t *len, tt_opencl_stats *stats, tt_errbuf *err);
 
 #endif

@@ -13,10 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../codegen/cl_artifact.h"
 #include "../codegen/loader.h"
-
-/* Error codes (the same values as db.h's tt_measure_error; rpc/ does not include db/). */
-enum { E_OK = 0, E_RUNTIME_DEVICE = 4, E_WRONG_ANSWER = 5, E_RUN_TIMEOUT = 7, E_UNKNOWN = 8 };
+#include "measure_int.h"
 
 size_t tt_elem_bytes(tt_elem e)
 {
@@ -40,15 +39,7 @@ static double elem_get(const void *p, tt_elem e, int64_t i)
     }
 }
 
-/* What the child sends back: a fixed-size message. */
-typedef struct {
-    int error_no;
-    int ncosts, number;
-    double costs[TT_MEASURE_MAX_REPEAT];
-    char text[512];
-} child_msg;
-
-static void send_msg(int fd, const child_msg *m)
+void tt__measure_send(int fd, const tt__child_msg *m)
 {
     const char *p = (const char *)m;
     size_t left = sizeof(*m);
@@ -64,17 +55,32 @@ static void send_msg(int fd, const child_msg *m)
     }
 }
 
-static void child_fail(int fd, child_msg *m, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5), noreturn));
-static void child_fail(int fd, child_msg *m, int code, const char *fmt, ...)
+void tt__measure_fail(int fd, tt__child_msg *m, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     m->error_no = code;
     vsnprintf(m->text, sizeof(m->text), fmt, ap);
     va_end(ap);
-    send_msg(fd, m);
+    tt__measure_send(fd, m);
     _exit(0);
+}
+
+void tt__measure_check(int fd, tt__child_msg *m, void *const *args, const tt_measure_buffer *bufs,
+                       int nbufs, int ninputs, const tt_measure_options *o)
+{
+    for (int i = ninputs; i < nbufs; i++) {
+        if (!bufs[i].expect)
+            continue;
+        for (int64_t e = 0; e < bufs[i].count; e++) {
+            double x = elem_get(args[i], bufs[i].elem, e),
+                   y = elem_get(bufs[i].expect, bufs[i].elem, e);
+            if (!(fabs(x - y) <= o->atol + o->rtol * fabs(y)))
+                tt__measure_fail(fd, m, TT__E_WRONG_ANSWER,
+                                 "output %d element %lld: got %.9g, expected %.9g", i - ninputs,
+                                 (long long)e, x, y);
+        }
+    }
 }
 
 /* Evicts a buffer from the caches before a sample (TVM's cache_flush_cpu_non_first_arg). */
@@ -93,63 +99,19 @@ static void flush(const void *p, size_t bytes)
 #endif
 }
 
-static void child(int fd, const char *so, const char *entry, const tt_measure_buffer *bufs,
-                  int nbufs, int ninputs, const tt_measure_options *o)
+void tt__measure_time(int fd, tt__child_msg *m, const tt_measure_options *o,
+                      double (*run)(void *ctx, int number), void *ctx)
 {
-    child_msg m;
-    memset(&m, 0, sizeof(m));
-    if (o->memory_limit > 0) {
-        struct rlimit rl = {(rlim_t)o->memory_limit, (rlim_t)o->memory_limit};
-        setrlimit(RLIMIT_AS, &rl);
-    }
-    tt_kernel *k;
-    tt_errbuf err;
-    if (tt_kernel_load(so, entry, &k, &err))
-        child_fail(fd, &m, E_RUNTIME_DEVICE, "%s", err.msg);
-    void *args[256];
-    if (nbufs > 256)
-        child_fail(fd, &m, E_UNKNOWN, "too many parameters");
-    for (int i = 0; i < nbufs; i++) {
-        size_t bytes = (size_t)bufs[i].count * tt_elem_bytes(bufs[i].elem);
-        if (posix_memalign(&args[i], 64, bytes ? bytes : 64))
-            child_fail(fd, &m, E_RUNTIME_DEVICE, "cannot allocate %zu bytes for argument %d", bytes,
-                       i);
-        if (i < ninputs && bufs[i].data)
-            memcpy(args[i], bufs[i].data, bytes);
-        else
-            memset(args[i], i < ninputs ? 0 : 0xff, bytes); /* outputs start as NaN */
-    }
-    tt_kernel_fn fn = tt_kernel_function(k);
-    /* Warm-up, which is also the call whose outputs are checked. */
-    int32_t rc = fn(args);
-    if (rc != 0)
-        child_fail(fd, &m, E_RUNTIME_DEVICE, "kernel returned %d", rc);
-    for (int i = ninputs; i < nbufs; i++) {
-        if (!bufs[i].expect)
-            continue;
-        for (int64_t e = 0; e < bufs[i].count; e++) {
-            double x = elem_get(args[i], bufs[i].elem, e),
-                   y = elem_get(bufs[i].expect, bufs[i].elem, e);
-            if (!(fabs(x - y) <= o->atol + o->rtol * fabs(y)))
-                child_fail(fd, &m, E_WRONG_ANSWER,
-                           "output %d element %lld: got %.9g, expected %.9g", i - ninputs,
-                           (long long)e, x, y);
-        }
-    }
     int number = o->number > 0 ? o->number : 1;
     int repeat =
         o->repeat > 0 ? (o->repeat > TT_MEASURE_MAX_REPEAT ? TT_MEASURE_MAX_REPEAT : o->repeat) : 3;
     for (int r = 0; r < repeat; r++) {
-        if (o->cache_flush)
-            for (int i = 0; i < ninputs; i++)
-                flush(args[i], (size_t)bufs[i].count * tt_elem_bytes(bufs[i].elem));
         double dur;
         int zero_tries = 0;
         for (;;) {
-            double t0 = tt_clock_monotonic();
-            for (int c = 0; c < number; c++)
-                fn(args);
-            dur = tt_clock_monotonic() - t0;
+            dur = run(ctx, number);
+            if (dur < 0)
+                return; /* run() reported the failure */
             if (dur * 1e3 >= o->min_repeat_ms)
                 break;
             if (dur <= 0) {
@@ -163,13 +125,73 @@ static void child(int fd, const char *so, const char *entry, const tt_measure_bu
                 number = (int)(want > grown ? want : grown);
             }
         }
-        m.costs[m.ncosts++] = dur / number;
+        m->costs[m->ncosts++] = dur / number;
         if (o->cooldown_ms > 0)
             usleep((useconds_t)(o->cooldown_ms * 1000));
     }
-    m.number = number;
-    m.error_no = E_OK;
-    send_msg(fd, &m);
+    m->number = number;
+    m->error_no = 0;
+    tt__measure_send(fd, m);
+}
+
+typedef struct {
+    tt_kernel_fn fn;
+    void **args;
+    const tt_measure_buffer *bufs;
+    int ninputs;
+    bool cache_flush;
+} cpu_run;
+
+static double run_cpu(void *vctx, int number)
+{
+    cpu_run *c = vctx;
+    if (c->cache_flush)
+        for (int i = 0; i < c->ninputs; i++)
+            flush(c->args[i], (size_t)c->bufs[i].count * tt_elem_bytes(c->bufs[i].elem));
+    double t0 = tt_clock_monotonic();
+    for (int k = 0; k < number; k++)
+        c->fn(c->args);
+    return tt_clock_monotonic() - t0;
+}
+
+static void child(int fd, const char *so, const char *entry, const tt_measure_buffer *bufs,
+                  int nbufs, int ninputs, const tt_measure_options *o)
+{
+    tt__child_msg m;
+    memset(&m, 0, sizeof(m));
+    if (tt__measure_is_opencl(so)) {
+        tt__measure_opencl(fd, &m, so, bufs, nbufs, ninputs, o);
+        _exit(0);
+    }
+    if (o->memory_limit > 0) {
+        struct rlimit rl = {(rlim_t)o->memory_limit, (rlim_t)o->memory_limit};
+        setrlimit(RLIMIT_AS, &rl);
+    }
+    tt_kernel *k;
+    tt_errbuf err;
+    if (tt_kernel_load(so, entry, &k, &err))
+        tt__measure_fail(fd, &m, TT__E_RUNTIME_DEVICE, "%s", err.msg);
+    void *args[256];
+    if (nbufs > 256)
+        tt__measure_fail(fd, &m, TT__E_UNKNOWN, "too many parameters");
+    for (int i = 0; i < nbufs; i++) {
+        size_t bytes = (size_t)bufs[i].count * tt_elem_bytes(bufs[i].elem);
+        if (posix_memalign(&args[i], 64, bytes ? bytes : 64))
+            tt__measure_fail(fd, &m, TT__E_RUNTIME_DEVICE,
+                             "cannot allocate %zu bytes for argument %d", bytes, i);
+        if (i < ninputs && bufs[i].data)
+            memcpy(args[i], bufs[i].data, bytes);
+        else
+            memset(args[i], i < ninputs ? 0 : 0xff, bytes); /* outputs start as NaN */
+    }
+    tt_kernel_fn fn = tt_kernel_function(k);
+    /* Warm-up, which is also the call whose outputs are checked. */
+    int32_t rc = fn(args);
+    if (rc != 0)
+        tt__measure_fail(fd, &m, TT__E_RUNTIME_DEVICE, "kernel returned %d", rc);
+    tt__measure_check(fd, &m, args, bufs, nbufs, ninputs, o);
+    cpu_run c = {fn, args, bufs, ninputs, o->cache_flush};
+    tt__measure_time(fd, &m, o, run_cpu, &c);
     _exit(0);
 }
 
@@ -210,7 +232,7 @@ tt_status tt_measure_run(const char *so_path, const char *entry, const tt_measur
     }
     setpgid(pid, pid);
     close(fds[1]);
-    child_msg m;
+    tt__child_msg m;
     size_t got = 0;
     bool timed_out = false;
     while (got < sizeof(m)) {
@@ -241,13 +263,13 @@ tt_status tt_measure_run(const char *so_path, const char *entry, const tt_measur
         ;
     res->run_s = tt_clock_monotonic() - t0;
     if (timed_out) {
-        res->error_no = E_RUN_TIMEOUT;
+        res->error_no = TT__E_RUN_TIMEOUT;
         snprintf(res->error_text, sizeof(res->error_text), "killed after %.3g s (timeout)",
                  o.timeout_s);
         return TT_OK;
     }
     if (got < sizeof(m)) {
-        res->error_no = E_RUNTIME_DEVICE;
+        res->error_no = TT__E_RUNTIME_DEVICE;
         if (WIFSIGNALED(status))
             snprintf(res->error_text, sizeof(res->error_text),
                      "kernel process killed by signal %d (%s)", WTERMSIG(status),

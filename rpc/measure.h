@@ -42,6 +42,9 @@ typedef struct tt_measure_options {
     double timeout_s;     /* whole child (load, check, timing), default 10 */
     int64_t memory_limit; /* bytes of address space for the child, 0 = unlimited */
     double rtol, atol;    /* output check, defaults 1e-4 and 1e-5 */
+    /* OpenCL artifacts: which device (opencl.h's tt_cl_select: "P:D", an index or a name;
+     * NULL = the first GPU, else the first device). */
+    const char *opencl_device;
 } tt_measure_options;
 
 #define TT_MEASURE_MAX_REPEAT 64
@@ -56,9 +59,12 @@ typedef struct tt_measure_result {
 } tt_measure_result;
 
 /* Loads `entry` from `so_path` in a child process, checks the outputs of the first call against
- * the expected ones and times it.  Returns TT_OK whenever a result was produced (the result's
- * error_no says how the candidate fared); other statuses mean the measurement itself could not
- * be made (fork failed, out of memory). */
+ * the expected ones and times it.  `so_path` may also be an OpenCL artifact
+ * (codegen/cl_artifact.h; `entry` is then unused): the child builds it with the device's driver
+ * (a build error is COMPILE_DEVICE with the build log, a launch the device refuses is
+ * INSTANTIATION), runs its kernels and times them with profiling events.  Returns TT_OK whenever a
+ * result was produced (the result's error_no says how the candidate fared); other statuses mean the
+ * measurement itself could not be made (fork failed, out of memory). */
 tt_status tt_measure_run(const char *so_path, const char *entry, const tt_measure_buffer *bufs,
                          int nbufs, int ninputs, const tt_measure_options *opt,
                          tt_measure_result *res, tt_errbuf *err);

@@ -322,6 +322,17 @@ static interval eval_interval(lower_ctx *c, tt_eid e, const uint8_t *ranged)
         a = eval_interval(c, n.a, ranged);
         if (!a.ok)
             return r;
+        int64_t c0;
+        if (tt_expr_is_const_int(p, a.min, &c0)) {
+            /* A constant start (a fused or relaxed variable from 0): exact. */
+            int64_t lo = c0 >= 0 ? c0 / k : -((-c0 + k - 1) / k);
+            int64_t hi_v = c0 + a.ext - 1;
+            int64_t hi = hi_v >= 0 ? hi_v / k : -((-hi_v + k - 1) / k);
+            r.min = tt_expr_int(p, lo);
+            r.ext = hi - lo + 1;
+            r.ok = true;
+            return r;
+        }
         r.min = tt_div(p, a.min, tt_expr_int(p, k));
         r.ext = (a.ext - 1) / k + 2; /* the start need not be a multiple of k */
         r.ok = true;
@@ -449,6 +460,25 @@ static tt_status infer_region(lower_ctx *c, int s)
         if (r != s && runs_after_within(c, r, cs, pos, s))
             for (int k = 0; k < c->st->stages.data[r].niters; k++)
                 ranged[c->st->stages.data[r].iters[k].var] = 1;
+    /* A shared buffer serves every work-item of the group: its region covers all threadIdx
+     * values of the loops around the attach point (TVM's relaxation for shared scope), so the
+     * fill does not depend on which work-item runs it.  vthread loops stay fixed: on the device
+     * they are serial loops of each work-item, which refill per virtual thread. */
+    if (strcmp(sg->scope, "shared") == 0) {
+        int q = cs, qpos = pos;
+        for (int depth = 0; depth <= TT_MAX_STAGES && q >= 0; depth++) {
+            const tt_stage *qg = &c->st->stages.data[q];
+            for (int k = 0; k <= qpos && k < qg->niters; k++) {
+                tt_ann a = qg->iters[k].ann;
+                if (a == TT_ANN_THREAD_X || a == TT_ANN_THREAD_Y || a == TT_ANN_THREAD_Z)
+                    ranged[qg->iters[k].var] = 1;
+            }
+            if (!c->si[q].attached)
+                break;
+            qpos = c->si[q].at_pos;
+            q = c->si[q].consumer;
+        }
+    }
     region_ctx rc = {c, si->op, ranged, acc, 0, false};
     for (int d = 0; d < TT_MAX_DIMS; d++)
         acc[d].ok = true;

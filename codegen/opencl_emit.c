@@ -1,0 +1,852 @@
+/* Loop IR -> OpenCL C.
+ *
+ * Kernels: the program's root is a nest of ALLOCs (workspace intermediates) around a sequence of
+ * root loop nests; each nest is one kernel, launched in order.
+ *
+ * Bindings: a loop bound to a GPU axis is not a loop on the device.  Its launch extent is the
+ * largest extent bound to that axis in the kernel; a loop of that extent reads the id
+ * (get_group_id / get_local_id), a shorter one is guarded by `if (id < extent)`.  Several loops may
+ * share an axis: a `shared` buffer's cooperative fill, computed inside the consumer's thread loop,
+ * binds threadIdx.x again and every work-item fills its own part.  Lowering relaxes a shared
+ * buffer's region over the thread loops around it (schedule/lower.c), so the fill does not depend
+ * on which work-item runs it.
+ *
+ * Memory: `shared` buffers are __local arrays declared at the kernel's top; each fill is fenced by
+ * barriers (before: the previous iteration's readers are done; after: the data is visible).
+ * Other buffers computed inside a kernel are per-work-item private arrays.
+ *
+ * What cannot run on a GPU is refused with the loop or buffer named: an axis bound twice in one
+ * nest outside a shared fill, a thread loop inside a private buffer's computation, a store that
+ * several work-items would race on (a reduce axis bound to threads: cross-thread reduction), a
+ * barrier under thread-dependent control flow, limits exceeded. */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/strbuf.h"
+#include "cl_artifact.h"
+#include "codegen.h"
+
+enum { AX_BX, AX_BY, AX_BZ, AX_TX, AX_TY, AX_TZ, AX_N };
+
+typedef struct {
+    uint32_t var;
+    int fill_depth; /* shared fills enclosing the loop when it was entered */
+} bound_loop;
+
+typedef struct {
+    const tt_program *p;
+    tt_gpu_limits lim;
+    tt_errbuf *err;
+    tt_status status;
+    tt_strbuf body;   /* the kernel being emitted */
+    tt_strbuf decls;  /* its __local declarations */
+    tt_strbuf source; /* all kernels */
+    char **buf_name, **var_name;
+    bool *workspace;
+    bool long_index; /* int64 data somewhere: integers are `long` */
+    bool fp64;
+    int indent;
+    /* per kernel */
+    int64_t launch[AX_N];
+    int64_t shared_bytes, private_bytes;
+    bound_loop active[AX_N];
+    int fill_depth;        /* shared fills around the current statement */
+    int private_fill;      /* private-buffer computations around it */
+    int divergent;         /* thread-dependent conditions around it */
+    int auto_unroll;       /* auto_unroll_max_step in effect */
+    size_t barrier_at;     /* body length right after the last barrier */
+    tt_opencl_stats stats; /* accumulated */
+} cl_emitter;
+
+static tt_status fail(cl_emitter *e, tt_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static tt_status fail(cl_emitter *e, tt_status s, const char *fmt, ...)
+{
+    if (e->status)
+        return e->status;
+    va_list ap;
+    va_start(ap, fmt);
+    tt_verr(e->err, s, fmt, ap);
+    va_end(ap);
+    e->status = s;
+    return s;
+}
+
+static int axis_of(tt_ann a)
+{
+    switch (a) {
+    case TT_ANN_BLOCK_X: return AX_BX;
+    case TT_ANN_BLOCK_Y: return AX_BY;
+    case TT_ANN_BLOCK_Z: return AX_BZ;
+    case TT_ANN_THREAD_X: return AX_TX;
+    case TT_ANN_THREAD_Y: return AX_TY;
+    case TT_ANN_THREAD_Z: return AX_TZ;
+    default: return -1;
+    }
+}
+
+static const char *const axis_name[AX_N] = {"blockIdx.x",  "blockIdx.y",  "blockIdx.z",
+                                            "threadIdx.x", "threadIdx.y", "threadIdx.z"};
+
+static char *ident(const char *name, uint32_t id)
+{
+    tt_strbuf sb = {0};
+    if (!name || !name[0] || isdigit((unsigned char)name[0]))
+        tt_strbuf_append(&sb, "v");
+    for (const char *c = name ? name : ""; *c; c++) {
+        char ch = isalnum((unsigned char)*c) ? *c : '_';
+        tt_strbuf_appendn(&sb, &ch, 1);
+    }
+    tt_strbuf_printf(&sb, "_%u", id);
+    return tt_strbuf_take(&sb);
+}
+
+static const char *ctype(cl_emitter *e, tt_dtype t)
+{
+    switch (t) {
+    case TT_DT_FLOAT32: return "float";
+    case TT_DT_FLOAT64: return "double";
+    case TT_DT_INT32: return "int";
+    case TT_DT_INT64: return e->long_index ? "long" : "int";
+    default: return "int"; /* bool values */
+    }
+}
+
+/* Type of a buffer's elements in memory (bool is a byte; int64 data stays long). */
+static const char *mtype(tt_dtype t)
+{
+    switch (t) {
+    case TT_DT_FLOAT32: return "float";
+    case TT_DT_FLOAT64: return "double";
+    case TT_DT_INT32: return "int";
+    case TT_DT_INT64: return "long";
+    default: return "uchar";
+    }
+}
+
+static tt_cl_elem cl_elem(tt_dtype t)
+{
+    switch (t) {
+    case TT_DT_FLOAT32: return TT_CL_F32;
+    case TT_DT_FLOAT64: return TT_CL_F64;
+    case TT_DT_INT32: return TT_CL_I32;
+    case TT_DT_INT64: return TT_CL_I64;
+    default: return TT_CL_U8;
+    }
+}
+
+static void line(cl_emitter *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line(cl_emitter *e, const char *fmt, ...)
+{
+    tt_strbuf_indent(&e->body, e->indent * 2);
+    va_list ap;
+    va_start(ap, fmt);
+    tt_strbuf_vprintf(&e->body, fmt, ap);
+    va_end(ap);
+    tt_strbuf_append(&e->body, "\n");
+}
+
+/* ---- expressions ---- */
+
+static tt_dtype dtype_of(cl_emitter *e, tt_eid id)
+{
+    return (tt_dtype)tt_expr_get(&e->p->pool, id)->dtype;
+}
+
+/* Operand type of a binary node, as the LLVM emitter and the interpreter: float wins, else the
+ * wider integer. */
+static tt_dtype operand_type(cl_emitter *e, const tt_expr *n)
+{
+    tt_dtype a = dtype_of(e, n->a), b = dtype_of(e, n->b);
+    if (tt_dtype_is_float(a) || tt_dtype_is_float(b)) {
+        if (tt_dtype_is_float(a) && tt_dtype_is_float(b))
+            return tt_dtype_bytes(a) >= tt_dtype_bytes(b) ? a : b;
+        return tt_dtype_is_float(a) ? a : b;
+    }
+    if (a == TT_DT_BOOL && b == TT_DT_BOOL)
+        return TT_DT_BOOL;
+    return tt_dtype_bytes(a) >= tt_dtype_bytes(b) && a != TT_DT_BOOL ? a : b;
+}
+
+/* True if integer expression `id` is never negative: loop variables are not, and sums,
+ * products, quotients and remainders of such values are not either. */
+static bool nonneg(cl_emitter *e, tt_eid id)
+{
+    const tt_expr *n = tt_expr_get(&e->p->pool, id);
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_INT: return n->imm.i >= 0;
+    case TT_EXPR_VAR: return true;
+    case TT_EXPR_ADD:
+    case TT_EXPR_MUL:
+    case TT_EXPR_DIV:
+    case TT_EXPR_MOD:
+    case TT_EXPR_MAX: return nonneg(e, n->a) && nonneg(e, n->b);
+    case TT_EXPR_MIN: return nonneg(e, n->a) && nonneg(e, n->b);
+    default: return false;
+    }
+}
+
+static void emit_expr(cl_emitter *e, tt_strbuf *o, tt_eid id);
+
+static void emit_as(cl_emitter *e, tt_strbuf *o, tt_eid id, tt_dtype want)
+{
+    tt_dtype have = dtype_of(e, id);
+    if (have == want || (!tt_dtype_is_float(have) && !tt_dtype_is_float(want) &&
+                         strcmp(ctype(e, have), ctype(e, want)) == 0 && want != TT_DT_BOOL)) {
+        emit_expr(e, o, id);
+        return;
+    }
+    if (want == TT_DT_BOOL) {
+        tt_strbuf_append(o, "((");
+        emit_expr(e, o, id);
+        tt_strbuf_append(o, ") != 0)");
+        return;
+    }
+    tt_strbuf_printf(o, "((%s)(", ctype(e, want));
+    emit_expr(e, o, id);
+    tt_strbuf_append(o, "))");
+}
+
+static void emit_float(cl_emitter *e, tt_strbuf *o, double v, tt_dtype t)
+{
+    if (isnan(v)) {
+        tt_strbuf_append(o, t == TT_DT_FLOAT64 ? "((double)NAN)" : "NAN");
+        return;
+    }
+    if (isinf(v)) {
+        tt_strbuf_append(o, v < 0 ? "(-INFINITY)" : "INFINITY");
+        return;
+    }
+    char buf[64];
+    snprintf(buf, sizeof(buf), t == TT_DT_FLOAT64 ? "%.17g" : "%.9g", v);
+    bool has_dot = strpbrk(buf, ".eEn") != NULL;
+    tt_strbuf_printf(o, "%s%s%s%s", v < 0 ? "(" : "", buf, has_dot ? "" : ".0",
+                     t == TT_DT_FLOAT64 ? (v < 0 ? ")" : "") : (v < 0 ? "f)" : "f"));
+}
+
+static void emit_binary(cl_emitter *e, tt_strbuf *o, const tt_expr *n)
+{
+    tt_dtype ot = operand_type(e, n);
+    bool fl = tt_dtype_is_float(ot);
+    tt_dtype rt = (tt_dtype)n->dtype;
+    bool cmp = n->kind >= TT_EXPR_LT && n->kind <= TT_EXPR_NE;
+    bool conv = !cmp && n->kind != TT_EXPR_AND && n->kind != TT_EXPR_OR && rt != ot;
+    if (conv)
+        tt_strbuf_printf(o, "((%s)", ctype(e, rt));
+    const char *fn = NULL, *op = NULL;
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_ADD: op = "+"; break;
+    case TT_EXPR_SUB: op = "-"; break;
+    case TT_EXPR_MUL: op = "*"; break;
+    case TT_EXPR_DIV:
+        if (fl)
+            op = "/";
+        else if (nonneg(e, n->a) && nonneg(e, n->b))
+            op = "/";
+        else
+            fn = "tt_floordiv";
+        break;
+    case TT_EXPR_MOD:
+        if (fl)
+            fn = "fmod";
+        else if (nonneg(e, n->a) && nonneg(e, n->b))
+            op = "%";
+        else
+            fn = "tt_floormod";
+        break;
+    case TT_EXPR_MIN: fn = fl ? "fmin" : "min"; break;
+    case TT_EXPR_MAX: fn = fl ? "fmax" : "max"; break;
+    case TT_EXPR_LT: op = "<"; break;
+    case TT_EXPR_LE: op = "<="; break;
+    case TT_EXPR_GT: op = ">"; break;
+    case TT_EXPR_GE: op = ">="; break;
+    case TT_EXPR_EQ: op = "=="; break;
+    case TT_EXPR_NE: op = "!="; break;
+    case TT_EXPR_AND: op = "&&"; break;
+    case TT_EXPR_OR: op = "||"; break;
+    default: fail(e, TT_ERR_INTERNAL, "unexpected expression kind %d", n->kind); return;
+    }
+    if (fn) {
+        tt_strbuf_printf(o, "%s(", fn);
+        emit_as(e, o, n->a, ot);
+        tt_strbuf_append(o, ", ");
+        emit_as(e, o, n->b, ot);
+        tt_strbuf_append(o, ")");
+    } else {
+        tt_strbuf_append(o, "(");
+        emit_as(e, o, n->a, ot);
+        tt_strbuf_printf(o, " %s ", op);
+        emit_as(e, o, n->b, ot);
+        tt_strbuf_append(o, ")");
+    }
+    if (conv)
+        tt_strbuf_append(o, ")");
+}
+
+static void emit_call(cl_emitter *e, tt_strbuf *o, const tt_expr *n)
+{
+    tt_dtype t = (tt_dtype)n->dtype;
+    bool fl = tt_dtype_is_float(t);
+    const char *one = t == TT_DT_FLOAT64 ? "1.0" : "1.0f";
+    switch ((tt_func)n->b) {
+    case TT_FUNC_EXP: tt_strbuf_append(o, "exp("); break;
+    case TT_FUNC_LOG: tt_strbuf_append(o, "log("); break;
+    case TT_FUNC_SQRT: tt_strbuf_append(o, "sqrt("); break;
+    case TT_FUNC_TANH: tt_strbuf_append(o, "tanh("); break;
+    case TT_FUNC_SIGMOID: tt_strbuf_printf(o, "(%s / (%s + exp(-", one, one); break;
+    case TT_FUNC_ABS: tt_strbuf_append(o, fl ? "fabs(" : "((int)abs("); break;
+    default: fail(e, TT_ERR_UNSUPPORTED, "function %u has no OpenCL form", n->b); return;
+    }
+    emit_as(e, o, n->a, t);
+    if (n->b == TT_FUNC_SIGMOID)
+        tt_strbuf_append(o, "))))");
+    else if (n->b == TT_FUNC_ABS && !fl)
+        tt_strbuf_append(o, "))");
+    else
+        tt_strbuf_append(o, ")");
+}
+
+static void emit_expr(cl_emitter *e, tt_strbuf *o, tt_eid id)
+{
+    const tt_expr n = *tt_expr_get(&e->p->pool, id);
+    switch ((tt_expr_kind)n.kind) {
+    case TT_EXPR_INT:
+        tt_strbuf_printf(o, n.imm.i < 0 ? "(%lld%s)" : "%lld%s", (long long)n.imm.i,
+                         e->long_index && (n.imm.i > INT32_MAX || n.imm.i < INT32_MIN) ? "L" : "");
+        return;
+    case TT_EXPR_FLOAT: emit_float(e, o, n.imm.f, (tt_dtype)n.dtype); return;
+    case TT_EXPR_VAR:
+        if (!e->var_name[n.a]) {
+            fail(e, TT_ERR_INTERNAL, "variable '%s' used outside its loop",
+                 tt_var_name(&e->p->pool, n.a));
+            return;
+        }
+        tt_strbuf_append(o, e->var_name[n.a]);
+        return;
+    case TT_EXPR_LOAD:
+        if (e->p->bufs.data[n.b].dtype == TT_DT_BOOL)
+            tt_strbuf_append(o, "(int)");
+        tt_strbuf_printf(o, "%s[", e->buf_name[n.b]);
+        emit_expr(e, o, n.a);
+        tt_strbuf_append(o, "]");
+        return;
+    case TT_EXPR_SELECT:
+        tt_strbuf_append(o, "(");
+        emit_as(e, o, n.a, TT_DT_BOOL);
+        tt_strbuf_append(o, " ? ");
+        emit_as(e, o, n.b, (tt_dtype)n.dtype);
+        tt_strbuf_append(o, " : ");
+        emit_as(e, o, n.c, (tt_dtype)n.dtype);
+        tt_strbuf_append(o, ")");
+        return;
+    case TT_EXPR_CALL: emit_call(e, o, &n); return;
+    case TT_EXPR_CAST: emit_as(e, o, n.a, (tt_dtype)n.dtype); return;
+    case TT_EXPR_NOT:
+        tt_strbuf_append(o, "(!");
+        emit_as(e, o, n.a, TT_DT_BOOL);
+        tt_strbuf_append(o, ")");
+        return;
+    case TT_EXPR_NEG:
+        tt_strbuf_append(o, "(-");
+        emit_expr(e, o, n.a);
+        tt_strbuf_append(o, ")");
+        return;
+    case TT_EXPR_READ: fail(e, TT_ERR_INVALID_ARG, "a lowered program has no tensor reads"); return;
+    default: emit_binary(e, o, &n); return;
+    }
+}
+
+/* ---- statements ---- */
+
+static void emit_stmt(cl_emitter *e, tt_sid id);
+
+/* Innermost-statement executions of a nest (for auto-unroll). */
+static int64_t nest_trip(cl_emitter *e, tt_sid id)
+{
+    const tt_stmt *s = &e->p->stmts.data[id];
+    switch (s->kind) {
+    case TT_STMT_FOR: {
+        int64_t t = nest_trip(e, s->body);
+        return t > INT32_MAX / (s->extent > 0 ? s->extent : 1) ? INT32_MAX : t * s->extent;
+    }
+    case TT_STMT_SEQ: {
+        int64_t t = 0;
+        for (uint32_t k = 0; k < s->n; k++)
+            t += nest_trip(e, e->p->items.data[s->first + k]);
+        return t;
+    }
+    case TT_STMT_ALLOC: return nest_trip(e, s->body);
+    case TT_STMT_IF: return nest_trip(e, s->body) + (s->orelse ? nest_trip(e, s->orelse) : 0);
+    default: return 1;
+    }
+}
+
+static void barrier(cl_emitter *e, const char *why)
+{
+    if (e->divergent)
+        fail(e, TT_ERR_ILLEGAL_STEP,
+             "the shared buffer '%s' is filled under thread-dependent control flow (a guarded "
+             "thread loop or condition): its barrier would not be reached by every work-item",
+             why);
+    if (e->barrier_at == e->body.len)
+        return; /* right after another barrier */
+    line(e, "barrier(CLK_LOCAL_MEM_FENCE);");
+    e->barrier_at = e->body.len;
+    e->stats.barriers++;
+}
+
+static void emit_bound(cl_emitter *e, const tt_stmt *s, int ax)
+{
+    const char *vname = tt_var_name(&e->p->pool, s->var);
+    bool thread = ax >= AX_TX;
+    if (e->active[ax].var) {
+        bool coop = thread && e->fill_depth > e->active[ax].fill_depth;
+        if (!coop) {
+            fail(e, TT_ERR_ILLEGAL_STEP,
+                 "loop '%s' is bound to %s inside loop '%s', already bound to it (outside a "
+                 "shared-memory fill an axis is bound once per nest)",
+                 vname, axis_name[ax], tt_var_name(&e->p->pool, e->active[ax].var));
+            return;
+        }
+    }
+    if (thread && e->private_fill) {
+        fail(e, TT_ERR_ILLEGAL_STEP,
+             "loop '%s' is bound to %s inside a private (per-work-item) buffer's computation",
+             vname, axis_name[ax]);
+        return;
+    }
+    bound_loop saved = e->active[ax];
+    e->active[ax].var = s->var;
+    e->active[ax].fill_depth = e->fill_depth;
+    const char *fn = thread ? "get_local_id" : "get_group_id";
+    int dim = thread ? ax - AX_TX : ax;
+    line(e, "{");
+    e->indent++;
+    line(e, "const %s %s = (%s)%s(%d);", ctype(e, TT_DT_INT64), e->var_name[s->var],
+         ctype(e, TT_DT_INT64), fn, dim);
+    bool guard = s->extent < e->launch[ax];
+    if (guard) {
+        line(e, "if (%s < %lld) {", e->var_name[s->var], (long long)s->extent);
+        e->indent++;
+        if (thread) {
+            e->divergent++;
+            e->stats.guarded_thread_loops++;
+        }
+    }
+    emit_stmt(e, s->body);
+    if (guard) {
+        if (thread)
+            e->divergent--;
+        e->indent--;
+        line(e, "}");
+    }
+    e->indent--;
+    line(e, "}");
+    e->active[ax] = saved;
+}
+
+static void emit_for(cl_emitter *e, const tt_stmt *s)
+{
+    int ax = axis_of(s->ann);
+    int saved_unroll = e->auto_unroll;
+    if (s->unroll_max_step)
+        e->auto_unroll = s->unroll_max_step;
+    if (ax >= 0) {
+        emit_bound(e, s, ax);
+    } else {
+        /* vthread: a virtual thread is a serial loop of every work-item, unrolled so that its
+         * private tiles stay in registers. */
+        bool unroll = s->ann == TT_ANN_UNROLL || s->ann == TT_ANN_VTHREAD ||
+                      s->ann == TT_ANN_VECTORIZE ||
+                      (e->auto_unroll && nest_trip(e, s->body) * s->extent <= e->auto_unroll);
+        if (s->ann == TT_ANN_VTHREAD && e->lim.max_vthread > 0 && s->extent > e->lim.max_vthread)
+            fail(e, TT_ERR_LIMIT, "vthread loop '%s' has extent %lld, more than the %lld allowed",
+                 tt_var_name(&e->p->pool, s->var), (long long)s->extent,
+                 (long long)e->lim.max_vthread);
+        if (unroll && s->extent > 1) {
+            line(e, "#pragma unroll");
+            e->stats.unrolled_loops++;
+        }
+        const char *it = ctype(e, TT_DT_INT64);
+        line(e, "for (%s %s = 0; %s < %lld; ++%s) {", it, e->var_name[s->var], e->var_name[s->var],
+             (long long)s->extent, e->var_name[s->var]);
+        e->indent++;
+        emit_stmt(e, s->body);
+        e->indent--;
+        line(e, "}");
+    }
+    e->auto_unroll = saved_unroll;
+}
+
+/* A store several work-items would make to one element: inside a loop bound to a thread or block
+ * axis (of the current fill level) whose variable the index does not use.  Private buffers are
+ * per work-item and exempt. */
+static void check_race(cl_emitter *e, const tt_stmt *s)
+{
+    const tt_buffer *b = &e->p->bufs.data[s->buf];
+    bool private_buf = b->param < 0 && !e->workspace[s->buf] && strcmp(b->scope, "shared") != 0;
+    if (private_buf)
+        return;
+    for (int ax = 0; ax < AX_N; ax++) {
+        const bound_loop *bl = &e->active[ax];
+        if (!bl->var || bl->fill_depth != e->fill_depth)
+            continue;
+        if (!tt_expr_uses_var(&e->p->pool, s->index, bl->var))
+            fail(e, TT_ERR_ILLEGAL_STEP,
+                 "every work-item of %s loop '%s' stores to the same elements of '%s' (a "
+                 "reduction bound to threads needs a cross-thread reduction, which the OpenCL "
+                 "back end does not generate)",
+                 axis_name[ax], tt_var_name(&e->p->pool, bl->var), b->name);
+    }
+}
+
+static void emit_alloc(cl_emitter *e, const tt_stmt *s)
+{
+    const tt_buffer *b = &e->p->bufs.data[s->buf];
+    int64_t bytes = b->size * (b->dtype == TT_DT_BOOL ? 1 : tt_dtype_bytes(b->dtype));
+    if (strcmp(b->scope, "shared") == 0) {
+        tt_strbuf_printf(&e->decls, "    __local %s %s[%lld];\n", mtype(b->dtype),
+                         e->buf_name[s->buf], (long long)(b->size > 0 ? b->size : 1));
+        e->shared_bytes += bytes;
+        /* body = [fill, rest...]: barrier, fill, barrier, rest. */
+        const tt_stmt *bs = &e->p->stmts.data[s->body];
+        barrier(e, b->name);
+        e->fill_depth++;
+        if (bs->kind == TT_STMT_SEQ && bs->n >= 2) {
+            emit_stmt(e, e->p->items.data[bs->first]);
+            e->fill_depth--;
+            barrier(e, b->name);
+            for (uint32_t k = 1; k < bs->n; k++)
+                emit_stmt(e, e->p->items.data[bs->first + k]);
+        } else {
+            emit_stmt(e, s->body);
+            e->fill_depth--;
+            barrier(e, b->name);
+        }
+        return;
+    }
+    e->private_bytes += bytes;
+    if (e->lim.max_private_bytes > 0 && e->private_bytes > e->lim.max_private_bytes)
+        fail(e, TT_ERR_LIMIT,
+             "private buffers of one work-item need %lld bytes ('%s' is the last), more than the "
+             "%lld allowed",
+             (long long)e->private_bytes, b->name, (long long)e->lim.max_private_bytes);
+    line(e, "{");
+    e->indent++;
+    line(e, "%s %s[%lld];", mtype(b->dtype), e->buf_name[s->buf],
+         (long long)(b->size > 0 ? b->size : 1));
+    const tt_stmt *bs = &e->p->stmts.data[s->body];
+    if (bs->kind == TT_STMT_SEQ && bs->n >= 2) {
+        e->private_fill++;
+        emit_stmt(e, e->p->items.data[bs->first]);
+        e->private_fill--;
+        for (uint32_t k = 1; k < bs->n; k++)
+            emit_stmt(e, e->p->items.data[bs->first + k]);
+    } else {
+        emit_stmt(e, s->body);
+    }
+    e->indent--;
+    line(e, "}");
+}
+
+static void emit_stmt(cl_emitter *e, tt_sid id)
+{
+    if (e->status)
+        return;
+    const tt_stmt *s = &e->p->stmts.data[id];
+    switch (s->kind) {
+    case TT_STMT_FOR: emit_for(e, s); return;
+    case TT_STMT_SEQ:
+        for (uint32_t k = 0; k < s->n; k++)
+            emit_stmt(e, e->p->items.data[s->first + k]);
+        return;
+    case TT_STMT_STORE: {
+        check_race(e, s);
+        const tt_buffer *b = &e->p->bufs.data[s->buf];
+        tt_strbuf_indent(&e->body, e->indent * 2);
+        tt_strbuf_printf(&e->body, "%s[", e->buf_name[s->buf]);
+        emit_expr(e, &e->body, s->index);
+        tt_strbuf_append(&e->body, "] = ");
+        if (b->dtype == TT_DT_BOOL) {
+            tt_strbuf_append(&e->body, "(uchar)");
+            emit_as(e, &e->body, s->value, TT_DT_BOOL);
+        } else {
+            emit_as(e, &e->body, s->value, b->dtype);
+        }
+        tt_strbuf_append(&e->body, ";\n");
+        return;
+    }
+    case TT_STMT_ALLOC: emit_alloc(e, s); return;
+    case TT_STMT_IF: {
+        tt_strbuf_indent(&e->body, e->indent * 2);
+        tt_strbuf_append(&e->body, "if (");
+        emit_as(e, &e->body, s->cond, TT_DT_BOOL);
+        tt_strbuf_append(&e->body, ") {\n");
+        e->indent++;
+        e->divergent++;
+        emit_stmt(e, s->body);
+        e->indent--;
+        if (s->orelse) {
+            line(e, "} else {");
+            e->indent++;
+            emit_stmt(e, s->orelse);
+            e->indent--;
+        }
+        e->divergent--;
+        line(e, "}");
+        return;
+    }
+    default: return;
+    }
+}
+
+/* ---- kernels ---- */
+
+/* Launch extents: the largest extent bound to each axis. */
+static void scan_launch(cl_emitter *e, tt_sid id)
+{
+    const tt_stmt *s = &e->p->stmts.data[id];
+    switch (s->kind) {
+    case TT_STMT_FOR: {
+        int ax = axis_of(s->ann);
+        if (ax >= 0 && s->extent > e->launch[ax])
+            e->launch[ax] = s->extent;
+        scan_launch(e, s->body);
+        return;
+    }
+    case TT_STMT_SEQ:
+        for (uint32_t k = 0; k < s->n; k++)
+            scan_launch(e, e->p->items.data[s->first + k]);
+        return;
+    case TT_STMT_ALLOC: scan_launch(e, s->body); return;
+    case TT_STMT_IF:
+        scan_launch(e, s->body);
+        if (s->orelse)
+            scan_launch(e, s->orelse);
+        return;
+    default: return;
+    }
+}
+
+static void emit_kernel(cl_emitter *e, tt_sid root, const char *entry, tt_cl_artifact *art)
+{
+    if (art->nkernels == TT_CL_MAX_KERNELS) {
+        fail(e, TT_ERR_LIMIT, "more than %d kernels", TT_CL_MAX_KERNELS);
+        return;
+    }
+    for (int a = 0; a < AX_N; a++) {
+        e->launch[a] = 1;
+        e->active[a].var = 0;
+    }
+    e->shared_bytes = e->private_bytes = 0;
+    e->fill_depth = e->private_fill = e->divergent = e->auto_unroll = 0;
+    scan_launch(e, root);
+    tt_cl_kernel *k = &art->kernels[art->nkernels];
+    snprintf(k->name, sizeof(k->name), "%s_%d", entry, art->nkernels);
+    int64_t threads = 1;
+    for (int d = 0; d < 3; d++) {
+        k->grid[d] = e->launch[AX_BX + d];
+        k->block[d] = e->launch[AX_TX + d];
+        threads *= k->block[d];
+        if (e->lim.max_block[d] > 0 && k->block[d] > e->lim.max_block[d]) {
+            fail(e, TT_ERR_LIMIT, "%s has extent %lld, more than the device's %lld",
+                 axis_name[AX_TX + d], (long long)k->block[d], (long long)e->lim.max_block[d]);
+            return;
+        }
+        if (k->grid[d] > INT32_MAX) {
+            fail(e, TT_ERR_LIMIT, "%s has extent %lld", axis_name[AX_BX + d],
+                 (long long)k->grid[d]);
+            return;
+        }
+    }
+    if (e->lim.max_threads > 0 && threads > e->lim.max_threads) {
+        fail(e, TT_ERR_LIMIT,
+             "a work-group of %lld x %lld x %lld = %lld work-items is more than the device's %lld",
+             (long long)k->block[0], (long long)k->block[1], (long long)k->block[2],
+             (long long)threads, (long long)e->lim.max_threads);
+        return;
+    }
+    art->nkernels++;
+    e->body.len = 0;
+    if (e->body.data)
+        e->body.data[0] = 0;
+    e->decls.len = 0;
+    if (e->decls.data)
+        e->decls.data[0] = 0;
+    e->barrier_at = (size_t)-1;
+    e->indent = 1;
+    emit_stmt(e, root);
+    if (e->status)
+        return;
+    if (e->lim.max_shared_bytes > 0 && e->shared_bytes > e->lim.max_shared_bytes) {
+        fail(e, TT_ERR_LIMIT, "shared (local) memory of %lld bytes is more than the device's %lld",
+             (long long)e->shared_bytes, (long long)e->lim.max_shared_bytes);
+        return;
+    }
+    if (e->shared_bytes > art->shared_bytes)
+        art->shared_bytes = e->shared_bytes;
+    tt_strbuf *o = &e->source;
+    tt_strbuf_printf(
+        o, "__kernel __attribute__((reqd_work_group_size(%lld, %lld, %lld)))\nvoid %s(",
+        (long long)k->block[0], (long long)k->block[1], (long long)k->block[2], k->name);
+    int nargs = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t b = 0; b < e->p->bufs.len; b++) {
+            const tt_buffer *bf = &e->p->bufs.data[b];
+            if (pass == 0 ? bf->param < 0 : !e->workspace[b])
+                continue;
+            (void)pass;
+            tt_strbuf_printf(o, "%s__global %s *restrict %s", nargs++ ? ", " : "", mtype(bf->dtype),
+                             e->buf_name[b]);
+        }
+    tt_strbuf_append(o, ")\n{\n");
+    if (e->decls.len)
+        tt_strbuf_append(o, e->decls.data);
+    if (e->body.len)
+        tt_strbuf_append(o, e->body.data);
+    tt_strbuf_append(o, "}\n\n");
+    if (art->nkernels == 1) {
+        memcpy(e->stats.grid, k->grid, sizeof(k->grid));
+        memcpy(e->stats.block, k->block, sizeof(k->block));
+    }
+    if (e->shared_bytes > e->stats.shared_bytes)
+        e->stats.shared_bytes = e->shared_bytes;
+}
+
+/* The root: ALLOCs of workspace intermediates around the kernels' nests. */
+static void split_kernels(cl_emitter *e, tt_sid id, const char *entry, tt_cl_artifact *art)
+{
+    const tt_stmt *s = &e->p->stmts.data[id];
+    if (s->kind == TT_STMT_ALLOC && e->p->bufs.data[s->buf].param < 0) {
+        e->workspace[s->buf] = true;
+        split_kernels(e, s->body, entry, art);
+        return;
+    }
+    if (s->kind == TT_STMT_SEQ) {
+        for (uint32_t k = 0; k < s->n && !e->status; k++)
+            split_kernels(e, e->p->items.data[s->first + k], entry, art);
+        return;
+    }
+    emit_kernel(e, id, entry, art);
+}
+
+void tt_gpu_limits_default(tt_gpu_limits *lim)
+{
+    memset(lim, 0, sizeof(*lim));
+    lim->max_threads = 256;
+    lim->max_block[0] = lim->max_block[1] = lim->max_block[2] = 256;
+    lim->max_shared_bytes = 48 * 1024;
+    lim->max_private_bytes = 16 * 1024;
+    lim->max_vthread = 8;
+}
+
+static const char preamble[] =
+    "/* Floor division and remainder of the tensor language (TVM's floordiv/floormod). */\n"
+    "#define TT_FLOORDIV(T) \\\n"
+    "    inline T tt_floordiv_##T(T a, T b) { T q = a / b; return (a % b != 0 && ((a < 0) != (b "
+    "< 0))) ? q - 1 : q; } \\\n"
+    "    inline T tt_floormod_##T(T a, T b) { T r = a % b; return (r != 0 && ((r < 0) != (b < "
+    "0))) ? r + b : r; }\n";
+
+tt_status tt_codegen_opencl(const tt_program *p, const char *entry, const tt_gpu_limits *lim,
+                            char **text, size_t *len, tt_opencl_stats *stats, tt_errbuf *err)
+{
+    *text = NULL;
+    if (len)
+        *len = 0;
+    cl_emitter e;
+    memset(&e, 0, sizeof(e));
+    e.p = p;
+    e.err = err;
+    if (lim)
+        e.lim = *lim;
+    else
+        tt_gpu_limits_default(&e.lim);
+    size_t nvars = p->pool.vars.len;
+    e.buf_name = calloc(p->bufs.len + 1, sizeof(char *));
+    e.var_name = calloc(nvars + 1, sizeof(char *));
+    e.workspace = calloc(p->bufs.len + 1, sizeof(bool));
+    tt_cl_artifact *art = calloc(1, sizeof(*art));
+    if (!e.buf_name || !e.var_name || !e.workspace || !art) {
+        fail(&e, TT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t b = 0; b < p->bufs.len; b++) {
+        const tt_buffer *bf = &p->bufs.data[b];
+        if (!(e.buf_name[b] = ident(bf->name, (uint32_t)b)))
+            fail(&e, TT_ERR_NOMEM, "out of memory");
+        e.long_index |= bf->dtype == TT_DT_INT64 || bf->size > INT32_MAX;
+        e.fp64 |= bf->dtype == TT_DT_FLOAT64;
+    }
+    for (size_t v = 0; v < nvars && !e.status; v++)
+        if (!(e.var_name[v] = ident(p->pool.vars.data[v].name, (uint32_t)v)))
+            fail(&e, TT_ERR_NOMEM, "out of memory");
+    for (size_t n = 1; n < p->pool.nodes.len; n++)
+        e.fp64 |= p->pool.nodes.data[n].dtype == TT_DT_FLOAT64;
+    if (p->nparams > TT_CL_MAX_BUFFERS) {
+        fail(&e, TT_ERR_LIMIT, "more than %d parameters", TT_CL_MAX_BUFFERS);
+        goto out;
+    }
+    if (e.status)
+        goto out;
+    split_kernels(&e, p->root, entry, art);
+    if (e.status)
+        goto out;
+    for (size_t b = 0; b < p->bufs.len; b++) {
+        const tt_buffer *bf = &p->bufs.data[b];
+        tt_cl_buffer cb = {cl_elem(bf->dtype), bf->size};
+        if (bf->param >= 0)
+            art->params[bf->param] = cb;
+        else if (e.workspace[b]) {
+            if (art->nworkspace == TT_CL_MAX_BUFFERS) {
+                fail(&e, TT_ERR_LIMIT, "more than %d workspace buffers", TT_CL_MAX_BUFFERS);
+                goto out;
+            }
+            art->workspace[art->nworkspace++] = cb;
+        }
+    }
+    art->nparams = p->nparams;
+    char *head = tt_cl_artifact_header(art);
+    tt_strbuf all = {0};
+    if (head)
+        tt_strbuf_append(&all, head);
+    free(head);
+    if (e.fp64)
+        tt_strbuf_append(&all, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
+    tt_strbuf_append(&all, preamble);
+    tt_strbuf_printf(&all, "TT_FLOORDIV(%s)\n", ctype(&e, TT_DT_INT64));
+    tt_strbuf_printf(&all,
+                     "#define tt_floordiv tt_floordiv_%s\n#define tt_floormod tt_floormod_%s\n\n",
+                     ctype(&e, TT_DT_INT64), ctype(&e, TT_DT_INT64));
+    if (e.source.len)
+        tt_strbuf_append(&all, e.source.data);
+    if (all.oom || e.body.oom || e.decls.oom || e.source.oom) {
+        tt_strbuf_free(&all);
+        fail(&e, TT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    if (len)
+        *len = all.len;
+    *text = tt_strbuf_take(&all);
+    e.stats.kernels = art->nkernels;
+    if (stats)
+        *stats = e.stats;
+out:
+    if (e.buf_name)
+        for (size_t b = 0; b < p->bufs.len; b++)
+            free(e.buf_name[b]);
+    if (e.var_name)
+        for (size_t v = 0; v < nvars; v++)
+            free(e.var_name[v]);
+    free(e.buf_name);
+    free(e.var_name);
+    free(e.workspace);
+    free(art);
+    tt_strbuf_free(&e.body);
+    tt_strbuf_free(&e.decls);
+    tt_strbuf_free(&e.source);
+    return e.status;
+}

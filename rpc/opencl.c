@@ -1,0 +1,268 @@
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "opencl_int.h"
+
+tt_status tt__cl_open(tt_cl_api *api, tt_errbuf *err)
+{
+    memset(api, 0, sizeof(*api));
+    static const char *const names[] = {"libOpenCL.so.1", "libOpenCL.so"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !api->lib; i++)
+        api->lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!api->lib)
+        return tt_err(err, TT_ERR_NOT_FOUND, "no OpenCL ICD loader (libOpenCL.so.1): %s",
+                      dlerror());
+#define TT_CL_RESOLVE(name)                                                                        \
+    if (!(*(void **)&api->name = dlsym(api->lib, #name)))                                          \
+        return tt_err(err, TT_ERR_NOT_FOUND, "the OpenCL ICD loader lacks %s", #name);
+    TT_CL_API(TT_CL_RESOLVE)
+#undef TT_CL_RESOLVE
+    return TT_OK;
+}
+
+const char *tt__cl_error_name(cl_int e)
+{
+    switch (e) {
+#define N(c)                                                                                       \
+    case c: return #c;
+        N(CL_SUCCESS)
+        N(CL_DEVICE_NOT_FOUND)
+        N(CL_DEVICE_NOT_AVAILABLE)
+        N(CL_COMPILER_NOT_AVAILABLE)
+        N(CL_MEM_OBJECT_ALLOCATION_FAILURE)
+        N(CL_OUT_OF_RESOURCES)
+        N(CL_OUT_OF_HOST_MEMORY)
+        N(CL_PROFILING_INFO_NOT_AVAILABLE)
+        N(CL_BUILD_PROGRAM_FAILURE)
+        N(CL_INVALID_VALUE)
+        N(CL_INVALID_DEVICE)
+        N(CL_INVALID_CONTEXT)
+        N(CL_INVALID_COMMAND_QUEUE)
+        N(CL_INVALID_MEM_OBJECT)
+        N(CL_INVALID_BUILD_OPTIONS)
+        N(CL_INVALID_PROGRAM)
+        N(CL_INVALID_PROGRAM_EXECUTABLE)
+        N(CL_INVALID_KERNEL_NAME)
+        N(CL_INVALID_KERNEL)
+        N(CL_INVALID_ARG_INDEX)
+        N(CL_INVALID_ARG_VALUE)
+        N(CL_INVALID_ARG_SIZE)
+        N(CL_INVALID_KERNEL_ARGS)
+        N(CL_INVALID_WORK_DIMENSION)
+        N(CL_INVALID_WORK_GROUP_SIZE)
+        N(CL_INVALID_WORK_ITEM_SIZE)
+        N(CL_INVALID_GLOBAL_OFFSET)
+        N(CL_INVALID_EVENT)
+        N(CL_INVALID_BUFFER_SIZE)
+        N(CL_INVALID_GLOBAL_WORK_SIZE)
+#undef N
+    default: return "CL_ERROR";
+    }
+}
+
+static void info_str(const tt_cl_api *api, cl_device_id d, cl_device_info what, char *out, size_t n)
+{
+    out[0] = 0;
+    if (api->clGetDeviceInfo(d, what, n - 1, out, NULL) != CL_SUCCESS)
+        out[0] = 0;
+    out[n - 1] = 0;
+    /* Drivers pad some names with spaces. */
+    size_t len = strlen(out);
+    while (len && (out[len - 1] == ' ' || out[len - 1] == '\n'))
+        out[--len] = 0;
+}
+
+static int64_t info_u64(const tt_cl_api *api, cl_device_id d, cl_device_info what, size_t size)
+{
+    uint64_t v = 0;
+    if (size == 4) {
+        cl_uint u = 0;
+        if (api->clGetDeviceInfo(d, what, 4, &u, NULL) == CL_SUCCESS)
+            v = u;
+    } else if (size == sizeof(size_t)) {
+        size_t u = 0;
+        if (api->clGetDeviceInfo(d, what, sizeof(u), &u, NULL) == CL_SUCCESS)
+            v = u;
+    } else {
+        cl_ulong u = 0;
+        if (api->clGetDeviceInfo(d, what, sizeof(u), &u, NULL) == CL_SUCCESS)
+            v = u;
+    }
+    return (int64_t)v;
+}
+
+int tt__cl_list(const tt_cl_api *api, tt_cl_device_info *out, cl_device_id *ids, int max)
+{
+    cl_platform_id plats[8];
+    cl_uint np = 0;
+    if (api->clGetPlatformIDs(8, plats, &np) != CL_SUCCESS)
+        return 0;
+    int n = 0;
+    for (cl_uint p = 0; p < np && p < 8; p++) {
+        char pname[96] = {0};
+        api->clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof(pname) - 1, pname, NULL);
+        cl_device_id devs[TT_CL_MAX_DEVICES];
+        cl_uint nd = 0;
+        if (api->clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, TT_CL_MAX_DEVICES, devs, &nd) !=
+            CL_SUCCESS)
+            continue;
+        for (cl_uint d = 0; d < nd && d < TT_CL_MAX_DEVICES && n < max; d++) {
+            tt_cl_device_info *o = &out[n];
+            memset(o, 0, sizeof(*o));
+            if (ids)
+                ids[n] = devs[d];
+            o->platform = (int)p;
+            o->device = (int)d;
+            snprintf(o->platform_name, sizeof(o->platform_name), "%s", pname);
+            info_str(api, devs[d], CL_DEVICE_NAME, o->name, sizeof(o->name));
+            info_str(api, devs[d], CL_DEVICE_VENDOR, o->vendor, sizeof(o->vendor));
+            info_str(api, devs[d], CL_DEVICE_VERSION, o->version, sizeof(o->version));
+            info_str(api, devs[d], CL_DRIVER_VERSION, o->driver, sizeof(o->driver));
+            cl_device_type t = 0;
+            api->clGetDeviceInfo(devs[d], CL_DEVICE_TYPE, sizeof(t), &t, NULL);
+            snprintf(o->type, sizeof(o->type), "%s",
+                     (t & CL_DEVICE_TYPE_GPU)           ? "gpu"
+                     : (t & CL_DEVICE_TYPE_CPU)         ? "cpu"
+                     : (t & CL_DEVICE_TYPE_ACCELERATOR) ? "accelerator"
+                                                        : "other");
+            o->compute_units = (int)info_u64(api, devs[d], CL_DEVICE_MAX_COMPUTE_UNITS, 4);
+            o->max_work_group =
+                info_u64(api, devs[d], CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof(size_t));
+            size_t items[3] = {0, 0, 0};
+            api->clGetDeviceInfo(devs[d], CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof(items), items,
+                                 NULL);
+            for (int k = 0; k < 3; k++)
+                o->max_item[k] = (int64_t)items[k];
+            o->local_mem = info_u64(api, devs[d], CL_DEVICE_LOCAL_MEM_SIZE, 8);
+            o->global_mem = info_u64(api, devs[d], CL_DEVICE_GLOBAL_MEM_SIZE, 8);
+            o->max_alloc = info_u64(api, devs[d], CL_DEVICE_MAX_MEM_ALLOC_SIZE, 8);
+            o->fp64 = info_u64(api, devs[d], CL_DEVICE_DOUBLE_FP_CONFIG, 8) != 0;
+            n++;
+        }
+    }
+    return n;
+}
+
+tt_status tt_cl_probe(tt_cl_device_info *out, int max, int *n, tt_errbuf *err)
+{
+    *n = 0;
+    if (max > TT_CL_MAX_DEVICES)
+        max = TT_CL_MAX_DEVICES;
+    int fds[2];
+    if (pipe(fds))
+        return tt_err(err, TT_ERR_IO, "pipe: %s", strerror(errno));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return tt_err(err, TT_ERR_IO, "fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        setpgid(0, 0);
+        tt_cl_api api;
+        tt_cl_device_info devs[TT_CL_MAX_DEVICES];
+        int32_t count = 0;
+        if (tt__cl_open(&api, NULL) == TT_OK)
+            count = tt__cl_list(&api, devs, NULL, max);
+        if (write(fds[1], &count, sizeof(count)) != sizeof(count) ||
+            (count > 0 && write(fds[1], devs, sizeof(devs[0]) * (size_t)count) !=
+                              (ssize_t)(sizeof(devs[0]) * (size_t)count)))
+            _exit(3);
+        _exit(0);
+    }
+    setpgid(pid, pid);
+    close(fds[1]);
+    /* A driver that hangs while listing must not hang the server: 20 s, then it is killed. */
+    char *buf = (char *)out;
+    int32_t count = -1;
+    size_t want = sizeof(count), got = 0;
+    char head[sizeof(int32_t)];
+    tt_status r = TT_OK;
+    for (int stage = 0; stage < 2 && !r; stage++) {
+        char *dst = stage == 0 ? head : buf;
+        got = 0;
+        while (got < want) {
+            struct pollfd pfd = {fds[0], POLLIN, 0};
+            int pr = poll(&pfd, 1, 20000);
+            if (pr < 0 && errno == EINTR)
+                continue;
+            if (pr <= 0) {
+                r = tt_err(err, TT_ERR_IO, "listing OpenCL devices timed out (driver hung)");
+                break;
+            }
+            ssize_t k = read(fds[0], dst + got, want - got);
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k <= 0) {
+                r = tt_err(err, TT_ERR_IO, "listing OpenCL devices failed (the driver crashed)");
+                break;
+            }
+            got += (size_t)k;
+        }
+        if (stage == 0 && !r) {
+            memcpy(&count, head, sizeof(count));
+            if (count < 0 || count > max) {
+                r = tt_err(err, TT_ERR_IO, "listing OpenCL devices: bad count %d", count);
+                break;
+            }
+            want = sizeof(tt_cl_device_info) * (size_t)count;
+            if (want == 0)
+                break;
+        }
+    }
+    close(fds[0]);
+    if (r)
+        kill(-pid, SIGKILL);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (!r)
+        *n = count;
+    return r;
+}
+
+int tt_cl_select(const tt_cl_device_info *devs, int n, const char *spec, tt_errbuf *err)
+{
+    if (n <= 0) {
+        tt_err(err, TT_ERR_NOT_FOUND, "no OpenCL device on this machine");
+        return -1;
+    }
+    if (!spec || !spec[0]) {
+        for (int i = 0; i < n; i++)
+            if (strcmp(devs[i].type, "gpu") == 0)
+                return i;
+        return 0;
+    }
+    int p, d, used = 0;
+    if (sscanf(spec, "%d:%d%n", &p, &d, &used) == 2 && spec[used] == 0) {
+        for (int i = 0; i < n; i++)
+            if (devs[i].platform == p && devs[i].device == d)
+                return i;
+        tt_err(err, TT_ERR_NOT_FOUND, "no OpenCL device %d:%d (platform:device) here", p, d);
+        return -1;
+    }
+    char *end;
+    long idx = strtol(spec, &end, 10);
+    if (*end == 0) {
+        if (idx >= 0 && idx < n)
+            return (int)idx;
+        tt_err(err, TT_ERR_NOT_FOUND, "OpenCL device index %ld: this machine has %d", idx, n);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (strcasestr(devs[i].name, spec) || strcasestr(devs[i].platform_name, spec))
+            return i;
+    tt_err(err, TT_ERR_NOT_FOUND, "no OpenCL device named like '%s' here", spec);
+    return -1;
+}

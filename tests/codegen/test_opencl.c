@@ -1,0 +1,179 @@
+/* The OpenCL back end on a real OpenCL device (pocl on the CPU in CI, the GPU's driver where there
+ * is one): GPU schedules lowered, emitted as OpenCL C, built by the driver and run in the
+ * measuring child compute what the reference evaluator computes; schedules that do not fit the
+ * device are refused with the right error before or at launch. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "codegen/cl_artifact.h"
+#include "codegen/codegen.h"
+#include "rpc/measure.h"
+#include "rpc/opencl.h"
+#include "schedule/verify.h"
+#include "tuner/sketch.h"
+
+static char dir[128];
+static tt_cl_device_info devs[TT_CL_MAX_DEVICES];
+static int ndevs;
+
+static int setup(void **state)
+{
+    snprintf(dir, sizeof(dir), "/tmp/tt-opencl-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    tt_errbuf err = {{0}};
+    if (tt_cl_probe(devs, TT_CL_MAX_DEVICES, &ndevs, &err))
+        fprintf(stderr, "probe: %s\n", err.msg);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[200];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* The device the tests run on: TT_TEST_OPENCL_DEVICE, else the default choice. */
+static const char *device_spec(void)
+{
+    const char *s = getenv("TT_TEST_OPENCL_DEVICE");
+    return s && s[0] ? s : NULL;
+}
+
+static void need_device(void)
+{
+    if (ndevs == 0)
+        skip();
+}
+
+static tt_elem elem_of(tt_dtype t)
+{
+    switch (t) {
+    case TT_DT_FLOAT32: return TT_ELEM_F32;
+    case TT_DT_FLOAT64: return TT_ELEM_F64;
+    case TT_DT_INT32: return TT_ELEM_I32;
+    case TT_DT_INT64: return TT_ELEM_I64;
+    default: return TT_ELEM_U8;
+    }
+}
+
+/* Emits `prog`, runs it on the device through the measuring child with the reference outputs of
+ * `dag` as the expected ones, and returns the result. */
+static tt_measure_result run_on_device(const tt_dag *dag, const tt_program *prog,
+                                       const tt_gpu_limits *lim, uint64_t seed,
+                                       tt_opencl_stats *stats, tt_status *emit_status,
+                                       tt_errbuf *err)
+{
+    tt_measure_result res;
+    memset(&res, 0, sizeof(res));
+    char *text;
+    size_t len;
+    *emit_status = tt_codegen_opencl(prog, "kernel", lim, &text, &len, stats, err);
+    if (*emit_status)
+        return res;
+    static int counter;
+    char path[256];
+    snprintf(path, sizeof(path), "%s/k%d.cl", dir, counter++);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, len, f), len);
+    fclose(f);
+    free(text);
+    int params[64], nin;
+    int np = tt_dag_params(dag, params, 64, &nin);
+    void *data[64];
+    tt_measure_buffer bufs[64];
+    for (int i = 0; i < np; i++) {
+        const tt_op *op = &dag->ops.data[params[i]];
+        int64_t n = tt_op_numel(op);
+        data[i] = malloc((size_t)n * (size_t)tt_dtype_bytes(op->dtype) + 1);
+        if (i < nin)
+            tt_fill_random(data[i], op->dtype, n, seed + (uint64_t)i);
+        bufs[i].elem = elem_of(op->dtype);
+        bufs[i].count = n;
+        bufs[i].data = i < nin ? data[i] : NULL;
+        bufs[i].expect = i < nin ? NULL : data[i];
+    }
+    assert_int_equal(tt_dag_eval(dag, data, err), TT_OK);
+    tt_measure_options mo = {.repeat = 1, .timeout_s = 60, .opencl_device = device_spec()};
+    assert_int_equal(tt_measure_run(path, "kernel", bufs, np, nin, &mo, &res, err), TT_OK);
+    for (int i = 0; i < np; i++)
+        free(data[i]);
+    unlink(path);
+    return res;
+}
+
+static tt_state *replay(const tt_workload *w, const char *steps_json)
+{
+    tt_step *s;
+    size_t n;
+    tt_state *st;
+    tt_errbuf err = {{0}};
+    if (tt_steps_from_json(steps_json, &s, &n, &err) || tt_state_replay(&w->dag, s, n, &st, &err))
+        fail_msg("%s: %s", steps_json, err.msg);
+    free(s);
+    return st;
+}
+
+/* A hand-written schedule in TVM's GPU style: 16 blocks of 8x8 threads, each thread a 2x2 tile;
+ * A and B staged through shared memory per k.0 step, filled cooperatively by all 64 threads. */
+static const char shared_matmul[] =
+    "[[\"CHR\", 0, \"shared\", [2]], [\"CHR\", 2, \"shared\", [3]],"
+    " [\"SP\", 4, 0, 64, [8, 2], 1], [\"SP\", 4, 3, 64, [8, 2], 1], [\"SP\", 4, 6, 64, [8], 1],"
+    " [\"RE\", 4, [0, 3, 1, 4, 6, 7, 2, 5]],"
+    " [\"FU\", 4, [0, 1]], [\"AN\", 4, 0, 5], [\"FU\", 4, [1, 2]], [\"AN\", 4, 1, 6],"
+    " [\"CA\", 1, 4, 2], [\"CA\", 3, 4, 2],"
+    " [\"FU\", 1, [0, 1]], [\"SP\", 1, 0, 128, [64], 1], [\"AN\", 1, 1, 6],"
+    " [\"FU\", 3, [0, 1]], [\"SP\", 3, 0, 128, [64], 1], [\"AN\", 3, 1, 6]]";
+
+static void shared_memory_matmul_matches(void **state)
+{
+    need_device();
+    tt_workload *w;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_workload_parse("matmul:M=64,N=64,K=64", &w, &err), TT_OK);
+    tt_state *st = replay(w, shared_matmul);
+    tt_program *prog;
+    if (tt_lower(st, &prog, &err))
+        fail_msg("lower: %s", err.msg);
+    tt_opencl_stats stats;
+    tt_status es;
+    tt_measure_result r = run_on_device(&w->dag, prog, NULL, 1, &stats, &es, &err);
+    if (es || r.error_no) {
+        char *ir = tt_program_print(prog);
+        char *text = NULL;
+        size_t len;
+        tt_codegen_opencl(prog, "kernel", NULL, &text, &len, NULL, &err);
+        fprintf(stderr, "%s\n%s\n", ir, text ? text : "");
+        free(ir);
+        free(text);
+        fail_msg("emit %d, run error %d: %s / %s", es, r.error_no, err.msg, r.error_text);
+    }
+    assert_int_equal(stats.kernels, 1);
+    assert_int_equal(stats.grid[0], 16);
+    assert_int_equal(stats.block[0], 64);
+    /* Two 16x8 tiles of floats in local memory, fenced on both sides of each fill. */
+    assert_int_equal(stats.shared_bytes, 2 * 16 * 8 * 4);
+    assert_true(stats.barriers >= 2);
+    assert_true(r.ncosts == 1 && r.costs[0] > 0);
+    tt_program_free(prog);
+    tt_state_free(st);
+    tt_workload_free(w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(shared_memory_matmul_matches),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
