@@ -302,7 +302,7 @@ static void emit_call(cl_emitter *e, tt_strbuf *o, const tt_expr *n)
     }
     emit_as(e, o, n->a, t);
     if (n->b == TT_FUNC_SIGMOID)
-        tt_strbuf_append(o, "))))");
+        tt_strbuf_append(o, ")))");
     else if (n->b == TT_FUNC_ABS && !fl)
         tt_strbuf_append(o, "))");
     else
@@ -514,18 +514,18 @@ static void emit_alloc(cl_emitter *e, const tt_stmt *s)
         /* body = [fill, rest...]: barrier, fill, barrier, rest. */
         const tt_stmt *bs = &e->p->stmts.data[s->body];
         barrier(e, b->name);
+        /* Inside the fill, work-items cooperate again, even within a private buffer's
+         * computation (a shared tile loaded per reduction step of a private accumulator). */
+        int saved_private = e->private_fill;
+        e->private_fill = 0;
         e->fill_depth++;
-        if (bs->kind == TT_STMT_SEQ && bs->n >= 2) {
-            emit_stmt(e, e->p->items.data[bs->first]);
-            e->fill_depth--;
-            barrier(e, b->name);
-            for (uint32_t k = 1; k < bs->n; k++)
-                emit_stmt(e, e->p->items.data[bs->first + k]);
-        } else {
-            emit_stmt(e, s->body);
-            e->fill_depth--;
-            barrier(e, b->name);
-        }
+        bool split = bs->kind == TT_STMT_SEQ && bs->n >= 2;
+        emit_stmt(e, split ? e->p->items.data[bs->first] : s->body);
+        e->fill_depth--;
+        e->private_fill = saved_private;
+        barrier(e, b->name);
+        for (uint32_t k = 1; split && k < bs->n; k++)
+            emit_stmt(e, e->p->items.data[bs->first + k]);
         return;
     }
     e->private_bytes += bytes;

@@ -26,6 +26,8 @@ void tt_sketch_params_gpu(tt_sketch_params *p, int max_threads, int warp_size)
     p->gpu = true;
     p->max_threads = max_threads > 0 ? max_threads : 1024;
     p->warp_size = warp_size > 0 ? warp_size : 32;
+    p->max_vthread = p->warp_size / 4 > 1 ? p->warp_size / 4 : 1;
+    p->cross_thread = true;
     snprintf(p->structure, sizeof(p->structure), "SSSRRSRS");
 }
 
@@ -481,6 +483,8 @@ static tt_status apply_cache_read(gen_ctx *g, const node *nd)
 static rule_cond cond_cross_thread(gen_ctx *g, const node *nd)
 {
     const tt_state *st = nd->st;
+    if (!g->p->cross_thread)
+        return COND_SKIP;
     if (tt_access_has_cache_write(st, nd->stage) ||
         st->dag.ops.data[st->stages.data[nd->stage].op].is_placeholder)
         return COND_SKIP;
@@ -809,8 +813,14 @@ static tt_status init_parallel(tt_sketch_space *sp, tt_state *st, tt_errbuf *err
 }
 
 static const int cpu_unroll[] = {0, 16, 64, 512};
+static const int gpu_unroll[] = {0, 16, 64, 512, 1024};
 
-static tt_status init_unroll(tt_state *st, tt_rng *rng, tt_errbuf *err)
+static int unroll_value(const tt_sketch_space *sp, tt_rng *rng)
+{
+    return sp->params.gpu ? gpu_unroll[rand_below(rng, 5)] : cpu_unroll[rand_below(rng, 4)];
+}
+
+static tt_status init_unroll(tt_sketch_space *sp, tt_state *st, tt_rng *rng, tt_errbuf *err)
 {
     for (size_t s = 0; s < st->stages.len; s++) {
         const tt_stage *sg = &st->stages.data[s];
@@ -818,7 +828,7 @@ static tt_status init_unroll(tt_state *st, tt_rng *rng, tt_errbuf *err)
             !tt_access_has_reduce(st, (int)s))
             continue;
         char pragma[64];
-        snprintf(pragma, sizeof(pragma), "auto_unroll_max_step$%d", cpu_unroll[rand_below(rng, 4)]);
+        snprintf(pragma, sizeof(pragma), "auto_unroll_max_step$%d", unroll_value(sp, rng));
         tt_status r = tt_sched_pragma(st, (int)s, 0, pragma, err);
         if (r)
             return r;
@@ -865,6 +875,178 @@ static tt_status init_vectorize(tt_sketch_space *sp, tt_state *st, tt_rng *rng, 
     return TT_OK;
 }
 
+/* ---- GPU: ThreadBind and unroll (search.md C5) ---- */
+
+static bool has_ann(const tt_stage *sg, tt_ann a)
+{
+    for (int i = 0; i < sg->niters; i++)
+        if (sg->iters[i].ann == a)
+            return true;
+    return false;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* Fuses iterators [first, first + n) of `stage` (n >= 1) and annotates the result. */
+static tt_status fuse_bind(tt_state *st, int stage, int first, int n, tt_ann ann, tt_errbuf *err)
+{
+    int ids[TT_MAX_ITERS];
+    for (int k = 0; k < n; k++)
+        ids[k] = first + k;
+    tt_status r = n > 1 ? tt_sched_fuse(st, stage, ids, n, err) : TT_OK;
+    return r ? r : tt_sched_annotate(st, stage, first, ann, err);
+}
+
+/* The SP steps that shaped `stage`, in order. */
+static int split_steps_of(const tt_state *st, int stage, int *out, int max)
+{
+    int n = 0;
+    for (size_t i = 0; i < st->steps.len && n < max; i++) {
+        const tt_step *s = &st->steps.data[i];
+        if (s->kind == TT_STEP_SPLIT && tt_access_final_stage(st, i, s->stage) == stage)
+            out[n++] = (int)i;
+    }
+    return n;
+}
+
+static tt_status bind_tiled_root(tt_sketch_space *sp, tt_state *st, int s, tt_errbuf *err)
+{
+    const tt_sketch_params *p = &sp->params;
+    int64_t total = 1;
+    const tt_stage *sg = &st->stages.data[s];
+    for (int i = 0; i < sg->niters; i++)
+        if (sg->iters[i].kind == TT_ITER_SPATIAL)
+            total *= sg->iters[i].extent;
+    static const char *const level[3] = {".0", ".1", ".2"};
+    static const tt_ann ann[3] = {TT_ANN_BLOCK_X, TT_ANN_VTHREAD, TT_ANN_THREAD_X};
+    for (int l = 0; l < 3; l++) {
+        sg = &st->stages.data[s];
+        int first = l, n = 0;
+        int64_t ext = 1;
+        while (first + n < sg->niters && sg->iters[first + n].kind == TT_ITER_SPATIAL &&
+               ends_with(sg->iters[first + n].name, level[l])) {
+            ext *= sg->iters[first + n].extent;
+            n++;
+        }
+        if (n == 0)
+            return tt_err(err, TT_ERR_ILLEGAL_STEP, "no %s tile to bind to %s", level[l],
+                          tt_ann_name(ann[l]));
+        if (l == 1 && p->max_vthread > 0 && ext > p->max_vthread)
+            return tt_err(err, TT_ERR_ILLEGAL_STEP, "vthread extent %lld exceeds %d",
+                          (long long)ext, p->max_vthread);
+        if (l == 2 && ext > p->max_threads)
+            return tt_err(err, TT_ERR_ILLEGAL_STEP, "%lld threads per block exceed %d",
+                          (long long)ext, p->max_threads);
+        if (l == 2 && ext < p->warp_size && total > 2 * (int64_t)p->warp_size)
+            return tt_err(err, TT_ERR_ILLEGAL_STEP, "%lld threads, fewer than a warp (%d)",
+                          (long long)ext, p->warp_size);
+        tt_status r = fuse_bind(st, s, first, n, ann[l], err);
+        if (r)
+            return r;
+    }
+    return TT_OK;
+}
+
+static tt_status bind_untiled_root(tt_sketch_space *sp, tt_state *st, int s, tt_errbuf *err)
+{
+    const tt_stage *sg = &st->stages.data[s];
+    int n = 0;
+    int64_t total = 1;
+    while (n < sg->niters && sg->iters[n].kind == TT_ITER_SPATIAL &&
+           sg->iters[n].ann == TT_ANN_NONE) {
+        total *= sg->iters[n].extent;
+        n++;
+    }
+    if (n == 0)
+        return TT_OK; /* a scalar: one work-item */
+    int ids[TT_MAX_ITERS];
+    for (int k = 0; k < n; k++)
+        ids[k] = k;
+    tt_status r = n > 1 ? tt_sched_fuse(st, s, ids, n, err) : TT_OK;
+    if (r)
+        return r;
+    int64_t warp = sp->params.warp_size;
+    if (total <= warp)
+        return tt_sched_annotate(st, s, 0, TT_ANN_THREAD_X, err);
+    if ((r = tt_sched_split(st, s, 0, &warp, 1, true, err)) ||
+        (r = tt_sched_annotate(st, s, 0, TT_ANN_BLOCK_X, err)))
+        return r;
+    return tt_sched_annotate(st, s, 1, TT_ANN_THREAD_X, err);
+}
+
+/* A shared stage is filled by all threads of its consumer's block: fuse, split off a vector part
+ * of 1, split the rest by the consumer's thread count (a follow-fused split of its spatial tiles at
+ * the thread level) and bind threadIdx.x. */
+static tt_status bind_cooperative_fetch(tt_state *st, int s, tt_errbuf *err)
+{
+    int target, at;
+    tt_access_attach_point(st, s, &target, &at);
+    if (target < 0)
+        return TT_OK;
+    int srcs[TT_MAX_SPLIT], nsrc = 0;
+    int all[TT_MAX_ITERS];
+    int nall = split_steps_of(st, target, all, TT_MAX_ITERS);
+    for (int k = 0; k < nall && nsrc < TT_MAX_SPLIT; k++) {
+        const tt_step *sp = &st->steps.data[all[k]];
+        /* Spatial tiles of SSSRRSRS have 4 inner lengths; reduce tiles have 2. */
+        if (sp->nlen >= 4)
+            srcs[nsrc++] = all[k];
+    }
+    if (nsrc == 0)
+        return TT_OK;
+    const tt_stage *sg = &st->stages.data[s];
+    int n = sg->niters;
+    int ids[TT_MAX_ITERS];
+    for (int k = 0; k < n; k++)
+        ids[k] = k;
+    tt_status r = n > 1 ? tt_sched_fuse(st, s, ids, n, err) : TT_OK;
+    int64_t one = 1;
+    if (!r)
+        r = tt_sched_split(st, s, 0, &one, 1, true, err);
+    if (!r)
+        r = tt_sched_annotate(st, s, 1, TT_ANN_VECTORIZE, err);
+    if (r)
+        return r;
+    tt_step f;
+    memset(&f, 0, sizeof(f));
+    f.kind = TT_STEP_FOLLOW_FUSED_SPLIT;
+    f.stage = s;
+    f.iter = 0;
+    f.nsrc = nsrc;
+    memcpy(f.srcs, srcs, sizeof(int) * (size_t)nsrc);
+    f.level = 1;
+    f.factor_or_nparts = 1;
+    if ((r = tt_state_apply(st, &f, err)))
+        return r;
+    return tt_sched_annotate(st, s, 1, TT_ANN_THREAD_X, err);
+}
+
+static tt_status init_thread_bind(tt_sketch_space *sp, tt_state *st, tt_errbuf *err)
+{
+    for (size_t s = 0; s < st->stages.len; s++) {
+        const tt_stage *sg = &st->stages.data[s];
+        if (st->dag.ops.data[sg->op].is_placeholder || sg->at == TT_AT_INLINE ||
+            has_ann(sg, TT_ANN_THREAD_X))
+            continue;
+        tt_status r = TT_OK;
+        if (sg->at == TT_AT_ITER) {
+            if (strcmp(sg->scope, "shared") == 0)
+                r = bind_cooperative_fetch(st, (int)s, err);
+        } else if (sg->niters > 0 && ends_with(sg->iters[0].name, ".0")) {
+            r = bind_tiled_root(sp, st, (int)s, err);
+        } else {
+            r = bind_untiled_root(sp, st, (int)s, err);
+        }
+        if (r)
+            return r;
+    }
+    return TT_OK;
+}
+
 bool tt_state_nested_parallel(const tt_state *st)
 {
     for (size_t s = 0; s < st->stages.len; s++) {
@@ -894,9 +1076,6 @@ tt_status tt_sketch_sample(tt_sketch_space *sp, int k, tt_rng *rng, tt_state **o
 {
     if (sp->nsketches == 0)
         return tt_err(err, TT_ERR_INTERNAL, "no sketches");
-    if (sp->params.gpu)
-        return tt_err(err, TT_ERR_UNSUPPORTED,
-                      "sampling GPU sketches (thread binding) comes with the OpenCL back end");
     if (k < 0 || k >= sp->nsketches)
         k = rand_below(rng, sp->nsketches);
     const tt_sketch *sk = &sp->sketches[k];
@@ -926,8 +1105,13 @@ tt_status tt_sketch_sample(tt_sketch_space *sp, int k, tt_rng *rng, tt_state **o
     free(steps);
     if (r)
         return r;
-    if ((r = change_compute_location(sp, st, rng, err)) || (r = init_parallel(sp, st, err)) ||
-        (r = init_unroll(st, rng, err)) || (r = init_vectorize(sp, st, rng, err))) {
+    if (sp->params.gpu)
+        r = init_thread_bind(sp, st, err);
+    else
+        r = change_compute_location(sp, st, rng, err);
+    if (r || (!sp->params.gpu && (r = init_parallel(sp, st, err))) ||
+        (r = init_unroll(sp, st, rng, err)) ||
+        (!sp->params.gpu && (r = init_vectorize(sp, st, rng, err)))) {
         tt_state_free(st);
         return r;
     }
@@ -1060,7 +1244,7 @@ static tt_status mutate_auto_unroll(tt_sketch_space *sp, const tt_state *st, tt_
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
     int id = cand[rand_below(rng, nc)];
     snprintf(steps[id].pragma, sizeof(steps[id].pragma), "auto_unroll_max_step$%d",
-             cpu_unroll[rand_below(rng, 4)]);
+             unroll_value(sp, rng));
     return replay_owned(sp, steps, st->steps.len, out, err);
 }
 
@@ -1180,7 +1364,9 @@ tt_status tt_sketch_mutate_kind(tt_sketch_space *sp, const tt_state *st, tt_muta
 tt_status tt_sketch_mutate(tt_sketch_space *sp, const tt_state *st, tt_rng *rng, tt_state **out,
                            tt_errbuf *err)
 {
-    static const double weight[TT_MUTATE_COUNT] = {0.90, 0.04, 0.05, 0.01};
+    static const double cpu_weight[TT_MUTATE_COUNT] = {0.90, 0.04, 0.05, 0.01};
+    static const double gpu_weight[TT_MUTATE_COUNT] = {0.90, 0.10, 0, 0};
+    const double *weight = sp->params.gpu ? gpu_weight : cpu_weight;
     double u = tt_rng_uniform(rng), acc = 0;
     tt_mutation k = TT_MUTATE_TILE_SIZE;
     for (int i = 0; i < TT_MUTATE_COUNT; i++) {

@@ -16,14 +16,19 @@ typedef struct tt_sketch_params {
     int max_vectorize;        /* largest vectorised extent (16) */
     char structure[16];       /* multi-level tiling structure, "SSRSRS" on CPU */
     bool no_compute_location; /* disable the compute-location rule and mutation */
-    bool gpu;                 /* GPU rules (C4); sampling GPU sketches comes with OpenCL (#7) */
+    bool gpu;                 /* GPU rules (C4) and GPU sampling (ThreadBind, GPU unroll values) */
     int warp_size;            /* GPU: threads of a warp (32) */
     int max_threads;          /* GPU: threads per block */
+    int max_vthread;          /* GPU: largest vthread extent (warp / 4) */
+    /* GPU: the CrossThreadReduction rule (Ansor's default).  The OpenCL back end does not
+     * generate cross-thread reductions yet, so its spaces turn it off. */
+    bool cross_thread;
 } tt_sketch_params;
 
 /* Ansor's CPU defaults (search.md C2) for `num_cores` cores. */
 void tt_sketch_params_cpu(tt_sketch_params *p, int num_cores);
-/* Ansor's GPU defaults: structure "SSSRRSRS", the given block and warp sizes. */
+/* Ansor's GPU defaults: structure "SSSRRSRS", the given block and warp sizes, vthread up to
+ * warp / 4, cross-thread reduction on. */
 void tt_sketch_params_gpu(tt_sketch_params *p, int max_threads, int warp_size);
 
 typedef struct tt_sketch {
@@ -47,7 +52,11 @@ tt_status tt_sketch_space_init(tt_sketch_space *sp, const tt_dag *dag, const tt_
 void tt_sketch_space_free(tt_sketch_space *sp);
 
 /* A random complete candidate from sketch `k` (-1: a random sketch): tile sizes sampled, then
- * compute locations, parallel, auto-unroll and vectorisation annotated at random.
+ * compute locations, parallel, auto-unroll and vectorisation annotated at random.  On GPU
+ * (Ansor's GPU init rules): tile sizes, then thread binding (tiled roots: outer tiles to
+ * blockIdx.x, the next to vthread, the next to threadIdx.x; untiled roots split by the warp; shared
+ * stages fetched cooperatively by the consumer's threads), then auto-unroll; a binding outside
+ * the limits (threads per block, vthread, fewer threads than a warp) is invalid.
  * TT_ERR_ILLEGAL_STEP when the sample is invalid (the caller draws again). */
 tt_status tt_sketch_sample(tt_sketch_space *sp, int k, tt_rng *rng, tt_state **out, tt_errbuf *err);
 
@@ -64,7 +73,8 @@ typedef enum {
  * TT_ERR_ILLEGAL_STEP when the mutation does not apply or makes an invalid state. */
 tt_status tt_sketch_mutate_kind(tt_sketch_space *sp, const tt_state *st, tt_mutation kind,
                                 tt_rng *rng, tt_state **out, tt_errbuf *err);
-/* Applies one mutation chosen by the CPU weights 0.90 / 0.04 / 0.05 / 0.01. */
+/* Applies one mutation chosen by the CPU weights 0.90 / 0.04 / 0.05 / 0.01 (GPU: tile size 0.90,
+ * auto-unroll 0.10). */
 tt_status tt_sketch_mutate(tt_sketch_space *sp, const tt_state *st, tt_rng *rng, tt_state **out,
                            tt_errbuf *err);
 

@@ -17,6 +17,7 @@
 #include "codegen/codegen.h"
 #include "rpc/measure.h"
 #include "rpc/opencl.h"
+#include "schedule/random_schedule.h"
 #include "schedule/verify.h"
 #include "tuner/sketch.h"
 
@@ -170,10 +171,81 @@ static void shared_memory_matmul_matches(void **state)
     tt_workload_free(w);
 }
 
+/* Random legal GPU schedules (sketches with thread binding, as the search draws them) of every
+ * operator compute what the definition computes on the device. */
+#define GPU_SCHEDULES 3
+
+static void gpu_sketches_of_every_operator_match(void **state)
+{
+    need_device();
+    int ran = 0, kernels = 0, barriers = 0, workgroups_over_1 = 0;
+    for (size_t w = 0; w < tt_test_nworkloads; w++) {
+        tt_workload *wl;
+        tt_errbuf err = {{0}};
+        if (tt_workload_parse(tt_test_workloads[w], &wl, &err))
+            fail_msg("%s: %s", tt_test_workloads[w], err.msg);
+        tt_sketch_params sp;
+        tt_sketch_params_gpu(&sp, 256, 8);
+        sp.cross_thread = false;
+        tt_sketch_space space;
+        if (tt_sketch_space_init(&space, &wl->dag, &sp, &err))
+            fail_msg("%s: sketches: %s", tt_test_workloads[w], err.msg);
+        tt_rng rng;
+        tt_rng_seed(&rng, 77 + w);
+        int got = 0;
+        for (int draw = 0; draw < 200 && got < GPU_SCHEDULES; draw++) {
+            tt_state *st;
+            if (tt_sketch_sample(&space, -1, &rng, &st, &err))
+                continue;
+            tt_program *prog;
+            if (tt_lower(st, &prog, &err)) {
+                tt_state_free(st);
+                continue;
+            }
+            char *steps = tt_steps_to_json(st->steps.data, st->steps.len);
+            tt_opencl_stats stats;
+            tt_status es;
+            tt_measure_result r =
+                run_on_device(&wl->dag, prog, NULL, (uint64_t)draw, &stats, &es, &err);
+            if (es == TT_ERR_LIMIT) {
+                free(steps);
+                tt_program_free(prog);
+                tt_state_free(st);
+                continue; /* a draw the device cannot hold: the tuner drops these too */
+            }
+            if (es || r.error_no) {
+                char *ir = tt_program_print(prog);
+                fprintf(stderr, "%s\n", ir);
+                free(ir);
+                fail_msg("%s %s: emit %d (%s), run error %d: %s", tt_test_workloads[w], steps, es,
+                         err.msg, r.error_no, r.error_text);
+            }
+            kernels += stats.kernels;
+            barriers += stats.barriers;
+            workgroups_over_1 += stats.block[0] * stats.block[1] * stats.block[2] > 1;
+            got++;
+            free(steps);
+            tt_program_free(prog);
+            tt_state_free(st);
+        }
+        if (got == 0)
+            fail_msg("%s: no GPU schedule could be drawn", tt_test_workloads[w]);
+        ran += got;
+        tt_sketch_space_free(&space);
+        tt_workload_free(wl);
+    }
+    printf("opencl: %d GPU schedules of %zu workloads matched on the device (%d kernels, %d "
+           "barriers, %d with work-groups of several work-items)\n",
+           ran, tt_test_nworkloads, kernels, barriers, workgroups_over_1);
+    assert_true(barriers > 0);
+    assert_true(workgroups_over_1 > ran / 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(shared_memory_matmul_matches),
+        cmocka_unit_test(gpu_sketches_of_every_operator_match),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
