@@ -160,8 +160,7 @@ static void child(int fd, const char *so, const char *entry, const tt_measure_bu
     tt__child_msg m;
     memset(&m, 0, sizeof(m));
     if (tt__measure_is_opencl(so)) {
-        tt__measure_opencl(fd, &m, so, bufs, nbufs, ninputs, o);
-        _exit(0);
+        tt__measure_opencl_exec(fd, &m, so, bufs, nbufs, ninputs, o);
     }
     if (o->memory_limit > 0) {
         struct rlimit rl = {(rlim_t)o->memory_limit, (rlim_t)o->memory_limit};

@@ -2,9 +2,13 @@
  * process: a kernel that wedges the driver or corrupts the context dies with its child, and the
  * next candidate starts from a fresh one (the recovery TVM's Android RPC app lacked). */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "../codegen/cl_artifact.h"
 #include "measure_int.h"
@@ -239,4 +243,163 @@ void tt__measure_opencl(int fd, tt__child_msg *m, const char *path, const tt_mea
     tt__measure_check(fd, m, outs, bufs, nbufs, ninputs, o);
     tt__measure_time(fd, m, o, run_cl, &run);
     /* The child exits right after; the driver's teardown is left to process exit. */
+}
+
+/* ---- the helper process ----
+ *
+ * OpenCL drivers bring their own LLVM (pocl links LLVM 15, tvm-tune LLVM 14): loaded into a
+ * process that already has another LLVM, or into the fork of a multithreaded one, a driver
+ * crashes.  So the measuring child does not load the driver itself: it writes the job into a
+ * memfd and execs tvm-measure-cl, a fresh image with nothing but base/ and rpc/, which runs the
+ * artifact and writes the result to the same pipe.  The pid, the process group and the deadline
+ * are the child's, so a timeout still kills everything. */
+
+#define JOB_MAGIC 0x434d5454u /* "TTMC" */
+
+typedef struct {
+    uint32_t magic, nbufs, ninputs, pad;
+    int32_t number, repeat;
+    double min_repeat_ms, cooldown_ms, timeout_s, rtol, atol;
+    char opencl_device[64];
+} job_header;
+
+typedef struct {
+    int32_t elem;
+    uint8_t has_data, has_expect, pad[2];
+    int64_t count;
+} job_buffer;
+
+static void put(int fd, tt__child_msg *m, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            tt__measure_fail(fd, m, TT__E_RUNTIME_DEVICE, "writing the measurement job: %s",
+                             strerror(errno));
+        c += w;
+        n -= (size_t)w;
+    }
+}
+
+/* Where tvm-measure-cl is: $TT_MEASURE_CL, beside this executable, in ../bin from it (the test
+ * binaries), else on $PATH. */
+static void exec_helper(char *const argv[])
+{
+    const char *env = getenv("TT_MEASURE_CL");
+    if (env && env[0])
+        execv(env, argv);
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n > 0) {
+        self[n] = 0;
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = 0;
+            char path[PATH_MAX + 32];
+            snprintf(path, sizeof(path), "%s/tvm-measure-cl", self);
+            execv(path, argv);
+            snprintf(path, sizeof(path), "%s/../bin/tvm-measure-cl", self);
+            execv(path, argv);
+        }
+    }
+    execvp("tvm-measure-cl", argv);
+}
+
+void tt__measure_opencl_exec(int fd, tt__child_msg *m, const char *path,
+                             const tt_measure_buffer *bufs, int nbufs, int ninputs,
+                             const tt_measure_options *o)
+{
+    int job = memfd_create("tvm-measure-job", 0);
+    if (job < 0)
+        tt__measure_fail(fd, m, TT__E_RUNTIME_DEVICE, "memfd_create: %s", strerror(errno));
+    job_header h;
+    memset(&h, 0, sizeof(h));
+    h.magic = JOB_MAGIC;
+    h.nbufs = (uint32_t)nbufs;
+    h.ninputs = (uint32_t)ninputs;
+    h.number = o->number;
+    h.repeat = o->repeat;
+    h.min_repeat_ms = o->min_repeat_ms;
+    h.cooldown_ms = o->cooldown_ms;
+    h.timeout_s = o->timeout_s;
+    h.rtol = o->rtol;
+    h.atol = o->atol;
+    snprintf(h.opencl_device, sizeof(h.opencl_device), "%s",
+             o->opencl_device ? o->opencl_device : "");
+    put(job, m, &h, sizeof(h));
+    for (int i = 0; i < nbufs; i++) {
+        job_buffer b = {(int32_t)bufs[i].elem,
+                        bufs[i].data != NULL,
+                        bufs[i].expect != NULL,
+                        {0, 0},
+                        bufs[i].count};
+        size_t bytes = (size_t)bufs[i].count * tt_elem_bytes(bufs[i].elem);
+        put(job, m, &b, sizeof(b));
+        if (bufs[i].data)
+            put(job, m, bufs[i].data, bytes);
+        if (bufs[i].expect)
+            put(job, m, bufs[i].expect, bytes);
+    }
+    char fd_text[16], job_text[16];
+    snprintf(fd_text, sizeof(fd_text), "%d", fd);
+    snprintf(job_text, sizeof(job_text), "%d", job);
+    char *argv[] = {"tvm-measure-cl", fd_text, job_text, (char *)path, NULL};
+    exec_helper(argv);
+    tt__measure_fail(fd, m, TT__E_RUNTIME_DEVICE,
+                     "cannot run tvm-measure-cl (it belongs beside this program or on PATH): %s",
+                     strerror(errno));
+}
+
+int tt__measure_cl_main(int argc, char **argv)
+{
+    if (argc != 4) {
+        fprintf(stderr, "tvm-measure-cl RESULT_FD JOB_FD ARTIFACT: run by tvm-tune and "
+                        "tvm-rpc-server to measure an OpenCL kernel; not for people\n");
+        return 2;
+    }
+    int fd = atoi(argv[1]), job = atoi(argv[2]);
+    tt__child_msg m;
+    memset(&m, 0, sizeof(m));
+    off_t size = lseek(job, 0, SEEK_END);
+    if (size < (off_t)sizeof(job_header))
+        tt__measure_fail(fd, &m, TT__E_RUNTIME_DEVICE, "the measurement job is truncated");
+    const char *base = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, job, 0);
+    if (base == MAP_FAILED)
+        tt__measure_fail(fd, &m, TT__E_RUNTIME_DEVICE, "mmap: %s", strerror(errno));
+    job_header h;
+    memcpy(&h, base, sizeof(h));
+    if (h.magic != JOB_MAGIC || h.nbufs > TT_CL_MAX_BUFFERS || h.ninputs > h.nbufs)
+        tt__measure_fail(fd, &m, TT__E_RUNTIME_DEVICE, "the measurement job is malformed");
+    tt_measure_options o = {.number = h.number,
+                            .repeat = h.repeat,
+                            .min_repeat_ms = h.min_repeat_ms,
+                            .cooldown_ms = h.cooldown_ms,
+                            .timeout_s = h.timeout_s,
+                            .rtol = h.rtol,
+                            .atol = h.atol};
+    h.opencl_device[sizeof(h.opencl_device) - 1] = 0;
+    o.opencl_device = h.opencl_device[0] ? h.opencl_device : NULL;
+    tt_measure_buffer bufs[TT_CL_MAX_BUFFERS];
+    size_t off = sizeof(h);
+    for (uint32_t i = 0; i < h.nbufs; i++) {
+        job_buffer b;
+        if (off + sizeof(b) > (size_t)size)
+            tt__measure_fail(fd, &m, TT__E_RUNTIME_DEVICE, "the measurement job is truncated");
+        memcpy(&b, base + off, sizeof(b));
+        off += sizeof(b);
+        size_t bytes = (size_t)b.count * tt_elem_bytes((tt_elem)b.elem);
+        if (b.count < 0 || off + bytes * (size_t)(b.has_data + b.has_expect) > (size_t)size)
+            tt__measure_fail(fd, &m, TT__E_RUNTIME_DEVICE, "the measurement job is truncated");
+        bufs[i].elem = (tt_elem)b.elem;
+        bufs[i].count = b.count;
+        bufs[i].data = b.has_data ? base + off : NULL;
+        off += b.has_data ? bytes : 0;
+        bufs[i].expect = b.has_expect ? base + off : NULL;
+        off += b.has_expect ? bytes : 0;
+    }
+    tt__measure_opencl(fd, &m, argv[3], bufs, (int)h.nbufs, (int)h.ninputs, &o);
+    return 0;
 }

@@ -42,4 +42,12 @@ bool tt__measure_is_opencl(const char *path);
 void tt__measure_opencl(int fd, tt__child_msg *m, const char *path, const tt_measure_buffer *bufs,
                         int nbufs, int ninputs, const tt_measure_options *o);
 
+/* The same, in a fresh process image (tvm-measure-cl): a driver must not share a process with
+ * another LLVM or inherit a multithreaded parent's state.  Never returns. */
+void tt__measure_opencl_exec(int fd, tt__child_msg *m, const char *path,
+                             const tt_measure_buffer *bufs, int nbufs, int ninputs,
+                             const tt_measure_options *o) __attribute__((noreturn));
+/* main() of tvm-measure-cl. */
+int tt__measure_cl_main(int argc, char **argv);
+
 #endif

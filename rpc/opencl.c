@@ -71,10 +71,12 @@ const char *tt__cl_error_name(cl_int e)
 
 static void info_str(const tt_cl_api *api, cl_device_id d, cl_device_info what, char *out, size_t n)
 {
+    /* A buffer shorter than the value is an error (CL_INVALID_VALUE): read it whole, then cut. */
+    char buf[1024] = {0};
     out[0] = 0;
-    if (api->clGetDeviceInfo(d, what, n - 1, out, NULL) != CL_SUCCESS)
-        out[0] = 0;
-    out[n - 1] = 0;
+    if (api->clGetDeviceInfo(d, what, sizeof(buf) - 1, buf, NULL) != CL_SUCCESS)
+        return;
+    snprintf(out, n, "%s", buf);
     /* Drivers pad some names with spaces. */
     size_t len = strlen(out);
     while (len && (out[len - 1] == ' ' || out[len - 1] == '\n'))
@@ -108,7 +110,7 @@ int tt__cl_list(const tt_cl_api *api, tt_cl_device_info *out, cl_device_id *ids,
         return 0;
     int n = 0;
     for (cl_uint p = 0; p < np && p < 8; p++) {
-        char pname[96] = {0};
+        char pname[1024] = {0};
         api->clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof(pname) - 1, pname, NULL);
         cl_device_id devs[TT_CL_MAX_DEVICES];
         cl_uint nd = 0;
@@ -122,7 +124,7 @@ int tt__cl_list(const tt_cl_api *api, tt_cl_device_info *out, cl_device_id *ids,
                 ids[n] = devs[d];
             o->platform = (int)p;
             o->device = (int)d;
-            snprintf(o->platform_name, sizeof(o->platform_name), "%s", pname);
+            snprintf(o->platform_name, sizeof(o->platform_name), "%.95s", pname);
             info_str(api, devs[d], CL_DEVICE_NAME, o->name, sizeof(o->name));
             info_str(api, devs[d], CL_DEVICE_VENDOR, o->vendor, sizeof(o->vendor));
             info_str(api, devs[d], CL_DEVICE_VERSION, o->version, sizeof(o->version));

@@ -175,18 +175,7 @@ static tt_status handshake(tt_remote *r, const char *matchkey, double session_s,
         st = tt_err(err, TT_ERR_PARSE, "device %s refused the session: %s", r->peer,
                     m ? m : "no hello");
     } else {
-        const char *f;
-#define COPY(field)                                                                                \
-    if ((f = json_string_value(json_object_get(dev, #field))))                                     \
-        snprintf(r->dev.field, sizeof(r->dev.field), "%s", f);
-        COPY(arch)
-        COPY(triple)
-        COPY(model)
-        COPY(fingerprint)
-        COPY(flags)
-#undef COPY
-        r->dev.cores = (int)json_integer_value(json_object_get(dev, "cores"));
-        r->dev.memory = (int64_t)json_integer_value(json_object_get(dev, "memory"));
+        tt_device_info_from_json(dev, &r->dev);
     }
     json_decref(msg);
     return st;

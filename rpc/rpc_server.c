@@ -36,6 +36,7 @@ typedef struct server {
     const tt_rpc_server_options *o;
     int listen_fd, port;
     tt_device_info dev;
+    char cl_spec[32]; /* "P:D" of the OpenCL device that measures, "" = none */
     /* tracker registration */
     tt_tracker_conn tracker;
     bool registered;
@@ -357,6 +358,7 @@ static tt_status op_measure(server *s, int fd, const json_t *msg, tt_errbuf *err
         mo.rtol = 1e-4;
         mo.atol = 1e-5;
         tt_measure_options_from_json(json_object_get(msg, "options"), &mo);
+        mo.opencl_device = s->cl_spec[0] ? s->cl_spec : NULL;
         if (mo.repeat > TT_MEASURE_MAX_REPEAT)
             mo.repeat = TT_MEASURE_MAX_REPEAT;
         char path[4096];
@@ -711,6 +713,19 @@ tt_status tt_rpc_server_run(const tt_rpc_server_options *o, tt_errbuf *err)
         return tt_err(err, TT_ERR_IO, "cannot create the artifact cache %s: %s", o->cache_dir,
                       strerror(errno));
     tt_device_probe(&s.dev);
+    if (!o->no_opencl) {
+        tt_status cs = tt_device_probe_opencl(&s.dev, o->opencl_device, err);
+        if (cs && o->opencl_device)
+            return tt_err_prefix(err, cs, "--opencl-device %s", o->opencl_device);
+        if (cs)
+            say(&s, "no OpenCL devices: %s", err->msg);
+        if (s.dev.opencl_selected >= 0) {
+            const tt_cl_device_info *c = &s.dev.opencl[s.dev.opencl_selected];
+            snprintf(s.cl_spec, sizeof(s.cl_spec), "%d:%d", c->platform, c->device);
+            say(&s, "OpenCL device %s: %s (%s, %d compute units)", s.cl_spec, c->name, c->version,
+                c->compute_units);
+        }
+    }
     tt_status st = listen_on(&s, err);
     if (st)
         return st;

@@ -35,6 +35,9 @@ typedef struct tt_rpc_server_options {
     int tvm_error_encoding; /* 20 (TVM <= v0.20, default) or 21: the error packet for TVM clients */
     FILE *log;              /* one line per event; NULL: quiet */
     bool inject_faults;     /* tests of the farm's health checks: every kernel "crashes" */
+    const char *opencl_device; /* which OpenCL device measures (opencl.h's tt_cl_select); NULL:
+                                  the first GPU, else the first device */
+    bool no_opencl;            /* do not probe OpenCL */
     /* called once the socket is bound, with the port; may be NULL */
     void (*on_listen)(void *ctx, const char *host, int port);
     void *ctx;

@@ -24,7 +24,8 @@ static void usage(FILE *f)
     fprintf(
         f, "usage: tvm-rpc-server [--tracker HOST:PORT --key KEY] [--host H] [--port P]\n"
            "                      [--port-end E] [--custom-addr A] [--cache DIR] [--cache-mb N]\n"
-           "                      [--max-artifact-mb N] [--idle-timeout S] [--quiet]\n"
+           "                      [--max-artifact-mb N] [--idle-timeout S]\n"
+           "                      [--opencl-device SPEC | --no-opencl] [--quiet]\n"
            "\n"
            "A measuring device of the farm.  It registers with a TVM-compatible tracker the way\n"
            "TVM's servers do (or stands alone without --tracker), accepts TVM's RPC handshake and\n"
@@ -43,6 +44,11 @@ static void usage(FILE *f)
            "  --idle-timeout S     end a session silent for S seconds (default 60; a client's\n"
            "                       -timeout=N in the handshake overrides it)\n"
            "  --tvm-error v20|v21  encoding of the error sent to TVM clients (default v20)\n"
+           "  --opencl-device SPEC the OpenCL device that measures OpenCL kernels: P:D (platform\n"
+           "                       and device index), an index, or part of its name (default:\n"
+           "                       the first GPU, else the first device); all are listed in the\n"
+           "                       capabilities sent to the tracker\n"
+           "  --no-opencl          do not look for OpenCL devices (CPU kernels only)\n"
            "  --quiet              no log lines on stderr\n"
            "The bound port is printed on stdout as 'tvm-rpc-server listening on HOST:PORT'.\n");
 }
@@ -83,6 +89,8 @@ int main(int argc, char **argv)
                                          {"tvm-error", required_argument, 0, 'v'},
                                          {"quiet", no_argument, 0, 'q'},
                                          {"inject-faults", no_argument, 0, 'F'},
+                                         {"opencl-device", required_argument, 0, 'o'},
+                                         {"no-opencl", no_argument, 0, 'N'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     tt_rpc_server_options o;
@@ -151,6 +159,8 @@ int main(int argc, char **argv)
             break;
         case 'q': o.log = NULL; break;
         case 'F': o.inject_faults = true; break;
+        case 'o': o.opencl_device = optarg; break;
+        case 'N': o.no_opencl = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

@@ -877,6 +877,27 @@ static tt_status init_vectorize(tt_sketch_space *sp, tt_state *st, tt_rng *rng, 
 
 /* ---- GPU: ThreadBind and unroll (search.md C5) ---- */
 
+tt_status tt_sketch_check_gpu(const tt_sketch_params *p, const tt_state *st, tt_errbuf *err)
+{
+    for (size_t s = 0; s < st->stages.len; s++) {
+        const tt_stage *sg = &st->stages.data[s];
+        int64_t threads = 1;
+        for (int i = 0; i < sg->niters; i++) {
+            const tt_iter *it = &sg->iters[i];
+            if (it->ann == TT_ANN_VTHREAD && p->max_vthread > 0 && it->extent > p->max_vthread)
+                return tt_err(err, TT_ERR_ILLEGAL_STEP, "vthread '%s' of extent %lld exceeds %d",
+                              it->name, (long long)it->extent, p->max_vthread);
+            if (it->ann == TT_ANN_THREAD_X || it->ann == TT_ANN_THREAD_Y ||
+                it->ann == TT_ANN_THREAD_Z)
+                threads *= it->extent;
+        }
+        if (p->max_threads > 0 && threads > p->max_threads)
+            return tt_err(err, TT_ERR_ILLEGAL_STEP, "stage %zu uses %lld threads, more than %d", s,
+                          (long long)threads, p->max_threads);
+    }
+    return TT_OK;
+}
+
 static bool has_ann(const tt_stage *sg, tt_ann a)
 {
     for (int i = 0; i < sg->niters; i++)
@@ -951,7 +972,7 @@ static tt_status bind_tiled_root(tt_sketch_space *sp, tt_state *st, int s, tt_er
     return TT_OK;
 }
 
-static tt_status bind_untiled_root(tt_sketch_space *sp, tt_state *st, int s, tt_errbuf *err)
+static tt_status bind_untiled_root(int64_t warp, tt_state *st, int s, tt_errbuf *err)
 {
     const tt_stage *sg = &st->stages.data[s];
     int n = 0;
@@ -969,7 +990,6 @@ static tt_status bind_untiled_root(tt_sketch_space *sp, tt_state *st, int s, tt_
     tt_status r = n > 1 ? tt_sched_fuse(st, s, ids, n, err) : TT_OK;
     if (r)
         return r;
-    int64_t warp = sp->params.warp_size;
     if (total <= warp)
         return tt_sched_annotate(st, s, 0, TT_ANN_THREAD_X, err);
     if ((r = tt_sched_split(st, s, 0, &warp, 1, true, err)) ||
@@ -1039,11 +1059,32 @@ static tt_status init_thread_bind(tt_sketch_space *sp, tt_state *st, tt_errbuf *
         } else if (sg->niters > 0 && ends_with(sg->iters[0].name, ".0")) {
             r = bind_tiled_root(sp, st, (int)s, err);
         } else {
-            r = bind_untiled_root(sp, st, (int)s, err);
+            r = bind_untiled_root(sp->params.warp_size, st, (int)s, err);
         }
         if (r)
             return r;
     }
+    return TT_OK;
+}
+
+tt_status tt_sketch_gpu_default(const tt_dag *dag, int warp_size, tt_state **out, tt_errbuf *err)
+{
+    tt_state *st;
+    tt_status r = tt_state_create(dag, &st, err);
+    for (int s = (int)st->stages.len - 1; s >= 0 && !r; s--)
+        if (!st->dag.ops.data[st->stages.data[s].op].is_placeholder &&
+            !tt_access_is_output(st, s) && !tt_access_has_reduce(st, s))
+            r = tt_sched_compute_inline(st, s, err);
+    for (size_t s = 0; s < st->stages.len && !r; s++) {
+        const tt_stage *sg = &st->stages.data[s];
+        if (!st->dag.ops.data[sg->op].is_placeholder && sg->at == TT_AT_ROOT)
+            r = bind_untiled_root(warp_size > 0 ? warp_size : 32, st, (int)s, err);
+    }
+    if (r) {
+        tt_state_free(st);
+        return r;
+    }
+    *out = st;
     return TT_OK;
 }
 
@@ -1119,6 +1160,10 @@ tt_status tt_sketch_sample(tt_sketch_space *sp, int k, tt_rng *rng, tt_state **o
         tt_state_free(st);
         return tt_err(err, TT_ERR_ILLEGAL_STEP, "nested parallel loops");
     }
+    if (sp->params.gpu && (r = tt_sketch_check_gpu(&sp->params, st, err))) {
+        tt_state_free(st);
+        return r;
+    }
     *out = st;
     return TT_OK;
 }
@@ -1134,6 +1179,8 @@ static tt_status replay_owned(tt_sketch_space *sp, tt_step *steps, size_t n, tt_
         tt_state_free(*out);
         return tt_err(err, TT_ERR_ILLEGAL_STEP, "nested parallel loops");
     }
+    if (!r && sp->params.gpu && (r = tt_sketch_check_gpu(&sp->params, *out, err)))
+        tt_state_free(*out);
     return r;
 }
 

@@ -60,6 +60,17 @@ void tt_sketch_space_free(tt_sketch_space *sp);
  * TT_ERR_ILLEGAL_STEP when the sample is invalid (the caller draws again). */
 tt_status tt_sketch_sample(tt_sketch_space *sp, int k, tt_rng *rng, tt_state **out, tt_errbuf *err);
 
+/* A GPU candidate's bindings against the limits of `p` (vthread extents, threads per block), as
+ * the thread extents stand in the state; TT_ERR_ILLEGAL_STEP says which.  Sampling and mutation
+ * apply it, so the evolutionary search never offers such candidates (Ansor's GPU verification);
+ * the code generator checks the lowered kernel again against the device. */
+tt_status tt_sketch_check_gpu(const tt_sketch_params *p, const tt_state *st, tt_errbuf *err);
+
+/* The naive GPU schedule (the baseline and the farm's canary on OpenCL targets): elementwise
+ * stages inlined, every root stage's outer spatial loops fused and split by the warp into
+ * blockIdx.x and threadIdx.x, reductions serial in each work-item. */
+tt_status tt_sketch_gpu_default(const tt_dag *dag, int warp_size, tt_state **out, tt_errbuf *err);
+
 /* Mutation kinds and their CPU weights (search.md C6). */
 typedef enum {
     TT_MUTATE_TILE_SIZE,

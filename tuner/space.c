@@ -1,11 +1,12 @@
-#include "space.h"
+#include "space_int.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 enum { K_CACHE_WRITE, K_PARALLEL, K_VECTORIZE, K_UNROLL }; /* after the tile knobs */
 
-static void add_knob(tt_space *s, const char *name, const int64_t *c, int n)
+void tt__space_add_knob(tt_space *s, const char *name, const int64_t *c, int n)
 {
     tt_knob *k = &s->knobs[s->nknobs++];
     snprintf(k->name, sizeof(k->name), "%.40s", name);
@@ -23,13 +24,13 @@ static int divisors(int64_t extent, int64_t max, int64_t *out)
     return n;
 }
 
-static bool inlinable(const tt_dag *d, int op, int main_op)
+bool tt__space_inlinable(const tt_dag *d, int op, int main_op)
 {
     const tt_op *o = &d->ops.data[op];
     return op != main_op && !o->is_placeholder && o->nreduce == 0 && tt_dag_has_readers(d, op);
 }
 
-tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, tt_errbuf *err)
+tt_status tt__space_pick_main(tt_space *s, const tt_dag *dag, tt_errbuf *err)
 {
     memset(s, 0, sizeof(*s));
     s->dag = dag;
@@ -57,6 +58,17 @@ tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, tt_errbuf *er
     const tt_op *m = &dag->ops.data[s->main_stage];
     s->nspatial = m->ndim;
     s->nreduce = m->nreduce;
+    return TT_OK;
+}
+
+tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, tt_errbuf *err)
+{
+    tt_status r = tt__space_pick_main(s, dag, err);
+    if (r)
+        return r;
+    const tt_op *m = &dag->ops.data[s->main_stage];
+    s->nspatial = m->ndim;
+    s->nreduce = m->nreduce;
     if (m->ndim + 7 > TT_SPACE_MAX_KNOBS)
         return tt_err(err, TT_ERR_UNSUPPORTED, "op '%s' has too many axes for the tiling space",
                       m->name);
@@ -64,33 +76,33 @@ tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, tt_errbuf *er
     for (int d = 0; d < m->ndim; d++) {
         char name[40];
         snprintf(name, sizeof(name), "tile_%s", tt_var_name(&dag->pool, m->axis[d]));
-        add_knob(s, name, c, divisors(m->shape[d], 64, c));
+        tt__space_add_knob(s, name, c, divisors(m->shape[d], 64, c));
     }
     if (m->nreduce > 0) {
         char name[40];
         snprintf(name, sizeof(name), "tile_%s", tt_var_name(&dag->pool, m->raxis[m->nreduce - 1]));
-        add_knob(s, name, c, divisors(m->rextent[m->nreduce - 1], 64, c));
+        tt__space_add_knob(s, name, c, divisors(m->rextent[m->nreduce - 1], 64, c));
         int64_t cw[2] = {0, 1};
-        add_knob(s, "cache_write", cw, 2);
+        tt__space_add_knob(s, "cache_write", cw, 2);
         /* Loop order inside a tile: spatial rows outside the inner reduction, or inside it. */
         int64_t order[2] = {0, 1};
-        add_knob(s, "reduce_inner_first", order, 2);
+        tt__space_add_knob(s, "reduce_inner_first", order, 2);
         /* Pack the inputs' tiles into local buffers at each step of the outer reduction. */
         int64_t pack[2] = {0, 1};
-        add_knob(s, "pack_inputs", pack, 2);
+        tt__space_add_knob(s, "pack_inputs", pack, 2);
     } else {
         int64_t one[1] = {0};
-        add_knob(s, "tile_none", (int64_t[]){1}, 1);
-        add_knob(s, "cache_write", one, 1);
-        add_knob(s, "reduce_inner_first", one, 1);
-        add_knob(s, "pack_inputs", one, 1);
+        tt__space_add_knob(s, "tile_none", (int64_t[]){1}, 1);
+        tt__space_add_knob(s, "cache_write", one, 1);
+        tt__space_add_knob(s, "reduce_inner_first", one, 1);
+        tt__space_add_knob(s, "pack_inputs", one, 1);
     }
     int64_t par[2] = {1, 0}; /* parallel first: it is what users want on a multi-core CPU */
-    add_knob(s, "parallel", par, cores > 1 ? 2 : 1);
+    tt__space_add_knob(s, "parallel", par, cores > 1 ? 2 : 1);
     int64_t vec[2] = {1, 0};
-    add_knob(s, "vectorize", vec, 2);
+    tt__space_add_knob(s, "vectorize", vec, 2);
     int64_t unroll[4] = {0, 16, 64, 512};
-    add_knob(s, "auto_unroll_max_step", unroll, 4);
+    tt__space_add_knob(s, "auto_unroll_max_step", unroll, 4);
     s->size = 1;
     for (int k = 0; k < s->nknobs; k++)
         s->size *= (uint64_t)s->knobs[k].n;
@@ -105,16 +117,53 @@ void tt_space_decode(const tt_space *s, uint64_t index, int *pos)
     }
 }
 
+int tt_space_split_lengths(const tt_space *s, int k, int pos, int64_t *out)
+{
+    const tt_knob *kn = &s->knobs[k];
+    int64_t v = kn->choice[pos];
+    for (int i = kn->parts - 1; i >= 0; i--) {
+        out[i] = v & 0xffff;
+        v >>= 16;
+    }
+    return kn->parts;
+}
+
+double tt_space_knob_feature(const tt_space *s, int k, int pos)
+{
+    const tt_knob *kn = &s->knobs[k];
+    if (!kn->parts)
+        return log2(1.0 + (double)kn->choice[pos]);
+    int64_t len[4];
+    int n = tt_space_split_lengths(s, k, pos, len);
+    double f = 0;
+    for (int i = 0; i < n; i++)
+        f = f * 8 + log2((double)len[i]);
+    return f;
+}
+
 void tt_space_describe(const tt_space *s, uint64_t index, char *buf, size_t n)
 {
     int pos[TT_SPACE_MAX_KNOBS];
     tt_space_decode(s, index, pos);
     size_t len = 0;
     buf[0] = 0;
-    for (int k = 0; k < s->nknobs && len < n; k++)
-        if (s->knobs[k].n > 1)
-            len += (size_t)snprintf(buf + len, n - len, "%s%s=%lld", len ? " " : "",
-                                    s->knobs[k].name, (long long)s->knobs[k].choice[pos[k]]);
+    for (int k = 0; k < s->nknobs && len < n; k++) {
+        if (s->knobs[k].n <= 1)
+            continue;
+        if (s->knobs[k].parts) {
+            int64_t l[4];
+            int np = tt_space_split_lengths(s, k, pos[k], l);
+            len +=
+                (size_t)snprintf(buf + len, n - len, "%s%s=[-1", len ? " " : "", s->knobs[k].name);
+            for (int i = 0; i < np && len < n; i++)
+                len += (size_t)snprintf(buf + len, n - len, ",%lld", (long long)l[i]);
+            if (len < n)
+                len += (size_t)snprintf(buf + len, n - len, "]");
+            continue;
+        }
+        len += (size_t)snprintf(buf + len, n - len, "%s%s=%lld", len ? " " : "", s->knobs[k].name,
+                                (long long)s->knobs[k].choice[pos[k]]);
+    }
 }
 
 /* Splits the spatial axes 0..n-1 (at iterator positions 0..n-1) by `tile` and orders the stage as
@@ -179,6 +228,8 @@ static tt_status finish_stage(tt_state *st, int stage, int nouter, bool parallel
 
 tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_errbuf *err)
 {
+    if (s->gpu)
+        return tt__space_apply_gpu(s, index, out, err);
     int pos[TT_SPACE_MAX_KNOBS];
     tt_space_decode(s, index % s->size, pos);
     int n = s->nspatial;
@@ -208,7 +259,7 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
     }
     /* Elementwise intermediates go into their readers. */
     for (size_t i = 0; i < s->dag->ops.len && !r; i++)
-        if (inlinable(s->dag, (int)i, s->main_stage))
+        if (tt__space_inlinable(s->dag, (int)i, s->main_stage))
             r = tt_sched_compute_inline(st, tt_state_stage_of_op(st, (int)i), err);
     int main = tt_state_stage_of_op(st, s->main_stage), nr = s->nreduce;
     /* The iterator of the outer reduction step in the stage that accumulates. */

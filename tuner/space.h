@@ -17,11 +17,17 @@ typedef struct tt_knob {
     char name[48];
     int n; /* number of choices */
     int64_t choice[TT_SPACE_MAX_CHOICES];
+    /* A split knob (GPU space): each choice packs `parts` inner tile lengths, 16 bits each,
+     * outermost first (tt_space_split_lengths); 0 = a plain value. */
+    int parts;
 } tt_knob;
 
 typedef struct tt_space {
     const tt_dag *dag;
-    int main_stage; /* stage id of the main op */
+    bool gpu;        /* the GPU template (tt_space_init_gpu) */
+    int max_threads; /* GPU: threads per block a config may use */
+    int max_vthread; /* GPU: largest vthread extent (the product over the axes) */
+    int main_stage;  /* stage id of the main op */
     int nspatial, nreduce;
     int nknobs;
     tt_knob knobs[TT_SPACE_MAX_KNOBS];
@@ -30,6 +36,20 @@ typedef struct tt_space {
 
 /* Builds the space of `dag` for a CPU with `cores` cores and `vector_bytes`-wide vectors. */
 tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, tt_errbuf *err);
+/* The GPU template, in the manner of TVM's direct CUDA/OpenCL templates (conv2d_nchw.cuda): each
+ * spatial axis of the main stage split in four (block, vthread, thread, inner: knob tile_<axis>
+ * with the three inner lengths), each reduce axis in two (tile_<axis>, the inner length), the
+ * main stage accumulated in a per-thread local buffer, its inputs staged through shared memory
+ * per outer reduction step and fetched cooperatively by all threads, auto_unroll_max_step
+ * [0, 512, 1500] and unroll_explicit [0, 1].  Configs whose threads exceed `max_threads` or
+ * whose vthread extent exceeds `max_vthread` are invalid (INSTANTIATION, as AutoTVM's). */
+tt_status tt_space_init_gpu(tt_space *s, const tt_dag *dag, int64_t max_threads, int max_vthread,
+                            tt_errbuf *err);
+/* The inner lengths of choice `pos` of split knob `k`; returns their count. */
+int tt_space_split_lengths(const tt_space *s, int k, int pos, int64_t *out);
+/* One number per knob choice for the cost model's knob features: log2(1 + value), or for a split
+ * knob the log2 lengths weighted by level. */
+double tt_space_knob_feature(const tt_space *s, int k, int pos);
 /* Decodes config index `index` (mixed radix, first knob least significant) into knob positions. */
 void tt_space_decode(const tt_space *s, uint64_t index, int *pos);
 /* The schedule state of config `index`; TT_ERR_ILLEGAL_STEP for a combination the state rejects

@@ -14,6 +14,7 @@
 #include "../codegen/codegen.h"
 #include "../costmodel/costmodel.h"
 #include "../costmodel/features.h"
+#include "../rpc/device_info.h"
 #include "../db/db.h"
 
 void tt_host_fingerprint(char *out, size_t n)
@@ -89,7 +90,8 @@ typedef struct {
     const tt_remote_options *o;
     int ndevices;                         /* sessions measured in parallel */
     tt_remote *session[FARM_MAX_DEVICES]; /* one per measuring thread, per batch */
-    char device[512]; /* the fingerprint of the first device (resume and records) */
+    char device[512];     /* the fingerprint of the first device (resume and records) */
+    tt_cl_device_info cl; /* OpenCL targets: the first device's OpenCL device */
     char key[128];
     int64_t losses, quarantined;
     double wait_s;
@@ -146,6 +148,8 @@ typedef struct {
     char space_sig[40]; /* identity of the template space, kept with each record's index */
     tt_target target;
     const char *target_text;
+    bool gpu;          /* an OpenCL target: kernels are OpenCL artifacts */
+    tt_gpu_limits lim; /* what the device allows one kernel (gpu) */
     char device[512];
     char dir[256];
     farm *farm;       /* NULL: measure on this machine */
@@ -358,7 +362,9 @@ static tt_status make_reference(task *t, tt_errbuf *err)
     char so[512];
     snprintf(so, sizeof(so), "%s/reference.so", t->dir);
     tt_kernel *k = NULL;
-    s = tt_codegen_llvm(prog, &t->target, "reference", so, NULL, NULL, err);
+    tt_target host; /* the reference runs here, whatever the target */
+    tt_target_parse("llvm", &host, NULL);
+    s = tt_codegen_llvm(prog, t->gpu ? &host : &t->target, "reference", so, NULL, NULL, err);
     tt_program_free(prog);
     if (!s)
         s = tt_kernel_load(so, "reference", &k, err);
@@ -468,6 +474,27 @@ typedef struct {
     int nretry;
 } compile_queue;
 
+/* OpenCL source for the device's driver; a kernel outside the device's limits, or with bindings
+ * a GPU cannot run, is an INSTANTIATION_ERROR before anything is sent. */
+static void compile_opencl(task *t, candidate *c, const tt_program *prog, tt_errbuf *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    tt_status s = tt_codegen_opencl(prog, "kernel", &t->lim, &text, &len, NULL, err);
+    if (s) {
+        c->error_no = s == TT_ERR_LIMIT || s == TT_ERR_ILLEGAL_STEP ? 1 : 2;
+        return;
+    }
+    FILE *f = fopen(c->so, "wb");
+    if (!f || fwrite(text, 1, len, f) != len) {
+        tt_err(err, TT_ERR_IO, "cannot write %s: %s", c->so, strerror(errno));
+        c->error_no = 2;
+    }
+    if (f)
+        fclose(f);
+    free(text);
+}
+
 static void compile_one(candidate *c)
 {
     task *t = c->t;
@@ -475,8 +502,9 @@ static void compile_one(candidate *c)
     double t0 = tt_clock_monotonic();
     tt_program *prog = NULL;
     tt_state *st = NULL;
-    if (c->index == UINT64_MAX) { /* the naive schedule */
-        if (tt_state_create(&t->w->dag, &st, &err))
+    if (c->index == UINT64_MAX) { /* the naive schedule (on GPU: bound to blocks and threads) */
+        if (t->gpu ? tt_sketch_gpu_default(&t->w->dag, 32, &st, &err)
+                   : tt_state_create(&t->w->dag, &st, &err))
             c->error_no = 1;
     } else if (c->index == STEPS_INDEX) {
         tt_step *steps;
@@ -498,8 +526,10 @@ static void compile_one(candidate *c)
         if (n > 0 && (c->rows = malloc(sizeof(float) * TT_STORE_FEATURES * (size_t)n)))
             c->nrows = tt_features_per_store(prog, c->rows, n);
     }
-    if (!c->error_no && !t->o->objective &&
-        tt_codegen_llvm(prog, &t->target, "kernel", c->so, NULL, NULL, &err))
+    if (!c->error_no && !t->o->objective && t->gpu)
+        compile_opencl(t, c, prog, &err);
+    else if (!c->error_no && !t->o->objective &&
+             tt_codegen_llvm(prog, &t->target, "kernel", c->so, NULL, NULL, &err))
         c->error_no = 2; /* COMPILE_HOST */
     if (c->error_no)
         snprintf(c->error_text, sizeof(c->error_text), "%s", err.msg);
@@ -712,7 +742,7 @@ static void knob_features(const tt_space *sp, uint64_t index, float *row)
     int pos[TT_SPACE_MAX_KNOBS];
     tt_space_decode(sp, index, pos);
     for (int k = 0; k < sp->nknobs; k++)
-        row[k] = (float)log2(1.0 + (double)sp->knobs[k].choice[pos[k]]);
+        row[k] = (float)tt_space_knob_feature(sp, k, pos[k]);
 }
 
 /* Itervar features of a config's lowered program, zero-padded or cut to `width`; an all-zero
@@ -1318,6 +1348,8 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
     pthread_cond_init(&q.compiled, NULL);
     q.mo = t->o->measure;
     q.mo.timeout_s = tt_tune_deadline(&q.mo, t->best_s);
+    if (t->gpu)
+        q.mo.timeout_s += TT_TUNE_GPU_BUILD_S; /* the driver builds the source in the child */
     int nth = t->o->threads > 0 ? t->o->threads : 1;
     if (nth > n)
         nth = n;
@@ -1490,9 +1522,23 @@ static void load_transfer(task *t)
     }
 }
 
-/* Sets up one workload's task: its space, what was measured before (resume), the reference. */
+/* What an OpenCL device allows one kernel, from what it reported. */
+static void limits_of(const tt_cl_device_info *c, tt_gpu_limits *lim)
+{
+    tt_gpu_limits_default(lim);
+    if (c->max_work_group > 0)
+        lim->max_threads = c->max_work_group < 1024 ? c->max_work_group : 1024;
+    for (int d = 0; d < 3; d++)
+        if (c->max_item[d] > 0)
+            lim->max_block[d] = c->max_item[d];
+    if (c->local_mem > 0)
+        lim->max_shared_bytes = c->local_mem;
+}
+
+/* Sets up one workload's task: its space, what was measured before (resume), the reference.
+ * `cl` is the OpenCL device of an OpenCL target (NULL otherwise). */
 static tt_status task_open(const tt_tune_options *o, const char *wtext, tt_db *db, farm *fm,
-                           FILE *log, task **out, tt_errbuf *err)
+                           const tt_cl_device_info *cl, FILE *log, task **out, tt_errbuf *err)
 {
     task *t = calloc(1, sizeof(*t));
     tt_status s;
@@ -1514,19 +1560,31 @@ static tt_status task_open(const tt_tune_options *o, const char *wtext, tt_db *d
         (s = tt_target_parse(t->target_text, &t->target, err)))
         return s;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if ((s = tt_space_init(&t->space, &t->w->dag,
-                           t->target.num_cores ? t->target.num_cores : (int)cores, err)))
+    t->gpu = cl != NULL;
+    if (t->gpu)
+        limits_of(cl, &t->lim);
+    if ((s = t->gpu ? tt_space_init_gpu(&t->space, &t->w->dag, t->lim.max_threads,
+                                        (int)t->lim.max_vthread, err)
+                    : tt_space_init(&t->space, &t->w->dag,
+                                    t->target.num_cores ? t->target.num_cores : (int)cores, err)))
         return s;
-    uint64_t sig = tt_hash64_str("tiling-space-1");
+    uint64_t sig = tt_hash64_str(t->space.gpu ? "gpu-template-1" : "tiling-space-1");
     for (int k = 0; k < t->space.nknobs; k++) {
         sig = tt_hash64_update(sig, t->space.knobs[k].name, strlen(t->space.knobs[k].name));
         sig = tt_hash64_update(sig, t->space.knobs[k].choice,
                                sizeof(int64_t) * (size_t)t->space.knobs[k].n);
     }
-    snprintf(t->space_sig, sizeof(t->space_sig), "tiling:%016llx", (unsigned long long)sig);
+    snprintf(t->space_sig, sizeof(t->space_sig), "%s:%016llx", t->space.gpu ? "gpu" : "tiling",
+             (unsigned long long)sig);
     if (o->strategy == TT_STRATEGY_EVO) {
         tt_sketch_params sp;
-        tt_sketch_params_cpu(&sp, t->target.num_cores ? t->target.num_cores : (int)cores);
+        if (t->gpu) {
+            tt_sketch_params_gpu(&sp, (int)t->lim.max_threads, 32);
+            sp.max_vthread = (int)t->lim.max_vthread;
+            sp.cross_thread = false; /* not generated by the OpenCL back end yet */
+        } else {
+            tt_sketch_params_cpu(&sp, t->target.num_cores ? t->target.num_cores : (int)cores);
+        }
         if ((s = tt_sketch_space_init(&t->sketch, &t->w->dag, &sp, err)))
             return s;
         t->have_sketch = true;
@@ -1534,6 +1592,8 @@ static tt_status task_open(const tt_tune_options *o, const char *wtext, tt_db *d
     t->farm = fm;
     if (fm)
         snprintf(t->device, sizeof(t->device), "%s", fm->device);
+    else if (cl)
+        tt_cl_fingerprint(cl, t->device, sizeof(t->device));
     else
         tt_host_fingerprint(t->device, sizeof(t->device));
     tt_db_device dev = {
@@ -1725,7 +1785,15 @@ static tt_status farm_check(farm *f, const tt_target *t, tt_errbuf *err)
     tt_codegen_host(&host, &cpu, &features);
     char want[32];
     tt_triple_arch(t->triple[0] ? t->triple : host, want, sizeof(want));
-    if (strcmp(want, d->arch))
+    if (!strcmp(t->kind, "opencl")) {
+        if (d->opencl_selected < 0 || d->opencl_selected >= d->nopencl)
+            return tt_err(err, TT_ERR_INVALID_ARG,
+                          "the target is OpenCL but device %s ('%s') has no OpenCL device (start "
+                          "its tvm-rpc-server where an OpenCL driver is installed)",
+                          tt_remote_peer(f->session[0]), f->key);
+        f->cl = d->opencl[d->opencl_selected];
+        snprintf(f->device, sizeof(f->device), "%s", d->opencl_fingerprint);
+    } else if (strcmp(want, d->arch))
         return tt_err(err, TT_ERR_INVALID_ARG,
                       "the target compiles for %s but device %s ('%s') is %s: give a target such "
                       "as \"llvm -mtriple=%s\"",
@@ -1752,11 +1820,11 @@ tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE
     tt_status s = tt_target_parse(o->target ? o->target : "llvm", &t, err);
     if (s)
         return s;
-    if (strcmp(t.kind, "llvm") && strcmp(t.kind, "c"))
-        return tt_err(
-            err, TT_ERR_UNSUPPORTED,
-            "tvm-tune run measures on this CPU: target kind '%s' is not supported here (use llvm)",
-            t.kind);
+    bool opencl = !strcmp(t.kind, "opencl");
+    if (strcmp(t.kind, "llvm") && strcmp(t.kind, "c") && !opencl)
+        return tt_err(err, TT_ERR_UNSUPPORTED,
+                      "target kind '%s' is not supported (use llvm for CPUs, opencl for GPUs)",
+                      t.kind);
     farm fm = {0};
     pthread_mutex_init(&fm.mu, NULL);
     if (o->remote) {
@@ -1768,6 +1836,19 @@ tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE
             farm_release(&fm, 0);
             return s;
         }
+    } else if (opencl) {
+        tt_device_info here;
+        tt_device_probe(&here);
+        if ((s = tt_device_probe_opencl(&here, o->measure.opencl_device, err)))
+            return tt_err_prefix(err, s, "OpenCL");
+        if (here.opencl_selected < 0)
+            return tt_err(err, TT_ERR_NOT_FOUND,
+                          "the target is OpenCL but this machine has no OpenCL device (install "
+                          "the GPU's OpenCL driver, or pocl-opencl-icd for the CPU)");
+        fm.cl = here.opencl[here.opencl_selected];
+        if (log)
+            fprintf(log, "measuring on OpenCL device %d:%d, %s (%s)\n", fm.cl.platform,
+                    fm.cl.device, fm.cl.name, fm.cl.version);
     } else if (t.triple[0]) {
         const char *host, *cpu, *features;
         tt_codegen_host(&host, &cpu, &features);
@@ -1786,7 +1867,8 @@ tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE
     if (o->nworkloads > 64)
         s = tt_err(err, TT_ERR_LIMIT, "at most 64 workloads in one run");
     for (int i = 0; i < n && !s; i++)
-        s = task_open(o, o->workloads[i], db, o->remote ? &fm : NULL, log, &tasks[i], err);
+        s = task_open(o, o->workloads[i], db, o->remote ? &fm : NULL, opencl ? &fm.cl : NULL, log,
+                      &tasks[i], err);
     if (!s)
         s = schedule_tasks(o, tasks, n, log, err);
     for (int k = 0; k < FARM_MAX_DEVICES; k++)

@@ -88,6 +88,9 @@ tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE
  * warm-up and every sample (plus a second for loading), never more than the configured timeout
  * and never less than one second.  Before anything succeeded, the configured timeout. */
 double tt_tune_deadline(const tt_measure_options *m, double best_s);
+/* OpenCL targets add this much to a candidate's deadline: the device's driver builds the source
+ * inside the measuring child (seconds for a large kernel on some drivers). */
+#define TT_TUNE_GPU_BUILD_S 30.0
 
 /* This machine's device fingerprint: CPU model, cores, memory, a hash of the CPU features. */
 void tt_host_fingerprint(char *out, size_t n);
