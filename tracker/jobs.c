@@ -104,8 +104,8 @@ tt_status tt_jobs_check_params(const json_t *p, json_t **normalised, tt_errbuf *
         s = bad(err, "\"target\" must be a string");
     if (!s && tt_target_parse(target ? target : "llvm", &t, &terr))
         s = bad(err, "target: %s", terr.msg);
-    if (!s && strcmp(t.kind, "llvm") && strcmp(t.kind, "c"))
-        s = bad(err, "target kind '%s' cannot be measured on the farm yet (llvm)", t.kind);
+    if (!s && strcmp(t.kind, "llvm") && strcmp(t.kind, "c") && strcmp(t.kind, "opencl"))
+        s = bad(err, "target kind '%s' cannot be measured on the farm (llvm or opencl)", t.kind);
     const char *key = json_string_value(json_object_get(p, "key"));
     if (!s && (!key || !key[0] || strchr(key, ':') || strlen(key) > 100))
         s = bad(err, "\"key\" must name the device key (no ':', at most 100 characters)");

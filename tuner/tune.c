@@ -1805,7 +1805,7 @@ static tt_status farm_check(farm *f, const tt_target *t, tt_errbuf *err)
     if (f->log)
         fprintf(f->log, "measuring on the farm: %d device%s of key '%s', first %s (%s)\n",
                 f->ndevices, f->ndevices > 1 ? "s" : "", f->key, tt_remote_peer(f->session[0]),
-                d->fingerprint);
+                f->device);
     return TT_OK;
 }
 

@@ -33,7 +33,7 @@ static void usage(FILE *f)
         "             [--diversity R] [--features knob|itervar] [--overlap-search]\n"
         "             [--scheduler gradient|round-robin] [--db PATH] [--seed S] [--timeout SEC]\n"
         "             [--batch N] [--number N] [--repeat N] [--min-repeat-ms MS]\n"
-        "             [--cooldown-ms MS] [--cache-flush]\n"
+        "             [--cooldown-ms MS] [--cache-flush] [--opencl-device SPEC]\n"
         "             [--tracker HOST:PORT --key K [--parallel N] [--priority P]\n"
         "              [--device-wait SEC] | --rpc HOST:PORT]\n"
         "  measures candidate schedules of each workload on this machine, each in a sandboxed\n"
@@ -53,7 +53,11 @@ static void usage(FILE *f)
         "  (--scheduler gradient, the default; round-robin takes turns).  --weight says how\n"
         "  often the preceding workload occurs in the model (default 1).\n"
         "  --target defaults to llvm (this CPU, with its real features); -num-cores=N sets the\n"
-        "  threads of parallel loops.  Strategies: xgb (default: XGBoost cost model +\n"
+        "  threads of parallel loops.  --target opencl tunes GPU kernels (OpenCL C built by the\n"
+        "  device's driver): here on this machine's OpenCL device (--opencl-device P:D, an index\n"
+        "  or part of its name; default the first GPU, else the first device, e.g. pocl's CPU\n"
+        "  device), on the farm on each server's (docs/opencl.md).  Strategies: xgb (default: "
+        "XGBoost cost model +\n"
         "  simulated annealing over the tiling template; --diversity R plans from the best 64 x R\n"
         "  proposals the 64 that cover the most knob values; --features itervar feeds the model\n"
         "  AutoTVM's loop-variable features instead of knob values), evo (Ansor: sketches,\n"
@@ -271,6 +275,7 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
                                          {"min-repeat-ms", required_argument, 0, 'M'},
                                          {"cooldown-ms", required_argument, 0, 'C'},
                                          {"cache-flush", no_argument, 0, 'F'},
+                                         {"opencl-device", required_argument, 0, 'G'},
                                          {"weight", required_argument, 0, 'W'},
                                          {"scheduler", required_argument, 0, 'P'},
                                          {"population", required_argument, 0, 'O'},
@@ -401,6 +406,7 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
                 return 2;
             }
             break;
+        case 'G': o->measure.opencl_device = optarg; break;
         case 'N':
         case 'R':
         case 'M':

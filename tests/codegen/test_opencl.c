@@ -241,11 +241,123 @@ static void gpu_sketches_of_every_operator_match(void **state)
     assert_true(workgroups_over_1 > ran / 2);
 }
 
+/* Limits are checked before anything reaches the device: too many threads per block, too much
+ * local memory, a vthread too long, each named in the error. */
+static void limits_refused_before_the_device(void **state)
+{
+    tt_workload *w;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_workload_parse("matmul:M=64,N=64,K=64", &w, &err), TT_OK);
+    tt_state *st = replay(w, shared_matmul);
+    tt_program *prog;
+    assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
+    char *text = NULL;
+    size_t len;
+    tt_gpu_limits lim;
+    tt_gpu_limits_default(&lim);
+    lim.max_threads = 32;
+    assert_int_equal(tt_codegen_opencl(prog, "kernel", &lim, &text, &len, NULL, &err),
+                     TT_ERR_LIMIT);
+    assert_non_null(strstr(err.msg, "64 work-items is more than the device's 32"));
+    tt_gpu_limits_default(&lim);
+    lim.max_shared_bytes = 512;
+    assert_int_equal(tt_codegen_opencl(prog, "kernel", &lim, &text, &len, NULL, &err),
+                     TT_ERR_LIMIT);
+    assert_non_null(strstr(err.msg, "shared (local) memory of 1024 bytes"));
+    tt_gpu_limits_default(&lim);
+    lim.max_block[0] = 16;
+    assert_int_equal(tt_codegen_opencl(prog, "kernel", &lim, &text, &len, NULL, &err),
+                     TT_ERR_LIMIT);
+    assert_non_null(strstr(err.msg, "threadIdx.x has extent 64"));
+    assert_null(text);
+    tt_program_free(prog);
+    tt_state_free(st);
+    /* A reduce axis bound to threads would race on the output: refused, not miscompiled. */
+    st = replay(w, "[[\"SP\", 2, 2, 64, [16], 1], [\"AN\", 2, 3, 6], [\"AN\", 2, 0, 5]]");
+    assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
+    assert_int_equal(tt_codegen_opencl(prog, "kernel", NULL, &text, &len, NULL, &err),
+                     TT_ERR_ILLEGAL_STEP);
+    assert_non_null(strstr(err.msg, "cross-thread reduction"));
+    tt_program_free(prog);
+    tt_state_free(st);
+    tt_workload_free(w);
+}
+
+/* Writes an artifact by hand (for errors the generator never makes) and measures it. */
+static tt_measure_result run_text(const char *text, double timeout_s)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "%s/hand.cl", dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    static float a[64], c[64];
+    for (int i = 0; i < 64; i++)
+        a[i] = c[i] = (float)i;
+    tt_measure_buffer bufs[2] = {{TT_ELEM_F32, 64, a, NULL}, {TT_ELEM_F32, 64, NULL, c}};
+    tt_measure_options mo = {.repeat = 1, .timeout_s = timeout_s, .opencl_device = device_spec()};
+    tt_measure_result r;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_measure_run(path, "kernel", bufs, 2, 1, &mo, &r, &err), TT_OK);
+    return r;
+}
+
+#define HEAD(grid, block)                                                                          \
+    TT_CL_ARTIFACT_MAGIC "{\"kernels\": [{\"name\": \"k\", \"grid\": [" grid                       \
+                         "], \"block\": [" block                                                   \
+                         "]}], \"params\": [{\"dtype\": \"float32\", \"count\": 64}, {\"dtype\": " \
+                         "\"float32\", \"count\": 64}]}\n*/\n"
+
+static const char copy_kernel[] = HEAD(
+    "4, 1, 1", "16, 1, 1") "__kernel void k(__global float *a, __global float *c) {\n"
+                           "  int i = get_group_id(0) * 16 + get_local_id(0); c[i] = a[i];\n}\n";
+
+/* What the device does wrong is a result with TVM's error code, and the next candidate runs in a
+ * fresh process: a build error (COMPILE_DEVICE, with the driver's log), a launch the device
+ * refuses (INSTANTIATION), a wrong answer, a crash (RUNTIME_DEVICE), a hang (RUN_TIMEOUT). */
+static void device_errors_are_results(void **state)
+{
+    need_device();
+    tt_measure_result r = run_text(copy_kernel, 60);
+    assert_int_equal(r.error_no, 0);
+    r = run_text(HEAD("4, 1, 1", "16, 1, 1") "__kernel void k(__global float *a, __global float "
+                                             "*c) { c[0] = undeclared_name; }\n",
+                 60);
+    assert_int_equal(r.error_no, 3);
+    assert_non_null(strstr(r.error_text, "OpenCL build failed"));
+    assert_non_null(strstr(r.error_text, "undeclared_name"));
+    r = run_text(TT_CL_ARTIFACT_MAGIC "{\"kernels\": []}\n*/\n", 60);
+    assert_int_equal(r.error_no, 3);
+    assert_non_null(strstr(r.error_text, "\"kernels\" must list"));
+    /* More work-items per group than any device takes. */
+    r = run_text(HEAD("1, 1, 1", "65536, 1, 1") "__kernel void k(__global float *a, __global "
+                                                "float *c) { }\n",
+                 60);
+    assert_int_equal(r.error_no, 1);
+    assert_non_null(strstr(r.error_text, "CL_INVALID_WORK"));
+    r = run_text(HEAD("4, 1, 1", "16, 1, 1") "__kernel void k(__global float *a, __global float "
+                                             "*c) { int i = get_global_id(0); c[i] = a[i] + 1; }\n",
+                 60);
+    assert_int_equal(r.error_no, 5);
+    assert_non_null(strstr(r.error_text, "got 1, expected 0"));
+    r = run_text(HEAD("1, 1, 1", "1, 1, 1") "__kernel void k(__global float *a, __global float "
+                                            "*c) { volatile int x = 1; while (x) {} }\n",
+                 4);
+    assert_int_equal(r.error_no, 7);
+    /* After all that, a good kernel measures normally. */
+    r = run_text(copy_kernel, 60);
+    assert_int_equal(r.error_no, 0);
+    assert_true(r.ncosts == 1 && r.costs[0] > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(shared_memory_matmul_matches),
         cmocka_unit_test(gpu_sketches_of_every_operator_match),
+        cmocka_unit_test(limits_refused_before_the_device),
+        cmocka_unit_test(device_errors_are_results),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

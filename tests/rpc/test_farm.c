@@ -689,6 +689,73 @@ static void sick_device_quarantined(void **state)
     tt_proc_stop(&sick);
 }
 
+/* GPUs on the farm: a server reports its OpenCL devices, and an OpenCL tuning run searches here,
+ * sends OpenCL artifacts, and the server's driver builds and measures them; a key whose server
+ * has no OpenCL device is refused before anything is compiled. */
+static void opencl_tuning_on_the_farm(void **state)
+{
+    (void)state;
+    char tr[64], cache[2][300], rest[64], db[300], out[8192];
+    snprintf(tr, sizeof(tr), "127.0.0.1:%d", tracker_port);
+    for (int i = 0; i < 2; i++)
+        snprintf(cache[i], sizeof(cache[i]), "%s/cl%d", workdir, i);
+    char *gargv[] = {TT_BIN "/tvm-rpc-server",
+                     "--tracker",
+                     tr,
+                     "--key",
+                     "gpu",
+                     "--port",
+                     "0",
+                     "--cache",
+                     cache[0],
+                     "--quiet",
+                     NULL};
+    char *nargv[] = {TT_BIN "/tvm-rpc-server",
+                     "--tracker",
+                     tr,
+                     "--key",
+                     "nocl",
+                     "--port",
+                     "0",
+                     "--cache",
+                     cache[1],
+                     "--quiet",
+                     "--no-opencl",
+                     NULL};
+    assert_true(tt_proc_start(&well, gargv));
+    assert_true(tt_proc_wait_line(&well, "listening on", rest, sizeof(rest), 20));
+    assert_true(tt_proc_start(&sick, nargv));
+    assert_true(tt_proc_wait_line(&sick, "listening on", rest, sizeof(rest), 20));
+    assert_true(wait_free("gpu", 1, 10) && wait_free("nocl", 1, 10));
+    char text[1 << 14];
+    summary(text, sizeof(text));
+    bool have_cl = strstr(text, "\"opencl\": [") != NULL;
+    if (!have_cl) {
+        tt_proc_stop(&well);
+        tt_proc_stop(&sick);
+        skip(); /* no OpenCL driver on this machine */
+    }
+    assert_non_null(strstr(text, "\"opencl_fingerprint\""));
+    snprintf(db, sizeof(db), "%s/cl.db", workdir);
+    char args[1024];
+    snprintf(args, sizeof(args),
+             "run --tracker %s --key nocl --target opencl --workload matmul:M=32,N=32,K=32 "
+             "--trials 4 --db %s 2>&1",
+             tr, db);
+    assert_int_not_equal(tvm_tune(args, out, sizeof(out)), 0);
+    assert_non_null(strstr(out, "has no OpenCL device"));
+    snprintf(args, sizeof(args),
+             "run --tracker %s --key gpu --target opencl --workload matmul:M=32,N=32,K=32 "
+             "--trials 8 --strategy evo --population 64 --repeat 2 --db %s",
+             tr, db);
+    assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
+    assert_non_null(strstr(out, "x the naive schedule"));
+    assert_int_equal(db_count(db, "records"), 8);
+    assert_int_equal(db_count(db, "NO_ERROR"), 8);
+    tt_proc_stop(&well);
+    tt_proc_stop(&sick);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -701,6 +768,7 @@ int main(void)
         cmocka_unit_test(device_dies_mid_run),
         cmocka_unit_test(tracker_restarted_mid_run),
         cmocka_unit_test(sick_device_quarantined),
+        cmocka_unit_test(opencl_tuning_on_the_farm),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
