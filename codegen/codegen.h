@@ -69,14 +69,16 @@ typedef struct tt_opencl_stats {
     int64_t grid[3], block[3]; /* of the first kernel */
     int64_t shared_bytes;      /* largest of one kernel */
     int barriers, unrolled_loops, guarded_thread_loops;
+    int vector_loops; /* vectorised loops written with OpenCL vector types (vloadN/vstoreN) */
 } tt_opencl_stats;
 
 /* Translates `p` into an OpenCL artifact (cl_artifact.h): one kernel per root loop nest, named
  * `<entry>_<k>`.  Loops bound to blockIdx.{x,y,z} / threadIdx.{x,y,z} become work-group and
  * work-item ids (a loop shorter than the launch is guarded; several loops may share an axis),
- * vthread and unroll loops are unrolled, `shared` buffers are __local with barriers around their
- * fills, other buffers computed inside a kernel are private arrays, root intermediates are
- * workspace buffers.
+ * vectorised loops of one contiguous store become vloadN/vstoreN over OpenCL vector types (others
+ * are unrolled), vthread and unroll loops are unrolled, `shared` buffers are __local with barriers
+ * around their fills, other buffers computed inside a kernel are private arrays, root intermediates
+ * are workspace buffers.
  *
  * TT_ERR_LIMIT when the kernel exceeds `lim` (threads, local or private memory, vthread) and
  * TT_ERR_ILLEGAL_STEP when the bindings cannot run on a GPU (an axis bound twice in one nest, a

@@ -113,39 +113,6 @@ static LLVMValueRef intrinsic(emitter *e, const char *name, LLVMTypeRef t, LLVMV
     return LLVMBuildCall2(e->b, fty, fn, args, n, "");
 }
 
-/* Linear coefficient of variable `var` in integer expression `id`: 0 if absent, INT64_MIN if
- * not linear. */
-static int64_t coef_of(emitter *e, tt_eid id, uint32_t var)
-{
-    const tt_expr *n = tt_expr_get(&e->p->pool, id);
-    int64_t a, b, c;
-    switch ((tt_expr_kind)n->kind) {
-    case TT_EXPR_INT:
-    case TT_EXPR_FLOAT: return 0;
-    case TT_EXPR_VAR: return n->a == var ? 1 : 0;
-    case TT_EXPR_ADD:
-    case TT_EXPR_SUB:
-        a = coef_of(e, n->a, var);
-        b = coef_of(e, n->b, var);
-        if (a == INT64_MIN || b == INT64_MIN)
-            return INT64_MIN;
-        return n->kind == TT_EXPR_ADD ? a + b : a - b;
-    case TT_EXPR_NEG: a = coef_of(e, n->a, var); return a == INT64_MIN ? a : -a;
-    case TT_EXPR_MUL:
-        if (tt_expr_is_const_int(&e->p->pool, n->b, &c)) {
-            a = coef_of(e, n->a, var);
-            return a == INT64_MIN ? a : a * c;
-        }
-        if (tt_expr_is_const_int(&e->p->pool, n->a, &c)) {
-            b = coef_of(e, n->b, var);
-            return b == INT64_MIN ? b : b * c;
-        }
-        break;
-    default: break;
-    }
-    return tt_expr_uses_var(&e->p->pool, id, var) ? INT64_MIN : 0;
-}
-
 static val emit(emitter *e, tt_eid id);
 
 /* Emits `id` as a scalar, with the vector variable (if any) pinned to lane 0. */
@@ -179,7 +146,7 @@ static val emit_load(emitter *e, const tt_expr *n)
     uint32_t buf = n->b;
     tt_dtype t = e->p->bufs.data[buf].dtype;
     LLVMTypeRef mt = mem_type(e, t);
-    int64_t c = e->lanes ? coef_of(e, n->a, e->vec_var) : 0;
+    int64_t c = e->lanes ? tt_expr_coef(&e->p->pool, n->a, e->vec_var) : 0;
     val r = {0, false};
     if (c == 0) {
         LLVMValueRef idx = e->lanes ? emit_lane0(e, n->a) : emit(e, n->a).v;
@@ -424,7 +391,7 @@ static void emit_store(emitter *e, const tt_stmt *s)
 {
     tt_dtype t = e->p->bufs.data[s->buf].dtype;
     LLVMTypeRef mt = mem_type(e, t);
-    int64_t c = e->lanes ? coef_of(e, s->index, e->vec_var) : 0;
+    int64_t c = e->lanes ? tt_expr_coef(&e->p->pool, s->index, e->vec_var) : 0;
     val v = emit(e, s->value);
     LLVMValueRef x = convert(e, v.v, dtype_of(e, s->value), t, v.vec);
     if (t == TT_DT_BOOL)
@@ -481,7 +448,7 @@ static bool vectorisable(emitter *e, tt_sid id, uint32_t var)
         /* Selects guarding loads would need masked loads: keep those scalar. */
         const tt_expr *v = tt_expr_get(&e->p->pool, s->value);
         (void)v;
-        int64_t c = coef_of(e, s->index, var);
+        int64_t c = tt_expr_coef(&e->p->pool, s->index, var);
         if (c == INT64_MIN || c == 0)
             return false;
         tt_eid stack[256];

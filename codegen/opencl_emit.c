@@ -58,6 +58,8 @@ typedef struct {
     int divergent;         /* thread-dependent conditions around it */
     int auto_unroll;       /* auto_unroll_max_step in effect */
     size_t barrier_at;     /* body length right after the last barrier */
+    uint32_t vec_var;      /* inside an explicitly vectorised loop: its variable */
+    int vec_lanes;         /* and its lanes (0 = scalar code) */
     tt_opencl_stats stats; /* accumulated */
 } cl_emitter;
 
@@ -210,6 +212,18 @@ static void emit_as(cl_emitter *e, tt_strbuf *o, tt_eid id, tt_dtype want)
     tt_strbuf_append(o, "))");
 }
 
+/* `id` as type `t`, broadcast to the vector's lanes when vector code needs a vector there. */
+static void emit_lanes(cl_emitter *e, tt_strbuf *o, tt_eid id, tt_dtype t)
+{
+    if (!e->vec_lanes || tt_expr_uses_var(&e->p->pool, id, e->vec_var)) {
+        emit_as(e, o, id, t);
+        return;
+    }
+    tt_strbuf_printf(o, "((%s%d)(", ctype(e, t), e->vec_lanes);
+    emit_as(e, o, id, t);
+    tt_strbuf_append(o, "))");
+}
+
 static void emit_float(cl_emitter *e, tt_strbuf *o, double v, tt_dtype t)
 {
     if (isnan(v)) {
@@ -270,10 +284,11 @@ static void emit_binary(cl_emitter *e, tt_strbuf *o, const tt_expr *n)
     default: fail(e, TT_ERR_INTERNAL, "unexpected expression kind %d", n->kind); return;
     }
     if (fn) {
+        /* Builtins take (vector, vector): a scalar operand in vector code is broadcast. */
         tt_strbuf_printf(o, "%s(", fn);
-        emit_as(e, o, n->a, ot);
+        emit_lanes(e, o, n->a, ot);
         tt_strbuf_append(o, ", ");
-        emit_as(e, o, n->b, ot);
+        emit_lanes(e, o, n->b, ot);
         tt_strbuf_append(o, ")");
     } else {
         tt_strbuf_append(o, "(");
@@ -327,6 +342,13 @@ static void emit_expr(cl_emitter *e, tt_strbuf *o, tt_eid id)
         tt_strbuf_append(o, e->var_name[n.a]);
         return;
     case TT_EXPR_LOAD:
+        if (e->vec_lanes && tt_expr_uses_var(&e->p->pool, n.a, e->vec_var)) {
+            /* One element per lane (checked by vectorisable): a vector load from lane 0's. */
+            tt_strbuf_printf(o, "vload%d(0, &%s[", e->vec_lanes, e->buf_name[n.b]);
+            emit_expr(e, o, n.a);
+            tt_strbuf_append(o, "])");
+            return;
+        }
         if (e->p->bufs.data[n.b].dtype == TT_DT_BOOL)
             tt_strbuf_append(o, "(int)");
         tt_strbuf_printf(o, "%s[", e->buf_name[n.b]);
@@ -362,6 +384,7 @@ static void emit_expr(cl_emitter *e, tt_strbuf *o, tt_eid id)
 /* ---- statements ---- */
 
 static void emit_stmt(cl_emitter *e, tt_sid id);
+static void check_race(cl_emitter *e, const tt_stmt *s);
 
 /* Innermost-statement executions of a nest (for auto-unroll). */
 static int64_t nest_trip(cl_emitter *e, tt_sid id)
@@ -448,6 +471,73 @@ static void emit_bound(cl_emitter *e, const tt_stmt *s, int ax)
     e->active[ax] = saved;
 }
 
+/* Can `id` be computed as a vector over `var`?  Loads move by one element per lane or not at all,
+ * arithmetic stays in the stored type, and the variable appears nowhere else. */
+static bool vector_expr(cl_emitter *e, tt_eid id, uint32_t var, tt_dtype t)
+{
+    const tt_expr_pool *p = &e->p->pool;
+    if (!tt_expr_uses_var(p, id, var))
+        return true; /* a scalar, broadcast */
+    const tt_expr *n = tt_expr_get(p, id);
+    if ((tt_dtype)n->dtype != t)
+        return false;
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_LOAD: return e->p->bufs.data[n->b].dtype == t && tt_expr_coef(p, n->a, var) == 1;
+    case TT_EXPR_NEG: return vector_expr(e, n->a, var, t);
+    case TT_EXPR_CALL:
+        return tt_dtype_is_float(t) && n->b != TT_FUNC_ABS && vector_expr(e, n->a, var, t);
+    case TT_EXPR_DIV:
+        if (!tt_dtype_is_float(t))
+            return false;
+        /* fall through */
+    case TT_EXPR_ADD:
+    case TT_EXPR_SUB:
+    case TT_EXPR_MUL:
+    case TT_EXPR_MIN:
+    case TT_EXPR_MAX:
+        return operand_type(e, n) == t && vector_expr(e, n->a, var, t) &&
+               vector_expr(e, n->b, var, t);
+    default: return false;
+    }
+}
+
+/* A vectorised loop that OpenCL's vector types express: one store moving by one element per lane
+ * of float, double or int data, of 2, 3, 4, 8 or 16 lanes. */
+static bool vectorisable(cl_emitter *e, const tt_stmt *s)
+{
+    int64_t n = s->extent;
+    if (n != 2 && n != 3 && n != 4 && n != 8 && n != 16)
+        return false;
+    const tt_stmt *b = &e->p->stmts.data[s->body];
+    if (b->kind != TT_STMT_STORE)
+        return false;
+    tt_dtype t = e->p->bufs.data[b->buf].dtype;
+    if (t != TT_DT_FLOAT32 && t != TT_DT_FLOAT64 && t != TT_DT_INT32)
+        return false;
+    return tt_expr_coef(&e->p->pool, b->index, s->var) == 1 && vector_expr(e, b->value, s->var, t);
+}
+
+static void emit_vector_loop(cl_emitter *e, const tt_stmt *s)
+{
+    const tt_stmt *b = &e->p->stmts.data[s->body];
+    check_race(e, b);
+    line(e, "{");
+    e->indent++;
+    line(e, "const %s %s = 0;", ctype(e, TT_DT_INT64), e->var_name[s->var]);
+    e->vec_var = s->var;
+    e->vec_lanes = (int)s->extent;
+    tt_strbuf_indent(&e->body, e->indent * 2);
+    tt_strbuf_printf(&e->body, "vstore%d(", e->vec_lanes);
+    emit_lanes(e, &e->body, b->value, e->p->bufs.data[b->buf].dtype);
+    tt_strbuf_printf(&e->body, ", 0, &%s[", e->buf_name[b->buf]);
+    emit_expr(e, &e->body, b->index);
+    tt_strbuf_append(&e->body, "]);\n");
+    e->vec_lanes = 0;
+    e->indent--;
+    line(e, "}");
+    e->stats.vector_loops++;
+}
+
 static void emit_for(cl_emitter *e, const tt_stmt *s)
 {
     int ax = axis_of(s->ann);
@@ -456,6 +546,8 @@ static void emit_for(cl_emitter *e, const tt_stmt *s)
         e->auto_unroll = s->unroll_max_step;
     if (ax >= 0) {
         emit_bound(e, s, ax);
+    } else if (s->ann == TT_ANN_VECTORIZE && !e->vec_lanes && vectorisable(e, s)) {
+        emit_vector_loop(e, s);
     } else {
         /* vthread: a virtual thread is a serial loop of every work-item, unrolled so that its
          * private tiles stay in registers. */

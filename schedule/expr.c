@@ -754,3 +754,34 @@ tt_status tt_expr_eval(const tt_expr_pool *p, tt_eid e, const tt_eval_env *env, 
         out->i = (int64_t)(int32_t)out->i;
     return TT_OK;
 }
+
+int64_t tt_expr_coef(const tt_expr_pool *p, tt_eid id, uint32_t var)
+{
+    const tt_expr *n = tt_expr_get(p, id);
+    int64_t a, b, c;
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_INT:
+    case TT_EXPR_FLOAT: return 0;
+    case TT_EXPR_VAR: return n->a == var ? 1 : 0;
+    case TT_EXPR_ADD:
+    case TT_EXPR_SUB:
+        a = tt_expr_coef(p, n->a, var);
+        b = tt_expr_coef(p, n->b, var);
+        if (a == INT64_MIN || b == INT64_MIN)
+            return INT64_MIN;
+        return n->kind == TT_EXPR_ADD ? a + b : a - b;
+    case TT_EXPR_NEG: a = tt_expr_coef(p, n->a, var); return a == INT64_MIN ? a : -a;
+    case TT_EXPR_MUL:
+        if (tt_expr_is_const_int(p, n->b, &c)) {
+            a = tt_expr_coef(p, n->a, var);
+            return a == INT64_MIN ? a : a * c;
+        }
+        if (tt_expr_is_const_int(p, n->a, &c)) {
+            b = tt_expr_coef(p, n->b, var);
+            return b == INT64_MIN ? b : b * c;
+        }
+        break;
+    default: break;
+    }
+    return tt_expr_uses_var(p, id, var) ? INT64_MIN : 0;
+}

@@ -172,6 +172,9 @@ void tt_expr_visit_reads(const tt_expr_pool *p, tt_eid e, void (*fn)(void *ctx, 
 bool tt_expr_reads_tensor(const tt_expr_pool *p, tt_eid e, uint32_t tensor);
 /* True if variable `var` occurs in `e`. */
 bool tt_expr_uses_var(const tt_expr_pool *p, tt_eid e, uint32_t var);
+/* Linear coefficient of variable `var` in integer expression `e`: 0 if absent, INT64_MIN if not
+ * linear in it (used to find loads and stores that move by one element per lane). */
+int64_t tt_expr_coef(const tt_expr_pool *p, tt_eid e, uint32_t var);
 /* True if `e` is an INT constant; stores its value in *v when v is not NULL. */
 bool tt_expr_is_const_int(const tt_expr_pool *p, tt_eid e, int64_t *v);
 /* Structural equality. */

@@ -20,6 +20,7 @@
 #include "schedule/random_schedule.h"
 #include "schedule/verify.h"
 #include "tuner/sketch.h"
+#include "tuner/space.h"
 
 static char dir[128];
 static tt_cl_device_info devs[TT_CL_MAX_DEVICES];
@@ -241,6 +242,126 @@ static void gpu_sketches_of_every_operator_match(void **state)
     assert_true(workgroups_over_1 > ran / 2);
 }
 
+/* Runs `st` (lowered) on the device and fails with the schedule when it does not match. */
+static void check_state(const tt_workload *w, const tt_state *st, uint64_t seed, const char *what,
+                        tt_opencl_stats *stats)
+{
+    tt_errbuf err = {{0}};
+    tt_program *prog;
+    if (tt_lower(st, &prog, &err))
+        fail_msg("%s: lower: %s", what, err.msg);
+    tt_status es;
+    tt_measure_result r = run_on_device(&w->dag, prog, NULL, seed, stats, &es, &err);
+    if (es || r.error_no) {
+        char *steps = tt_steps_to_json(st->steps.data, st->steps.len);
+        char *ir = tt_program_print(prog);
+        fprintf(stderr, "%s\n", ir);
+        fail_msg("%s %s: emit %d (%s), run error %d: %s", what, steps, es, err.msg, r.error_no,
+                 r.error_text);
+    }
+    tt_program_free(prog);
+}
+
+/* The GPU template (the space of tvm-tune's template strategies on OpenCL) on matmul and
+ * convolutions: random valid configs compute the definition. */
+static void gpu_template_configs_match(void **state)
+{
+    need_device();
+    static const char *const workloads[] = {
+        "matmul:M=32,N=24,K=16",
+        "batch_matmul:B=2,M=8,N=12,K=8",
+        "conv2d_nchw:N=1,CI=4,H=8,W=8,CO=8,K=3,S=1,P=1",
+        "conv2d_nhwc:N=1,H=7,W=7,CI=4,CO=6,K=3,S=2,P=1",
+    };
+    int ran = 0;
+    for (size_t i = 0; i < sizeof(workloads) / sizeof(workloads[0]); i++) {
+        tt_workload *w;
+        tt_errbuf err = {{0}};
+        assert_int_equal(tt_workload_parse(workloads[i], &w, &err), TT_OK);
+        tt_space sp;
+        if (tt_space_init_gpu(&sp, &w->dag, 256, 8, &err))
+            fail_msg("%s: %s", workloads[i], err.msg);
+        assert_true(sp.gpu && sp.size > 1);
+        tt_rng rng;
+        tt_rng_seed(&rng, 31 + i);
+        int got = 0;
+        for (int draw = 0; draw < 100 && got < 3; draw++) {
+            tt_state *st;
+            if (tt_space_apply(&sp, tt_rng_below(&rng, sp.size), &st, &err))
+                continue;
+            tt_opencl_stats stats;
+            check_state(w, st, (uint64_t)draw, workloads[i], &stats);
+            assert_true(stats.block[0] >= 1 && stats.grid[0] >= 1);
+            tt_state_free(st);
+            got++;
+        }
+        assert_true(got > 0);
+        ran += got;
+        tt_workload_free(w);
+    }
+    printf("opencl: %d GPU template configs matched on the device\n", ran);
+}
+
+/* Schedules written for CPUs (parallel, vectorise, unroll, compute_at, caches, rfactor) run on a
+ * GPU as one work-item: slow but right, so imported or hand-written configs never miscompute. */
+static void cpu_schedules_run_as_one_work_item(void **state)
+{
+    need_device();
+    int ran = 0;
+    for (size_t w = 0; w < tt_test_nworkloads; w += 2) {
+        tt_workload *wl;
+        tt_errbuf err = {{0}};
+        assert_int_equal(tt_workload_parse(tt_test_workloads[w], &wl, &err), TT_OK);
+        tt_rng rng;
+        tt_rng_seed(&rng, 900 + w);
+        tt_state *st;
+        assert_int_equal(tt_state_create(&wl->dag, &st, &err), TT_OK);
+        tt_test_random_steps(st, &rng, 8);
+        tt_program *prog;
+        if (tt_lower(st, &prog, &err) == TT_OK) {
+            tt_program_free(prog);
+            tt_opencl_stats stats;
+            check_state(wl, st, w, tt_test_workloads[w], &stats);
+            ran++;
+        }
+        tt_state_free(st);
+        tt_workload_free(wl);
+    }
+    assert_true(ran > 0);
+}
+
+/* A vectorised loop becomes OpenCL vector code: the 2-wide inner tile of each thread is stored with
+ * vstore2, B's row read with vload2, A's element broadcast. */
+static void vectorised_loops_use_vector_types(void **state)
+{
+    need_device();
+    tt_workload *w;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_workload_parse("matmul:M=64,N=64,K=64", &w, &err), TT_OK);
+    char steps[2048];
+    snprintf(steps, sizeof(steps), "%.*s, [\"AN\", 4, 5, 2]]", (int)strlen(shared_matmul) - 1,
+             shared_matmul);
+    tt_state *st = replay(w, steps);
+    tt_program *prog;
+    assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
+    char *text;
+    size_t len;
+    tt_opencl_stats stats;
+    assert_int_equal(tt_codegen_opencl(prog, "kernel", NULL, &text, &len, &stats, &err), TT_OK);
+    assert_int_equal(stats.vector_loops, 2); /* the init and the update */
+    assert_non_null(strstr(text, "vstore2("));
+    assert_non_null(strstr(text, "vload2(0, &B_shared"));
+    free(text);
+    tt_status es;
+    tt_measure_result r = run_on_device(&w->dag, prog, NULL, 3, &stats, &es, &err);
+    assert_int_equal(es, TT_OK);
+    if (r.error_no)
+        fail_msg("run error %d: %s", r.error_no, r.error_text);
+    tt_program_free(prog);
+    tt_state_free(st);
+    tt_workload_free(w);
+}
+
 /* Limits are checked before anything reaches the device: too many threads per block, too much
  * local memory, a vthread too long, each named in the error. */
 static void limits_refused_before_the_device(void **state)
@@ -356,6 +477,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(shared_memory_matmul_matches),
         cmocka_unit_test(gpu_sketches_of_every_operator_match),
+        cmocka_unit_test(gpu_template_configs_match),
+        cmocka_unit_test(cpu_schedules_run_as_one_work_item),
+        cmocka_unit_test(vectorised_loops_use_vector_types),
         cmocka_unit_test(limits_refused_before_the_device),
         cmocka_unit_test(device_errors_are_results),
     };
