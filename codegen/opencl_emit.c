@@ -573,9 +573,32 @@ static void emit_for(cl_emitter *e, const tt_stmt *s)
     e->auto_unroll = saved_unroll;
 }
 
-/* A store several work-items would make to one element: inside a loop bound to a thread or block
- * axis (of the current fill level) whose variable the index does not use.  Private buffers are
- * per work-item and exempt. */
+/* True if `id` loads from buffer `buf`. */
+static bool reads_buffer(const tt_expr_pool *p, tt_eid id, uint32_t buf)
+{
+    const tt_expr *n = tt_expr_get(p, id);
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_INT:
+    case TT_EXPR_FLOAT:
+    case TT_EXPR_VAR: return false;
+    case TT_EXPR_LOAD: return n->b == buf || reads_buffer(p, n->a, buf);
+    case TT_EXPR_CALL:
+    case TT_EXPR_CAST:
+    case TT_EXPR_NOT:
+    case TT_EXPR_NEG: return reads_buffer(p, n->a, buf);
+    case TT_EXPR_SELECT:
+        return reads_buffer(p, n->a, buf) || reads_buffer(p, n->b, buf) ||
+               reads_buffer(p, n->c, buf);
+    default: return reads_buffer(p, n->a, buf) || reads_buffer(p, n->b, buf);
+    }
+}
+
+/* Stores several work-items would make to one element.  Inside a loop bound to an axis (of the
+ * current fill level), the index must use the loop's variable: otherwise a reduce axis is bound
+ * to threads (a cross-thread reduction, which needs code this generator does not write).  On an
+ * axis of the launch that no enclosing loop binds, every work-item along it repeats the store:
+ * harmless for a plain write of the same value, a race for an update of the element.  Private
+ * buffers are per work-item and exempt. */
 static void check_race(cl_emitter *e, const tt_stmt *s)
 {
     const tt_buffer *b = &e->p->bufs.data[s->buf];
@@ -584,14 +607,18 @@ static void check_race(cl_emitter *e, const tt_stmt *s)
         return;
     for (int ax = 0; ax < AX_N; ax++) {
         const bound_loop *bl = &e->active[ax];
-        if (!bl->var || bl->fill_depth != e->fill_depth)
-            continue;
-        if (!tt_expr_uses_var(&e->p->pool, s->index, bl->var))
+        bool here = bl->var && bl->fill_depth == e->fill_depth;
+        if (here && !tt_expr_uses_var(&e->p->pool, s->index, bl->var))
             fail(e, TT_ERR_ILLEGAL_STEP,
                  "every work-item of %s loop '%s' stores to the same elements of '%s' (a "
                  "reduction bound to threads needs a cross-thread reduction, which the OpenCL "
                  "back end does not generate)",
                  axis_name[ax], tt_var_name(&e->p->pool, bl->var), b->name);
+        else if (!here && e->launch[ax] > 1 && reads_buffer(&e->p->pool, s->value, s->buf))
+            fail(e, TT_ERR_ILLEGAL_STEP,
+                 "the update of '%s' is repeated by the %lld work-items of %s, which no loop "
+                 "around it binds (they would race)",
+                 b->name, (long long)e->launch[ax], axis_name[ax]);
     }
 }
 

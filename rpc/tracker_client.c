@@ -178,6 +178,21 @@ tt_status tt_tracker_format_devices(const char *summary_json, char **out, tt_err
             snprintf(state, sizeof(state), "ok");
         tt_strbuf_printf(&sb, "%-12s %-22s %-22s %-8s %5s  %s\n", rows[i].key, address,
                          impl ? impl : "TVM server", arch ? arch : "?", cores, state);
+        /* Its OpenCL devices, the measuring one marked. */
+        const json_t *cl = json_object_get(dev, "opencl");
+        for (size_t k = 0; json_is_array(cl) && k < json_array_size(cl); k++) {
+            const json_t *c = json_array_get(cl, k);
+            const char *name = json_string_value(json_object_get(c, "name"));
+            const char *type = json_string_value(json_object_get(c, "type"));
+            tt_strbuf_printf(&sb,
+                             "%-12s   opencl %lld:%lld %s%s (%s, %lld units, local %lld KiB)\n", "",
+                             (long long)json_integer_value(json_object_get(c, "platform")),
+                             (long long)json_integer_value(json_object_get(c, "device")),
+                             json_is_true(json_object_get(c, "selected")) ? "* " : "",
+                             name ? name : "?", type ? type : "?",
+                             (long long)json_integer_value(json_object_get(c, "compute_units")),
+                             (long long)json_integer_value(json_object_get(c, "local_mem")) / 1024);
+        }
     }
     for (size_t i = 0; i < n; i++) {
         bool first = i == 0 || strcmp(rows[i].key, rows[i - 1].key);

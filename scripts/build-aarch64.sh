@@ -19,8 +19,8 @@ cmake -S . -B "$BUILD_DIR" -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/aarch64-linux-gnu.
   -DTT_DEVICE_ONLY=ON -DTT_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release "${static[@]}" "$@" \
   > /dev/null
 # glibc's notes on static dlopen/getaddrinfo are expected; anything else is shown.
-if ! cmake --build "$BUILD_DIR" -j"$(nproc)" --target tvm-rpc-server > "$BUILD_DIR/build.log" 2>&1; then
+if ! cmake --build "$BUILD_DIR" -j"$(nproc)" --target tvm-rpc-server tvm-measure-cl > "$BUILD_DIR/build.log" 2>&1; then
   cat "$BUILD_DIR/build.log" >&2
   exit 1
 fi
-echo "build-aarch64: $BUILD_DIR/bin/tvm-rpc-server"
+echo "build-aarch64: $BUILD_DIR/bin/tvm-rpc-server $BUILD_DIR/bin/tvm-measure-cl"

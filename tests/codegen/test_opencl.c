@@ -401,6 +401,20 @@ static void limits_refused_before_the_device(void **state)
     assert_non_null(strstr(err.msg, "cross-thread reduction"));
     tt_program_free(prog);
     tt_state_free(st);
+    /* Threads only in the cooperative fills: every work-item would repeat the update of C. */
+    char steps[2048];
+    snprintf(steps, sizeof(steps), "%s", shared_matmul);
+    char *an = strstr(steps, " [\"AN\", 4, 1, 6],");
+    assert_non_null(an);
+    memmove(an, an + strlen(" [\"AN\", 4, 1, 6],"), strlen(an + strlen(" [\"AN\", 4, 1, 6],")) + 1);
+    st = replay(w, steps);
+    assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
+    assert_int_equal(tt_codegen_opencl(prog, "kernel", NULL, &text, &len, NULL, &err),
+                     TT_ERR_ILLEGAL_STEP);
+    if (!strstr(err.msg, "the update of 'C' is repeated by the 16 work-items of threadIdx.x"))
+        fail_msg("%s", err.msg);
+    tt_program_free(prog);
+    tt_state_free(st);
     tt_workload_free(w);
 }
 
