@@ -70,6 +70,7 @@ typedef struct tt_opencl_stats {
     int64_t shared_bytes;      /* largest of one kernel */
     int barriers, unrolled_loops, guarded_thread_loops;
     int vector_loops; /* vectorised loops written with OpenCL vector types (vloadN/vstoreN) */
+    int cross_thread_reductions; /* reductions shared by a work-group (tree in local memory) */
 } tt_opencl_stats;
 
 /* Translates `p` into an OpenCL artifact (cl_artifact.h): one kernel per root loop nest, named

@@ -53,14 +53,17 @@ typedef struct {
     int64_t launch[AX_N];
     int64_t shared_bytes, private_bytes;
     bound_loop active[AX_N];
-    int fill_depth;        /* shared fills around the current statement */
-    int private_fill;      /* private-buffer computations around it */
-    int divergent;         /* thread-dependent conditions around it */
-    int auto_unroll;       /* auto_unroll_max_step in effect */
-    size_t barrier_at;     /* body length right after the last barrier */
-    uint32_t vec_var;      /* inside an explicitly vectorised loop: its variable */
-    int vec_lanes;         /* and its lanes (0 = scalar code) */
-    tt_opencl_stats stats; /* accumulated */
+    int fill_depth;           /* shared fills around the current statement */
+    int private_fill;         /* private-buffer computations around it */
+    int divergent;            /* thread-dependent conditions around it */
+    int auto_unroll;          /* auto_unroll_max_step in effect */
+    size_t barrier_at;        /* body length right after the last barrier */
+    uint32_t vec_var;         /* inside an explicitly vectorised loop: its variable */
+    int vec_lanes;            /* and its lanes (0 = scalar code) */
+    const struct xreduce *xr; /* inside a cross-thread reduction's partial loop */
+    int xr_acc;               /* its accumulator's number */
+    int nreductions;          /* work-group reductions emitted (names of their buffers) */
+    tt_opencl_stats stats;    /* accumulated */
 } cl_emitter;
 
 static tt_status fail(cl_emitter *e, tt_status s, const char *fmt, ...)
@@ -385,6 +388,7 @@ static void emit_expr(cl_emitter *e, tt_strbuf *o, tt_eid id)
 
 static void emit_stmt(cl_emitter *e, tt_sid id);
 static void check_race(cl_emitter *e, const tt_stmt *s);
+static void emit_for_plain(cl_emitter *e, const tt_stmt *s);
 
 /* Innermost-statement executions of a nest (for auto-unroll). */
 static int64_t nest_trip(cl_emitter *e, tt_sid id)
@@ -538,7 +542,270 @@ static void emit_vector_loop(cl_emitter *e, const tt_stmt *s)
     e->stats.vector_loops++;
 }
 
+/* ---- cross-thread reductions ----
+ *
+ * Ansor's CrossThreadReduction binds (part of) a reduction's loop to threadIdx: the update
+ * `S[i] = S[i] op f(i, r)` sits inside a thread loop whose variable the index does not use.  Each
+ * work-item accumulates its share in a register, the work-group combines the partial values in
+ * local memory by a tree of barriers, and the combined value is applied once: by work-item 0 for
+ * a shared or global buffer, by every work-item for a private one (each holds its own copy, as
+ * TVM's allreduce leaves the result in every thread). */
+
+typedef struct xreduce {
+    const tt_stmt *store; /* the update */
+    const tt_stmt *tloop; /* the thread loop over the reduction */
+    int axis;
+    tt_expr_kind op; /* ADD, MAX or MIN */
+    tt_eid contrib;  /* what one iteration adds */
+    uint32_t vars[32];
+    int nvars;
+    tt_eid conds[16]; /* conditions on the way to the store */
+    int nconds;
+    bool store_in_tloop;
+} xreduce;
+
+static bool xr_walk(cl_emitter *e, tt_sid id, xreduce *x, bool in_tloop, int *nstores)
+{
+    const tt_stmt *s = &e->p->stmts.data[id];
+    switch (s->kind) {
+    case TT_STMT_FOR: {
+        int ax = axis_of(s->ann);
+        if (ax >= 0 && (x->tloop || ax < AX_TX))
+            return false;
+        if (ax >= 0) {
+            x->tloop = s;
+            x->axis = ax;
+            in_tloop = true;
+        }
+        if (x->nvars == (int)TT_ARRAY_LEN(x->vars))
+            return false;
+        x->vars[x->nvars++] = s->var;
+        return xr_walk(e, s->body, x, in_tloop, nstores);
+    }
+    case TT_STMT_SEQ:
+        for (uint32_t k = 0; k < s->n; k++)
+            if (!xr_walk(e, e->p->items.data[s->first + k], x, in_tloop, nstores))
+                return false;
+        return true;
+    case TT_STMT_IF:
+        if (s->orelse || x->nconds == (int)TT_ARRAY_LEN(x->conds))
+            return false;
+        x->conds[x->nconds++] = s->cond;
+        return xr_walk(e, s->body, x, in_tloop, nstores);
+    case TT_STMT_STORE:
+        (*nstores)++;
+        x->store = s;
+        x->store_in_tloop = in_tloop;
+        return true;
+    default: return false;
+    }
+}
+
+/* Is the nest at `s` a reduction shared by the work-items of a thread axis? */
+static bool match_xreduce(cl_emitter *e, const tt_stmt *s, xreduce *x)
+{
+    memset(x, 0, sizeof(*x));
+    int nstores = 0;
+    if (e->xr || e->vec_lanes || !xr_walk(e, (tt_sid)(s - e->p->stmts.data), x, false, &nstores) ||
+        nstores != 1 || !x->tloop || !x->store_in_tloop || e->active[x->axis].var)
+        return false;
+    const tt_expr_pool *p = &e->p->pool;
+    for (int i = 0; i < x->nvars; i++)
+        if (tt_expr_uses_var(p, x->store->index, x->vars[i]))
+            return false;
+    const tt_buffer *b = &e->p->bufs.data[x->store->buf];
+    if (b->dtype == TT_DT_BOOL)
+        return false;
+    const tt_expr *v = tt_expr_get(p, x->store->value);
+    if (v->kind != TT_EXPR_ADD && v->kind != TT_EXPR_MAX && v->kind != TT_EXPR_MIN)
+        return false;
+    const tt_expr *old = tt_expr_get(p, v->a);
+    if (old->kind != TT_EXPR_LOAD || old->b != x->store->buf ||
+        !tt_expr_equal(p, old->a, x->store->index) || (tt_dtype)v->dtype != b->dtype)
+        return false;
+    x->op = (tt_expr_kind)v->kind;
+    x->contrib = v->b;
+    return true;
+}
+
+/* `acc op value` in the buffer's type. */
+static void xr_combine(cl_emitter *e, tt_strbuf *o, tt_dtype t, tt_expr_kind op, const char *a,
+                       const char *b)
+{
+    bool fl = tt_dtype_is_float(t);
+    if (op == TT_EXPR_ADD)
+        tt_strbuf_printf(o, "(%s + %s)", a, b);
+    else
+        tt_strbuf_printf(o, "%s(%s, %s)",
+                         op == TT_EXPR_MAX ? (fl ? "fmax" : "max") : (fl ? "fmin" : "min"), a, b);
+}
+
+static void emit_xr_tloop(cl_emitter *e, const tt_stmt *s);
+
+static void emit_xreduce(cl_emitter *e, const tt_stmt *root, const xreduce *x)
+{
+    if (e->divergent) {
+        fail(e, TT_ERR_ILLEGAL_STEP,
+             "the cross-thread reduction into '%s' sits under thread-dependent control flow",
+             e->p->bufs.data[x->store->buf].name);
+        return;
+    }
+    const tt_buffer *b = &e->p->bufs.data[x->store->buf];
+    tt_dtype t = b->dtype;
+    const char *ty = ctype(e, t);
+    int k = e->nreductions++;
+    int64_t lx = e->launch[AX_TX], ly = e->launch[AX_TY], lz = e->launch[AX_TZ];
+    int dim = x->axis - AX_TX;
+    int64_t stride = dim == 0 ? 1 : dim == 1 ? lx : lx * ly, len = e->launch[x->axis];
+    int64_t bytes = lx * ly * lz * tt_dtype_bytes(t);
+    tt_strbuf_printf(&e->decls, "  __local %s red_%d[%lld];\n", mtype(t), k,
+                     (long long)(lx * ly * lz));
+    e->shared_bytes += bytes;
+    /* The identity of the reduction. */
+    const char *ident;
+    char buf[64];
+    if (x->op == TT_EXPR_ADD)
+        ident = tt_dtype_is_float(t) ? "0" : "0";
+    else if (tt_dtype_is_float(t))
+        ident = x->op == TT_EXPR_MAX ? "(-INFINITY)" : "INFINITY";
+    else {
+        bool wide = strcmp(ty, "long") == 0;
+        snprintf(buf, sizeof(buf), "%s",
+                 x->op == TT_EXPR_MAX ? (wide ? "LONG_MIN" : "INT_MIN")
+                                      : (wide ? "LONG_MAX" : "INT_MAX"));
+        ident = buf;
+    }
+    line(e, "{");
+    e->indent++;
+    line(e, "%s acc_%d = (%s)%s;", ty, k, ty, ident);
+    /* The partial loop: every work-item its share, into acc_k. */
+    e->xr = x;
+    e->xr_acc = k;
+    if (root == x->tloop)
+        emit_xr_tloop(e, root);
+    else
+        emit_for_plain(e, root);
+    e->xr = NULL;
+    /* Combine along the axis: a tree over local memory. */
+    line(e,
+         "const int lid_%d = (int)(get_local_id(0) + %lld * get_local_id(1) + %lld * "
+         "get_local_id(2));",
+         k, (long long)lx, (long long)(lx * ly));
+    line(e, "const int lane_%d = (int)get_local_id(%d);", k, dim);
+    /* Also a global fence: a replicated initial write of the output must land before work-item
+     * 0 applies the result. */
+    line(e, "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);");
+    line(e, "red_%d[lid_%d] = acc_%d;", k, k, k);
+    line(e, "for (int s_%d = 1; s_%d < %lld; s_%d <<= 1) {", k, k, (long long)len, k);
+    e->indent++;
+    line(e, "barrier(CLK_LOCAL_MEM_FENCE);");
+    line(e, "if ((lane_%d & (2 * s_%d - 1)) == 0 && lane_%d + s_%d < %lld)", k, k, k, k,
+         (long long)len);
+    char a[64], c[96];
+    snprintf(a, sizeof(a), "red_%d[lid_%d]", k, k);
+    snprintf(c, sizeof(c), "red_%d[lid_%d + s_%d * %lld]", k, k, k, (long long)stride);
+    tt_strbuf_indent(&e->body, (e->indent + 1) * 2);
+    tt_strbuf_printf(&e->body, "red_%d[lid_%d] = ", k, k);
+    xr_combine(e, &e->body, t, x->op, a, c);
+    tt_strbuf_append(&e->body, ";\n");
+    e->indent--;
+    line(e, "}");
+    line(e, "barrier(CLK_LOCAL_MEM_FENCE);");
+    e->stats.barriers += 3;
+    e->barrier_at = (size_t)-1;
+    /* Apply it once (or in every work-item's private copy), under the conditions that do not
+     * depend on the reduction's loops. */
+    bool private_buf = b->param < 0 && !e->workspace[x->store->buf] && strcmp(b->scope, "shared");
+    tt_strbuf_indent(&e->body, e->indent * 2);
+    tt_strbuf_append(&e->body, "if (");
+    tt_strbuf_append(&e->body, private_buf ? "1" : "");
+    if (!private_buf)
+        tt_strbuf_printf(&e->body, "lane_%d == 0", k);
+    for (int i = 0; i < x->nconds; i++) {
+        bool inner = false;
+        for (int v = 0; v < x->nvars && !inner; v++)
+            inner = tt_expr_uses_var(&e->p->pool, x->conds[i], x->vars[v]);
+        if (inner)
+            continue;
+        tt_strbuf_append(&e->body, " && ");
+        emit_as(e, &e->body, x->conds[i], TT_DT_BOOL);
+    }
+    tt_strbuf_append(&e->body, ") {\n");
+    e->indent++;
+    tt_strbuf_indent(&e->body, e->indent * 2);
+    tt_strbuf_printf(&e->body, "%s[", e->buf_name[x->store->buf]);
+    emit_expr(e, &e->body, x->store->index);
+    tt_strbuf_append(&e->body, "] = ");
+    tt_strbuf ld = {0};
+    tt_strbuf_printf(&ld, "%s[", e->buf_name[x->store->buf]);
+    emit_expr(e, &ld, x->store->index);
+    tt_strbuf_append(&ld, "]");
+    char red0[64];
+    snprintf(red0, sizeof(red0), "red_%d[lid_%d - lane_%d * %lld]", k, k, k, (long long)stride);
+    xr_combine(e, &e->body, t, x->op, ld.data ? ld.data : "", red0);
+    tt_strbuf_free(&ld);
+    tt_strbuf_append(&e->body, ";\n");
+    e->indent--;
+    line(e, "}");
+    e->indent--;
+    line(e, "}");
+    e->stats.cross_thread_reductions++;
+}
+
+/* Inside a cross-thread reduction: the thread loop takes this work-item's iteration, the update
+ * goes to the accumulator. */
+static void emit_xr_tloop(cl_emitter *e, const tt_stmt *s)
+{
+    int ax = axis_of(s->ann);
+    bool guard = s->extent < e->launch[ax];
+    line(e, "{");
+    e->indent++;
+    line(e, "const %s %s = (%s)get_local_id(%d);", ctype(e, TT_DT_INT64), e->var_name[s->var],
+         ctype(e, TT_DT_INT64), ax - AX_TX);
+    if (guard) {
+        line(e, "if (%s < %lld) {", e->var_name[s->var], (long long)s->extent);
+        e->indent++;
+    }
+    emit_stmt(e, s->body);
+    if (guard) {
+        e->indent--;
+        line(e, "}");
+    }
+    e->indent--;
+    line(e, "}");
+}
+
+static void emit_xr_update(cl_emitter *e, const tt_stmt *s)
+{
+    const tt_buffer *b = &e->p->bufs.data[s->buf];
+    char acc[32];
+    snprintf(acc, sizeof(acc), "acc_%d", e->xr_acc);
+    tt_strbuf v = {0};
+    emit_as(e, &v, e->xr->contrib, b->dtype);
+    tt_strbuf_indent(&e->body, e->indent * 2);
+    tt_strbuf_printf(&e->body, "%s = ", acc);
+    xr_combine(e, &e->body, b->dtype, e->xr->op, acc, v.data ? v.data : "");
+    tt_strbuf_append(&e->body, ";\n");
+    tt_strbuf_free(&v);
+}
+
 static void emit_for(cl_emitter *e, const tt_stmt *s)
+{
+    xreduce x;
+    if (axis_of(s->ann) < 0 || axis_of(s->ann) >= AX_TX) {
+        if (!e->xr && match_xreduce(e, s, &x)) {
+            emit_xreduce(e, s, &x);
+            return;
+        }
+        if (e->xr && s == e->xr->tloop) {
+            emit_xr_tloop(e, s);
+            return;
+        }
+    }
+    emit_for_plain(e, s);
+}
+
+static void emit_for_plain(cl_emitter *e, const tt_stmt *s)
 {
     int ax = axis_of(s->ann);
     int saved_unroll = e->auto_unroll;
@@ -683,6 +950,10 @@ static void emit_stmt(cl_emitter *e, tt_sid id)
             emit_stmt(e, e->p->items.data[s->first + k]);
         return;
     case TT_STMT_STORE: {
+        if (e->xr && s == e->xr->store) {
+            emit_xr_update(e, s);
+            return;
+        }
         check_race(e, s);
         const tt_buffer *b = &e->p->bufs.data[s->buf];
         tt_strbuf_indent(&e->body, e->indent * 2);

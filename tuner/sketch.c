@@ -520,7 +520,11 @@ static tt_status apply_cross_thread(gen_ctx *g, const node *nd)
                 split = (int)i;
         if (split < 0) {
             const tt_stage *tg = &st->stages.data[target];
+            /* The warp, or the whole loop when it is shorter (Ansor's split would leave an
+             * outer loop of one; our states refuse lengths beyond the extent). */
             int64_t warp = g->p->warp_size;
+            if (tg->iters[tg->niters - 1].extent > 0 && tg->iters[tg->niters - 1].extent < warp)
+                warp = tg->iters[tg->niters - 1].extent;
             if ((r = tt_sched_split(st, target, tg->niters - 1, &warp, 1, true, g->err)) ||
                 (r = tt_sched_annotate(st, target, st->stages.data[target].niters - 1,
                                        TT_ANN_THREAD_X, g->err)))
@@ -539,7 +543,9 @@ static tt_status apply_cross_thread(gen_ctx *g, const node *nd)
             (r = tt_sched_compute_at(st, s, target, common - 1, g->err)))
             goto fail;
     } else {
-        int64_t warp = g->p->warp_size;
+        int64_t warp = g->p->warp_size, ext = st->stages.data[s].iters[fused].extent;
+        if (ext > 0 && ext < warp)
+            warp = ext;
         if ((r = tt_sched_split(st, s, fused, &warp, 1, true, g->err)) ||
             (r = tt_sched_annotate(st, s, fused + 1, TT_ANN_THREAD_X, g->err)))
             goto fail;
@@ -1049,10 +1055,19 @@ static tt_status init_thread_bind(tt_sketch_space *sp, tt_state *st, tt_errbuf *
 {
     for (size_t s = 0; s < st->stages.len; s++) {
         const tt_stage *sg = &st->stages.data[s];
-        if (st->dag.ops.data[sg->op].is_placeholder || sg->at == TT_AT_INLINE ||
-            has_ann(sg, TT_ANN_THREAD_X))
+        if (st->dag.ops.data[sg->op].is_placeholder || sg->at == TT_AT_INLINE)
             continue;
         tt_status r = TT_OK;
+        if (has_ann(sg, TT_ANN_THREAD_X)) {
+            /* A cross-thread reduction at the root: its outer spatial loops to blockIdx.x. */
+            int n = 0;
+            while (sg->at == TT_AT_ROOT && n < sg->niters && sg->iters[n].kind == TT_ITER_SPATIAL &&
+                   sg->iters[n].ann == TT_ANN_NONE)
+                n++;
+            if (n > 0 && (r = fuse_bind(st, (int)s, 0, n, TT_ANN_BLOCK_X, err)))
+                return r;
+            continue;
+        }
         if (sg->at == TT_AT_ITER) {
             if (strcmp(sg->scope, "shared") == 0)
                 r = bind_cooperative_fetch(st, (int)s, err);

@@ -20,8 +20,7 @@ typedef struct tt_sketch_params {
     int warp_size;            /* GPU: threads of a warp (32) */
     int max_threads;          /* GPU: threads per block */
     int max_vthread;          /* GPU: largest vthread extent (warp / 4) */
-    /* GPU: the CrossThreadReduction rule (Ansor's default).  The OpenCL back end does not
-     * generate cross-thread reductions yet, so its spaces turn it off. */
+    /* GPU: the CrossThreadReduction rule (Ansor's default; on). */
     bool cross_thread;
 } tt_sketch_params;
 

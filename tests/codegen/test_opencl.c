@@ -187,7 +187,6 @@ static void gpu_sketches_of_every_operator_match(void **state)
             fail_msg("%s: %s", tt_test_workloads[w], err.msg);
         tt_sketch_params sp;
         tt_sketch_params_gpu(&sp, 256, 8);
-        sp.cross_thread = false;
         tt_sketch_space space;
         if (tt_sketch_space_init(&space, &wl->dag, &sp, &err))
             fail_msg("%s: sketches: %s", tt_test_workloads[w], err.msg);
@@ -330,6 +329,48 @@ static void cpu_schedules_run_as_one_work_item(void **state)
     assert_true(ran > 0);
 }
 
+/* Ansor's CrossThreadReduction sketches (little spatial work, a long reduction: threads share it)
+ * run as work-group reductions and compute the definition: a matmul with a long k, softmax rows,
+ * a norm, a min-reduction. */
+static void cross_thread_reductions_match(void **state)
+{
+    need_device();
+    static const char *const workloads[] = {
+        "matmul:M=4,N=4,K=200",
+        "softmax:M=3,N=100",
+        "norm_bmn:B=2,M=20,N=20",
+        "te:B[i] min= A[i,k]; A:float32[5,300]",
+    };
+    int reductions = 0;
+    for (size_t i = 0; i < sizeof(workloads) / sizeof(workloads[0]); i++) {
+        tt_workload *w;
+        tt_errbuf err = {{0}};
+        assert_int_equal(tt_workload_parse(workloads[i], &w, &err), TT_OK);
+        tt_sketch_params sp;
+        tt_sketch_params_gpu(&sp, 256, 32);
+        tt_sketch_space space;
+        assert_int_equal(tt_sketch_space_init(&space, &w->dag, &sp, &err), TT_OK);
+        tt_rng rng;
+        tt_rng_seed(&rng, 5 + i);
+        int found = 0;
+        for (int draw = 0; draw < 60 && found < 2; draw++) {
+            tt_state *st;
+            if (tt_sketch_sample(&space, -1, &rng, &st, &err))
+                continue;
+            tt_opencl_stats stats;
+            check_state(w, st, (uint64_t)draw, workloads[i], &stats);
+            found += stats.cross_thread_reductions > 0;
+            reductions += stats.cross_thread_reductions;
+            tt_state_free(st);
+        }
+        if (!found)
+            fail_msg("%s: no cross-thread reduction drawn", workloads[i]);
+        tt_sketch_space_free(&space);
+        tt_workload_free(w);
+    }
+    printf("opencl: %d cross-thread reductions matched on the device\n", reductions);
+}
+
 /* A vectorised loop becomes OpenCL vector code: the 2-wide inner tile of each thread is stored with
  * vstore2, B's row read with vload2, A's element broadcast. */
 static void vectorised_loops_use_vector_types(void **state)
@@ -393,13 +434,18 @@ static void limits_refused_before_the_device(void **state)
     assert_null(text);
     tt_program_free(prog);
     tt_state_free(st);
-    /* A reduce axis bound to threads would race on the output: refused, not miscompiled. */
+    /* A reduce axis bound to threads (by hand): a work-group reduction, not a race. */
     st = replay(w, "[[\"SP\", 2, 2, 64, [16], 1], [\"AN\", 2, 3, 6], [\"AN\", 2, 0, 5]]");
+    tt_opencl_stats stats;
     assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
-    assert_int_equal(tt_codegen_opencl(prog, "kernel", NULL, &text, &len, NULL, &err),
-                     TT_ERR_ILLEGAL_STEP);
-    assert_non_null(strstr(err.msg, "cross-thread reduction"));
+    assert_int_equal(tt_codegen_opencl(prog, "kernel", NULL, &text, &len, &stats, &err), TT_OK);
+    assert_int_equal(stats.cross_thread_reductions, 1);
+    assert_non_null(strstr(text, "red_0["));
+    free(text);
+    text = NULL;
     tt_program_free(prog);
+    if (ndevs > 0)
+        check_state(w, st, 4, "hand-bound reduction", &stats);
     tt_state_free(st);
     /* Threads only in the cooperative fills: every work-item would repeat the update of C. */
     char steps[2048];
@@ -493,6 +539,7 @@ int main(void)
         cmocka_unit_test(gpu_sketches_of_every_operator_match),
         cmocka_unit_test(gpu_template_configs_match),
         cmocka_unit_test(cpu_schedules_run_as_one_work_item),
+        cmocka_unit_test(cross_thread_reductions_match),
         cmocka_unit_test(vectorised_loops_use_vector_types),
         cmocka_unit_test(limits_refused_before_the_device),
         cmocka_unit_test(device_errors_are_results),
