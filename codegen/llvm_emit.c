@@ -89,20 +89,6 @@ static tt_dtype dtype_of(emitter *e, tt_eid id)
     return (tt_dtype)tt_expr_get(&e->p->pool, id)->dtype;
 }
 
-/* Operand type of a binary node: float wins, else the wider integer. */
-static tt_dtype operand_type(emitter *e, const tt_expr *n)
-{
-    tt_dtype a = dtype_of(e, n->a), b = dtype_of(e, n->b);
-    if (tt_dtype_is_float(a) || tt_dtype_is_float(b)) {
-        if (tt_dtype_is_float(a) && tt_dtype_is_float(b))
-            return tt_dtype_bytes(a) >= tt_dtype_bytes(b) ? a : b;
-        return tt_dtype_is_float(a) ? a : b;
-    }
-    if (a == TT_DT_BOOL && b == TT_DT_BOOL)
-        return TT_DT_BOOL;
-    return tt_dtype_bytes(a) >= tt_dtype_bytes(b) && a != TT_DT_BOOL ? a : b;
-}
-
 static LLVMValueRef intrinsic(emitter *e, const char *name, LLVMTypeRef t, LLVMValueRef *args,
                               unsigned n)
 {
@@ -198,7 +184,7 @@ static LLVMValueRef floordiv_or_mod(emitter *e, bool div, LLVMValueRef a, LLVMVa
 
 static val emit_binary(emitter *e, const tt_expr *n)
 {
-    tt_dtype ot = operand_type(e, n);
+    tt_dtype ot = tt_expr_operand_type(&e->p->pool, n);
     val a = emit(e, n->a), b = emit(e, n->b);
     bool vec = a.vec || b.vec;
     a = widen(e, a, vec);

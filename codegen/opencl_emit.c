@@ -161,21 +161,6 @@ static tt_dtype dtype_of(cl_emitter *e, tt_eid id)
     return (tt_dtype)tt_expr_get(&e->p->pool, id)->dtype;
 }
 
-/* Operand type of a binary node, as the LLVM emitter and the interpreter: float wins, else the
- * wider integer. */
-static tt_dtype operand_type(cl_emitter *e, const tt_expr *n)
-{
-    tt_dtype a = dtype_of(e, n->a), b = dtype_of(e, n->b);
-    if (tt_dtype_is_float(a) || tt_dtype_is_float(b)) {
-        if (tt_dtype_is_float(a) && tt_dtype_is_float(b))
-            return tt_dtype_bytes(a) >= tt_dtype_bytes(b) ? a : b;
-        return tt_dtype_is_float(a) ? a : b;
-    }
-    if (a == TT_DT_BOOL && b == TT_DT_BOOL)
-        return TT_DT_BOOL;
-    return tt_dtype_bytes(a) >= tt_dtype_bytes(b) && a != TT_DT_BOOL ? a : b;
-}
-
 /* True if integer expression `id` is never negative: loop variables are not, and sums,
  * products, quotients and remainders of such values are not either. */
 static bool nonneg(cl_emitter *e, tt_eid id)
@@ -246,7 +231,7 @@ static void emit_float(cl_emitter *e, tt_strbuf *o, double v, tt_dtype t)
 
 static void emit_binary(cl_emitter *e, tt_strbuf *o, const tt_expr *n)
 {
-    tt_dtype ot = operand_type(e, n);
+    tt_dtype ot = tt_expr_operand_type(&e->p->pool, n);
     bool fl = tt_dtype_is_float(ot);
     tt_dtype rt = (tt_dtype)n->dtype;
     bool cmp = n->kind >= TT_EXPR_LT && n->kind <= TT_EXPR_NE;
@@ -499,7 +484,7 @@ static bool vector_expr(cl_emitter *e, tt_eid id, uint32_t var, tt_dtype t)
     case TT_EXPR_MUL:
     case TT_EXPR_MIN:
     case TT_EXPR_MAX:
-        return operand_type(e, n) == t && vector_expr(e, n->a, var, t) &&
+        return tt_expr_operand_type(&e->p->pool, n) == t && vector_expr(e, n->a, var, t) &&
                vector_expr(e, n->b, var, t);
     default: return false;
     }

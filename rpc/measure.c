@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../codegen/cl_artifact.h"
 #include "../codegen/loader.h"
 #include "measure_int.h"
+#include "sandbox_int.h"
 
 size_t tt_elem_bytes(tt_elem e)
 {
@@ -206,60 +205,24 @@ tt_status tt_measure_run(const char *so_path, const char *entry, const tt_measur
     if (o.atol <= 0)
         o.atol = 1e-5;
     memset(res, 0, sizeof(*res));
-    int fds[2];
-    if (pipe(fds))
-        return tt_err(err, TT_ERR_IO, "pipe: %s", strerror(errno));
-    fflush(NULL);
     double t0 = tt_clock_monotonic();
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        return tt_err(err, TT_ERR_IO, "fork: %s", strerror(errno));
-    }
+    int fd;
+    pid_t pid = tt__sandbox_start(&fd, err);
+    if (pid < 0)
+        return TT_ERR_IO;
     if (pid == 0) {
-        /* Its own process group: a timeout kills everything the kernel started. */
-        setpgid(0, 0);
-        close(fds[0]);
         signal(SIGINT, SIG_IGN);
         /* Whatever handlers the parent installed, a faulting kernel must kill the child. */
         static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
         for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
             signal(fatal[i], SIG_DFL);
-        child(fds[1], so_path, entry, bufs, nbufs, ninputs, &o);
+        child(fd, so_path, entry, bufs, nbufs, ninputs, &o);
         _exit(0);
     }
-    setpgid(pid, pid);
-    close(fds[1]);
     tt__child_msg m;
-    size_t got = 0;
-    bool timed_out = false;
-    while (got < sizeof(m)) {
-        double left = o.timeout_s - (tt_clock_monotonic() - t0);
-        if (left <= 0) {
-            timed_out = true;
-            break;
-        }
-        struct pollfd pfd = {fds[0], POLLIN, 0};
-        int r = poll(&pfd, 1, (int)(left * 1000) + 1);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            continue;
-        ssize_t n = read(fds[0], (char *)&m + got, sizeof(m) - got);
-        if (n <= 0) {
-            if (n < 0 && errno == EINTR)
-                continue;
-            break; /* the child died */
-        }
-        got += (size_t)n;
-    }
-    close(fds[0]);
-    if (timed_out || got < sizeof(m))
-        kill(-pid, SIGKILL);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    bool timed_out;
+    size_t got = tt__sandbox_read(fd, &m, sizeof(m), t0 + o.timeout_s, &timed_out);
+    int status = tt__sandbox_finish(pid, fd, timed_out || got < sizeof(m));
     res->run_s = tt_clock_monotonic() - t0;
     if (timed_out) {
         res->error_no = TT__E_RUN_TIMEOUT;

@@ -1,16 +1,14 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "opencl_int.h"
+#include "sandbox_int.h"
 
 tt_status tt__cl_open(tt_cl_api *api, tt_errbuf *err)
 {
@@ -159,76 +157,38 @@ tt_status tt_cl_probe(tt_cl_device_info *out, int max, int *n, tt_errbuf *err)
     *n = 0;
     if (max > TT_CL_MAX_DEVICES)
         max = TT_CL_MAX_DEVICES;
-    int fds[2];
-    if (pipe(fds))
-        return tt_err(err, TT_ERR_IO, "pipe: %s", strerror(errno));
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        return tt_err(err, TT_ERR_IO, "fork: %s", strerror(errno));
-    }
+    int fd;
+    pid_t pid = tt__sandbox_start(&fd, err);
+    if (pid < 0)
+        return TT_ERR_IO;
     if (pid == 0) {
-        close(fds[0]);
-        setpgid(0, 0);
         tt_cl_api api;
         tt_cl_device_info devs[TT_CL_MAX_DEVICES];
         int32_t count = 0;
         if (tt__cl_open(&api, NULL) == TT_OK)
             count = tt__cl_list(&api, devs, NULL, max);
-        if (write(fds[1], &count, sizeof(count)) != sizeof(count) ||
-            (count > 0 && write(fds[1], devs, sizeof(devs[0]) * (size_t)count) !=
+        if (write(fd, &count, sizeof(count)) != sizeof(count) ||
+            (count > 0 && write(fd, devs, sizeof(devs[0]) * (size_t)count) !=
                               (ssize_t)(sizeof(devs[0]) * (size_t)count)))
             _exit(3);
         _exit(0);
     }
-    setpgid(pid, pid);
-    close(fds[1]);
     /* A driver that hangs while listing must not hang the server: 20 s, then it is killed. */
-    char *buf = (char *)out;
+    double deadline = tt_clock_monotonic() + 20;
     int32_t count = -1;
-    size_t want = sizeof(count), got = 0;
-    char head[sizeof(int32_t)];
+    bool timed_out;
     tt_status r = TT_OK;
-    for (int stage = 0; stage < 2 && !r; stage++) {
-        char *dst = stage == 0 ? head : buf;
-        got = 0;
-        while (got < want) {
-            struct pollfd pfd = {fds[0], POLLIN, 0};
-            int pr = poll(&pfd, 1, 20000);
-            if (pr < 0 && errno == EINTR)
-                continue;
-            if (pr <= 0) {
-                r = tt_err(err, TT_ERR_IO, "listing OpenCL devices timed out (driver hung)");
-                break;
-            }
-            ssize_t k = read(fds[0], dst + got, want - got);
-            if (k < 0 && errno == EINTR)
-                continue;
-            if (k <= 0) {
-                r = tt_err(err, TT_ERR_IO, "listing OpenCL devices failed (the driver crashed)");
-                break;
-            }
-            got += (size_t)k;
-        }
-        if (stage == 0 && !r) {
-            memcpy(&count, head, sizeof(count));
-            if (count < 0 || count > max) {
-                r = tt_err(err, TT_ERR_IO, "listing OpenCL devices: bad count %d", count);
-                break;
-            }
-            want = sizeof(tt_cl_device_info) * (size_t)count;
-            if (want == 0)
-                break;
-        }
+    size_t got = tt__sandbox_read(fd, &count, sizeof(count), deadline, &timed_out);
+    if (got == sizeof(count) && (count < 0 || count > max))
+        r = tt_err(err, TT_ERR_IO, "listing OpenCL devices: bad count %d", count);
+    else if (got == sizeof(count) && count > 0) {
+        size_t want = sizeof(tt_cl_device_info) * (size_t)count;
+        got = tt__sandbox_read(fd, out, want, deadline, &timed_out) == want ? sizeof(count) : 0;
     }
-    close(fds[0]);
-    if (r)
-        kill(-pid, SIGKILL);
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    if (!r && got != sizeof(count))
+        r = tt_err(err, TT_ERR_IO, "listing OpenCL devices %s",
+                   timed_out ? "timed out (driver hung)" : "failed (the driver crashed)");
+    tt__sandbox_finish(pid, fd, r != TT_OK);
     if (!r)
         *n = count;
     return r;

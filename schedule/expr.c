@@ -785,3 +785,16 @@ int64_t tt_expr_coef(const tt_expr_pool *p, tt_eid id, uint32_t var)
     }
     return tt_expr_uses_var(p, id, var) ? INT64_MIN : 0;
 }
+
+tt_dtype tt_expr_operand_type(const tt_expr_pool *p, const tt_expr *n)
+{
+    tt_dtype a = (tt_dtype)tt_expr_get(p, n->a)->dtype, b = (tt_dtype)tt_expr_get(p, n->b)->dtype;
+    if (tt_dtype_is_float(a) || tt_dtype_is_float(b)) {
+        if (tt_dtype_is_float(a) && tt_dtype_is_float(b))
+            return tt_dtype_bytes(a) >= tt_dtype_bytes(b) ? a : b;
+        return tt_dtype_is_float(a) ? a : b;
+    }
+    if (a == TT_DT_BOOL && b == TT_DT_BOOL)
+        return TT_DT_BOOL;
+    return tt_dtype_bytes(a) >= tt_dtype_bytes(b) && a != TT_DT_BOOL ? a : b;
+}

@@ -172,6 +172,9 @@ void tt_expr_visit_reads(const tt_expr_pool *p, tt_eid e, void (*fn)(void *ctx, 
 bool tt_expr_reads_tensor(const tt_expr_pool *p, tt_eid e, uint32_t tensor);
 /* True if variable `var` occurs in `e`. */
 bool tt_expr_uses_var(const tt_expr_pool *p, tt_eid e, uint32_t var);
+/* The type a binary node computes in: float wins (the wider float), else the wider integer (bool
+ * only with bool).  The code generators convert both operands to it. */
+tt_dtype tt_expr_operand_type(const tt_expr_pool *p, const tt_expr *n);
 /* Linear coefficient of variable `var` in integer expression `e`: 0 if absent, INT64_MIN if not
  * linear in it (used to find loads and stores that move by one element per lane). */
 int64_t tt_expr_coef(const tt_expr_pool *p, tt_eid e, uint32_t var);

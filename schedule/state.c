@@ -1169,3 +1169,15 @@ char *tt_state_print(const tt_state *st)
     }
     return tt_strbuf_take(&sb);
 }
+
+tt_status tt_sched_fuse_annotate(tt_state *st, int stage, int first, int n, tt_ann ann,
+                                 tt_errbuf *err)
+{
+    int ids[TT_MAX_ITERS];
+    if (n < 1 || n > TT_MAX_ITERS)
+        return tt_err(err, TT_ERR_INVALID_ARG, "fuse of %d iterators", n);
+    for (int k = 0; k < n; k++)
+        ids[k] = first + k;
+    tt_status r = n > 1 ? tt_sched_fuse(st, stage, ids, n, err) : TT_OK;
+    return r || ann == TT_ANN_NONE ? r : tt_sched_annotate(st, stage, first, ann, err);
+}

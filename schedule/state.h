@@ -164,6 +164,10 @@ int tt_state_stage_of_op(const tt_state *st, int op);
 tt_status tt_sched_split(tt_state *st, int stage, int iter, const int64_t *lengths, int n,
                          bool inner_to_outer, tt_errbuf *err);
 tt_status tt_sched_fuse(tt_state *st, int stage, const int *iters, int n, tt_errbuf *err);
+/* Fuses iterators [first, first + n) (nothing to do for n = 1) and annotates the result with
+ * `ann` (TT_ANN_NONE: none). */
+tt_status tt_sched_fuse_annotate(tt_state *st, int stage, int first, int n, tt_ann ann,
+                                 tt_errbuf *err);
 tt_status tt_sched_reorder(tt_state *st, int stage, const int *order, int n, tt_errbuf *err);
 tt_status tt_sched_annotate(tt_state *st, int stage, int iter, tt_ann ann, tt_errbuf *err);
 tt_status tt_sched_compute_at(tt_state *st, int stage, int target_stage, int target_iter,

@@ -918,16 +918,6 @@ static bool ends_with(const char *s, const char *suffix)
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-/* Fuses iterators [first, first + n) of `stage` (n >= 1) and annotates the result. */
-static tt_status fuse_bind(tt_state *st, int stage, int first, int n, tt_ann ann, tt_errbuf *err)
-{
-    int ids[TT_MAX_ITERS];
-    for (int k = 0; k < n; k++)
-        ids[k] = first + k;
-    tt_status r = n > 1 ? tt_sched_fuse(st, stage, ids, n, err) : TT_OK;
-    return r ? r : tt_sched_annotate(st, stage, first, ann, err);
-}
-
 /* The SP steps that shaped `stage`, in order. */
 static int split_steps_of(const tt_state *st, int stage, int *out, int max)
 {
@@ -971,14 +961,14 @@ static tt_status bind_tiled_root(tt_sketch_space *sp, tt_state *st, int s, tt_er
         if (l == 2 && ext < p->warp_size && total > 2 * (int64_t)p->warp_size)
             return tt_err(err, TT_ERR_ILLEGAL_STEP, "%lld threads, fewer than a warp (%d)",
                           (long long)ext, p->warp_size);
-        tt_status r = fuse_bind(st, s, first, n, ann[l], err);
+        tt_status r = tt_sched_fuse_annotate(st, s, first, n, ann[l], err);
         if (r)
             return r;
     }
     return TT_OK;
 }
 
-static tt_status bind_untiled_root(int64_t warp, tt_state *st, int s, tt_errbuf *err)
+tt_status tt_sketch_bind_untiled(tt_state *st, int s, int64_t warp, tt_errbuf *err)
 {
     const tt_stage *sg = &st->stages.data[s];
     int n = 0;
@@ -990,15 +980,10 @@ static tt_status bind_untiled_root(int64_t warp, tt_state *st, int s, tt_errbuf 
     }
     if (n == 0)
         return TT_OK; /* a scalar: one work-item */
-    int ids[TT_MAX_ITERS];
-    for (int k = 0; k < n; k++)
-        ids[k] = k;
-    tt_status r = n > 1 ? tt_sched_fuse(st, s, ids, n, err) : TT_OK;
-    if (r)
-        return r;
     if (total <= warp)
-        return tt_sched_annotate(st, s, 0, TT_ANN_THREAD_X, err);
-    if ((r = tt_sched_split(st, s, 0, &warp, 1, true, err)) ||
+        return tt_sched_fuse_annotate(st, s, 0, n, TT_ANN_THREAD_X, err);
+    tt_status r = tt_sched_fuse_annotate(st, s, 0, n, TT_ANN_NONE, err);
+    if (r || (r = tt_sched_split(st, s, 0, &warp, 1, true, err)) ||
         (r = tt_sched_annotate(st, s, 0, TT_ANN_BLOCK_X, err)))
         return r;
     return tt_sched_annotate(st, s, 1, TT_ANN_THREAD_X, err);
@@ -1064,7 +1049,7 @@ static tt_status init_thread_bind(tt_sketch_space *sp, tt_state *st, tt_errbuf *
             while (sg->at == TT_AT_ROOT && n < sg->niters && sg->iters[n].kind == TT_ITER_SPATIAL &&
                    sg->iters[n].ann == TT_ANN_NONE)
                 n++;
-            if (n > 0 && (r = fuse_bind(st, (int)s, 0, n, TT_ANN_BLOCK_X, err)))
+            if (n > 0 && (r = tt_sched_fuse_annotate(st, (int)s, 0, n, TT_ANN_BLOCK_X, err)))
                 return r;
             continue;
         }
@@ -1074,7 +1059,7 @@ static tt_status init_thread_bind(tt_sketch_space *sp, tt_state *st, tt_errbuf *
         } else if (sg->niters > 0 && ends_with(sg->iters[0].name, ".0")) {
             r = bind_tiled_root(sp, st, (int)s, err);
         } else {
-            r = bind_untiled_root(sp->params.warp_size, st, (int)s, err);
+            r = tt_sketch_bind_untiled(st, (int)s, sp->params.warp_size, err);
         }
         if (r)
             return r;
@@ -1093,7 +1078,7 @@ tt_status tt_sketch_gpu_default(const tt_dag *dag, int warp_size, tt_state **out
     for (size_t s = 0; s < st->stages.len && !r; s++) {
         const tt_stage *sg = &st->stages.data[s];
         if (!st->dag.ops.data[sg->op].is_placeholder && sg->at == TT_AT_ROOT)
-            r = bind_untiled_root(warp_size > 0 ? warp_size : 32, st, (int)s, err);
+            r = tt_sketch_bind_untiled(st, (int)s, warp_size > 0 ? warp_size : 32, err);
     }
     if (r) {
         tt_state_free(st);

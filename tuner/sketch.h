@@ -65,6 +65,11 @@ tt_status tt_sketch_sample(tt_sketch_space *sp, int k, tt_rng *rng, tt_state **o
  * the code generator checks the lowered kernel again against the device. */
 tt_status tt_sketch_check_gpu(const tt_sketch_params *p, const tt_state *st, tt_errbuf *err);
 
+/* Binds an untiled root stage (Ansor's ThreadBind for roots without multi-level tiling): its
+ * leading unannotated spatial loops fused, then threadIdx.x if they fit in a warp, else split by
+ * the warp into blockIdx.x and threadIdx.x. */
+tt_status tt_sketch_bind_untiled(tt_state *st, int stage, int64_t warp, tt_errbuf *err);
+
 /* The naive GPU schedule (the baseline and the farm's canary on OpenCL targets): elementwise
  * stages inlined, every root stage's outer spatial loops fused and split by the warp into
  * blockIdx.x and threadIdx.x, reductions serial in each work-item. */

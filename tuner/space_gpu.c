@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sketch.h"
 #include "space_int.h"
 
 #define WARP 32
@@ -76,42 +77,6 @@ tt_status tt_space_init_gpu(tt_space *s, const tt_dag *dag, int64_t max_threads,
     return TT_OK;
 }
 
-/* Fuses iterators [first, first + n) and binds the result. */
-static tt_status fuse_bind(tt_state *st, int stage, int first, int n, tt_ann ann, tt_errbuf *err)
-{
-    int ids[TT_MAX_ITERS];
-    for (int k = 0; k < n; k++)
-        ids[k] = first + k;
-    tt_status r = n > 1 ? tt_sched_fuse(st, stage, ids, n, err) : TT_OK;
-    return r ? r : tt_sched_annotate(st, stage, first, ann, err);
-}
-
-/* A stage outside the template: its spatial loops fused and spread over blocks of a warp. */
-static tt_status bind_plain(tt_state *st, int stage, tt_errbuf *err)
-{
-    const tt_stage *sg = &st->stages.data[stage];
-    int n = 0;
-    int64_t total = 1;
-    while (n < sg->niters && sg->iters[n].kind == TT_ITER_SPATIAL) {
-        total *= sg->iters[n].extent;
-        n++;
-    }
-    if (n == 0)
-        return TT_OK;
-    if (total <= WARP)
-        return fuse_bind(st, stage, 0, n, TT_ANN_THREAD_X, err);
-    int ids[TT_MAX_ITERS];
-    for (int k = 0; k < n; k++)
-        ids[k] = k;
-    tt_status r = n > 1 ? tt_sched_fuse(st, stage, ids, n, err) : TT_OK;
-    int64_t warp = WARP;
-    if (!r)
-        r = tt_sched_split(st, stage, 0, &warp, 1, true, err);
-    if (!r)
-        r = tt_sched_annotate(st, stage, 0, TT_ANN_BLOCK_X, err);
-    return r ? r : tt_sched_annotate(st, stage, 1, TT_ANN_THREAD_X, err);
-}
-
 tt_status tt__space_apply_gpu(const tt_space *s, uint64_t index, tt_state **out, tt_errbuf *err)
 {
     int pos[TT_SPACE_MAX_KNOBS];
@@ -171,11 +136,11 @@ tt_status tt__space_apply_gpu(const tt_space *s, uint64_t index, tt_state **out,
         r = tt_sched_reorder(st, orig, order, k, err);
     }
     if (!r)
-        r = fuse_bind(st, orig, 0, n, TT_ANN_BLOCK_X, err);
+        r = tt_sched_fuse_annotate(st, orig, 0, n, TT_ANN_BLOCK_X, err);
     if (!r)
-        r = fuse_bind(st, orig, 1, n, TT_ANN_VTHREAD, err);
+        r = tt_sched_fuse_annotate(st, orig, 1, n, TT_ANN_VTHREAD, err);
     if (!r)
-        r = fuse_bind(st, orig, 2, n, TT_ANN_THREAD_X, err);
+        r = tt_sched_fuse_annotate(st, orig, 2, n, TT_ANN_THREAD_X, err);
     if (!r && local_op >= 0) {
         int local = tt_state_stage_of_op(st, local_op);
         r = tt_sched_compute_at(st, local, tt_state_stage_of_op(st, main_op), 2, err);
@@ -221,7 +186,7 @@ tt_status tt__space_apply_gpu(const tt_space *s, uint64_t index, tt_state **out,
     for (size_t i = 0; i < st->stages.len && !r; i++) {
         const tt_stage *sg = &st->stages.data[i];
         if (!st->dag.ops.data[sg->op].is_placeholder && sg->at == TT_AT_ROOT && !sg->transformed)
-            r = bind_plain(st, (int)i, err);
+            r = tt_sketch_bind_untiled(st, (int)i, WARP, err);
     }
     if (r) {
         tt_state_free(st);

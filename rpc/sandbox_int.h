@@ -1,0 +1,23 @@
+/* Private to rpc/: a child process in its own process group with a pipe back to the parent, the
+ * plumbing under every sandbox (measure.c's measuring child, opencl.c's device probe). */
+#ifndef TT_RPC_SANDBOX_INT_H
+#define TT_RPC_SANDBOX_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "../base/base.h"
+
+/* Forks.  In the child returns 0 with the pipe's write end in *fd (the child is the leader of a
+ * new process group, so killing the group ends everything it started); in the parent returns the
+ * pid with the read end in *fd; -1 with the reason in err when the pipe or fork failed. */
+pid_t tt__sandbox_start(int *fd, tt_errbuf *err);
+/* Reads up to n bytes from the child until it closes the pipe or the monotonic clock passes
+ * `deadline` (*timed_out).  Returns the bytes read. */
+size_t tt__sandbox_read(int fd, void *buf, size_t n, double deadline, bool *timed_out);
+/* Closes the read end, kills the child's process group when `kill_group`, reaps the child and
+ * returns its wait status. */
+int tt__sandbox_finish(pid_t pid, int fd, bool kill_group);
+
+#endif
