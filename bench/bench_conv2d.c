@@ -6,12 +6,12 @@
  * usage: bench_conv2d [--trials N] [--strategy xgb|evo] [--layers C2,C6,C9,C12] [--db PATH]
  * defaults: 64 trials, xgb, the layers C2, C6, C9, C12.  Tuning runs first: oneDNN's OpenMP
  * threads must not exist when the tuner forks its measurement children. */
-#include <dnnl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "anchors.h"
 #include "db/db.h"
 #include "tuner/tune.h"
 
@@ -25,88 +25,6 @@ static const struct {
     {"C10", 256, 14, 512, 3, 2, 1}, {"C11", 256, 14, 512, 1, 2, 0}, {"C12", 512, 7, 512, 3, 1, 1},
 };
 enum { NLAYERS = sizeof(layers) / sizeof(layers[0]) };
-
-#define CHECK(call)                                                                                \
-    do {                                                                                           \
-        dnnl_status_t st_ = (call);                                                                \
-        if (st_ != dnnl_success) {                                                                 \
-            fprintf(stderr, "bench_conv2d: %s failed (%d)\n", #call, (int)st_);                    \
-            return -1;                                                                             \
-        }                                                                                          \
-    } while (0)
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Median seconds per call of oneDNN's convolution for layer l; -1 on error. */
-static double onednn_time(int l)
-{
-    int oh = (layers[l].hw + 2 * layers[l].p - layers[l].k) / layers[l].s + 1;
-    dnnl_engine_t eng;
-    dnnl_stream_t stream;
-    CHECK(dnnl_engine_create(&eng, dnnl_cpu, 0));
-    CHECK(dnnl_stream_create(&stream, eng, dnnl_stream_default_flags));
-    dnnl_dims_t src_dims = {1, layers[l].ci, layers[l].hw, layers[l].hw};
-    dnnl_dims_t w_dims = {layers[l].co, layers[l].ci, layers[l].k, layers[l].k};
-    dnnl_dims_t dst_dims = {1, layers[l].co, oh, oh};
-    dnnl_dims_t strides = {layers[l].s, layers[l].s}, pad = {layers[l].p, layers[l].p};
-    dnnl_memory_desc_t src_md, w_md, dst_md;
-    CHECK(dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, dnnl_f32, dnnl_nhwc));
-    CHECK(dnnl_memory_desc_init_by_tag(&w_md, 4, w_dims, dnnl_f32, dnnl_format_tag_any));
-    CHECK(dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_dims, dnnl_f32, dnnl_nhwc));
-    dnnl_convolution_desc_t cd;
-    CHECK(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
-                                             &src_md, &w_md, NULL, &dst_md, strides, pad, pad));
-    dnnl_primitive_desc_t pd;
-    CHECK(dnnl_primitive_desc_create(&pd, &cd, NULL, eng, NULL));
-    const dnnl_memory_desc_t *wq = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    dnnl_memory_t src, w, dst;
-    CHECK(dnnl_memory_create(&src, &src_md, eng, DNNL_MEMORY_ALLOCATE));
-    CHECK(dnnl_memory_create(&w, wq, eng, DNNL_MEMORY_ALLOCATE));
-    CHECK(dnnl_memory_create(&dst, &dst_md, eng, DNNL_MEMORY_ALLOCATE));
-    void *h;
-    CHECK(dnnl_memory_get_data_handle(src, &h));
-    memset(h, 0, dnnl_memory_desc_get_size(&src_md));
-    CHECK(dnnl_memory_get_data_handle(w, &h));
-    memset(h, 0, dnnl_memory_desc_get_size(wq));
-    dnnl_primitive_t conv;
-    CHECK(dnnl_primitive_create(&conv, pd));
-    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}};
-    CHECK(dnnl_primitive_execute(conv, stream, 3, args));
-    CHECK(dnnl_stream_wait(stream));
-    /* number of calls per sample: grow until a sample lasts 20 ms */
-    int number = 1;
-    double sample[5];
-    for (;;) {
-        double t0 = tt_clock_monotonic();
-        for (int i = 0; i < number; i++)
-            CHECK(dnnl_primitive_execute(conv, stream, 3, args));
-        CHECK(dnnl_stream_wait(stream));
-        double el = tt_clock_monotonic() - t0;
-        if (el >= 0.02 || number > 1 << 20)
-            break;
-        number *= 2;
-    }
-    for (int r = 0; r < 5; r++) {
-        double t0 = tt_clock_monotonic();
-        for (int i = 0; i < number; i++)
-            CHECK(dnnl_primitive_execute(conv, stream, 3, args));
-        CHECK(dnnl_stream_wait(stream));
-        sample[r] = (tt_clock_monotonic() - t0) / number;
-    }
-    qsort(sample, 5, sizeof(double), cmp_double);
-    dnnl_primitive_destroy(conv);
-    dnnl_memory_destroy(src);
-    dnnl_memory_destroy(w);
-    dnnl_memory_destroy(dst);
-    dnnl_primitive_desc_destroy(pd);
-    dnnl_stream_destroy(stream);
-    dnnl_engine_destroy(eng);
-    return sample[2];
-}
 
 int main(int argc, char **argv)
 {
@@ -175,7 +93,9 @@ int main(int argc, char **argv)
         tt_db_remove(tmp);
     printf("\n%-5s %12s %12s %8s\n", "layer", "tuned", "oneDNN", "ratio");
     for (int u = 0; u < nuse; u++) {
-        double t = onednn_time(use[u]);
+        double t =
+            tt_bench_onednn_conv2d_nhwc(layers[use[u]].ci, layers[use[u]].hw, layers[use[u]].co,
+                                        layers[use[u]].k, layers[use[u]].s, layers[use[u]].p);
         if (t <= 0)
             return 1;
         printf("%-5s %8.2f GF/s %8.2f GF/s %8.2f\n", layers[use[u]].name, flops[u] / tuned[u] / 1e9,

@@ -23,6 +23,10 @@ typedef struct tt_codegen_options {
     int opt_level;    /* 0..3, default 3 */
     int max_vector;   /* widest loop vectorised explicitly (lanes), default 64 */
     int unroll_limit; /* largest `unroll` loop expanded in full, default 64 */
+    /* Libraries (tvm-compile): when set, the module also exports
+     *     int32_t typed_entry(T0 *p0, T1 *p1, ...)
+     * taking the parameters as pointers in order, and `entry` itself stays internal. */
+    const char *typed_entry;
 } tt_codegen_options;
 
 typedef struct tt_codegen_stats {
@@ -44,6 +48,22 @@ void tt_codegen_host(const char **triple, const char **cpu, const char **feature
 tt_status tt_codegen_llvm(const tt_program *p, const tt_target *t, const char *entry,
                           const char *so_path, const tt_codegen_options *opt,
                           tt_codegen_stats *stats, tt_errbuf *err);
+
+/* Compiles `p` into the object file `obj_path` (for libraries: several objects are linked by
+ * tt_codegen_link_shared or archived by tt_codegen_archive).  Errors as tt_codegen_llvm. */
+tt_status tt_codegen_llvm_object(const tt_program *p, const tt_target *t, const char *entry,
+                                 const char *obj_path, const tt_codegen_options *opt,
+                                 tt_codegen_stats *stats, tt_errbuf *err);
+
+/* Links objects into a shared object with ld.lld (any architecture).  `host`: the objects run on
+ * this machine, so this machine's libgomp and libm are named as dependencies; `extra` are more
+ * linker inputs or flags (may be NULL).  TT_ERR_IO with the linker's message on failure. */
+tt_status tt_codegen_link_shared(const char *const *objs, int nobjs, const char *so_path, bool host,
+                                 const char *const *extra, int nextra, tt_errbuf *err);
+
+/* Writes a static library of `objs` with a symbol index (llvm-ar, any architecture). */
+tt_status tt_codegen_archive(const char *const *objs, int nobjs, const char *a_path,
+                             tt_errbuf *err);
 
 /* The textual LLVM IR of `p` (after optimisation when opt_level > 0), for inspection.  Caller
  * frees. */

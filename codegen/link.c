@@ -1,7 +1,7 @@
 #define _GNU_SOURCE /* dladdr */
-/* Object file -> shared object with LLVM's linker (ld.lld), which links for every architecture
- * LLVM targets: no cross toolchain needed.  Undefined symbols (libm, libgomp) are resolved when
- * the shared object is loaded. */
+/* Objects -> shared object with LLVM's linker (ld.lld), and -> static library with llvm-ar, which
+ * handle every architecture LLVM targets: no cross toolchain needed.  Undefined symbols (libm,
+ * libgomp) are resolved when the shared object is loaded. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,8 +20,6 @@
 
 extern char **environ;
 
-tt_status tt__codegen_link(const char *obj, const char *so, bool host, tt_errbuf *err);
-
 /* Paths of this machine's libgomp and libm, so host kernels name them as dependencies (DT_NEEDED)
  * and load into any process.  Found through the dynamic loader, not guessed. */
 static char gomp_path[4096], libm_path[4096];
@@ -39,42 +37,43 @@ static void find_runtime_libs(void)
         snprintf(libm_path, sizeof(libm_path), "%s", info.dli_fname);
 }
 
-/* The linker's path, found once: compile threads run concurrently. */
-static char lld_path[4096];
-static pthread_once_t lld_once = PTHREAD_ONCE_INIT;
-
-static void find_lld_once(void)
+/* A tool's path (ld.lld, llvm-ar), found on PATH under its versioned or plain name. */
+static bool find_tool(const char *const *names, int nnames, char *out, size_t n)
 {
-    static const char *const names[] = {"ld.lld-14", "ld.lld"};
     const char *path = getenv("PATH");
     char candidate[4096];
-    for (size_t i = 0; i < 2; i++) {
+    for (int i = 0; i < nnames; i++) {
         const char *p = path ? path : "/usr/bin:/bin";
         while (*p) {
-            size_t n = strcspn(p, ":");
-            snprintf(candidate, sizeof(candidate), "%.*s/%s", (int)n, p, names[i]);
+            size_t len = strcspn(p, ":");
+            snprintf(candidate, sizeof(candidate), "%.*s/%s", (int)len, p, names[i]);
             if (access(candidate, X_OK) == 0) {
-                memcpy(lld_path, candidate, sizeof(lld_path));
-                return;
+                snprintf(out, n, "%s", candidate);
+                return true;
             }
-            p += n + (p[n] == ':');
+            p += len + (p[len] == ':');
         }
     }
+    return false;
 }
 
-static const char *find_lld(void)
+/* The tools' paths, found once: compile threads run concurrently. */
+static char lld_path[4096], ar_path[4096];
+static pthread_once_t tools_once = PTHREAD_ONCE_INIT;
+
+static void find_tools_once(void)
 {
-    pthread_once(&lld_once, find_lld_once);
-    return lld_path[0] ? lld_path : NULL;
+    static const char *const lld[] = {"ld.lld-14", "ld.lld"}, *const ar[] = {"llvm-ar-14",
+                                                                             "llvm-ar"};
+    if (!find_tool(lld, 2, lld_path, sizeof(lld_path)))
+        lld_path[0] = 0;
+    if (!find_tool(ar, 2, ar_path, sizeof(ar_path)))
+        ar_path[0] = 0;
 }
 
-tt_status tt__codegen_link(const char *obj, const char *so, bool host, tt_errbuf *err)
+/* Runs argv[0] with argv; TT_ERR_IO with its output when it fails. */
+static tt_status run_tool(char *const *argv, const char *what, tt_errbuf *err)
 {
-    if (host)
-        pthread_once(&libs_once, find_runtime_libs);
-    const char *lld = find_lld();
-    if (!lld)
-        return tt_err(err, TT_ERR_IO, "ld.lld not found (install lld-14: scripts/install-deps.sh)");
     int pipefd[2];
     if (pipe(pipefd))
         return tt_err(err, TT_ERR_IO, "pipe: %s", strerror(errno));
@@ -83,15 +82,8 @@ tt_status tt__codegen_link(const char *obj, const char *so, bool host, tt_errbuf
     posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDERR_FILENO);
     posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
     posix_spawn_file_actions_addclose(&fa, pipefd[0]);
-    char *argv[10] = {(char *)lld, "-shared", "--hash-style=gnu", "-o", (char *)so, (char *)obj};
-    int argc = 6;
-    if (host && gomp_path[0])
-        argv[argc++] = gomp_path;
-    if (host && libm_path[0])
-        argv[argc++] = libm_path;
-    argv[argc] = NULL;
     pid_t pid;
-    int rc = posix_spawn(&pid, lld, &fa, NULL, argv, environ);
+    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     close(pipefd[1]);
     char out[1024];
@@ -102,9 +94,70 @@ tt_status tt__codegen_link(const char *obj, const char *so, bool host, tt_errbuf
     out[len] = 0;
     close(pipefd[0]);
     if (rc != 0)
-        return tt_err(err, TT_ERR_IO, "cannot run %s: %s", lld, strerror(rc));
+        return tt_err(err, TT_ERR_IO, "cannot run %s: %s", argv[0], strerror(rc));
     int status;
     if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return tt_err(err, TT_ERR_IO, "linking %s failed: %s", so, out[0] ? out : "ld.lld failed");
+        return tt_err(err, TT_ERR_IO, "%s failed: %s", what, out[0] ? out : argv[0]);
     return TT_OK;
+}
+
+tt_status tt_codegen_link_shared(const char *const *objs, int nobjs, const char *so_path, bool host,
+                                 const char *const *extra, int nextra, tt_errbuf *err)
+{
+    if (host)
+        pthread_once(&libs_once, find_runtime_libs);
+    pthread_once(&tools_once, find_tools_once);
+    if (!lld_path[0])
+        return tt_err(err, TT_ERR_IO, "ld.lld not found (install lld-14: scripts/install-deps.sh)");
+    if (nobjs < 1 || nobjs + nextra > 1000)
+        return tt_err(err, TT_ERR_INVALID_ARG, "link: %d objects", nobjs);
+    char **argv = calloc((size_t)(nobjs + nextra + 10), sizeof(char *));
+    if (!argv)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    int argc = 0;
+    argv[argc++] = lld_path;
+    argv[argc++] = "-shared";
+    argv[argc++] = "--hash-style=gnu";
+    argv[argc++] = "-o";
+    argv[argc++] = (char *)so_path;
+    for (int i = 0; i < nobjs; i++)
+        argv[argc++] = (char *)objs[i];
+    for (int i = 0; i < nextra; i++)
+        argv[argc++] = (char *)extra[i];
+    if (host && gomp_path[0])
+        argv[argc++] = gomp_path;
+    if (host && libm_path[0])
+        argv[argc++] = libm_path;
+    argv[argc] = NULL;
+    char what[4200];
+    snprintf(what, sizeof(what), "linking %s", so_path);
+    tt_status s = run_tool(argv, what, err);
+    free(argv);
+    return s;
+}
+
+tt_status tt_codegen_archive(const char *const *objs, int nobjs, const char *a_path, tt_errbuf *err)
+{
+    pthread_once(&tools_once, find_tools_once);
+    if (!ar_path[0])
+        return tt_err(err, TT_ERR_IO,
+                      "llvm-ar not found (install llvm-14: scripts/install-deps.sh)");
+    if (nobjs < 1 || nobjs > 1000)
+        return tt_err(err, TT_ERR_INVALID_ARG, "archive: %d objects", nobjs);
+    remove(a_path); /* rcs would add to an old archive */
+    char **argv = calloc((size_t)nobjs + 4, sizeof(char *));
+    if (!argv)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    int argc = 0;
+    argv[argc++] = ar_path;
+    argv[argc++] = "rcs";
+    argv[argc++] = (char *)a_path;
+    for (int i = 0; i < nobjs; i++)
+        argv[argc++] = (char *)objs[i];
+    argv[argc] = NULL;
+    char what[4200];
+    snprintf(what, sizeof(what), "archiving %s", a_path);
+    tt_status s = run_tool(argv, what, err);
+    free(argv);
+    return s;
 }

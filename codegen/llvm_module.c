@@ -238,6 +238,33 @@ static tt_status make_machine(const tt_target *t, int opt_level, LLVMTargetMachi
     return TT_OK;
 }
 
+/* int32_t typed(T0 *p0, ...): the parameters as pointers, packed into the kernel's argument
+ * array (every data pointer has one ABI, so the element types need not appear). */
+static void add_typed_entry(emitter *e, LLVMValueRef kernel, const tt_program *p)
+{
+    int n = p->nparams;
+    LLVMTypeRef params[64];
+    for (int i = 0; i < n && i < 64; i++)
+        params[i] = e->i8p;
+    LLVMTypeRef fty = LLVMFunctionType(e->i32, params, (unsigned)n, 0);
+    LLVMValueRef fn = LLVMAddFunction(e->mod, e->opt.typed_entry, fty);
+    LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(e->ctx, fn, "entry");
+    LLVMPositionBuilderAtEnd(e->b, bb);
+    LLVMTypeRef arrt = LLVMArrayType(e->i8p, (unsigned)(n ? n : 1));
+    LLVMValueRef arr = LLVMBuildAlloca(e->b, arrt, "args");
+    for (int i = 0; i < n; i++) {
+        LLVMValueRef idx[2] = {LLVMConstInt(e->i64, 0, 0), LLVMConstInt(e->i64, (unsigned)i, 0)};
+        LLVMBuildStore(e->b, LLVMGetParam(fn, (unsigned)i),
+                       LLVMBuildGEP2(e->b, arrt, arr, idx, 2, ""));
+    }
+    LLVMValueRef zero[2] = {LLVMConstInt(e->i64, 0, 0), LLVMConstInt(e->i64, 0, 0)};
+    LLVMValueRef first = LLVMBuildGEP2(e->b, arrt, arr, zero, 2, "");
+    LLVMTypeRef kty = LLVMFunctionType(e->i32, (LLVMTypeRef[]){LLVMPointerType(e->i8p, 0)}, 1, 0);
+    LLVMValueRef rc = LLVMBuildCall2(e->b, kty, kernel, &first, 1, "");
+    LLVMBuildRet(e->b, rc);
+    LLVMSetLinkage(kernel, LLVMInternalLinkage);
+}
+
 /* Builds the module of `p` into e (caller disposes ctx). */
 static tt_status build_module(emitter *e, const tt_program *p, const tt_target *t,
                               const char *entry, const tt_codegen_options *opt,
@@ -245,7 +272,7 @@ static tt_status build_module(emitter *e, const tt_program *p, const tt_target *
 {
     double t0 = tt_clock_monotonic();
     memset(e, 0, sizeof(*e));
-    e->opt = opt ? *opt : (tt_codegen_options){3, 64, 64};
+    e->opt = opt ? *opt : (tt_codegen_options){3, 64, 64, NULL};
     if (e->opt.max_vector <= 0 || e->opt.max_vector > 256)
         e->opt.max_vector = 64;
     if (e->opt.unroll_limit <= 0)
@@ -292,6 +319,8 @@ static tt_status build_module(emitter *e, const tt_program *p, const tt_target *
     tt__codegen_emit_body(e, p->root);
     emit_frees(e, 0);
     LLVMBuildRet(e->b, LLVMConstInt(e->i32, 0, 0));
+    if (e->opt.typed_entry && e->opt.typed_entry[0])
+        add_typed_entry(e, fn, p);
     e->stats.emit_s = tt_clock_monotonic() - t0;
     if (e->status)
         return tt_err(err, e->status, "code generation failed: %s", tt_strerror(e->status));
@@ -335,11 +364,32 @@ static void free_emitter(emitter *e)
     TT_VEC_FREE(&e->frees);
 }
 
-tt_status tt__codegen_link(const char *obj, const char *so, bool host, tt_errbuf *err);
+/* Emits the object of module e to `obj`. */
+static tt_status write_object(emitter *e, LLVMTargetMachineRef tm, const char *obj, tt_errbuf *err)
+{
+    double t0 = tt_clock_monotonic();
+    LLVMMemoryBufferRef buf;
+    char *msg = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, e->mod, LLVMObjectFile, &msg, &buf)) {
+        tt_status s = tt_err(err, TT_ERR_RUNTIME, "LLVM code emission: %s", msg ? msg : "?");
+        LLVMDisposeMessage(msg);
+        return s;
+    }
+    tt_status s = TT_OK;
+    FILE *f = fopen(obj, "wb");
+    size_t n = LLVMGetBufferSize(buf);
+    if (!f || fwrite(LLVMGetBufferStart(buf), 1, n, f) != n)
+        s = tt_err(err, TT_ERR_IO, "cannot write %s", obj);
+    if (f && fclose(f) && !s)
+        s = tt_err(err, TT_ERR_IO, "cannot write %s", obj);
+    LLVMDisposeMemoryBuffer(buf);
+    e->stats.object_s = tt_clock_monotonic() - t0;
+    return s;
+}
 
-tt_status tt_codegen_llvm(const tt_program *p, const tt_target *t, const char *entry,
-                          const char *so_path, const tt_codegen_options *opt,
-                          tt_codegen_stats *stats, tt_errbuf *err)
+tt_status tt_codegen_llvm_object(const tt_program *p, const tt_target *t, const char *entry,
+                                 const char *obj_path, const tt_codegen_options *opt,
+                                 tt_codegen_stats *stats, tt_errbuf *err)
 {
     LLVMTargetMachineRef tm;
     tt_status s = make_machine(t, opt ? opt->opt_level : 3, &tm, err);
@@ -347,38 +397,36 @@ tt_status tt_codegen_llvm(const tt_program *p, const tt_target *t, const char *e
         return s;
     emitter e;
     s = build_module(&e, p, t, entry, opt, tm, err);
-    if (!s) {
-        double t0 = tt_clock_monotonic();
-        LLVMMemoryBufferRef buf;
-        char *msg = NULL;
-        if (LLVMTargetMachineEmitToMemoryBuffer(tm, e.mod, LLVMObjectFile, &msg, &buf)) {
-            s = tt_err(err, TT_ERR_RUNTIME, "LLVM code emission: %s", msg ? msg : "?");
-            LLVMDisposeMessage(msg);
-        } else {
-            char obj[4096];
-            snprintf(obj, sizeof(obj), "%s.o", so_path);
-            FILE *f = fopen(obj, "wb");
-            size_t n = LLVMGetBufferSize(buf);
-            if (!f || fwrite(LLVMGetBufferStart(buf), 1, n, f) != n)
-                s = tt_err(err, TT_ERR_IO, "cannot write %s", obj);
-            if (f && fclose(f) && !s)
-                s = tt_err(err, TT_ERR_IO, "cannot write %s", obj);
-            LLVMDisposeMemoryBuffer(buf);
-            e.stats.object_s = tt_clock_monotonic() - t0;
-            if (!s) {
-                t0 = tt_clock_monotonic();
-                /* Host kernels depend on this machine's libgomp and libm by name. */
-                bool host = !t->triple[0] || !strcmp(t->triple, host_triple);
-                s = tt__codegen_link(obj, so_path, host, err);
-                e.stats.link_s = tt_clock_monotonic() - t0;
-            }
-            remove(obj);
-        }
-    }
+    if (!s)
+        s = write_object(&e, tm, obj_path, err);
     if (stats)
         *stats = e.stats;
     free_emitter(&e);
     LLVMDisposeTargetMachine(tm);
+    return s;
+}
+
+tt_status tt_codegen_llvm(const tt_program *p, const tt_target *t, const char *entry,
+                          const char *so_path, const tt_codegen_options *opt,
+                          tt_codegen_stats *stats, tt_errbuf *err)
+{
+    char obj[4096];
+    snprintf(obj, sizeof(obj), "%s.o", so_path);
+    tt_codegen_stats st = {0};
+    tt_status s = tt_codegen_llvm_object(p, t, entry, obj, opt, &st, err);
+    if (!s) {
+        double t0 = tt_clock_monotonic();
+        /* Host kernels depend on this machine's libgomp and libm by name. */
+        const char *host, *cpu, *features;
+        tt_codegen_host(&host, &cpu, &features);
+        bool on_host = !t->triple[0] || !strcmp(t->triple, host);
+        const char *objs[1] = {obj};
+        s = tt_codegen_link_shared(objs, 1, so_path, on_host, NULL, 0, err);
+        st.link_s = tt_clock_monotonic() - t0;
+    }
+    remove(obj);
+    if (stats)
+        *stats = st;
     return s;
 }
 

@@ -1,0 +1,419 @@
+/* tvm-compile's library builder: records -> schedules -> code -> OUT.{a,so,h,pc}. */
+#define _GNU_SOURCE
+#include "compile.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../base/strbuf.h"
+#include "../codegen/codegen.h"
+#include "../db/db.h"
+#include "../tuner/sketch.h"
+#include "../tuner/space.h"
+#include "compile_int.h"
+
+const char *tt_compile_source_name(tt_compile_source s)
+{
+    switch (s) {
+    case TT_COMPILE_EXACT: return "exact";
+    case TT_COMPILE_OTHER_DEVICE: return "other device";
+    case TT_COMPILE_FAMILY: return "target family";
+    default: return "default schedule";
+    }
+}
+
+/* ---- default schedules ---- */
+
+/* The CPU default: the tiling template's config with tiles of 8 (16 on the innermost axis, 8 on
+ * the reduction), a local accumulator, the outer loops parallel, the inner loop vectorised,
+ * auto-unroll 16.  Choices a workload does not offer fall back to the nearest smaller one. */
+static uint64_t default_cpu_index(const tt_space *sp)
+{
+    uint64_t index = 0, mul = 1;
+    for (int k = 0; k < sp->nknobs; k++) {
+        const tt_knob *kn = &sp->knobs[k];
+        int64_t want = 0;
+        if (!strncmp(kn->name, "tile_", 5))
+            want = k == sp->nspatial - 1 ? 16 : 8;
+        else if (!strcmp(kn->name, "cache_write") || !strcmp(kn->name, "parallel") ||
+                 !strcmp(kn->name, "vectorize"))
+            want = 1;
+        else if (!strcmp(kn->name, "auto_unroll_max_step"))
+            want = 16;
+        int pos = 0;
+        for (int c = 0; c < kn->n; c++)
+            if (kn->choice[c] <= want && kn->choice[c] >= kn->choice[pos])
+                pos = c;
+        index += (uint64_t)pos * mul;
+        mul *= (uint64_t)kn->n;
+    }
+    return index;
+}
+
+tt_status tt__compile_default_schedule(const tt_dag *dag, bool gpu, tt_state **out, tt_errbuf *err)
+{
+    if (gpu)
+        return tt_sketch_gpu_default(dag, 32, out, err);
+    tt_space sp;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    tt_status s = tt_space_init(&sp, dag, cores > 1 ? (int)cores : 2, err);
+    if (!s)
+        s = tt_space_apply(&sp, default_cpu_index(&sp), out, err);
+    if (s) /* a workload the template cannot tile: the naive schedule */
+        s = tt_state_create(dag, out, err);
+    return s;
+}
+
+/* ---- one kernel ---- */
+
+typedef struct {
+    const tt_compile_options *o;
+    tt_db *db;
+    const char *target_text;
+    tt_target target;
+    bool gpu;
+} builder;
+
+/* "'a', 'b'": the targets that have records for a workload (why nothing applies). */
+typedef struct {
+    tt_strbuf *sb;
+    int n;
+    char seen[8][256];
+} target_list;
+
+static int list_target(void *ctx, const tt_db_row *row)
+{
+    target_list *l = ctx;
+    for (int i = 0; i < l->n; i++)
+        if (!strcmp(l->seen[i], row->target))
+            return 0;
+    if (l->n == 8)
+        return 1;
+    snprintf(l->seen[l->n++], sizeof(l->seen[0]), "%s", row->target);
+    tt_strbuf_printf(l->sb, "%s'%s'", l->n > 1 ? ", " : "", row->target);
+    return 0;
+}
+
+static tt_status record_state(const tt_workload *w, const tt_db_row *row, tt_state **st,
+                              tt_errbuf *err)
+{
+    if (row->config_kind != TT_CONFIG_STEPS)
+        return tt_err(err, TT_ERR_PARSE,
+                      "record %lld of %s is an AutoTVM config, which only TVM's templates build",
+                      (long long)row->id, w->key);
+    tt_step *steps;
+    size_t n;
+    tt_status s = tt_steps_from_json(row->config, &steps, &n, err);
+    if (!s) {
+        s = tt_state_replay(&w->dag, steps, n, st, err);
+        free(steps);
+    }
+    if (s)
+        return tt_err_prefix(err, TT_ERR_PARSE,
+                             "record %lld of %s (target '%s') is corrupt: its config does not "
+                             "replay",
+                             (long long)row->id, w->key, row->target);
+    return TT_OK;
+}
+
+/* The schedule of one kernel: its best record, or the default with a warning. */
+static tt_status pick(builder *b, tt__kernel *k, tt_state **st, tt_errbuf *err)
+{
+    const tt_compile_options *o = b->o;
+    const tt_workload *w = k->w;
+    tt_db_row *rows = NULL;
+    size_t n = 0;
+    tt_status s =
+        tt_db_best(b->db, w->key, b->target_text, o->device, 1, !o->no_fallback, &rows, &n);
+    if (s == TT_ERR_NOT_FOUND) { /* nothing for it: handled below */
+        s = TT_OK;
+        n = 0;
+    }
+    if (s)
+        return tt_err(err, s, "%s", tt_db_errmsg(b->db));
+    if (n > 0) {
+        s = record_state(w, &rows[0], st, err);
+        if (!s) {
+            tt_compile_report *r = &k->rep;
+            r->source = rows[0].match == TT_DB_MATCH_EXACT          ? TT_COMPILE_EXACT
+                        : rows[0].match == TT_DB_MATCH_OTHER_DEVICE ? TT_COMPILE_OTHER_DEVICE
+                                                                    : TT_COMPILE_FAMILY;
+            r->record = rows[0].id;
+            r->median_s = rows[0].median_s;
+            snprintf(r->device, sizeof(r->device), "%s", rows[0].device ? rows[0].device : "");
+            snprintf(r->target, sizeof(r->target), "%s", rows[0].target);
+            k->timestamp = rows[0].timestamp;
+            if (r->source != TT_COMPILE_EXACT && o->warnings)
+                fprintf(o->warnings,
+                        "tvm-compile: note: %s: using record %lld of %s (%s), not of this %s\n",
+                        w->key, r->record, r->source == TT_COMPILE_FAMILY ? r->target : r->device,
+                        tt_compile_source_name(r->source),
+                        r->source == TT_COMPILE_FAMILY ? "target" : "device");
+        }
+        tt_db_rows_free(rows, n);
+        return s;
+    }
+    /* Nothing applies: say why, loudly, then the default (or stop, under --strict). */
+    tt_strbuf why = {0};
+    target_list tl = {&why, 0, {{0}}};
+    tt_db_filter f = {w->key, NULL, NULL, 0, 0};
+    tt_db_history(b->db, &f, list_target, &tl);
+    char reason[1400];
+    if (tl.n)
+        snprintf(reason, sizeof(reason),
+                 "no record of %s for target '%s'%s%s: records exist for %s", w->key,
+                 b->target_text, o->device ? " on device " : "", o->device ? o->device : "",
+                 why.data);
+    else
+        snprintf(reason, sizeof(reason), "no record of %s in %s (tune it with tvm-tune)", w->key,
+                 o->db_path);
+    tt_strbuf_free(&why);
+    if (o->strict)
+        return tt_err(err, TT_ERR_NOT_FOUND, "%s (--strict)", reason);
+    if (o->warnings)
+        fprintf(o->warnings, "tvm-compile: warning: %s: using the default schedule\n", reason);
+    k->rep.source = TT_COMPILE_DEFAULT;
+    snprintf(k->rep.target, sizeof(k->rep.target), "%s", b->target_text);
+    return tt__compile_default_schedule(&w->dag, b->gpu, st, err);
+}
+
+static tt_status build_kernel(builder *b, tt__kernel *k, const char *obj, tt_errbuf *err)
+{
+    tt_state *st = NULL;
+    tt_program *prog = NULL;
+    tt_status s = pick(b, k, &st, err);
+    if (!s && !(k->config = tt_steps_to_json(st->steps.data, st->steps.len)))
+        s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+    if (!s)
+        s = tt_lower(st, &prog, err);
+    if (!s && b->gpu) {
+        size_t len;
+        s = tt_codegen_opencl(prog, k->symbol, NULL, &k->cl_text, &len, NULL, err);
+        if (!s)
+            s = tt_cl_artifact_parse(k->cl_text, len, &k->cl, err);
+    } else if (!s) {
+        char entry[160];
+        snprintf(entry, sizeof(entry), "%s__tvm_kernel", k->symbol);
+        tt_codegen_options co = {3, 64, 64, k->symbol};
+        tt_codegen_stats stats;
+        s = tt_codegen_llvm_object(prog, &b->target, entry, obj, &co, &stats, err);
+        k->rep.parallel = stats.parallel_loops > 0;
+    }
+    if (s)
+        tt_err_prefix(err, s, "%s (%s)", k->symbol, k->w->key);
+    tt_program_free(prog);
+    tt_state_free(st);
+    return s;
+}
+
+/* ---- the library ---- */
+
+static int count_row(void *ctx, const tt_db_row *row)
+{
+    (void)row;
+    ++*(int *)ctx;
+    return 1;
+}
+
+static bool is_identifier(const char *s)
+{
+    if (!s || !(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
+        return false;
+    for (; *s; s++)
+        if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+              (*s >= '0' && *s <= '9')))
+            return false;
+    return true;
+}
+
+static tt_status make_dirs(const char *dir, tt_errbuf *err)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s", dir);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(path, 0755) && errno != EEXIST)
+            return tt_err(err, TT_ERR_IO, "cannot create %s: %s", path, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(path, 0755) && errno != EEXIST)
+        return tt_err(err, TT_ERR_IO, "cannot create %s: %s", path, strerror(errno));
+    return TT_OK;
+}
+
+/* Compiles the OpenCL host runtime with the system's C compiler ($CC, else cc). */
+static tt_status compile_host_c(const char *src, const char *obj, tt_errbuf *err)
+{
+    const char *cc = getenv("CC");
+    char cmd[9000];
+    snprintf(cmd, sizeof(cmd), "%s -O2 -fPIC -c -o '%s' '%s' 2>&1", cc && cc[0] ? cc : "cc", obj,
+             src);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return tt_err(err, TT_ERR_IO, "cannot run the C compiler: %s", strerror(errno));
+    char out[400] = "";
+    size_t n = fread(out, 1, sizeof(out) - 1, p);
+    out[n] = 0;
+    int rc = pclose(p);
+    if (rc != 0)
+        return tt_err(err, TT_ERR_IO,
+                      "compiling the OpenCL host runtime failed (%s; set CC to a C compiler): %s",
+                      cc && cc[0] ? cc : "cc", out);
+    return TT_OK;
+}
+
+tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt_errbuf *err)
+{
+    if (!o->out_prefix || !o->out_prefix[0])
+        return tt_err(err, TT_ERR_INVALID_ARG, "an output (-o OUTDIR/NAME) is needed");
+    if (o->nkernels < 1 || o->nkernels > 256)
+        return tt_err(err, TT_ERR_INVALID_ARG, "1 to 256 workloads, each with --symbol");
+    for (int i = 0; i < o->nkernels; i++) {
+        if (!is_identifier(o->kernels[i].symbol))
+            return tt_err(err, TT_ERR_INVALID_ARG, "symbol '%s' (for %s) is not a C identifier",
+                          o->kernels[i].symbol ? o->kernels[i].symbol : "", o->kernels[i].workload);
+        for (int j = 0; j < i; j++)
+            if (!strcmp(o->kernels[i].symbol, o->kernels[j].symbol))
+                return tt_err(err, TT_ERR_INVALID_ARG, "symbol '%s' is given twice",
+                              o->kernels[i].symbol);
+    }
+    builder b;
+    memset(&b, 0, sizeof(b));
+    b.o = o;
+    b.target_text = o->target && o->target[0] ? o->target : "llvm";
+    tt_status s = tt_target_parse(b.target_text, &b.target, err);
+    if (s)
+        return s;
+    b.gpu = !strcmp(b.target.kind, "opencl");
+    if (!b.gpu && strcmp(b.target.kind, "llvm") && strcmp(b.target.kind, "c"))
+        return tt_err(err, TT_ERR_UNSUPPORTED,
+                      "target kind '%s' cannot be built (llvm for CPUs, opencl for GPUs)",
+                      b.target.kind);
+    if ((s = tt_db_open(o->db_path, TT_DB_READONLY, &b.db, err)))
+        return s;
+    if (o->device) {
+        tt_db_filter f = {NULL, NULL, o->device, 0, 1};
+        int found = 0;
+        tt_db_history(b.db, &f, count_row, &found);
+        if (!found) {
+            tt_db_close(b.db);
+            return tt_err(err, TT_ERR_NOT_FOUND,
+                          "no records of device '%s' in %s (tvm-db history lists the devices)",
+                          o->device, o->db_path);
+        }
+    }
+    /* OUTDIR/NAME */
+    char dir[4096], name[256], tmp[4200];
+    const char *slash = strrchr(o->out_prefix, '/');
+    snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - o->out_prefix) : 1,
+             slash ? o->out_prefix : ".");
+    snprintf(name, sizeof(name), "%s", slash ? slash + 1 : o->out_prefix);
+    if (!name[0]) {
+        tt_db_close(b.db);
+        return tt_err(err, TT_ERR_INVALID_ARG, "the output name is empty");
+    }
+    tt__kernel *ks = calloc((size_t)o->nkernels, sizeof(tt__kernel));
+    char **objs = calloc((size_t)o->nkernels + 1, sizeof(char *));
+    int nobjs = 0;
+    tmp[0] = 0;
+    if (!ks || !objs)
+        s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+    if (!s && dir[0])
+        s = make_dirs(dir, err);
+    if (!s) {
+        snprintf(tmp, sizeof(tmp), "%s/.tvm-compile-XXXXXX", dir);
+        if (!mkdtemp(tmp)) {
+            s = tt_err(err, TT_ERR_IO, "cannot create a work directory in %s: %s", dir,
+                       strerror(errno));
+            tmp[0] = 0;
+        }
+    }
+    for (int i = 0; i < o->nkernels && !s; i++) {
+        tt__kernel *k = &ks[i];
+        k->symbol = o->kernels[i].symbol;
+        if ((s = tt_workload_parse(o->kernels[i].workload, &k->w, err))) {
+            tt_err_prefix(err, s, "workload '%s'", o->kernels[i].workload);
+            break;
+        }
+        k->nparams = tt_dag_params(&k->w->dag, k->params, 64, &k->ninputs);
+        char obj[4400];
+        snprintf(obj, sizeof(obj), "%s/k%d.o", tmp, i);
+        if (!(s = build_kernel(&b, k, obj, err)) && !b.gpu)
+            objs[nobjs++] = strdup(obj);
+        if (!s && reports)
+            reports[i] = k->rep;
+        if (!s && o->log && k->rep.record)
+            fprintf(o->log, "%s = %s: record %lld (%s), median %.6g s\n", k->symbol, k->w->key,
+                    k->rep.record, tt_compile_source_name(k->rep.source), k->rep.median_s);
+        else if (!s && o->log)
+            fprintf(o->log, "%s = %s: default schedule\n", k->symbol, k->w->key);
+    }
+    char path[4400];
+    bool gomp = false;
+    for (int i = 0; i < o->nkernels && !s; i++)
+        gomp |= ks[i].rep.parallel;
+    if (!s && b.gpu) {
+        char src[4400];
+        snprintf(src, sizeof(src), "%s/cl_host.c", tmp);
+        snprintf(path, sizeof(path), "%s/cl_host.o", tmp);
+        if (!(s = tt__write_cl_host(src, ks, o->nkernels, err)) &&
+            !(s = compile_host_c(src, path, err)))
+            objs[nobjs++] = strdup(path);
+    }
+    if (!s) {
+        snprintf(path, sizeof(path), "%s/%s.a", dir, name);
+        s = tt_codegen_archive((const char *const *)objs, nobjs, path, err);
+    }
+    if (!s) {
+        const char *host, *cpu, *features;
+        tt_codegen_host(&host, &cpu, &features);
+        bool on_host = b.gpu || !b.target.triple[0] || !strcmp(b.target.triple, host);
+        snprintf(path, sizeof(path), "%s/%s.so", dir, name);
+        s = tt_codegen_link_shared((const char *const *)objs, nobjs, path, on_host && gomp, NULL, 0,
+                                   err);
+    }
+    if (!s) {
+        char guard[300];
+        snprintf(guard, sizeof(guard), "%s_H", name);
+        for (char *c = guard; *c; c++)
+            if (*c >= 'a' && *c <= 'z')
+                *c = (char)(*c - 'a' + 'A');
+            else if (!((*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')))
+                *c = '_';
+        snprintf(path, sizeof(path), "%s/%s.h", dir, name);
+        s = tt__write_header(path, guard, ks, o->nkernels, b.target_text, err);
+    }
+    if (!s) {
+        snprintf(path, sizeof(path), "%s/%s.pc", dir, name);
+        char absdir[4096];
+        if (!realpath(dir, absdir))
+            snprintf(absdir, sizeof(absdir), "%s", dir);
+        s = tt__write_pc(path, name, absdir, gomp, b.gpu, err);
+    }
+    for (int i = 0; i < nobjs; i++) {
+        remove(objs[i]);
+        free(objs[i]);
+    }
+    if (tmp[0]) {
+        char src[4400];
+        snprintf(src, sizeof(src), "%s/cl_host.c", tmp);
+        remove(src);
+        rmdir(tmp);
+    }
+    free(objs);
+    for (int i = 0; ks && i < o->nkernels; i++) {
+        tt_workload_free(ks[i].w);
+        free(ks[i].config);
+        free(ks[i].cl_text);
+    }
+    free(ks);
+    tt_db_close(b.db);
+    return s;
+}

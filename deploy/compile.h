@@ -1,0 +1,64 @@
+/* deploy/: builds from the database.  tvm-compile asks the database for the best record of each
+ * workload on a target and writes a library an application links:
+ *
+ *     OUT.a, OUT.so   the kernels (CPU: machine code for the target; OpenCL: the kernels' source
+ *                     and a small host runtime that launches them through the ICD loader)
+ *     OUT.h           one function per workload, int SYM(inputs..., outputs...), returning 0
+ *     OUT.pc          pkg-config: what to link besides (libgomp, libm, libdl)
+ *
+ * Every function is traceable: the header names the record it came from (id, config, median
+ * time, device, date, and whether it was an exact match or a fallback).  docs/compile.md. */
+#ifndef TT_DEPLOY_COMPILE_H
+#define TT_DEPLOY_COMPILE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "../base/base.h"
+
+typedef struct tt_compile_kernel {
+    const char *workload; /* as tvm-tune takes it */
+    const char *symbol;   /* the C function's name */
+} tt_compile_kernel;
+
+typedef struct tt_compile_options {
+    const char *db_path;
+    const char *target;     /* default "llvm" */
+    const char *device;     /* a device fingerprint (or a unique part of one); NULL: any */
+    const char *out_prefix; /* OUTDIR/NAME; OUTDIR is created */
+    const tt_compile_kernel *kernels;
+    int nkernels;
+    bool strict;      /* no tuned record for a kernel is an error, not a default schedule */
+    bool no_fallback; /* records of other devices or of the target's family do not count */
+    FILE *log;        /* a line per kernel; NULL: quiet */
+    FILE *warnings;   /* default schedules and fallbacks, one line each; NULL: none */
+} tt_compile_options;
+
+/* Where a kernel's schedule came from. */
+typedef enum {
+    TT_COMPILE_EXACT,        /* a record of this target (and device, when one was asked) */
+    TT_COMPILE_OTHER_DEVICE, /* this target, measured on another device */
+    TT_COMPILE_FAMILY,       /* another target of the same family */
+    TT_COMPILE_DEFAULT,      /* no record: the documented default schedule */
+} tt_compile_source;
+
+const char *tt_compile_source_name(tt_compile_source s);
+
+typedef struct tt_compile_report {
+    tt_compile_source source;
+    long long record; /* database record id, 0 for the default */
+    double median_s;  /* measured, 0 for the default */
+    char device[256];
+    char target[256];
+    bool parallel; /* uses libgomp */
+} tt_compile_report;
+
+/* Builds the library.  `reports` (may be NULL) gets one entry per kernel.  Errors say what was
+ * wrong and for which workload: TT_ERR_BAD_WORKLOAD / TT_ERR_UNKNOWN_OP for a workload that does
+ * not parse, TT_ERR_NOT_FOUND for no record under --strict or a --device the database does not
+ * know, TT_ERR_PARSE for a stored config that does not replay on its workload (a corrupt
+ * record), TT_ERR_UNSUPPORTED for a target kind that cannot be built, TT_ERR_IO for files and
+ * the linker. */
+tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt_errbuf *err);
+
+#endif

@@ -1,0 +1,108 @@
+/* tvm-compile: the best records of the database -> a library and header (docs/compile.md). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tvm-compile --db PATH [--target T] [--device FINGERPRINT] -o OUTDIR/NAME\n"
+            "                   --workload W --symbol SYM [--workload W2 --symbol SYM2 ...]\n"
+            "                   [--strict] [--no-fallback] [--quiet]\n"
+            "\n"
+            "Builds a library from the fastest schedules in the tuning database: OUTDIR/NAME.a,\n"
+            "OUTDIR/NAME.so, OUTDIR/NAME.h (int SYM(inputs..., outputs...) per workload, with\n"
+            "the record each came from) and OUTDIR/NAME.pc (pkg-config).\n"
+            "  --db PATH        the tuning database (tvm-tune run --db, tvm-tracker --db)\n"
+            "  --target T       default llvm (this CPU); 'llvm -mtriple=aarch64-linux-gnu ...'\n"
+            "                   builds for a board; opencl builds kernels for the GPU with a host\n"
+            "                   runtime that launches them through the OpenCL ICD loader\n"
+            "  --device FP      only records of this device (the fingerprint tvm-db prints)\n"
+            "  --workload W     a workload as tvm-tune takes it, followed by its --symbol\n"
+            "  --symbol SYM     the C function's name for the preceding workload\n"
+            "  --strict         a workload without a tuned record is an error (default: a warning\n"
+            "                   and the default schedule)\n"
+            "  --no-fallback    only records of this target (and device): no records of other\n"
+            "                   devices or of other targets of the family\n"
+            "  --quiet          no report lines (warnings still go to stderr)\n"
+            "Exit status: 0 built, 1 failed (the reason on stderr), 2 bad arguments.\n");
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {{"db", required_argument, 0, 'd'},
+                                         {"target", required_argument, 0, 't'},
+                                         {"device", required_argument, 0, 'D'},
+                                         {"output", required_argument, 0, 'o'},
+                                         {"workload", required_argument, 0, 'w'},
+                                         {"symbol", required_argument, 0, 's'},
+                                         {"strict", no_argument, 0, 'S'},
+                                         {"no-fallback", no_argument, 0, 'F'},
+                                         {"quiet", no_argument, 0, 'q'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    tt_compile_options o;
+    memset(&o, 0, sizeof(o));
+    o.log = stderr;
+    tt_compile_kernel ks[256];
+    int nw = 0, ns = 0;
+    bool quiet = false;
+    int c;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd': o.db_path = optarg; break;
+        case 't': o.target = optarg; break;
+        case 'D': o.device = optarg; break;
+        case 'o': o.out_prefix = optarg; break;
+        case 'w':
+            if (nw != ns || nw == 256) {
+                fprintf(stderr, "tvm-compile: each --workload needs its --symbol (at most 256)\n");
+                return 2;
+            }
+            ks[nw++].workload = optarg;
+            break;
+        case 's':
+            if (ns + 1 != nw) {
+                fprintf(stderr, "tvm-compile: --symbol %s must follow its --workload\n", optarg);
+                return 2;
+            }
+            ks[ns++].symbol = optarg;
+            break;
+        case 'S': o.strict = true; break;
+        case 'F': o.no_fallback = true; break;
+        case 'q': quiet = true; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc || !o.db_path || !o.out_prefix || nw == 0 || nw != ns) {
+        if (optind < argc)
+            fprintf(stderr, "tvm-compile: unexpected argument '%s'\n", argv[optind]);
+        else if (nw != ns)
+            fprintf(stderr, "tvm-compile: --workload %s has no --symbol\n", ks[nw - 1].workload);
+        else
+            fprintf(stderr, "tvm-compile: --db, -o and at least one --workload/--symbol pair are "
+                            "needed\n");
+        usage(stderr);
+        return 2;
+    }
+    o.kernels = ks;
+    o.nkernels = nw;
+    /* Report lines on stdout; warnings on stderr either way. */
+    o.log = quiet ? NULL : stdout;
+    o.warnings = stderr;
+    tt_compile_report rep[256];
+    tt_errbuf err = {{0}};
+    if (tt_compile(&o, rep, &err)) {
+        fprintf(stderr, "tvm-compile: %s\n", err.msg);
+        return 1;
+    }
+    (void)rep;
+    if (!quiet)
+        printf("wrote %s.a %s.so %s.h %s.pc\n", o.out_prefix, o.out_prefix, o.out_prefix,
+               o.out_prefix);
+    return 0;
+}

@@ -1,0 +1,18 @@
+/* The calling convention of the libraries tvm-compile builds (installed as
+ * <tvm-tune/tvm_tune_abi.h>; a generated header does not need it, it is self-contained).
+ *
+ * Every function takes its buffers as pointers, inputs first, outputs last, each a dense row-major
+ * array of its element type (float32 -> float, float64 -> double, int32 -> int32_t, int64 ->
+ * int64_t, bool -> uint8_t), and returns one of these codes.  The generated header documents each
+ * function's shapes and the tuning record its schedule came from (NAME_TVM_RECORD, 0 for the
+ * default schedule). */
+#ifndef TVM_TUNE_ABI_H
+#define TVM_TUNE_ABI_H
+
+#define TVM_TUNE_OK 0
+/* OpenCL libraries only: */
+#define TVM_TUNE_NO_DEVICE    (-1) /* no OpenCL ICD loader or device (TVM_TUNE_OPENCL_DEVICE=P:D) */
+#define TVM_TUNE_BUILD_FAILED (-2) /* the driver could not build the kernels */
+#define TVM_TUNE_RUN_FAILED   (-3) /* the device could not allocate or run them */
+
+#endif

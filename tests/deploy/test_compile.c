@@ -1,0 +1,305 @@
+/* tvm-compile's library builder: the functions of a compiled library compute what the definition
+ * computes; the header is clean C and C++; records, fallbacks, the default schedule and --strict
+ * behave as documented; bad input (unknown workload, no records, a target with records only for
+ * another, a corrupt record, an unknown device) gives a clear error. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "db/db.h"
+#include "deploy/compile.h"
+#include "schedule/schedule.h"
+
+static char dir[256], db_path[300];
+
+/* Inserts one record of `workload` with `config` and a median of `seconds`. */
+static long long add_record(const char *workload, const char *target, const char *device,
+                            const char *config, double seconds)
+{
+    tt_db *db;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_db_open(db_path, 0, &db, &err), TT_OK);
+    double costs[3] = {seconds, seconds, seconds};
+    tt_db_record r = {0};
+    r.workload = workload;
+    r.target = target;
+    r.device = device;
+    r.config = config;
+    r.config_kind = TT_CONFIG_STEPS;
+    r.costs = costs;
+    r.ncosts = 3;
+    static double stamp = 1.7e9;
+    r.timestamp = stamp += 1;
+    assert_int_equal(tt_db_insert(db, &r, 1, NULL), TT_OK);
+    tt_db_row *rows;
+    size_t n;
+    assert_int_equal(tt_db_best(db, workload, target, device, 1, false, &rows, &n), TT_OK);
+    long long id = n ? rows[0].id : 0;
+    tt_db_rows_free(rows, n);
+    tt_db_close(db);
+    return id;
+}
+
+static int setup(void **state)
+{
+    snprintf(dir, sizeof(dir), "/tmp/tt-compile-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    snprintf(db_path, sizeof(db_path), "%s/tuning.db", dir);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static tt_status compile(const char *target, const tt_compile_kernel *k, int n, bool strict,
+                         bool no_fallback, const char *device, const char *name,
+                         tt_compile_report *rep, char *warnings, size_t wn, tt_errbuf *err)
+{
+    char out[400];
+    snprintf(out, sizeof(out), "%s/out/%s", dir, name);
+    FILE *w = tmpfile();
+    tt_compile_options o = {db_path, target, device, out, k, n, strict, no_fallback, NULL, w};
+    tt_status s = tt_compile(&o, rep, err);
+    rewind(w);
+    size_t len = fread(warnings, 1, wn - 1, w);
+    warnings[len] = 0;
+    fclose(w);
+    return s;
+}
+
+typedef int (*fn3)(void *, void *, void *);
+
+/* Calls `sym` of the compiled library on random inputs and compares with the definition. */
+static void check_function(void *lib, const char *sym, const char *workload)
+{
+    tt_workload *w;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_workload_parse(workload, &w, &err), TT_OK);
+    int params[64], nin;
+    int np = tt_dag_params(&w->dag, params, 64, &nin);
+    assert_int_equal(np, 3); /* the functions tested here take three buffers */
+    void *want[3], *got[3];
+    for (int i = 0; i < np; i++) {
+        const tt_op *op = &w->dag.ops.data[params[i]];
+        size_t bytes = (size_t)tt_op_numel(op) * (size_t)tt_dtype_bytes(op->dtype);
+        want[i] = malloc(bytes);
+        got[i] = i < nin ? want[i] : malloc(bytes);
+        if (i < nin)
+            tt_fill_random(want[i], op->dtype, tt_op_numel(op), 7 + (uint64_t)i);
+        else
+            memset(got[i], 0xff, bytes);
+    }
+    assert_int_equal(tt_dag_eval(&w->dag, want, &err), TT_OK);
+    fn3 f = (fn3)dlsym(lib, sym);
+    assert_non_null(f);
+    assert_int_equal(f(got[0], got[1], got[2]), 0);
+    if (tt_verify_outputs(&w->dag, got, want, 1e-4, 1e-5, NULL, &err))
+        fail_msg("%s (%s): %s", sym, workload, err.msg);
+    for (int i = 0; i < np; i++) {
+        if (got[i] != want[i])
+            free(got[i]);
+        free(want[i]);
+    }
+    tt_workload_free(w);
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+#define MM   "matmul:M=64,N=48,K=32"
+#define CONV "conv2d_nhwc:N=1,H=10,W=10,CI=8,CO=16,K=3,S=1,P=1"
+#define TILED                                                                                      \
+    "[[\"SP\", 2, 0, 64, [8], 1], [\"SP\", 2, 2, 48, [16], 1], [\"RE\", 2, [0, 2, 1, 4, 3]], "     \
+    "[\"AN\", 2, 0, 3], [\"AN\", 2, 4, 2]]"
+
+/* The best record of a workload becomes its function; a workload without records gets the
+ * default schedule with a warning; both compute the definition. */
+static void library_functions_match_the_definition(void **state)
+{
+    add_record(MM, "llvm", "dev-a", "[]", 5e-3); /* slower: not chosen */
+    long long best = add_record(MM, "llvm", "dev-a", TILED, 1e-4);
+    tt_compile_kernel k[2] = {{MM, "mm"}, {CONV, "conv"}};
+    tt_compile_report rep[2];
+    char warn[4096];
+    tt_errbuf err = {{0}};
+    if (compile("llvm", k, 2, false, false, NULL, "libkern", rep, warn, sizeof(warn), &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(rep[0].source, TT_COMPILE_EXACT);
+    assert_int_equal(rep[0].record, best);
+    assert_true(rep[0].parallel);
+    assert_int_equal(rep[1].source, TT_COMPILE_DEFAULT);
+    assert_non_null(strstr(warn, "warning: no record of " CONV));
+    assert_non_null(strstr(warn, "using the default schedule"));
+    char path[400];
+    snprintf(path, sizeof(path), "%s/out/libkern.so", dir);
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        fail_msg("%s", dlerror());
+    check_function(lib, "mm", MM);
+    check_function(lib, "conv", CONV);
+    dlclose(lib);
+    /* The header says where each function came from. */
+    snprintf(path, sizeof(path), "%s/out/libkern.h", dir);
+    char *h = read_text(path);
+    char line[200];
+    snprintf(line, sizeof(line), "record %lld (exact match), median 0.0001 s", best);
+    assert_non_null(strstr(h, line));
+    assert_non_null(strstr(h, "int mm(const float *A, const float *B, float *C);"));
+    assert_non_null(strstr(h, "the DEFAULT schedule"));
+    snprintf(line, sizeof(line), "#define MM_TVM_RECORD %lldLL", best);
+    assert_non_null(strstr(h, line));
+    assert_non_null(strstr(h, "#define CONV_TVM_RECORD 0LL"));
+    snprintf(path, sizeof(path), "%s/out/libkern.pc", dir);
+    assert_non_null(strstr(read_text(path), "libkern.a -lgomp -lm"));
+}
+
+/* The header compiles warning-free as C and C++, pedantic. */
+static void header_is_clean_c_and_cxx(void **state)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof(cmd),
+             "cc -std=c99 -Wall -Wextra -Werror -pedantic -fsyntax-only -x c %s/out/libkern.h && "
+             "c++ -std=c++11 -Wall -Wextra -Werror -pedantic -fsyntax-only -x c++ "
+             "%s/out/libkern.h",
+             dir, dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* --strict, --no-fallback, family and device fallbacks, as documented. */
+static void strict_and_fallbacks(void **state)
+{
+    tt_compile_kernel k[1] = {{CONV, "conv"}};
+    tt_compile_report rep[1];
+    char warn[4096];
+    tt_errbuf err = {{0}};
+    assert_int_equal(
+        compile("llvm", k, 1, true, false, NULL, "strict", rep, warn, sizeof(warn), &err),
+        TT_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.msg, "no record of " CONV));
+    assert_non_null(strstr(err.msg, "(--strict)"));
+    /* Records of the same family (another -mcpu of this machine's llvm) serve, and say so. */
+    const char *fam = "llvm -mcpu=generic";
+    long long id = add_record(MM, fam, "dev-b", TILED, 2e-4);
+    k[0].workload = MM;
+    k[0].symbol = "mm";
+    assert_int_equal(
+        compile(fam, k, 1, false, false, "dev-a", "devfallback", rep, warn, sizeof(warn), &err),
+        TT_OK);
+    assert_int_equal(rep[0].source, TT_COMPILE_OTHER_DEVICE);
+    assert_int_equal(rep[0].record, id);
+    assert_non_null(strstr(warn, "not of this device"));
+    assert_int_equal(
+        compile(fam, k, 1, true, true, "dev-a", "nofallback", rep, warn, sizeof(warn), &err),
+        TT_ERR_NOT_FOUND);
+    /* A device the database never saw. */
+    assert_int_equal(
+        compile("llvm", k, 1, false, false, "dev-z", "nodev", rep, warn, sizeof(warn), &err),
+        TT_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.msg, "no records of device 'dev-z'"));
+}
+
+/* Bad input: each a clear error naming what and where. */
+static void errors_are_clear(void **state)
+{
+    tt_compile_report rep[2];
+    char warn[4096];
+    tt_errbuf err = {{0}};
+    tt_compile_kernel unknown[1] = {{"winograd:N=4", "w"}};
+    assert_int_equal(
+        compile("llvm", unknown, 1, false, false, NULL, "e1", rep, warn, sizeof(warn), &err),
+        TT_ERR_UNKNOWN_OP);
+    assert_non_null(strstr(err.msg, "workload 'winograd:N=4'"));
+    /* Records only for another architecture: the default, and the warning names them. */
+    const char *softmax = "softmax:M=16,N=32";
+    add_record(softmax, "llvm -mtriple=aarch64-linux-gnu", "board", "[]", 1e-3);
+    tt_compile_kernel sm[1] = {{softmax, "sm"}};
+    assert_int_equal(
+        compile("llvm", sm, 1, false, false, NULL, "e2", rep, warn, sizeof(warn), &err), TT_OK);
+    assert_int_equal(rep[0].source, TT_COMPILE_DEFAULT);
+    assert_non_null(strstr(warn, "records exist for 'llvm -mtriple=aarch64-linux-gnu'"));
+    assert_int_equal(compile("llvm", sm, 1, true, false, NULL, "e3", rep, warn, sizeof(warn), &err),
+                     TT_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.msg, "records exist for 'llvm -mtriple=aarch64-linux-gnu'"));
+    /* A corrupt record (its config names a stage the workload does not have). */
+    const char *add = "add:M=16,N=16";
+    long long bad = add_record(add, "llvm", "dev-a", "[[\"SP\", 9, 0, 16, [4], 1]]", 1e-6);
+    tt_compile_kernel ad[1] = {{add, "addk"}};
+    assert_int_equal(
+        compile("llvm", ad, 1, false, false, NULL, "e4", rep, warn, sizeof(warn), &err),
+        TT_ERR_PARSE);
+    char want[100];
+    snprintf(want, sizeof(want), "record %lld of %s (target 'llvm') is corrupt", bad, add);
+    if (!strstr(err.msg, want))
+        fail_msg("%s", err.msg);
+    /* Symbols must be C identifiers, once each; targets must be buildable. */
+    tt_compile_kernel two[2] = {{MM, "f"}, {CONV, "f"}};
+    assert_int_equal(
+        compile("llvm", two, 2, false, false, NULL, "e5", rep, warn, sizeof(warn), &err),
+        TT_ERR_INVALID_ARG);
+    two[0].symbol = "9lives";
+    assert_int_equal(
+        compile("llvm", two, 2, false, false, NULL, "e6", rep, warn, sizeof(warn), &err),
+        TT_ERR_INVALID_ARG);
+    assert_int_equal(
+        compile("cuda", sm, 1, false, false, NULL, "e7", rep, warn, sizeof(warn), &err),
+        TT_ERR_UNSUPPORTED);
+    /* A file that is not a database. */
+    char saved[300];
+    snprintf(saved, sizeof(saved), "%s", db_path);
+    snprintf(db_path, sizeof(db_path), "%s/out/libkern.h", dir);
+    assert_int_not_equal(
+        compile("llvm", sm, 1, false, false, NULL, "e8", rep, warn, sizeof(warn), &err), TT_OK);
+    snprintf(db_path, sizeof(db_path), "%s", saved);
+}
+
+/* A board's library: aarch64 objects in the archive and the shared object. */
+static void cross_target_library(void **state)
+{
+    tt_compile_kernel k[1] = {{MM, "mm"}};
+    tt_compile_report rep[1];
+    char warn[4096];
+    tt_errbuf err = {{0}};
+    if (compile("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72", k, 1, false, false, NULL,
+                "libboard", rep, warn, sizeof(warn), &err))
+        fail_msg("%s", err.msg);
+    char path[400];
+    snprintf(path, sizeof(path), "%s/out/libboard.so", dir);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    unsigned char h[20];
+    assert_int_equal(fread(h, 1, 20, f), 20);
+    fclose(f);
+    assert_int_equal(h[18] | h[19] << 8, 183); /* EM_AARCH64 */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(library_functions_match_the_definition),
+        cmocka_unit_test(header_is_clean_c_and_cxx),
+        cmocka_unit_test(strict_and_fallbacks),
+        cmocka_unit_test(errors_are_clear),
+        cmocka_unit_test(cross_target_library),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
