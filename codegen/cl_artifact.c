@@ -31,6 +31,17 @@ bool tt_cl_artifact_is(const char *text, size_t len)
     return text && len >= m && memcmp(text, TT_CL_ARTIFACT_MAGIC, m) == 0;
 }
 
+static bool is_identifier(const char *s)
+{
+    if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
+        return false;
+    for (; *s; s++)
+        if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+              (*s >= '0' && *s <= '9')))
+            return false;
+    return true;
+}
+
 static tt_status parse_dims(const json_t *k, const char *key, int64_t out[3], int kernel,
                             tt_errbuf *err)
 {
@@ -106,8 +117,11 @@ tt_status tt_cl_artifact_parse(const char *text, size_t len, tt_cl_artifact *out
         tt_cl_kernel *kk = &out->kernels[i];
         if (!json_is_object(k) || tt_json_object_str(k, "name", &name, err))
             r = tt_err_prefix(err, TT_ERR_PARSE, "OpenCL artifact: kernel %zu", i);
-        else if (strlen(name) == 0 || strlen(name) >= sizeof(kk->name))
-            r = tt_err(err, TT_ERR_PARSE, "OpenCL artifact: kernel %zu: bad name length", i);
+        else if (!is_identifier(name) || strlen(name) >= sizeof(kk->name))
+            r = tt_err(err, TT_ERR_PARSE,
+                       "OpenCL artifact: kernel %zu: the name must be an identifier of at most "
+                       "%zu characters",
+                       i, sizeof(kk->name) - 1);
         else {
             snprintf(kk->name, sizeof(kk->name), "%s", name);
             r = parse_dims(k, "grid", kk->grid, (int)i, err);
