@@ -309,7 +309,6 @@ static void store_features(ctx *c, const tt_stmt *s)
     /* one entry per buffer: its first access */
     slot slots[MAX_ACCESS];
     int ns = 0;
-    double total_unique_bytes = 0;
     for (int i = 0; i < nacc; i++) {
         bool dup = false;
         for (int j = 0; j < i && !dup; j++)
@@ -321,7 +320,6 @@ static void store_features(ctx *c, const tt_stmt *s)
         double uniq = touched(c, acc[i].index, 0);
         if (b->size > 0 && uniq > (double)b->size)
             uniq = (double)b->size;
-        total_unique_bytes += uniq * eb;
         slot *sl = &slots[ns++];
         memset(sl, 0, sizeof(*sl));
         double *g = sl->f;

@@ -16,9 +16,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void on_send(void *ctx, tt_conn_id c, const char *json, size_t len)
 {
     (void)ctx, (void)c;
-    /* Every reply is JSON. */
-    json_t *j = NULL;
-    if (tt_json_parse(json, len, &j, NULL) != TT_OK)
+    /* Every reply is JSON (TVM's bare codes, such as 0, included). */
+    json_error_t e;
+    json_t *j = json_loadb(json, len, JSON_DECODE_ANY, &e);
+    if (!j)
         abort();
     json_decref(j);
 }
