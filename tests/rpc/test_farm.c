@@ -561,6 +561,22 @@ static long long job_measured(long long id)
     return at ? atoll(at + 12) : -1;
 }
 
+/* Records of job `id` in the farm's database (the tracker may be down). */
+static int job_records(long long id)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "%s/tvm-db stats --db %s/farm.db --job %lld --json", TT_BIN,
+             workdir, id);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char text[4096] = "";
+    size_t n = fread(text, 1, sizeof(text) - 1, p);
+    text[n] = 0;
+    pclose(p);
+    char *at = strstr(text, "\"records\": ");
+    return at ? atoi(at + 11) : -1;
+}
+
 static void jobs(void **state)
 {
     (void)state;
@@ -624,6 +640,29 @@ static void jobs(void **state)
              resumed);
     assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
     assert_int_equal(job_measured(resumed), 24);
+    /* SIGTERM drains: the daemon stops promptly with status 0, the job's measurements are all
+     * kept, and after a restart it finishes with exactly its trials (nothing measured twice) */
+    snprintf(args, sizeof(args),
+             "submit --tracker 127.0.0.1:%d --key cpu --workload matmul:M=28,N=28,K=28 "
+             "--trials 24 --strategy random --min-repeat-ms 40 --repeat 2 " ONE_CORE,
+             tracker_port);
+    assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
+    long long drained = 0;
+    assert_int_equal(sscanf(out, "job %lld submitted", &drained), 1);
+    for (int i = 0; i < 600 && job_measured(drained) < 4; i++)
+        usleep(50000);
+    assert_true(job_measured(drained) >= 4);
+    double t0 = tt_clock_monotonic();
+    assert_int_equal(tt_proc_stop(&tracker), 0);
+    assert_true(tt_clock_monotonic() - t0 < 30);
+    int at_stop = job_records(drained);
+    assert_true(at_stop >= 4 && at_stop < 24);
+    assert_true(start_tracker(tracker_port));
+    snprintf(args, sizeof(args), "watch --tracker 127.0.0.1:%d %lld --interval 0.2", tracker_port,
+             drained);
+    assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
+    assert_int_equal(job_measured(drained), 24);
+    assert_int_equal(job_records(drained), 24);
     char db[300];
     snprintf(db, sizeof(db), "%s/farm.db", workdir);
     assert_int_equal(db_count(db, "NO_ERROR"), db_count(db, "records"));
