@@ -2,6 +2,7 @@
 #include "measure.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -205,6 +206,10 @@ tt_status tt_measure_run(const char *so_path, const char *entry, const tt_measur
     if (o.atol <= 0)
         o.atol = 1e-5;
     memset(res, 0, sizeof(*res));
+    /* The child works in its own directory: a relative path must not change meaning there. */
+    char abs_path[PATH_MAX];
+    if (so_path[0] != '/' && realpath(so_path, abs_path))
+        so_path = abs_path;
     double t0 = tt_clock_monotonic();
     int fd;
     pid_t pid = tt__sandbox_start(&fd, err);

@@ -2,12 +2,47 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <ftw.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "sandbox_int.h"
+
+/* The private directory of child `pid`: $TMPDIR (or /tmp)/tvm-tune-sandbox-UID-PID. */
+static const char *pid_dir(pid_t pid)
+{
+    static __thread char dir[512];
+    const char *base = getenv("TMPDIR");
+    snprintf(dir, sizeof(dir), "%s/tvm-tune-sandbox-%u-%d", base && base[0] ? base : "/tmp",
+             (unsigned)getuid(), (int)pid);
+    return dir;
+}
+
+static void harden(const char *dir)
+{
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    struct rlimit none = {0, 0}, files = {256, 256}, fsize = {1ll << 30, 1ll << 30};
+    setrlimit(RLIMIT_CORE, &none);
+    struct rlimit cur;
+    if (getrlimit(RLIMIT_NOFILE, &cur) == 0 && cur.rlim_max > 256)
+        setrlimit(RLIMIT_NOFILE, &files);
+    setrlimit(RLIMIT_FSIZE, &fsize);
+    if (mkdir(dir, 0700) == 0 && chdir(dir) == 0)
+        setenv("TMPDIR", dir, 1);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
 
 pid_t tt__sandbox_start(int *fd, tt_errbuf *err)
 {
@@ -28,6 +63,7 @@ pid_t tt__sandbox_start(int *fd, tt_errbuf *err)
         setpgid(0, 0);
         close(fds[0]);
         *fd = fds[1];
+        harden(pid_dir(getpid()));
         return 0;
     }
     setpgid(pid, pid); /* also here: no race with the child's own call */
@@ -68,5 +104,7 @@ int tt__sandbox_finish(pid_t pid, int fd, bool kill_group)
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
+    /* Whatever the kernel left in its directory goes with it. */
+    nftw(pid_dir(pid), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     return status;
 }

@@ -1,9 +1,14 @@
 /* Kernels that misbehave on purpose, for the measurement sandbox tests.  Each follows the kernel
  * ABI: int32_t f(void *const *args); args = {float a[n], float out[n]} with n = 1024. */
+#define _GNU_SOURCE
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #define N 1024
 
@@ -14,6 +19,7 @@ int32_t aborts(void *const *args);
 int32_t hangs(void *const *args);
 int32_t hogs(void *const *args);
 int32_t fails(void *const *args);
+int32_t sandboxed(void *const *args);
 
 int32_t good(void *const *args)
 {
@@ -65,4 +71,24 @@ int32_t hogs(void *const *args)
 int32_t fails(void *const *args)
 {
     return 7;
+}
+
+/* Computes what `good` does, but only inside the sandbox's restrictions: no new privileges, no
+ * core dumps, a private writable TMPDIR that is the working directory.  Returns which check
+ * failed (1..4), so a measurement outside the sandbox is a RUNTIME_DEVICE error. */
+int32_t sandboxed(void *const *args)
+{
+    if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
+        return 1;
+    struct rlimit core;
+    if (getrlimit(RLIMIT_CORE, &core) || core.rlim_cur != 0)
+        return 2;
+    const char *tmp = getenv("TMPDIR");
+    char cwd[4096];
+    if (!tmp || !strstr(tmp, "tvm-tune-sandbox-") || !getcwd(cwd, sizeof(cwd)) || strcmp(cwd, tmp))
+        return 3;
+    FILE *f = fopen("left-behind", "w"); /* removed with the directory */
+    if (!f || fputs("x", f) < 0 || fclose(f))
+        return 4;
+    return good(args);
 }

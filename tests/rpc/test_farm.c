@@ -565,8 +565,8 @@ static long long job_measured(long long id)
 static int job_records(long long id)
 {
     char cmd[600];
-    snprintf(cmd, sizeof(cmd), "%s/tvm-db stats --db %s/farm.db --job %lld --json", TT_BIN,
-             workdir, id);
+    snprintf(cmd, sizeof(cmd), "%s/tvm-db stats --db %s/farm.db --job %lld --json", TT_BIN, workdir,
+             id);
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
     char text[4096] = "";

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "rpc/measure.h"
@@ -97,6 +98,27 @@ static void a_missing_library_or_symbol_is_reported(void **state)
     assert_non_null(strstr(r.error_text, "no function 'no_such_entry'"));
 }
 
+/* The measuring child drops what a kernel does not need, and its private directory goes away with
+ * it. */
+static void the_child_is_sandboxed(void **state)
+{
+    setup_data();
+    char dir[] = "/tmp/tt-measure-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char *saved = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
+    setenv("TMPDIR", dir, 1);
+    tt_measure_options o = {.repeat = 1};
+    tt_measure_result r = measure("sandboxed", &o);
+    if (saved)
+        setenv("TMPDIR", saved, 1);
+    else
+        unsetenv("TMPDIR");
+    free(saved);
+    if (r.error_no)
+        fail_msg("%d: %s", r.error_no, r.error_text);
+    assert_int_equal(rmdir(dir), 0); /* empty: the child's directory was removed */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -106,6 +128,7 @@ int main(void)
         cmocka_unit_test(a_hang_is_killed_as_run_timeout),
         cmocka_unit_test(runaway_allocation_hits_the_memory_limit),
         cmocka_unit_test(a_missing_library_or_symbol_is_reported),
+        cmocka_unit_test(the_child_is_sandboxed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
