@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "db.h"
+#include "plot.h"
 
 static void usage(FILE *f)
 {
@@ -24,6 +25,9 @@ static void usage(FILE *f)
            "  import   FILE... [--json]          AutoTVM v0.2 / auto_scheduler JSON lines\n"
            "  export   [--format auto|autotvm|ansor] [--workload W] [--target T] [-o FILE]\n"
            "           JSON lines that TVM reads (records keep the format they came in)\n"
+           "  plot     --workload W [--target T] [--device D] [--job J] [-o FILE.svg]\n"
+           "           the tuning curve (best GFLOPS against trials) as SVG, one line per job\n"
+           "           (labelled with its strategy) or per target and device\n"
            "  check                              SQLite integrity check\n"
            "  vacuum                             check, then rebuild the file compactly\n"
            "\n"
@@ -254,6 +258,92 @@ static int cmd_stats(tt_db *db, const options *o)
     return 0;
 }
 
+/* ---- plot ---- */
+
+typedef struct {
+    tt_plot_series s[16];
+    int n;
+    int64_t job[16];
+    char key[16][300]; /* target @ device of records outside jobs */
+    tt_db_job *jobs;
+    size_t njobs;
+} plot_ctx;
+
+static int plot_row(void *vctx, const tt_db_row *row)
+{
+    plot_ctx *c = vctx;
+    char key[300] = "";
+    if (!row->job)
+        snprintf(key, sizeof(key), "%.140s @ %.140s", row->target, row->device ? row->device : "?");
+    int k = 0;
+    while (k < c->n && (c->job[k] != row->job || (!row->job && strcmp(c->key[k], key))))
+        k++;
+    if (k == c->n) {
+        if (c->n == 16)
+            return 0; /* sixteen lines are as many as a plot can show */
+        tt_plot_series *s = &c->s[c->n++];
+        memset(s, 0, sizeof(*s));
+        c->job[k] = row->job;
+        snprintf(c->key[k], sizeof(c->key[k]), "%s", key);
+        const char *strategy = NULL;
+        json_t *params = NULL;
+        for (size_t j = 0; row->job && j < c->njobs; j++)
+            if (c->jobs[j].id == row->job && c->jobs[j].params)
+                params = json_loads(c->jobs[j].params, 0, NULL);
+        strategy = json_string_value(json_object_get(params, "strategy"));
+        if (row->job)
+            snprintf(s->label, sizeof(s->label), "job %lld%s%s%s", (long long)row->job,
+                     strategy ? " (" : "", strategy ? strategy : "", strategy ? ")" : "");
+        else
+            snprintf(s->label, sizeof(s->label), "%.30s", key);
+        json_decref(params);
+    }
+    tt_plot_series *s = &c->s[k];
+    double *nb = realloc(s->best, sizeof(double) * (s->n + 1));
+    if (!nb)
+        return 1;
+    s->best = nb;
+    double prev = s->n ? s->best[s->n - 1] : 0;
+    double g = row->error_no == 0 ? row->gflops : 0;
+    s->best[s->n++] = g > prev ? g : prev;
+    return 0;
+}
+
+static int cmd_plot(tt_db *db, const options *o)
+{
+    if (!o->workload) {
+        fprintf(stderr, "tvm-db plot: --workload W is required (one workload per plot)\n");
+        return 2;
+    }
+    plot_ctx c;
+    memset(&c, 0, sizeof(c));
+    tt_db_jobs_list(db, &c.jobs, &c.njobs);
+    tt_db_filter f = {o->workload, o->target, o->device, o->job, 0};
+    int rc = 0;
+    if (tt_db_history(db, &f, plot_row, &c)) {
+        fprintf(stderr, "tvm-db plot: %s\n", tt_db_errmsg(db));
+        rc = 1;
+    } else if (c.n == 0) {
+        fprintf(stderr, "tvm-db plot: no records of %s%s%s\n", o->workload,
+                o->target ? " for target " : "", o->target ? o->target : "");
+        rc = 1;
+    } else {
+        char *svg = tt_plot_svg(c.s, c.n, o->workload);
+        FILE *out = o->output ? fopen(o->output, "w") : stdout;
+        if (!svg || !out || fputs(svg, out) < 0 || (o->output && fclose(out))) {
+            fprintf(stderr, "tvm-db plot: cannot write %s\n", o->output ? o->output : "stdout");
+            rc = 1;
+        } else if (o->output) {
+            printf("%s: %d line%s\n", o->output, c.n, c.n > 1 ? "s" : "");
+        }
+        free(svg);
+    }
+    for (int i = 0; i < c.n; i++)
+        free(c.s[i].best);
+    tt_db_jobs_free(c.jobs, c.njobs);
+    return rc;
+}
+
 static int cmd_jobs(tt_db *db, const options *o)
 {
     tt_db_job *jobs;
@@ -367,7 +457,7 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    static const char *const cmds[] = {"best",   "history", "stats", "jobs",
+    static const char *const cmds[] = {"best",   "history", "stats", "jobs",  "plot",
                                        "import", "export",  "check", "vacuum"};
     bool known = false;
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
@@ -396,6 +486,8 @@ int main(int argc, char **argv)
         rc = cmd_stats(db, &o);
     else if (!strcmp(cmd, "jobs"))
         rc = cmd_jobs(db, &o);
+    else if (!strcmp(cmd, "plot"))
+        rc = cmd_plot(db, &o);
     else if (!strcmp(cmd, "import"))
         rc = cmd_import(db, &o);
     else if (!strcmp(cmd, "export"))

@@ -42,6 +42,12 @@ diff <(grep -v '^#' "$data/autotvm-resnet_50-B1-platinum-8124m.log" | sort -u) <
 "$bin/tvm-db" stats --db "$db" --json | grep -q '"records": 23' || fail "stats --json"
 "$bin/tvm-db" jobs --db "$db" | grep -q "no jobs" || fail "jobs"
 "$bin/tvm-db" check --db "$db" | grep -q ": ok" || fail "check"
+# The tuning curve of the imported AutoTVM task: an SVG with one line, its title escaped.
+"$bin/tvm-db" plot --db "$db" --workload "$te" -o "$tmp/curve.svg" | grep -q "1 line" ||
+  fail "plot"
+head -c 5 "$tmp/curve.svg" | grep -q '<?xml' || fail "plot: not XML"
+test "$(grep -c '<polyline' "$tmp/curve.svg")" = 1 || fail "plot: lines"
+tail -n 1 "$tmp/curve.svg" | grep -q '</svg>' || fail "plot: unterminated"
 "$bin/tvm-db" vacuum --db "$db" | grep -q ": ok" || fail "vacuum"
 
 # Errors: clear messages, non-zero exits.
@@ -53,6 +59,8 @@ expect_error() {
 expect_error "no such database" "$bin/tvm-db" best --db "$tmp/missing.db" --workload matmul:M=1,N=1,K=1 --target llvm
 expect_error "needs parameter K" "$bin/tvm-db" best --db "$db" --workload matmul:M=1,N=1 --target llvm
 expect_error "unknown command" "$bin/tvm-db" frobnicate --db "$db"
+expect_error "--workload W is required" "$bin/tvm-db" plot --db "$db"
+expect_error "no records of matmul:M=3,N=3,K=3" "$bin/tvm-db" plot --db "$db" --workload matmul:M=3,N=3,K=3
 expect_error "--db PATH is required" "$bin/tvm-db" stats
 printf 'garbage\n{"i": 1}\n' > "$tmp/bad.log"
 expect_error "bad.log:1: not JSON" "$bin/tvm-db" import --db "$db" "$tmp/bad.log"
