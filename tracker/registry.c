@@ -1,5 +1,6 @@
 #include "registry.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,7 +45,8 @@ struct tt_registry {
     uint64_t seq;
     tt_registry_ext_fn ext;
     void *ext_ctx;
-    double now; /* of the message being handled */
+    double now;      /* of the message being handled */
+    int max_pending; /* waiting REQUESTs per connection, 0 = no limit */
 };
 
 /* A server that heartbeats and has been silent for more than three ping periods is wedged (its
@@ -83,6 +85,7 @@ tt_registry *tt_registry_new(const char *stop_key, tt_registry_send_fn send, voi
         return NULL;
     r->send = send;
     r->ctx = ctx;
+    r->max_pending = 64;
     if (stop_key && !(r->stop_key = strdup(stop_key))) {
         free(r);
         return NULL;
@@ -282,6 +285,20 @@ static tt_status handle_put(tt_registry *r, conn *c, const json_t *msg, tt_errbu
     return TT_OK;
 }
 
+void tt_registry_set_max_pending(tt_registry *r, int max_pending)
+{
+    r->max_pending = max_pending > 0 ? max_pending : 0;
+}
+
+static int pending_of(const tt_registry *r, tt_conn_id c)
+{
+    int n = 0;
+    for (size_t q = 0; q < r->queues.len; q++)
+        for (size_t w = 0; w < r->queues.data[q].waiting.len; w++)
+            n += r->queues.data[q].waiting.data[w].conn == c;
+    return n;
+}
+
 static tt_status handle_request(tt_registry *r, conn *c, const json_t *msg, tt_errbuf *err)
 {
     const char *key = json_string_value(json_array_get(msg, 1));
@@ -290,6 +307,15 @@ static tt_status handle_request(tt_registry *r, conn *c, const json_t *msg, tt_e
         return tt_err(err, TT_ERR_PARSE, "REQUEST: expected [4, key, user, priority]");
     if (!valid_key(key)) {
         reply_text(r, c->id, "[-1, \"an rpc key must not be empty or contain ':'\"]");
+        return TT_OK;
+    }
+    if (r->max_pending && pending_of(r, c->id) >= r->max_pending) {
+        char reply[160];
+        snprintf(reply, sizeof(reply),
+                 "[-1, \"too many pending requests (%d) on this connection: wait for a device or "
+                 "close it\"]",
+                 r->max_pending);
+        reply_text(r, c->id, reply);
         return TT_OK;
     }
     queue *q = find_queue(r, key, true);

@@ -27,6 +27,10 @@ void tt_registry_free(tt_registry *r);
 typedef char *(*tt_registry_ext_fn)(void *ctx, const json_t *msg);
 void tt_registry_set_extension(tt_registry *r, tt_registry_ext_fn fn, void *ctx);
 
+/* Waiting REQUESTs one connection may have at once (default 64; 0 = no limit).  One more is
+ * answered [-1, "too many pending requests ..."] and not queued. */
+void tt_registry_set_max_pending(tt_registry *r, int max_pending);
+
 /* A connection finished the magic exchange; `peer` is its IP as text. */
 tt_status tt_registry_open(tt_registry *r, tt_conn_id c, const char *peer, double now);
 /* A connection closed: its free slots and waiting requests leave the queues at once. */

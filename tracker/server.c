@@ -232,6 +232,15 @@ static void on_connection(uv_stream_t *server, int status)
     }
     uv_tcp_nodelay(&c->tcp, 1);
     peer_name(&c->tcp, c->peer, sizeof(c->peer));
+    int limit = t->o->max_conns_per_peer > 0 ? t->o->max_conns_per_peer : 1024, same = 0;
+    for (size_t i = 0; i < t->clients.len; i++)
+        same += !strcmp(t->clients.data[i]->peer, c->peer);
+    if (same > limit) { /* this one is counted too */
+        char why[128];
+        snprintf(why, sizeof(why), "%d connections from one address (--max-conns-per-peer)", limit);
+        close_client(c, why);
+        return;
+    }
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
@@ -276,6 +285,8 @@ tt_status tt_tracker_run(const tt_tracker_options *o, tt_errbuf *err)
         return tt_err(err, TT_ERR_IO, "cannot start an event loop");
     }
     t->reg = tt_registry_new(o->stop_key, registry_send, t);
+    if (t->reg)
+        tt_registry_set_max_pending(t->reg, o->max_pending > 0 ? o->max_pending : 64);
     const char *host = o->host ? o->host : "127.0.0.1";
     int first = o->port, last = o->port_end > o->port ? o->port_end : o->port + 1;
     int bound = -1, rc = 0;

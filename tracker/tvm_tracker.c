@@ -11,7 +11,8 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: tvm-tracker [--host H] [--port P] [--port-end E] [--db PATH] [--no-jobs]\n"
-               "                   [--job-workers N] [--stop-key K] [--quiet]\n"
+               "                   [--job-workers N] [--stop-key K] [--max-conns-per-peer N]\n"
+               "                   [--max-pending N] [--quiet]\n"
                "\n"
                "Apache TVM's RPC tracker, wire-compatible: TVM's servers, clients and\n"
                "query_rpc_tracker work against it unchanged (docs/tracker.md).  It also runs\n"
@@ -25,6 +26,10 @@ static void usage(FILE *f)
                "                 ./farm.db; tvm-db reads it)\n"
                "  --no-jobs      only the tracker protocol: no database, no jobs\n"
                "  --job-workers N  jobs run at once (default 2); more wait in the queue\n"
+               "  --max-conns-per-peer N  connections one address may hold (default 1024);\n"
+               "                 more are closed at once, with a log line\n"
+               "  --max-pending N waiting REQUESTs per connection (default 64); one more is\n"
+               "                 answered [-1, \"too many pending requests ...\"]\n"
                "  --stop-key K   the secret a STOP message must carry; without it STOP is refused\n"
                "                 and SIGINT or SIGTERM stops the tracker\n"
                "  --quiet        no log lines on stderr\n"
@@ -53,12 +58,18 @@ static int parse_port(const char *what, const char *s, int *out)
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"host", required_argument, 0, 'H'},     {"port", required_argument, 0, 'p'},
-        {"port-end", required_argument, 0, 'e'}, {"stop-key", required_argument, 0, 'k'},
-        {"quiet", no_argument, 0, 'q'},          {"db", required_argument, 0, 'd'},
-        {"no-jobs", no_argument, 0, 'J'},        {"job-workers", required_argument, 0, 'w'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+    static const struct option opts[] = {{"host", required_argument, 0, 'H'},
+                                         {"port", required_argument, 0, 'p'},
+                                         {"port-end", required_argument, 0, 'e'},
+                                         {"stop-key", required_argument, 0, 'k'},
+                                         {"quiet", no_argument, 0, 'q'},
+                                         {"db", required_argument, 0, 'd'},
+                                         {"no-jobs", no_argument, 0, 'J'},
+                                         {"job-workers", required_argument, 0, 'w'},
+                                         {"max-conns-per-peer", required_argument, 0, 'C'},
+                                         {"max-pending", required_argument, 0, 'P'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     tt_tracker_options o;
     memset(&o, 0, sizeof(o));
     o.host = "127.0.0.1";
@@ -91,6 +102,21 @@ int main(int argc, char **argv)
                 return 2;
             }
             o.job_workers = v;
+            break;
+        }
+        case 'C':
+        case 'P': {
+            int v;
+            if (parse_port(c == 'C' ? "--max-conns-per-peer" : "--max-pending", optarg, &v) ||
+                v < 1) {
+                fprintf(stderr, "tvm-tracker: %s takes a positive number\n",
+                        c == 'C' ? "--max-conns-per-peer" : "--max-pending");
+                return 2;
+            }
+            if (c == 'C')
+                o.max_conns_per_peer = v;
+            else
+                o.max_pending = v;
             break;
         }
         case 'h': usage(stdout); return 0;

@@ -231,12 +231,41 @@ static void quarantine_reports(void **state)
     tt_registry_free(r);
 }
 
+/* A connection may wait for at most max_pending devices at once; one more is refused with the
+ * reason and not queued (the others are served normally). */
+static void pending_requests_are_limited(void **state)
+{
+    (void)state;
+    static capture cap;
+    memset(&cap, 0, sizeof(cap));
+    tt_registry *r = tt_registry_new(NULL, on_send, &cap);
+    tt_registry_set_max_pending(r, 2);
+    for (tt_conn_id c = 1; c <= 2; c++)
+        assert_int_equal(tt_registry_open(r, c, "10.0.0.1", 0), TT_OK);
+    assert_int_equal(msg(r, 1, "[4, \"gpu\", \"\", 0]"), TT_OK);
+    assert_int_equal(msg(r, 1, "[4, \"gpu\", \"\", 0]"), TT_OK);
+    assert_int_equal(msg(r, 1, "[4, \"gpu\", \"\", 0]"), TT_OK);
+    assert_non_null(strstr(cap.last[1], "too many pending requests (2)"));
+    char *sum = tt_registry_summary(r);
+    assert_non_null(strstr(sum, "\"gpu\": {\"free\": 0, \"pending\": 2}"));
+    free(sum);
+    /* another connection has its own allowance; a device serves the first two in order */
+    assert_int_equal(msg(r, 2, "[4, \"gpu\", \"\", 0]"), TT_OK);
+    assert_int_equal(msg(r, 2, "[3, \"gpu\", [9090, \"gpu:1\"], \"gpu:1\"]"), TT_OK);
+    assert_non_null(strstr(cap.last[1], "gpu:1"));
+    tt_registry_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(basic_replies),        cmocka_unit_test(priorities_and_matching),
-        cmocka_unit_test(disconnects_clean_up), cmocka_unit_test(update_info_variants),
-        cmocka_unit_test(wedged_servers),       cmocka_unit_test(quarantine_reports),
+        cmocka_unit_test(basic_replies),
+        cmocka_unit_test(priorities_and_matching),
+        cmocka_unit_test(disconnects_clean_up),
+        cmocka_unit_test(update_info_variants),
+        cmocka_unit_test(wedged_servers),
+        cmocka_unit_test(quarantine_reports),
+        cmocka_unit_test(pending_requests_are_limited),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

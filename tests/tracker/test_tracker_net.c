@@ -21,7 +21,8 @@ static int tracker_port;
 static int start_tracker(void **state)
 {
     (void)state;
-    char *argv[] = {TT_BIN "/tvm-tracker", "--port", "0", "--stop-key", "s3cret", "--quiet", NULL};
+    char *argv[] = {TT_BIN "/tvm-tracker",  "--port", "0",       "--stop-key", "s3cret",
+                    "--max-conns-per-peer", "6",      "--quiet", NULL};
     char rest[128];
     if (!tt_proc_start(&tracker, argv) ||
         !tt_proc_wait_line(&tracker, "listening on 127.0.0.1:", rest, sizeof(rest), 10))
@@ -224,12 +225,39 @@ static void stop_key(void **state)
     assert_int_equal(tt_proc_wait(&tracker, 10), 0);
 }
 
+/* One address may hold --max-conns-per-peer connections: one more is closed at once, the others
+ * keep working. */
+static void connections_per_peer_are_limited(void **state)
+{
+    (void)state;
+    int fd[7];
+    for (int i = 0; i < 6; i++) {
+        fd[i] = tt_net_tracker(tracker_port);
+        assert_true(fd[i] >= 0);
+        ping_ok(fd[i]);
+    }
+    fd[6] = tt_net_tracker(tracker_port); /* the magic exchange fails: closed */
+    assert_true(fd[6] < 0);
+    for (int i = 0; i < 6; i++) {
+        ping_ok(fd[i]);
+        close(fd[i]);
+    }
+    /* closing frees the places again */
+    int again = -1;
+    for (int tries = 0; tries < 50 && again < 0; tries++) {
+        usleep(20000);
+        again = tt_net_tracker(tracker_port);
+    }
+    assert_true(again >= 0);
+    ping_ok(again);
+    close(again);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(framing),
-        cmocka_unit_test(request_served),
-        cmocka_unit_test(summary_golden),
+        cmocka_unit_test(framing),        cmocka_unit_test(request_served),
+        cmocka_unit_test(summary_golden), cmocka_unit_test(connections_per_peer_are_limited),
         cmocka_unit_test(stop_key),
     };
     return cmocka_run_group_tests(tests, start_tracker, stop_tracker);
