@@ -35,6 +35,7 @@ struct tt_jobs {
     pthread_t th[MAX_WORKERS];
     int nworkers;
     bool closing;
+    int max_per_peer; /* queued or running jobs per submitting address, 0 = no limit */
 };
 
 /* ---- parameters ---- */
@@ -373,6 +374,7 @@ tt_status tt_jobs_open(const char *db_path, const char *tracker_host, int tracke
             }
         tt_db_jobs_free(jobs, n);
     }
+    j->max_per_peer = 16;
     j->nworkers = workers < 1 ? 1 : workers > MAX_WORKERS ? MAX_WORKERS : workers;
     for (int k = 0; k < j->nworkers; k++) {
         j->slot[k].j = j;
@@ -476,12 +478,13 @@ static char *status(tt_jobs *j, int64_t id, bool all)
     return one ? reply_ok(one) : reply_error("there is no job %lld", (long long)id);
 }
 
-static char *submit(tt_jobs *j, const json_t *params)
+static char *submit(tt_jobs *j, const char *peer, const json_t *params)
 {
     json_t *norm;
     tt_errbuf err = {{0}};
     if (tt_jobs_check_params(params, &norm, &err))
         return reply_error("%s", err.msg);
+    json_object_set_new(norm, "submitter", json_string(peer)); /* for --max-jobs-per-peer */
     char *text = json_dumps(norm, JSON_COMPACT);
     int64_t total = json_integer_value(json_object_get(norm, "trials")) *
                     (int64_t)json_array_size(json_object_get(norm, "workloads"));
@@ -525,14 +528,47 @@ static char *cancel(tt_jobs *j, int64_t id)
     return reply_error("job %lld is %s, not queued or running", (long long)id, state);
 }
 
-char *tt_jobs_handle(tt_jobs *j, const json_t *msg)
+void tt_jobs_set_max_per_peer(tt_jobs *j, int max)
+{
+    pthread_mutex_lock(&j->mu);
+    j->max_per_peer = max > 0 ? max : 0;
+    pthread_mutex_unlock(&j->mu);
+}
+
+/* Queued or running jobs that `peer` submitted. */
+static int active_of(tt_jobs *j, const char *peer)
+{
+    tt_db_job *jobs;
+    size_t n;
+    if (tt_db_jobs_list(j->db, &jobs, &n))
+        return 0;
+    int count = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(jobs[i].state, "queued") && strcmp(jobs[i].state, "running"))
+            continue;
+        json_t *p = json_loads(jobs[i].params ? jobs[i].params : "{}", 0, NULL);
+        const char *who = json_string_value(json_object_get(p, "submitter"));
+        count += who && !strcmp(who, peer);
+        json_decref(p);
+    }
+    tt_db_jobs_free(jobs, n);
+    return count;
+}
+
+char *tt_jobs_handle(tt_jobs *j, const char *peer, const json_t *msg)
 {
     json_int_t code = json_integer_value(json_array_get(msg, 0));
     const json_t *arg = json_array_get(msg, 1);
     pthread_mutex_lock(&j->mu);
     char *reply;
-    if (code == TT_TRACKER_JOB_SUBMIT)
-        reply = submit(j, arg);
+    int active;
+    if (code == TT_TRACKER_JOB_SUBMIT && j->max_per_peer &&
+        (active = active_of(j, peer)) >= j->max_per_peer)
+        reply = reply_error("%s already has %d jobs queued or running (the tracker's "
+                            "--max-jobs-per-peer); wait for one to end or cancel one",
+                            peer, active);
+    else if (code == TT_TRACKER_JOB_SUBMIT)
+        reply = submit(j, peer, arg);
     else if (code == TT_TRACKER_JOB_LIST)
         reply = status(j, 0, true);
     else if ((code == TT_TRACKER_JOB_STATUS || code == TT_TRACKER_JOB_CANCEL) &&

@@ -25,7 +25,10 @@ tt_status tt_jobs_open(const char *db_path, const char *tracker_host, int tracke
  * and joins the workers. */
 void tt_jobs_close(tt_jobs *j);
 /* The reply text to one extension message (malloc'ed). */
-char *tt_jobs_handle(tt_jobs *j, const json_t *msg);
+char *tt_jobs_handle(tt_jobs *j, const char *peer, const json_t *msg);
+/* Jobs one address may have queued or running at once (default 16; 0 = no limit).  One more
+ * submission is refused with the reason. */
+void tt_jobs_set_max_per_peer(tt_jobs *j, int max);
 
 /* Parses and checks job parameters (workloads, target, key, strategy, ...): what a submission
  * would store, with defaults filled in.  TT_ERR_INVALID_ARG says which field was wrong. */

@@ -488,7 +488,7 @@ tt_status tt_registry_handle(tt_registry *r, tt_conn_id id, const char *text, si
         break;
     default:
         if (code >= 100 && r->ext) {
-            char *reply = r->ext(r->ext_ctx, msg);
+            char *reply = r->ext(r->ext_ctx, c->peer, msg);
             if (reply)
                 reply_text(r, id, reply);
             else

@@ -21,10 +21,10 @@ typedef void (*tt_registry_send_fn)(void *ctx, tt_conn_id conn, const char *json
 tt_registry *tt_registry_new(const char *stop_key, tt_registry_send_fn send, void *ctx);
 void tt_registry_free(tt_registry *r);
 
-/* Messages with codes >= 100 (our extensions, tracker-protocol.md §12) go to `fn`, which returns
- * the reply text (malloc'ed; NULL: out of memory, the connection closes).  Without a handler such
- * codes close the connection, as TVM's tracker does. */
-typedef char *(*tt_registry_ext_fn)(void *ctx, const json_t *msg);
+/* Messages with codes >= 100 (our extensions, tracker-protocol.md §12) go to `fn` with the
+ * sender's address, which returns the reply text (malloc'ed; NULL: out of memory, the connection
+ * closes).  Without a handler such codes close the connection, as TVM's tracker does. */
+typedef char *(*tt_registry_ext_fn)(void *ctx, const char *peer, const json_t *msg);
 void tt_registry_set_extension(tt_registry *r, tt_registry_ext_fn fn, void *ctx);
 
 /* Waiting REQUESTs one connection may have at once (default 64; 0 = no limit).  One more is

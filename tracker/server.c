@@ -119,9 +119,9 @@ static void registry_send(void *ctx, tt_conn_id id, const char *json, size_t len
 
 static void stop_all(tracker *t);
 
-static char *jobs_extension(void *ctx, const json_t *msg)
+static char *jobs_extension(void *ctx, const char *peer, const json_t *msg)
 {
-    return tt_jobs_handle(ctx, msg);
+    return tt_jobs_handle(ctx, peer, msg);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -322,6 +322,8 @@ tt_status tt_tracker_run(const tt_tracker_options *o, tt_errbuf *err)
     if (o->db_path) {
         s = tt_jobs_open(o->db_path, host, bound, o->job_workers > 0 ? o->job_workers : 2, o->log,
                          &t->jobs, err);
+        if (!s && o->max_jobs_per_peer > 0)
+            tt_jobs_set_max_per_peer(t->jobs, o->max_jobs_per_peer);
         if (s) {
             return abandon(t, s);
         }

@@ -16,6 +16,7 @@ typedef struct tt_tracker_options {
     int job_workers;        /* jobs run at once, default 2 */
     int max_conns_per_peer; /* connections one address may hold, default 1024; more are closed */
     int max_pending;        /* waiting REQUESTs per connection, default 64 */
+    int max_jobs_per_peer;  /* jobs queued or running per submitting address, default 16 */
     /* called once the socket is bound, with the port (for printing); may be NULL */
     void (*on_listen)(void *ctx, const char *host, int port);
     void *ctx;

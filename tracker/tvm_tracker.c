@@ -12,7 +12,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: tvm-tracker [--host H] [--port P] [--port-end E] [--db PATH] [--no-jobs]\n"
                "                   [--job-workers N] [--stop-key K] [--max-conns-per-peer N]\n"
-               "                   [--max-pending N] [--quiet]\n"
+               "                   [--max-pending N] [--max-jobs-per-peer N] [--quiet]\n"
                "\n"
                "Apache TVM's RPC tracker, wire-compatible: TVM's servers, clients and\n"
                "query_rpc_tracker work against it unchanged (docs/tracker.md).  It also runs\n"
@@ -30,6 +30,8 @@ static void usage(FILE *f)
                "                 more are closed at once, with a log line\n"
                "  --max-pending N waiting REQUESTs per connection (default 64); one more is\n"
                "                 answered [-1, \"too many pending requests ...\"]\n"
+               "  --max-jobs-per-peer N  jobs one address may have queued or running (default\n"
+               "                 16); one more submission is refused with the reason\n"
                "  --stop-key K   the secret a STOP message must carry; without it STOP is refused\n"
                "                 and SIGINT or SIGTERM stops the tracker\n"
                "  --quiet        no log lines on stderr\n"
@@ -68,6 +70,7 @@ int main(int argc, char **argv)
                                          {"job-workers", required_argument, 0, 'w'},
                                          {"max-conns-per-peer", required_argument, 0, 'C'},
                                          {"max-pending", required_argument, 0, 'P'},
+                                         {"max-jobs-per-peer", required_argument, 0, 'M'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     tt_tracker_options o;
@@ -105,18 +108,19 @@ int main(int argc, char **argv)
             break;
         }
         case 'C':
-        case 'P': {
+        case 'P':
+        case 'M': {
+            const char *name = c == 'C'   ? "--max-conns-per-peer"
+                               : c == 'P' ? "--max-pending"
+                                          : "--max-jobs-per-peer";
             int v;
-            if (parse_port(c == 'C' ? "--max-conns-per-peer" : "--max-pending", optarg, &v) ||
-                v < 1) {
-                fprintf(stderr, "tvm-tracker: %s takes a positive number\n",
-                        c == 'C' ? "--max-conns-per-peer" : "--max-pending");
+            if (parse_port(name, optarg, &v) || v < 1) {
+                fprintf(stderr, "tvm-tracker: %s takes a positive number\n", name);
                 return 2;
             }
-            if (c == 'C')
-                o.max_conns_per_peer = v;
-            else
-                o.max_pending = v;
+            *(c == 'C'   ? &o.max_conns_per_peer
+              : c == 'P' ? &o.max_pending
+                         : &o.max_jobs_per_peer) = v;
             break;
         }
         case 'h': usage(stdout); return 0;

@@ -24,9 +24,9 @@ static void on_send(void *ctx, tt_conn_id c, const char *json, size_t len)
     json_decref(j);
 }
 
-static char *on_ext(void *ctx, const json_t *msg)
+static char *on_ext(void *ctx, const char *peer, const json_t *msg)
 {
-    (void)ctx, (void)msg;
+    (void)ctx, (void)peer, (void)msg;
     return strdup("[-1, \"no jobs here\"]");
 }
 

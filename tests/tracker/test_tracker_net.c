@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -253,11 +254,60 @@ static void connections_per_peer_are_limited(void **state)
     close(again);
 }
 
+/* Runs tvm-tune with `args`; its exit status, its output (stdout and stderr) in out. */
+static int tvm_tune(const char *args, char *out, size_t n)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "%s/tvm-tune %s 2>&1", TT_BIN, args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t len = fread(out, 1, n - 1, p);
+    out[len] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* One address may have --max-jobs-per-peer jobs queued or running: one more submission is
+ * refused with the reason; when one ends, the next is accepted. */
+static void jobs_per_peer_are_limited(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tt-jobs-XXXXXX", db[64], rest[128], args[512], out[4096];
+    assert_non_null(mkdtemp(dir));
+    snprintf(db, sizeof(db), "%s/farm.db", dir);
+    char *argv[] = {TT_BIN "/tvm-tracker", "--port", "0",       "--db", db,
+                    "--max-jobs-per-peer", "1",      "--quiet", NULL};
+    tt_proc t2;
+    assert_true(tt_proc_start(&t2, argv));
+    assert_true(tt_proc_wait_line(&t2, "listening on 127.0.0.1:", rest, sizeof(rest), 10));
+    int port = atoi(rest);
+    /* no device has this key: the job waits for one */
+    const char *job = "--key nodevice --workload matmul:M=8,N=8,K=8 --trials 4 --device-wait 60";
+    snprintf(args, sizeof(args), "submit --tracker 127.0.0.1:%d %s", port, job);
+    assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
+    long long first = 0;
+    assert_int_equal(sscanf(out, "job %lld submitted", &first), 1);
+    assert_int_equal(tvm_tune(args, out, sizeof(out)), 1);
+    assert_non_null(strstr(out, "127.0.0.1 already has 1 jobs queued or running"));
+    snprintf(args, sizeof(args), "cancel --tracker 127.0.0.1:%d %lld", port, first);
+    assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
+    snprintf(args, sizeof(args), "watch --tracker 127.0.0.1:%d %lld --interval 0.2", port, first);
+    assert_int_equal(tvm_tune(args, out, sizeof(out)), 3); /* cancelled */
+    snprintf(args, sizeof(args), "submit --tracker 127.0.0.1:%d %s", port, job);
+    assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
+    assert_int_equal(tt_proc_stop(&t2), 0);
+    snprintf(args, sizeof(args), "rm -rf %s", dir);
+    assert_int_equal(system(args), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(framing),        cmocka_unit_test(request_served),
-        cmocka_unit_test(summary_golden), cmocka_unit_test(connections_per_peer_are_limited),
+        cmocka_unit_test(framing),
+        cmocka_unit_test(request_served),
+        cmocka_unit_test(summary_golden),
+        cmocka_unit_test(connections_per_peer_are_limited),
+        cmocka_unit_test(jobs_per_peer_are_limited),
         cmocka_unit_test(stop_key),
     };
     return cmocka_run_group_tests(tests, start_tracker, stop_tracker);
