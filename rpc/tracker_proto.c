@@ -32,6 +32,8 @@ void tt_frame_reader_free(tt_frame_reader *r)
 
 tt_status tt_frame_reader_feed(tt_frame_reader *r, const void *data, size_t n)
 {
+    if (n == 0)
+        return TT_OK; /* nothing to hold (and memcpy must not see a NULL buffer) */
     if (r->pos > 0 && r->pos == r->len) {
         r->pos = r->len = 0;
     } else if (r->pos > 4096 && r->pos * 2 > r->len) {
