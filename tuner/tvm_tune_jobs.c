@@ -82,10 +82,33 @@ static void print_job(const json_t *j)
         printf("  %s\n", str(j, "message"));
 }
 
+/* A progress bar with the rate-based ETA, redrawn in place (a terminal only). */
+static void draw_bar(int64_t id, const char *state, long long m, long long total, double best,
+                     double rate)
+{
+    enum { WIDTH = 30 };
+    char bar[WIDTH + 1];
+    int filled = total > 0 ? (int)(WIDTH * (m < total ? m : total) / total) : 0;
+    for (int i = 0; i < WIDTH; i++)
+        bar[i] = i < filled ? '#' : '-';
+    bar[WIDTH] = 0;
+    printf("\rjob %lld %-9s [%s] %lld/%lld", (long long)id, state, bar, m, total);
+    if (best > 0)
+        printf("  best %.4g s", best);
+    if (rate > 0 && total > m) {
+        double eta = (double)(total - m) / rate;
+        printf("  ETA %dm%02ds", (int)(eta / 60), (int)eta % 60);
+    }
+    printf("\033[K");
+    fflush(stdout);
+}
+
 static int watch(const char *host, int port, int64_t id, double interval)
 {
-    long long last = -1;
+    long long last = -1, first = -1;
     char last_state[32] = "";
+    bool tty = isatty(STDOUT_FILENO);
+    double t_first = 0;
     for (;;) {
         json_t *j;
         if (call(host, port, json_pack("[i, I]", TT_TRACKER_JOB_STATUS, (json_int_t)id), &j,
@@ -93,23 +116,35 @@ static int watch(const char *host, int port, int64_t id, double interval)
             return 1;
         const char *state = str(j, "state");
         double best = json_number_value(json_object_get(j, "best_s"));
-        if (num(j, "measured") != last || strcmp(state, last_state)) {
-            time_t now = time(NULL);
-            char ts[16];
-            strftime(ts, sizeof(ts), "%H:%M:%S", localtime(&now));
-            printf("%s job %lld %s: %lld/%lld measured", ts, (long long)id, state,
-                   num(j, "measured"), num(j, "trials_total"));
-            if (best > 0)
-                printf(", best %.6g s", best);
-            printf("\n");
-            fflush(stdout);
-            last = num(j, "measured");
-            snprintf(last_state, sizeof(last_state), "%s", state);
-        }
+        long long measured = num(j, "measured");
         int rc = !strcmp(state, "done")        ? 0
                  : !strcmp(state, "failed")    ? 1
                  : !strcmp(state, "cancelled") ? 3
                                                : -1;
+        if (first < 0) {
+            first = measured;
+            t_first = tt_clock_monotonic();
+        }
+        if (tty) {
+            double el = tt_clock_monotonic() - t_first;
+            draw_bar(id, state, measured, num(j, "trials_total"), best,
+                     el > 0 ? (double)(measured - first) / el : 0);
+            if (rc >= 0)
+                printf("\n");
+        } else if (measured != last || strcmp(state, last_state)) {
+            /* a log: one line per change */
+            time_t now = time(NULL);
+            char ts[16];
+            strftime(ts, sizeof(ts), "%H:%M:%S", localtime(&now));
+            printf("%s job %lld %s: %lld/%lld measured", ts, (long long)id, state, measured,
+                   num(j, "trials_total"));
+            if (best > 0)
+                printf(", best %.6g s", best);
+            printf("\n");
+            fflush(stdout);
+        }
+        last = measured;
+        snprintf(last_state, sizeof(last_state), "%s", state);
         if (rc >= 0 && str(j, "message")[0])
             printf("  %s\n", str(j, "message"));
         json_decref(j);

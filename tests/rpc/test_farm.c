@@ -599,6 +599,20 @@ static void jobs(void **state)
     assert_int_equal(sscanf(out, "job %lld submitted", &id), 1);
     assert_non_null(strstr(out, "done: 16/16 measured"));
     assert_int_equal(job_measured(id), 16);
+    /* on a terminal, watch draws a bar in place (script gives it a pseudo-terminal) */
+    if (system("command -v script > /dev/null") == 0) {
+        char cmd[512];
+        snprintf(cmd, sizeof(cmd),
+                 "script -qec '%s/tvm-tune watch --tracker 127.0.0.1:%d %lld' /dev/null", TT_BIN,
+                 tracker_port, id);
+        FILE *p = popen(cmd, "r");
+        assert_non_null(p);
+        size_t len = fread(out, 1, sizeof(out) - 1, p);
+        out[len] = 0;
+        pclose(p);
+        assert_non_null(strstr(out, "\rjob "));
+        assert_non_null(strstr(out, "[##############################] 16/16"));
+    }
 
     /* a long job: cancelled while it runs */
     snprintf(args, sizeof(args),
