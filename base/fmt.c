@@ -84,3 +84,14 @@ int tt_fmt_g6(char *out, size_t n, double x)
         return snprintf(out, n, x < 0 ? "-inf" : "inf");
     return snprintf(out, n, "%g", x);
 }
+
+bool tt_is_identifier(const char *s)
+{
+    if (!s || !(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
+        return false;
+    for (; *s; s++)
+        if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+              (*s >= '0' && *s <= '9')))
+            return false;
+    return true;
+}

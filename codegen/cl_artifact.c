@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../base/json.h"
+#include "../base/fmt.h"
 #include "../base/strbuf.h"
 
 static const char *const elem_names[] = {"float32", "float64", "int32", "int64", "uint8"};
@@ -29,17 +30,6 @@ bool tt_cl_artifact_is(const char *text, size_t len)
 {
     size_t m = strlen(TT_CL_ARTIFACT_MAGIC);
     return text && len >= m && memcmp(text, TT_CL_ARTIFACT_MAGIC, m) == 0;
-}
-
-static bool is_identifier(const char *s)
-{
-    if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
-        return false;
-    for (; *s; s++)
-        if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-              (*s >= '0' && *s <= '9')))
-            return false;
-    return true;
 }
 
 static tt_status parse_dims(const json_t *k, const char *key, int64_t out[3], int kernel,
@@ -117,7 +107,7 @@ tt_status tt_cl_artifact_parse(const char *text, size_t len, tt_cl_artifact *out
         tt_cl_kernel *kk = &out->kernels[i];
         if (!json_is_object(k) || tt_json_object_str(k, "name", &name, err))
             r = tt_err_prefix(err, TT_ERR_PARSE, "OpenCL artifact: kernel %zu", i);
-        else if (!is_identifier(name) || strlen(name) >= sizeof(kk->name))
+        else if (!tt_is_identifier(name) || strlen(name) >= sizeof(kk->name))
             r = tt_err(err, TT_ERR_PARSE,
                        "OpenCL artifact: kernel %zu: the name must be an identifier of at most "
                        "%zu characters",

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../base/fmt.h"
 #include "../base/strbuf.h"
 #include "../codegen/codegen.h"
 #include "../db/db.h"
@@ -220,17 +221,6 @@ static int count_row(void *ctx, const tt_db_row *row)
     return 1;
 }
 
-static bool is_identifier(const char *s)
-{
-    if (!s || !(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
-        return false;
-    for (; *s; s++)
-        if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-              (*s >= '0' && *s <= '9')))
-            return false;
-    return true;
-}
-
 static tt_status make_dirs(const char *dir, tt_errbuf *err)
 {
     char path[4096];
@@ -276,7 +266,7 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
     if (o->nkernels < 1 || o->nkernels > 256)
         return tt_err(err, TT_ERR_INVALID_ARG, "1 to 256 workloads, each with --symbol");
     for (int i = 0; i < o->nkernels; i++) {
-        if (!is_identifier(o->kernels[i].symbol))
+        if (!tt_is_identifier(o->kernels[i].symbol))
             return tt_err(err, TT_ERR_INVALID_ARG, "symbol '%s' (for %s) is not a C identifier",
                           o->kernels[i].symbol ? o->kernels[i].symbol : "", o->kernels[i].workload);
         for (int j = 0; j < i; j++)

@@ -561,6 +561,23 @@ static long long job_measured(long long id)
     return at ? atoll(at + 12) : -1;
 }
 
+/* Submits a random-search job of `trials` on key cpu and waits until `started` are measured. */
+static long long submit_running(const char *workload, int trials, int min_repeat_ms, int started)
+{
+    char args[1024], out[8192];
+    snprintf(args, sizeof(args),
+             "submit --tracker 127.0.0.1:%d --key cpu --workload %s --trials %d --strategy random "
+             "--min-repeat-ms %d --repeat 2 " ONE_CORE,
+             tracker_port, workload, trials, min_repeat_ms);
+    assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
+    long long id = 0;
+    assert_int_equal(sscanf(out, "job %lld submitted", &id), 1);
+    for (int i = 0; i < 600 && job_measured(id) < started; i++)
+        usleep(50000);
+    assert_true(job_measured(id) >= started);
+    return id;
+}
+
 /* Records of job `id` in the farm's database (the tracker may be down). */
 static int job_records(long long id)
 {
@@ -615,16 +632,7 @@ static void jobs(void **state)
     }
 
     /* a long job: cancelled while it runs */
-    snprintf(args, sizeof(args),
-             "submit --tracker 127.0.0.1:%d --key cpu --workload matmul:M=24,N=24,K=24 "
-             "--trials 500 --strategy random --min-repeat-ms 50 --repeat 2 " ONE_CORE,
-             tracker_port);
-    assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
-    long long long_id = 0;
-    assert_int_equal(sscanf(out, "job %lld submitted", &long_id), 1);
-    for (int i = 0; i < 600 && job_measured(long_id) < 1; i++)
-        usleep(50000);
-    assert_true(job_measured(long_id) >= 1);
+    long long long_id = submit_running("matmul:M=24,N=24,K=24", 500, 50, 1);
     snprintf(args, sizeof(args), "cancel --tracker 127.0.0.1:%d %lld", tracker_port, long_id);
     assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
     snprintf(args, sizeof(args), "watch --tracker 127.0.0.1:%d %lld --interval 0.2", tracker_port,
@@ -636,15 +644,7 @@ static void jobs(void **state)
 
     /* a job survives the daemon: killed mid-job, started again, it resumes and finishes
      * without measuring anything twice */
-    snprintf(args, sizeof(args),
-             "submit --tracker 127.0.0.1:%d --key cpu --workload matmul:M=20,N=20,K=20 "
-             "--trials 24 --strategy random --min-repeat-ms 40 --repeat 2 " ONE_CORE,
-             tracker_port);
-    assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
-    long long resumed = 0;
-    assert_int_equal(sscanf(out, "job %lld submitted", &resumed), 1);
-    for (int i = 0; i < 600 && job_measured(resumed) < 4; i++)
-        usleep(50000);
+    long long resumed = submit_running("matmul:M=20,N=20,K=20", 24, 40, 4);
     long long before = job_measured(resumed);
     assert_true(before >= 4 && before < 24);
     tt_proc_kill(&tracker);
@@ -656,16 +656,7 @@ static void jobs(void **state)
     assert_int_equal(job_measured(resumed), 24);
     /* SIGTERM drains: the daemon stops promptly with status 0, the job's measurements are all
      * kept, and after a restart it finishes with exactly its trials (nothing measured twice) */
-    snprintf(args, sizeof(args),
-             "submit --tracker 127.0.0.1:%d --key cpu --workload matmul:M=28,N=28,K=28 "
-             "--trials 24 --strategy random --min-repeat-ms 40 --repeat 2 " ONE_CORE,
-             tracker_port);
-    assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
-    long long drained = 0;
-    assert_int_equal(sscanf(out, "job %lld submitted", &drained), 1);
-    for (int i = 0; i < 600 && job_measured(drained) < 4; i++)
-        usleep(50000);
-    assert_true(job_measured(drained) >= 4);
+    long long drained = submit_running("matmul:M=28,N=28,K=28", 24, 40, 4);
     double t0 = tt_clock_monotonic();
     assert_int_equal(tt_proc_stop(&tracker), 0);
     assert_true(tt_clock_monotonic() - t0 < 30);
