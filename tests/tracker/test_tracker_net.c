@@ -254,6 +254,47 @@ static void connections_per_peer_are_limited(void **state)
     close(again);
 }
 
+/* Slow and stuck clients (slowloris): connections that stop halfway through the magic or a frame
+ * hold no one up; a well-behaved client beside them is served, a frame dribbled a byte at a time
+ * is still a frame, and the stuck ones are cleaned up when they go. */
+static void slow_clients_hold_no_one_up(void **state)
+{
+    (void)state;
+    enum { STUCK = 5 }; /* the tracker of these tests allows 6 connections per address */
+    int fd[STUCK];
+    for (int i = 0; i < STUCK; i++) {
+        fd[i] = tt_net_connect(tracker_port);
+        assert_true(fd[i] >= 0);
+        /* half the magic, or the magic and half a length prefix */
+        const uint8_t bytes[6] = {0x71, 0xf2, 0x02, 0x00, 0x40, 0x00};
+        assert_true(tt_write_all(fd[i], bytes, i % 2 ? 2 : 6));
+    }
+    int good = tt_net_tracker(tracker_port);
+    assert_true(good >= 0);
+    for (int i = 0; i < 20; i++)
+        ping_ok(good);
+    const uint8_t frame[7] = {3, 0, 0, 0, '[', '1', ']'};
+    for (int i = 0; i < 7; i++) {
+        assert_true(tt_write_all(good, frame + i, 1));
+        usleep(10000);
+    }
+    char reply[16];
+    assert_true(tt_net_recv_frame(good, reply, sizeof(reply)));
+    assert_string_equal(reply, "0");
+    close(good);
+    for (int i = 0; i < STUCK; i++)
+        close(fd[i]);
+    /* their places are free again */
+    int again = -1;
+    for (int tries = 0; tries < 50 && again < 0; tries++) {
+        usleep(20000);
+        again = tt_net_tracker(tracker_port);
+    }
+    assert_true(again >= 0);
+    ping_ok(again);
+    close(again);
+}
+
 /* Runs tvm-tune with `args`; its exit status, its output (stdout and stderr) in out. */
 static int tvm_tune(const char *args, char *out, size_t n)
 {
@@ -308,6 +349,7 @@ int main(void)
         cmocka_unit_test(summary_golden),
         cmocka_unit_test(connections_per_peer_are_limited),
         cmocka_unit_test(jobs_per_peer_are_limited),
+        cmocka_unit_test(slow_clients_hold_no_one_up),
         cmocka_unit_test(stop_key),
     };
     return cmocka_run_group_tests(tests, start_tracker, stop_tracker);
