@@ -367,8 +367,9 @@ static tt_status op_measure(server *s, int fd, const json_t *msg, tt_errbuf *err
         tt_errbuf merr = {{0}};
         if (s->o->inject_faults) {
             memset(&res, 0, sizeof(res));
-            res.error_no = 4;
-            snprintf(res.error_text, sizeof(res.error_text), "injected fault (--inject-faults)");
+            res.error_no = s->o->inject_faults == 2 ? 5 : 4;
+            snprintf(res.error_text, sizeof(res.error_text), "injected %s (--inject-faults)",
+                     s->o->inject_faults == 2 ? "wrong answer" : "fault");
             s->measured++;
             st = reply_json(fd, tt_measure_result_json(&res), err);
         } else if (tt_measure_run(path, entry, bufs, (int)nargs, (int)ninputs, &mo, &res, &merr)) {

@@ -34,7 +34,9 @@ typedef struct tt_rpc_server_options {
     double idle_timeout_s;  /* a session with no message for this long ends, default 60 */
     int tvm_error_encoding; /* 20 (TVM <= v0.20, default) or 21: the error packet for TVM clients */
     FILE *log;              /* one line per event; NULL: quiet */
-    bool inject_faults;     /* tests of the farm's health checks: every kernel "crashes" */
+    /* Tests of the farm's health checks: every kernel "crashes" (1) or gives a wrong answer
+     * (2); 0: measure honestly. */
+    int inject_faults;
     const char *opencl_device; /* which OpenCL device measures (opencl.h's tt_cl_select); NULL:
                                   the first GPU, else the first device */
     bool no_opencl;            /* do not probe OpenCL */

@@ -88,7 +88,7 @@ int main(int argc, char **argv)
                                          {"idle-timeout", required_argument, 0, 'i'},
                                          {"tvm-error", required_argument, 0, 'v'},
                                          {"quiet", no_argument, 0, 'q'},
-                                         {"inject-faults", no_argument, 0, 'F'},
+                                         {"inject-faults", optional_argument, 0, 'F'},
                                          {"opencl-device", required_argument, 0, 'o'},
                                          {"no-opencl", no_argument, 0, 'N'},
                                          {"help", no_argument, 0, 'h'},
@@ -158,7 +158,16 @@ int main(int argc, char **argv)
             o.tvm_error_encoding = optarg[2] == '1' ? 21 : 20;
             break;
         case 'q': o.log = NULL; break;
-        case 'F': o.inject_faults = true; break;
+        case 'F':
+            if (!optarg || !strcmp(optarg, "crash"))
+                o.inject_faults = 1;
+            else if (!strcmp(optarg, "wrong"))
+                o.inject_faults = 2;
+            else {
+                fprintf(stderr, "tvm-rpc-server: --inject-faults takes crash or wrong\n");
+                return 2;
+            }
+            break;
         case 'o': o.opencl_device = optarg; break;
         case 'N': o.no_opencl = true; break;
         case 'h': usage(stdout); return 0;

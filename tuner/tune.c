@@ -581,11 +581,12 @@ static bool farm_canary(task *t)
     return ok;
 }
 
-/* A candidate crashed on the device of session k (RUNTIME_DEVICE): a bad config, or a sick
- * device (measurement.md §8 rule 5)?  The canary runs on the same device: when it fails too the
- * device is sick, is reported to the tracker (which stops handing it out) and left, and the
- * candidate goes back to be measured elsewhere.  Returns true when the candidate must be
- * measured again; *fatal when no other device can be had (a standalone server). */
+/* A candidate crashed on the device of session k (RUNTIME_DEVICE) or computed a wrong answer
+ * there (WRONG_ANSWER): a bad config, or a sick device (measurement.md §8 rule 5)?  The canary runs
+ * on the same device: when it fails too the device is sick, is reported to the tracker (which stops
+ * handing it out) and left, and the candidate goes back to be measured elsewhere.  Returns true
+ * when the candidate must be measured again; *fatal when no other device can be had (a standalone
+ * server). */
 static bool farm_suspect(task *t, int k, candidate *c, const tt_measure_options *mo,
                          tt_status *fatal, tt_errbuf *err)
 {
@@ -701,7 +702,7 @@ static void *farm_worker(void *arg)
         tt_errbuf e = {{0}};
         tt_status s = farm_measure(t, a->slot, c, &q->mo, &e), fatal = TT_OK;
         /* c->device is empty when no session survived it: nothing to ask the device then */
-        bool again = !s && c->res.error_no == 4 && c->device[0] &&
+        bool again = !s && (c->res.error_no == 4 || c->res.error_no == 5) && c->device[0] &&
                      farm_suspect(t, a->slot, c, &q->mo, &fatal, &e);
         pthread_mutex_lock(&q->mu);
         if ((s || fatal) && !q->failure) {

@@ -674,19 +674,20 @@ static void jobs(void **state)
     assert_true(wait_free("cpu", 2, 40));
 }
 
-static void sick_device_quarantined(void **state)
+/* Two devices of a new key, one well and one sick (`flag`: every kernel "crashes", or every
+ * answer is wrong): a run finds the sick one by the canary, reports and leaves it, and every
+ * candidate is measured error-free on the well one. */
+static void check_sick_device(const char *key, const char *flag, const char *why)
 {
-    (void)state;
-    /* two devices of a new key: one well, one whose every kernel "crashes" */
     char tr[64], cache[2][300], rest[64], db[300], out[8192];
     snprintf(tr, sizeof(tr), "127.0.0.1:%d", tracker_port);
     for (int i = 0; i < 2; i++)
-        snprintf(cache[i], sizeof(cache[i]), "%s/flaky%d", workdir, i);
+        snprintf(cache[i], sizeof(cache[i]), "%s/%s%d", workdir, key, i);
     char *wargv[] = {TT_BIN "/tvm-rpc-server",
                      "--tracker",
                      tr,
                      "--key",
-                     "flaky",
+                     (char *)key,
                      "--port",
                      "0",
                      "--cache",
@@ -697,40 +698,56 @@ static void sick_device_quarantined(void **state)
                      "--tracker",
                      tr,
                      "--key",
-                     "flaky",
+                     (char *)key,
                      "--port",
                      "0",
                      "--cache",
                      cache[1],
                      "--quiet",
-                     "--inject-faults",
+                     (char *)flag,
                      NULL};
     assert_true(tt_proc_start(&sick, sargv));
     assert_true(tt_proc_wait_line(&sick, "listening on", rest, sizeof(rest), 10));
-    assert_true(wait_free("flaky", 1, 10));
+    assert_true(wait_free(key, 1, 10));
     assert_true(tt_proc_start(&well, wargv));
     assert_true(tt_proc_wait_line(&well, "listening on", rest, sizeof(rest), 10));
-    assert_true(wait_free("flaky", 2, 10));
-    snprintf(db, sizeof(db), "%s/flaky.db", workdir);
+    assert_true(wait_free(key, 2, 10));
+    snprintf(db, sizeof(db), "%s/%s.db", workdir, key);
     char args[1024];
     snprintf(args, sizeof(args),
-             "run --tracker %s --key flaky --workload matmul:M=12,N=12,K=12 --trials 12 "
+             "run --tracker %s --key %s --workload matmul:M=12,N=12,K=12 --trials 12 "
              "--strategy random --repeat 2 --db %s " ONE_CORE,
-             tr, db);
+             tr, key, db);
     assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
     /* the sick device was found and left; its candidates were measured on the well one */
     assert_non_null(strstr(out, "1 sick devices left"));
     assert_int_equal(db_count(db, "records"), 12);
     assert_int_equal(db_count(db, "NO_ERROR"), 12);
-    char text[1 << 14];
+    char text[1 << 14], want[200];
     summary(text, sizeof(text));
-    assert_non_null(strstr(text, "\"quarantined\": \"the canary (naive schedule) fails"));
+    snprintf(want, sizeof(want),
+             "\"quarantined\": \"the canary (naive schedule) fails there too: %s", why);
+    assert_non_null(strstr(text, want));
     snprintf(args, sizeof(args), "summary --devices --tracker %s", tr);
     assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
     assert_non_null(strstr(out, "quarantined: the canary (naive schedule) fails"));
     assert_non_null(strstr(out, TT_RPC_IMPL));
     tt_proc_stop(&well);
     tt_proc_stop(&sick);
+}
+
+static void sick_device_quarantined(void **state)
+{
+    (void)state;
+    check_sick_device("flaky", "--inject-faults", "injected fault");
+}
+
+/* A device that computes wrong answers is found the same way (its wrong results are measured
+ * again elsewhere, so none is stored). */
+static void lying_device_quarantined(void **state)
+{
+    (void)state;
+    check_sick_device("liar", "--inject-faults=wrong", "injected wrong answer");
 }
 
 /* GPUs on the farm: a server reports its OpenCL devices, and an OpenCL tuning run searches here,
@@ -812,6 +829,7 @@ int main(void)
         cmocka_unit_test(device_dies_mid_run),
         cmocka_unit_test(tracker_restarted_mid_run),
         cmocka_unit_test(sick_device_quarantined),
+        cmocka_unit_test(lying_device_quarantined),
         cmocka_unit_test(opencl_tuning_on_the_farm),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
