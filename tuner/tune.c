@@ -1862,6 +1862,11 @@ tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE
     s = tt_db_open(o->db_path ? o->db_path : "tuning.db", 0, &db, err);
     if (s)
         return s;
+    if (o->db_max_bytes > 0 && (s = tt_db_limit_size(db, o->db_max_bytes))) {
+        tt_err(err, s, "%s", tt_db_errmsg(db));
+        tt_db_close(db);
+        return s;
+    }
     task *tasks[64] = {0};
     int n = o->nworkloads < 64 ? o->nworkloads : 64;
     if (o->nworkloads > 64)

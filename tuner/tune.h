@@ -38,7 +38,9 @@ typedef struct tt_tune_options {
     int64_t trials;     /* per workload on average, counting what earlier runs measured; with
                            several workloads the scheduler shares trials x workloads among them */
     tt_strategy strategy;
-    const char *db_path; /* default ./tuning.db */
+    const char *db_path;  /* default ./tuning.db */
+    int64_t db_max_bytes; /* cap the database file (0: none); reaching it stops the run as a
+                             full disk does, with every earlier measurement kept */
     uint64_t seed;
     int batch;                   /* candidates compiled together, default 2 x cores */
     int threads;                 /* compile threads, default cores */

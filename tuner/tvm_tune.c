@@ -31,7 +31,8 @@ static void usage(FILE *f)
         "tvm-tune run --workload W [--weight X] [--workload W2 [--weight X2] ...] [--target T]\n"
         "             [--trials N] [--strategy random|grid|ga|xgb|evo] [--population N]\n"
         "             [--diversity R] [--features knob|itervar] [--overlap-search]\n"
-        "             [--scheduler gradient|round-robin] [--db PATH] [--seed S] [--timeout SEC]\n"
+        "             [--scheduler gradient|round-robin] [--db PATH] [--db-max-mb N] [--seed S]\n"
+        "             [--timeout SEC]\n"
         "             [--batch N] [--number N] [--repeat N] [--min-repeat-ms MS]\n"
         "             [--cooldown-ms MS] [--cache-flush] [--opencl-device SPEC]\n"
         "             [--tracker HOST:PORT --key K [--parallel N] [--priority P]\n"
@@ -48,6 +49,8 @@ static void usage(FILE *f)
         "  --trials counts per workload (on average), including what earlier runs of the same\n"
         "  workload, target and machine measured: running the same command again resumes.\n"
         "  Ctrl-C stops after the current candidate; everything measured is kept.\n"
+        "  --db-max-mb caps the database file: reaching it stops the run as a full disk would,\n"
+        "  with every earlier measurement kept (a later run with room resumes).\n"
         "  Several workloads share trials x workloads: after one round each, rounds of up to 64\n"
         "  go to the workload whose next round should cut the weighted sum of latencies most\n"
         "  (--scheduler gradient, the default; round-robin takes turns).  --weight says how\n"
@@ -276,6 +279,7 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
                                          {"min-repeat-ms", required_argument, 0, 'M'},
                                          {"cooldown-ms", required_argument, 0, 'C'},
                                          {"cache-flush", no_argument, 0, 'F'},
+                                         {"db-max-mb", required_argument, 0, 'x'},
                                          {"opencl-device", required_argument, 0, 'G'},
                                          {"weight", required_argument, 0, 'W'},
                                          {"scheduler", required_argument, 0, 'P'},
@@ -408,6 +412,16 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
             }
             break;
         case 'G': o->measure.opencl_device = optarg; break;
+        case 'x': {
+            char *xend;
+            double mb = strtod(optarg, &xend);
+            if (*xend || !(mb > 0)) {
+                fprintf(stderr, "tvm-tune %s: --db-max-mb needs a positive size in MiB\n", cmd);
+                return 2;
+            }
+            o->db_max_bytes = (int64_t)(mb * (1 << 20));
+            break;
+        }
         case 'N':
         case 'R':
         case 'M':

@@ -30,6 +30,24 @@ grep -q "resuming after $before measured configs" "$tmp/out2" || fail "no resume
 grep -q "3 measured now, $target in all" "$tmp/out2" || fail "resume counts: $(cat "$tmp/out2")"
 [ "$(count)" = "$target" ] || fail "expected $target records, found $(count)"
 
+# A full database (here a capped one) stops the run with the reason; every record stored before
+# is intact, and a run with room resumes without measuring anything twice.
+full="$tmp/full.db"
+fw=matmul:M=32,N=32,K=32
+if "$bin/tvm-tune" run --workload $fw --trials 100 --strategy random --repeat 1 \
+  --min-repeat-ms 1 --db "$full" --db-max-mb 0.08 >"$tmp/full.out" 2>&1; then
+  fail "a run into a full database succeeded"
+fi
+grep -q "storing measurements:.*full" "$tmp/full.out" || fail "no full-disk reason: $(cat "$tmp/full.out")"
+"$bin/tvm-db" check --db "$full" | grep -q ": ok" || fail "database damaged by the full disk"
+kept=$("$bin/tvm-db" stats --db "$full" --json | sed -n 's/.*"records": \([0-9]*\).*/\1/p')
+[ "$kept" -ge 1 ] && [ "$kept" -lt 100 ] || fail "kept $kept records"
+"$bin/tvm-tune" run --workload $fw --trials 100 --strategy random --repeat 1 \
+  --min-repeat-ms 1 --db "$full" >"$tmp/full2.out" 2>&1 || fail "resume after the full disk"
+grep -q "resuming after $kept measured configs" "$tmp/full2.out" || fail "no resume: $(cat "$tmp/full2.out")"
+[ "$("$bin/tvm-db" stats --db "$full" --json | sed -n 's/.*"records": \([0-9]*\).*/\1/p')" = 100 ] ||
+  fail "records after the resume"
+
 # Errors.
 expect_error() {
   local want=$1; shift
