@@ -226,6 +226,19 @@ static void stop_key(void **state)
     assert_int_equal(tt_proc_wait(&tracker, 10), 0);
 }
 
+/* Connects again (the tracker frees a closed connection's place when it notices) and pings. */
+static void reconnect_and_ping(void)
+{
+    int fd = -1;
+    for (int tries = 0; tries < 50 && fd < 0; tries++) {
+        usleep(20000);
+        fd = tt_net_tracker(tracker_port);
+    }
+    assert_true(fd >= 0);
+    ping_ok(fd);
+    close(fd);
+}
+
 /* One address may hold --max-conns-per-peer connections: one more is closed at once, the others
  * keep working. */
 static void connections_per_peer_are_limited(void **state)
@@ -244,14 +257,7 @@ static void connections_per_peer_are_limited(void **state)
         close(fd[i]);
     }
     /* closing frees the places again */
-    int again = -1;
-    for (int tries = 0; tries < 50 && again < 0; tries++) {
-        usleep(20000);
-        again = tt_net_tracker(tracker_port);
-    }
-    assert_true(again >= 0);
-    ping_ok(again);
-    close(again);
+    reconnect_and_ping();
 }
 
 /* Slow and stuck clients (slowloris): connections that stop halfway through the magic or a frame
@@ -285,14 +291,7 @@ static void slow_clients_hold_no_one_up(void **state)
     for (int i = 0; i < STUCK; i++)
         close(fd[i]);
     /* their places are free again */
-    int again = -1;
-    for (int tries = 0; tries < 50 && again < 0; tries++) {
-        usleep(20000);
-        again = tt_net_tracker(tracker_port);
-    }
-    assert_true(again >= 0);
-    ping_ok(again);
-    close(again);
+    reconnect_and_ping();
 }
 
 /* Runs tvm-tune with `args`; its exit status, its output (stdout and stderr) in out. */
