@@ -461,29 +461,6 @@ static bool vectorisable(emitter *e, tt_sid id, uint32_t var)
     }
 }
 
-/* Total iterations of a loop nest (product over its nested loops), capped. */
-static int64_t nest_trip(emitter *e, tt_sid id)
-{
-    const tt_stmt *s = &e->p->stmts.data[id];
-    switch (s->kind) {
-    case TT_STMT_FOR: {
-        int64_t inner = nest_trip(e, s->body);
-        return inner > (1 << 24) / s->extent ? (1 << 24) : inner * s->extent;
-    }
-    case TT_STMT_SEQ: {
-        int64_t m = 1;
-        for (uint32_t k = 0; k < s->n; k++) {
-            int64_t t = nest_trip(e, e->p->items.data[s->first + k]);
-            m = t > m ? t : m;
-        }
-        return m;
-    }
-    case TT_STMT_ALLOC:
-    case TT_STMT_IF: return nest_trip(e, s->body);
-    default: return 1;
-    }
-}
-
 static bool contains_parallel(emitter *e, tt_sid id)
 {
     const tt_stmt *s = &e->p->stmts.data[id];
@@ -551,7 +528,7 @@ static void emit_for(emitter *e, const tt_stmt *s)
         e->stats.vector_loops++;
     } else if ((s->ann == TT_ANN_UNROLL && s->extent <= e->opt.unroll_limit) ||
                (e->auto_unroll && s->ann != TT_ANN_PARALLEL &&
-                nest_trip(e, s->body) * s->extent <= e->auto_unroll &&
+                tt_program_nest_trip(e->p, s->body) * s->extent <= e->auto_unroll &&
                 !contains_parallel(e, s->body))) {
         LLVMValueRef saved = e->vars[s->var];
         for (int64_t i = 0; i < s->extent; i++) {

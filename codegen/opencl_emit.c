@@ -375,27 +375,6 @@ static void emit_stmt(cl_emitter *e, tt_sid id);
 static void check_race(cl_emitter *e, const tt_stmt *s);
 static void emit_for_plain(cl_emitter *e, const tt_stmt *s);
 
-/* Innermost-statement executions of a nest (for auto-unroll). */
-static int64_t nest_trip(cl_emitter *e, tt_sid id)
-{
-    const tt_stmt *s = &e->p->stmts.data[id];
-    switch (s->kind) {
-    case TT_STMT_FOR: {
-        int64_t t = nest_trip(e, s->body);
-        return t > INT32_MAX / (s->extent > 0 ? s->extent : 1) ? INT32_MAX : t * s->extent;
-    }
-    case TT_STMT_SEQ: {
-        int64_t t = 0;
-        for (uint32_t k = 0; k < s->n; k++)
-            t += nest_trip(e, e->p->items.data[s->first + k]);
-        return t;
-    }
-    case TT_STMT_ALLOC: return nest_trip(e, s->body);
-    case TT_STMT_IF: return nest_trip(e, s->body) + (s->orelse ? nest_trip(e, s->orelse) : 0);
-    default: return 1;
-    }
-}
-
 static void barrier(cl_emitter *e, const char *why)
 {
     if (e->divergent)
@@ -803,9 +782,9 @@ static void emit_for_plain(cl_emitter *e, const tt_stmt *s)
     } else {
         /* vthread: a virtual thread is a serial loop of every work-item, unrolled so that its
          * private tiles stay in registers. */
-        bool unroll = s->ann == TT_ANN_UNROLL || s->ann == TT_ANN_VTHREAD ||
-                      s->ann == TT_ANN_VECTORIZE ||
-                      (e->auto_unroll && nest_trip(e, s->body) * s->extent <= e->auto_unroll);
+        bool unroll =
+            s->ann == TT_ANN_UNROLL || s->ann == TT_ANN_VTHREAD || s->ann == TT_ANN_VECTORIZE ||
+            (e->auto_unroll && tt_program_nest_trip(e->p, s->body) * s->extent <= e->auto_unroll);
         if (s->ann == TT_ANN_VTHREAD && e->lim.max_vthread > 0 && s->extent > e->lim.max_vthread)
             fail(e, TT_ERR_LIMIT, "vthread loop '%s' has extent %lld, more than the %lld allowed",
                  tt_var_name(&e->p->pool, s->var), (long long)s->extent,

@@ -62,6 +62,11 @@ typedef struct tt_program {
 tt_status tt_lower(const tt_state *st, tt_program **out, tt_errbuf *err);
 void tt_program_free(tt_program *p);
 
+/* Iterations of the deepest path through the nest at `id` (loops multiply, a sequence takes its
+ * longest part), capped at 2^24: what auto_unroll_max_step compares with, in both code
+ * generators. */
+int64_t tt_program_nest_trip(const tt_program *p, tt_sid id);
+
 /* Readable form, e.g.
  *     for i.0 in 0..16 parallel:
  *       C[i.0*32 + i.1] = 0.0f
