@@ -205,3 +205,15 @@ int tt_net_tracker(int port)
     }
     return fd;
 }
+
+int tt_proc_output(const char *cmd, char *out, size_t n)
+{
+    out[0] = 0;
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    size_t len = fread(out, 1, n - 1, p);
+    out[len] = 0;
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}

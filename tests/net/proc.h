@@ -27,6 +27,10 @@ int tt_proc_stop(tt_proc *p);
 /* SIGKILL without waiting for anything else (the test of a dying device). */
 void tt_proc_kill(tt_proc *p);
 
+/* Runs a shell command, its stdout (up to n - 1 bytes) in out; returns its exit status, or -1
+ * when it could not run or died of a signal. */
+int tt_proc_output(const char *cmd, char *out, size_t n);
+
 /* A TCP connection to 127.0.0.1:port with 5 s send/receive deadlines; -1 on failure.  Whole
  * buffers go with base/io.h's tt_write_all and tt_read_all. */
 int tt_net_connect(int port);

@@ -172,12 +172,7 @@ static int tvm_tune(const char *args, char *out, size_t n)
 {
     char cmd[2048];
     snprintf(cmd, sizeof(cmd), "%s/tvm-tune %s", TT_BIN, args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t len = fread(out, 1, n - 1, p);
-    out[len] = 0;
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return tt_proc_output(cmd, out, n);
 }
 
 static void registration(void **state)
@@ -417,21 +412,24 @@ static void measurement_protocol(void **state)
     assert_int_equal(occurrences(2, ": 1 measurements, 0 artifacts received"), 1);
 }
 
-/* A count from `tvm-db stats --json` ("records", or "NO_ERROR" of the error table). */
-static int db_count(const char *db, const char *what)
+/* A count from `tvm-db stats --json` ("records", or "NO_ERROR" of the error table), of job `job`
+ * (0: all records). */
+static int db_count_of(const char *db, long long job, const char *what)
 {
-    char cmd[600];
-    snprintf(cmd, sizeof(cmd), "%s/tvm-db stats --db %s --json", TT_BIN, db);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    char text[4096] = "";
-    size_t n = fread(text, 1, sizeof(text) - 1, p);
-    text[n] = 0;
-    pclose(p);
+    char cmd[600], text[4096];
+    snprintf(cmd, sizeof(cmd), "%s/tvm-db stats --db %s --job %lld --json", TT_BIN, db, job);
+    if (!job)
+        snprintf(cmd, sizeof(cmd), "%s/tvm-db stats --db %s --json", TT_BIN, db);
+    assert_int_equal(tt_proc_output(cmd, text, sizeof(text)), 0);
     char pattern[64];
     snprintf(pattern, sizeof(pattern), "\"%s\": ", what);
     char *at = strstr(text, pattern);
     return at ? atoi(at + strlen(pattern)) : -1;
+}
+
+static int db_count(const char *db, const char *what)
+{
+    return db_count_of(db, 0, what);
 }
 
 static void device_dies_mid_run(void **state)
@@ -581,17 +579,9 @@ static long long submit_running(const char *workload, int trials, int min_repeat
 /* Records of job `id` in the farm's database (the tracker may be down). */
 static int job_records(long long id)
 {
-    char cmd[600];
-    snprintf(cmd, sizeof(cmd), "%s/tvm-db stats --db %s/farm.db --job %lld --json", TT_BIN, workdir,
-             id);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    char text[4096] = "";
-    size_t n = fread(text, 1, sizeof(text) - 1, p);
-    text[n] = 0;
-    pclose(p);
-    char *at = strstr(text, "\"records\": ");
-    return at ? atoi(at + 11) : -1;
+    char db[300];
+    snprintf(db, sizeof(db), "%s/farm.db", workdir);
+    return db_count_of(db, id, "records");
 }
 
 static void jobs(void **state)
@@ -622,11 +612,7 @@ static void jobs(void **state)
         snprintf(cmd, sizeof(cmd),
                  "script -qec '%s/tvm-tune watch --tracker 127.0.0.1:%d %lld' /dev/null", TT_BIN,
                  tracker_port, id);
-        FILE *p = popen(cmd, "r");
-        assert_non_null(p);
-        size_t len = fread(out, 1, sizeof(out) - 1, p);
-        out[len] = 0;
-        pclose(p);
+        tt_proc_output(cmd, out, sizeof(out));
         assert_non_null(strstr(out, "\rjob "));
         assert_non_null(strstr(out, "[##############################] 16/16"));
     }

@@ -299,12 +299,7 @@ static int tvm_tune(const char *args, char *out, size_t n)
 {
     char cmd[1024];
     snprintf(cmd, sizeof(cmd), "%s/tvm-tune %s 2>&1", TT_BIN, args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t len = fread(out, 1, n - 1, p);
-    out[len] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return tt_proc_output(cmd, out, n);
 }
 
 /* One address may have --max-jobs-per-peer jobs queued or running: one more submission is
