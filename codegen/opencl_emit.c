@@ -629,7 +629,7 @@ static void emit_xreduce(cl_emitter *e, const tt_stmt *root, const xreduce *x)
     const char *ident;
     char buf[64];
     if (x->op == TT_EXPR_ADD)
-        ident = tt_dtype_is_float(t) ? "0" : "0";
+        ident = "0";
     else if (tt_dtype_is_float(t))
         ident = x->op == TT_EXPR_MAX ? "(-INFINITY)" : "INFINITY";
     else {
@@ -1052,7 +1052,6 @@ static void emit_kernel(cl_emitter *e, tt_sid root, const char *entry, tt_cl_art
             const tt_buffer *bf = &e->p->bufs.data[b];
             if (pass == 0 ? bf->param < 0 : !e->workspace[b])
                 continue;
-            (void)pass;
             tt_strbuf_printf(o, "%s__global %s *restrict %s", nargs++ ? ", " : "", mtype(bf->dtype),
                              e->buf_name[b]);
         }
