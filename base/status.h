@@ -23,7 +23,8 @@
     X(ERR_NOT_FOUND, "not found")                                                                  \
     X(ERR_LIMIT, "limit exceeded")                                                                 \
     X(ERR_UNSUPPORTED, "unsupported")                                                              \
-    X(ERR_INTERNAL, "internal error")
+    X(ERR_INTERNAL, "internal error")                                                              \
+    X(ERR_AUTH, "authentication failed")
 
 typedef enum {
 #define TT_STATUS_ENUM(name, msg) TT_##name,

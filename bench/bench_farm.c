@@ -224,7 +224,7 @@ static void overhead(void)
     snprintf(cache, sizeof(cache), "%s/cache", work);
     char *sargv[] = {srv_exe, "--tracker", tport, "--key",   "bench", "--port",
                      "0",     "--cache",   cache, "--quiet", NULL};
-    if (!start(&sv, sargv, "listening on 0.0.0.0:", &sport))
+    if (!start(&sv, sargv, "listening on 127.0.0.1:", &sport))
         exit(1);
     usleep(500000); /* registered */
     printf("\n2. per-measurement overhead, farm path vs the local sandbox (20 measurements each,\n"
@@ -341,7 +341,7 @@ static void utilisation(void)
         snprintf(cache[i], sizeof(cache[i]), "%s/c%d", work, i);
         char *sargv[] = {srv_exe, "--tracker", tport,    "--key",   "util", "--port",
                          "0",     "--cache",   cache[i], "--quiet", NULL};
-        if (!start(&sv[i], sargv, "listening on 0.0.0.0:", &sport))
+        if (!start(&sv[i], sargv, "listening on 127.0.0.1:", &sport))
             exit(1);
     }
     usleep(500000);

@@ -22,7 +22,33 @@ static uint64_t get_le(const uint8_t *p, int n)
     return v;
 }
 
-static tt_status send_header(int fd, const char *json, uint64_t blob_len, tt_errbuf *err)
+void tt_mchan_init(tt_mchan *ch, int fd, bool is_server)
+{
+    memset(ch, 0, sizeof(*ch));
+    ch->fd = fd;
+    ch->is_server = is_server;
+}
+
+void tt_mchan_seal(tt_mchan *ch, const uint8_t key[TT_AUTH_KEY_BYTES])
+{
+    memcpy(ch->key, key, TT_AUTH_KEY_BYTES);
+    ch->sealed = true;
+    ch->sent = ch->received = 0;
+}
+
+/* Starts the MAC of one part ('M': header and JSON, 'B': blob) of message `seq`, sent by the
+ * server or the client: a message cannot be replayed, reordered or reflected. */
+static void mac_start(const tt_mchan *ch, tt_auth_mac *m, bool from_server, uint64_t seq, char part)
+{
+    uint8_t h[10];
+    h[0] = from_server ? 'S' : 'C';
+    h[1] = (uint8_t)part;
+    put_le(h + 2, seq, 8);
+    tt_auth_mac_init(m, ch->key);
+    tt_auth_mac_update(m, h, sizeof(h));
+}
+
+static tt_status send_header(tt_mchan *ch, const char *json, uint64_t blob_len, tt_errbuf *err)
 {
     size_t jl = strlen(json);
     if (jl > TT_MPROTO_MAX_JSON)
@@ -32,31 +58,56 @@ static tt_status send_header(int fd, const char *json, uint64_t blob_len, tt_err
     memcpy(h, TT_MPROTO_MAGIC, 4);
     put_le(h + 4, jl, 4);
     put_le(h + 8, blob_len, 8);
-    /* One write for header and JSON: no Nagle stall between them. */
-    char *buf = malloc(sizeof(h) + jl);
+    /* One write for header, JSON and MAC: no Nagle stall between them. */
+    size_t tl = ch->sealed ? TT_AUTH_TAG_BYTES : 0;
+    uint8_t *buf = malloc(sizeof(h) + jl + tl);
     if (!buf)
         return tt_err(err, TT_ERR_NOMEM, "out of memory sending a message");
     memcpy(buf, h, sizeof(h));
     memcpy(buf + sizeof(h), json, jl);
-    bool ok = tt_write_all(fd, buf, sizeof(h) + jl);
+    if (ch->sealed) {
+        tt_auth_mac m;
+        mac_start(ch, &m, ch->is_server, ch->sent, 'M');
+        tt_auth_mac_update(&m, buf, sizeof(h) + jl);
+        tt_auth_mac_final(&m, buf + sizeof(h) + jl);
+    }
+    bool ok = tt_write_all(ch->fd, buf, sizeof(h) + jl + tl);
     free(buf);
     return ok ? TT_OK
               : tt_err(err, TT_ERR_IO, "connection lost while sending: %s", strerror(errno));
 }
 
-tt_status tt_mproto_send(int fd, const char *json, const void *blob, uint64_t blob_len,
-                         tt_errbuf *err)
+/* Sends the blob's MAC (sealed channels) and counts the message. */
+static tt_status end_message(tt_mchan *ch, tt_auth_mac *m, uint64_t blob_len, tt_errbuf *err)
 {
-    tt_status s = send_header(fd, json, blob_len, err);
-    if (s)
-        return s;
-    if (blob_len && !tt_write_all(fd, blob, (size_t)blob_len))
-        return tt_err(err, TT_ERR_IO, "connection lost while sending %" PRIu64 " bytes: %s",
-                      blob_len, strerror(errno));
+    if (ch->sealed && blob_len) {
+        uint8_t tag[TT_AUTH_TAG_BYTES];
+        tt_auth_mac_final(m, tag);
+        if (!tt_write_all(ch->fd, tag, sizeof(tag)))
+            return tt_err(err, TT_ERR_IO, "connection lost while sending: %s", strerror(errno));
+    }
+    ch->sent++;
     return TT_OK;
 }
 
-tt_status tt_mproto_send_file(int fd, const char *json, const char *path, tt_errbuf *err)
+tt_status tt_mproto_send(tt_mchan *ch, const char *json, const void *blob, uint64_t blob_len,
+                         tt_errbuf *err)
+{
+    tt_status s = send_header(ch, json, blob_len, err);
+    if (s)
+        return s;
+    if (blob_len && !tt_write_all(ch->fd, blob, (size_t)blob_len))
+        return tt_err(err, TT_ERR_IO, "connection lost while sending %" PRIu64 " bytes: %s",
+                      blob_len, strerror(errno));
+    tt_auth_mac m;
+    if (ch->sealed && blob_len) {
+        mac_start(ch, &m, ch->is_server, ch->sent, 'B');
+        tt_auth_mac_update(&m, blob, (size_t)blob_len);
+    }
+    return end_message(ch, &m, blob_len, err);
+}
+
+tt_status tt_mproto_send_file(tt_mchan *ch, const char *json, const char *path, tt_errbuf *err)
 {
     int in = open(path, O_RDONLY | O_CLOEXEC);
     if (in < 0)
@@ -64,7 +115,10 @@ tt_status tt_mproto_send_file(int fd, const char *json, const char *path, tt_err
     off_t size = lseek(in, 0, SEEK_END);
     lseek(in, 0, SEEK_SET);
     tt_status s = size < 0 ? tt_err(err, TT_ERR_IO, "%s: %s", path, strerror(errno))
-                           : send_header(fd, json, (uint64_t)size, err);
+                           : send_header(ch, json, (uint64_t)size, err);
+    tt_auth_mac m;
+    if (ch->sealed)
+        mac_start(ch, &m, ch->is_server, ch->sent, 'B');
     char buf[65536];
     uint64_t left = size < 0 ? 0 : (uint64_t)size;
     while (!s && left) {
@@ -73,29 +127,47 @@ tt_status tt_mproto_send_file(int fd, const char *json, const char *path, tt_err
             continue;
         if (r <= 0)
             s = tt_err(err, TT_ERR_IO, "%s: shorter than announced", path);
-        else if (!tt_write_all(fd, buf, (size_t)r))
+        else if (!tt_write_all(ch->fd, buf, (size_t)r))
             s = tt_err(err, TT_ERR_IO, "connection lost while sending %s: %s", path,
                        strerror(errno));
         else
             left -= (uint64_t)r;
+        if (!s && ch->sealed)
+            tt_auth_mac_update(&m, buf, (size_t)r);
     }
     close(in);
-    return s;
+    if (ch->sealed && (s || !size))
+        tt_auth_mac_final(&m, (uint8_t[TT_AUTH_TAG_BYTES]){0}); /* wipes the state */
+    return s ? s : end_message(ch, &m, (uint64_t)size, err);
 }
 
-tt_status tt_mproto_recv(int fd, json_t **msg, uint64_t *blob_len, tt_errbuf *err)
+static tt_status check_tag(tt_mchan *ch, tt_auth_mac *m, const char *what, tt_errbuf *err)
+{
+    uint8_t want[TT_AUTH_TAG_BYTES], got[TT_AUTH_TAG_BYTES];
+    tt_auth_mac_final(m, want);
+    if (!tt_read_all(ch->fd, got, sizeof(got)))
+        return tt_err(err, TT_ERR_IO, "connection closed or timed out before a %s's MAC", what);
+    if (!tt_auth_tag_equal(want, got))
+        return tt_err(err, TT_ERR_AUTH,
+                      "a %s failed its authentication check (altered, replayed or sent without "
+                      "the farm's key)",
+                      what);
+    return TT_OK;
+}
+
+tt_status tt_mproto_recv(tt_mchan *ch, json_t **msg, uint64_t *blob_len, tt_errbuf *err)
 {
     *msg = NULL;
     *blob_len = 0;
     uint8_t h[TT_MPROTO_HEADER];
-    if (!tt_read_all(fd, h, 4))
+    if (!tt_read_all(ch->fd, h, 4))
         return tt_err(err, TT_ERR_IO, "connection closed or timed out");
     if (memcmp(h, TT_MPROTO_MAGIC, 4))
         return tt_err(err, TT_ERR_PARSE,
                       "peer does not speak the tvm-tune measurement protocol (first bytes "
                       "%02x %02x %02x %02x)",
                       h[0], h[1], h[2], h[3]);
-    if (!tt_read_all(fd, h + 4, sizeof(h) - 4))
+    if (!tt_read_all(ch->fd, h + 4, sizeof(h) - 4))
         return tt_err(err, TT_ERR_IO, "connection closed or timed out inside a message header");
     uint64_t jl = get_le(h + 4, 4);
     *blob_len = get_le(h + 8, 8);
@@ -105,12 +177,22 @@ tt_status tt_mproto_recv(int fd, json_t **msg, uint64_t *blob_len, tt_errbuf *er
     char *text = malloc(jl + 1);
     if (!text)
         return tt_err(err, TT_ERR_NOMEM, "out of memory receiving a message");
-    if (!tt_read_all(fd, text, jl)) {
+    if (!tt_read_all(ch->fd, text, jl)) {
         free(text);
         return tt_err(err, TT_ERR_IO, "connection closed or timed out inside a message");
     }
+    tt_status s = TT_OK;
+    if (ch->sealed) { /* nothing of an unauthenticated message is looked at */
+        tt_auth_mac m;
+        ch->blob_seq = ch->received;
+        mac_start(ch, &m, !ch->is_server, ch->received++, 'M');
+        tt_auth_mac_update(&m, h, sizeof(h));
+        tt_auth_mac_update(&m, text, (size_t)jl);
+        s = check_tag(ch, &m, "message", err);
+    }
     json_t *j = NULL;
-    tt_status s = tt_json_parse(text, jl, &j, err);
+    if (!s)
+        s = tt_json_parse(text, jl, &j, err);
     free(text);
     if (s)
         return s;
@@ -122,22 +204,38 @@ tt_status tt_mproto_recv(int fd, json_t **msg, uint64_t *blob_len, tt_errbuf *er
     return TT_OK;
 }
 
-tt_status tt_mproto_recv_blob(int fd, uint64_t len, int out_fd, uint64_t *hash, tt_errbuf *err)
+tt_status tt_mproto_recv_blob(tt_mchan *ch, uint64_t len, int out_fd, uint64_t *hash,
+                              tt_errbuf *err)
 {
     uint64_t h = TT_FNV64_OFFSET;
     char buf[65536];
+    tt_auth_mac m;
+    bool sealed = ch->sealed && len;
+    if (sealed)
+        mac_start(ch, &m, !ch->is_server, ch->blob_seq, 'B');
+    tt_status s = TT_OK;
     while (len) {
         size_t n = len < sizeof(buf) ? (size_t)len : sizeof(buf);
-        if (!tt_read_all(fd, buf, n))
-            return tt_err(err, TT_ERR_IO, "connection closed or timed out inside a blob");
+        if (!tt_read_all(ch->fd, buf, n)) {
+            s = tt_err(err, TT_ERR_IO, "connection closed or timed out inside a blob");
+            break;
+        }
         h = tt_hash64_update(h, buf, n);
-        if (out_fd >= 0 && !tt_write_all(out_fd, buf, n))
-            return tt_err(err, TT_ERR_IO, "cannot store a blob: %s", strerror(errno));
+        if (sealed)
+            tt_auth_mac_update(&m, buf, n);
+        if (out_fd >= 0 && !tt_write_all(out_fd, buf, n)) {
+            s = tt_err(err, TT_ERR_IO, "cannot store a blob: %s", strerror(errno));
+            break;
+        }
         len -= n;
     }
-    if (hash)
+    if (sealed && s)
+        tt_auth_mac_final(&m, (uint8_t[TT_AUTH_TAG_BYTES]){0});
+    else if (sealed)
+        s = check_tag(ch, &m, "blob", err);
+    if (!s && hash)
         *hash = h;
-    return TT_OK;
+    return s;
 }
 
 void tt_artifact_id(uint64_t hash, uint64_t len, char out[TT_ARTIFACT_ID_MAX])

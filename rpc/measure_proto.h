@@ -10,7 +10,7 @@
  * bytes.  Artifacts (kernel libraries, argument data, reference outputs) travel as blobs and are
  * named by content: "<FNV-1a 64 hex>-<bytes>", so a device keeps them across sessions and a client
  * sends each once.  Blocking I/O on a socket whose deadlines the caller sets (SO_RCVTIMEO).
- * Depends on base only. */
+ * Depends on base and auth. */
 #ifndef TT_RPC_MEASURE_PROTO_H
 #define TT_RPC_MEASURE_PROTO_H
 
@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "../base/base.h"
+#include "auth.h"
 #include "measure.h"
 
 #define TT_MPROTO_VERSION  1
@@ -28,17 +29,36 @@
 #define TT_ARTIFACT_ID_MAX 40 /* 16 hex + '-' + up to 20 digits + NUL */
 #define TT_RPC_IMPL        "tvm-rpc-server/0.1.0"
 
+/* One side of a measurement connection.  After authentication (docs/security.md) the channel
+ * is sealed: a 32-byte HMAC-SHA-512/256 under the session key follows every message's JSON and
+ * every blob, over the direction, the message's number and its bytes, and the receiver checks it
+ * before it uses anything (TT_ERR_AUTH when it fails, and the session ends). */
+typedef struct tt_mchan {
+    int fd;
+    bool is_server; /* which direction this side sends */
+    bool sealed;    /* every message carries a MAC */
+    uint8_t key[TT_AUTH_KEY_BYTES];
+    uint64_t sent, received, blob_seq; /* message numbers, in the MACs */
+} tt_mchan;
+
+void tt_mchan_init(tt_mchan *ch, int fd, bool is_server);
+/* From now on every message both ways is MAC'ed with `key` (the session key). */
+void tt_mchan_seal(tt_mchan *ch, const uint8_t key[TT_AUTH_KEY_BYTES]);
+
 /* Sends one message; `blob` may be NULL when blob_len is 0. */
-tt_status tt_mproto_send(int fd, const char *json, const void *blob, uint64_t blob_len,
+tt_status tt_mproto_send(tt_mchan *ch, const char *json, const void *blob, uint64_t blob_len,
                          tt_errbuf *err);
 /* Sends one message whose blob is the whole file at `path`. */
-tt_status tt_mproto_send_file(int fd, const char *json, const char *path, tt_errbuf *err);
+tt_status tt_mproto_send_file(tt_mchan *ch, const char *json, const char *path, tt_errbuf *err);
 /* Receives one message's header and JSON (an object); the blob (*blob_len bytes) is left on the
  * socket for tt_mproto_recv_blob.  TT_ERR_IO: closed or timed out; TT_ERR_PARSE: not our protocol
- * (bad magic) or malformed JSON; TT_ERR_LIMIT: JSON over TT_MPROTO_MAX_JSON. */
-tt_status tt_mproto_recv(int fd, json_t **msg, uint64_t *blob_len, tt_errbuf *err);
-/* Reads a blob of `len` bytes into `out_fd` (or discards it when out_fd < 0), hashing it. */
-tt_status tt_mproto_recv_blob(int fd, uint64_t len, int out_fd, uint64_t *hash, tt_errbuf *err);
+ * (bad magic) or malformed JSON; TT_ERR_LIMIT: JSON over TT_MPROTO_MAX_JSON; TT_ERR_AUTH: a sealed
+ * channel's MAC did not match. */
+tt_status tt_mproto_recv(tt_mchan *ch, json_t **msg, uint64_t *blob_len, tt_errbuf *err);
+/* Reads a blob of `len` bytes into `out_fd` (or discards it when out_fd < 0), hashing it.  On a
+ * sealed channel TT_ERR_AUTH means the bytes written to out_fd must not be used. */
+tt_status tt_mproto_recv_blob(tt_mchan *ch, uint64_t len, int out_fd, uint64_t *hash,
+                              tt_errbuf *err);
 
 /* The content name of `len` bytes whose FNV-1a hash is `hash`. */
 void tt_artifact_id(uint64_t hash, uint64_t len, char out[TT_ARTIFACT_ID_MAX]);

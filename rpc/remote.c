@@ -20,6 +20,7 @@
 
 struct tt_remote {
     int fd;
+    tt_mchan ch; /* the measurement protocol on fd, sealed once authenticated */
     char peer[300];
     char host[256];
     int port;
@@ -76,7 +77,7 @@ static tt_status request(const tt_remote_options *o, char *host, size_t hn, int 
 {
     double wait = o->request_timeout_s > 0 ? o->request_timeout_s : 600;
     tt_tracker_conn c;
-    tt_status st = tt_tracker_connect(o->tracker_host, o->tracker_port, 10, &c, err);
+    tt_status st = tt_tracker_connect(o->tracker_host, o->tracker_port, 10, o->auth, &c, err);
     if (st)
         return st;
     json_t *m = json_pack("[i, s, s, i]", 4, o->key, "", o->priority);
@@ -125,7 +126,53 @@ static tt_status request(const tt_remote_options *o, char *host, size_t hn, int 
     return st;
 }
 
-static tt_status handshake(tt_remote *r, const char *matchkey, double session_s, tt_errbuf *err)
+/* The client's half of the measurement protocol's authentication: the device's hello carried
+ * its nonce and proof; check them, send ours, and seal the channel. */
+static tt_status authenticate(tt_remote *r, const tt_auth_keyring *auth, const json_t *hello,
+                              const uint8_t cn[TT_AUTH_NONCE_BYTES], tt_errbuf *err)
+{
+    const json_t *a = json_object_get(hello, "auth");
+    uint8_t sn[TT_AUTH_NONCE_BYTES], proof[TT_AUTH_TAG_BYTES];
+    if (!a)
+        return tt_err(err, TT_ERR_AUTH,
+                      "device %s has no key (started without --auth-key-file), so it cannot prove "
+                      "it belongs to this farm",
+                      r->peer);
+    /* The device proved with its first key, which is one of ours (k); we prove with our first,
+     * which is one of its: the session key takes both, and each side knows both. */
+    int k = tt_auth_unhex(json_string_value(json_object_get(a, "nonce")), sn) &&
+                    tt_auth_unhex(json_string_value(json_object_get(a, "proof")), proof)
+                ? tt_auth_verify(auth, TT_AUTH_MEASURE_SERVER, cn, sn, proof)
+                : -1;
+    if (k < 0)
+        return tt_err(err, TT_ERR_AUTH,
+                      "device %s did not prove the farm's key (it holds a different one)", r->peer);
+    tt_auth_prove(auth, TT_AUTH_MEASURE_CLIENT, cn, sn, proof);
+    char hex[TT_AUTH_HEX], text[TT_AUTH_HEX + 32];
+    tt_auth_hex(proof, hex);
+    snprintf(text, sizeof(text), "{\"op\":\"auth\",\"proof\":\"%s\"}", hex);
+    tt_status st = tt_mproto_send(&r->ch, text, NULL, 0, err);
+    if (st)
+        return st;
+    uint8_t session[TT_AUTH_KEY_BYTES];
+    tt_auth_session_key(auth->key[0], auth->key[k], cn, sn, session);
+    tt_mchan_seal(&r->ch, session);
+    json_t *msg = NULL;
+    uint64_t blob = 0;
+    st = tt_mproto_recv(&r->ch, &msg, &blob, err);
+    if (st) /* the refusal is an unsealed error and a close */
+        return tt_err_prefix(err, TT_ERR_AUTH,
+                             "device %s did not accept this key (it holds a different one)",
+                             r->peer);
+    if (!st && (strcmp(json_string_value(json_object_get(msg, "op")), "auth") || blob))
+        st = tt_err(err, TT_ERR_AUTH, "device %s answered the authentication with '%s'", r->peer,
+                    json_string_value(json_object_get(msg, "op")));
+    json_decref(msg);
+    return st;
+}
+
+static tt_status handshake(tt_remote *r, const char *matchkey, double session_s,
+                           const tt_auth_keyring *auth, tt_errbuf *err)
 {
     char key[512];
     int kl = snprintf(key, sizeof(key), "client:%s -timeout=%d %s", matchkey,
@@ -154,15 +201,23 @@ static tt_status handshake(tt_remote *r, const char *matchkey, double session_s,
     /* Our protocol: hello both ways.  A TVM server answers with its own bytes (or nothing). */
     json_t *hello = json_pack("{s:s, s:i, s:s}", "op", "hello", "proto", TT_MPROTO_VERSION,
                               "client", "tvm-tune");
+    bool keyed = auth && auth->nkeys;
+    uint8_t cn[TT_AUTH_NONCE_BYTES];
+    if (keyed) {
+        char hex[TT_AUTH_HEX];
+        tt_auth_nonce(cn);
+        tt_auth_hex(cn, hex);
+        json_object_set_new(hello, "nonce", json_string(hex));
+    }
     char *text = json_dumps(hello, JSON_COMPACT);
     json_decref(hello);
-    tt_status st = tt_mproto_send(r->fd, text, NULL, 0, err);
+    tt_status st = tt_mproto_send(&r->ch, text, NULL, 0, err);
     free(text);
     if (st)
         return st;
     json_t *msg = NULL;
     uint64_t blob = 0;
-    st = tt_mproto_recv(r->fd, &msg, &blob, err);
+    st = tt_mproto_recv(&r->ch, &msg, &blob, err);
     if (st == TT_ERR_PARSE || (st == TT_ERR_IO && strstr(err->msg, "closed")))
         return tt_err_prefix(err, TT_ERR_PARSE, "%s (key %.*s) is not a tvm-rpc-server", r->peer,
                              len, skey);
@@ -172,10 +227,17 @@ static tt_status handshake(tt_remote *r, const char *matchkey, double session_s,
     const json_t *dev = json_object_get(msg, "device");
     if (strcmp(op, "hello") || !json_is_object(dev) || blob) {
         const char *m = json_string_value(json_object_get(msg, "message"));
-        st = tt_err(err, TT_ERR_PARSE, "device %s refused the session: %s", r->peer,
-                    m ? m : "no hello");
+        st = tt_err(err, m && strstr(m, "farm's key") ? TT_ERR_AUTH : TT_ERR_PARSE,
+                    "device %s refused the session: %s", r->peer, m ? m : "no hello");
+    } else if (!keyed && json_object_get(msg, "auth")) {
+        st = tt_err(err, TT_ERR_AUTH,
+                    "device %s requires the farm's key: give --auth-key-file (or "
+                    "TVM_TUNE_AUTH_KEY_FILE)",
+                    r->peer);
     } else {
         tt_device_info_from_json(dev, &r->dev);
+        if (keyed)
+            st = authenticate(r, auth, msg, cn, err);
     }
     json_decref(msg);
     return st;
@@ -209,7 +271,8 @@ tt_status tt_remote_open(const tt_remote_options *o, tt_remote **out, double *wa
     r->port = port;
     double session = o->session_timeout_s > 0 ? o->session_timeout_s : 60;
     r->fd = dial(host, port, 30, err);
-    st = r->fd < 0 ? TT_ERR_IO : handshake(r, matchkey, session, err);
+    tt_mchan_init(&r->ch, r->fd, false);
+    st = r->fd < 0 ? TT_ERR_IO : handshake(r, matchkey, session, o->auth, err);
     if (st) {
         tt_remote_close(r);
         return st;
@@ -224,7 +287,7 @@ tt_status tt_remote_count_devices(const tt_remote_options *o, int *n, tt_errbuf 
     if (!o->tracker_host)
         return TT_OK;
     tt_tracker_conn c;
-    tt_status st = tt_tracker_connect(o->tracker_host, o->tracker_port, 10, &c, err);
+    tt_status st = tt_tracker_connect(o->tracker_host, o->tracker_port, 10, o->auth, &c, err);
     char *reply = NULL;
     if (!st)
         st = tt_tracker_call(&c, "[6]", &reply, err);
@@ -286,14 +349,14 @@ static tt_status call(tt_remote *r, json_t *m, const void *blob, uint64_t blob_l
     json_decref(m);
     if (!text)
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
-    tt_status st = blob_path ? tt_mproto_send_file(r->fd, text, blob_path, err)
-                             : tt_mproto_send(r->fd, text, blob, blob_len, err);
+    tt_status st = blob_path ? tt_mproto_send_file(&r->ch, text, blob_path, err)
+                             : tt_mproto_send(&r->ch, text, blob, blob_len, err);
     free(text);
     uint64_t rb = 0;
     if (!st)
-        st = tt_mproto_recv(r->fd, reply, &rb, err);
+        st = tt_mproto_recv(&r->ch, reply, &rb, err);
     if (!st && rb)
-        st = tt_mproto_recv_blob(r->fd, rb, -1, NULL, err);
+        st = tt_mproto_recv_blob(&r->ch, rb, -1, NULL, err);
     if (st == TT_ERR_IO)
         return tt_err_prefix(err, TT_ERR_IO, "device %s", r->peer);
     if (!st && !strcmp(json_string_value(json_object_get(*reply, "op")), "error")) {
@@ -416,8 +479,9 @@ tt_status tt_remote_report(const tt_remote_options *o, const tt_remote *r, bool 
     char *text = json_dumps(m, JSON_COMPACT);
     json_decref(m);
     json_t *result = NULL;
-    tt_status s = text ? tt_tracker_ext_call(o->tracker_host, o->tracker_port, text, &result, err)
-                       : tt_err(err, TT_ERR_NOMEM, "out of memory");
+    tt_status s =
+        text ? tt_tracker_ext_call(o->tracker_host, o->tracker_port, o->auth, text, &result, err)
+             : tt_err(err, TT_ERR_NOMEM, "out of memory");
     free(text);
     json_decref(result);
     return s;
@@ -431,7 +495,7 @@ void tt_remote_close(tt_remote *r)
         static const char bye[] = "{\"op\":\"bye\"}";
         tt_errbuf err;
         tt_socket_deadlines(r->fd, 2);
-        tt_mproto_send(r->fd, bye, NULL, 0, &err);
+        tt_mproto_send(&r->ch, bye, NULL, 0, &err);
         close(r->fd);
     }
     for (size_t i = 0; i < r->known.len; i++)

@@ -15,6 +15,7 @@
 #include <signal.h>
 
 #include "../base/base.h"
+#include "auth.h"
 #include "device_info.h"
 #include "measure.h"
 
@@ -29,6 +30,9 @@ typedef struct tt_remote_options {
     double session_timeout_s;    /* the server ends a session silent this long, default 60 */
     int parallel;                /* tuner: devices measuring at once; 0 = every device of the key */
     volatile sig_atomic_t *stop; /* when set, a wait for a device ends (TT_ERR_LIMIT) */
+    /* The farm's key: proved to the tracker and the device, and every measurement message is
+     * MAC'ed (docs/security.md).  NULL or empty: none (loopback farms). */
+    const tt_auth_keyring *auth;
 } tt_remote_options;
 
 typedef struct tt_remote tt_remote;

@@ -46,7 +46,7 @@ typedef struct server {
     uint64_t serial;
     tt_rng rng;
     /* statistics for the log */
-    uint64_t sessions, measured, received, tvm_clients;
+    uint64_t sessions, measured, received, tvm_clients, auth_failures;
 } server;
 
 static void say(server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -77,7 +77,14 @@ static bool stopping(const server *s)
 
 static tt_status listen_on(server *s, tt_errbuf *err)
 {
-    const char *host = s->o->host ? s->o->host : "0.0.0.0";
+    bool keyed = s->o->auth && s->o->auth->nkeys;
+    const char *host = s->o->host ? s->o->host : keyed ? "0.0.0.0" : "127.0.0.1";
+    if (!keyed && !tt_auth_is_loopback(host) && !s->o->insecure)
+        return tt_err(err, TT_ERR_INVALID_ARG,
+                      "refusing to listen on %s without a key: anyone who can reach it could run "
+                      "native code here.  Give --auth-key-file (tvm-tune keygen FILE makes one), "
+                      "or --insecure on a network you trust",
+                      host);
     int first = s->o->port, last = s->o->port_end > first ? s->o->port_end : first + 1;
     for (int port = first; port < last; port++) {
         char service[16];
@@ -203,19 +210,20 @@ static void *cache_read(const server *s, const char *id, uint64_t *len)
 
 /* ---- the session (our protocol) ---- */
 
-static tt_status reply_json(int fd, json_t *j, tt_errbuf *err)
+static tt_status reply_json(tt_mchan *ch, json_t *j, tt_errbuf *err)
 {
     char *text = json_dumps(j, JSON_COMPACT);
     json_decref(j);
     if (!text)
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
-    tt_status st = tt_mproto_send(fd, text, NULL, 0, err);
+    tt_status st = tt_mproto_send(ch, text, NULL, 0, err);
     free(text);
     return st;
 }
 
-static tt_status reply_error(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static tt_status reply_error(int fd, const char *fmt, ...)
+static tt_status reply_error(tt_mchan *ch, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static tt_status reply_error(tt_mchan *ch, const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
@@ -223,14 +231,14 @@ static tt_status reply_error(int fd, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     tt_errbuf err;
-    return reply_json(fd, json_pack("{s:s, s:s}", "op", "error", "message", msg), &err);
+    return reply_json(ch, json_pack("{s:s, s:s}", "op", "error", "message", msg), &err);
 }
 
-static tt_status op_have(server *s, int fd, const json_t *msg, tt_errbuf *err)
+static tt_status op_have(server *s, tt_mchan *ch, const json_t *msg, tt_errbuf *err)
 {
     const json_t *ids = json_object_get(msg, "ids");
     if (!json_is_array(ids))
-        return reply_error(fd, "have: \"ids\" must be a list of artifact ids");
+        return reply_error(ch, "have: \"ids\" must be a list of artifact ids");
     json_t *missing = json_array();
     size_t i;
     const json_t *id;
@@ -239,10 +247,11 @@ static tt_status op_have(server *s, int fd, const json_t *msg, tt_errbuf *err)
         if (!json_is_string(id) || !cache_has(s, json_string_value(id)))
             json_array_append(missing, (json_t *)id);
     }
-    return reply_json(fd, json_pack("{s:s, s:o}", "op", "have", "missing", missing), err);
+    return reply_json(ch, json_pack("{s:s, s:o}", "op", "have", "missing", missing), err);
 }
 
-static tt_status op_put(server *s, int fd, const json_t *msg, uint64_t blob_len, tt_errbuf *err)
+static tt_status op_put(server *s, tt_mchan *ch, const json_t *msg, uint64_t blob_len,
+                        tt_errbuf *err)
 {
     const char *id = json_string_value(json_object_get(msg, "id"));
     uint64_t want_hash, want_len;
@@ -251,13 +260,13 @@ static tt_status op_put(server *s, int fd, const json_t *msg, uint64_t blob_len,
         /* The blob follows anyway: skip it to stay in step, unless it is too large to wait for. */
         if ((int64_t)blob_len > s->o->artifact_bytes) {
             reply_error(
-                fd, "put: artifact of %" PRIu64 " bytes exceeds this device's limit of %" PRId64,
+                ch, "put: artifact of %" PRIu64 " bytes exceeds this device's limit of %" PRId64,
                 blob_len, s->o->artifact_bytes);
             return tt_err(err, TT_ERR_LIMIT, "artifact of %" PRIu64 " bytes refused", blob_len);
         }
-        tt_status st = tt_mproto_recv_blob(fd, blob_len, -1, NULL, err);
+        tt_status st = tt_mproto_recv_blob(ch, blob_len, -1, NULL, err);
         return st ? st
-                  : reply_error(fd,
+                  : reply_error(ch,
                                 "put: \"id\" %s%s%s is not the artifact id of %" PRIu64 " bytes",
                                 id ? "'" : "", id ? id : "missing", id ? "'" : "", blob_len);
     }
@@ -266,7 +275,7 @@ static tt_status op_put(server *s, int fd, const json_t *msg, uint64_t blob_len,
     snprintf(part, sizeof(part), "%s.part", path);
     int out = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     uint64_t hash = 0;
-    tt_status st = tt_mproto_recv_blob(fd, blob_len, out, &hash, err);
+    tt_status st = tt_mproto_recv_blob(ch, blob_len, out, &hash, err);
     if (out >= 0)
         close(out);
     if (st) {
@@ -274,37 +283,37 @@ static tt_status op_put(server *s, int fd, const json_t *msg, uint64_t blob_len,
         return st;
     }
     if (out < 0)
-        return reply_error(fd, "put: cannot store %s in %s: %s", id, s->o->cache_dir,
+        return reply_error(ch, "put: cannot store %s in %s: %s", id, s->o->cache_dir,
                            strerror(errno));
     if (hash != want_hash) {
         unlink(part);
-        return reply_error(fd, "put: the bytes received do not hash to %s (corrupted in transit?)",
+        return reply_error(ch, "put: the bytes received do not hash to %s (corrupted in transit?)",
                            id);
     }
     if (rename(part, path)) {
         unlink(part);
-        return reply_error(fd, "put: cannot store %s: %s", id, strerror(errno));
+        return reply_error(ch, "put: cannot store %s: %s", id, strerror(errno));
     }
     cache_evict(s, id);
     s->received++;
-    return reply_json(fd, json_pack("{s:s, s:s}", "op", "ok", "id", id), err);
+    return reply_json(ch, json_pack("{s:s, s:s}", "op", "ok", "id", id), err);
 }
 
-static tt_status op_measure(server *s, int fd, const json_t *msg, tt_errbuf *err)
+static tt_status op_measure(server *s, tt_mchan *ch, const json_t *msg, tt_errbuf *err)
 {
     const char *lib = json_string_value(json_object_get(msg, "lib"));
     const char *entry = json_string_value(json_object_get(msg, "entry"));
     const json_t *args = json_object_get(msg, "args");
     const json_t *ninputs_j = json_object_get(msg, "ninputs");
     if (!lib || !entry || !json_is_array(args) || !json_is_integer(ninputs_j))
-        return reply_error(fd, "measure: needs \"lib\", \"entry\", \"args\" and \"ninputs\"");
+        return reply_error(ch, "measure: needs \"lib\", \"entry\", \"args\" and \"ninputs\"");
     size_t nargs = json_array_size(args);
     int64_t ninputs = json_integer_value(ninputs_j);
     if (nargs == 0 || nargs > MAX_ARGS || ninputs < 0 || ninputs > (int64_t)nargs)
-        return reply_error(fd, "measure: %zu arguments with %" PRId64 " inputs is not a kernel",
+        return reply_error(ch, "measure: %zu arguments with %" PRId64 " inputs is not a kernel",
                            nargs, ninputs);
     if (!cache_has(s, lib))
-        return reply_error(fd, "measure: library %s is not on this device (send it first)", lib);
+        return reply_error(ch, "measure: library %s is not on this device (send it first)", lib);
     tt_measure_buffer bufs[MAX_ARGS];
     void *owned[2 * MAX_ARGS];
     int nowned = 0;
@@ -349,7 +358,7 @@ static tt_status op_measure(server *s, int fd, const json_t *msg, tt_errbuf *err
         }
     }
     if (bad) {
-        st = reply_error(fd, "measure: %s", why);
+        st = reply_error(ch, "measure: %s", why);
     } else {
         tt_measure_options mo = {0};
         mo.repeat = 3;
@@ -371,17 +380,77 @@ static tt_status op_measure(server *s, int fd, const json_t *msg, tt_errbuf *err
             snprintf(res.error_text, sizeof(res.error_text), "injected %s (--inject-faults)",
                      s->o->inject_faults == 2 ? "wrong answer" : "fault");
             s->measured++;
-            st = reply_json(fd, tt_measure_result_json(&res), err);
+            st = reply_json(ch, tt_measure_result_json(&res), err);
         } else if (tt_measure_run(path, entry, bufs, (int)nargs, (int)ninputs, &mo, &res, &merr)) {
-            st = reply_error(fd, "measure: the device could not run the measurement: %s", merr.msg);
+            st = reply_error(ch, "measure: the device could not run the measurement: %s", merr.msg);
         } else {
             s->measured++;
-            st = reply_json(fd, tt_measure_result_json(&res), err);
+            st = reply_json(ch, tt_measure_result_json(&res), err);
         }
     }
     for (int i = 0; i < nowned; i++)
         free(owned[i]);
     return st;
+}
+
+/* The hello: the server's half of the authentication when this device has a key (the client's
+ * nonce in, ours and our proof out).  False: the session is refused (the reply says why). */
+static bool op_hello(server *s, tt_mchan *ch, const json_t *msg, const char *peer,
+                     uint8_t cnonce[TT_AUTH_NONCE_BYTES], uint8_t snonce[TT_AUTH_NONCE_BYTES],
+                     tt_errbuf *err)
+{
+    const json_t *proto = json_object_get(msg, "proto");
+    if (json_integer_value(proto) != TT_MPROTO_VERSION) {
+        reply_error(ch, "this server speaks tvm-tune protocol %d, not %lld", TT_MPROTO_VERSION,
+                    (long long)json_integer_value(proto));
+        say(s, "session with %s refused: protocol %lld", peer,
+            (long long)json_integer_value(proto));
+        return false;
+    }
+    json_t *auth = NULL;
+    if (s->o->auth && s->o->auth->nkeys) {
+        const char *cn = json_string_value(json_object_get(msg, "nonce"));
+        if (!tt_auth_unhex(cn, cnonce)) {
+            reply_error(ch, "this device requires the farm's key: give tvm-tune "
+                            "--auth-key-file (or TVM_TUNE_AUTH_KEY_FILE)");
+            say(s, "session with %s refused: no authentication offered", peer);
+            return false;
+        }
+        uint8_t proof[TT_AUTH_TAG_BYTES];
+        char sn_hex[TT_AUTH_HEX], proof_hex[TT_AUTH_HEX];
+        tt_auth_nonce(snonce);
+        tt_auth_prove(s->o->auth, TT_AUTH_MEASURE_SERVER, cnonce, snonce, proof);
+        tt_auth_hex(snonce, sn_hex);
+        tt_auth_hex(proof, proof_hex);
+        auth = json_pack("{s:s, s:s}", "nonce", sn_hex, "proof", proof_hex);
+    }
+    json_t *reply = json_pack("{s:s, s:i, s:s, s:s, s:o}", "op", "hello", "proto",
+                              TT_MPROTO_VERSION, "impl", TT_RPC_IMPL, "key",
+                              s->o->key ? s->o->key : "", "device", tt_device_info_json(&s->dev));
+    if (auth)
+        json_object_set_new(reply, "auth", auth);
+    return !reply_json(ch, reply, err);
+}
+
+/* The client's proof: the channel is sealed from the reply on.  False: refused. */
+static bool op_auth(server *s, tt_mchan *ch, const json_t *msg, const char *peer,
+                    const uint8_t cnonce[TT_AUTH_NONCE_BYTES],
+                    const uint8_t snonce[TT_AUTH_NONCE_BYTES], tt_errbuf *err)
+{
+    uint8_t proof[TT_AUTH_TAG_BYTES];
+    int k = tt_auth_unhex(json_string_value(json_object_get(msg, "proof")), proof)
+                ? tt_auth_verify(s->o->auth, TT_AUTH_MEASURE_CLIENT, cnonce, snonce, proof)
+                : -1;
+    if (k < 0) {
+        s->auth_failures++;
+        reply_error(ch, "authentication failed: the client does not hold this farm's key");
+        say(s, "session with %s refused: authentication failed (wrong key)", peer);
+        return false;
+    }
+    uint8_t session[TT_AUTH_KEY_BYTES];
+    tt_auth_session_key(s->o->auth->key[k], s->o->auth->key[0], cnonce, snonce, session);
+    tt_mchan_seal(ch, session);
+    return !reply_json(ch, json_pack("{s:s}", "op", "auth"), err);
 }
 
 static void serve_session(server *s, int fd, const char *peer, double idle_s)
@@ -390,55 +459,63 @@ static void serve_session(server *s, int fd, const char *peer, double idle_s)
     s->sessions++;
     uint64_t measured0 = s->measured, received0 = s->received;
     tt_errbuf err = {{0}};
-    bool hello = false;
+    tt_mchan ch;
+    tt_mchan_init(&ch, fd, true);
+    bool keyed = s->o->auth && s->o->auth->nkeys;
+    bool hello = false, open = false; /* open: hello done, and authenticated when keyed */
+    uint8_t cnonce[TT_AUTH_NONCE_BYTES], snonce[TT_AUTH_NONCE_BYTES];
     for (;;) {
         json_t *msg = NULL;
         uint64_t blob = 0;
-        tt_status st = tt_mproto_recv(fd, &msg, &blob, &err);
+        tt_status st = tt_mproto_recv(&ch, &msg, &blob, &err);
         if (st) {
             if (st != TT_ERR_IO || hello)
                 say(s, "session with %s ended: %s", peer, err.msg);
+            if (st == TT_ERR_AUTH)
+                s->auth_failures++;
             break;
         }
         const char *op = json_string_value(json_object_get(msg, "op"));
-        if (strcmp(op, "put") && blob) {
+        if ((strcmp(op, "put") || !open) && blob) {
             /* Only put carries a blob; skip any other to stay in step. */
-            st = tt_mproto_recv_blob(fd, blob, -1, NULL, &err);
+            st = tt_mproto_recv_blob(&ch, blob, -1, NULL, &err);
         }
-        const json_t *proto = json_object_get(msg, "proto");
-        if (!st && !strcmp(op, "hello") && json_integer_value(proto) != TT_MPROTO_VERSION) {
-            reply_error(fd, "this server speaks tvm-tune protocol %d, not %lld", TT_MPROTO_VERSION,
-                        (long long)json_integer_value(proto));
-            json_decref(msg);
-            say(s, "session with %s refused: protocol %lld", peer,
-                (long long)json_integer_value(proto));
-            break;
-        } else if (!st && !strcmp(op, "hello")) {
+        bool refused = false;
+        if (st) {
+            /* the skipped blob was lost: the session ends below */
+        } else if (!strcmp(op, "hello") && !hello) {
             hello = true;
-            st = reply_json(fd,
-                            json_pack("{s:s, s:i, s:s, s:s, s:o}", "op", "hello", "proto",
-                                      TT_MPROTO_VERSION, "impl", TT_RPC_IMPL, "key",
-                                      s->o->key ? s->o->key : "", "device",
-                                      tt_device_info_json(&s->dev)),
-                            &err);
-        } else if (!st && !hello) {
-            st = reply_error(fd, "the session must start with hello");
-        } else if (!st && !strcmp(op, "have")) {
-            st = op_have(s, fd, msg, &err);
-        } else if (!st && !strcmp(op, "put")) {
-            st = op_put(s, fd, msg, blob, &err);
-        } else if (!st && !strcmp(op, "measure")) {
-            st = op_measure(s, fd, msg, &err);
-        } else if (!st && !strcmp(op, "bye")) {
+            refused = !op_hello(s, &ch, msg, peer, cnonce, snonce, &err);
+            open = !keyed && !refused;
+        } else if (!strcmp(op, "auth") && hello && keyed && !open) {
+            refused = !op_auth(s, &ch, msg, peer, cnonce, snonce, &err);
+            open = !refused;
+        } else if (!hello) {
+            st = reply_error(&ch, "the session must start with hello");
+        } else if (!open) {
+            reply_error(&ch, "this device requires the farm's key: authenticate (auth) first");
+            say(s, "session with %s refused: '%s' before authentication", peer, op);
+            refused = true;
+        } else if (!strcmp(op, "have")) {
+            st = op_have(s, &ch, msg, &err);
+        } else if (!strcmp(op, "put")) {
+            st = op_put(s, &ch, msg, blob, &err);
+        } else if (!strcmp(op, "measure")) {
+            st = op_measure(s, &ch, msg, &err);
+        } else if (!strcmp(op, "bye")) {
             json_decref(msg);
             break;
-        } else if (!st) {
-            st = reply_error(fd, "unknown op '%s' (this server speaks tvm-tune protocol %d)", op,
+        } else {
+            st = reply_error(&ch, "unknown op '%s' (this server speaks tvm-tune protocol %d)", op,
                              TT_MPROTO_VERSION);
         }
         json_decref(msg);
+        if (refused)
+            break;
         if (st) {
             say(s, "session with %s ended: %s", peer, err.msg);
+            if (st == TT_ERR_AUTH)
+                s->auth_failures++;
             break;
         }
     }
@@ -622,7 +699,8 @@ static bool put_ticket(server *s, tt_errbuf *err)
 static void register_with_tracker(server *s)
 {
     tt_errbuf err = {{0}};
-    if (tt_tracker_connect(s->o->tracker_host, s->o->tracker_port, 10, &s->tracker, &err)) {
+    if (tt_tracker_connect(s->o->tracker_host, s->o->tracker_port, 10, s->o->auth, &s->tracker,
+                           &err)) {
         say(s, "%s (retrying in %.0f s)", err.msg, s->backoff);
         s->retry_at = now_s() + s->backoff;
         s->backoff = s->backoff * 2 > BACKOFF_MAX_S ? BACKOFF_MAX_S : s->backoff * 2;
@@ -730,10 +808,20 @@ tt_status tt_rpc_server_run(const tt_rpc_server_options *o, tt_errbuf *err)
     tt_status st = listen_on(&s, err);
     if (st)
         return st;
+    bool keyed = o->auth && o->auth->nkeys;
+    const char *host = o->host ? o->host : keyed ? "0.0.0.0" : "127.0.0.1";
     if (o->on_listen)
-        o->on_listen(o->ctx, o->host ? o->host : "0.0.0.0", s.port);
-    say(&s, "%s on port %d, device %s, cache %s", TT_RPC_IMPL, s.port, s.dev.fingerprint,
+        o->on_listen(o->ctx, host, s.port);
+    say(&s, "%s on %s port %d, device %s, cache %s", TT_RPC_IMPL, host, s.port, s.dev.fingerprint,
         o->cache_dir);
+    if (keyed)
+        say(&s, "authentication on: clients and the tracker must prove the farm's key; every "
+                "measurement message is MAC'ed");
+    else
+        say(&s, "no key (--auth-key-file): %s",
+            tt_auth_is_loopback(host) ? "listening on loopback only"
+                                      : "--insecure: ANYONE who reaches this address can run "
+                                        "native code on this machine");
     double period = o->ping_period_s > 0 ? o->ping_period_s : 2;
     double next_ping = now_s() + period;
     while (!stopping(&s)) {
@@ -775,8 +863,8 @@ tt_status tt_rpc_server_run(const tt_rpc_server_options *o, tt_errbuf *err)
     }
     say(&s,
         "stopping after %" PRIu64 " sessions, %" PRIu64 " measurements, %" PRIu64
-        " TVM clients refused",
-        s.sessions, s.measured, s.tvm_clients);
+        " TVM clients refused, %" PRIu64 " authentication failures",
+        s.sessions, s.measured, s.tvm_clients, s.auth_failures);
     tt_tracker_close(&s.tracker);
     close(s.listen_fd);
     return TT_OK;

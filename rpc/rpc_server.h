@@ -21,7 +21,7 @@
 #include "../base/base.h"
 
 typedef struct tt_rpc_server_options {
-    const char *host;         /* listen address, default 0.0.0.0 */
+    const char *host;         /* listen address: default 0.0.0.0 with a key, else 127.0.0.1 */
     int port, port_end;       /* first free port of [port, port_end); port 0: any */
     const char *custom_addr;  /* the address the tracker hands to clients; NULL: our IP as seen */
     const char *tracker_host; /* NULL: standalone */
@@ -40,6 +40,11 @@ typedef struct tt_rpc_server_options {
     const char *opencl_device; /* which OpenCL device measures (opencl.h's tt_cl_select); NULL:
                                   the first GPU, else the first device */
     bool no_opencl;            /* do not probe OpenCL */
+    /* The farm's key (auth.h; NULL or empty: none): proved to the tracker, required of every
+     * client, and every measurement message MAC'ed.  Without one the server listens on loopback
+     * addresses only, unless `insecure`. */
+    const struct tt_auth_keyring *auth;
+    bool insecure;
     /* called once the socket is bound, with the port; may be NULL */
     void (*on_listen)(void *ctx, const char *host, int port);
     void *ctx;

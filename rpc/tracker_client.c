@@ -10,8 +10,60 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-tt_status tt_tracker_connect(const char *host, int port, double timeout_s, tt_tracker_conn *c,
-                             tt_errbuf *err)
+/* The client's half of code 105: our nonce out, the tracker's nonce and proof back, checked,
+ * then our proof. */
+static tt_status authenticate(tt_tracker_conn *c, const char *host, int port,
+                              const tt_auth_keyring *auth, tt_errbuf *err)
+{
+    uint8_t cn[TT_AUTH_NONCE_BYTES], sn[TT_AUTH_NONCE_BYTES], proof[TT_AUTH_TAG_BYTES];
+    char hex[TT_AUTH_HEX], msg[2 * TT_AUTH_HEX];
+    tt_auth_nonce(cn);
+    tt_auth_hex(cn, hex);
+    snprintf(msg, sizeof(msg), "[%d, \"hello\", \"%s\"]", TT_TRACKER_AUTH, hex);
+    char *reply = NULL;
+    tt_errbuf e2 = {{0}};
+    if (tt_tracker_call(c, msg, &reply, &e2))
+        return tt_err(err, TT_ERR_AUTH,
+                      "the tracker at %s:%d closed the connection when asked to authenticate "
+                      "(a TVM tracker, or an older tvm-tracker): %s",
+                      host, port, e2.msg);
+    json_t *r = NULL;
+    tt_status s = tt_json_parse(reply, strlen(reply), &r, err);
+    free(reply);
+    if (s)
+        return s;
+    const char *why = json_string_value(json_array_get(r, 1));
+    if (json_integer_value(json_array_get(r, 0)) != 0) {
+        s = tt_err(err, TT_ERR_AUTH, "the tracker at %s:%d: %s", host, port,
+                   why ? why : "authentication refused");
+    } else if (!tt_auth_unhex(why, sn) ||
+               !tt_auth_unhex(json_string_value(json_array_get(r, 2)), proof) ||
+               tt_auth_verify(auth, TT_AUTH_TRACKER_SERVER, cn, sn, proof) < 0) {
+        s = tt_err(err, TT_ERR_AUTH,
+                   "the tracker at %s:%d did not prove the farm's key (a different key, or not "
+                   "this farm's tracker)",
+                   host, port);
+    }
+    json_decref(r);
+    if (s)
+        return s;
+    tt_auth_prove(auth, TT_AUTH_TRACKER_CLIENT, cn, sn, proof);
+    tt_auth_hex(proof, hex);
+    snprintf(msg, sizeof(msg), "[%d, \"proof\", \"%s\"]", TT_TRACKER_AUTH, hex);
+    if (tt_tracker_call(c, msg, &reply, &e2))
+        return tt_err(err, TT_ERR_AUTH, "the tracker at %s:%d: authentication lost: %s", host, port,
+                      e2.msg);
+    bool ok = !strcmp(reply, "0");
+    s = ok ? TT_OK
+           : tt_err(err, TT_ERR_AUTH,
+                    "the tracker at %s:%d refused this key (%s): it holds a different one", host,
+                    port, reply);
+    free(reply);
+    return s;
+}
+
+tt_status tt_tracker_connect(const char *host, int port, double timeout_s,
+                             const tt_auth_keyring *auth, tt_tracker_conn *c, tt_errbuf *err)
 {
     memset(c, 0, sizeof(*c));
     c->fd = -1;
@@ -51,6 +103,13 @@ tt_status tt_tracker_connect(const char *host, int port, double timeout_s, tt_tr
         return tt_err(err, TT_ERR_IO, "%s:%d is not a TVM tracker (no magic echo)", host, port);
     }
     tt_frame_reader_init(&c->reader, false);
+    if (auth && auth->nkeys) {
+        tt_status s = authenticate(c, host, port, auth, err);
+        if (s) {
+            tt_tracker_close(c);
+            return s;
+        }
+    }
     return TT_OK;
 }
 
@@ -223,12 +282,12 @@ tt_status tt_tracker_format_devices(const char *summary_json, char **out, tt_err
     return TT_OK;
 }
 
-tt_status tt_tracker_ext_call(const char *host, int port, const char *json, json_t **result,
-                              tt_errbuf *err)
+tt_status tt_tracker_ext_call(const char *host, int port, const tt_auth_keyring *auth,
+                              const char *json, json_t **result, tt_errbuf *err)
 {
     *result = NULL;
     tt_tracker_conn c;
-    tt_status s = tt_tracker_connect(host, port, 30, &c, err);
+    tt_status s = tt_tracker_connect(host, port, 30, auth, &c, err);
     if (s)
         return s;
     char *reply = NULL;

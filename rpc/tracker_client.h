@@ -4,6 +4,7 @@
 #ifndef TT_RPC_TRACKER_CLIENT_H
 #define TT_RPC_TRACKER_CLIENT_H
 
+#include "auth.h"
 #include "tracker_proto.h"
 
 typedef struct tt_tracker_conn {
@@ -12,9 +13,11 @@ typedef struct tt_tracker_conn {
 } tt_tracker_conn;
 
 /* Connects to host:port and exchanges the magic; `timeout_s` bounds every later wait too.
- * TT_ERR_IO says what failed (refused, timed out, not a tracker). */
-tt_status tt_tracker_connect(const char *host, int port, double timeout_s, tt_tracker_conn *c,
-                             tt_errbuf *err);
+ * With a key ring (`auth` non-NULL with keys) the tracker and this client then prove the farm's
+ * key to each other (code 105, docs/security.md).  TT_ERR_IO says what failed (refused, timed
+ * out, not a tracker); TT_ERR_AUTH: a wrong key on either side, or a tracker without one. */
+tt_status tt_tracker_connect(const char *host, int port, double timeout_s,
+                             const tt_auth_keyring *auth, tt_tracker_conn *c, tt_errbuf *err);
 void tt_tracker_close(tt_tracker_conn *c);
 /* Sends one JSON message. */
 tt_status tt_tracker_send(tt_tracker_conn *c, const char *json, tt_errbuf *err);
@@ -35,8 +38,8 @@ tt_status tt_tracker_format_devices(const char *summary_json, char **out, tt_err
  * reply's value ([0, value]).  A reply [-1, "why"] is TT_ERR_INVALID_ARG with that text; a
  * tracker that closes the connection instead (TVM's, or tvm-tracker --no-jobs) is
  * TT_ERR_UNSUPPORTED. */
-tt_status tt_tracker_ext_call(const char *host, int port, const char *json, json_t **result,
-                              tt_errbuf *err);
+tt_status tt_tracker_ext_call(const char *host, int port, const tt_auth_keyring *auth,
+                              const char *json, json_t **result, tt_errbuf *err);
 
 /* Splits "host:port" (a bare host gets `default_port`; "[::1]:9190" for IPv6). */
 tt_status tt_tracker_parse_address(const char *text, int default_port, char *host, size_t n,

@@ -43,6 +43,9 @@ enum {
     /* [104, {"host": H, "port": P, "state": "quarantine"|"healthy", "reason": R}] -> [0, n]:
      * a client found the device at H:P sick (or well again); n servers matched. */
     TT_TRACKER_DEVICE_REPORT = 104,
+    /* [105, "hello", client nonce] -> [0, server nonce, proof]; [105, "proof", proof] -> [0]:
+     * the farm's key (rpc/auth.h, docs/security.md); -1 with the reason otherwise. */
+    TT_TRACKER_AUTH = 105,
 };
 
 /* Little-endian int32 to and from 4 bytes. */

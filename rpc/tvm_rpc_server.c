@@ -25,7 +25,8 @@ static void usage(FILE *f)
         f, "usage: tvm-rpc-server [--tracker HOST:PORT --key KEY] [--host H] [--port P]\n"
            "                      [--port-end E] [--custom-addr A] [--cache DIR] [--cache-mb N]\n"
            "                      [--max-artifact-mb N] [--idle-timeout S]\n"
-           "                      [--opencl-device SPEC | --no-opencl] [--quiet]\n"
+           "                      [--opencl-device SPEC | --no-opencl] [--auth-key-file F]\n"
+           "                      [--insecure] [--quiet]\n"
            "\n"
            "A measuring device of the farm.  It registers with a TVM-compatible tracker the way\n"
            "TVM's servers do (or stands alone without --tracker), accepts TVM's RPC handshake and\n"
@@ -33,7 +34,8 @@ static void usage(FILE *f)
            "crashing or hanging kernel is a result, not a dead server (docs/farm.md).\n"
            "  --tracker HOST:PORT  the tracker to register with (default port 9190)\n"
            "  --key KEY            the device key clients request (required with --tracker)\n"
-           "  --host H             address to listen on (default 0.0.0.0)\n"
+           "  --host H             address to listen on (default 0.0.0.0 with a key, else\n"
+           "                       127.0.0.1)\n"
            "  --port P             first port to try (default 9090; 0 lets the system choose)\n"
            "  --port-end E         ports P up to E-1 are tried in turn (default 9199)\n"
            "  --custom-addr A      the address the tracker gives clients (default: this\n"
@@ -49,6 +51,12 @@ static void usage(FILE *f)
            "                       the first GPU, else the first device); all are listed in the\n"
            "                       capabilities sent to the tracker\n"
            "  --no-opencl          do not look for OpenCL devices (CPU kernels only)\n"
+           "  --auth-key-file F    the farm's key (tvm-tune keygen F makes one; default\n"
+           "                       $TVM_TUNE_AUTH_KEY_FILE): the tracker and every client must\n"
+           "                       prove it, and every measurement message is MAC'ed\n"
+           "                       (docs/security.md).  Without a key the server listens on\n"
+           "                       loopback only\n"
+           "  --insecure           without a key, listen on any address anyway\n"
            "  --quiet              no log lines on stderr\n"
            "The bound port is printed on stdout as 'tvm-rpc-server listening on HOST:PORT'.\n");
 }
@@ -91,11 +99,12 @@ int main(int argc, char **argv)
                                          {"inject-faults", optional_argument, 0, 'F'},
                                          {"opencl-device", required_argument, 0, 'o'},
                                          {"no-opencl", no_argument, 0, 'N'},
+                                         {"auth-key-file", required_argument, 0, 'K'},
+                                         {"insecure", no_argument, 0, 'I'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     tt_rpc_server_options o;
     memset(&o, 0, sizeof(o));
-    o.host = "0.0.0.0";
     o.port = 9090;
     o.port_end = -1;
     o.cache_bytes = 2048ll << 20;
@@ -110,6 +119,7 @@ int main(int argc, char **argv)
     o.cache_dir = cache;
     double v;
     int c;
+    const char *key_file = NULL;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         tt_errbuf err = {{0}};
         switch (c) {
@@ -170,6 +180,8 @@ int main(int argc, char **argv)
             break;
         case 'o': o.opencl_device = optarg; break;
         case 'N': o.no_opencl = true; break;
+        case 'K': key_file = optarg; break;
+        case 'I': o.insecure = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -184,6 +196,13 @@ int main(int argc, char **argv)
     }
     if (o.port_end < 0)
         o.port_end = o.port == 0 ? 1 : (o.port < 9199 ? 9199 : o.port + 1);
+    tt_auth_keyring ring;
+    tt_errbuf kerr = {{0}};
+    if (tt_auth_load_default(key_file, &ring, &kerr)) {
+        fprintf(stderr, "tvm-rpc-server: %s\n", kerr.msg);
+        return 2;
+    }
+    o.auth = &ring;
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_signal; /* no SA_RESTART: poll() returns and the loop sees the flag */

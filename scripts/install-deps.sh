@@ -5,12 +5,13 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake pkg-config git clang-format
-  libuv1-dev libsqlite3-dev libjansson-dev libcmocka-dev
+  libuv1-dev libsqlite3-dev libjansson-dev libcmocka-dev libsodium-dev
   libxgboost-dev
   llvm-14-dev clang-14 lld-14
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
   libopenblas-dev libdnnl-dev
-  gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libjansson-dev:arm64
+  gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libjansson-dev:arm64 libsodium-dev:arm64
+  chromium
 )
 
 missing=()

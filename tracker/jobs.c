@@ -26,6 +26,7 @@ struct tt_jobs {
     char *db_path;
     char host[256];
     int port;
+    const tt_auth_keyring *auth;
     FILE *log;
     tt_db *db; /* the event loop's and the workers' state changes, under mu */
     pthread_mutex_t mu;
@@ -246,6 +247,7 @@ static void run_job(tt_jobs *j, worker_slot *slot)
     tt_remote_options remote = {0};
     remote.tracker_host = j->host;
     remote.tracker_port = j->port;
+    remote.auth = j->auth;
     remote.key = json_string_value(json_object_get(p, "key"));
     remote.priority = (int)json_integer_value(json_object_get(p, "priority"));
     remote.parallel = (int)json_integer_value(json_object_get(p, "parallel"));
@@ -339,8 +341,9 @@ static void *worker(void *arg)
 
 /* ---- the service ---- */
 
-tt_status tt_jobs_open(const char *db_path, const char *tracker_host, int tracker_port, int workers,
-                       FILE *log, tt_jobs **out, tt_errbuf *err)
+tt_status tt_jobs_open(const char *db_path, const char *tracker_host, int tracker_port,
+                       const tt_auth_keyring *auth, int workers, FILE *log, tt_jobs **out,
+                       tt_errbuf *err)
 {
     *out = NULL;
     tt_jobs *j = calloc(1, sizeof(*j));
@@ -353,6 +356,7 @@ tt_status tt_jobs_open(const char *db_path, const char *tracker_host, int tracke
              : !strcmp(tracker_host, "::")    ? "::1"
                                               : tracker_host);
     j->port = tracker_port;
+    j->auth = auth;
     j->log = log;
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->wake, NULL);

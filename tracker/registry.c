@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../rpc/auth.h"
 #include "../rpc/tracker_proto.h"
 
 typedef struct {
@@ -15,6 +16,9 @@ typedef struct {
     bool heartbeats;        /* it has sent GET_PENDING_MATCHKEYS (TVM's heartbeat) */
     char *quarantine;       /* why a client found this device sick; NULL: healthy */
     double quarantined_at;
+    bool authed;       /* proved the farm's key (always true without a key) */
+    bool auth_started; /* sent its nonce; ours and our proof went back */
+    uint8_t cnonce[TT_AUTH_NONCE_BYTES], snonce[TT_AUTH_NONCE_BYTES];
 } conn;
 
 typedef struct {
@@ -45,8 +49,10 @@ struct tt_registry {
     uint64_t seq;
     tt_registry_ext_fn ext;
     void *ext_ctx;
-    double now;      /* of the message being handled */
-    int max_pending; /* waiting REQUESTs per connection, 0 = no limit */
+    double now;                  /* of the message being handled */
+    int max_pending;             /* waiting REQUESTs per connection, 0 = no limit */
+    const tt_auth_keyring *auth; /* NULL: no key, every connection is trusted */
+    bool allow_tvm;              /* without the key: TVM's own codes (1-7) only */
 };
 
 /* A server that heartbeats and has been silent for more than three ping periods is wedged (its
@@ -134,6 +140,12 @@ static conn *find_conn(tt_registry *r, tt_conn_id id)
         if (r->conns.data[i].id == id)
             return &r->conns.data[i];
     return NULL;
+}
+
+void tt_registry_set_auth(tt_registry *r, const tt_auth_keyring *ring, bool allow_tvm)
+{
+    r->auth = ring && ring->nkeys ? ring : NULL;
+    r->allow_tvm = allow_tvm;
 }
 
 tt_status tt_registry_open(tt_registry *r, tt_conn_id c, const char *peer, double now)
@@ -406,7 +418,9 @@ char *tt_registry_summary(const tt_registry *r)
     for (size_t i = 0; i < r->conns.len; i++) {
         const conn *c = &r->conns.data[i];
         const char *key = json_string_value(json_object_get(c->info, "key"));
-        if (key && !strncmp(key, "server", 6) && !c->heartbeats && !c->quarantine) {
+        bool unauthenticated = r->auth && !c->authed;
+        if (key && !strncmp(key, "server", 6) && !c->heartbeats && !c->quarantine &&
+            !unauthenticated) {
             json_array_append(si, c->info);
         } else if (key && !strncmp(key, "server", 6)) {
             /* Extra fields pass through TVM's consumers (tracker-protocol.md §12). */
@@ -417,6 +431,8 @@ char *tt_registry_summary(const tt_registry *r)
             }
             if (c->quarantine)
                 json_object_set_new(t, "quarantined", json_string(c->quarantine));
+            if (unauthenticated)
+                json_object_set_new(t, "authenticated", json_false());
             json_object_set_new(e, "tracker", t);
             json_array_append_new(si, e);
         }
@@ -441,6 +457,48 @@ static tt_status handle_pending(tt_registry *r, conn *c, tt_errbuf *err)
     return TT_OK;
 }
 
+/* [105, "hello", client nonce] -> [0, server nonce, server proof]; then
+ * [105, "proof", client proof] -> [0].  A tracker without a key says so and stays usable (it
+ * listens on loopback only); a wrong proof closes the connection. */
+static tt_status handle_auth(tt_registry *r, conn *c, const json_t *msg, tt_errbuf *err)
+{
+    const char *step = json_string_value(json_array_get(msg, 1));
+    const char *hex = json_string_value(json_array_get(msg, 2));
+    if (!r->auth) {
+        reply_text(r, c->id,
+                   "[-1, \"this tracker has no key (started without --auth-key-file): it "
+                   "listens on loopback only and authenticates no one\"]");
+        return TT_OK;
+    }
+    if (step && !strcmp(step, "hello") && !c->auth_started && !c->authed &&
+        tt_auth_unhex(hex, c->cnonce)) {
+        uint8_t proof[TT_AUTH_TAG_BYTES];
+        char sn[TT_AUTH_HEX], pr[TT_AUTH_HEX], reply[2 * TT_AUTH_HEX + 16];
+        tt_auth_nonce(c->snonce);
+        tt_auth_prove(r->auth, TT_AUTH_TRACKER_SERVER, c->cnonce, c->snonce, proof);
+        tt_auth_hex(c->snonce, sn);
+        tt_auth_hex(proof, pr);
+        snprintf(reply, sizeof(reply), "[0, \"%s\", \"%s\"]", sn, pr);
+        reply_text(r, c->id, reply);
+        c->auth_started = true;
+        return TT_OK;
+    }
+    uint8_t proof[TT_AUTH_TAG_BYTES];
+    if (step && !strcmp(step, "proof") && c->auth_started && !c->authed &&
+        tt_auth_unhex(hex, proof) &&
+        tt_auth_verify(r->auth, TT_AUTH_TRACKER_CLIENT, c->cnonce, c->snonce, proof) >= 0) {
+        c->authed = true;
+        reply_text(r, c->id, "0");
+        return TT_OK;
+    }
+    reply_text(r, c->id, "[-1, \"authentication failed: the peer does not hold this farm's key\"]");
+    return tt_err(err, TT_ERR_AUTH, "authentication failed (%s)",
+                  !step                    ? "not [105, step, hex]"
+                  : !strcmp(step, "proof") ? "wrong key"
+                  : !strcmp(step, "hello") ? "a second or malformed hello"
+                                           : "unknown step");
+}
+
 tt_status tt_registry_handle(tt_registry *r, tt_conn_id id, const char *text, size_t len,
                              double now, bool *stop, tt_errbuf *err)
 {
@@ -459,8 +517,17 @@ tt_status tt_registry_handle(tt_registry *r, tt_conn_id id, const char *text, si
         return tt_err(err, TT_ERR_PARSE, "a message must be a JSON array starting with its code");
     }
     json_int_t code = json_integer_value(json_array_get(msg, 0));
+    if (r->auth && !c->authed && code != TT_TRACKER_AUTH &&
+        !(r->allow_tvm && code >= TT_TRACKER_PING && code <= TT_TRACKER_GET_PENDING_MATCHKEYS)) {
+        json_decref(msg);
+        reply_text(r, id,
+                   "[-1, \"this tracker requires the farm's key: give --auth-key-file (TVM's own "
+                   "tools need the tracker's --allow-tvm)\"]");
+        return tt_err(err, TT_ERR_AUTH, "code %lld before authentication", (long long)code);
+    }
     switch (code) {
     case TT_TRACKER_PING: reply_text(r, id, "0"); break;
+    case TT_TRACKER_AUTH: s = handle_auth(r, c, msg, err); break;
     case TT_TRACKER_STOP: {
         const char *key = json_string_value(json_array_get(msg, 1));
         bool ok = r->stop_key && key && !strcmp(key, r->stop_key);

@@ -31,6 +31,13 @@ void tt_registry_set_extension(tt_registry *r, tt_registry_ext_fn fn, void *ctx)
  * answered [-1, "too many pending requests ..."] and not queued. */
 void tt_registry_set_max_pending(tt_registry *r, int max_pending);
 
+/* With a key ring (nkeys > 0), a connection must prove the farm's key (code 105, rpc/auth.h)
+ * before anything else; any other code is answered [-1, "...requires the farm's key..."] and
+ * closes it (TT_ERR_AUTH).  `allow_tvm` lets unauthenticated connections use TVM's own codes
+ * (1-7: TVM's servers, clients and query_rpc_tracker); SUMMARY marks such servers
+ * "authenticated": false.  The ring must outlive the registry. */
+struct tt_auth_keyring;
+void tt_registry_set_auth(tt_registry *r, const struct tt_auth_keyring *ring, bool allow_tvm);
 /* A connection finished the magic exchange; `peer` is its IP as text. */
 tt_status tt_registry_open(tt_registry *r, tt_conn_id c, const char *peer, double now);
 /* A connection closed: its free slots and waiting requests leave the queues at once. */

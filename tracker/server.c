@@ -5,6 +5,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "../rpc/auth.h"
 #include "../rpc/tracker_proto.h"
 #include "jobs.h"
 #include "registry.h"
@@ -28,6 +29,7 @@ typedef struct tracker {
     TT_VEC(client *) clients;
     tt_conn_id next_id;
     bool stopping;
+    uint64_t auth_failures;
 } tracker;
 
 static void logf_(tracker *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -72,6 +74,32 @@ static void close_client(client *c, const char *why)
     if (why)
         logf_(c->t, "closing %s: %s", c->peer, why);
     uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    (void)status;
+    client *c = req->data;
+    free(req);
+    uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+/* Closes after the replies already queued have left (a refusal the peer should read). */
+static void close_client_after_writes(client *c, const char *why)
+{
+    if (c->closing)
+        return;
+    uv_shutdown_t *req = malloc(sizeof(*req));
+    if (!req || uv_shutdown(req, (uv_stream_t *)&c->tcp, on_shutdown)) {
+        free(req);
+        close_client(c, why);
+        return;
+    }
+    req->data = c;
+    c->closing = true;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    if (why)
+        logf_(c->t, "closing %s: %s", c->peer, why);
 }
 
 typedef struct {
@@ -170,7 +198,13 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
             continue;
         }
         bool stop = false;
-        if (tt_registry_handle(t->reg, c->id, payload, len, now_s(), &stop, &err)) {
+        tt_status hs = tt_registry_handle(t->reg, c->id, payload, len, now_s(), &stop, &err);
+        if (hs == TT_ERR_AUTH) {
+            t->auth_failures++;
+            close_client_after_writes(c, err.msg);
+            return;
+        }
+        if (hs) {
             close_client(c, err.msg);
             return;
         }
@@ -284,10 +318,21 @@ tt_status tt_tracker_run(const tt_tracker_options *o, tt_errbuf *err)
         free(t);
         return tt_err(err, TT_ERR_IO, "cannot start an event loop");
     }
-    t->reg = tt_registry_new(o->stop_key, registry_send, t);
-    if (t->reg)
-        tt_registry_set_max_pending(t->reg, o->max_pending > 0 ? o->max_pending : 64);
     const char *host = o->host ? o->host : "127.0.0.1";
+    bool keyed = o->auth && o->auth->nkeys;
+    if (!keyed && !tt_auth_is_loopback(host) && !o->insecure) {
+        free(t);
+        return tt_err(err, TT_ERR_INVALID_ARG,
+                      "refusing to listen on %s without a key: anyone who can reach it could "
+                      "send code to the farm's devices.  Give --auth-key-file (tvm-tune keygen "
+                      "FILE makes one), or --insecure on a network you trust",
+                      host);
+    }
+    t->reg = tt_registry_new(o->stop_key, registry_send, t);
+    if (t->reg) {
+        tt_registry_set_max_pending(t->reg, o->max_pending > 0 ? o->max_pending : 64);
+        tt_registry_set_auth(t->reg, o->auth, o->allow_tvm);
+    }
     int first = o->port, last = o->port_end > o->port ? o->port_end : o->port + 1;
     int bound = -1, rc = 0;
     struct sockaddr_storage addr;
@@ -320,8 +365,8 @@ tt_status tt_tracker_run(const tt_tracker_options *o, tt_errbuf *err)
                                                  : ((struct sockaddr_in *)&addr)->sin_port);
     }
     if (o->db_path) {
-        s = tt_jobs_open(o->db_path, host, bound, o->job_workers > 0 ? o->job_workers : 2, o->log,
-                         &t->jobs, err);
+        s = tt_jobs_open(o->db_path, host, bound, keyed ? o->auth : NULL,
+                         o->job_workers > 0 ? o->job_workers : 2, o->log, &t->jobs, err);
         if (!s && o->max_jobs_per_peer > 0)
             tt_jobs_set_max_per_peer(t->jobs, o->max_jobs_per_peer);
         if (s) {
@@ -335,6 +380,16 @@ tt_status tt_tracker_run(const tt_tracker_options *o, tt_errbuf *err)
     uv_signal_start(&t->sigint, on_signal, SIGINT);
     uv_signal_start(&t->sigterm, on_signal, SIGTERM);
     logf_(t, "listening on %s:%d", host, bound);
+    if (keyed)
+        logf_(t, "authentication on: every peer must prove the farm's key%s",
+              o->allow_tvm ? "; TVM's servers and clients may use TVM's own messages without it "
+                             "(--allow-tvm)"
+                           : "");
+    else
+        logf_(t, "no key (--auth-key-file): %s",
+              tt_auth_is_loopback(host) ? "listening on loopback only; no one is authenticated"
+                                        : "--insecure: ANYONE who reaches this address can "
+                                          "send code to the farm's devices");
     if (o->on_listen)
         o->on_listen(o->ctx, host, bound);
     uv_run(&t->loop, UV_RUN_DEFAULT);

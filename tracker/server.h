@@ -17,6 +17,11 @@ typedef struct tt_tracker_options {
     int max_conns_per_peer; /* connections one address may hold, default 1024; more are closed */
     int max_pending;        /* waiting REQUESTs per connection, default 64 */
     int max_jobs_per_peer;  /* jobs queued or running per submitting address, default 16 */
+    /* The farm's key (rpc/auth.h; NULL or empty: none).  Without one the tracker listens on
+     * loopback addresses only, unless `insecure`. */
+    const struct tt_auth_keyring *auth;
+    bool allow_tvm; /* with a key: TVM's peers may still register and request (codes 1-7) */
+    bool insecure;  /* without a key: listen on any address anyway */
     /* called once the socket is bound, with the port (for printing); may be NULL */
     void (*on_listen)(void *ctx, const char *host, int port);
     void *ctx;

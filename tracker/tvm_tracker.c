@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../rpc/auth.h"
 #include "../rpc/tracker_proto.h"
 #include "server.h"
 
@@ -12,7 +13,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: tvm-tracker [--host H] [--port P] [--port-end E] [--db PATH] [--no-jobs]\n"
                "                   [--job-workers N] [--stop-key K] [--max-conns-per-peer N]\n"
-               "                   [--max-pending N] [--max-jobs-per-peer N] [--quiet]\n"
+               "                   [--max-pending N] [--max-jobs-per-peer N]\n"
+               "                   [--auth-key-file F [--allow-tvm] | --insecure] [--quiet]\n"
                "\n"
                "Apache TVM's RPC tracker, wire-compatible: TVM's servers, clients and\n"
                "query_rpc_tracker work against it unchanged (docs/tracker.md).  It also runs\n"
@@ -34,6 +36,14 @@ static void usage(FILE *f)
                "                 16); one more submission is refused with the reason\n"
                "  --stop-key K   the secret a STOP message must carry; without it STOP is refused\n"
                "                 and SIGINT or SIGTERM stops the tracker\n"
+               "  --auth-key-file F  the farm's key (tvm-tune keygen F makes one; default\n"
+               "                 $TVM_TUNE_AUTH_KEY_FILE): every peer must prove it before\n"
+               "                 anything else (docs/security.md).  Without a key the tracker\n"
+               "                 listens on loopback only\n"
+               "  --allow-tvm    with a key: TVM's own servers, clients and query_rpc_tracker\n"
+               "                 may still register, request and read the summary without it\n"
+               "                 (never submit jobs or report devices)\n"
+               "  --insecure     without a key, listen on any address anyway\n"
                "  --quiet        no log lines on stderr\n"
                "The bound address is printed on stdout as 'tvm-tracker listening on HOST:PORT'.\n");
 }
@@ -71,6 +81,9 @@ int main(int argc, char **argv)
                                          {"max-conns-per-peer", required_argument, 0, 'C'},
                                          {"max-pending", required_argument, 0, 'P'},
                                          {"max-jobs-per-peer", required_argument, 0, 'M'},
+                                         {"auth-key-file", required_argument, 0, 'K'},
+                                         {"allow-tvm", no_argument, 0, 'T'},
+                                         {"insecure", no_argument, 0, 'I'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     tt_tracker_options o;
@@ -83,6 +96,7 @@ int main(int argc, char **argv)
     o.job_workers = 2;
     o.on_listen = on_listen;
     int c;
+    const char *key_file = NULL;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'H': o.host = optarg; break;
@@ -123,6 +137,9 @@ int main(int argc, char **argv)
                          : &o.max_jobs_per_peer) = v;
             break;
         }
+        case 'K': key_file = optarg; break;
+        case 'T': o.allow_tvm = true; break;
+        case 'I': o.insecure = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -135,6 +152,17 @@ int main(int argc, char **argv)
         o.port_end =
             o.port == 0 ? 1 : (o.port < TT_TRACKER_PORT_END ? TT_TRACKER_PORT_END : o.port + 1);
     tt_errbuf err = {{0}};
+    tt_auth_keyring ring;
+    if (tt_auth_load_default(key_file, &ring, &err)) {
+        fprintf(stderr, "tvm-tracker: %s\n", err.msg);
+        return 2;
+    }
+    if (o.allow_tvm && !ring.nkeys) {
+        fprintf(stderr, "tvm-tracker: --allow-tvm needs --auth-key-file (without a key every "
+                        "peer is allowed anyway)\n");
+        return 2;
+    }
+    o.auth = &ring;
     if (tt_tracker_run(&o, &err)) {
         fprintf(stderr, "tvm-tracker: %s\n", err.msg);
         return 1;

@@ -27,6 +27,7 @@ static void usage(FILE *f)
         "  summary the servers and queues of a tracker, as TVM's query_rpc_tracker prints them\n"
         "  submit  hand a tuning job to a tvm-tracker, which runs it on its farm\n"
         "  status, watch, cancel, jobs   follow and control submitted jobs\n"
+        "  keygen  write a new farm key (for --auth-key-file)\n"
         "\n"
         "tvm-tune run --workload W [--weight X] [--workload W2 [--weight X2] ...] [--target T]\n"
         "             [--trials N] [--strategy random|grid|ga|xgb|evo] [--population N]\n"
@@ -36,7 +37,7 @@ static void usage(FILE *f)
         "             [--batch N] [--number N] [--repeat N] [--min-repeat-ms MS]\n"
         "             [--cooldown-ms MS] [--cache-flush] [--opencl-device SPEC]\n"
         "             [--tracker HOST:PORT --key K [--parallel N] [--priority P]\n"
-        "              [--device-wait SEC] | --rpc HOST:PORT]\n"
+        "              [--device-wait SEC] | --rpc HOST:PORT] [--auth-key-file F]\n"
         "  measures candidate schedules of each workload on this machine, each in a sandboxed\n"
         "  child process, and records every result in the database (default ./tuning.db).\n"
         "  With --tracker the search stays here and candidates are measured on a device of key\n"
@@ -48,6 +49,9 @@ static void usage(FILE *f)
         "  for the devices' CPU, e.g. 'llvm -mtriple=aarch64-linux-gnu' (docs/farm.md).\n"
         "  --trials counts per workload (on average), including what earlier runs of the same\n"
         "  workload, target and machine measured: running the same command again resumes.\n"
+        "  --auth-key-file F (default $TVM_TUNE_AUTH_KEY_FILE; also for submit, status, watch,\n"
+        "  cancel, jobs, summary): the farm's key, proved to the tracker and the devices, which\n"
+        "  prove it back; every measurement message is MAC'ed (docs/security.md).\n"
         "  Ctrl-C stops after the current candidate; everything measured is kept.\n"
         "  --db-max-mb caps the database file: reaching it stops the run as a full disk would,\n"
         "  with every earlier measurement kept (a later run with room resumes).\n"
@@ -294,9 +298,11 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
                                          {"device-wait", required_argument, 0, 'Z'},
                                          {"parallel", required_argument, 0, 'L'},
                                          {"watch", no_argument, 0, 'A'},
+                                         {"auth-key-file", required_argument, 0, '!'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     memset(a, 0, sizeof(*a));
+    const char *key_file = NULL;
     tt_tune_options *o = &a->o;
     tt_remote_options *remote = &a->remote;
     o->trials = 64;
@@ -495,10 +501,14 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
             o->measure.min_repeat_ms = 0;
             break;
         case 'A': a->watch = true; break;
+        case '!': key_file = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
     }
+    if (!cli_load_auth(cmd, key_file))
+        return 2;
+    remote->auth = cli_auth();
     if (a->nw == 0) {
         fprintf(stderr, "tvm-tune %s: give at least one --workload\n", cmd);
         return 2;
@@ -577,12 +587,12 @@ static int cmd_run(int argc, char **argv)
  * tracker. */
 static int cmd_summary(int argc, char **argv)
 {
-    static const struct option opts[] = {{"tracker", required_argument, 0, 't'},
-                                         {"legacy", no_argument, 0, 'l'},
-                                         {"devices", no_argument, 0, 'd'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"tracker", required_argument, 0, 't'}, {"legacy", no_argument, 0, 'l'},
+        {"devices", no_argument, 0, 'd'},       {"auth-key-file", required_argument, 0, '!'},
+        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     bool devices = false;
+    const char *key_file = NULL;
     const char *env_host = getenv("TVM_TRACKER_HOST"), *env_port = getenv("TVM_TRACKER_PORT");
     char host[256];
     int port = env_port ? atoi(env_port) : TT_TRACKER_PORT;
@@ -602,8 +612,10 @@ static int cmd_summary(int argc, char **argv)
             break;
         case 'l': legacy = true; break;
         case 'd': devices = true; break;
+        case '!': key_file = optarg; break;
         case 'h':
             printf("usage: tvm-tune summary [--tracker HOST:PORT] [--legacy | --devices]\n"
+                   "                        [--auth-key-file F]\n"
                    "  prints the tracker's servers and queues exactly as TVM's query_rpc_tracker\n"
                    "  does (--legacy: TVM <= v0.23's right-aligned addresses).  --devices lists\n"
                    "  every server instead: key, address, implementation, architecture, cores and\n"
@@ -614,9 +626,11 @@ static int cmd_summary(int argc, char **argv)
         default: return 2;
         }
     }
+    if (!cli_load_auth("summary", key_file))
+        return 2;
     tt_tracker_conn conn;
     char *reply = NULL, *text = NULL;
-    if (tt_tracker_connect(host, port, 10, &conn, &err)) {
+    if (tt_tracker_connect(host, port, 10, cli_auth(), &conn, &err)) {
         fprintf(stderr, "tvm-tune summary: %s\n", err.msg);
         return 1;
     }
@@ -635,6 +649,42 @@ static int cmd_summary(int argc, char **argv)
     return 0;
 }
 
+static tt_auth_keyring cli_ring;
+
+bool cli_load_auth(const char *cmd, const char *path)
+{
+    tt_errbuf err = {{0}};
+    if (tt_auth_load_default(path, &cli_ring, &err)) {
+        fprintf(stderr, "tvm-tune %s: %s\n", cmd, err.msg);
+        return false;
+    }
+    return true;
+}
+
+const tt_auth_keyring *cli_auth(void)
+{
+    return &cli_ring;
+}
+
+static int cmd_keygen(int argc, char **argv)
+{
+    if (argc != 2 || argv[1][0] == '-') {
+        FILE *f = argc == 2 && !strcmp(argv[1], "--help") ? stdout : stderr;
+        fprintf(f, "usage: tvm-tune keygen FILE\n"
+                   "  writes a new random farm key to FILE (mode 0600; an existing file is never\n"
+                   "  overwritten).  Give the same file to tvm-tracker, every tvm-rpc-server and\n"
+                   "  tvm-tune with --auth-key-file (docs/security.md).\n");
+        return f == stdout ? 0 : 2;
+    }
+    tt_errbuf err = {{0}};
+    if (tt_auth_keygen(argv[1], &err)) {
+        fprintf(stderr, "tvm-tune keygen: %s\n", err.msg);
+        return 1;
+    }
+    printf("wrote a new farm key to %s\n", argv[1]);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -650,6 +700,8 @@ int main(int argc, char **argv)
         return cmd_ops();
     if (strcmp(cmd, "summary") == 0)
         return cmd_summary(argc - 1, argv + 1);
+    if (strcmp(cmd, "keygen") == 0)
+        return cmd_keygen(argc - 1, argv + 1);
     if (strcmp(cmd, "submit") == 0)
         return cmd_submit(argc - 1, argv + 1);
     if (strcmp(cmd, "status") == 0 || strcmp(cmd, "watch") == 0 || strcmp(cmd, "cancel") == 0 ||

@@ -18,6 +18,11 @@ typedef struct {
 /* Parses them (getopt); returns -1 when the command should go on, else its exit code. */
 int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a);
 
+/* The farm's key of this tvm-tune process: --auth-key-file, else $TVM_TUNE_AUTH_KEY_FILE, else
+ * none.  cli_load_auth prints the error and returns false when the file is unusable. */
+bool cli_load_auth(const char *cmd, const char *path);
+const tt_auth_keyring *cli_auth(void);
+
 /* tvm-tune submit, and status / watch / cancel / jobs (tvm_tune_jobs.c). */
 int cmd_submit(int argc, char **argv);
 int cmd_job(const char *cmd, int argc, char **argv);

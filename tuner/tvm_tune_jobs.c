@@ -44,7 +44,7 @@ static int call(const char *host, int port, json_t *msg, json_t **result, const 
     char *text = json_dumps(msg, JSON_COMPACT);
     json_decref(msg);
     tt_errbuf err = {{0}};
-    tt_status s = text ? tt_tracker_ext_call(host, port, text, result, &err)
+    tt_status s = text ? tt_tracker_ext_call(host, port, cli_auth(), text, result, &err)
                        : tt_err(&err, TT_ERR_NOMEM, "out of memory");
     free(text);
     if (s) {
@@ -181,11 +181,11 @@ int cmd_submit(int argc, char **argv)
 
 int cmd_job(const char *cmd, int argc, char **argv)
 {
-    static const struct option opts[] = {{"tracker", required_argument, 0, 't'},
-                                         {"json", no_argument, 0, 'j'},
-                                         {"interval", required_argument, 0, 'i'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"tracker", required_argument, 0, 't'},  {"json", no_argument, 0, 'j'},
+        {"interval", required_argument, 0, 'i'}, {"auth-key-file", required_argument, 0, '!'},
+        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+    const char *key_file = NULL;
     char host[256] = "127.0.0.1";
     int port = 9190;
     bool as_json = false;
@@ -203,6 +203,7 @@ int cmd_job(const char *cmd, int argc, char **argv)
             }
             break;
         case 'j': as_json = true; break;
+        case '!': key_file = optarg; break;
         case 'i':
             interval = strtod(optarg, &end);
             if (*end || interval < 0.1 || interval > 3600) {
@@ -211,7 +212,7 @@ int cmd_job(const char *cmd, int argc, char **argv)
             }
             break;
         case 'h':
-            printf("usage: tvm-tune %s --tracker HOST:PORT%s\n", cmd,
+            printf("usage: tvm-tune %s --tracker HOST:PORT [--auth-key-file F]%s\n", cmd,
                    !strcmp(cmd, "jobs")     ? " [--json]"
                    : !strcmp(cmd, "watch")  ? " JOB [--interval S]"
                    : !strcmp(cmd, "status") ? " JOB [--json]"
@@ -220,6 +221,8 @@ int cmd_job(const char *cmd, int argc, char **argv)
         default: return 2;
         }
     }
+    if (!cli_load_auth(cmd, key_file))
+        return 2;
     bool list = !strcmp(cmd, "jobs");
     char *end = NULL;
     long long id = optind < argc ? strtoll(argv[optind], &end, 10) : 0;

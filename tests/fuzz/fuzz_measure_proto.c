@@ -2,7 +2,9 @@
  * ("TTM1", JSON length, blob length, JSON, blob) from a pipe until the stream ends or is refused,
  * each message's JSON decoded the way the server and the client decode it (measurement options,
  * results, device capabilities, artifact ids, dtypes).  Hostile lengths must be refused before
- * anything is allocated for them; nothing may crash, leak or hang. */
+ * anything is allocated for them; nothing may crash, leak or hang.  Inputs whose length is odd
+ * are read by a sealed channel (a session key known to the target): MACs that fail must end the
+ * stream before the JSON is looked at. */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,11 +30,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     close(fds[1]);
     int sink = open("/dev/null", O_WRONLY);
+    tt_mchan ch;
+    tt_mchan_init(&ch, fds[0], true);
+    if (size & 1) {
+        uint8_t key[TT_AUTH_KEY_BYTES];
+        memset(key, 0x5a, sizeof(key));
+        tt_mchan_seal(&ch, key);
+    }
     for (int msgs = 0; msgs < 64; msgs++) {
         json_t *msg = NULL;
         uint64_t blob = 0;
         tt_errbuf err;
-        if (tt_mproto_recv(fds[0], &msg, &blob, &err) != TT_OK)
+        if (tt_mproto_recv(&ch, &msg, &blob, &err) != TT_OK)
             break;
         tt_measure_options o = {0};
         tt_measure_options_from_json(json_object_get(msg, "options"), &o);
@@ -53,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         json_decref(msg);
         uint64_t hash;
-        if (blob && tt_mproto_recv_blob(fds[0], blob, sink, &hash, &err) != TT_OK)
+        if (blob && tt_mproto_recv_blob(&ch, blob, sink, &hash, &err) != TT_OK)
             break;
     }
     if (sink >= 0)

@@ -62,7 +62,7 @@ static bool start_server(int i)
     close(saved);
     close(fd);
     char rest[64];
-    if (!ok || !tt_proc_wait_line(&servers[i], "listening on 0.0.0.0:", rest, sizeof(rest), 10))
+    if (!ok || !tt_proc_wait_line(&servers[i], "listening on 127.0.0.1:", rest, sizeof(rest), 10))
         return false;
     server_port[i] = atoi(rest);
     return true;
