@@ -146,6 +146,16 @@ typedef struct tt_db_stats {
 /* Statistics of one job (job > 0) or of the whole database (job = 0). */
 tt_status tt_db_stats_get(tt_db *db, int64_t job, tt_db_stats *out);
 
+/* The best error-free record of every workload on every target: what the farm has achieved
+ * (the tracker's dashboard and /metrics).  Best GFLOPS first; at most `limit` (0 = all). */
+typedef struct tt_db_best_entry {
+    char *workload, *target;
+    double median_s, gflops; /* gflops 0 when the workload's flops are unknown */
+    int64_t records;         /* error-free records of this workload and target */
+} tt_db_best_entry;
+tt_status tt_db_leaderboard(tt_db *db, int64_t limit, tt_db_best_entry **out, size_t *n);
+void tt_db_leaderboard_free(tt_db_best_entry *e, size_t n);
+
 /* ---- devices ---- */
 
 typedef struct tt_db_device {

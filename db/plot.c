@@ -112,3 +112,21 @@ char *tt_plot_svg(const tt_plot_series *s, int n, const char *title)
     tt_strbuf_append(&sb, "</svg>\n");
     return tt_strbuf_take(&sb);
 }
+
+bool tt_plot_series_push(tt_plot_series *s, double gflops)
+{
+    double *nb = realloc(s->best, sizeof(double) * (s->n + 1));
+    if (!nb)
+        return false;
+    s->best = nb;
+    double prev = s->n ? s->best[s->n - 1] : 0;
+    s->best[s->n++] = gflops > prev ? gflops : prev;
+    return true;
+}
+
+void tt_plot_series_clear(tt_plot_series *s)
+{
+    free(s->best);
+    s->best = NULL;
+    s->n = 0;
+}

@@ -611,6 +611,59 @@ tt_status tt_db_stats_get(tt_db *db, int64_t job, tt_db_stats *out)
     return s;
 }
 
+tt_status tt_db_leaderboard(tt_db *db, int64_t limit, tt_db_best_entry **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    /* SQLite gives the bare columns of the row that holds min(). */
+    tt_status s = tt__db_prepare(
+        db,
+        "SELECT w.key, t.target, min(r.median_s) AS best, w.flops, count(*) FROM records r "
+        "JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = r.target_id "
+        "WHERE r.error_no = 0 AND r.median_s > 0 GROUP BY r.workload_id, r.target_id "
+        "ORDER BY w.flops / best DESC, w.key LIMIT ?1",
+        &st);
+    if (s)
+        return s;
+    sqlite3_bind_int64(st, 1, limit > 0 ? limit : -1);
+    TT_VEC(tt_db_best_entry) v = {0};
+    int rc = SQLITE_DONE;
+    while (!s && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        tt_db_best_entry e;
+        e.workload = col_text(st, 0);
+        e.target = col_text(st, 1);
+        e.median_s = sqlite3_column_double(st, 2);
+        double flops = sqlite3_column_double(st, 3);
+        e.gflops = flops > 0 ? flops / e.median_s / 1e9 : 0;
+        e.records = sqlite3_column_int64(st, 4);
+        if (!e.workload || !e.target || TT_VEC_PUSH(&v, e)) {
+            free(e.workload);
+            free(e.target);
+            s = tt__db_sqlite(db, SQLITE_NOMEM, "listing the best records");
+        }
+    }
+    if (!s && rc != SQLITE_DONE)
+        s = tt__db_sqlite(db, rc, "listing the best records");
+    sqlite3_finalize(st);
+    if (s) {
+        tt_db_leaderboard_free(v.data, v.len);
+        return s;
+    }
+    *out = v.data;
+    *n = v.len;
+    return TT_OK;
+}
+
+void tt_db_leaderboard_free(tt_db_best_entry *e, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(e[i].workload);
+        free(e[i].target);
+    }
+    free(e);
+}
+
 /* ---- jobs ---- */
 
 tt_status tt_db_job_create(tt_db *db, const char *params_json, int64_t trials_total, int64_t *id)

@@ -298,15 +298,7 @@ static int plot_row(void *vctx, const tt_db_row *row)
             snprintf(s->label, sizeof(s->label), "%.30s", key);
         json_decref(params);
     }
-    tt_plot_series *s = &c->s[k];
-    double *nb = realloc(s->best, sizeof(double) * (s->n + 1));
-    if (!nb)
-        return 1;
-    s->best = nb;
-    double prev = s->n ? s->best[s->n - 1] : 0;
-    double g = row->error_no == 0 ? row->gflops : 0;
-    s->best[s->n++] = g > prev ? g : prev;
-    return 0;
+    return tt_plot_series_push(&c->s[k], row->error_no == 0 ? row->gflops : 0) ? 0 : 1;
 }
 
 static int cmd_plot(tt_db *db, const options *o)
@@ -339,7 +331,7 @@ static int cmd_plot(tt_db *db, const options *o)
         free(svg);
     }
     for (int i = 0; i < c.n; i++)
-        free(c.s[i].best);
+        tt_plot_series_clear(&c.s[i]);
     tt_db_jobs_free(c.jobs, c.njobs);
     return rc;
 }

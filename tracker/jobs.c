@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../db/db.h"
+#include "../db/plot.h"
 #include "../schedule/target.h"
 #include "../schedule/workload.h"
 #include "../tuner/tune.h"
@@ -480,6 +481,69 @@ static char *status(tt_jobs *j, int64_t id, bool all)
         return reply_ok(list);
     json_decref(list);
     return one ? reply_ok(one) : reply_error("there is no job %lld", (long long)id);
+}
+
+json_t *tt_jobs_overview(tt_jobs *j, int best_limit)
+{
+    pthread_mutex_lock(&j->mu);
+    json_t *list = json_array(), *best = json_array();
+    tt_db_job *jobs;
+    size_t n;
+    if (!tt_db_jobs_list(j->db, &jobs, &n)) {
+        for (size_t i = n; i-- > 0;) /* newest first */
+            json_array_append_new(list, job_json(j, &jobs[i]));
+        tt_db_jobs_free(jobs, n);
+    }
+    tt_db_best_entry *e;
+    if (!tt_db_leaderboard(j->db, best_limit, &e, &n)) {
+        for (size_t i = 0; i < n; i++)
+            json_array_append_new(best, json_pack("{s:s, s:s, s:f, s:f, s:I}", "workload",
+                                                  e[i].workload, "target", e[i].target, "median_s",
+                                                  e[i].median_s, "gflops", e[i].gflops, "records",
+                                                  (json_int_t)e[i].records));
+        tt_db_leaderboard_free(e, n);
+    }
+    pthread_mutex_unlock(&j->mu);
+    return json_pack("{s:o, s:o}", "jobs", list, "best", best);
+}
+
+typedef struct {
+    tt_plot_series s[8];
+    char workload[8][300];
+    int n;
+} curve_ctx;
+
+static int curve_row(void *vctx, const tt_db_row *row)
+{
+    curve_ctx *c = vctx;
+    int k = 0;
+    while (k < c->n && strcmp(c->workload[k], row->workload))
+        k++;
+    if (k == c->n) {
+        if (c->n == 8)
+            return 0; /* eight lines are as many as the dashboard's plot can show */
+        memset(&c->s[k], 0, sizeof(c->s[k]));
+        snprintf(c->workload[k], sizeof(c->workload[k]), "%s", row->workload);
+        snprintf(c->s[k].label, sizeof(c->s[k].label), "%.60s", row->workload);
+        c->n++;
+    }
+    return tt_plot_series_push(&c->s[k], row->error_no == 0 ? row->gflops : 0) ? 0 : 1;
+}
+
+char *tt_jobs_curve_svg(tt_jobs *j, int64_t id)
+{
+    curve_ctx c;
+    memset(&c, 0, sizeof(c));
+    tt_db_filter f = {NULL, NULL, NULL, id, 0};
+    pthread_mutex_lock(&j->mu);
+    tt_status s = tt_db_history(j->db, &f, curve_row, &c);
+    pthread_mutex_unlock(&j->mu);
+    char title[64];
+    snprintf(title, sizeof(title), "job %lld", (long long)id);
+    char *svg = s || !c.n ? NULL : tt_plot_svg(c.s, c.n, title);
+    for (int i = 0; i < c.n; i++)
+        tt_plot_series_clear(&c.s[i]);
+    return svg;
 }
 
 static char *submit(tt_jobs *j, const char *peer, const json_t *params)

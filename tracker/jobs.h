@@ -27,6 +27,12 @@ tt_status tt_jobs_open(const char *db_path, const char *tracker_host, int tracke
 /* Stops the running jobs (they stay "running" in the database and resume at the next start)
  * and joins the workers. */
 void tt_jobs_close(tt_jobs *j);
+/* The dashboard's view: {"jobs": [{job}, ... newest first], "best": [{workload, target,
+ * median_s, gflops, records}, ... at most best_limit]}.  Caller decrefs. */
+json_t *tt_jobs_overview(tt_jobs *j, int best_limit);
+/* Job `id`'s tuning curve (best GFLOPS against trials, a line per workload) as SVG; NULL when the
+ * job has no records yet.  Caller frees. */
+char *tt_jobs_curve_svg(tt_jobs *j, int64_t id);
 /* The reply text to one extension message (malloc'ed). */
 char *tt_jobs_handle(tt_jobs *j, const char *peer, const json_t *msg);
 /* Jobs one address may have queued or running at once (default 16; 0 = no limit).  One more

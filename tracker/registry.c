@@ -16,6 +16,8 @@ typedef struct {
     bool heartbeats;        /* it has sent GET_PENDING_MATCHKEYS (TVM's heartbeat) */
     char *quarantine;       /* why a client found this device sick; NULL: healthy */
     double quarantined_at;
+    char lent_to[64]; /* the address its last slot was handed to, "" when it has one free */
+    double lent_at;
     bool authed;       /* proved the farm's key (always true without a key) */
     bool auth_started; /* sent its nonce; ours and our proof went back */
     uint8_t cnonce[TT_AUTH_NONCE_BYTES], snonce[TT_AUTH_NONCE_BYTES];
@@ -49,8 +51,9 @@ struct tt_registry {
     uint64_t seq;
     tt_registry_ext_fn ext;
     void *ext_ctx;
-    double now;                  /* of the message being handled */
-    int max_pending;             /* waiting REQUESTs per connection, 0 = no limit */
+    double now;      /* of the message being handled */
+    int max_pending; /* waiting REQUESTs per connection, 0 = no limit */
+    tt_registry_counters counters;
     const tt_auth_keyring *auth; /* NULL: no key, every connection is trusted */
     bool allow_tvm;              /* without the key: TVM's own codes (1-7) only */
 };
@@ -215,7 +218,12 @@ static void match(tt_registry *r, queue *q)
         memmove(&q->slots.data[use], &q->slots.data[use + 1],
                 (q->slots.len - use - 1) * sizeof(slot));
         q->slots.len--;
-        conn *owner = find_conn(r, s.owner);
+        conn *owner = find_conn(r, s.owner), *to = find_conn(r, w.conn);
+        r->counters.handouts++;
+        if (owner) {
+            snprintf(owner->lent_to, sizeof(owner->lent_to), "%s", to ? to->peer : "?");
+            owner->lent_at = r->now;
+        }
         if (owner)
             for (size_t i = 0; i < owner->pending.len; i++)
                 if (!strcmp(owner->pending.data[i], s.matchkey)) {
@@ -290,6 +298,7 @@ static tt_status handle_put(tt_registry *r, conn *c, const json_t *msg, tt_errbu
         free(pend);
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
     }
+    c->lent_to[0] = 0; /* a fresh ticket: the device is free again */
     if (TT_VEC_PUSH(&c->pending, pend))
         free(pend);
     reply_text(r, c->id, "0");
@@ -330,6 +339,7 @@ static tt_status handle_request(tt_registry *r, conn *c, const json_t *msg, tt_e
         reply_text(r, c->id, reply);
         return TT_OK;
     }
+    r->counters.requests++;
     queue *q = find_queue(r, key, true);
     waiter w = {c->id, pr ? json_integer_value(pr) : 0, r->seq++};
     if (!q || TT_VEC_PUSH(&q->waiting, w))
@@ -404,6 +414,49 @@ static tt_status handle_report(tt_registry *r, conn *from, const json_t *msg, tt
         for (size_t i = 0; i < r->queues.len; i++)
             match(r, &r->queues.data[i]);
     return TT_OK;
+}
+
+const tt_registry_counters *tt_registry_get_counters(const tt_registry *r)
+{
+    return &r->counters;
+}
+
+json_t *tt_registry_status(const tt_registry *r, double now)
+{
+    json_t *servers = json_array(), *queues = json_array();
+    size_t conns = 0;
+    for (size_t i = 0; i < r->conns.len; i++) {
+        const conn *c = &r->conns.data[i];
+        conns++;
+        const char *key = json_string_value(json_object_get(c->info, "key"));
+        if (!key || strncmp(key, "server:", 7))
+            continue;
+        const json_t *dev = json_object_get(c->info, "device");
+        bool sick = c->quarantine && now - c->quarantined_at <= TT_QUARANTINE_S;
+        json_t *e = json_pack("{s:s, s:s, s:s, s:O, s:f, s:b, s:b, s:b, s:i}", "key", key + 7,
+                              "address", c->peer, "impl",
+                              json_is_string(json_object_get(c->info, "impl"))
+                                  ? json_string_value(json_object_get(c->info, "impl"))
+                                  : "TVM server",
+                              "device", dev ? (json_t *)dev : json_null(), "silent_s",
+                              now - c->last_seen, "stale", stale(c, now), "quarantined", sick,
+                              "authenticated", !r->auth || c->authed, "free", (int)c->pending.len);
+        if (sick)
+            json_object_set_new(e, "quarantine_reason", json_string(c->quarantine));
+        if (c->lent_to[0] && !c->pending.len) {
+            json_object_set_new(e, "in_use_by", json_string(c->lent_to));
+            json_object_set_new(e, "in_use_s", json_real(now - c->lent_at));
+        }
+        json_array_append_new(servers, e);
+    }
+    for (size_t i = 0; i < r->queues.len; i++) {
+        const queue *q = &r->queues.data[i];
+        json_array_append_new(queues, json_pack("{s:s, s:I, s:I}", "key", q->key, "free",
+                                                (json_int_t)q->slots.len, "pending",
+                                                (json_int_t)q->waiting.len));
+    }
+    return json_pack("{s:o, s:o, s:I}", "servers", servers, "queues", queues, "connections",
+                     (json_int_t)conns);
 }
 
 char *tt_registry_summary(const tt_registry *r)
@@ -491,6 +544,7 @@ static tt_status handle_auth(tt_registry *r, conn *c, const json_t *msg, tt_errb
         reply_text(r, c->id, "0");
         return TT_OK;
     }
+    r->counters.auth_failures++;
     reply_text(r, c->id, "[-1, \"authentication failed: the peer does not hold this farm's key\"]");
     return tt_err(err, TT_ERR_AUTH, "authentication failed (%s)",
                   !step                    ? "not [105, step, hex]"
@@ -517,12 +571,14 @@ tt_status tt_registry_handle(tt_registry *r, tt_conn_id id, const char *text, si
         return tt_err(err, TT_ERR_PARSE, "a message must be a JSON array starting with its code");
     }
     json_int_t code = json_integer_value(json_array_get(msg, 0));
+    r->counters.messages++;
     if (r->auth && !c->authed && code != TT_TRACKER_AUTH &&
         !(r->allow_tvm && code >= TT_TRACKER_PING && code <= TT_TRACKER_GET_PENDING_MATCHKEYS)) {
         json_decref(msg);
         reply_text(r, id,
                    "[-1, \"this tracker requires the farm's key: give --auth-key-file (TVM's own "
                    "tools need the tracker's --allow-tvm)\"]");
+        r->counters.auth_failures++;
         return tt_err(err, TT_ERR_AUTH, "code %lld before authentication", (long long)code);
     }
     switch (code) {

@@ -49,6 +49,18 @@ void tt_registry_close(tt_registry *r, tt_conn_id c);
 tt_status tt_registry_handle(tt_registry *r, tt_conn_id c, const char *json, size_t len, double now,
                              bool *stop, tt_errbuf *err);
 
+/* What the tracker has done since it started (the dashboard's /metrics). */
+typedef struct tt_registry_counters {
+    uint64_t messages;      /* frames handled */
+    uint64_t requests;      /* REQUESTs queued */
+    uint64_t handouts;      /* devices handed to a requester */
+    uint64_t auth_failures; /* connections refused for want of the farm's key */
+} tt_registry_counters;
+const tt_registry_counters *tt_registry_get_counters(const tt_registry *r);
+/* The state for the dashboard: {"servers": [{key, address, impl, device, silent_s, stale,
+ * quarantined, quarantine_reason?, authenticated, free, in_use_by?, in_use_s?}], "queues":
+ * [{key, free, pending}], "connections": n}.  Caller decrefs. */
+json_t *tt_registry_status(const tt_registry *r, double now);
 /* The SUMMARY reply text (as sent to clients); caller frees. */
 char *tt_registry_summary(const tt_registry *r);
 

@@ -7,6 +7,8 @@
 
 #include "../rpc/auth.h"
 #include "../rpc/tracker_proto.h"
+#include "dashboard.h"
+#include "http.h"
 #include "jobs.h"
 #include "registry.h"
 
@@ -25,6 +27,8 @@ typedef struct tracker {
     uv_signal_t sigint, sigterm;
     tt_registry *reg;
     tt_jobs *jobs;
+    tt_http *http; /* the dashboard; NULL without --http-port */
+    tt_dashboard dash;
     const tt_tracker_options *o;
     TT_VEC(client *) clients;
     tt_conn_id next_id;
@@ -286,6 +290,7 @@ static void stop_all(tracker *t)
     for (size_t i = 0; i < t->clients.len; i++)
         close_client(t->clients.data[i], NULL);
     uv_close((uv_handle_t *)&t->listener, NULL);
+    tt_http_stop(t->http);
     uv_close((uv_handle_t *)&t->sigint, NULL);
     uv_close((uv_handle_t *)&t->sigterm, NULL);
 }
@@ -373,6 +378,25 @@ tt_status tt_tracker_run(const tt_tracker_options *o, tt_errbuf *err)
             return abandon(t, s);
         }
         tt_registry_set_extension(t->reg, jobs_extension, t->jobs);
+    }
+    if (o->http_port >= 0) {
+        const char *hh = o->http_host ? o->http_host : "127.0.0.1";
+        int hport = 0;
+        t->dash.reg = t->reg;
+        t->dash.jobs = t->jobs;
+        t->dash.started = now_s();
+        t->dash.authenticated = keyed;
+        snprintf(t->dash.tracker, sizeof(t->dash.tracker), "%s:%d", host, bound);
+        s = tt_http_start(&t->loop, hh, o->http_port, tt_dashboard_handle, &t->dash, &t->http,
+                          &hport, err);
+        if (s) {
+            tt_jobs_close(t->jobs);
+            return abandon(t, s);
+        }
+        t->dash.http = t->http;
+        logf_(t, "dashboard on http://%s:%d/ (metrics at /metrics)", hh, hport);
+        if (o->on_http)
+            o->on_http(o->ctx, hh, hport);
     }
     uv_signal_init(&t->loop, &t->sigint);
     uv_signal_init(&t->loop, &t->sigterm);

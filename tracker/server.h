@@ -22,6 +22,11 @@ typedef struct tt_tracker_options {
     const struct tt_auth_keyring *auth;
     bool allow_tvm; /* with a key: TVM's peers may still register and request (codes 1-7) */
     bool insecure;  /* without a key: listen on any address anyway */
+    /* The dashboard and /metrics (dashboard.h): port -1 = none (the default of a zeroed
+     * struct is port 0, any: set -1 to have none); host default 127.0.0.1. */
+    int http_port;
+    const char *http_host;
+    void (*on_http)(void *ctx, const char *host, int port); /* once it listens; may be NULL */
     /* called once the socket is bound, with the port (for printing); may be NULL */
     void (*on_listen)(void *ctx, const char *host, int port);
     void *ctx;

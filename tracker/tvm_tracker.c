@@ -11,47 +11,62 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: tvm-tracker [--host H] [--port P] [--port-end E] [--db PATH] [--no-jobs]\n"
-               "                   [--job-workers N] [--stop-key K] [--max-conns-per-peer N]\n"
-               "                   [--max-pending N] [--max-jobs-per-peer N]\n"
-               "                   [--auth-key-file F [--allow-tvm] | --insecure] [--quiet]\n"
-               "\n"
-               "Apache TVM's RPC tracker, wire-compatible: TVM's servers, clients and\n"
-               "query_rpc_tracker work against it unchanged (docs/tracker.md).  It also runs\n"
-               "tuning jobs (tvm-tune submit): the search runs here, candidates are measured on\n"
-               "the farm's devices of the job's key, every measurement is stored in the database\n"
-               "as it arrives, and unfinished jobs resume when the tracker starts again.\n"
-               "  --host H       address to listen on (default 127.0.0.1; 0.0.0.0 or :: for all)\n"
-               "  --port P       first port to try (default 9190; 0 lets the system choose)\n"
-               "  --port-end E   ports P up to E-1 are tried in turn (default 9199)\n"
-               "  --db PATH      the farm database: jobs and their measurements (default\n"
-               "                 ./farm.db; tvm-db reads it)\n"
-               "  --no-jobs      only the tracker protocol: no database, no jobs\n"
-               "  --job-workers N  jobs run at once (default 2); more wait in the queue\n"
-               "  --max-conns-per-peer N  connections one address may hold (default 1024);\n"
-               "                 more are closed at once, with a log line\n"
-               "  --max-pending N waiting REQUESTs per connection (default 64); one more is\n"
-               "                 answered [-1, \"too many pending requests ...\"]\n"
-               "  --max-jobs-per-peer N  jobs one address may have queued or running (default\n"
-               "                 16); one more submission is refused with the reason\n"
-               "  --stop-key K   the secret a STOP message must carry; without it STOP is refused\n"
-               "                 and SIGINT or SIGTERM stops the tracker\n"
-               "  --auth-key-file F  the farm's key (tvm-tune keygen F makes one; default\n"
-               "                 $TVM_TUNE_AUTH_KEY_FILE): every peer must prove it before\n"
-               "                 anything else (docs/security.md).  Without a key the tracker\n"
-               "                 listens on loopback only\n"
-               "  --allow-tvm    with a key: TVM's own servers, clients and query_rpc_tracker\n"
-               "                 may still register, request and read the summary without it\n"
-               "                 (never submit jobs or report devices)\n"
-               "  --insecure     without a key, listen on any address anyway\n"
-               "  --quiet        no log lines on stderr\n"
-               "The bound address is printed on stdout as 'tvm-tracker listening on HOST:PORT'.\n");
+    fprintf(f,
+            "usage: tvm-tracker [--host H] [--port P] [--port-end E] [--db PATH] [--no-jobs]\n"
+            "                   [--job-workers N] [--stop-key K] [--max-conns-per-peer N]\n"
+            "                   [--max-pending N] [--max-jobs-per-peer N]\n"
+            "                   [--auth-key-file F [--allow-tvm] | --insecure]\n"
+            "                   [--http-port P [--http-host H]] [--quiet]\n"
+            "\n"
+            "Apache TVM's RPC tracker, wire-compatible: TVM's servers, clients and\n"
+            "query_rpc_tracker work against it unchanged (docs/tracker.md).  It also runs\n"
+            "tuning jobs (tvm-tune submit): the search runs here, candidates are measured on\n"
+            "the farm's devices of the job's key, every measurement is stored in the database\n"
+            "as it arrives, and unfinished jobs resume when the tracker starts again.\n"
+            "  --host H       address to listen on (default 127.0.0.1; 0.0.0.0 or :: for all)\n"
+            "  --port P       first port to try (default 9190; 0 lets the system choose)\n"
+            "  --port-end E   ports P up to E-1 are tried in turn (default 9199)\n"
+            "  --db PATH      the farm database: jobs and their measurements (default\n"
+            "                 ./farm.db; tvm-db reads it)\n"
+            "  --no-jobs      only the tracker protocol: no database, no jobs\n"
+            "  --job-workers N  jobs run at once (default 2); more wait in the queue\n"
+            "  --max-conns-per-peer N  connections one address may hold (default 1024);\n"
+            "                 more are closed at once, with a log line\n"
+            "  --max-pending N waiting REQUESTs per connection (default 64); one more is\n"
+            "                 answered [-1, \"too many pending requests ...\"]\n"
+            "  --max-jobs-per-peer N  jobs one address may have queued or running (default\n"
+            "                 16); one more submission is refused with the reason\n"
+            "  --stop-key K   the secret a STOP message must carry; without it STOP is refused\n"
+            "                 and SIGINT or SIGTERM stops the tracker\n"
+            "  --auth-key-file F  the farm's key (tvm-tune keygen F makes one; default\n"
+            "                 $TVM_TUNE_AUTH_KEY_FILE): every peer must prove it before\n"
+            "                 anything else (docs/security.md).  Without a key the tracker\n"
+            "                 listens on loopback only\n"
+            "  --allow-tvm    with a key: TVM's own servers, clients and query_rpc_tracker\n"
+            "                 may still register, request and read the summary without it\n"
+            "                 (never submit jobs or report devices)\n"
+            "  --insecure     without a key, listen on any address anyway\n"
+            "  --http-port P  serve the dashboard (devices, queues, jobs with their tuning\n"
+            "                 curves, best results) on http://HOST:P/ and Prometheus metrics\n"
+            "                 on /metrics (0 lets the system choose; default: none)\n"
+            "  --http-host H  address of the dashboard (default 127.0.0.1; it is read-only\n"
+            "                 but shows the farm: expose it through a proxy you control)\n"
+            "  --quiet        no log lines on stderr\n"
+            "The bound address is printed on stdout as 'tvm-tracker listening on HOST:PORT', the\n"
+            "dashboard's as 'tvm-tracker dashboard on http://HOST:PORT/'.\n");
 }
 
 static void on_listen(void *ctx, const char *host, int port)
 {
     (void)ctx;
     printf("tvm-tracker listening on %s:%d\n", host, port);
+    fflush(stdout);
+}
+
+static void on_http(void *ctx, const char *host, int port)
+{
+    (void)ctx;
+    printf("tvm-tracker dashboard on http://%s:%d/\n", host, port);
     fflush(stdout);
 }
 
@@ -84,6 +99,8 @@ int main(int argc, char **argv)
                                          {"auth-key-file", required_argument, 0, 'K'},
                                          {"allow-tvm", no_argument, 0, 'T'},
                                          {"insecure", no_argument, 0, 'I'},
+                                         {"http-port", required_argument, 0, 'W'},
+                                         {"http-host", required_argument, 0, 'X'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     tt_tracker_options o;
@@ -95,6 +112,8 @@ int main(int argc, char **argv)
     o.db_path = "farm.db";
     o.job_workers = 2;
     o.on_listen = on_listen;
+    o.on_http = on_http;
+    o.http_port = -1;
     int c;
     const char *key_file = NULL;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -139,6 +158,11 @@ int main(int argc, char **argv)
         }
         case 'K': key_file = optarg; break;
         case 'T': o.allow_tvm = true; break;
+        case 'W':
+            if (parse_port("--http-port", optarg, &o.http_port))
+                return 2;
+            break;
+        case 'X': o.http_host = optarg; break;
         case 'I': o.insecure = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
