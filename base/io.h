@@ -14,5 +14,9 @@ bool tt_write_all(int fd, const void *buf, size_t n);
 bool tt_read_all(int fd, void *buf, size_t n);
 /* Deadlines of every later receive and send on socket fd (SO_RCVTIMEO, SO_SNDTIMEO), seconds. */
 void tt_socket_deadlines(int fd, double seconds);
+/* A peer whose link is cut silently (no FIN, no RST) is declared dead within about 15 s:
+ * keepalive probes after 5 s of quiet, every 2 s, 3 unanswered, and at most 15 s for sent data
+ * to be acknowledged.  Reads and writes then fail with ETIMEDOUT. */
+void tt_socket_keepalive(int fd);
 
 #endif

@@ -93,6 +93,7 @@ tt_status tt_tracker_connect(const char *host, int port, double timeout_s,
                       strerror(saved ? saved : ECONNREFUSED));
     int one = 1;
     setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    tt_socket_keepalive(c->fd); /* a device notices a cut link and registers again */
     /* The magic goes alone, and nothing more until the echo: TVM's tracker needs that. */
     uint8_t m[4], echo[4];
     tt_put_le32(m, TT_TRACKER_MAGIC);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "../base/io.h"
 #include "../rpc/auth.h"
 #include "../rpc/tracker_proto.h"
 #include "dashboard.h"
@@ -269,6 +270,11 @@ static void on_connection(uv_stream_t *server, int status)
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
+    /* A device whose link is cut silently leaves the registry in about 15 s (its slots and
+     * requests with it) instead of staying listed until TCP gives up hours later. */
+    uv_os_fd_t fd;
+    if (!uv_fileno((uv_handle_t *)&c->tcp, &fd))
+        tt_socket_keepalive(fd);
     peer_name(&c->tcp, c->peer, sizeof(c->peer));
     int limit = t->o->max_conns_per_peer > 0 ? t->o->max_conns_per_peer : 1024, same = 0;
     for (size_t i = 0; i < t->clients.len; i++)
