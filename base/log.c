@@ -1,4 +1,7 @@
+#define _GNU_SOURCE /* fopencookie */
 #include "log.h"
+
+#include <jansson.h>
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -57,4 +60,110 @@ void tt_log(tt_log_level level, const char *fmt, ...)
     /* One write keeps lines from different threads whole. */
     ssize_t w = write(STDERR_FILENO, line, len);
     (void)w;
+}
+
+static void vlog_line(const tt_logger *lg, tt_log_level level, const char *context, const char *fmt,
+                      va_list ap)
+{
+    if (!lg || !lg->out || level > lg->level)
+        return;
+    char msg[4096], ts[40];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct tm tm;
+    gmtime_r(&now.tv_sec, &tm);
+    size_t n = strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(ts + n, sizeof(ts) - n, ".%03ldZ", now.tv_nsec / 1000000);
+    const char *prog = lg->program ? lg->program : "tvm-tune";
+    if (lg->json) {
+        json_t *o =
+            json_pack("{s:s, s:s, s:s}", "ts", ts, "level", level_names[level], "program", prog);
+        if (context && *context)
+            json_object_set_new(o, "context", json_string(context));
+        /* a message cut in the middle of a UTF-8 sequence is made valid by jansson's check */
+        json_t *m = json_string(msg);
+        json_object_set_new(o, "msg", m ? m : json_string("(a message that is not UTF-8)"));
+        char *text = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        if (text) {
+            flockfile(lg->out);
+            fputs(text, lg->out);
+            fputc('\n', lg->out);
+            funlockfile(lg->out);
+            free(text);
+        }
+    } else {
+        flockfile(lg->out);
+        fprintf(lg->out, "%s %-5s %s: %s%s%s%s\n", ts, level_names[level], prog,
+                context && *context ? "[" : "", context && *context ? context : "",
+                context && *context ? "] " : "", msg);
+        funlockfile(lg->out);
+    }
+    fflush(lg->out);
+}
+
+void tt_logger_log(const tt_logger *lg, tt_log_level level, const char *context, const char *fmt,
+                   ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlog_line(lg, level, context, fmt, ap);
+    va_end(ap);
+}
+
+typedef struct {
+    const tt_logger *lg;
+    tt_log_level level;
+    char context[128];
+    char line[4096];
+    size_t len;
+} log_stream;
+
+static void stream_emit(log_stream *ls)
+{
+    while (ls->len && (ls->line[ls->len - 1] == '\r' || ls->line[ls->len - 1] == ' '))
+        ls->len--;
+    ls->line[ls->len] = 0;
+    if (ls->len)
+        tt_logger_log(ls->lg, ls->level, ls->context, "%s", ls->line);
+    ls->len = 0;
+}
+
+static ssize_t stream_write(void *cookie, const char *buf, size_t n)
+{
+    log_stream *ls = cookie;
+    for (size_t i = 0; i < n; i++) {
+        if (buf[i] == '\n' || ls->len == sizeof(ls->line) - 1)
+            stream_emit(ls);
+        if (buf[i] != '\n')
+            ls->line[ls->len++] = buf[i];
+    }
+    return (ssize_t)n;
+}
+
+static int stream_close(void *cookie)
+{
+    stream_emit(cookie);
+    free(cookie);
+    return 0;
+}
+
+FILE *tt_logger_stream(const tt_logger *lg, tt_log_level level, const char *context)
+{
+    if (!lg || !lg->out)
+        return NULL;
+    log_stream *ls = calloc(1, sizeof(*ls));
+    if (!ls)
+        return NULL;
+    ls->lg = lg;
+    ls->level = level;
+    snprintf(ls->context, sizeof(ls->context), "%s", context ? context : "");
+    cookie_io_functions_t io = {NULL, stream_write, NULL, stream_close};
+    FILE *f = fopencookie(ls, "w", io);
+    if (!f)
+        free(ls);
+    else
+        setvbuf(f, NULL, _IOLBF, 0);
+    return f;
 }

@@ -4,6 +4,9 @@
 #ifndef TT_BASE_LOG_H
 #define TT_BASE_LOG_H
 
+#include <stdbool.h>
+#include <stdio.h>
+
 typedef enum {
     TT_LOG_ERROR,
     TT_LOG_WARN,
@@ -18,6 +21,27 @@ tt_log_level tt_log_get_level(void);
 /* Parses "warn", "info", ...; returns -1 for an unknown name. */
 int tt_log_level_parse(const char *name);
 void tt_log(tt_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The daemons' log (tvm-tracker, tvm-rpc-server): one line per event, with a UTC timestamp, a
+ * level and the program, optionally a context (a peer, "job 3"); as text,
+ *     2026-11-22T21:42:40.123Z warn  tvm-tracker: [10.0.0.7] closing: frame of ... bytes
+ * or as JSON lines for log collectors,
+ *     {"ts":"2026-11-22T21:42:40.123Z","level":"warn","program":"tvm-tracker",
+ *      "context":"10.0.0.7","msg":"closing: frame of ... bytes"}
+ * Lines above `level` are dropped.  Thread-safe: each line is one locked write. */
+typedef struct tt_logger {
+    FILE *out; /* NULL: silent */
+    tt_log_level level;
+    bool json;
+    const char *program;
+} tt_logger;
+
+void tt_logger_log(const tt_logger *lg, tt_log_level level, const char *context, const char *fmt,
+                   ...) __attribute__((format(printf, 4, 5)));
+/* A stream whose every line becomes one log line at `level` with `context` (for code that
+ * writes to a FILE, e.g. the tuner inside a tracker job); NULL when the logger is silent or out
+ * of memory.  fclose it (after the last line; a last partial line is logged then). */
+FILE *tt_logger_stream(const tt_logger *lg, tt_log_level level, const char *context);
 
 #define TT_ERROR(...) tt_log(TT_LOG_ERROR, __VA_ARGS__)
 #define TT_WARN(...)  tt_log(TT_LOG_WARN, __VA_ARGS__)

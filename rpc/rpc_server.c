@@ -49,23 +49,18 @@ typedef struct server {
     uint64_t sessions, measured, received, tvm_clients, auth_failures;
 } server;
 
-static void say(server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(server *s, const char *fmt, ...)
+static void say(server *s, tt_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void say(server *s, tt_log_level level, const char *fmt, ...)
 {
-    if (!s->o->log)
+    if (!s->o->log || !s->o->log->out)
         return;
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    char ts[32];
-    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    char line[1024];
+    char line[2048];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
-    fprintf(s->o->log, "%s tvm-rpc-server: %s\n", ts, line);
-    fflush(s->o->log);
+    tt_logger_log(s->o->log, level, NULL, "%s", line);
 }
 
 static bool stopping(const server *s)
@@ -403,7 +398,7 @@ static bool op_hello(server *s, tt_mchan *ch, const json_t *msg, const char *pee
     if (json_integer_value(proto) != TT_MPROTO_VERSION) {
         reply_error(ch, "this server speaks tvm-tune protocol %d, not %lld", TT_MPROTO_VERSION,
                     (long long)json_integer_value(proto));
-        say(s, "session with %s refused: protocol %lld", peer,
+        say(s, TT_LOG_WARN, "session with %s refused: protocol %lld", peer,
             (long long)json_integer_value(proto));
         return false;
     }
@@ -413,7 +408,7 @@ static bool op_hello(server *s, tt_mchan *ch, const json_t *msg, const char *pee
         if (!tt_auth_unhex(cn, cnonce)) {
             reply_error(ch, "this device requires the farm's key: give tvm-tune "
                             "--auth-key-file (or TVM_TUNE_AUTH_KEY_FILE)");
-            say(s, "session with %s refused: no authentication offered", peer);
+            say(s, TT_LOG_WARN, "session with %s refused: no authentication offered", peer);
             return false;
         }
         uint8_t proof[TT_AUTH_TAG_BYTES];
@@ -444,7 +439,7 @@ static bool op_auth(server *s, tt_mchan *ch, const json_t *msg, const char *peer
     if (k < 0) {
         s->auth_failures++;
         reply_error(ch, "authentication failed: the client does not hold this farm's key");
-        say(s, "session with %s refused: authentication failed (wrong key)", peer);
+        say(s, TT_LOG_WARN, "session with %s refused: authentication failed (wrong key)", peer);
         return false;
     }
     uint8_t session[TT_AUTH_KEY_BYTES];
@@ -470,7 +465,7 @@ static void serve_session(server *s, int fd, const char *peer, double idle_s)
         tt_status st = tt_mproto_recv(&ch, &msg, &blob, &err);
         if (st) {
             if (st != TT_ERR_IO || hello)
-                say(s, "session with %s ended: %s", peer, err.msg);
+                say(s, TT_LOG_WARN, "session with %s ended: %s", peer, err.msg);
             if (st == TT_ERR_AUTH)
                 s->auth_failures++;
             break;
@@ -494,7 +489,7 @@ static void serve_session(server *s, int fd, const char *peer, double idle_s)
             st = reply_error(&ch, "the session must start with hello");
         } else if (!open) {
             reply_error(&ch, "this device requires the farm's key: authenticate (auth) first");
-            say(s, "session with %s refused: '%s' before authentication", peer, op);
+            say(s, TT_LOG_WARN, "session with %s refused: '%s' before authentication", peer, op);
             refused = true;
         } else if (!strcmp(op, "have")) {
             st = op_have(s, &ch, msg, &err);
@@ -513,14 +508,14 @@ static void serve_session(server *s, int fd, const char *peer, double idle_s)
         if (refused)
             break;
         if (st) {
-            say(s, "session with %s ended: %s", peer, err.msg);
+            say(s, TT_LOG_WARN, "session with %s ended: %s", peer, err.msg);
             if (st == TT_ERR_AUTH)
                 s->auth_failures++;
             break;
         }
     }
-    say(s, "session with %s: %" PRIu64 " measurements, %" PRIu64 " artifacts received", peer,
-        s->measured - measured0, s->received - received0);
+    say(s, TT_LOG_INFO, "session with %s: %" PRIu64 " measurements, %" PRIu64 " artifacts received",
+        peer, s->measured - measured0, s->received - received0);
 }
 
 /* ---- TVM's handshake ---- */
@@ -560,8 +555,8 @@ static bool read_by(int fd, void *buf, size_t n, double deadline)
 static void refuse_tvm_client(server *s, int fd, const char *peer)
 {
     s->tvm_clients++;
-    say(s, "%s is a TVM RPC client (no %s in its key): sent it an error and closed", peer,
-        TT_MPROTO_TOKEN);
+    say(s, TT_LOG_WARN, "%s is a TVM RPC client (no %s in its key): sent it an error and closed",
+        peer, TT_MPROTO_TOKEN);
     double deadline = now_s() + HANDSHAKE_S;
     uint8_t h[8];
     if (read_by(fd, h, 8, deadline)) {
@@ -599,17 +594,17 @@ static bool handle_connection(server *s, int fd, const char *peer)
     double deadline = now_s() + HANDSHAKE_S;
     uint8_t h[8];
     if (!read_by(fd, h, 8, deadline) || tt_get_le32(h) != TT_RPC_MAGIC) {
-        say(s, "%s: not a TVM RPC handshake, closed", peer);
+        say(s, TT_LOG_WARN, "%s: not a TVM RPC handshake, closed", peer);
         return false;
     }
     int32_t keylen = tt_get_le32(h + 4);
     if (keylen <= 0 || keylen > MAX_KEY_BYTES) {
-        say(s, "%s: handshake key of %d bytes refused", peer, keylen);
+        say(s, TT_LOG_WARN, "%s: handshake key of %d bytes refused", peer, keylen);
         return false;
     }
     char key[MAX_KEY_BYTES + 1];
     if (!read_by(fd, key, (size_t)keylen, deadline)) {
-        say(s, "%s: handshake key not received within %.0f s", peer, HANDSHAKE_S);
+        say(s, TT_LOG_WARN, "%s: handshake key not received within %.0f s", peer, HANDSHAKE_S);
         return false;
     }
     key[keylen] = 0;
@@ -621,7 +616,7 @@ static bool handle_connection(server *s, int fd, const char *peer)
         uint8_t m[4];
         tt_put_le32(m, TT_RPC_MISMATCH);
         tt_write_all(fd, m, 4);
-        say(s, "%s: wrong matchkey '%s', sent MISMATCH", peer, tok ? tok : "");
+        say(s, TT_LOG_WARN, "%s: wrong matchkey '%s', sent MISMATCH", peer, tok ? tok : "");
         return false;
     }
     double idle = s->o->idle_timeout_s > 0 ? s->o->idle_timeout_s : 60;
@@ -646,7 +641,7 @@ static bool handle_connection(server *s, int fd, const char *peer)
         refuse_tvm_client(s, fd, peer);
         return true;
     }
-    say(s, "session with %s", peer);
+    say(s, TT_LOG_INFO, "session with %s", peer);
     serve_session(s, fd, peer, idle);
     return true;
 }
@@ -664,7 +659,8 @@ static void new_matchkey(server *s)
 static void drop_tracker(server *s, const char *why)
 {
     if (s->registered)
-        say(s, "lost the tracker %s:%d: %s", s->o->tracker_host, s->o->tracker_port, why);
+        say(s, TT_LOG_WARN, "lost the tracker %s:%d: %s", s->o->tracker_host, s->o->tracker_port,
+            why);
     tt_tracker_close(&s->tracker);
     s->registered = false;
     s->retry_at = now_s() + s->backoff;
@@ -701,7 +697,7 @@ static void register_with_tracker(server *s)
     tt_errbuf err = {{0}};
     if (tt_tracker_connect(s->o->tracker_host, s->o->tracker_port, 10, s->o->auth, &s->tracker,
                            &err)) {
-        say(s, "%s (retrying in %.0f s)", err.msg, s->backoff);
+        say(s, TT_LOG_WARN, "%s (retrying in %.0f s)", err.msg, s->backoff);
         s->retry_at = now_s() + s->backoff;
         s->backoff = s->backoff * 2 > BACKOFF_MAX_S ? BACKOFF_MAX_S : s->backoff * 2;
         return;
@@ -718,15 +714,16 @@ static void register_with_tracker(server *s)
     free(text);
     if (!ok) {
         tt_tracker_close(&s->tracker);
-        say(s, "registering with the tracker failed: %s (retrying in %.0f s)", err.msg, s->backoff);
+        say(s, TT_LOG_WARN, "registering with the tracker failed: %s (retrying in %.0f s)", err.msg,
+            s->backoff);
         s->retry_at = now_s() + s->backoff;
         s->backoff = s->backoff * 2 > BACKOFF_MAX_S ? BACKOFF_MAX_S : s->backoff * 2;
         return;
     }
     s->registered = true;
     s->backoff = 1;
-    say(s, "registered with the tracker %s:%d as key '%s' on port %d", s->o->tracker_host,
-        s->o->tracker_port, s->o->key, s->port);
+    say(s, TT_LOG_INFO, "registered with the tracker %s:%d as key '%s' on port %d",
+        s->o->tracker_host, s->o->tracker_port, s->o->key, s->port);
 }
 
 /* The heartbeat: is our ticket still pending?  Four misses in a row: a client took it and never
@@ -754,7 +751,7 @@ static void heartbeat(server *s)
     free(reply);
     s->misses = pending ? 0 : s->misses + 1;
     if (s->misses >= MISSES_TO_REGEN) {
-        say(s, "no incoming connection for the ticket handed out, regenerate key");
+        say(s, TT_LOG_WARN, "no incoming connection for the ticket handed out, regenerate key");
         if (!put_ticket(s, &err))
             drop_tracker(s, err.msg);
     }
@@ -797,12 +794,12 @@ tt_status tt_rpc_server_run(const tt_rpc_server_options *o, tt_errbuf *err)
         if (cs && o->opencl_device)
             return tt_err_prefix(err, cs, "--opencl-device %s", o->opencl_device);
         if (cs)
-            say(&s, "no OpenCL devices: %s", err->msg);
+            say(&s, TT_LOG_INFO, "no OpenCL devices: %s", err->msg);
         if (s.dev.opencl_selected >= 0) {
             const tt_cl_device_info *c = &s.dev.opencl[s.dev.opencl_selected];
             snprintf(s.cl_spec, sizeof(s.cl_spec), "%d:%d", c->platform, c->device);
-            say(&s, "OpenCL device %s: %s (%s, %d compute units)", s.cl_spec, c->name, c->version,
-                c->compute_units);
+            say(&s, TT_LOG_INFO, "OpenCL device %s: %s (%s, %d compute units)", s.cl_spec, c->name,
+                c->version, c->compute_units);
         }
     }
     tt_status st = listen_on(&s, err);
@@ -812,13 +809,15 @@ tt_status tt_rpc_server_run(const tt_rpc_server_options *o, tt_errbuf *err)
     const char *host = o->host ? o->host : keyed ? "0.0.0.0" : "127.0.0.1";
     if (o->on_listen)
         o->on_listen(o->ctx, host, s.port);
-    say(&s, "%s on %s port %d, device %s, cache %s", TT_RPC_IMPL, host, s.port, s.dev.fingerprint,
-        o->cache_dir);
+    say(&s, TT_LOG_INFO, "%s on %s port %d, device %s, cache %s", TT_RPC_IMPL, host, s.port,
+        s.dev.fingerprint, o->cache_dir);
     if (keyed)
-        say(&s, "authentication on: clients and the tracker must prove the farm's key; every "
-                "measurement message is MAC'ed");
+        say(&s, TT_LOG_INFO,
+            "authentication on: clients and the tracker must prove the farm's key; every "
+            "measurement message is MAC'ed");
     else
-        say(&s, "no key (--auth-key-file): %s",
+        say(&s, tt_auth_is_loopback(host) ? TT_LOG_INFO : TT_LOG_WARN,
+            "no key (--auth-key-file): %s",
             tt_auth_is_loopback(host) ? "listening on loopback only"
                                       : "--insecure: ANYONE who reaches this address can run "
                                         "native code on this machine");
@@ -861,7 +860,7 @@ tt_status tt_rpc_server_run(const tt_rpc_server_options *o, tt_errbuf *err)
             next_ping = now_s() + period;
         }
     }
-    say(&s,
+    say(&s, TT_LOG_INFO,
         "stopping after %" PRIu64 " sessions, %" PRIu64 " measurements, %" PRIu64
         " TVM clients refused, %" PRIu64 " authentication failures",
         s.sessions, s.measured, s.tvm_clients, s.auth_failures);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 
 #include "../base/base.h"
+#include "../base/log.h"
 
 typedef struct tt_rpc_server_options {
     const char *host;         /* listen address: default 0.0.0.0 with a key, else 127.0.0.1 */
@@ -33,7 +34,7 @@ typedef struct tt_rpc_server_options {
     double ping_period_s;   /* heartbeat and accept timeout, default 2 (TVM's) */
     double idle_timeout_s;  /* a session with no message for this long ends, default 60 */
     int tvm_error_encoding; /* 20 (TVM <= v0.20, default) or 21: the error packet for TVM clients */
-    FILE *log;              /* one line per event; NULL: quiet */
+    const tt_logger *log;   /* one line per event; NULL: quiet */
     /* Tests of the farm's health checks: every kernel "crashes" (1) or gives a wrong answer
      * (2); 0: measure honestly. */
     int inject_faults;

@@ -26,7 +26,7 @@ static void usage(FILE *f)
            "                      [--port-end E] [--custom-addr A] [--cache DIR] [--cache-mb N]\n"
            "                      [--max-artifact-mb N] [--idle-timeout S]\n"
            "                      [--opencl-device SPEC | --no-opencl] [--auth-key-file F]\n"
-           "                      [--insecure] [--quiet]\n"
+           "                      [--insecure] [--log-level L] [--log-format text|json] [--quiet]\n"
            "\n"
            "A measuring device of the farm.  It registers with a TVM-compatible tracker the way\n"
            "TVM's servers do (or stands alone without --tracker), accepts TVM's RPC handshake and\n"
@@ -57,6 +57,9 @@ static void usage(FILE *f)
            "                       (docs/security.md).  Without a key the server listens on\n"
            "                       loopback only\n"
            "  --insecure           without a key, listen on any address anyway\n"
+           "  --log-level L        error, warn, info (default) or debug\n"
+           "  --log-format F       text (default) or json: one object per line (ts, level,\n"
+           "                       program, msg)\n"
            "  --quiet              no log lines on stderr\n"
            "The bound port is printed on stdout as 'tvm-rpc-server listening on HOST:PORT'.\n");
 }
@@ -101,6 +104,8 @@ int main(int argc, char **argv)
                                          {"no-opencl", no_argument, 0, 'N'},
                                          {"auth-key-file", required_argument, 0, 'K'},
                                          {"insecure", no_argument, 0, 'I'},
+                                         {"log-level", required_argument, 0, 'L'},
+                                         {"log-format", required_argument, 0, 'O'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     tt_rpc_server_options o;
@@ -111,7 +116,8 @@ int main(int argc, char **argv)
     o.artifact_bytes = 512ll << 20;
     o.idle_timeout_s = 60;
     o.tvm_error_encoding = 20;
-    o.log = stderr;
+    tt_logger log = {stderr, TT_LOG_INFO, false, "tvm-rpc-server"};
+    o.log = &log;
     o.on_listen = on_listen;
     o.stop = &stop_flag;
     char tracker_host[256], cache[256];
@@ -167,7 +173,23 @@ int main(int argc, char **argv)
             }
             o.tvm_error_encoding = optarg[2] == '1' ? 21 : 20;
             break;
-        case 'q': o.log = NULL; break;
+        case 'q': log.out = NULL; break;
+        case 'L': {
+            int l = tt_log_level_parse(optarg);
+            if (l < 0 || l > TT_LOG_DEBUG) {
+                fprintf(stderr, "tvm-rpc-server: --log-level takes error, warn, info or debug\n");
+                return 2;
+            }
+            log.level = (tt_log_level)l;
+            break;
+        }
+        case 'O':
+            if (strcmp(optarg, "text") && strcmp(optarg, "json")) {
+                fprintf(stderr, "tvm-rpc-server: --log-format takes text or json\n");
+                return 2;
+            }
+            log.json = !strcmp(optarg, "json");
+            break;
         case 'F':
             if (!optarg || !strcmp(optarg, "crash"))
                 o.inject_faults = 1;

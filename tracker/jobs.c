@@ -28,7 +28,7 @@ struct tt_jobs {
     char host[256];
     int port;
     const tt_auth_keyring *auth;
-    FILE *log;
+    const tt_logger *log;
     tt_db *db; /* the event loop's and the workers' state changes, under mu */
     pthread_mutex_t mu;
     pthread_cond_t wake;
@@ -188,20 +188,19 @@ tt_status tt_jobs_check_params(const json_t *p, json_t **normalised, tt_errbuf *
 
 /* ---- running a job ---- */
 
-static void say(tt_jobs *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(tt_jobs *j, const char *fmt, ...)
+static void say(tt_jobs *j, tt_log_level level, int64_t id, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void say(tt_jobs *j, tt_log_level level, int64_t id, const char *fmt, ...)
 {
-    if (!j->log)
+    if (!j->log || !j->log->out)
         return;
+    char context[32], msg[2048];
+    snprintf(context, sizeof(context), "job %lld", (long long)id);
     va_list ap;
     va_start(ap, fmt);
-    flockfile(j->log);
-    fprintf(j->log, "tvm-tracker: ");
-    vfprintf(j->log, fmt, ap);
-    fputc('\n', j->log);
-    funlockfile(j->log);
-    fflush(j->log);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    tt_logger_log(j->log, level, context, "%s", msg);
 }
 
 /* The job's stored parameters (malloc'ed JSON text), or NULL. */
@@ -291,9 +290,14 @@ static void run_job(tt_jobs *j, worker_slot *slot)
     if (!s && !sums)
         s = tt_err(&err, TT_ERR_NOMEM, "out of memory");
     if (!s) {
-        say(j, "job %lld: started (%d workload%s on key '%s')", (long long)id, nw,
-            nw > 1 ? "s" : "", remote.key);
-        s = tt_tune_run(&o, sums, j->log, &err);
+        say(j, TT_LOG_INFO, id, "started (%d workload%s on key '%s')", nw, nw > 1 ? "s" : "",
+            remote.key);
+        char context[32];
+        snprintf(context, sizeof(context), "job %lld", (long long)id);
+        FILE *tuner_log = tt_logger_stream(j->log, TT_LOG_INFO, context);
+        s = tt_tune_run(&o, sums, tuner_log, &err);
+        if (tuner_log)
+            fclose(tuner_log);
     }
     free(sums);
     json_decref(p);
@@ -310,7 +314,8 @@ static void run_job(tt_jobs *j, worker_slot *slot)
     else if (slot->cancelled)
         tt_db_job_set_message(j->db, id, "cancelled by request");
     pthread_mutex_unlock(&j->mu);
-    say(j, "job %lld: %s after %lld measurements%s%s", (long long)id,
+    say(j, !strcmp(state, "failed") ? TT_LOG_ERROR : TT_LOG_INFO, id,
+        "%s after %lld measurements%s%s",
         !strcmp(state, "running") ? "interrupted (resumes at the next start)" : state,
         (long long)st.records, s && !slot->cancelled ? ": " : "",
         s && !slot->cancelled ? err.msg : "");
@@ -343,8 +348,8 @@ static void *worker(void *arg)
 /* ---- the service ---- */
 
 tt_status tt_jobs_open(const char *db_path, const char *tracker_host, int tracker_port,
-                       const tt_auth_keyring *auth, int workers, FILE *log, tt_jobs **out,
-                       tt_errbuf *err)
+                       const tt_auth_keyring *auth, int workers, const tt_logger *log,
+                       tt_jobs **out, tt_errbuf *err)
 {
     *out = NULL;
     tt_jobs *j = calloc(1, sizeof(*j));
@@ -374,7 +379,7 @@ tt_status tt_jobs_open(const char *db_path, const char *tracker_host, int tracke
         for (size_t i = 0; i < n; i++)
             if (!strcmp(jobs[i].state, "queued") || !strcmp(jobs[i].state, "running")) {
                 TT_VEC_PUSH(&j->queue, jobs[i].id);
-                say(j, "job %lld: resumes (%s when the daemon stopped)", (long long)jobs[i].id,
+                say(j, TT_LOG_INFO, jobs[i].id, "resumes (%s when the daemon stopped)",
                     jobs[i].state);
             }
         tt_db_jobs_free(jobs, n);
@@ -566,7 +571,7 @@ static char *submit(tt_jobs *j, const char *peer, const json_t *params)
         return reply_error("cannot store the job: %s", tt_db_errmsg(j->db));
     TT_VEC_PUSH(&j->queue, id);
     pthread_cond_signal(&j->wake);
-    say(j, "job %lld: submitted", (long long)id);
+    say(j, TT_LOG_INFO, id, "submitted by %s", peer);
     return reply_ok(json_integer((json_int_t)id));
 }
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "../base/base.h"
+#include "../base/log.h"
 #include "../rpc/auth.h"
 #include "../rpc/tracker_proto.h"
 
@@ -22,8 +23,8 @@ typedef struct tt_jobs tt_jobs;
  * (this daemon), proving the farm's key `auth` (NULL: none; it must outlive the jobs) to it and
  * to the devices. */
 tt_status tt_jobs_open(const char *db_path, const char *tracker_host, int tracker_port,
-                       const tt_auth_keyring *auth, int workers, FILE *log, tt_jobs **out,
-                       tt_errbuf *err);
+                       const tt_auth_keyring *auth, int workers, const tt_logger *log,
+                       tt_jobs **out, tt_errbuf *err);
 /* Stops the running jobs (they stay "running" in the database and resume at the next start)
  * and joins the workers. */
 void tt_jobs_close(tt_jobs *j);

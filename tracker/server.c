@@ -37,20 +37,6 @@ typedef struct tracker {
     uint64_t auth_failures;
 } tracker;
 
-static void logf_(tracker *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void logf_(tracker *t, const char *fmt, ...)
-{
-    if (!t->o->log)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(t->o->log, "tvm-tracker: ");
-    vfprintf(t->o->log, fmt, ap);
-    fputc('\n', t->o->log);
-    fflush(t->o->log);
-    va_end(ap);
-}
-
 static double now_s(void)
 {
     return tt_clock_monotonic();
@@ -77,7 +63,7 @@ static void close_client(client *c, const char *why)
         return;
     c->closing = true;
     if (why)
-        logf_(c->t, "closing %s: %s", c->peer, why);
+        tt_logger_log(c->t->o->log, TT_LOG_WARN, c->peer, "closing: %s", why);
     uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
 
@@ -104,7 +90,7 @@ static void close_client_after_writes(client *c, const char *why)
     c->closing = true;
     uv_read_stop((uv_stream_t *)&c->tcp);
     if (why)
-        logf_(c->t, "closing %s: %s", c->peer, why);
+        tt_logger_log(c->t->o->log, TT_LOG_WARN, c->peer, "closing: %s", why);
 }
 
 typedef struct {
@@ -214,7 +200,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
             return;
         }
         if (stop) {
-            logf_(t, "STOP from %s", c->peer);
+            tt_logger_log(t->o->log, TT_LOG_INFO, c->peer, "STOP: stopping");
             stop_all(t);
             return;
         }
@@ -304,7 +290,7 @@ static void stop_all(tracker *t)
 static void on_signal(uv_signal_t *s, int signum)
 {
     tracker *t = s->data;
-    logf_(t, "stopping on signal %d", signum);
+    tt_logger_log(t->o->log, TT_LOG_INFO, NULL, "stopping on signal %d", signum);
     stop_all(t);
 }
 
@@ -400,7 +386,8 @@ tt_status tt_tracker_run(const tt_tracker_options *o, tt_errbuf *err)
             return abandon(t, s);
         }
         t->dash.http = t->http;
-        logf_(t, "dashboard on http://%s:%d/ (metrics at /metrics)", hh, hport);
+        tt_logger_log(o->log, TT_LOG_INFO, NULL, "dashboard on http://%s:%d/ (metrics at /metrics)",
+                      hh, hport);
         if (o->on_http)
             o->on_http(o->ctx, hh, hport);
     }
@@ -409,17 +396,20 @@ tt_status tt_tracker_run(const tt_tracker_options *o, tt_errbuf *err)
     t->sigint.data = t->sigterm.data = t;
     uv_signal_start(&t->sigint, on_signal, SIGINT);
     uv_signal_start(&t->sigterm, on_signal, SIGTERM);
-    logf_(t, "listening on %s:%d", host, bound);
+    tt_logger_log(o->log, TT_LOG_INFO, NULL, "listening on %s:%d", host, bound);
     if (keyed)
-        logf_(t, "authentication on: every peer must prove the farm's key%s",
-              o->allow_tvm ? "; TVM's servers and clients may use TVM's own messages without it "
-                             "(--allow-tvm)"
-                           : "");
+        tt_logger_log(
+            o->log, TT_LOG_INFO, NULL, "authentication on: every peer must prove the farm's key%s",
+            o->allow_tvm ? "; TVM's servers and clients may use TVM's own messages without it "
+                           "(--allow-tvm)"
+                         : "");
     else
-        logf_(t, "no key (--auth-key-file): %s",
-              tt_auth_is_loopback(host) ? "listening on loopback only; no one is authenticated"
-                                        : "--insecure: ANYONE who reaches this address can "
-                                          "send code to the farm's devices");
+        tt_logger_log(o->log, tt_auth_is_loopback(host) ? TT_LOG_INFO : TT_LOG_WARN, NULL,
+                      "no key (--auth-key-file): %s",
+                      tt_auth_is_loopback(host)
+                          ? "listening on loopback only; no one is authenticated"
+                          : "--insecure: ANYONE who reaches this address can "
+                            "send code to the farm's devices");
     if (o->on_listen)
         o->on_listen(o->ctx, host, bound);
     uv_run(&t->loop, UV_RUN_DEFAULT);

@@ -101,6 +101,8 @@ int main(int argc, char **argv)
                                          {"insecure", no_argument, 0, 'I'},
                                          {"http-port", required_argument, 0, 'W'},
                                          {"http-host", required_argument, 0, 'X'},
+                                         {"log-level", required_argument, 0, 'L'},
+                                         {"log-format", required_argument, 0, 'F'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     tt_tracker_options o;
@@ -108,7 +110,8 @@ int main(int argc, char **argv)
     o.host = "127.0.0.1";
     o.port = TT_TRACKER_PORT;
     o.port_end = -1;
-    o.log = stderr;
+    tt_logger log = {stderr, TT_LOG_INFO, false, "tvm-tracker"};
+    o.log = &log;
     o.db_path = "farm.db";
     o.job_workers = 2;
     o.on_listen = on_listen;
@@ -128,7 +131,23 @@ int main(int argc, char **argv)
                 return 2;
             break;
         case 'k': o.stop_key = optarg; break;
-        case 'q': o.log = NULL; break;
+        case 'q': log.out = NULL; break;
+        case 'L': {
+            int l = tt_log_level_parse(optarg);
+            if (l < 0 || l > TT_LOG_DEBUG) {
+                fprintf(stderr, "tvm-tracker: --log-level takes error, warn, info or debug\n");
+                return 2;
+            }
+            log.level = (tt_log_level)l;
+            break;
+        }
+        case 'F':
+            if (strcmp(optarg, "text") && strcmp(optarg, "json")) {
+                fprintf(stderr, "tvm-tracker: --log-format takes text or json\n");
+                return 2;
+            }
+            log.json = !strcmp(optarg, "json");
+            break;
         case 'd': o.db_path = optarg; break;
         case 'J': o.db_path = NULL; break;
         case 'w': {

@@ -4,7 +4,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "base/base.h"
@@ -162,6 +164,71 @@ static void log_levels_parse(void **state)
     TT_INFO("not printed at level error");
 }
 
+/* Reads what a logger wrote to `f` (from the start), one line per array element. */
+static char *drain(FILE *f)
+{
+    fflush(f);
+    long n = ftell(f);
+    rewind(f);
+    char *text = calloc(1, (size_t)n + 1);
+    assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
+    rewind(f);
+    assert_int_equal(ftruncate(fileno(f), 0), 0);
+    return text;
+}
+
+static void daemon_logs_are_structured(void **state)
+{
+    (void)state;
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    tt_logger lg = {f, TT_LOG_INFO, true, "tvm-test"};
+    tt_logger_log(&lg, TT_LOG_WARN, "10.0.0.7", "closing: a \"quoted\" reason\nand a newline");
+    tt_logger_log(&lg, TT_LOG_DEBUG, NULL, "dropped at level info");
+    tt_logger_log(&lg, TT_LOG_INFO, NULL, "no context");
+    char *text = drain(f);
+    char *second = strchr(text, '\n');
+    assert_non_null(second);
+    *second++ = 0;
+    json_t *j = NULL;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_json_parse(text, strlen(text), &j, &err), TT_OK);
+    assert_string_equal(json_string_value(json_object_get(j, "level")), "warn");
+    assert_string_equal(json_string_value(json_object_get(j, "program")), "tvm-test");
+    assert_string_equal(json_string_value(json_object_get(j, "context")), "10.0.0.7");
+    assert_string_equal(json_string_value(json_object_get(j, "msg")),
+                        "closing: a \"quoted\" reason\nand a newline");
+    const char *ts = json_string_value(json_object_get(j, "ts"));
+    assert_int_equal(strlen(ts), 24); /* 2026-11-22T21:48:45.392Z */
+    assert_int_equal(ts[10], 'T');
+    assert_int_equal(ts[23], 'Z');
+    json_decref(j);
+    assert_int_equal(tt_json_parse(second, strlen(second), &j, &err), TT_OK);
+    assert_null(json_object_get(j, "context"));
+    json_decref(j);
+    assert_null(strstr(second, "dropped"));
+    free(text);
+
+    /* text lines, and a stream that turns lines into log lines */
+    lg.json = false;
+    FILE *s = tt_logger_stream(&lg, TT_LOG_INFO, "job 3");
+    assert_non_null(s);
+    fprintf(s, "first line\nsecond ");
+    fprintf(s, "line, in two writes\n");
+    fprintf(s, "last, unterminated");
+    fclose(s);
+    text = drain(f);
+    assert_non_null(strstr(text, " info  tvm-test: [job 3] first line\n"));
+    assert_non_null(strstr(text, " info  tvm-test: [job 3] second line, in two writes\n"));
+    assert_non_null(strstr(text, " info  tvm-test: [job 3] last, unterminated\n"));
+    free(text);
+    /* a silent logger makes no stream and prints nothing */
+    lg.out = NULL;
+    assert_null(tt_logger_stream(&lg, TT_LOG_INFO, NULL));
+    tt_logger_log(&lg, TT_LOG_ERROR, NULL, "nowhere");
+    fclose(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -175,6 +242,7 @@ int main(void)
         cmocka_unit_test(json_errors_say_line_and_column),
         cmocka_unit_test(median_and_clocks),
         cmocka_unit_test(log_levels_parse),
+        cmocka_unit_test(daemon_logs_are_structured),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
