@@ -112,6 +112,29 @@ void tt_logger_log(const tt_logger *lg, tt_log_level level, const char *context,
     va_end(ap);
 }
 
+bool tt_logger_set_level(tt_logger *lg, const char *value)
+{
+    int l = tt_log_level_parse(value);
+    if (l < 0 || l > TT_LOG_DEBUG) {
+        fprintf(stderr, "%s: --log-level takes error, warn, info or debug, not '%s'\n",
+                lg->program ? lg->program : "tvm-tune", value);
+        return false;
+    }
+    lg->level = (tt_log_level)l;
+    return true;
+}
+
+bool tt_logger_set_format(tt_logger *lg, const char *value)
+{
+    if (strcmp(value, "text") && strcmp(value, "json")) {
+        fprintf(stderr, "%s: --log-format takes text or json, not '%s'\n",
+                lg->program ? lg->program : "tvm-tune", value);
+        return false;
+    }
+    lg->json = !strcmp(value, "json");
+    return true;
+}
+
 typedef struct {
     const tt_logger *lg;
     tt_log_level level;

@@ -38,6 +38,10 @@ typedef struct tt_logger {
 
 void tt_logger_log(const tt_logger *lg, tt_log_level level, const char *context, const char *fmt,
                    ...) __attribute__((format(printf, 4, 5)));
+/* The daemons' --log-level (error|warn|info|debug) and --log-format (text|json) options: false,
+ * with the complaint on stderr, for a value they do not take. */
+bool tt_logger_set_level(tt_logger *lg, const char *value);
+bool tt_logger_set_format(tt_logger *lg, const char *value);
 /* A stream whose every line becomes one log line at `level` with `context` (for code that
  * writes to a FILE, e.g. the tuner inside a tracker job); NULL when the logger is silent or out
  * of memory.  fclose it (after the last line; a last partial line is logged then). */

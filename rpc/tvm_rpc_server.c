@@ -174,21 +174,13 @@ int main(int argc, char **argv)
             o.tvm_error_encoding = optarg[2] == '1' ? 21 : 20;
             break;
         case 'q': log.out = NULL; break;
-        case 'L': {
-            int l = tt_log_level_parse(optarg);
-            if (l < 0 || l > TT_LOG_DEBUG) {
-                fprintf(stderr, "tvm-rpc-server: --log-level takes error, warn, info or debug\n");
+        case 'L':
+            if (!tt_logger_set_level(&log, optarg))
                 return 2;
-            }
-            log.level = (tt_log_level)l;
             break;
-        }
         case 'O':
-            if (strcmp(optarg, "text") && strcmp(optarg, "json")) {
-                fprintf(stderr, "tvm-rpc-server: --log-format takes text or json\n");
+            if (!tt_logger_set_format(&log, optarg))
                 return 2;
-            }
-            log.json = !strcmp(optarg, "json");
             break;
         case 'F':
             if (!optarg || !strcmp(optarg, "crash"))

@@ -132,21 +132,13 @@ int main(int argc, char **argv)
             break;
         case 'k': o.stop_key = optarg; break;
         case 'q': log.out = NULL; break;
-        case 'L': {
-            int l = tt_log_level_parse(optarg);
-            if (l < 0 || l > TT_LOG_DEBUG) {
-                fprintf(stderr, "tvm-tracker: --log-level takes error, warn, info or debug\n");
+        case 'L':
+            if (!tt_logger_set_level(&log, optarg))
                 return 2;
-            }
-            log.level = (tt_log_level)l;
             break;
-        }
         case 'F':
-            if (strcmp(optarg, "text") && strcmp(optarg, "json")) {
-                fprintf(stderr, "tvm-tracker: --log-format takes text or json\n");
+            if (!tt_logger_set_format(&log, optarg))
                 return 2;
-            }
-            log.json = !strcmp(optarg, "json");
             break;
         case 'd': o.db_path = optarg; break;
         case 'J': o.db_path = NULL; break;
