@@ -139,12 +139,21 @@ typedef struct tt_db_stats {
     int64_t records;
     int64_t errors[TT_MEASURE_ERROR_COUNT]; /* count per error code */
     int64_t workloads, targets;
-    double best_median_s; /* 0 if no error-free record */
+    double best_median_s; /* 0 if no error-free record (suspect ones left out) */
     double first_timestamp, last_timestamp;
+    int64_t suspect; /* records of devices later found sick (tt_db_mark_suspect) */
 } tt_db_stats;
 
 /* Statistics of one job (job > 0) or of the whole database (job = 0). */
 tt_status tt_db_stats_get(tt_db *db, int64_t job, tt_db_stats *out);
+
+/* Marks the records measured on the device at `host` ("ip:port", their extra JSON's "host") since
+ * `since` (wall-clock seconds) as suspect, with the reason: the device was later found sick
+ * (its canary failed), so its earlier times are not to be trusted.  Best-record queries
+ * (tt_db_best, tt_db_leaderboard) leave suspect records out; stats count them.  *marked gets
+ * the number of records marked. */
+tt_status tt_db_mark_suspect(tt_db *db, const char *host, double since, const char *why,
+                             int64_t *marked);
 
 /* The best error-free record of every workload on every target: what the farm has achieved
  * (the tracker's dashboard and /metrics).  Best GFLOPS first; at most `limit` (0 = all). */

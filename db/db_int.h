@@ -52,4 +52,10 @@ void tt__db_row_clear(tt_db_row *row);
     " FROM records r JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = "           \
     "r.target_id LEFT JOIN devices d ON d.id = r.device_id"
 
+/* Records measured on a device later found sick carry "suspect" in their extra JSON
+ * (tt_db_mark_suspect): queries for the best leave them out. */
+#define TT__DB_SUSPECT(col)                                                                        \
+    "(CASE WHEN json_valid(" col ") THEN json_extract(" col ", '$.suspect') END IS NOT NULL)"
+#define TT__DB_TRUSTED " AND NOT " TT__DB_SUSPECT("r.extra")
+
 #endif

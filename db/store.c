@@ -468,15 +468,15 @@ tt_status tt_db_best(tt_db *db, const char *workload, const char *target, const 
     static const char *const q_exact =
         "SELECT " TT__DB_ROW_COLUMNS TT__DB_ROW_FROM
         " WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.error_no = 0"
-        " AND (?3 = 0 OR r.device_id = ?3) ORDER BY r.median_s, r.id LIMIT ?4";
+        " AND (?3 = 0 OR r.device_id = ?3)" TT__DB_TRUSTED " ORDER BY r.median_s, r.id LIMIT ?4";
     static const char *const q_other =
         "SELECT " TT__DB_ROW_COLUMNS TT__DB_ROW_FROM
         " WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.error_no = 0"
-        " AND r.device_id IS NOT ?3 ORDER BY r.median_s, r.id LIMIT ?4";
+        " AND r.device_id IS NOT ?3" TT__DB_TRUSTED " ORDER BY r.median_s, r.id LIMIT ?4";
     static const char *const q_family =
         "SELECT " TT__DB_ROW_COLUMNS TT__DB_ROW_FROM
         " WHERE r.workload_id = ?1 AND r.error_no = 0 AND r.target_id != ?2"
-        " AND t.family = ?3 ORDER BY r.median_s, r.id LIMIT ?4";
+        " AND t.family = ?3" TT__DB_TRUSTED " ORDER BY r.median_s, r.id LIMIT ?4";
     /* An unknown device or target has no exact records, but may have fallbacks. */
     bool exact_possible = tid && (!device || did);
     for (int stage = 0; stage < 3 && *n == 0 && !s; stage++) {
@@ -575,8 +575,12 @@ tt_status tt_db_stats_get(tt_db *db, int64_t job, tt_db_stats *out)
     tt_status s = tt__db_prepare(
         db,
         "SELECT count(*), count(DISTINCT workload_id), count(DISTINCT target_id), "
-        "coalesce(min(CASE WHEN error_no = 0 THEN median_s END), 0), coalesce(min(timestamp), 0), "
-        "coalesce(max(timestamp), 0) FROM records WHERE ?1 = 0 OR job_id = ?1",
+        "coalesce(min(CASE WHEN error_no = 0 AND NOT " TT__DB_SUSPECT(
+            "extra") " THEN median_s "
+                     "END), 0), coalesce(min(timestamp), 0), coalesce(max(timestamp), 0), "
+                     "coalesce(sum(" TT__DB_SUSPECT(
+                         "extra") "), 0) "
+                                  "FROM records WHERE ?1 = 0 OR job_id = ?1",
         &st);
     if (s)
         return s;
@@ -589,6 +593,7 @@ tt_status tt_db_stats_get(tt_db *db, int64_t job, tt_db_stats *out)
         out->best_median_s = sqlite3_column_double(st, 3);
         out->first_timestamp = sqlite3_column_double(st, 4);
         out->last_timestamp = sqlite3_column_double(st, 5);
+        out->suspect = sqlite3_column_int64(st, 6);
     } else {
         s = tt__db_sqlite(db, rc, "computing statistics");
     }
@@ -611,6 +616,32 @@ tt_status tt_db_stats_get(tt_db *db, int64_t job, tt_db_stats *out)
     return s;
 }
 
+tt_status tt_db_mark_suspect(tt_db *db, const char *host, double since, const char *why,
+                             int64_t *marked)
+{
+    if (marked)
+        *marked = 0;
+    sqlite3_stmt *st;
+    tt_status s = tt__db_prepare(
+        db,
+        "UPDATE records SET extra = json_set(CASE WHEN json_valid(extra) THEN extra ELSE '{}' END, "
+        "'$.suspect', ?3) WHERE timestamp >= ?2 AND "
+        "CASE WHEN json_valid(extra) THEN json_extract(extra, '$.host') END = ?1",
+        &st);
+    if (s)
+        return s;
+    sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 2, since);
+    sqlite3_bind_text(st, 3, why, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return tt__db_sqlite(db, rc, "marking a sick device's records");
+    if (marked)
+        *marked = sqlite3_changes(db->sql);
+    return TT_OK;
+}
+
 tt_status tt_db_leaderboard(tt_db *db, int64_t limit, tt_db_best_entry **out, size_t *n)
 {
     *out = NULL;
@@ -621,7 +652,8 @@ tt_status tt_db_leaderboard(tt_db *db, int64_t limit, tt_db_best_entry **out, si
         db,
         "SELECT w.key, t.target, min(r.median_s) AS best, w.flops, count(*) FROM records r "
         "JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = r.target_id "
-        "WHERE r.error_no = 0 AND r.median_s > 0 GROUP BY r.workload_id, r.target_id "
+        "WHERE r.error_no = 0 AND r.median_s > 0" TT__DB_TRUSTED " GROUP BY r.workload_id, "
+        "r.target_id "
         "ORDER BY w.flops / best DESC, w.key LIMIT ?1",
         &st);
     if (s)

@@ -241,11 +241,11 @@ static int cmd_stats(tt_db *db, const options *o)
         json_t *e = json_object();
         for (int i = 0; i < TT_MEASURE_ERROR_COUNT; i++)
             json_object_set_new(e, tt_measure_error_name(i), json_integer(st.errors[i]));
-        print_json(json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:o}", "records",
+        print_json(json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:I, s:o}", "records",
                              (json_int_t)st.records, "workloads", (json_int_t)st.workloads,
                              "targets", (json_int_t)st.targets, "best_median_s", st.best_median_s,
                              "first_timestamp", st.first_timestamp, "last_timestamp",
-                             st.last_timestamp, "errors", e));
+                             st.last_timestamp, "suspect", (json_int_t)st.suspect, "errors", e));
         return 0;
     }
     printf("%lld records, %lld workloads, %lld targets%s\n", (long long)st.records,
@@ -253,6 +253,9 @@ static int cmd_stats(tt_db *db, const options *o)
     for (int i = 0; i < TT_MEASURE_ERROR_COUNT; i++)
         if (st.errors[i])
             printf("  %-20s %lld\n", tt_measure_error_name(i), (long long)st.errors[i]);
+    if (st.suspect)
+        printf("  %-20s %lld (measured on devices later found sick; left out of best)\n", "suspect",
+               (long long)st.suspect);
     if (st.best_median_s > 0)
         printf("best median %.6g s\n", st.best_median_s);
     return 0;

@@ -369,7 +369,7 @@ static tt_status op_measure(server *s, tt_mchan *ch, const json_t *msg, tt_errbu
         cache_path(s, lib, path, sizeof(path));
         tt_measure_result res;
         tt_errbuf merr = {{0}};
-        if (s->o->inject_faults) {
+        if (s->o->inject_faults && s->measured >= (uint64_t)s->o->inject_after) {
             memset(&res, 0, sizeof(res));
             res.error_no = s->o->inject_faults == 2 ? 5 : 4;
             snprintf(res.error_text, sizeof(res.error_text), "injected %s (--inject-faults)",

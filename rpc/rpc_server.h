@@ -38,6 +38,7 @@ typedef struct tt_rpc_server_options {
     /* Tests of the farm's health checks: every kernel "crashes" (1) or gives a wrong answer
      * (2); 0: measure honestly. */
     int inject_faults;
+    int inject_after;          /* ... after measuring this many honestly */
     const char *opencl_device; /* which OpenCL device measures (opencl.h's tt_cl_select); NULL:
                                   the first GPU, else the first device */
     bool no_opencl;            /* do not probe OpenCL */

@@ -57,6 +57,9 @@ static void usage(FILE *f)
            "                       (docs/security.md).  Without a key the server listens on\n"
            "                       loopback only\n"
            "  --insecure           without a key, listen on any address anyway\n"
+           "  --inject-faults[=crash|wrong][@N]  for testing the farm's health checks: every\n"
+           "                       kernel crashes (or gives a wrong answer), after the first N\n"
+           "                       measurements (default 0)\n"
            "  --log-level L        error, warn, info (default) or debug\n"
            "  --log-format F       text (default) or json: one object per line (ts, level,\n"
            "                       program, msg)\n"
@@ -182,16 +185,33 @@ int main(int argc, char **argv)
             if (!tt_logger_set_format(&log, optarg))
                 return 2;
             break;
-        case 'F':
-            if (!optarg || !strcmp(optarg, "crash"))
-                o.inject_faults = 1;
-            else if (!strcmp(optarg, "wrong"))
-                o.inject_faults = 2;
-            else {
-                fprintf(stderr, "tvm-rpc-server: --inject-faults takes crash or wrong\n");
+        case 'F': { /* crash | wrong, optionally @N: honest for the first N measurements */
+            char mode[16] = "crash";
+            long after = 0;
+            bool ok = true;
+            if (optarg) {
+                const char *at = strchr(optarg, '@');
+                size_t n = at ? (size_t)(at - optarg) : strlen(optarg);
+                ok = n < sizeof(mode);
+                if (ok) {
+                    memcpy(mode, optarg, n);
+                    mode[n] = 0;
+                }
+                if (ok && at) {
+                    char *end;
+                    after = strtol(at + 1, &end, 10);
+                    ok = at[1] && !*end && after >= 0 && after <= 1000000;
+                }
+            }
+            o.inject_faults = !strcmp(mode, "crash") ? 1 : !strcmp(mode, "wrong") ? 2 : 0;
+            if (!ok || !o.inject_faults) {
+                fprintf(stderr, "tvm-rpc-server: --inject-faults takes crash or wrong, optionally "
+                                "@N (honest for the first N measurements)\n");
                 return 2;
             }
+            o.inject_after = (int)after;
             break;
+        }
         case 'o': o.opencl_device = optarg; break;
         case 'N': o.no_opencl = true; break;
         case 'K': key_file = optarg; break;

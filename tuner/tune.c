@@ -98,6 +98,7 @@ typedef struct {
     pthread_mutex_t mu; /* losses, quarantined, wait_s, the log, the canaries */
     FILE *log;
     volatile sig_atomic_t *stop;
+    double started; /* wall clock: a sick device's records of this run are marked suspect */
 } farm;
 
 /* Opens session `k` when it is not open.  An unreachable tracker or device is retried (the
@@ -411,6 +412,7 @@ typedef struct candidate {
     double build_s;
     tt_measure_result res;
     char device[512]; /* farm: the fingerprint of the device that measured it */
+    char host[300];   /* farm: its address ("ip:port"), in the record's extra */
     bool compiled, measured, stored;
     int requeued; /* farm: times moved off a device found sick */
     float *rows;  /* per-store features (evolutionary search) */
@@ -437,6 +439,7 @@ static tt_status farm_measure(task *t, int k, candidate *c, const tt_measure_opt
         if (!s) {
             snprintf(c->device, sizeof(c->device), "%s",
                      tt_remote_device(f->session[k])->fingerprint);
+            snprintf(c->host, sizeof(c->host), "%s", tt_remote_peer(f->session[k]));
             return TT_OK;
         }
         pthread_mutex_lock(&f->mu);
@@ -603,11 +606,20 @@ static bool farm_suspect(task *t, int k, candidate *c, const tt_measure_options 
     char why[600];
     snprintf(why, sizeof(why), "the canary (naive schedule) fails there too: %.400s",
              s ? e.msg : res.error_text);
+    /* What it measured before in this run is not to be trusted either: marked, and left out of
+     * the best (the database's writes are serialised by the farm's lock, as in store_now). */
+    int64_t marked = 0;
+    char mark[700];
+    snprintf(mark, sizeof(mark), "device %s was found sick: %s", tt_remote_peer(f->session[k]),
+             why);
     pthread_mutex_lock(&f->mu);
     f->quarantined++;
+    tt_db_mark_suspect(t->db, tt_remote_peer(f->session[k]), f->started, mark, &marked);
     if (t->log)
-        fprintf(t->log, "%s: device %s is sick (%s); it is reported and left\n", t->w->key,
-                tt_remote_peer(f->session[k]), why);
+        fprintf(t->log,
+                "%s: device %s is sick (%s); it is reported and left, and its %lld earlier "
+                "records of this run are marked suspect\n",
+                t->w->key, tt_remote_peer(f->session[k]), why, (long long)marked);
     pthread_mutex_unlock(&f->mu);
     tt_errbuf rerr = {{0}};
     if (!s && tt_remote_report(f->o, f->session[k], true, why, &rerr)) {
@@ -634,8 +646,10 @@ static void finish_result(task *t, candidate *c, const tt_measure_options *mo)
         snprintf(c->error_text, sizeof(c->error_text), "%s", c->res.error_text);
 }
 
+#define EXTRA_MAX 400
+
 /* The record of a finished candidate; its strings point into t and c, extra and costs are the
- * caller's (96 bytes, TT_MEASURE_MAX_REPEAT). */
+ * caller's (EXTRA_MAX bytes, TT_MEASURE_MAX_REPEAT). */
 static void fill_record(task *t, const candidate *c, tt_db_record *r, char *extra, double *costs)
 {
     memset(r, 0, sizeof(*r));
@@ -645,10 +659,23 @@ static void fill_record(task *t, const candidate *c, tt_db_record *r, char *extr
     r->config = c->config;
     r->config_kind = TT_CONFIG_STEPS;
     r->job = t->o->job;
-    if (c->index != UINT64_MAX && c->index != STEPS_INDEX) {
-        snprintf(extra, 96, "{\"space\": \"%s\", \"index\": %llu}", t->space_sig,
-                 (unsigned long long)c->index);
-        r->extra = extra;
+    /* the template index (resume), and on a farm the measuring device's address (marking) */
+    bool indexed = c->index != UINT64_MAX && c->index != STEPS_INDEX;
+    if (indexed || c->host[0]) {
+        json_t *x = json_object();
+        if (indexed) {
+            json_object_set_new(x, "space", json_string(t->space_sig));
+            json_object_set_new(x, "index", json_integer((json_int_t)c->index));
+        }
+        if (c->host[0])
+            json_object_set_new(x, "host", json_string(c->host));
+        char *text = json_dumps(x, JSON_COMPACT);
+        json_decref(x);
+        if (text && strlen(text) < EXTRA_MAX) {
+            strcpy(extra, text);
+            r->extra = extra;
+        }
+        free(text);
     }
     if (c->error_no) {
         costs[0] = 1e9; /* TVM's cost of a failed measurement */
@@ -671,7 +698,7 @@ static void fill_record(task *t, const candidate *c, tt_db_record *r, char *extr
 static void store_now(task *t, candidate *c)
 {
     tt_db_record r;
-    char extra[96];
+    char extra[EXTRA_MAX];
     double costs[TT_MEASURE_MAX_REPEAT];
     fill_record(t, c, &r, extra, costs);
     pthread_mutex_lock(&t->farm->mu);
@@ -1380,7 +1407,7 @@ static tt_status round_trip(task *t, candidate *c, int n, tt_errbuf *err)
     if (failure)
         tt_err(err, failure, "%s", q.err.msg);
     tt_db_record recs[256];
-    char extras[256][96];
+    char extras[256][EXTRA_MAX];
     double costs[256][TT_MEASURE_MAX_REPEAT];
     int nrec = 0, rec_of[256]; /* the candidate of each record */
     for (int i = 0; i < n; i++) {
@@ -1830,6 +1857,7 @@ tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE
     if (o->remote) {
         fm.o = o->remote;
         fm.log = log;
+        fm.started = tt_clock_wall();
         fm.stop = o->stop;
         snprintf(fm.key, sizeof(fm.key), "%s", o->remote->key ? o->remote->key : "");
         if ((s = farm_check(&fm, &t, err))) {

@@ -375,6 +375,14 @@ static void best_prefers_exact_then_other_device_then_family(void **state)
     tt_db_close(db);
 }
 
+static int count_suspect(void *ctx, const tt_db_row *row)
+{
+    if (row->extra && strstr(row->extra, "\"suspect\":\"device 10.0.0.7:9090 lied\"") &&
+        strstr(row->extra, "\"index\":1"))
+        (*(int *)ctx)++;
+    return 0;
+}
+
 static void ties_go_to_the_earlier_record(void **state)
 {
     tt_db *db = open_or_fail("tie.db");
@@ -387,6 +395,51 @@ static void ties_go_to_the_earlier_record(void **state)
     assert_int_equal(tt_db_best(db, "relu:M=4,N=4", "llvm", NULL, 1, true, &rows, &n), TT_OK);
     assert_string_equal(rows[0].config, "[[\"AN\", 1, 0, 3]]");
     tt_db_rows_free(rows, n);
+    tt_db_close(db);
+}
+
+/* Records of a device later found sick: marked by address and time, kept, and left out of the
+ * best, the leaderboard and the stats' best; other devices' and older records are untouched. */
+static void suspect_records_are_marked_and_skipped(void **state)
+{
+    tt_db *db = open_or_fail("suspect.db");
+    double fast[1] = {1e-4}, slow[1] = {1e-3}, slower[1] = {2e-3};
+    tt_db_record r[4] = {rec("relu:M=4,N=4", "llvm", "dev", "[[\"AN\", 1, 0, 1]]", fast, 1, 100),
+                         rec("relu:M=4,N=4", "llvm", "dev", "[[\"AN\", 1, 0, 2]]", slow, 1, 101),
+                         rec("relu:M=4,N=4", "llvm", "dev", "[[\"AN\", 1, 0, 3]]", slower, 1, 50),
+                         rec("relu:M=4,N=4", "llvm", "dev", "[[\"AN\", 1, 0, 4]]", fast, 1, 102)};
+    r[0].extra = "{\"host\":\"10.0.0.7:9090\",\"index\":1}"; /* the liar, this run */
+    r[1].extra = "{\"host\":\"10.0.0.8:9090\"}";             /* an honest device */
+    r[2].extra = "{\"host\":\"10.0.0.7:9090\"}";             /* the liar, long before */
+    r[3].extra = "not json at all";                          /* an imported oddity */
+    assert_int_equal(tt_db_insert(db, r, 4, NULL), TT_OK);
+    int64_t marked = -1;
+    assert_int_equal(
+        tt_db_mark_suspect(db, "10.0.0.7:9090", 90, "device 10.0.0.7:9090 lied", &marked), TT_OK);
+    assert_int_equal(marked, 1);
+    tt_db_row *rows;
+    size_t n;
+    assert_int_equal(tt_db_best(db, "relu:M=4,N=4", "llvm", NULL, 4, true, &rows, &n), TT_OK);
+    assert_int_equal(n, 3);
+    for (size_t i = 0; i < n; i++)
+        assert_null(strstr(rows[i].extra ? rows[i].extra : "", "suspect"));
+    assert_string_equal(rows[0].config, "[[\"AN\", 1, 0, 4]]"); /* the fast one left */
+    tt_db_rows_free(rows, n);
+    tt_db_stats st;
+    assert_int_equal(tt_db_stats_get(db, 0, &st), TT_OK);
+    assert_int_equal(st.records, 4);
+    assert_int_equal(st.suspect, 1);
+    assert_true(st.best_median_s == 1e-4);
+    /* the marked record keeps what it had, and says why */
+    int found = 0;
+    tt_db_filter f = {0};
+    assert_int_equal(tt_db_history(db, &f, count_suspect, &found), TT_OK);
+    assert_int_equal(found, 1);
+    tt_db_best_entry *e;
+    assert_int_equal(tt_db_leaderboard(db, 0, &e, &n), TT_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(e[0].records, 3);
+    tt_db_leaderboard_free(e, n);
     tt_db_close(db);
 }
 
@@ -491,6 +544,7 @@ int main(void)
         cmocka_unit_test(full_disk_loses_nothing_already_stored),
         cmocka_unit_test(best_prefers_exact_then_other_device_then_family),
         cmocka_unit_test(ties_go_to_the_earlier_record),
+        cmocka_unit_test(suspect_records_are_marked_and_skipped),
         cmocka_unit_test(jobs_history_and_stats),
         cmocka_unit_test(devices_and_cost_models),
         cmocka_unit_test(readonly_handle_refuses_writes),

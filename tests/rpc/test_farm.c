@@ -662,7 +662,8 @@ static void jobs(void **state)
 /* Two devices of a new key, one well and one sick (`flag`: every kernel "crashes", or every
  * answer is wrong): a run finds the sick one by the canary, reports and leaves it, and every
  * candidate is measured error-free on the well one. */
-static void check_sick_device(const char *key, const char *flag, const char *why)
+static void check_sick_device(const char *key, const char *flag, const char *why, int min_suspect,
+                              int max_suspect)
 {
     char tr[64], cache[2][300], rest[64], db[300], out[8192];
     snprintf(tr, sizeof(tr), "127.0.0.1:%d", tracker_port);
@@ -698,33 +699,41 @@ static void check_sick_device(const char *key, const char *flag, const char *why
     assert_true(tt_proc_wait_line(&well, "listening on", rest, sizeof(rest), 10));
     assert_true(wait_free(key, 2, 10));
     snprintf(db, sizeof(db), "%s/%s.db", workdir, key);
-    char args[1024];
+    char args[1024], devices[8192], text[1 << 14], want[200];
     snprintf(args, sizeof(args),
              "run --tracker %s --key %s --workload matmul:M=12,N=12,K=12 --trials 12 "
-             "--strategy random --repeat 2 --db %s " ONE_CORE,
+             "--strategy random --repeat 2 --db %s " ONE_CORE " 2>&1",
              tr, key, db);
-    assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
+    /* everything is gathered before the devices stop, and checked after: a failed check must
+     * not leave them running */
+    int rc = tvm_tune(args, out, sizeof(out));
+    summary(text, sizeof(text));
+    snprintf(args, sizeof(args), "summary --devices --tracker %s", tr);
+    int drc = tvm_tune(args, devices, sizeof(devices));
+    tt_proc_stop(&well);
+    tt_proc_stop(&sick);
+    assert_int_equal(rc, 0);
     /* the sick device was found and left; its candidates were measured on the well one */
     assert_non_null(strstr(out, "1 sick devices left"));
     assert_int_equal(db_count(db, "records"), 12);
     assert_int_equal(db_count(db, "NO_ERROR"), 12);
-    char text[1 << 14], want[200];
-    summary(text, sizeof(text));
+    /* what it measured before it was found out is marked, and left out of the best */
+    int suspect = db_count(db, "suspect");
+    assert_in_range(suspect, min_suspect, max_suspect);
+    snprintf(want, sizeof(want), "its %d earlier records of this run are marked suspect", suspect);
+    assert_non_null(strstr(out, want));
     snprintf(want, sizeof(want),
              "\"quarantined\": \"the canary (naive schedule) fails there too: %s", why);
     assert_non_null(strstr(text, want));
-    snprintf(args, sizeof(args), "summary --devices --tracker %s", tr);
-    assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
-    assert_non_null(strstr(out, "quarantined: the canary (naive schedule) fails"));
-    assert_non_null(strstr(out, TT_RPC_IMPL));
-    tt_proc_stop(&well);
-    tt_proc_stop(&sick);
+    assert_int_equal(drc, 0);
+    assert_non_null(strstr(devices, "quarantined: the canary (naive schedule) fails"));
+    assert_non_null(strstr(devices, TT_RPC_IMPL));
 }
 
 static void sick_device_quarantined(void **state)
 {
     (void)state;
-    check_sick_device("flaky", "--inject-faults", "injected fault");
+    check_sick_device("flaky", "--inject-faults", "injected fault", 0, 0);
 }
 
 /* A device that computes wrong answers is found the same way (its wrong results are measured
@@ -732,7 +741,16 @@ static void sick_device_quarantined(void **state)
 static void lying_device_quarantined(void **state)
 {
     (void)state;
-    check_sick_device("liar", "--inject-faults=wrong", "injected wrong answer");
+    check_sick_device("liar", "--inject-faults=wrong", "injected wrong answer", 0, 0);
+}
+
+/* A device that measures honestly for a while and then lies: found at its first lie, and the
+ * records it measured before are marked suspect (the database keeps them, best queries skip
+ * them). */
+static void device_turning_liar_marks_its_records(void **state)
+{
+    (void)state;
+    check_sick_device("turncoat", "--inject-faults=wrong@3", "injected wrong answer", 1, 3);
 }
 
 /* GPUs on the farm: a server reports its OpenCL devices, and an OpenCL tuning run searches here,
@@ -815,6 +833,7 @@ int main(void)
         cmocka_unit_test(tracker_restarted_mid_run),
         cmocka_unit_test(sick_device_quarantined),
         cmocka_unit_test(lying_device_quarantined),
+        cmocka_unit_test(device_turning_liar_marks_its_records),
         cmocka_unit_test(opencl_tuning_on_the_farm),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
