@@ -37,7 +37,8 @@ struct tt_jobs {
     pthread_t th[MAX_WORKERS];
     int nworkers;
     bool closing;
-    int max_per_peer; /* queued or running jobs per submitting address, 0 = no limit */
+    int max_per_peer;     /* queued or running jobs per submitting address, 0 = no limit */
+    int64_t db_max_bytes; /* the jobs' cap on the database file, 0 = none */
 };
 
 /* ---- parameters ---- */
@@ -272,6 +273,7 @@ static void run_job(tt_jobs *j, worker_slot *slot)
     o.policy = policy && !strcmp(policy, "round-robin") ? TT_SCHED_ROUND_ROBIN : TT_SCHED_GRADIENT;
     o.overlap_search = json_is_true(json_object_get(search, "overlap_search"));
     o.db_path = j->db_path;
+    o.db_max_bytes = j->db_max_bytes;
     o.stop = &slot->stop;
     o.remote = &remote;
     o.job = id;
@@ -347,11 +349,10 @@ static void *worker(void *arg)
 
 /* ---- the service ---- */
 
-tt_status tt_jobs_open(const char *db_path, const char *tracker_host, int tracker_port,
-                       const tt_auth_keyring *auth, int workers, const tt_logger *log,
-                       tt_jobs **out, tt_errbuf *err)
+tt_status tt_jobs_open(const tt_jobs_config *cfg, tt_jobs **out, tt_errbuf *err)
 {
     *out = NULL;
+    const char *db_path = cfg->db_path, *tracker_host = cfg->tracker_host;
     tt_jobs *j = calloc(1, sizeof(*j));
     if (!j || !(j->db_path = strdup(db_path))) {
         free(j);
@@ -361,9 +362,11 @@ tt_status tt_jobs_open(const char *db_path, const char *tracker_host, int tracke
              !strcmp(tracker_host, "0.0.0.0") ? "127.0.0.1"
              : !strcmp(tracker_host, "::")    ? "::1"
                                               : tracker_host);
-    j->port = tracker_port;
-    j->auth = auth;
-    j->log = log;
+    j->port = cfg->tracker_port;
+    j->auth = cfg->auth;
+    j->log = cfg->log;
+    j->max_per_peer = cfg->max_per_peer > 0 ? cfg->max_per_peer : 0;
+    j->db_max_bytes = cfg->db_max_bytes;
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->wake, NULL);
     tt_status s = tt_db_open(db_path, 0, &j->db, err);
@@ -384,7 +387,7 @@ tt_status tt_jobs_open(const char *db_path, const char *tracker_host, int tracke
             }
         tt_db_jobs_free(jobs, n);
     }
-    j->max_per_peer = 16;
+    int workers = cfg->workers;
     j->nworkers = workers < 1 ? 1 : workers > MAX_WORKERS ? MAX_WORKERS : workers;
     for (int k = 0; k < j->nworkers; k++) {
         j->slot[k].j = j;
@@ -599,13 +602,6 @@ static char *cancel(tt_jobs *j, int64_t id)
             return status(j, id, false);
         }
     return reply_error("job %lld is %s, not queued or running", (long long)id, state);
-}
-
-void tt_jobs_set_max_per_peer(tt_jobs *j, int max)
-{
-    pthread_mutex_lock(&j->mu);
-    j->max_per_peer = max > 0 ? max : 0;
-    pthread_mutex_unlock(&j->mu);
 }
 
 /* Queued or running jobs that `peer` submitted. */

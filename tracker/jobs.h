@@ -18,13 +18,21 @@
 
 typedef struct tt_jobs tt_jobs;
 
-/* Opens the farm database and starts `workers` threads; jobs left queued or running by an
- * earlier daemon start again.  Measurements go through the tracker at tracker_host:tracker_port
- * (this daemon), proving the farm's key `auth` (NULL: none; it must outlive the jobs) to it and
- * to the devices. */
-tt_status tt_jobs_open(const char *db_path, const char *tracker_host, int tracker_port,
-                       const tt_auth_keyring *auth, int workers, const tt_logger *log,
-                       tt_jobs **out, tt_errbuf *err);
+typedef struct tt_jobs_config {
+    const char *db_path;      /* the farm database */
+    const char *tracker_host; /* this daemon, through which measurements go */
+    int tracker_port;
+    const tt_auth_keyring *auth; /* the farm's key (NULL: none); must outlive the jobs */
+    int workers;                 /* jobs run at once (1 to 16) */
+    const tt_logger *log;        /* NULL: quiet */
+    int max_per_peer;            /* jobs queued or running per submitting address (0: none) */
+    int64_t db_max_bytes;        /* cap of the database file (0: none): a job that reaches it
+                                    fails with the reason, everything stored before kept */
+} tt_jobs_config;
+
+/* Opens the farm database and starts the workers; jobs left queued or running by an earlier
+ * daemon start again. */
+tt_status tt_jobs_open(const tt_jobs_config *cfg, tt_jobs **out, tt_errbuf *err);
 /* Stops the running jobs (they stay "running" in the database and resume at the next start)
  * and joins the workers. */
 void tt_jobs_close(tt_jobs *j);
@@ -36,9 +44,6 @@ json_t *tt_jobs_overview(tt_jobs *j, int best_limit);
 char *tt_jobs_curve_svg(tt_jobs *j, int64_t id);
 /* The reply text to one extension message (malloc'ed). */
 char *tt_jobs_handle(tt_jobs *j, const char *peer, const json_t *msg);
-/* Jobs one address may have queued or running at once (default 16; 0 = no limit).  One more
- * submission is refused with the reason. */
-void tt_jobs_set_max_per_peer(tt_jobs *j, int max);
 
 /* Parses and checks job parameters (workloads, target, key, strategy, ...): what a submission
  * would store, with defaults filled in.  TT_ERR_INVALID_ARG says which field was wrong. */

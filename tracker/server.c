@@ -362,10 +362,15 @@ tt_status tt_tracker_run(const tt_tracker_options *o, tt_errbuf *err)
                                                  : ((struct sockaddr_in *)&addr)->sin_port);
     }
     if (o->db_path) {
-        s = tt_jobs_open(o->db_path, host, bound, keyed ? o->auth : NULL,
-                         o->job_workers > 0 ? o->job_workers : 2, o->log, &t->jobs, err);
-        if (!s && o->max_jobs_per_peer > 0)
-            tt_jobs_set_max_per_peer(t->jobs, o->max_jobs_per_peer);
+        tt_jobs_config jc = {o->db_path,
+                             host,
+                             bound,
+                             keyed ? o->auth : NULL,
+                             o->job_workers > 0 ? o->job_workers : 2,
+                             o->log,
+                             o->max_jobs_per_peer > 0 ? o->max_jobs_per_peer : 16,
+                             o->db_max_bytes};
+        s = tt_jobs_open(&jc, &t->jobs, err);
         if (s) {
             return abandon(t, s);
         }

@@ -18,6 +18,7 @@ typedef struct tt_tracker_options {
     int max_conns_per_peer; /* connections one address may hold, default 1024; more are closed */
     int max_pending;        /* waiting REQUESTs per connection, default 64 */
     int max_jobs_per_peer;  /* jobs queued or running per submitting address, default 16 */
+    int64_t db_max_bytes;   /* the jobs' cap on the database file (0: none) */
     /* The farm's key (rpc/auth.h; NULL or empty: none).  Without one the tracker listens on
      * loopback addresses only, unless `insecure`. */
     const struct tt_auth_keyring *auth;

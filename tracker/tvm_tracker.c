@@ -100,6 +100,7 @@ int main(int argc, char **argv)
                                          {"allow-tvm", no_argument, 0, 'T'},
                                          {"insecure", no_argument, 0, 'I'},
                                          {"http-port", required_argument, 0, 'W'},
+                                         {"db-max-mb", required_argument, 0, 'B'},
                                          {"http-host", required_argument, 0, 'X'},
                                          {"log-level", required_argument, 0, 'L'},
                                          {"log-format", required_argument, 0, 'F'},
@@ -174,6 +175,16 @@ int main(int argc, char **argv)
                 return 2;
             break;
         case 'X': o.http_host = optarg; break;
+        case 'B': {
+            char *end;
+            double mb = strtod(optarg, &end);
+            if (*end || !(mb > 0) || mb > 1e9) {
+                fprintf(stderr, "tvm-tracker: --db-max-mb takes a positive number of MiB\n");
+                return 2;
+            }
+            o.db_max_bytes = (int64_t)(mb * (1 << 20));
+            break;
+        }
         case 'I': o.insecure = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;

@@ -730,6 +730,67 @@ static void check_sick_device(const char *key, const char *flag, const char *why
     assert_non_null(strstr(devices, TT_RPC_IMPL));
 }
 
+/* A tracker whose database reaches its cap (--db-max-mb, as a full disk would): the job fails
+ * and says why, every record stored before is intact, and the tracker goes on serving. */
+static void tracker_database_full(void **state)
+{
+    (void)state;
+    char db[300], cache[300], tr[64], rest[128], args[1024], out[8192], status[8192];
+    snprintf(db, sizeof(db), "%s/capped.db", workdir);
+    snprintf(cache, sizeof(cache), "%s/capped-cache", workdir);
+    tt_proc capped, dev;
+    char *targv[] = {TT_BIN "/tvm-tracker", "--port", "0",       "--db", db,
+                     "--db-max-mb",         "0.08",   "--quiet", NULL};
+    assert_true(tt_proc_start(&capped, targv));
+    bool up = tt_proc_wait_line(&capped, "listening on 127.0.0.1:", rest, sizeof(rest), 10);
+    snprintf(tr, sizeof(tr), "127.0.0.1:%d", atoi(rest));
+    char *sargv[] = {TT_BIN "/tvm-rpc-server",
+                     "--tracker",
+                     tr,
+                     "--key",
+                     "capped",
+                     "--port",
+                     "0",
+                     "--cache",
+                     cache,
+                     "--quiet",
+                     "--no-opencl",
+                     NULL};
+    up = up && tt_proc_start(&dev, sargv) &&
+         tt_proc_wait_line(&dev, "listening on", rest, sizeof(rest), 10);
+    int watch_rc = -2, status_rc = -2, summary_rc = -2;
+    long long id = 0;
+    if (up) {
+        snprintf(args, sizeof(args),
+                 "submit --tracker %s --key capped --workload matmul:M=32,N=32,K=32 --trials 200 "
+                 "--strategy random --repeat 1 --min-repeat-ms 1 " ONE_CORE,
+                 tr);
+        if (tvm_tune(args, out, sizeof(out)) == 0 && sscanf(out, "job %lld", &id) == 1) {
+            snprintf(args, sizeof(args), "watch --tracker %s %lld --interval 0.2", tr, id);
+            watch_rc = tvm_tune(args, out, sizeof(out));
+            snprintf(args, sizeof(args), "status --tracker %s %lld --json", tr, id);
+            status_rc = tvm_tune(args, status, sizeof(status));
+            snprintf(args, sizeof(args), "summary --tracker %s", tr);
+            summary_rc = tvm_tune(args, out, sizeof(out));
+        }
+    }
+    tt_proc_stop(&dev);
+    tt_proc_stop(&capped);
+    assert_true(up);
+    assert_true(id > 0);
+    assert_int_equal(watch_rc, 1); /* failed */
+    assert_int_equal(status_rc, 0);
+    assert_non_null(strstr(status, "\"state\": \"failed\""));
+    assert_non_null(strstr(status, "full"));
+    assert_int_equal(summary_rc, 0); /* still serving after the job failed */
+    int kept = db_count_of(db, id, "records");
+    assert_in_range(kept, 1, 199);
+    char cmd[600], text[512];
+    snprintf(cmd, sizeof(cmd), "%s/tvm-db check --db %s", TT_BIN, db);
+    assert_int_equal(tt_proc_output(cmd, text, sizeof(text)), 0);
+    assert_non_null(strstr(text, ": ok"));
+}
+
 static void sick_device_quarantined(void **state)
 {
     (void)state;
@@ -834,6 +895,7 @@ int main(void)
         cmocka_unit_test(sick_device_quarantined),
         cmocka_unit_test(lying_device_quarantined),
         cmocka_unit_test(device_turning_liar_marks_its_records),
+        cmocka_unit_test(tracker_database_full),
         cmocka_unit_test(opencl_tuning_on_the_farm),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
