@@ -669,7 +669,7 @@ static void fill_record(task *t, const candidate *c, tt_db_record *r, char *extr
         }
         if (c->host[0])
             json_object_set_new(x, "host", json_string(c->host));
-        char *text = json_dumps(x, JSON_COMPACT);
+        char *text = json_dumps(x, 0); /* {"space": ..., "index": ...}, as stored before */
         json_decref(x);
         if (text && strlen(text) < EXTRA_MAX) {
             strcpy(extra, text);
