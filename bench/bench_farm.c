@@ -20,6 +20,7 @@
 #include "db/db.h"
 #include "base/io.h"
 #include "net/proc.h"
+#include "rpc/auth.h"
 #include "rpc/remote.h"
 #include "schedule/schedule.h"
 
@@ -210,25 +211,42 @@ static bool build_kernel(const char *wtext, kernel *k)
     return ok;
 }
 
-static void overhead(void)
+/* Per-measurement time of the farm path for the two kernels, with the farm key (key_file) or
+ * without (NULL); printed against the local sandbox when `print`. */
+static void overhead(const char *key_file, bool print, double farm_s[2])
 {
     char tr_exe[600], srv_exe[600], tport[32], cache[128];
     snprintf(tr_exe, sizeof(tr_exe), "%s/tvm-tracker", bin);
     snprintf(srv_exe, sizeof(srv_exe), "%s/tvm-rpc-server", bin);
-    char *targv[] = {tr_exe, "--port", "0", "--no-jobs", "--quiet", NULL};
+    tt_auth_keyring ring = {0};
+    tt_errbuf kerr = {{0}};
+    if (key_file && tt_auth_load(key_file, &ring, &kerr)) {
+        fprintf(stderr, "bench_farm: %s\n", kerr.msg);
+        exit(1);
+    }
+    char *kf = (char *)(key_file ? key_file : "");
+    char *targv[] = {tr_exe, "--port", "0", "--no-jobs", "--quiet", "--auth-key-file", kf, NULL};
+    if (!key_file)
+        targv[5] = NULL;
     tt_proc tr, sv;
     int port, sport;
     if (!start(&tr, targv, "listening on 127.0.0.1:", &port))
         exit(1);
     snprintf(tport, sizeof(tport), "127.0.0.1:%d", port);
     snprintf(cache, sizeof(cache), "%s/cache", work);
-    char *sargv[] = {srv_exe, "--tracker", tport, "--key",   "bench", "--port",
-                     "0",     "--cache",   cache, "--quiet", NULL};
+    snprintf(cache, sizeof(cache), "%s/cache%s", work, key_file ? "-key" : "");
+    char *sargv[] = {srv_exe, "--tracker", tport,   "--key",           "bench", "--port",
+                     "0",     "--cache",   cache,   "--quiet",         "--no-opencl",
+                     "--host", "127.0.0.1", "--auth-key-file", kf, NULL};
+    if (!key_file)
+        sargv[13] = NULL;
     if (!start(&sv, sargv, "listening on 127.0.0.1:", &sport))
         exit(1);
     usleep(500000); /* registered */
-    printf("\n2. per-measurement overhead, farm path vs the local sandbox (20 measurements each,\n"
-           "   repeat 3, number 1; one session per batch of 4 as tvm-tune run --tracker does)\n");
+    if (print)
+        printf("\n2. per-measurement overhead, farm path vs the local sandbox (20 measurements "
+               "each,\n   repeat 3, number 1; one session per batch of 4 as tvm-tune run --tracker "
+               "does)\n");
     const char *ws[] = {"matmul:M=64,N=64,K=64", "matmul:M=256,N=256,K=256"};
     for (int w = 0; w < 2; w++) {
         kernel k;
@@ -247,7 +265,8 @@ static void overhead(void)
         tt_remote_options ro = {.tracker_host = "127.0.0.1",
                                 .tracker_port = port,
                                 .key = "bench",
-                                .request_timeout_s = 30};
+                                .request_timeout_s = 30,
+                                .auth = key_file ? &ring : NULL};
         t0 = tt_clock_monotonic();
         double open_s = 0;
         for (int b = 0; b < 5; b++) {
@@ -265,7 +284,9 @@ static void overhead(void)
             tt_remote_close(r);
         }
         double farm = (tt_clock_monotonic() - t0) / 20;
-        printf("   %-26s kernel %8.3f ms  local %7.2f ms  farm %7.2f ms  overhead %+6.2f ms "
+        farm_s[w] = farm;
+        if (print)
+            printf("   %-26s kernel %8.3f ms  local %7.2f ms  farm %7.2f ms  overhead %+6.2f ms "
                "(%.2fx; session open %.2f ms)\n",
                ws[w], kernel_s * 1e3, local * 1e3, farm * 1e3, (farm - local) * 1e3, farm / local,
                open_s / 5 * 1e3);
@@ -275,6 +296,26 @@ static void overhead(void)
     }
     tt_proc_stop(&sv);
     tt_proc_stop(&tr);
+}
+
+/* The farm key's cost: the same farm path with every peer proving the key and every
+ * measurement message MAC'ed, against the unauthenticated run above. */
+static void auth_cost(const double plain[2], double keyed[2])
+{
+    char key[128], cmd[700], out[256];
+    snprintf(key, sizeof(key), "%s/farm.key", work);
+    snprintf(cmd, sizeof(cmd), "%s/tvm-tune keygen %s", bin, key);
+    if (tt_proc_output(cmd, out, sizeof(out))) {
+        fprintf(stderr, "bench_farm: %s failed\n", cmd);
+        exit(1);
+    }
+    overhead(key, false, keyed);
+    printf("\n   with the farm key (proofs at connect, a MAC on every message), against the same "
+           "path without:\n");
+    const char *ws[] = {"matmul:M=64,N=64,K=64", "matmul:M=256,N=256,K=256"};
+    for (int w = 0; w < 2; w++)
+        printf("   %-26s farm %7.2f ms  with the key %7.2f ms  (%+.2f ms, %.3fx)\n", ws[w],
+               plain[w] * 1e3, keyed[w] * 1e3, (keyed[w] - plain[w]) * 1e3, keyed[w] / plain[w]);
 }
 
 /* ---- 3. utilisation ---- */
@@ -377,7 +418,9 @@ int main(int argc, char **argv)
     if (!mkdtemp(work))
         return 1;
     tracker_throughput();
-    overhead();
+    double plain[2], keyed[2];
+    overhead(NULL, true, plain);
+    auth_cost(plain, keyed);
     utilisation();
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", work);

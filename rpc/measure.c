@@ -163,7 +163,17 @@ static void child(int fd, const char *so, const char *entry, const tt_measure_bu
         tt__measure_opencl_exec(fd, &m, so, bufs, nbufs, ninputs, o);
     }
     if (o->memory_limit > 0) {
-        struct rlimit rl = {(rlim_t)o->memory_limit, (rlim_t)o->memory_limit};
+        /* The limit is what the kernel may add to the child's own address space (a sanitized
+         * build maps terabytes of shadow before any kernel runs). */
+        long pages = 0, page = sysconf(_SC_PAGESIZE);
+        FILE *f = fopen("/proc/self/statm", "r");
+        if (f) {
+            if (fscanf(f, "%ld", &pages) != 1)
+                pages = 0;
+            fclose(f);
+        }
+        rlim_t lim = (rlim_t)o->memory_limit + (rlim_t)(pages > 0 ? pages : 0) * (rlim_t)page;
+        struct rlimit rl = {lim, lim};
         setrlimit(RLIMIT_AS, &rl);
     }
     tt_kernel *k;

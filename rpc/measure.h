@@ -40,7 +40,8 @@ typedef struct tt_measure_options {
     double cooldown_ms;   /* sleep between samples, 0 = none */
     bool cache_flush;     /* flush every argument but the outputs before each sample */
     double timeout_s;     /* whole child (load, check, timing), default 10 */
-    int64_t memory_limit; /* bytes of address space for the child, 0 = unlimited */
+    int64_t memory_limit; /* bytes of address space the kernel may add to the measuring child's
+                             own (RLIMIT_AS; CPU kernels), 0 = unlimited */
     double rtol, atol;    /* output check, defaults 1e-4 and 1e-5 */
     /* OpenCL artifacts: which device (opencl.h's tt_cl_select: "P:D", an index or a name;
      * NULL = the first GPU, else the first device). */

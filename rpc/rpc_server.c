@@ -365,6 +365,9 @@ static tt_status op_measure(server *s, tt_mchan *ch, const json_t *msg, tt_errbu
         mo.opencl_device = s->cl_spec[0] ? s->cl_spec : NULL;
         if (mo.repeat > TT_MEASURE_MAX_REPEAT)
             mo.repeat = TT_MEASURE_MAX_REPEAT;
+        int64_t cap = s->o->child_memory_bytes;
+        if (cap > 0 && (mo.memory_limit <= 0 || mo.memory_limit > cap))
+            mo.memory_limit = cap; /* the device's limit, whatever the client asks */
         char path[4096];
         cache_path(s, lib, path, sizeof(path));
         tt_measure_result res;

@@ -31,6 +31,9 @@ typedef struct tt_rpc_server_options {
     const char *cache_dir;  /* artifact cache; created when missing */
     int64_t cache_bytes;    /* evict least recently used artifacts above this */
     int64_t artifact_bytes; /* largest artifact accepted */
+    /* address space of a measuring child (RLIMIT_AS; CPU kernels only: OpenCL drivers reserve
+     * large ranges); a client asking for more, or for none, gets this.  0: none. */
+    int64_t child_memory_bytes;
     double ping_period_s;   /* heartbeat and accept timeout, default 2 (TVM's) */
     double idle_timeout_s;  /* a session with no message for this long ends, default 60 */
     int tvm_error_encoding; /* 20 (TVM <= v0.20, default) or 21: the error packet for TVM clients */

@@ -43,6 +43,10 @@ static void usage(FILE *f)
            "  --cache DIR          artifact cache (default /tmp/tvm-rpc-server-UID)\n"
            "  --cache-mb N         cache budget, least recently used evicted (default 2048)\n"
            "  --max-artifact-mb N  largest kernel or argument accepted (default 512)\n"
+           "  --child-memory-mb N  address space of each measuring child (CPU kernels; default\n"
+           "                       three quarters of this machine's memory; 0: none): a kernel\n"
+           "                       that needs more fails (RUNTIME_DEVICE) instead of swapping\n"
+           "                       the device to death\n"
            "  --idle-timeout S     end a session silent for S seconds (default 60; a client's\n"
            "                       -timeout=N in the handshake overrides it)\n"
            "  --tvm-error v20|v21  encoding of the error sent to TVM clients (default v20)\n"
@@ -99,6 +103,7 @@ int main(int argc, char **argv)
                                          {"cache", required_argument, 0, 'c'},
                                          {"cache-mb", required_argument, 0, 'C'},
                                          {"max-artifact-mb", required_argument, 0, 'M'},
+                                         {"child-memory-mb", required_argument, 0, 'R'},
                                          {"idle-timeout", required_argument, 0, 'i'},
                                          {"tvm-error", required_argument, 0, 'v'},
                                          {"quiet", no_argument, 0, 'q'},
@@ -129,6 +134,7 @@ int main(int argc, char **argv)
     double v;
     int c;
     const char *key_file = NULL;
+    double child_mb = -1; /* default: 3/4 of the memory */
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         tt_errbuf err = {{0}};
         switch (c) {
@@ -158,6 +164,11 @@ int main(int argc, char **argv)
             if (parse_num("--cache-mb", optarg, 1, 1e7, &v))
                 return 2;
             o.cache_bytes = (int64_t)(v * (1 << 20));
+            break;
+        case 'R':
+            if (parse_num("--child-memory-mb", optarg, 0, 1e9, &v))
+                return 2;
+            child_mb = v;
             break;
         case 'M':
             if (parse_num("--max-artifact-mb", optarg, 1, 1e6, &v))
@@ -230,6 +241,12 @@ int main(int argc, char **argv)
     }
     if (o.port_end < 0)
         o.port_end = o.port == 0 ? 1 : (o.port < 9199 ? 9199 : o.port + 1);
+    if (child_mb < 0) {
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        o.child_memory_bytes = pages > 0 && page > 0 ? (int64_t)pages * page / 4 * 3 : 0;
+    } else {
+        o.child_memory_bytes = (int64_t)(child_mb * (1 << 20));
+    }
     tt_auth_keyring ring;
     tt_errbuf kerr = {{0}};
     if (tt_auth_load_default(key_file, &ring, &kerr)) {

@@ -159,33 +159,48 @@ static void fail(hconn *c, int status, const char *why)
     respond(c, &res, false);
 }
 
-/* The request head is complete: "METHOD SP target SP HTTP/1.x CRLF ...". */
-static void handle_head(hconn *c)
+int tt_http_parse_head(char *head, char **path, char **query, bool *head_only, const char **why)
 {
-    char *eol = strstr(c->head, "\r\n");
-    *eol = 0;
-    char *sp1 = strchr(c->head, ' '), *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-    if (!sp1 || !sp2 || strncmp(sp2 + 1, "HTTP/1.", 7)) {
-        fail(c, 400, "the request line is not 'METHOD /path HTTP/1.x'");
-        return;
+    char *eol = strstr(head, "\r\n");
+    if (eol)
+        *eol = 0;
+    char *sp1 = strchr(head, ' '), *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+    if (!eol || !sp1 || !sp2 || strncmp(sp2 + 1, "HTTP/1.", 7)) {
+        *why = "the request line is not 'METHOD /path HTTP/1.x'";
+        return 400;
     }
     *sp1 = *sp2 = 0;
-    const char *method = c->head;
-    char *target = sp1 + 1;
-    bool head_only = !strcmp(method, "HEAD");
-    if (strcmp(method, "GET") && !head_only) {
-        fail(c, 405, "the dashboard answers GET and HEAD only");
+    *head_only = !strcmp(head, "HEAD");
+    if (strcmp(head, "GET") && !*head_only) {
+        *why = "the dashboard answers GET and HEAD only";
+        return 405;
+    }
+    *path = sp1 + 1;
+    if ((*path)[0] != '/') {
+        *why = "the path must start with '/'";
+        return 400;
+    }
+    *query = strchr(*path, '?');
+    if (*query)
+        *(*query)++ = 0;
+    else
+        *query = sp2; /* "" */
+    return 0;
+}
+
+/* The request head is complete. */
+static void handle_head(hconn *c)
+{
+    char *path, *query;
+    bool head_only = false;
+    const char *why = NULL;
+    int status = tt_http_parse_head(c->head, &path, &query, &head_only, &why);
+    if (status) {
+        fail(c, status, why);
         return;
     }
-    if (target[0] != '/') {
-        fail(c, 400, "the path must start with '/'");
-        return;
-    }
-    char *q = strchr(target, '?');
-    if (q)
-        *q++ = 0;
     tt_http_response res = {0};
-    c->h->fn(c->h->ctx, target, q ? q : "", &res);
+    c->h->fn(c->h->ctx, path, query, &res);
     if (!res.status)
         tt_http_text(&res, 500, NULL, "500 Internal Server Error: out of memory\n");
     respond(c, &res, head_only);

@@ -31,6 +31,11 @@ uint64_t tt_http_requests(const tt_http *h);
 /* Closes the listener and every connection; the memory goes when the loop runs the closes. */
 void tt_http_stop(tt_http *h);
 
+/* Parses a request head (NUL-terminated) in place: *path and *query (after '?', "" when none)
+ * point into it.  0 for a GET or HEAD (*head_only) of a path; else the status to answer (400,
+ * 405) and *why. */
+int tt_http_parse_head(char *head, char **path, char **query, bool *head_only, const char **why);
+
 /* The response helpers of handlers: a copy of `text`, or printf-formatted text. */
 void tt_http_text(tt_http_response *res, int status, const char *type, const char *text);
 void tt_http_take(tt_http_response *res, int status, const char *type, char *body, size_t len);

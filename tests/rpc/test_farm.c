@@ -56,6 +56,8 @@ static bool start_server(int i)
                     cache,
                     "--idle-timeout",
                     "20",
+                    i == 2 ? "--child-memory-mb" : NULL, /* the device's own cap */
+                    "256",
                     NULL};
     bool ok = tt_proc_start(&servers[i], argv);
     dup2(saved, 2);
@@ -378,13 +380,15 @@ static void measurement_protocol(void **state)
     assert_int_equal(remote_measure(r, "wrong", 10).error_no, 5);
     assert_int_equal(remote_measure(r, "crash", 10).error_no, 4);
     assert_int_equal(remote_measure(r, "hangs", 1).error_no, 7);
+    /* the client asks for no memory limit; the device's --child-memory-mb applies anyway */
+    assert_int_equal(remote_measure(r, "hogs", 30).error_no, 4);
     assert_int_equal(remote_measure(r, "good", 10).error_no, 0);
     tt_remote_close(r);
     /* the server logs the session when it ends (after our bye) */
-    for (int i = 0; i < 100 && occurrences(2, ": 5 measurements") == 0; i++)
+    for (int i = 0; i < 100 && occurrences(2, ": 6 measurements") == 0; i++)
         usleep(50000);
-    /* five kernels of one library, one input, one reference: three artifacts */
-    assert_int_equal(occurrences(2, ": 5 measurements, 3 artifacts received"), 1);
+    /* six kernels of one library, one input, one reference: three artifacts */
+    assert_int_equal(occurrences(2, ": 6 measurements, 3 artifacts received"), 1);
 
     /* hostile bytes after a good handshake: the server drops the session and stays up */
     int tfd = tt_net_tracker(tracker_port);
