@@ -235,9 +235,9 @@ static void overhead(const char *key_file, bool print, double farm_s[2])
     snprintf(tport, sizeof(tport), "127.0.0.1:%d", port);
     snprintf(cache, sizeof(cache), "%s/cache", work);
     snprintf(cache, sizeof(cache), "%s/cache%s", work, key_file ? "-key" : "");
-    char *sargv[] = {srv_exe, "--tracker", tport,   "--key",           "bench", "--port",
-                     "0",     "--cache",   cache,   "--quiet",         "--no-opencl",
-                     "--host", "127.0.0.1", "--auth-key-file", kf, NULL};
+    char *sargv[] = {srv_exe,     "--tracker",       tport, "--key",   "bench",       "--port",
+                     "0",         "--cache",         cache, "--quiet", "--no-opencl", "--host",
+                     "127.0.0.1", "--auth-key-file", kf,    NULL};
     if (!key_file)
         sargv[13] = NULL;
     if (!start(&sv, sargv, "listening on 127.0.0.1:", &sport))
@@ -287,9 +287,9 @@ static void overhead(const char *key_file, bool print, double farm_s[2])
         farm_s[w] = farm;
         if (print)
             printf("   %-26s kernel %8.3f ms  local %7.2f ms  farm %7.2f ms  overhead %+6.2f ms "
-               "(%.2fx; session open %.2f ms)\n",
-               ws[w], kernel_s * 1e3, local * 1e3, farm * 1e3, (farm - local) * 1e3, farm / local,
-               open_s / 5 * 1e3);
+                   "(%.2fx; session open %.2f ms)\n",
+                   ws[w], kernel_s * 1e3, local * 1e3, farm * 1e3, (farm - local) * 1e3,
+                   farm / local, open_s / 5 * 1e3);
         unlink(k.so);
         for (int i = 0; i < k.nbufs; i++)
             free(k.data[i]);
