@@ -11,7 +11,8 @@ PACKAGES=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
   libopenblas-dev libdnnl-dev
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libjansson-dev:arm64 libsodium-dev:arm64
-  chromium
+  # tests: the dashboard in a headless browser, a device's link cut in a network namespace
+  chromium fonts-dejavu-core iproute2
 )
 
 missing=()
