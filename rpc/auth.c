@@ -256,3 +256,15 @@ bool tt_auth_is_loopback(const char *host)
         return IN6_IS_ADDR_LOOPBACK(&a6);
     return false;
 }
+
+tt_status tt_auth_check_listen(const tt_auth_keyring *ring, const char *host, bool insecure,
+                               const char *risk, tt_errbuf *err)
+{
+    if ((ring && ring->nkeys) || tt_auth_is_loopback(host) || insecure)
+        return TT_OK;
+    return tt_err(err, TT_ERR_INVALID_ARG,
+                  "refusing to listen on %s without a key: anyone who can reach it could %s.  "
+                  "Give --auth-key-file (tvm-tune keygen FILE makes one), or --insecure on a "
+                  "network you trust",
+                  host, risk);
+}

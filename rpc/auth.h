@@ -83,5 +83,10 @@ bool tt_auth_unhex(const char *text, uint8_t out[32]);
 /* True for an address only this machine can reach (127.0.0.0/8, ::1, "localhost"): where a
  * daemon without a key may listen. */
 bool tt_auth_is_loopback(const char *host);
+/* Whether a daemon may listen on `host`: with a key anywhere, without one on loopback only unless
+ * `insecure`.  TT_ERR_INVALID_ARG says what anyone reaching it could do (`risk`, e.g. "run native
+ * code here") and how to proceed. */
+tt_status tt_auth_check_listen(const tt_auth_keyring *ring, const char *host, bool insecure,
+                               const char *risk, tt_errbuf *err);
 
 #endif

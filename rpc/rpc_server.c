@@ -35,6 +35,7 @@
 typedef struct server {
     const tt_rpc_server_options *o;
     int listen_fd, port;
+    const char *host; /* where it listens: o->host, or the default for keyed or not */
     tt_device_info dev;
     char cl_spec[32]; /* "P:D" of the OpenCL device that measures, "" = none */
     /* tracker registration */
@@ -53,14 +54,10 @@ static void say(server *s, tt_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void say(server *s, tt_log_level level, const char *fmt, ...)
 {
-    if (!s->o->log || !s->o->log->out)
-        return;
-    char line[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
+    tt_logger_vlog(s->o->log, level, NULL, fmt, ap);
     va_end(ap);
-    tt_logger_log(s->o->log, level, NULL, "%s", line);
 }
 
 static bool stopping(const server *s)
@@ -72,14 +69,11 @@ static bool stopping(const server *s)
 
 static tt_status listen_on(server *s, tt_errbuf *err)
 {
-    bool keyed = s->o->auth && s->o->auth->nkeys;
-    const char *host = s->o->host ? s->o->host : keyed ? "0.0.0.0" : "127.0.0.1";
-    if (!keyed && !tt_auth_is_loopback(host) && !s->o->insecure)
-        return tt_err(err, TT_ERR_INVALID_ARG,
-                      "refusing to listen on %s without a key: anyone who can reach it could run "
-                      "native code here.  Give --auth-key-file (tvm-tune keygen FILE makes one), "
-                      "or --insecure on a network you trust",
-                      host);
+    const char *host = s->host;
+    tt_status st =
+        tt_auth_check_listen(s->o->auth, host, s->o->insecure, "run native code here", err);
+    if (st)
+        return st;
     int first = s->o->port, last = s->o->port_end > first ? s->o->port_end : first + 1;
     for (int port = first; port < last; port++) {
         char service[16];
@@ -805,11 +799,11 @@ tt_status tt_rpc_server_run(const tt_rpc_server_options *o, tt_errbuf *err)
                 c->version, c->compute_units);
         }
     }
+    bool keyed = o->auth && o->auth->nkeys;
+    const char *host = s.host = o->host ? o->host : keyed ? "0.0.0.0" : "127.0.0.1";
     tt_status st = listen_on(&s, err);
     if (st)
         return st;
-    bool keyed = o->auth && o->auth->nkeys;
-    const char *host = o->host ? o->host : keyed ? "0.0.0.0" : "127.0.0.1";
     if (o->on_listen)
         o->on_listen(o->ctx, host, s.port);
     say(&s, TT_LOG_INFO, "%s on %s port %d, device %s, cache %s", TT_RPC_IMPL, host, s.port,

@@ -311,19 +311,17 @@ tt_status tt_tracker_run(const tt_tracker_options *o, tt_errbuf *err)
     if (!t)
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
     t->o = o;
+    const char *host = o->host ? o->host : "127.0.0.1";
+    bool keyed = o->auth && o->auth->nkeys;
+    tt_status ls =
+        tt_auth_check_listen(o->auth, host, o->insecure, "send code to the farm's devices", err);
+    if (ls) { /* before the loop exists: nothing to undo */
+        free(t);
+        return ls;
+    }
     if (uv_loop_init(&t->loop)) {
         free(t);
         return tt_err(err, TT_ERR_IO, "cannot start an event loop");
-    }
-    const char *host = o->host ? o->host : "127.0.0.1";
-    bool keyed = o->auth && o->auth->nkeys;
-    if (!keyed && !tt_auth_is_loopback(host) && !o->insecure) {
-        free(t);
-        return tt_err(err, TT_ERR_INVALID_ARG,
-                      "refusing to listen on %s without a key: anyone who can reach it could "
-                      "send code to the farm's devices.  Give --auth-key-file (tvm-tune keygen "
-                      "FILE makes one), or --insecure on a network you trust",
-                      host);
     }
     t->reg = tt_registry_new(o->stop_key, registry_send, t);
     if (t->reg) {
