@@ -62,8 +62,8 @@ void tt_log(tt_log_level level, const char *fmt, ...)
     (void)w;
 }
 
-static void vlog_line(const tt_logger *lg, tt_log_level level, const char *context, const char *fmt,
-                      va_list ap)
+void tt_logger_vlog(const tt_logger *lg, tt_log_level level, const char *context, const char *fmt,
+                    va_list ap)
 {
     if (!lg || !lg->out || level > lg->level)
         return;
@@ -108,7 +108,7 @@ void tt_logger_log(const tt_logger *lg, tt_log_level level, const char *context,
 {
     va_list ap;
     va_start(ap, fmt);
-    vlog_line(lg, level, context, fmt, ap);
+    tt_logger_vlog(lg, level, context, fmt, ap);
     va_end(ap);
 }
 

@@ -4,6 +4,7 @@
 #ifndef TT_BASE_LOG_H
 #define TT_BASE_LOG_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -38,6 +39,8 @@ typedef struct tt_logger {
 
 void tt_logger_log(const tt_logger *lg, tt_log_level level, const char *context, const char *fmt,
                    ...) __attribute__((format(printf, 4, 5)));
+void tt_logger_vlog(const tt_logger *lg, tt_log_level level, const char *context, const char *fmt,
+                    va_list ap) __attribute__((format(printf, 4, 0)));
 /* The daemons' --log-level (error|warn|info|debug) and --log-format (text|json) options: false,
  * with the complaint on stderr, for a value they do not take. */
 bool tt_logger_set_level(tt_logger *lg, const char *value);

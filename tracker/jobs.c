@@ -193,15 +193,12 @@ static void say(tt_jobs *j, tt_log_level level, int64_t id, const char *fmt, ...
     __attribute__((format(printf, 4, 5)));
 static void say(tt_jobs *j, tt_log_level level, int64_t id, const char *fmt, ...)
 {
-    if (!j->log || !j->log->out)
-        return;
-    char context[32], msg[2048];
+    char context[32];
     snprintf(context, sizeof(context), "job %lld", (long long)id);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    tt_logger_vlog(j->log, level, context, fmt, ap);
     va_end(ap);
-    tt_logger_log(j->log, level, context, "%s", msg);
 }
 
 /* The job's stored parameters (malloc'ed JSON text), or NULL. */
