@@ -217,3 +217,19 @@ int tt_proc_output(const char *cmd, char *out, size_t n)
     int status = pclose(p);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+int tt_net_rpc_handshake(int port, const char *key, uint8_t code[4])
+{
+    int fd = tt_net_connect(port);
+    if (fd < 0)
+        return -1;
+    uint8_t h[8];
+    tt_put_le32(h, TT_RPC_MAGIC);
+    tt_put_le32(h + 4, (int32_t)strlen(key));
+    if (!tt_write_all(fd, h, 8) || !tt_write_all(fd, key, strlen(key)) ||
+        !tt_read_all(fd, code, 4)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}

@@ -42,5 +42,8 @@ bool tt_net_send_frame(int fd, const char *json);
 bool tt_net_recv_frame(int fd, char *buf, size_t n);
 /* Connects to a tracker and exchanges the magic; -1 on failure. */
 int tt_net_tracker(int port);
+/* TVM's RPC handshake with an rpc server at 127.0.0.1:port: magic and `key` out, the 4-byte
+ * answer (SUCCESS or MISMATCH) in `code`; the connection, or -1 when it broke. */
+int tt_net_rpc_handshake(int port, const char *key, uint8_t code[4]);
 
 #endif

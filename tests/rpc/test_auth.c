@@ -465,14 +465,10 @@ static int device_session(void)
     snprintf(key, sizeof(key), "client:%s -timeout=5 " TT_MPROTO_TOKEN,
              json_string_value(json_array_get(json_array_get(r, 1), 2)));
     json_decref(r);
-    int fd = tt_net_connect(server_port);
-    assert_true(fd >= 0);
-    uint8_t h[8], code[4], lb[4];
+    uint8_t code[4], lb[4];
     char skey[4096];
-    tt_put_le32(h, TT_RPC_MAGIC);
-    tt_put_le32(h + 4, (int32_t)strlen(key));
-    assert_true(tt_write_all(fd, h, 8) && tt_write_all(fd, key, strlen(key)));
-    assert_true(tt_read_all(fd, code, 4));
+    int fd = tt_net_rpc_handshake(server_port, key, code);
+    assert_true(fd >= 0);
     assert_int_equal(tt_get_le32(code), TT_RPC_SUCCESS);
     assert_true(tt_read_all(fd, lb, 4));
     assert_true(tt_read_all(fd, skey, (size_t)tt_get_le32(lb)));

@@ -13,11 +13,10 @@ for tool in aarch64-linux-gnu-gcc qemu-aarch64; do
     exit 77
   fi
 done
+source "$(dirname "$0")/../net/daemons.sh"
 WORK=$(mktemp -d /tmp/tt-board-XXXXXX)
-pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done
-  wait 2> /dev/null || true
+  stop_daemons
   rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -215,14 +215,8 @@ static void request(int fd, const char *key, char *host, int *port, char *matchk
 
 static int handshake(int port, const char *key, uint8_t code[4])
 {
-    int fd = tt_net_connect(port);
+    int fd = tt_net_rpc_handshake(port, key, code);
     assert_true(fd >= 0);
-    uint8_t h[8];
-    tt_put_le32(h, TT_RPC_MAGIC);
-    tt_put_le32(h + 4, (int32_t)strlen(key));
-    assert_true(tt_write_all(fd, h, 8));
-    assert_true(tt_write_all(fd, key, strlen(key)));
-    assert_true(tt_read_all(fd, code, 4));
     return fd;
 }
 

@@ -17,11 +17,10 @@ if ! command -v ip > /dev/null || ! ip netns add "$ns" 2> /dev/null; then
   echo "test_link_cut: cannot create a network namespace here: skipped"
   exit 77
 fi
+source "$(dirname "$0")/../net/daemons.sh"
 work=$(mktemp -d /tmp/tt-cut-XXXXXX)
-pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done
-  wait 2> /dev/null || true
+  stop_daemons
   ip link del "$host_if" 2> /dev/null || true
   ip netns del "$ns" 2> /dev/null || true
   rm -rf "$work"
@@ -31,16 +30,6 @@ fail() {
   echo "test_link_cut: FAILED: $*" >&2
   for f in "$work"/*.err; do echo "--- $f" >&2; tail -20 "$f" >&2; done
   exit 1
-}
-wait_line() {
-  for _ in $(seq 1 150); do
-    if grep -q "$2" "$1" 2> /dev/null; then
-      grep -m1 "$2" "$1"
-      return 0
-    fi
-    sleep 0.1
-  done
-  fail "no '$2' in $1"
 }
 # SUMMARY through tvm-tune (authenticated), the --devices table.
 devices() { "$bin/tvm-tune" summary --tracker "$net.1:$tport" --devices 2> /dev/null || true; }
@@ -58,7 +47,7 @@ cd "$work"
 export TVM_TUNE_AUTH_KEY_FILE=$work/farm.key
 "$bin/tvm-tracker" --host "$net.1" --port 0 --no-jobs > tracker.out 2> tracker.err &
 pids+=($!)
-tport=$(wait_line tracker.out "listening on" | sed 's/.*://')
+tport=$(wait_line tracker.out "listening on" 150 | sed 's/.*://')
 # device A across the link, device B on this side
 ip netns exec "$ns" "$bin/tvm-rpc-server" --tracker "$net.1:$tport" --key cut --host "$net.2" \
   --port 0 --no-opencl --cache "$work/cache-a" > a.out 2> a.err &

@@ -17,29 +17,16 @@ if [ -z "$chromium" ]; then
   echo "test_dashboard: no chromium: skipped"
   exit 77
 fi
+source "$(dirname "$0")/../net/daemons.sh"
 work=$(mktemp -d /tmp/tt-dash-XXXXXX)
-pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done
-  wait 2> /dev/null || true
+  stop_daemons
   rm -rf "$work"
 }
 trap cleanup EXIT
 fail() {
   echo "test_dashboard: FAILED: $*" >&2
   exit 1
-}
-
-# Waits (bounded) for a line matching $2 in file $1; prints it.
-wait_line() {
-  for _ in $(seq 1 100); do
-    if grep -q "$2" "$1" 2> /dev/null; then
-      grep -m1 "$2" "$1"
-      return 0
-    fi
-    sleep 0.1
-  done
-  fail "no '$2' in $1: $(cat "$1" 2> /dev/null)"
 }
 
 # A raw HTTP exchange over bash's /dev/tcp (no curl needed): request text in $2.
