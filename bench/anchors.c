@@ -49,6 +49,19 @@ static void run_gemm(void *p)
                 g->n, 0.0f, g->c, g->n);
 }
 
+char *openblas_get_corename(void);
+void openblas_set_num_threads(int n);
+
+const char *tt_bench_openblas_core(void)
+{
+    return openblas_get_corename();
+}
+
+void tt_bench_openblas_threads(int n)
+{
+    openblas_set_num_threads(n);
+}
+
 double tt_bench_openblas_sgemm(int m, int n, int k)
 {
     gemm g = {
@@ -64,6 +77,16 @@ double tt_bench_openblas_sgemm(int m, int n, int k)
 {
     (void)m, (void)n, (void)k;
     return -1;
+}
+
+const char *tt_bench_openblas_core(void)
+{
+    return NULL;
+}
+
+void tt_bench_openblas_threads(int n)
+{
+    (void)n;
 }
 #endif
 
@@ -89,6 +112,11 @@ static void run_conv(void *p)
 
 double tt_bench_onednn_conv2d_nhwc(int ci, int hw, int co, int k, int s, int p)
 {
+    return tt_bench_onednn_conv2d_nhwc_groups(ci, hw, co, k, s, p, 1);
+}
+
+double tt_bench_onednn_conv2d_nhwc_groups(int ci, int hw, int co, int k, int s, int p, int groups)
+{
     int oh = (hw + 2 * p - k) / s + 1;
     double t = -1;
     dnnl_engine_t eng = NULL;
@@ -98,11 +126,17 @@ double tt_bench_onednn_conv2d_nhwc(int ci, int hw, int co, int k, int s, int p)
     dnnl_memory_t src = NULL, w = NULL, dst = NULL;
     CHECK(dnnl_engine_create(&eng, dnnl_cpu, 0));
     CHECK(dnnl_stream_create(&stream, eng, dnnl_stream_default_flags));
-    dnnl_dims_t src_dims = {1, ci, hw, hw}, w_dims = {co, ci, k, k}, dst_dims = {1, co, oh, oh};
+    dnnl_dims_t src_dims = {1, ci, hw, hw}, dst_dims = {1, co, oh, oh};
+    /* Grouped weights are (groups, co / groups, ci / groups, k, k). */
+    dnnl_dims_t w_dims = {co, ci, k, k}, gw_dims = {groups, co / groups, ci / groups, k, k};
     dnnl_dims_t strides = {s, s}, pad = {p, p};
     dnnl_memory_desc_t src_md, w_md, dst_md;
     CHECK(dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, dnnl_f32, dnnl_nhwc));
-    CHECK(dnnl_memory_desc_init_by_tag(&w_md, 4, w_dims, dnnl_f32, dnnl_format_tag_any));
+    if (groups > 1) {
+        CHECK(dnnl_memory_desc_init_by_tag(&w_md, 5, gw_dims, dnnl_f32, dnnl_format_tag_any));
+    } else {
+        CHECK(dnnl_memory_desc_init_by_tag(&w_md, 4, w_dims, dnnl_f32, dnnl_format_tag_any));
+    }
     CHECK(dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_dims, dnnl_f32, dnnl_nhwc));
     dnnl_convolution_desc_t cd;
     CHECK(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
@@ -141,6 +175,12 @@ out:
 double tt_bench_onednn_conv2d_nhwc(int ci, int hw, int co, int k, int s, int p)
 {
     (void)ci, (void)hw, (void)co, (void)k, (void)s, (void)p;
+    return -1;
+}
+
+double tt_bench_onednn_conv2d_nhwc_groups(int ci, int hw, int co, int k, int s, int p, int groups)
+{
+    (void)ci, (void)hw, (void)co, (void)k, (void)s, (void)p, (void)groups;
     return -1;
 }
 #endif

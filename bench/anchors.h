@@ -13,4 +13,17 @@ double tt_bench_openblas_sgemm(int m, int n, int k);
  * picks (pre-packed, as a deployment would), float32; -1 when not built in or on error. */
 double tt_bench_onednn_conv2d_nhwc(int ci, int hw, int co, int k, int s, int p);
 
+/* oneDNN's convolution with `groups` groups (groups == ci == co: depthwise), as above. */
+double tt_bench_onednn_conv2d_nhwc_groups(int ci, int hw, int co, int k, int s, int p, int groups);
+
+/* Whether OpenBLAS is built in, its core name ("Haswell", "SkylakeX", ...) and a thread count
+ * setter (OpenBLAS's own pool: 1 or all cores). */
+const char *tt_bench_openblas_core(void);
+void tt_bench_openblas_threads(int n);
+
+/* The single-precision FMA peak of `threads` threads, in FLOP/s (best of three runs of chains
+ * of independent FMAs on the widest vectors); *isa names what was used.  -1 when the CPU has no
+ * FMA this probe knows (non-x86). */
+double tt_bench_fma_peak(int threads, const char **isa);
+
 #endif

@@ -171,7 +171,11 @@ int main(int argc, char **argv)
     tt_errbuf err;
     tt_workload_parse("matmul:M=512,N=512,K=512", &w, &err);
     tt_space sp;
-    tt_space_init(&sp, &w->dag, (int)cores, &err);
+    tt_target host;
+    tt_target_parse("llvm", &host, NULL);
+    tt_vector_isa isa;
+    tt_codegen_vector_isa(&host, &isa);
+    tt_space_init(&sp, &w->dag, (int)cores, &isa, &err);
     tt_rng rng;
     tt_rng_seed(&rng, 3);
     int count = 0;

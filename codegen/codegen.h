@@ -42,6 +42,9 @@ typedef struct tt_codegen_stats {
  * ("generic") still gets its real vector units.  Strings are static. */
 void tt_codegen_host(const char **triple, const char **cpu, const char **features);
 
+/* The vector ISA of CPU target `t` (tt_target_vector_isa with this machine's features). */
+void tt_codegen_vector_isa(const tt_target *t, tt_vector_isa *out);
+
 /* Compiles `p` for target `t` into the shared object `so_path`, exporting `entry`.  Returns
  * TT_ERR_UNSUPPORTED for a target kind other than llvm/c, TT_ERR_IO when writing or linking
  * fails, with LLVM's or the linker's message in err. */
@@ -69,6 +72,11 @@ tt_status tt_codegen_archive(const char *const *objs, int nobjs, const char *a_p
  * frees. */
 tt_status tt_codegen_llvm_ir(const tt_program *p, const tt_target *t, const char *entry,
                              const tt_codegen_options *opt, char **ir, tt_errbuf *err);
+
+/* The assembly the target machine emits for `p` (what the object file holds), for inspection of
+ * register tiles, FMA chains and spills.  Caller frees. */
+tt_status tt_codegen_llvm_asm(const tt_program *p, const tt_target *t, const char *entry,
+                              const tt_codegen_options *opt, char **text, tt_errbuf *err);
 
 /* What a GPU allows one kernel: checked before anything reaches the device, so an invalid
  * candidate costs no measurement (TVM's INSTANTIATION_ERROR).  0 = no limit. */

@@ -182,9 +182,44 @@ static LLVMValueRef floordiv_or_mod(emitter *e, bool div, LLVMValueRef a, LLVMVa
     return LLVMBuildSelect(e->b, fix, LLVMBuildAdd(e->b, r, b, ""), r, "");
 }
 
+/* Is `id` a float multiply whose operands and result have dtype `t` (no conversion between)? */
+static bool is_plain_fmul(emitter *e, tt_eid id, tt_dtype t)
+{
+    const tt_expr *m = tt_expr_get(&e->p->pool, id);
+    return m->kind == TT_EXPR_MUL && m->dtype == t && tt_dtype_is_float(t) &&
+           tt_expr_operand_type(&e->p->pool, m) == t;
+}
+
+/* a * b + c as llvm.fmuladd, which the backend turns into one FMA where the target has it: a
+ * multiply-accumulate costs one instruction and one rounding instead of two dependent ones (the
+ * checks' tolerance covers the rounding difference).  `neg_c` computes a * b - c, `neg_ab`
+ * c - a * b. */
+static val emit_fmuladd(emitter *e, const tt_expr *mul, tt_eid addend, bool neg_ab, bool neg_c)
+{
+    val a = emit(e, mul->a), b = emit(e, mul->b), c = emit(e, addend);
+    bool vec = a.vec || b.vec || c.vec;
+    a = widen(e, a, vec);
+    b = widen(e, b, vec);
+    c = widen(e, c, vec);
+    if (neg_ab)
+        a.v = LLVMBuildFNeg(e->b, a.v, "");
+    if (neg_c)
+        c.v = LLVMBuildFNeg(e->b, c.v, "");
+    LLVMValueRef args[3] = {a.v, b.v, c.v};
+    val r = {intrinsic(e, "llvm.fmuladd", type_of(e, (tt_dtype)mul->dtype, vec), args, 3), vec};
+    return r;
+}
+
 static val emit_binary(emitter *e, const tt_expr *n)
 {
     tt_dtype ot = tt_expr_operand_type(&e->p->pool, n);
+    if ((n->kind == TT_EXPR_ADD || n->kind == TT_EXPR_SUB) && n->dtype == ot) {
+        bool sub = n->kind == TT_EXPR_SUB;
+        if (is_plain_fmul(e, n->b, ot))
+            return emit_fmuladd(e, tt_expr_get(&e->p->pool, n->b), n->a, sub, false);
+        if (is_plain_fmul(e, n->a, ot))
+            return emit_fmuladd(e, tt_expr_get(&e->p->pool, n->a), n->b, false, sub);
+    }
     val a = emit(e, n->a), b = emit(e, n->b);
     bool vec = a.vec || b.vec;
     a = widen(e, a, vec);
@@ -431,9 +466,6 @@ static bool vectorisable(emitter *e, tt_sid id, uint32_t var)
         return !tt_expr_uses_var(&e->p->pool, s->cond, var) && !s->orelse &&
                vectorisable(e, s->body, var);
     case TT_STMT_STORE: {
-        /* Selects guarding loads would need masked loads: keep those scalar. */
-        const tt_expr *v = tt_expr_get(&e->p->pool, s->value);
-        (void)v;
         int64_t c = tt_expr_coef(&e->p->pool, s->index, var);
         if (c == INT64_MIN || c == 0)
             return false;
@@ -441,9 +473,16 @@ static bool vectorisable(emitter *e, tt_sid id, uint32_t var)
         int sp = 0;
         stack[sp++] = s->value;
         while (sp) {
-            const tt_expr *n = tt_expr_get(&e->p->pool, stack[--sp]);
-            if (n->kind == TT_EXPR_SELECT && (has_load(e, n->b) || has_load(e, n->c)))
-                return false;
+            tt_eid top = stack[--sp];
+            const tt_expr *n = tt_expr_get(&e->p->pool, top);
+            /* A select guarding a load (padding) would need masked loads, unless nothing in it
+             * depends on the lane: then it is one scalar branch, broadcast (a convolution's
+             * padded input element, shared by a vector of output channels). */
+            if (n->kind == TT_EXPR_SELECT && (has_load(e, n->b) || has_load(e, n->c))) {
+                if (tt_expr_uses_var(&e->p->pool, top, var))
+                    return false;
+                continue;
+            }
             if (n->kind == TT_EXPR_VAR || n->kind == TT_EXPR_INT || n->kind == TT_EXPR_FLOAT)
                 continue;
             if (sp + 3 >= 256)

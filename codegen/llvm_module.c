@@ -204,6 +204,13 @@ void tt_codegen_host(const char **triple, const char **cpu, const char **feature
     *features = host_features;
 }
 
+void tt_codegen_vector_isa(const tt_target *t, tt_vector_isa *out)
+{
+    const char *triple, *cpu, *features;
+    tt_codegen_host(&triple, &cpu, &features);
+    tt_target_vector_isa(t, features, out);
+}
+
 static tt_status make_machine(const tt_target *t, int opt_level, LLVMTargetMachineRef *out,
                               tt_errbuf *err)
 {
@@ -430,22 +437,52 @@ tt_status tt_codegen_llvm(const tt_program *p, const tt_target *t, const char *e
     return s;
 }
 
-tt_status tt_codegen_llvm_ir(const tt_program *p, const tt_target *t, const char *entry,
-                             const tt_codegen_options *opt, char **ir, tt_errbuf *err)
+/* The module of `p` as text: LLVM IR, or the target's assembly. */
+static tt_status module_text(const tt_program *p, const tt_target *t, const char *entry,
+                             const tt_codegen_options *opt, bool assembly, char **out,
+                             tt_errbuf *err)
 {
-    *ir = NULL;
+    *out = NULL;
     LLVMTargetMachineRef tm;
     tt_status s = make_machine(t, opt ? opt->opt_level : 3, &tm, err);
     if (s)
         return s;
     emitter e;
     s = build_module(&e, p, t, entry, opt, tm, err);
-    if (!s) {
+    if (!s && !assembly) {
         char *text = LLVMPrintModuleToString(e.mod);
-        *ir = text ? strdup(text) : NULL;
+        *out = text ? strdup(text) : NULL;
         LLVMDisposeMessage(text);
+    } else if (!s) {
+        LLVMMemoryBufferRef buf;
+        char *msg = NULL;
+        if (LLVMTargetMachineEmitToMemoryBuffer(tm, e.mod, LLVMAssemblyFile, &msg, &buf)) {
+            s = tt_err(err, TT_ERR_RUNTIME, "LLVM code emission: %s", msg ? msg : "?");
+        } else {
+            size_t n = LLVMGetBufferSize(buf);
+            if ((*out = malloc(n + 1))) {
+                memcpy(*out, LLVMGetBufferStart(buf), n);
+                (*out)[n] = 0;
+            }
+            LLVMDisposeMemoryBuffer(buf);
+        }
+        LLVMDisposeMessage(msg);
     }
+    if (!s && !*out)
+        s = tt_err(err, TT_ERR_NOMEM, "out of memory");
     free_emitter(&e);
     LLVMDisposeTargetMachine(tm);
     return s;
+}
+
+tt_status tt_codegen_llvm_ir(const tt_program *p, const tt_target *t, const char *entry,
+                             const tt_codegen_options *opt, char **ir, tt_errbuf *err)
+{
+    return module_text(p, t, entry, opt, false, ir, err);
+}
+
+tt_status tt_codegen_llvm_asm(const tt_program *p, const tt_target *t, const char *entry,
+                              const tt_codegen_options *opt, char **text, tt_errbuf *err)
+{
+    return module_text(p, t, entry, opt, true, text, err);
 }

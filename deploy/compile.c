@@ -30,8 +30,9 @@ const char *tt_compile_source_name(tt_compile_source s)
 
 /* The CPU default: the tiling template's config with tiles of 8 (16 on the innermost axis, 8 on
  * the reduction), a local accumulator, the outer loops parallel, the inner loop vectorised,
- * auto-unroll 16.  Choices a workload does not offer fall back to the nearest smaller one. */
-static uint64_t default_cpu_index(const tt_space *sp)
+ * auto-unroll 16, and a register tile of 6 rows x 2 vectors (8 x 2 with 32 vector registers).
+ * Choices a workload does not offer fall back to the nearest smaller one. */
+static uint64_t default_cpu_index(const tt_space *sp, const tt_vector_isa *isa)
 {
     uint64_t index = 0, mul = 1;
     for (int k = 0; k < sp->nknobs; k++) {
@@ -44,6 +45,10 @@ static uint64_t default_cpu_index(const tt_space *sp)
             want = 1;
         else if (!strcmp(kn->name, "auto_unroll_max_step"))
             want = 16;
+        else if (!strcmp(kn->name, "micro_kernel"))
+            want = ((int64_t)(isa->vector_regs >= 32 ? 8 : 6) << 16) | 2;
+        else if (!strcmp(kn->name, "inline_producers"))
+            want = 1;
         int pos = 0;
         for (int c = 0; c < kn->n; c++)
             if (kn->choice[c] <= want && kn->choice[c] >= kn->choice[pos])
@@ -54,15 +59,18 @@ static uint64_t default_cpu_index(const tt_space *sp)
     return index;
 }
 
-tt_status tt__compile_default_schedule(const tt_dag *dag, bool gpu, tt_state **out, tt_errbuf *err)
+tt_status tt__compile_default_schedule(const tt_dag *dag, const tt_target *target, bool gpu,
+                                       tt_state **out, tt_errbuf *err)
 {
     if (gpu)
         return tt_sketch_gpu_default(dag, 32, out, err);
     tt_space sp;
+    tt_vector_isa isa;
+    tt_codegen_vector_isa(target, &isa);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    tt_status s = tt_space_init(&sp, dag, cores > 1 ? (int)cores : 2, err);
+    tt_status s = tt_space_init(&sp, dag, cores > 1 ? (int)cores : 2, &isa, err);
     if (!s)
-        s = tt_space_apply(&sp, default_cpu_index(&sp), out, err);
+        s = tt_space_apply(&sp, default_cpu_index(&sp, &isa), out, err);
     if (s) /* a workload the template cannot tile: the naive schedule */
         s = tt_state_create(dag, out, err);
     return s;
@@ -178,7 +186,7 @@ static tt_status pick(builder *b, tt__kernel *k, tt_state **st, tt_errbuf *err)
         fprintf(o->warnings, "tvm-compile: warning: %s: using the default schedule\n", reason);
     k->rep.source = TT_COMPILE_DEFAULT;
     snprintf(k->rep.target, sizeof(k->rep.target), "%s", b->target_text);
-    return tt__compile_default_schedule(&w->dag, b->gpu, st, err);
+    return tt__compile_default_schedule(&w->dag, &b->target, b->gpu, st, err);
 }
 
 static tt_status build_kernel(builder *b, tt__kernel *k, const char *obj, tt_errbuf *err)

@@ -21,7 +21,8 @@ typedef struct tt__kernel {
 } tt__kernel;
 
 /* The default schedule of a workload without records: docs/compile.md. */
-tt_status tt__compile_default_schedule(const tt_dag *dag, bool gpu, tt_state **out, tt_errbuf *err);
+tt_status tt__compile_default_schedule(const tt_dag *dag, const tt_target *target, bool gpu,
+                                       tt_state **out, tt_errbuf *err);
 
 /* C name of a parameter (the op's name made an identifier). */
 void tt__param_name(const tt_workload *w, int op, char *out, size_t n);

@@ -99,3 +99,67 @@ void tt_target_family(const tt_target *t, char *out, size_t n)
     }
     snprintf(out, n, "%s:%s", t->kind, t->device[0] ? t->device : "gpu");
 }
+
+/* Applies a feature list ("+a,-b,...") to the flags it names; later entries win. */
+static void apply_features(const char *list, bool *avx512, bool *avx2, bool *avx, bool *fma)
+{
+    static const char *const names[] = {"avx512f", "avx2", "avx", "fma"};
+    bool *flags[] = {avx512, avx2, avx, fma};
+    const char *s = list;
+    while (s && *s) {
+        size_t len = strcspn(s, ",");
+        if (len > 1 && (s[0] == '+' || s[0] == '-'))
+            for (size_t i = 0; i < TT_ARRAY_LEN(names); i++)
+                if (strlen(names[i]) == len - 1 && !memcmp(names[i], s + 1, len - 1))
+                    *flags[i] = s[0] == '+';
+        s += len + (s[len] == ',');
+    }
+}
+
+static void set_isa(tt_vector_isa *o, const char *name, int bytes, int regs, bool fma)
+{
+    snprintf(o->name, sizeof(o->name), "%s", name);
+    o->vector_bytes = bytes;
+    o->vector_regs = regs;
+    o->fma = fma;
+}
+
+void tt_target_vector_isa(const tt_target *t, const char *host_features, tt_vector_isa *out)
+{
+    const char *triple = t->triple;
+    bool host = !triple[0];
+    if (!host && (!strncmp(triple, "aarch64", 7) || !strncmp(triple, "arm64", 5))) {
+        set_isa(out, "neon", 16, 32, true);
+        return;
+    }
+    if (!host && strncmp(triple, "x86_64", 6)) {
+        set_isa(out, "scalar", 4, 16, false); /* other architectures: no vector model yet */
+        return;
+    }
+    bool avx512 = false, avx2 = false, avx = false, fma = false;
+    if (host) {
+        apply_features(host_features, &avx512, &avx2, &avx, &fma);
+    } else if (t->cpu[0]) {
+        /* x86 CPUs by name: the AVX-512 families, then the AVX2 ones. */
+        static const char *const with512[] = {"avx512",     "cascadelake", "cooperlake",
+                                              "icelake",    "tigerlake",   "sapphirerapids",
+                                              "rocketlake", "znver4",      "x86-64-v4"};
+        static const char *const with2[] = {"haswell", "broadwell", "skylake",   "alderlake",
+                                            "znver",   "x86-64-v3", "raptorlake"};
+        for (size_t i = 0; i < TT_ARRAY_LEN(with512); i++)
+            avx512 |= strstr(t->cpu, with512[i]) != NULL;
+        for (size_t i = 0; i < TT_ARRAY_LEN(with2); i++)
+            avx2 |= strstr(t->cpu, with2[i]) != NULL;
+        avx2 |= avx512;
+        fma = avx = avx2;
+    }
+    apply_features(t->attrs, &avx512, &avx2, &avx, &fma);
+    if (avx512)
+        set_isa(out, "avx512", 64, 32, true);
+    else if (avx2)
+        set_isa(out, "avx2", 32, 16, fma);
+    else if (avx)
+        set_isa(out, "avx", 32, 16, fma);
+    else
+        set_isa(out, "sse", 16, 16, fma);
+}

@@ -28,4 +28,21 @@ tt_status tt_target_parse(const char *text, tt_target *out, tt_errbuf *err);
  * "opencl:mali", "cuda:gpu". */
 void tt_target_family(const tt_target *t, char *out, size_t n);
 
+/* What a CPU target's vector unit offers the code generator and the search spaces: the widest
+ * vector register and how many there are, which bound a register-blocked micro-kernel (rows x
+ * vectors accumulators plus the operands must fit, or the tile spills). */
+typedef struct tt_vector_isa {
+    char name[16];    /* "avx512", "avx2", "avx", "sse", "neon", "scalar" */
+    int vector_bytes; /* widest vector register (4: none) */
+    int vector_regs;  /* architectural vector registers */
+    bool fma;         /* fused multiply-add */
+} tt_vector_isa;
+
+/* The vector ISA of a CPU target.  `host_features` is LLVM's feature string of this machine
+ * ("+avx2,-avx512f,..."; codegen's tt_codegen_host), used when the target has no triple; the
+ * target's -mattr is applied after it, so "-mattr=-avx512f" narrows the host.  A cross target is
+ * judged by its triple, -mcpu and -mattr.  Never fails: unknown CPUs get the architecture's
+ * baseline (x86-64: SSE, aarch64: NEON). */
+void tt_target_vector_isa(const tt_target *t, const char *host_features, tt_vector_isa *out);
+
 #endif

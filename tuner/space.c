@@ -61,7 +61,36 @@ tt_status tt__space_pick_main(tt_space *s, const tt_dag *dag, tt_errbuf *err)
     return TT_OK;
 }
 
-tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, tt_errbuf *err)
+/* The register tiles of the micro_kernel knob: [rows, vectors] pairs whose accumulators, one
+ * vector of B per column vector and a broadcast of A fit the ISA's registers.  Rows must divide
+ * the row axis; columns (vectors x lanes) the column axis, else one partial vector as wide as the
+ * largest divisor below the vector width.  None when the ISA has no vectors. */
+static int micro_kernels(const tt_vector_isa *isa, int64_t lanes, int64_t row_extent,
+                         int64_t col_extent, int64_t *out)
+{
+    int n = 0;
+    if (!isa || lanes < 2 || col_extent < 2)
+        return n;
+    int64_t partial = 0; /* a column tile narrower than one vector */
+    if (col_extent % lanes)
+        for (int64_t d = lanes - 1; d >= 2 && !partial; d--)
+            if (col_extent % d == 0)
+                partial = d;
+    for (int64_t v = 1; v <= 4; v++) {
+        if (partial ? v > 1 : col_extent % (v * lanes) != 0)
+            continue;
+        for (int64_t r = 1; r <= 16 && n < TT_SPACE_MAX_CHOICES; r++) {
+            if ((r + 1) * v >= isa->vector_regs || row_extent % r != 0)
+                continue;
+            /* [rows, vectors] as a split knob; a partial vector stores its width as -lanes. */
+            out[n++] = (r << 16) | (partial ? (0x8000 | partial) : v);
+        }
+    }
+    return n;
+}
+
+tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, const tt_vector_isa *isa,
+                        tt_errbuf *err)
 {
     tt_status r = tt__space_pick_main(s, dag, err);
     if (r)
@@ -69,19 +98,31 @@ tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, tt_errbuf *er
     const tt_op *m = &dag->ops.data[s->main_stage];
     s->nspatial = m->ndim;
     s->nreduce = m->nreduce;
-    if (m->ndim + 7 > TT_SPACE_MAX_KNOBS)
+    if (m->ndim + 9 > TT_SPACE_MAX_KNOBS)
         return tt_err(err, TT_ERR_UNSUPPORTED, "op '%s' has too many axes for the tiling space",
                       m->name);
-    int64_t c[TT_SPACE_MAX_CHOICES];
+    int64_t c[TT_SPACE_MAX_CHOICES], mks[TT_SPACE_MAX_CHOICES];
+    int esize = tt_dtype_bytes(m->dtype);
+    s->vector_lanes = isa && esize > 0 ? isa->vector_bytes / esize : 0;
+    int nmk = m->nreduce > 0
+                  ? micro_kernels(isa, s->vector_lanes, m->ndim > 1 ? m->shape[m->ndim - 2] : 1,
+                                  m->shape[m->ndim - 1], mks)
+                  : 0;
+    s->micro = nmk > 0;
     for (int d = 0; d < m->ndim; d++) {
         char name[40];
         snprintf(name, sizeof(name), "tile_%s", tt_var_name(&dag->pool, m->axis[d]));
-        tt__space_add_knob(s, name, c, divisors(m->shape[d], 64, c));
+        static const int64_t mult[] = {1, 2, 4, 8, 16};
+        if (s->micro && d >= m->ndim - 2) /* register tiles per cache tile */
+            tt__space_add_knob(s, name, mult, 5);
+        else
+            tt__space_add_knob(s, name, c, divisors(m->shape[d], 64, c));
     }
     if (m->nreduce > 0) {
         char name[40];
         snprintf(name, sizeof(name), "tile_%s", tt_var_name(&dag->pool, m->raxis[m->nreduce - 1]));
-        tt__space_add_knob(s, name, c, divisors(m->rextent[m->nreduce - 1], 64, c));
+        /* Longer inner reductions amortise a micro-kernel's accumulator loads and stores. */
+        tt__space_add_knob(s, name, c, divisors(m->rextent[m->nreduce - 1], isa ? 256 : 64, c));
         int64_t cw[2] = {0, 1};
         tt__space_add_knob(s, "cache_write", cw, 2);
         /* Loop order inside a tile: spatial rows outside the inner reduction, or inside it. */
@@ -103,6 +144,15 @@ tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, tt_errbuf *er
     tt__space_add_knob(s, "vectorize", vec, 2);
     int64_t unroll[4] = {0, 16, 64, 512};
     tt__space_add_knob(s, "auto_unroll_max_step", unroll, 4);
+    if (!nmk)
+        mks[nmk++] = 0;
+    tt__space_add_knob(s, "micro_kernel", mks, nmk);
+    s->knobs[s->nknobs - 1].parts = 2;
+    bool producers = false;
+    for (size_t i = 0; i < dag->ops.len; i++)
+        producers |= tt__space_inlinable(dag, (int)i, s->main_stage);
+    int64_t inl[2] = {1, 0};
+    tt__space_add_knob(s, "inline_producers", inl, producers && isa ? 2 : 1);
     s->size = 1;
     for (int k = 0; k < s->nknobs; k++)
         s->size *= (uint64_t)s->knobs[k].n;
@@ -226,6 +276,133 @@ static tt_status finish_stage(tt_state *st, int stage, int nouter, bool parallel
     return TT_OK;
 }
 
+/* The largest divisor of `n` that is at most `max`. */
+static int64_t divisor_at_most(int64_t n, int64_t max)
+{
+    for (int64_t d = max < n ? max : n; d > 1; d--)
+        if (n % d == 0)
+            return d;
+    return 1;
+}
+
+/* The register tile of micro_kernel choice `mk` for the space's main stage. */
+static void register_tile(const tt_space *s, int64_t mk, int64_t *rows, int64_t *cols)
+{
+    int64_t v = mk & 0xffff;
+    *rows = (mk >> 16) & 0xffff;
+    *cols = v & 0x8000 ? (v & 0x7fff) : v * s->vector_lanes;
+}
+
+/* Micro-kernel mode: the row and column tile knobs count register tiles; turn them into cache
+ * tile lengths that divide their axes. */
+static void micro_tiles(const tt_space *s, int64_t mk, int64_t *tile)
+{
+    const tt_op *m = &s->dag->ops.data[s->main_stage];
+    int n = s->nspatial;
+    int64_t rows, cols;
+    register_tile(s, mk, &rows, &cols);
+    int64_t reg[2] = {rows, cols};
+    for (int a = 0; a < 2; a++) {
+        int d = n - 2 + a;
+        if (d < 0)
+            continue;
+        int64_t per = m->shape[d] / reg[a]; /* register tiles along the axis */
+        tile[d] = reg[a] * divisor_at_most(per, tile[d]);
+    }
+}
+
+/* The register-blocked layout (tt_space_init's micro_kernel knob): the original stage tiled and
+ * parallel, a local accumulator computed at its last outer tile and ordered
+ *     [outer reductions][spatial tile / register tile][inner reduction][rows][columns]
+ * (reduce_first: the spatial loops outside the reductions instead), rows unrolled and columns
+ * vectorised.  *pack_pos: the local stage's outer reduction step, where packed inputs go. */
+static tt_status micro_kernel_layout(const tt_space *s, tt_state *st, int main, const int64_t *tile,
+                                     int64_t rtile, int64_t mk, bool reduce_first, bool parallel,
+                                     bool vectorize, int unroll, int *pack_pos, tt_errbuf *err)
+{
+    int n = s->nspatial, nr = s->nreduce;
+    tt_status r = tt_sched_cache_write(st, main, "local", err);
+    int orig = main + 1;
+    if (!r)
+        r = tile_stage(st, orig, n, tile, NULL, 0, NULL, 0, false, err);
+    if (!r)
+        r = tt_sched_compute_at(st, main, orig, n - 1, err);
+    if (!r)
+        r = finish_stage(st, orig, n, parallel, vectorize, 0, 0, err);
+    if (r)
+        return r;
+    /* The register tile, shrunk to divide this config's cache tile. */
+    int64_t rows, cols, lanes = s->vector_lanes;
+    register_tile(s, mk, &rows, &cols);
+    int64_t tcol = tile[n - 1], trow = n > 1 ? tile[n - 2] : 1;
+    rows = divisor_at_most(trow, rows);
+    if (tcol % cols) {
+        int64_t best = 0;
+        for (int64_t k = cols / lanes; k >= 1 && !best; k--)
+            if (tcol % (k * lanes) == 0)
+                best = k * lanes;
+        cols = best ? best : tcol;
+    }
+    /* Split the last reduction (ki), the column axis and the row axis, last position first. */
+    int64_t one;
+    one = rtile;
+    if ((r = tt_sched_split(st, main, n + nr - 1, &one, 1, true, err)))
+        return r;
+    one = cols;
+    if ((r = tt_sched_split(st, main, n - 1, &one, 1, true, err)))
+        return r;
+    int row0 = -1, row1 = -1, col0, col1;
+    if (n > 1) {
+        one = rows;
+        if ((r = tt_sched_split(st, main, n - 2, &one, 1, true, err)))
+            return r;
+        row0 = n - 2;
+        row1 = n - 1;
+        col0 = n;
+        col1 = n + 1;
+    } else {
+        col0 = 0;
+        col1 = 1;
+    }
+    int base = n > 1 ? n + 2 : 2; /* first reduce iterator after the splits */
+    int order[TT_MAX_ITERS], k = 0;
+    int outer_sp[TT_MAX_ITERS], nouter = 0;
+    for (int d = 0; d < n - 2; d++)
+        outer_sp[nouter++] = d;
+    if (row0 >= 0)
+        outer_sp[nouter++] = row0;
+    outer_sp[nouter++] = col0;
+    if (!reduce_first)
+        for (int i = 0; i < nr; i++)
+            order[k++] = base + i; /* R0 .. R_last.0 */
+    for (int i = 0; i < nouter; i++)
+        order[k++] = outer_sp[i];
+    if (reduce_first)
+        for (int i = 0; i < nr; i++)
+            order[k++] = base + i;
+    *pack_pos = reduce_first ? nouter + nr - 1 : nr - 1;
+    order[k++] = base + nr; /* R_last.1 */
+    if (row1 >= 0)
+        order[k++] = row1;
+    order[k++] = col1;
+    if ((r = tt_sched_reorder(st, main, order, k, err)))
+        return r;
+    const tt_stage *sg = &st->stages.data[main];
+    int last = sg->niters - 1;
+    if (row1 >= 0 && rows > 1 && (r = tt_sched_annotate(st, main, last - 1, TT_ANN_UNROLL, err)))
+        return r;
+    if (cols > 1 &&
+        (r = tt_sched_annotate(st, main, last,
+                               vectorize && cols <= 64 ? TT_ANN_VECTORIZE : TT_ANN_UNROLL, err)))
+        return r;
+    if (unroll > 0) {
+        char pragma[48];
+        snprintf(pragma, sizeof(pragma), "auto_unroll_max_step$%d", unroll);
+        r = tt_sched_pragma(st, main, 0, pragma, err);
+    }
+    return r;
+}
+
 tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_errbuf *err)
 {
     if (s->gpu)
@@ -236,6 +413,9 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
     int64_t tile[TT_MAX_DIMS];
     for (int d = 0; d < n; d++)
         tile[d] = s->knobs[d].choice[pos[d]];
+    int64_t mk = s->knobs[n + 7].choice[pos[n + 7]];
+    if (s->micro)
+        micro_tiles(s, mk, tile);
     int64_t rtile = s->knobs[n].choice[pos[n]];
     bool cache_write = s->knobs[n + 1].choice[pos[n + 1]];
     bool reduce_first = s->knobs[n + 2].choice[pos[n + 2]];
@@ -243,6 +423,9 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
     bool parallel = s->knobs[n + 4].choice[pos[n + 4]];
     bool vectorize = s->knobs[n + 5].choice[pos[n + 5]];
     int unroll = (int)s->knobs[n + 6].choice[pos[n + 6]];
+    bool inline_producers = s->knobs[n + 8].choice[pos[n + 8]];
+    if (s->micro)
+        cache_write = true; /* the register tile is a local accumulator */
     tt_state *st;
     tt_status r = tt_state_create(s->dag, &st, err);
     if (r)
@@ -257,8 +440,8 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
         r = tt_sched_cache_read(st, tt_state_stage_of_op(st, (int)i), "local", &reader, 1, err);
         packs[npacks++] = (int)st->dag.ops.len - 1;
     }
-    /* Elementwise intermediates go into their readers. */
-    for (size_t i = 0; i < s->dag->ops.len && !r; i++)
+    /* Elementwise intermediates go into their readers (or stay at the root, computed once). */
+    for (size_t i = 0; i < s->dag->ops.len && !r && inline_producers; i++)
         if (tt__space_inlinable(s->dag, (int)i, s->main_stage))
             r = tt_sched_compute_inline(st, tt_state_stage_of_op(st, (int)i), err);
     int main = tt_state_stage_of_op(st, s->main_stage), nr = s->nreduce;
@@ -277,6 +460,10 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
             r = finish_stage(st, main, n, parallel, vectorize, unroll, 0, err);
         pack_target = main;
         pack_pos = (parallel ? 1 : n) + nr - 1;
+    } else if (!r && nr > 0 && s->micro) {
+        r = micro_kernel_layout(s, st, main, tile, rtile, mk, reduce_first, parallel, vectorize,
+                                unroll, &pack_pos, err);
+        pack_target = main;
     } else if (!r && nr > 0) {
         /* cache_write: the accumulation happens in a tile-sized local buffer, copied out by the
          * original stage, which is tiled and computes the local stage at its last outer loop. */

@@ -31,11 +31,27 @@ typedef struct tt_space {
     int nspatial, nreduce;
     int nknobs;
     tt_knob knobs[TT_SPACE_MAX_KNOBS];
-    uint64_t size; /* product of the knob sizes */
+    int vector_lanes; /* CPU: lanes of the widest vector for the main stage's dtype (0: none) */
+    bool micro;       /* CPU: register-blocked micro-kernels (the micro_kernel knob) */
+    uint64_t size;    /* product of the knob sizes */
 } tt_space;
 
-/* Builds the space of `dag` for a CPU with `cores` cores and `vector_bytes`-wide vectors. */
-tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, tt_errbuf *err);
+/* Builds the space of `dag` for a CPU with `cores` cores whose vector unit is `isa` (NULL: no
+ * register-blocked micro-kernels).
+ *
+ * With a reduction and an ISA, the space is register-blocked: the knob micro_kernel (a split knob
+ * [rows, vectors]) picks the register tile of the accumulation, `rows` of the second-innermost
+ * spatial axis by `vectors` vector registers of the innermost one, every choice fitting the ISA's
+ * registers with room for the operands ((rows + 1) x vectors < registers: up to 6x2 on AVX2,
+ * 14x2 or 6x4 on AVX-512).  The tile knobs of those two axes then count register tiles per cache
+ * tile (1, 2, 4, 8, 16; shrunk to the nearest that divides the axis).  The local accumulator is
+ * ordered [outer reductions][cache tile / register tile][inner reduction][rows, unrolled]
+ * [columns, vectorised], so LLVM keeps the accumulators in registers across the inner reduction
+ * and every multiply-add is one FMA with a broadcast operand.  The knob inline_producers (0)
+ * computes padding and other elementwise producers once at the root instead of inlining them (a
+ * guarded load per multiply-add). */
+tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, const tt_vector_isa *isa,
+                        tt_errbuf *err);
 /* The GPU template, in the manner of TVM's direct CUDA/OpenCL templates (conv2d_nchw.cuda): each
  * spatial axis of the main stage split in four (block, vthread, thread, inner: knob tile_<axis>
  * with the three inner lengths), each reduce axis in two (tile_<axis>, the inner length), the

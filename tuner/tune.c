@@ -148,6 +148,7 @@ typedef struct {
     tt_space space;
     char space_sig[40]; /* identity of the template space, kept with each record's index */
     tt_target target;
+    tt_vector_isa isa; /* CPU targets: what bounds the template's register tiles */
     const char *target_text;
     bool gpu;          /* an OpenCL target: kernels are OpenCL artifacts */
     tt_gpu_limits lim; /* what the device allows one kernel (gpu) */
@@ -1591,12 +1592,15 @@ static tt_status task_open(const tt_tune_options *o, const char *wtext, tt_db *d
     t->gpu = cl != NULL;
     if (t->gpu)
         limits_of(cl, &t->lim);
+    else
+        tt_codegen_vector_isa(&t->target, &t->isa);
     if ((s = t->gpu ? tt_space_init_gpu(&t->space, &t->w->dag, t->lim.max_threads,
                                         (int)t->lim.max_vthread, err)
                     : tt_space_init(&t->space, &t->w->dag,
-                                    t->target.num_cores ? t->target.num_cores : (int)cores, err)))
+                                    t->target.num_cores ? t->target.num_cores : (int)cores, &t->isa,
+                                    err)))
         return s;
-    uint64_t sig = tt_hash64_str(t->space.gpu ? "gpu-template-1" : "tiling-space-1");
+    uint64_t sig = tt_hash64_str(t->space.gpu ? "gpu-template-1" : "tiling-space-2");
     for (int k = 0; k < t->space.nknobs; k++) {
         sig = tt_hash64_update(sig, t->space.knobs[k].name, strlen(t->space.knobs[k].name));
         sig = tt_hash64_update(sig, t->space.knobs[k].choice,

@@ -1,6 +1,7 @@
 /* tvm-tune: the command-line front end.  This stage of the project has `lower` (print the loop
  * IR of a workload under a schedule, optionally checked against the definition) and `ops` (list
  * the operator library); `run`, `submit`, `watch` and `summary` arrive with the tuner and farm. */
+#include "codegen/codegen.h"
 #include "schedule/schedule.h"
 #include "rpc/tracker_client.h"
 #include "tuner/tune.h"
@@ -89,7 +90,7 @@ static void usage(FILE *f)
         "  (docs/farm.md)\n"
         "\n"
         "tvm-tune lower --workload W [--steps FILE | --steps-json JSON] [--check] [--seed N]\n"
-        "               [--dag] [--state]\n"
+        "               [--dag] [--state] [--target T] [--llvm-ir] [--asm]\n"
         "  --workload W      workload text, e.g. matmul:M=512,N=512,K=512 or\n"
         "                    'te:C[i,j] += A[i,k] * B[k,j]; A:float32[64,64]; B:float32[64,64]'\n"
         "  --steps FILE      schedule as an Ansor step list (JSON array); '-' reads stdin\n"
@@ -99,6 +100,9 @@ static void usage(FILE *f)
         "  --seed N          seed of the random inputs (default 1)\n"
         "  --dag             also print the compute DAG\n"
         "  --state           also print the schedule state (stages and iterators)\n"
+        "  --llvm-ir         also print the optimised LLVM IR the CPU code generator emits\n"
+        "  --asm             also print the target's assembly (register tiles, FMAs, spills)\n"
+        "  --target T        the target of --llvm-ir and --asm (default llvm: this CPU)\n"
         "\n"
         "Step lists and the loop IR are described in docs/steps.md; workloads and the\n"
         "tensor-expression language in docs/workloads.md and docs/tensor-expressions.md.\n");
@@ -146,15 +150,22 @@ static int cmd_lower(int argc, char **argv)
                                          {"seed", required_argument, 0, 'S'},
                                          {"dag", no_argument, 0, 'd'},
                                          {"state", no_argument, 0, 't'},
+                                         {"llvm-ir", no_argument, 0, 'L'},
+                                         {"asm", no_argument, 0, 'A'},
+                                         {"target", required_argument, 0, 'T'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *workload = NULL, *steps_file = NULL, *steps_json = NULL;
-    bool check = false, show_dag = false, show_state = false;
+    const char *target_text = "llvm";
+    bool check = false, show_dag = false, show_state = false, show_ir = false, show_asm = false;
     unsigned long long seed = 1;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "w:s:j:cS:dth", opts, NULL)) != -1) {
         switch (c) {
+        case 'L': show_ir = true; break;
+        case 'A': show_asm = true; break;
+        case 'T': target_text = optarg; break;
         case 'w': workload = optarg; break;
         case 's': steps_file = optarg; break;
         case 'j': steps_json = optarg; break;
@@ -235,6 +246,26 @@ static int cmd_lower(int argc, char **argv)
     char *ir = tt_program_print(prog);
     printf("%s", ir ? ir : "");
     free(ir);
+    if (show_ir || show_asm) {
+        tt_target t;
+        if ((s = tt_target_parse(target_text, &t, &err))) {
+            fprintf(stderr, "tvm-tune lower: --target: %s\n", err.msg);
+            goto out;
+        }
+        for (int k = 0; k < 2; k++) {
+            if (!(k ? show_asm : show_ir))
+                continue;
+            char *code = NULL;
+            s = k ? tt_codegen_llvm_asm(prog, &t, "kernel", NULL, &code, &err)
+                  : tt_codegen_llvm_ir(prog, &t, "kernel", NULL, &code, &err);
+            if (s) {
+                fprintf(stderr, "tvm-tune lower: %s\n", err.msg);
+                goto out;
+            }
+            printf("# %s (%s)\n%s", k ? "assembly" : "LLVM IR, optimised", target_text, code);
+            free(code);
+        }
+    }
     rc = 0;
     if (check) {
         tt_verify_result vr;

@@ -35,7 +35,8 @@ static void sampled_configs_compute_the_definition(void **state)
         if (tt_workload_parse(workloads[w], &wl, &err))
             fail_msg("%s", err.msg);
         tt_space sp;
-        assert_int_equal(tt_space_init(&sp, &wl->dag, 2, &err), TT_OK);
+        tt_vector_isa isa = {"avx2", 32, 16, true};
+        assert_int_equal(tt_space_init(&sp, &wl->dag, 2, w % 2 ? &isa : NULL, &err), TT_OK);
         assert_true(sp.size > 1);
         tt_rng rng;
         tt_rng_seed(&rng, w);

@@ -1,0 +1,597 @@
+/* bench_vendor: tuned kernels against the vendor libraries, in one run on this machine.
+ *
+ * Rows: matmul 256..2048 and two BERT-base shapes, the twelve ResNet-18 conv2d layers (NHWC), the
+ * MobileNet-V2 depthwise layers (3x3, stride 1 and 2), dense 1x512x1000.  Each row is tuned with
+ * the default search for the first budget (200 trials), then resumed to the second (1000); the
+ * best kernel of each stage is built again here, checked against a reference (OpenBLAS's output
+ * for GEMMs, the naive schedule for convolutions) and timed in this process exactly as the
+ * vendor is: a warm-up call, then the median of 5 samples of at least 20 ms (anchors.c).
+ * Vendors: OpenBLAS sgemm (the faster of 1 and all threads, its kernel for this CPU), oneDNN's
+ * convolution with weights pre-packed in the layout it prefers.  Percent of peak is against the
+ * FMA peak measured first (peak.c).
+ *
+ * usage: bench_vendor [--quick] [--trials A,B] [--strategy S] [--only SUBSTR] [--json FILE]
+ *                     [--db PATH] [--no-compile-bench]
+ * Tuning runs before anything multi-threaded: OpenMP pools do not survive the tuner's fork(). */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "anchors.h"
+#include "codegen/codegen.h"
+#include "db/db.h"
+#include "schedule/schedule.h"
+#include "schedule/verify.h"
+#include "tuner/space.h"
+#include "tuner/tune.h"
+
+typedef enum { VENDOR_GEMM, VENDOR_CONV } vendor_kind;
+
+typedef struct {
+    const char *group, *name;
+    vendor_kind kind;
+    int m, n, k;                      /* GEMM: C[m,n] = A[m,k] B[k,n] */
+    int ci, hw, co, kk, s, p, groups; /* convolution, batch 1, NHWC */
+    bool quick;                       /* in the --quick subset */
+    char workload[192];
+    /* results, per budget */
+    double tuned_s[2], ours_s[2], tune_wall[2], max_err[2];
+    char config[2][8192];
+    int64_t measured[2];
+    double vendor_s, flops;
+    const char *vendor;
+} row;
+
+#define GEMM(g, nm, M, N, K, q)                                                                    \
+    {                                                                                              \
+        .group = g, .name = nm, .kind = VENDOR_GEMM, .m = M, .n = N, .k = K, .quick = q            \
+    }
+#define CONV(nm, CI, HW, CO, K, S, P, q)                                                           \
+    {                                                                                              \
+        .group = "resnet18", .name = nm, .kind = VENDOR_CONV, .ci = CI, .hw = HW, .co = CO,        \
+        .kk = K, .s = S, .p = P, .groups = 1, .quick = q                                           \
+    }
+#define DW(nm, C, HW, S, q)                                                                        \
+    {                                                                                              \
+        .group = "mbv2-dw", .name = nm, .kind = VENDOR_CONV, .ci = C, .hw = HW, .co = C, .kk = 3,  \
+        .s = S, .p = 1, .groups = C, .quick = q                                                    \
+    }
+
+static row rows[] = {
+    GEMM("matmul", "256", 256, 256, 256, true),
+    GEMM("matmul", "512", 512, 512, 512, false),
+    GEMM("matmul", "1024", 1024, 1024, 1024, false),
+    GEMM("matmul", "2048", 2048, 2048, 2048, false),
+    GEMM("bert", "128x768x768", 128, 768, 768, false),
+    GEMM("bert", "128x768x3072", 128, 3072, 768, false),
+    CONV("C1", 3, 224, 64, 7, 2, 3, false),
+    CONV("C2", 64, 56, 64, 3, 1, 1, false),
+    CONV("C3", 64, 56, 64, 1, 1, 0, false),
+    CONV("C4", 64, 56, 128, 3, 2, 1, false),
+    CONV("C5", 64, 56, 128, 1, 2, 0, false),
+    CONV("C6", 128, 28, 128, 3, 1, 1, false),
+    CONV("C7", 128, 28, 256, 3, 2, 1, false),
+    CONV("C8", 128, 28, 256, 1, 2, 0, false),
+    CONV("C9", 256, 14, 256, 3, 1, 1, false),
+    CONV("C10", 256, 14, 512, 3, 2, 1, false),
+    CONV("C11", 256, 14, 512, 1, 2, 0, false),
+    CONV("C12", 512, 7, 512, 3, 1, 1, true),
+    /* MobileNet-V2's depthwise layers at 224x224: input size, channels, stride. */
+    DW("DW1", 32, 112, 1, false),
+    DW("DW2", 96, 112, 2, false),
+    DW("DW3", 144, 56, 1, false),
+    DW("DW4", 144, 56, 2, false),
+    DW("DW5", 192, 28, 1, false),
+    DW("DW6", 192, 28, 2, false),
+    DW("DW7", 384, 14, 1, false),
+    DW("DW8", 576, 14, 1, false),
+    DW("DW9", 576, 14, 2, false),
+    DW("DW10", 960, 7, 1, true),
+    GEMM("dense", "1x512x1000", 1, 1000, 512, true),
+};
+enum { NROWS = sizeof(rows) / sizeof(rows[0]) };
+
+static void workload_of(row *r)
+{
+    if (r->kind == VENDOR_GEMM)
+        snprintf(r->workload, sizeof(r->workload), "matmul:M=%d,N=%d,K=%d", r->m, r->n, r->k);
+    else if (r->groups > 1)
+        snprintf(r->workload, sizeof(r->workload),
+                 "depthwise_conv2d_nhwc:N=1,H=%d,W=%d,C=%d,K=%d,S=%d,P=%d", r->hw, r->hw, r->ci,
+                 r->kk, r->s, r->p);
+    else
+        snprintf(r->workload, sizeof(r->workload),
+                 "conv2d_nhwc:N=1,H=%d,W=%d,CI=%d,CO=%d,K=%d,S=%d,P=%d", r->hw, r->hw, r->ci, r->co,
+                 r->kk, r->s, r->p);
+}
+
+/* ---- one kernel, built and run in this process ---- */
+
+typedef struct {
+    tt_workload *w;
+    int nparams, ninputs;
+    void *data[8];
+    size_t bytes[8];
+    tt_kernel *kern;
+    tt_kernel_fn fn;
+} built;
+
+static void run_built(void *ctx)
+{
+    built *b = ctx;
+    b->fn(b->data);
+}
+
+static void built_free(built *b)
+{
+    if (b->kern)
+        tt_kernel_unload(b->kern);
+    for (int i = 0; i < b->nparams; i++)
+        free(b->data[i]);
+    tt_workload_free(b->w);
+    memset(b, 0, sizeof(*b));
+}
+
+/* Builds `config` (a step list; "[]" = the naive schedule) of `workload` into a loaded kernel
+ * with random inputs (the same for every config of the workload: seeded by position). */
+static tt_status build(const char *workload, const char *config, const char *so, built *b,
+                       tt_errbuf *err)
+{
+    memset(b, 0, sizeof(*b));
+    tt_step *steps = NULL;
+    size_t nsteps = 0;
+    tt_state *st = NULL;
+    tt_program *prog = NULL;
+    tt_target host;
+    tt_target_parse("llvm", &host, NULL);
+    tt_status s = tt_workload_parse(workload, &b->w, err);
+    if (!s)
+        s = tt_steps_from_json(config, &steps, &nsteps, err);
+    if (!s)
+        s = tt_state_replay(&b->w->dag, steps, nsteps, &st, err);
+    if (!s)
+        s = tt_lower(st, &prog, err);
+    if (!s)
+        s = tt_codegen_llvm(prog, &host, "kernel", so, NULL, NULL, err);
+    if (!s)
+        s = tt_kernel_load(so, "kernel", &b->kern, err);
+    unlink(so);
+    free(steps);
+    tt_state_free(st);
+    tt_program_free(prog);
+    if (s)
+        return s;
+    b->fn = tt_kernel_function(b->kern);
+    int ops[8];
+    b->nparams = tt_dag_params(&b->w->dag, ops, 8, &b->ninputs);
+    for (int i = 0; i < b->nparams && i < 8; i++) {
+        const tt_op *op = &b->w->dag.ops.data[ops[i]];
+        b->bytes[i] = (size_t)tt_op_numel(op) * (size_t)tt_dtype_bytes(op->dtype);
+        if (posix_memalign(&b->data[i], 64, b->bytes[i]))
+            return tt_err(err, TT_ERR_NOMEM, "out of memory");
+        if (i < b->ninputs)
+            tt_fill_random(b->data[i], op->dtype, tt_op_numel(op), 1000 + (uint64_t)i);
+        else
+            memset(b->data[i], 0, b->bytes[i]);
+    }
+    return TT_OK;
+}
+
+/* Largest |x - y| / (1 + |y|) over the output. */
+static double max_rel_err(const float *x, const float *y, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)x[i] - (double)y[i]) / (1.0 + fabs((double)y[i]));
+        if (!(d <= m))
+            m = d;
+    }
+    return m;
+}
+
+#ifdef TT_HAVE_OPENBLAS
+#include <cblas.h>
+static void reference_gemm(const built *b, const row *r, float *out)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r->m, r->n, r->k, 1.0f, b->data[0], r->k,
+                b->data[1], r->n, 0.0f, out, r->n);
+}
+#else
+static void reference_gemm(const built *b, const row *r, float *out)
+{
+    (void)b, (void)r, (void)out;
+}
+#endif
+
+/* The expected output of row r's workload on b's inputs. */
+static tt_status reference(row *r, const built *b, const char *so, float **out, tt_errbuf *err)
+{
+    size_t n = b->bytes[b->nparams - 1];
+    if (!(*out = malloc(n)))
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    if (r->kind == VENDOR_GEMM && tt_bench_openblas_core()) {
+        reference_gemm(b, r, *out);
+        return TT_OK;
+    }
+    built naive;
+    tt_status s = build(r->workload, "[]", so, &naive, err);
+    if (!s) {
+        naive.fn(naive.data);
+        memcpy(*out, naive.data[naive.nparams - 1], n);
+    }
+    built_free(&naive);
+    return s;
+}
+
+/* Lets the worker threads of the library timed last (OpenBLAS's pool, OpenMP's) stop spinning
+ * before another library is timed: a spinning pool on a 2-core machine halves the next one. */
+static void settle(void)
+{
+    usleep(300 * 1000);
+}
+
+/* ---- the table ---- */
+
+static double geomean(const double *v, int n)
+{
+    double s = 0;
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (v[i] > 0) {
+            s += log(v[i]);
+            k++;
+        }
+    return k ? exp(s / k) : 0;
+}
+
+static const char *cpu_model(char *buf, size_t n)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    snprintf(buf, n, "unknown CPU");
+    char line[512];
+    while (f && fgets(line, sizeof(line), f))
+        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+            snprintf(buf, n, "%s", strchr(line, ':') + 2);
+            buf[strcspn(buf, "\n")] = 0;
+            break;
+        }
+    if (f)
+        fclose(f);
+    return buf;
+}
+
+/* ---- compile throughput ---- */
+
+typedef struct {
+    double lower, emit, opt, object, link, load;
+    int n;
+} compile_times;
+
+static void compile_bench(const char *workload, int count, const char *so, compile_times *ct)
+{
+    memset(ct, 0, sizeof(*ct));
+    tt_workload *w;
+    tt_errbuf err = {{0}};
+    if (tt_workload_parse(workload, &w, &err))
+        return;
+    tt_target host;
+    tt_target_parse("llvm", &host, NULL);
+    tt_vector_isa isa;
+    tt_codegen_vector_isa(&host, &isa);
+    tt_space sp;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (tt_space_init(&sp, &w->dag, (int)cores, &isa, &err)) {
+        tt_workload_free(w);
+        return;
+    }
+    tt_rng rng;
+    tt_rng_seed(&rng, 3);
+    for (int tries = 0; ct->n < count && tries < 10 * count; tries++) {
+        tt_state *st;
+        tt_program *prog;
+        if (tt_space_apply(&sp, tt_rng_below(&rng, sp.size), &st, &err))
+            continue;
+        double t0 = tt_clock_monotonic();
+        tt_status s = tt_lower(st, &prog, &err);
+        double t1 = tt_clock_monotonic();
+        tt_state_free(st);
+        if (s)
+            continue;
+        tt_codegen_stats cs;
+        s = tt_codegen_llvm(prog, &host, "kernel", so, NULL, &cs, &err);
+        tt_program_free(prog);
+        if (s)
+            continue;
+        double t2 = tt_clock_monotonic();
+        tt_kernel *k;
+        if (tt_kernel_load(so, "kernel", &k, &err) == TT_OK)
+            tt_kernel_unload(k);
+        ct->load += tt_clock_monotonic() - t2;
+        unlink(so);
+        ct->lower += t1 - t0;
+        ct->emit += cs.emit_s;
+        ct->opt += cs.opt_s;
+        ct->object += cs.object_s;
+        ct->link += cs.link_s;
+        ct->n++;
+    }
+    tt_workload_free(w);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: bench_vendor [--quick] [--trials A,B] [--strategy xgb|evo|...] "
+               "[--only SUBSTR] [--json FILE] [--db PATH] [--no-compile-bench]\n"
+               "  --quick      a tiny subset with 8 and 16 trials (seconds): checks the suite\n"
+               "  --trials     the two budgets per row (default 200,1000)\n"
+               "  --only       rows whose group or name contains SUBSTR (e.g. C9, matmul, mbv2)\n"
+               "  --json       also write the table as JSON (default bench_vendor.json)\n"
+               "  --db         keep the tuning database (a second run resumes from it)\n");
+}
+
+int main(int argc, char **argv)
+{
+    /* OpenBLAS reads OPENBLAS_CORETYPE when it loads: restart without it so that OpenBLAS picks
+     * its kernel for this CPU. */
+    if (getenv("OPENBLAS_CORETYPE")) {
+        unsetenv("OPENBLAS_CORETYPE");
+        execv("/proc/self/exe", argv);
+    }
+    int64_t budget[2] = {200, 1000};
+    bool quick = false, compile_section = true;
+    const char *only = NULL, *json_path = "bench_vendor.json", *db_arg = NULL;
+    tt_strategy strategy = TT_STRATEGY_XGB;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) {
+            quick = true;
+        } else if (!strcmp(argv[i], "--trials") && i + 1 < argc) {
+            if (sscanf(argv[++i], "%lld,%lld", (long long *)&budget[0], (long long *)&budget[1]) !=
+                    2 ||
+                budget[0] < 1 || budget[1] < budget[0]) {
+                fprintf(stderr, "bench_vendor: --trials needs A,B with 1 <= A <= B\n");
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--strategy") && i + 1 < argc) {
+            if (!tt_strategy_parse(argv[++i], &strategy)) {
+                fprintf(stderr, "bench_vendor: unknown strategy '%s'\n", argv[i]);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+            only = argv[++i];
+        } else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
+            json_path = argv[++i];
+        } else if (!strcmp(argv[i], "--db") && i + 1 < argc) {
+            db_arg = argv[++i];
+        } else if (!strcmp(argv[i], "--no-compile-bench")) {
+            compile_section = false;
+        } else {
+            usage(!strcmp(argv[i], "--help") ? stdout : stderr);
+            return strcmp(argv[i], "--help") ? 2 : 0;
+        }
+    }
+    if (quick && budget[0] == 200 && budget[1] == 1000) {
+        budget[0] = 8;
+        budget[1] = 16;
+    }
+    row *use[NROWS];
+    int nuse = 0;
+    for (int i = 0; i < NROWS; i++) {
+        row *r = &rows[i];
+        if (quick && !r->quick)
+            continue;
+        if (only && !strstr(r->group, only) && !strstr(r->name, only))
+            continue;
+        workload_of(r);
+        use[nuse++] = r;
+    }
+    if (!nuse) {
+        fprintf(stderr, "bench_vendor: no row matches '%s'\n", only ? only : "");
+        return 2;
+    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    char cpu[256];
+    tt_target host;
+    tt_target_parse("llvm", &host, NULL);
+    tt_vector_isa isa;
+    tt_codegen_vector_isa(&host, &isa);
+    const char *probe_isa;
+    double peak1 = tt_bench_fma_peak(1, &probe_isa);
+    double peakn = tt_bench_fma_peak((int)cores, &probe_isa);
+    printf("bench_vendor: %s, %ld cores, vector ISA %s (%d-byte vectors, %d registers)\n",
+           cpu_model(cpu, sizeof(cpu)), cores, isa.name, isa.vector_bytes, isa.vector_regs);
+    printf("FMA peak (float32, %s): %.1f GFLOPS on 1 core, %.1f GFLOPS on %ld cores\n", probe_isa,
+           peak1 / 1e9, peakn / 1e9, cores);
+    printf("search: %s, %lld then %lld trials per row; vendors: OpenBLAS %s, oneDNN\n\n",
+           tt_strategy_name(strategy), (long long)budget[0], (long long)budget[1],
+           tt_bench_openblas_core() ? tt_bench_openblas_core() : "(not built in)");
+    fflush(stdout);
+
+    char db_tmp[128], so[128];
+    snprintf(db_tmp, sizeof(db_tmp), "/tmp/bench-vendor-%d.db", (int)getpid());
+    snprintf(so, sizeof(so), "/tmp/bench-vendor-%d.so", (int)getpid());
+    const char *db_path = db_arg ? db_arg : db_tmp;
+
+    /* 1. Tuning, every row and both budgets, before any thread pool exists. */
+    for (int u = 0; u < nuse; u++) {
+        row *r = use[u];
+        for (int b = 0; b < 2; b++) {
+            const char *w[1] = {r->workload};
+            tt_tune_options o;
+            memset(&o, 0, sizeof(o));
+            o.workloads = w;
+            o.nworkloads = 1;
+            o.trials = budget[b];
+            o.strategy = strategy;
+            o.db_path = db_path;
+            o.seed = 1;
+            o.threads = (int)cores;
+            o.measure.repeat = 5;
+            o.measure.min_repeat_ms = 20;
+            o.measure.timeout_s = 10;
+            tt_tune_summary sum;
+            tt_errbuf err = {{0}};
+            double t0 = tt_clock_monotonic();
+            if (tt_tune_run(&o, &sum, NULL, &err) || sum.best_s <= 0) {
+                fprintf(stderr, "bench_vendor: tuning %s: %s\n", r->workload,
+                        err.msg[0] ? err.msg : "no kernel ran");
+                return 1;
+            }
+            r->tune_wall[b] = tt_clock_monotonic() - t0 + (b ? r->tune_wall[0] : 0);
+            r->tuned_s[b] = sum.best_s;
+            r->flops = sum.flops;
+            r->measured[b] = sum.total;
+            snprintf(r->config[b], sizeof(r->config[b]), "%s", sum.best_config);
+            printf("tuned %-9s %-13s %5lld trials: %8.2f GFLOPS (%.0f s)\n", r->group, r->name,
+                   (long long)sum.total, sum.flops / sum.best_s / 1e9, r->tune_wall[b]);
+            fflush(stdout);
+        }
+    }
+
+    /* 2. Our kernels built here and checked, then the vendors, timed one way. */
+    int failures = 0;
+    for (int u = 0; u < nuse; u++) {
+        row *r = use[u];
+        for (int b = 0; b < 2; b++) {
+            built k;
+            tt_errbuf err = {{0}};
+            float *expect = NULL;
+            if (build(r->workload, r->config[b], so, &k, &err) ||
+                reference(r, &k, so, &expect, &err)) {
+                fprintf(stderr, "bench_vendor: %s: %s\n", r->workload, err.msg);
+                built_free(&k);
+                free(expect);
+                return 1;
+            }
+            settle();
+            r->ours_s[b] = tt_bench_time(run_built, &k);
+            r->max_err[b] =
+                max_rel_err(k.data[k.nparams - 1], expect, k.bytes[k.nparams - 1] / sizeof(float));
+            if (!(r->max_err[b] <= 1e-3)) {
+                fprintf(stderr,
+                        "bench_vendor: %s: the tuned kernel disagrees with the reference "
+                        "(max relative error %.3g)\n",
+                        r->workload, r->max_err[b]);
+                failures++;
+            }
+            free(expect);
+            built_free(&k);
+        }
+        settle();
+        if (r->kind == VENDOR_GEMM) {
+            double best = -1;
+            for (int th = 1; th <= cores && th <= 2; th++) { /* 1 thread, then all (2 here) */
+                tt_bench_openblas_threads(th == 2 ? (int)cores : 1);
+                double t = tt_bench_openblas_sgemm(r->m, r->n, r->k);
+                if (t > 0 && (best < 0 || t < best))
+                    best = t;
+            }
+            tt_bench_openblas_threads((int)cores);
+            r->vendor_s = best;
+            r->vendor = "OpenBLAS";
+        } else {
+            r->vendor_s = tt_bench_onednn_conv2d_nhwc_groups(r->ci, r->hw, r->co, r->kk, r->s, r->p,
+                                                             r->groups);
+            r->vendor = "oneDNN";
+        }
+    }
+
+    /* 3. The table. */
+    printf("\n%-9s %-13s %8s | %9s %9s | %9s %-8s | %6s %6s | %6s %6s | %7s\n", "group", "kernel",
+           "GFLOP", "ours@A", "ours@B", "vendor", "", "ratioA", "ratioB", "%pk B", "%pk V",
+           "tune s");
+    double ratio[2][NROWS];
+    int low = 0;
+    for (int u = 0; u < nuse; u++) {
+        row *r = use[u];
+        double gf = r->flops / 1e9;
+        for (int b = 0; b < 2; b++)
+            ratio[b][u] = r->vendor_s > 0 ? r->vendor_s / r->ours_s[b] : 0;
+        low += ratio[1][u] > 0 && ratio[1][u] < 0.9;
+        printf("%-9s %-13s %8.3f | %9.1f %9.1f | %9.1f %-8s | %6.2f %6.2f | %6.1f %6.1f | %7.0f\n",
+               r->group, r->name, gf, gf / r->ours_s[0], gf / r->ours_s[1],
+               r->vendor_s > 0 ? gf / r->vendor_s : 0, r->vendor, ratio[0][u], ratio[1][u],
+               peakn > 0 ? 100 * r->flops / r->ours_s[1] / peakn : 0,
+               peakn > 0 && r->vendor_s > 0 ? 100 * r->flops / r->vendor_s / peakn : 0,
+               r->tune_wall[1]);
+    }
+    double g0 = geomean(ratio[0], nuse), g1 = geomean(ratio[1], nuse);
+    printf("(GFLOPS; A = %lld trials, B = %lld; ratio = vendor time / ours; %%pk = percent of the "
+           "%ld-core FMA peak, ours at B and the vendor)\n",
+           (long long)budget[0], (long long)budget[1], cores);
+    printf("geometric mean of ratios: %.3f at %lld trials, %.3f at %lld trials; %d of %d rows "
+           "below 0.9 at %lld\n",
+           g0, (long long)budget[0], g1, (long long)budget[1], low, nuse, (long long)budget[1]);
+
+    /* 4. Compile throughput, one thread, random configs of the default space. */
+    compile_times ct[2];
+    const char *cw[2] = {"matmul:M=512,N=512,K=512",
+                         "conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=64,K=3,S=1,P=1"};
+    if (compile_section) {
+        printf("\ncompile throughput (one thread, random configs of the default space):\n");
+        for (int i = 0; i < 2; i++) {
+            compile_bench(cw[i], quick ? 4 : 24, so, &ct[i]);
+            if (!ct[i].n)
+                continue;
+            double n = ct[i].n, total = (ct[i].lower + ct[i].emit + ct[i].opt + ct[i].object +
+                                         ct[i].link + ct[i].load) /
+                                        n;
+            printf("  %-48s %5.1f candidates/s per core (%.1f ms: lower %.1f, emit %.1f, "
+                   "optimise %.1f, codegen %.1f, link %.1f, load %.1f)\n",
+                   cw[i], 1 / total, total * 1e3, ct[i].lower / n * 1e3, ct[i].emit / n * 1e3,
+                   ct[i].opt / n * 1e3, ct[i].object / n * 1e3, ct[i].link / n * 1e3,
+                   ct[i].load / n * 1e3);
+        }
+    }
+
+    /* 5. JSON. */
+    json_t *root = json_object(), *arr = json_array();
+    json_object_set_new(root, "cpu", json_string(cpu));
+    json_object_set_new(root, "isa", json_string(isa.name));
+    json_object_set_new(root, "cores", json_integer(cores));
+    json_object_set_new(root, "peak_gflops_1core", json_real(peak1 / 1e9));
+    json_object_set_new(root, "peak_gflops_all", json_real(peakn / 1e9));
+    json_object_set_new(root, "strategy", json_string(tt_strategy_name(strategy)));
+    json_object_set_new(root, "trials",
+                        json_pack("[I, I]", (json_int_t)budget[0], (json_int_t)budget[1]));
+    json_object_set_new(root, "openblas_core",
+                        json_string(tt_bench_openblas_core() ? tt_bench_openblas_core() : ""));
+    for (int u = 0; u < nuse; u++) {
+        row *r = use[u];
+        json_array_append_new(
+            arr, json_pack("{s:s, s:s, s:s, s:f, s:[f, f], s:[f, f], s:s, s:f, s:[f, f], "
+                           "s:[f, f], s:[s, s], s:[f, f]}",
+                           "group", r->group, "kernel", r->name, "workload", r->workload, "gflop",
+                           r->flops / 1e9, "ours_s", r->ours_s[0], r->ours_s[1], "tuned_s",
+                           r->tuned_s[0], r->tuned_s[1], "vendor", r->vendor, "vendor_s",
+                           r->vendor_s, "ratio", ratio[0][u], ratio[1][u], "tune_s",
+                           r->tune_wall[0], r->tune_wall[1], "config", r->config[0], r->config[1],
+                           "max_rel_err", r->max_err[0], r->max_err[1]));
+    }
+    json_object_set_new(root, "rows", arr);
+    json_object_set_new(root, "geomean", json_pack("[f, f]", g0, g1));
+    if (compile_section && ct[0].n) {
+        json_t *c = json_array();
+        for (int i = 0; i < 2; i++) {
+            double n = ct[i].n ? ct[i].n : 1;
+            json_array_append_new(
+                c, json_pack("{s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:f}", "workload", cw[i],
+                             "candidates", ct[i].n, "lower_ms", ct[i].lower / n * 1e3, "emit_ms",
+                             ct[i].emit / n * 1e3, "opt_ms", ct[i].opt / n * 1e3, "codegen_ms",
+                             ct[i].object / n * 1e3, "link_ms", ct[i].link / n * 1e3, "load_ms",
+                             ct[i].load / n * 1e3));
+        }
+        json_object_set_new(root, "compile", c);
+    }
+    if (json_dump_file(root, json_path, JSON_INDENT(1)))
+        fprintf(stderr, "bench_vendor: cannot write %s: %s\n", json_path, strerror(errno));
+    else
+        printf("\nwrote %s\n", json_path);
+    json_decref(root);
+    if (!db_arg)
+        tt_db_remove(db_tmp);
+    return failures ? 1 : 0;
+}
