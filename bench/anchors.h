@@ -21,7 +21,7 @@ double tt_bench_onednn_conv2d_nhwc_groups(int ci, int hw, int co, int k, int s, 
 const char *tt_bench_openblas_core(void);
 void tt_bench_openblas_threads(int n);
 
-/* The single-precision FMA peak of `threads` threads, in FLOP/s (best of three runs of chains
+/* The single-precision FMA peak of `threads` threads, in FLOP/s (best of five runs of chains
  * of independent FMAs on the widest vectors); *isa names what was used.  -1 when the CPU has no
  * FMA this probe knows (non-x86). */
 double tt_bench_fma_peak(int threads, const char **isa);

@@ -499,8 +499,19 @@ int main(int argc, char **argv)
         }
     }
 
+    /* The peak again, now that the machine is quiet after tuning: the higher figure counts. */
+    double again1 = tt_bench_fma_peak(1, &probe_isa),
+           againn = tt_bench_fma_peak((int)cores, &probe_isa);
+    if (again1 > peak1)
+        peak1 = again1;
+    if (againn > peakn)
+        peakn = againn;
+    printf(
+        "\nFMA peak: %.1f GFLOPS on 1 core, %.1f GFLOPS on %ld cores (the higher of two probes)\n",
+        peak1 / 1e9, peakn / 1e9, cores);
+
     /* 3. The table. */
-    printf("\n%-9s %-13s %8s | %9s %9s | %9s %-8s | %6s %6s | %6s %6s | %7s\n", "group", "kernel",
+    printf("%-9s %-13s %8s | %9s %9s | %9s %-8s | %6s %6s | %6s %6s | %7s\n", "group", "kernel",
            "GFLOP", "ours@A", "ours@B", "vendor", "", "ratioA", "ratioB", "%pk B", "%pk V",
            "tune s");
     double ratio[2][NROWS];

@@ -27,6 +27,10 @@ typedef struct tt_codegen_options {
      *     int32_t typed_entry(T0 *p0, T1 *p1, ...)
      * taking the parameters as pointers in order, and `entry` itself stays internal. */
     const char *typed_entry;
+    /* tt_codegen_llvm writes the relocatable object itself to `so_path`, unlinked: the loader
+     * (tt_kernel_load) places it in memory on x86-64, which saves spawning the linker (~20-40 ms
+     * per candidate).  For kernels measured on this machine; devices receive shared objects. */
+    bool object_only;
 } tt_codegen_options;
 
 typedef struct tt_codegen_stats {

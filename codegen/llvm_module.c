@@ -279,7 +279,7 @@ static tt_status build_module(emitter *e, const tt_program *p, const tt_target *
 {
     double t0 = tt_clock_monotonic();
     memset(e, 0, sizeof(*e));
-    e->opt = opt ? *opt : (tt_codegen_options){3, 64, 64, NULL};
+    e->opt = opt ? *opt : (tt_codegen_options){3, 64, 64, NULL, false};
     if (e->opt.max_vector <= 0 || e->opt.max_vector > 256)
         e->opt.max_vector = 64;
     if (e->opt.unroll_limit <= 0)
@@ -417,6 +417,8 @@ tt_status tt_codegen_llvm(const tt_program *p, const tt_target *t, const char *e
                           const char *so_path, const tt_codegen_options *opt,
                           tt_codegen_stats *stats, tt_errbuf *err)
 {
+    if (opt && opt->object_only)
+        return tt_codegen_llvm_object(p, t, entry, so_path, opt, stats, err);
     char obj[4096];
     snprintf(obj, sizeof(obj), "%s.o", so_path);
     tt_codegen_stats st = {0};

@@ -1,13 +1,29 @@
-/* Loading kernel libraries (the small part that devices link). */
+/* Loading kernel libraries (the small part that devices link): shared objects through dlopen(),
+ * relocatable objects in memory (object_loader.c). */
 #include <dlfcn.h>
+#include <elf.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "loader.h"
+#include "loader_int.h"
 
 struct tt_kernel {
-    void *handle;
+    void *handle;            /* dlopen()ed, or NULL */
+    tt__object_image object; /* loaded in memory, or empty */
     tt_kernel_fn fn;
 };
+
+bool tt__is_relocatable_object(const char *path)
+{
+    unsigned char h[18];
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(h, 1, sizeof(h), f) : 0;
+    if (f)
+        fclose(f);
+    return n == sizeof(h) && !memcmp(h, ELFMAG, SELFMAG) && h[EI_DATA] == ELFDATA2LSB &&
+           h[16] == ET_REL && h[17] == 0;
+}
 
 tt_status tt_kernel_load(const char *so_path, const char *entry, tt_kernel **out, tt_errbuf *err)
 {
@@ -21,6 +37,16 @@ tt_status tt_kernel_load(const char *so_path, const char *entry, tt_kernel **out
     static const char *const runtime[] = {"libm.so.6", "libgomp.so.1"};
     for (size_t i = 0; i < sizeof(runtime) / sizeof(runtime[0]); i++)
         dlopen(runtime[i], RTLD_NOW | RTLD_GLOBAL);
+    if (tt__is_relocatable_object(so_path)) {
+        tt_status s = tt__kernel_load_object(so_path, entry, &k->object, err);
+        if (s) {
+            free(k);
+            return s;
+        }
+        *(void **)&k->fn = k->object.fn;
+        *out = k;
+        return TT_OK;
+    }
     k->handle = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
     if (!k->handle) {
         const char *m = dlerror();
@@ -46,6 +72,8 @@ void tt_kernel_unload(tt_kernel *k)
 {
     if (!k)
         return;
-    dlclose(k->handle);
+    if (k->handle)
+        dlclose(k->handle);
+    tt__kernel_unload_object(&k->object);
     free(k);
 }

@@ -206,7 +206,7 @@ static tt_status build_kernel(builder *b, tt__kernel *k, const char *obj, tt_err
     } else if (!s) {
         char entry[160];
         snprintf(entry, sizeof(entry), "%s__tvm_kernel", k->symbol);
-        tt_codegen_options co = {3, 64, 64, k->symbol};
+        tt_codegen_options co = {3, 64, 64, k->symbol, false};
         tt_codegen_stats stats;
         s = tt_codegen_llvm_object(prog, &b->target, entry, obj, &co, &stats, err);
         k->rep.parallel = stats.parallel_loops > 0;

@@ -149,6 +149,9 @@ typedef struct {
     char space_sig[40]; /* identity of the template space, kept with each record's index */
     tt_target target;
     tt_vector_isa isa; /* CPU targets: what bounds the template's register tiles */
+    /* How candidates are compiled: measured here on x86-64, as unlinked objects the measuring
+     * child loads in memory (no linker per candidate); on the farm, as shared objects. */
+    tt_codegen_options codegen;
     const char *target_text;
     bool gpu;          /* an OpenCL target: kernels are OpenCL artifacts */
     tt_gpu_limits lim; /* what the device allows one kernel (gpu) */
@@ -533,7 +536,7 @@ static void compile_one(candidate *c)
     if (!c->error_no && !t->o->objective && t->gpu)
         compile_opencl(t, c, prog, &err);
     else if (!c->error_no && !t->o->objective &&
-             tt_codegen_llvm(prog, &t->target, "kernel", c->so, NULL, NULL, &err))
+             tt_codegen_llvm(prog, &t->target, "kernel", c->so, &t->codegen, NULL, &err))
         c->error_no = 2; /* COMPILE_HOST */
     if (c->error_no)
         snprintf(c->error_text, sizeof(c->error_text), "%s", err.msg);
@@ -1621,6 +1624,10 @@ static tt_status task_open(const tt_tune_options *o, const char *wtext, tt_db *d
         t->have_sketch = true;
     }
     t->farm = fm;
+    t->codegen = (tt_codegen_options){3, 64, 64, NULL, false};
+#if defined(__x86_64__)
+    t->codegen.object_only = !fm && !t->gpu && !t->target.triple[0];
+#endif
     if (fm)
         snprintf(t->device, sizeof(t->device), "%s", fm->device);
     else if (cl)

@@ -31,9 +31,10 @@ static int teardown(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
-/* Compiles, runs and compares with the reference evaluator; returns the stats. */
+/* Compiles (as a shared object, or as a relocatable object loaded in memory), runs and compares
+ * with the reference evaluator; returns the stats. */
 static void check_compiled(const tt_dag *dag, const tt_program *prog, const char *what,
-                           uint64_t seed, tt_codegen_stats *stats)
+                           uint64_t seed, bool object, tt_codegen_stats *stats)
 {
     static int counter;
     char so[256];
@@ -41,7 +42,8 @@ static void check_compiled(const tt_dag *dag, const tt_program *prog, const char
     tt_target t;
     tt_errbuf err = {{0}};
     assert_int_equal(tt_target_parse("llvm", &t, &err), TT_OK);
-    if (tt_codegen_llvm(prog, &t, "kernel", so, NULL, stats, &err)) {
+    tt_codegen_options co = {3, 64, 64, NULL, object};
+    if (tt_codegen_llvm(prog, &t, "kernel", so, &co, stats, &err)) {
         char *ir = tt_program_print(prog);
         fail_msg("%s: %s\n%s", what, err.msg, ir);
     }
@@ -82,7 +84,7 @@ static void check_compiled(const tt_dag *dag, const tt_program *prog, const char
 
 static void compiled_random_schedules_match_the_definition(void **state)
 {
-    int compiled = 0;
+    int compiled = 0, objects = 0;
     tt_codegen_stats total = {0};
     for (size_t w = 0; w < tt_test_nworkloads; w++) {
         tt_workload *wl;
@@ -104,7 +106,13 @@ static void compiled_random_schedules_match_the_definition(void **state)
                 snprintf(what, sizeof(what), "%s %s", workloads[w], steps);
                 free(steps);
                 tt_codegen_stats s;
-                check_compiled(&wl->dag, prog, what, (uint64_t)k, &s);
+#if defined(__x86_64__)
+                bool object = k % 2; /* half through the in-memory object loader */
+#else
+                bool object = false;
+#endif
+                check_compiled(&wl->dag, prog, what, (uint64_t)k, object, &s);
+                objects += object;
                 total.vector_loops += s.vector_loops;
                 total.parallel_loops += s.parallel_loops;
                 total.unrolled_loops += s.unrolled_loops;
@@ -116,9 +124,9 @@ static void compiled_random_schedules_match_the_definition(void **state)
         }
         tt_workload_free(wl);
     }
-    printf("codegen: %d compiled schedules matched; %d vector loops, %d parallel, %d unrolled, %d "
-           "vectorize fallbacks\n",
-           compiled, total.vector_loops, total.parallel_loops, total.unrolled_loops,
+    printf("codegen: %d compiled schedules matched (%d loaded as objects); %d vector loops, %d "
+           "parallel, %d unrolled, %d vectorize fallbacks\n",
+           compiled, objects, total.vector_loops, total.parallel_loops, total.unrolled_loops,
            total.scalar_fallbacks);
     assert_true(total.vector_loops > 0);
     assert_true(total.parallel_loops > 0);
@@ -142,7 +150,7 @@ static void tiled_matmul_uses_vectors_and_threads(void **state)
     assert_int_equal(tt_state_replay(&w->dag, s, n, &st, &err), TT_OK);
     assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
     tt_codegen_stats stats;
-    check_compiled(&w->dag, prog, "tiled matmul", 3, &stats);
+    check_compiled(&w->dag, prog, "tiled matmul", 3, false, &stats);
     assert_int_equal(stats.parallel_loops, 1);
     assert_int_equal(stats.vector_loops, 5); /* init, and the update in each of 4 unrolled k.1 */
     assert_int_equal(stats.scalar_fallbacks, 0);
@@ -181,7 +189,7 @@ static void heap_buffers_and_parallel_loops(void **state)
             tt_state_replay(&w->dag, s, n, &st, &err) || tt_lower(st, &prog, &err))
             fail_msg("%s: %s", cases[i][0], err.msg);
         tt_codegen_stats stats;
-        check_compiled(&w->dag, prog, cases[i][0], 9, &stats);
+        check_compiled(&w->dag, prog, cases[i][0], 9, i % 2 == 1, &stats);
         assert_true(stats.parallel_loops >= 1);
         free(s);
         tt_program_free(prog);
@@ -287,6 +295,147 @@ static void aarch64_objects_need_no_cross_toolchain(void **state)
     tt_workload_free(w);
 }
 
+/* Writes `n` bytes of `data` to `path`. */
+static void write_bytes(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, n, f), n);
+    fclose(f);
+}
+
+static unsigned char *read_bytes(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static unsigned char buf[1 << 20];
+    *n = fread(buf, 1, sizeof(buf), f);
+    fclose(f);
+    return buf;
+}
+
+/* Relocatable objects load in memory (calls into libgomp through stubs, constants through
+ * PC-relative relocations); malformed ones, other machines' and missing entries are errors that
+ * say what is wrong, never a crash. */
+static void relocatable_objects_load_in_memory_and_bad_ones_are_refused(void **state)
+{
+#if !defined(__x86_64__)
+    skip();
+#endif
+    tt_workload *w;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_workload_parse("matmul:M=64,N=64,K=64", &w, &err), TT_OK);
+    tt_step *steps;
+    size_t n;
+    tt_state *st;
+    tt_program *prog;
+    const char *cfg = "[[\"SP\", 2, 0, 64, [8], 1], [\"SP\", 2, 2, 64, [16], 1], "
+                      "[\"RE\", 2, [0, 2, 4, 1, 3]], [\"AN\", 2, 0, 3], [\"AN\", 2, 4, 2]]";
+    assert_int_equal(tt_steps_from_json(cfg, &steps, &n, &err), TT_OK);
+    if (tt_state_replay(&w->dag, steps, n, &st, &err) || tt_lower(st, &prog, &err))
+        fail_msg("%s", err.msg);
+    tt_target t;
+    tt_target_parse("llvm", &t, NULL);
+    char obj[256], bad[256];
+    snprintf(obj, sizeof(obj), "%s/k.o", dir);
+    snprintf(bad, sizeof(bad), "%s/bad.o", dir);
+    tt_codegen_options co = {3, 64, 64, NULL, true};
+    tt_codegen_stats stats;
+    assert_int_equal(tt_codegen_llvm(prog, &t, "kernel", obj, &co, &stats, &err), TT_OK);
+    assert_int_equal(stats.parallel_loops, 1);
+    assert_true(stats.link_s == 0);
+    /* Runs, on all threads, and computes the product. */
+    tt_kernel *k;
+    if (tt_kernel_load(obj, "kernel", &k, &err))
+        fail_msg("%s", err.msg);
+    float *a = malloc(64 * 64 * 4), *b = malloc(64 * 64 * 4), *c = malloc(64 * 64 * 4);
+    for (int i = 0; i < 64 * 64; i++) {
+        a[i] = (float)(i % 7) - 3;
+        b[i] = (float)(i % 5) - 2;
+    }
+    void *args[3] = {a, b, c};
+    assert_int_equal(tt_kernel_function(k)(args), 0);
+    for (int i = 0; i < 64; i += 9)
+        for (int j = 0; j < 64; j += 7) {
+            float want = 0;
+            for (int q = 0; q < 64; q++)
+                want += a[i * 64 + q] * b[q * 64 + j];
+            assert_float_equal(c[i * 64 + j], want, 1e-3);
+        }
+    tt_kernel_unload(k);
+    /* A missing entry. */
+    assert_int_equal(tt_kernel_load(obj, "nothing", &k, &err), TT_ERR_IO);
+    assert_non_null(strstr(err.msg, "no function 'nothing'"));
+    /* Truncated at every interesting length: an error each time. */
+    size_t len;
+    unsigned char *bytes = read_bytes(obj, &len);
+    static unsigned char copy[1 << 20];
+    memcpy(copy, bytes, len);
+    size_t cuts[] = {20, 63, 64, 200, len / 2, len - 1};
+    for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+        write_bytes(bad, copy, cuts[i]);
+        tt_status s = tt_kernel_load(bad, "kernel", &k, &err);
+        if (s == TT_OK)
+            fail_msg("an object cut at %zu bytes of %zu loaded", cuts[i], len);
+        assert_true(strlen(err.msg) > 0);
+    }
+    /* The section table pointed past the end. */
+    memcpy(copy, bytes, len);
+    uint64_t far = (uint64_t)len * 4;
+    memcpy(copy + 40, &far, 8); /* e_shoff */
+    write_bytes(bad, copy, len);
+    assert_int_equal(tt_kernel_load(bad, "kernel", &k, &err), TT_ERR_IO);
+    assert_non_null(strstr(err.msg, "bad section table"));
+    /* An aarch64 object: refused with the reason. */
+    tt_target arm;
+    tt_target_parse("llvm -mtriple=aarch64-linux-gnu", &arm, NULL);
+    assert_int_equal(tt_codegen_llvm(prog, &arm, "kernel", bad, &co, NULL, &err), TT_OK);
+    assert_int_equal(tt_kernel_load(bad, "kernel", &k, &err), TT_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "x86-64 only"));
+    free(a);
+    free(b);
+    free(c);
+    free(steps);
+    tt_program_free(prog);
+    tt_state_free(st);
+    tt_workload_free(w);
+}
+
+/* The vector ISA of a target: the host's features narrowed by -mattr, cross targets by CPU. */
+static void vector_isa_follows_the_target(void **state)
+{
+    tt_target t;
+    tt_vector_isa isa;
+    tt_target_parse("llvm", &t, NULL);
+    tt_target_vector_isa(&t, "+sse2,+avx,+avx2,+fma,+avx512f", &isa);
+    assert_string_equal(isa.name, "avx512");
+    assert_int_equal(isa.vector_bytes, 64);
+    assert_int_equal(isa.vector_regs, 32);
+    tt_target_parse("llvm -mattr=-avx512f", &t, NULL);
+    tt_target_vector_isa(&t, "+sse2,+avx,+avx2,+fma,+avx512f", &isa);
+    assert_string_equal(isa.name, "avx2");
+    assert_int_equal(isa.vector_regs, 16);
+    assert_true(isa.fma);
+    tt_target_parse("llvm", &t, NULL);
+    tt_target_vector_isa(&t, "+sse2,-avx,-avx2,-avx512f", &isa);
+    assert_string_equal(isa.name, "sse");
+    tt_target_parse("llvm -mtriple=x86_64-linux-gnu -mcpu=haswell", &t, NULL);
+    tt_target_vector_isa(&t, NULL, &isa);
+    assert_string_equal(isa.name, "avx2");
+    tt_target_parse("llvm -mtriple=x86_64-linux-gnu -mcpu=skylake-avx512", &t, NULL);
+    tt_target_vector_isa(&t, NULL, &isa);
+    assert_string_equal(isa.name, "avx512");
+    tt_target_parse("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72", &t, NULL);
+    tt_target_vector_isa(&t, NULL, &isa);
+    assert_string_equal(isa.name, "neon");
+    assert_int_equal(isa.vector_bytes, 16);
+    assert_int_equal(isa.vector_regs, 32);
+    /* This machine: what LLVM reads from the CPU. */
+    tt_target_parse("llvm", &t, NULL);
+    tt_codegen_vector_isa(&t, &isa);
+    assert_true(isa.vector_bytes >= 16);
+}
+
 static void host_detection_reads_real_features(void **state)
 {
     const char *triple, *cpu, *features;
@@ -303,6 +452,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(host_detection_reads_real_features),
+        cmocka_unit_test(vector_isa_follows_the_target),
+        cmocka_unit_test(relocatable_objects_load_in_memory_and_bad_ones_are_refused),
         cmocka_unit_test(tiled_matmul_uses_vectors_and_threads),
         cmocka_unit_test(aarch64_objects_need_no_cross_toolchain),
         cmocka_unit_test(heap_buffers_and_parallel_loops),
