@@ -28,37 +28,6 @@ const char *tt_compile_source_name(tt_compile_source s)
 
 /* ---- default schedules ---- */
 
-/* The CPU default: the tiling template's config with tiles of 8 (16 on the innermost axis, 8 on
- * the reduction), a local accumulator, the outer loops parallel, the inner loop vectorised,
- * auto-unroll 16, and a register tile of 6 rows x 2 vectors (8 x 2 with 32 vector registers).
- * Choices a workload does not offer fall back to the nearest smaller one. */
-static uint64_t default_cpu_index(const tt_space *sp, const tt_vector_isa *isa)
-{
-    uint64_t index = 0, mul = 1;
-    for (int k = 0; k < sp->nknobs; k++) {
-        const tt_knob *kn = &sp->knobs[k];
-        int64_t want = 0;
-        if (!strncmp(kn->name, "tile_", 5))
-            want = k == sp->nspatial - 1 ? 16 : 8;
-        else if (!strcmp(kn->name, "cache_write") || !strcmp(kn->name, "parallel") ||
-                 !strcmp(kn->name, "vectorize"))
-            want = 1;
-        else if (!strcmp(kn->name, "auto_unroll_max_step"))
-            want = 16;
-        else if (!strcmp(kn->name, "micro_kernel"))
-            want = ((int64_t)(isa->vector_regs >= 32 ? 8 : 6) << 16) | 2;
-        else if (!strcmp(kn->name, "inline_producers"))
-            want = 1;
-        int pos = 0;
-        for (int c = 0; c < kn->n; c++)
-            if (kn->choice[c] <= want && kn->choice[c] >= kn->choice[pos])
-                pos = c;
-        index += (uint64_t)pos * mul;
-        mul *= (uint64_t)kn->n;
-    }
-    return index;
-}
-
 tt_status tt__compile_default_schedule(const tt_dag *dag, const tt_target *target, bool gpu,
                                        tt_state **out, tt_errbuf *err)
 {
@@ -70,7 +39,7 @@ tt_status tt__compile_default_schedule(const tt_dag *dag, const tt_target *targe
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     tt_status s = tt_space_init(&sp, dag, cores > 1 ? (int)cores : 2, &isa, err);
     if (!s)
-        s = tt_space_apply(&sp, default_cpu_index(&sp, &isa), out, err);
+        s = tt_space_apply(&sp, tt_space_default_index(&sp, &isa), out, err);
     if (s) /* a workload the template cannot tile: the naive schedule */
         s = tt_state_create(dag, out, err);
     return s;

@@ -80,7 +80,10 @@ static int micro_kernels(const tt_vector_isa *isa, int64_t lanes, int64_t row_ex
         if (partial ? v > 1 : col_extent % (v * lanes) != 0)
             continue;
         for (int64_t r = 1; r <= 16 && n < TT_SPACE_MAX_CHOICES; r++) {
-            if ((r + 1) * v >= isa->vector_regs || row_extent % r != 0)
+            /* Accumulators and one B vector per column vector, plus a register for the
+             * broadcast of A unless the ISA folds it into the FMA (AVX-512's {1toN}). */
+            int64_t need = r * v + v + (isa->vector_bytes >= 64 ? 0 : 1);
+            if (need > isa->vector_regs || row_extent % r != 0)
                 continue;
             /* [rows, vectors] as a split knob; a partial vector stores its width as -lanes. */
             out[n++] = (r << 16) | (partial ? (0x8000 | partial) : v);
@@ -189,6 +192,67 @@ double tt_space_knob_feature(const tt_space *s, int k, int pos)
     for (int i = 0; i < n; i++)
         f = f * 8 + log2((double)len[i]);
     return f;
+}
+
+uint64_t tt_space_default_index(const tt_space *s, const tt_vector_isa *isa)
+{
+    uint64_t index = 0, mul = 1;
+    for (int k = 0; k < s->nknobs; k++) {
+        const tt_knob *kn = &s->knobs[k];
+        int64_t want = 0;
+        if (!strncmp(kn->name, "tile_", 5))
+            want = s->micro && k >= s->nspatial - 2 && k < s->nspatial
+                       ? (k == s->nspatial - 1 ? 2 : 1)
+                       : (k == s->nspatial - 1 ? 16 : 8);
+        else if (!strcmp(kn->name, "cache_write") || !strcmp(kn->name, "parallel") ||
+                 !strcmp(kn->name, "vectorize") || !strcmp(kn->name, "inline_producers"))
+            want = 1;
+        else if (!strcmp(kn->name, "auto_unroll_max_step"))
+            want = 16;
+        else if (!strcmp(kn->name, "micro_kernel"))
+            want = ((int64_t)(isa && isa->vector_regs >= 32 ? 8 : 6) << 16) | 2;
+        int pos = 0;
+        for (int c = 0; c < kn->n; c++)
+            if (kn->choice[c] <= want && kn->choice[c] >= kn->choice[pos])
+                pos = c;
+        index += (uint64_t)pos * mul;
+        mul *= (uint64_t)kn->n;
+    }
+    return index;
+}
+
+/* How far apart two choices of a knob are: log distance of the value, or of each part. */
+static double choice_distance(const tt_knob *k, int64_t a, int64_t b)
+{
+    if (!k->parts)
+        return fabs(log2(1.0 + (double)a) - log2(1.0 + (double)b));
+    double d = 0;
+    for (int i = 0; i < k->parts; i++, a >>= 16, b >>= 16)
+        d += fabs(log2(1.0 + (double)(a & 0xffff)) - log2(1.0 + (double)(b & 0xffff)));
+    return d;
+}
+
+uint64_t tt_space_nearest_index(const tt_space *s, const tt_space *from, uint64_t index)
+{
+    int pos[TT_SPACE_MAX_KNOBS];
+    tt_space_decode(from, index % from->size, pos);
+    uint64_t out = 0, mul = 1;
+    for (int k = 0; k < s->nknobs; k++) {
+        const tt_knob *kn = &s->knobs[k];
+        int best = 0;
+        for (int f = 0; f < from->nknobs; f++) {
+            if (strcmp(from->knobs[f].name, kn->name) || from->knobs[f].parts != kn->parts)
+                continue;
+            int64_t v = from->knobs[f].choice[pos[f]];
+            for (int c = 1; c < kn->n; c++)
+                if (choice_distance(kn, kn->choice[c], v) <
+                    choice_distance(kn, kn->choice[best], v))
+                    best = c;
+        }
+        out += (uint64_t)best * mul;
+        mul *= (uint64_t)kn->n;
+    }
+    return out;
 }
 
 void tt_space_describe(const tt_space *s, uint64_t index, char *buf, size_t n)

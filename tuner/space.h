@@ -42,14 +42,14 @@ typedef struct tt_space {
  * With a reduction and an ISA, the space is register-blocked: the knob micro_kernel (a split knob
  * [rows, vectors]) picks the register tile of the accumulation, `rows` of the second-innermost
  * spatial axis by `vectors` vector registers of the innermost one, every choice fitting the ISA's
- * registers with room for the operands ((rows + 1) x vectors < registers: up to 6x2 on AVX2,
- * 14x2 or 6x4 on AVX-512).  The tile knobs of those two axes then count register tiles per cache
- * tile (1, 2, 4, 8, 16; shrunk to the nearest that divides the axis).  The local accumulator is
- * ordered [outer reductions][cache tile / register tile][inner reduction][rows, unrolled]
- * [columns, vectorised], so LLVM keeps the accumulators in registers across the inner reduction
- * and every multiply-add is one FMA with a broadcast operand.  The knob inline_producers (0)
- * computes padding and other elementwise producers once at the root instead of inlining them (a
- * guarded load per multiply-add). */
+ * registers with room for the operands (rows x vectors accumulators + vectors for B + 1 for the
+ * broadcast of A, which AVX-512 folds into the FMA: up to 6x2 on AVX2, 15x2 or 7x4 on AVX-512). The
+ * tile knobs of those two axes then count register tiles per cache tile (1, 2, 4, 8, 16; shrunk to
+ * the nearest that divides the axis).  The local accumulator is ordered [outer reductions][cache
+ * tile / register tile][inner reduction][rows, unrolled] [columns, vectorised], so LLVM keeps the
+ * accumulators in registers across the inner reduction and every multiply-add is one FMA with a
+ * broadcast operand.  The knob inline_producers (0) computes padding and other elementwise
+ * producers once at the root instead of inlining them (a guarded load per multiply-add). */
 tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, const tt_vector_isa *isa,
                         tt_errbuf *err);
 /* The GPU template, in the manner of TVM's direct CUDA/OpenCL templates (conv2d_nchw.cuda): each
@@ -71,6 +71,20 @@ void tt_space_decode(const tt_space *s, uint64_t index, int *pos);
 /* The schedule state of config `index`; TT_ERR_ILLEGAL_STEP for a combination the state rejects
  * (rare).  *out owned by the caller. */
 tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_errbuf *err);
+/* The template's default config, what builds use without records and what a search measures
+ * first: tiles of 8 (16 on the innermost axis, 8 on the reduction; with micro-kernels 1 register
+ * tile of rows and 2 of columns per cache tile), a local accumulator, the outer loops parallel,
+ * the inner loop vectorised, auto-unroll 16, a register tile of 6 rows x 2 vectors (8 x 2 with 32
+ * vector registers), producers inlined.  Choices a workload does not offer fall back to the
+ * nearest smaller one.  `isa` may be NULL. */
+uint64_t tt_space_default_index(const tt_space *s, const tt_vector_isa *isa);
+
+/* The config of `s` nearest to config `index` of `from` (another workload's space of the same
+ * template): each knob takes the choice closest (in log scale) to the value of `from`'s knob of
+ * the same name, or its first choice when `from` has none.  How a tuned config of one shape
+ * becomes a starting point for another. */
+uint64_t tt_space_nearest_index(const tt_space *s, const tt_space *from, uint64_t index);
+
 /* "tile_i=8 tile_j=16 ..." for people. */
 void tt_space_describe(const tt_space *s, uint64_t index, char *buf, size_t n);
 

@@ -173,6 +173,10 @@ typedef struct {
     double best_s, naive_s;
     char *best_config;
     uint64_t grid_next;
+    /* template strategies (xgb, ga): starting points measured first (the template's default and
+     * the best configs of similar workloads, mapped to this space) */
+    uint64_t seeds[16];
+    int nseeds, seed_next;
     tt_rng rng;
     /* this run's measurements in index form, for the model and the genetic algorithm */
     uint64_t *run_idx;
@@ -271,6 +275,18 @@ static void run_add(task *t, uint64_t index, double thr)
     }
     t->run_idx[t->nrun] = index;
     t->run_score[t->nrun++] = thr;
+}
+
+/* The identity of a template space (its knobs and their choices), kept with each record's index
+ * so that a later run decodes the index only under the same space. */
+static void space_signature(const tt_space *sp, char *out, size_t n)
+{
+    uint64_t sig = tt_hash64_str(sp->gpu ? "gpu-template-1" : "tiling-space-2");
+    for (int k = 0; k < sp->nknobs; k++) {
+        sig = tt_hash64_update(sig, sp->knobs[k].name, strlen(sp->knobs[k].name));
+        sig = tt_hash64_update(sig, sp->knobs[k].choice, sizeof(int64_t) * (size_t)sp->knobs[k].n);
+    }
+    snprintf(out, n, "%s:%016llx", sp->gpu ? "gpu" : "tiling", (unsigned long long)sig);
 }
 
 /* The template index a record carries in its extra JSON, when it is of this task's space. */
@@ -1319,6 +1335,8 @@ static int pick(task *t, candidate *c, int want)
             if (t->grid_next >= t->space.size)
                 break;
             idx = t->grid_next++;
+        } else if (t->seed_next < t->nseeds) {
+            idx = t->seeds[t->seed_next++]; /* starting points first (xgb, ga) */
         } else if (t->o->strategy == TT_STRATEGY_XGB && plan_next < nplan &&
                    tt_rng_uniform(&t->rng) >= 0.05) {
             idx = plan[plan_next++];
@@ -1554,6 +1572,124 @@ static void load_transfer(task *t)
     }
 }
 
+/* ---- starting points of the template strategies ---- */
+
+#define SEED_WORKLOADS    8 /* similar workloads consulted */
+#define SEED_PER_WORKLOAD 2
+
+typedef struct {
+    task *t;
+    int n;
+    struct {
+        char *workload, *space;
+        uint64_t index;
+        double median;
+    } rows[512];
+} seed_ctx;
+
+/* Collects the error-free template records of other workloads of the same operator. */
+static int seed_row(void *ctx, const tt_db_row *row)
+{
+    seed_ctx *x = ctx;
+    task *t = x->t;
+    size_t n = op_prefix(t->w->key);
+    if (x->n >= (int)TT_ARRAY_LEN(x->rows) || row->error_no || row->median_s <= 0 || !row->extra ||
+        !strcmp(row->workload, t->w->key) || op_prefix(row->workload) != n ||
+        strncmp(row->workload, t->w->key, n))
+        return 0;
+    json_t *j = json_loads(row->extra, 0, NULL);
+    const char *sig = json_string_value(json_object_get(j, "space"));
+    json_t *ix = json_object_get(j, "index");
+    if (sig && json_is_integer(ix) && json_integer_value(ix) >= 0 &&
+        !strncmp(sig, t->space_sig, strcspn(t->space_sig, ":") + 1)) {
+        x->rows[x->n].workload = strdup(row->workload);
+        x->rows[x->n].space = strdup(sig);
+        x->rows[x->n].index = (uint64_t)json_integer_value(ix);
+        x->rows[x->n].median = row->median_s;
+        if (x->rows[x->n].workload && x->rows[x->n].space)
+            x->n++;
+    }
+    json_decref(j);
+    return 0;
+}
+
+static void seed_add(task *t, uint64_t index)
+{
+    for (int i = 0; i < t->nseeds; i++)
+        if (t->seeds[i] == index)
+            return;
+    if (t->nseeds < (int)TT_ARRAY_LEN(t->seeds))
+        t->seeds[t->nseeds++] = index;
+}
+
+/* The template's default config, then the best configs of up to SEED_WORKLOADS similar workloads
+ * measured on this target and device, each mapped to this workload's space knob by knob
+ * (tt_space_nearest_index): good tiles and register tiles carry over between shapes of one
+ * operator, so the first round already measures strong candidates. */
+static void load_seeds(task *t, int cores)
+{
+    if (!t->gpu)
+        seed_add(t, tt_space_default_index(&t->space, &t->isa));
+    if (!op_prefix(t->w->key))
+        return;
+    seed_ctx *x = calloc(1, sizeof(*x));
+    if (!x)
+        return;
+    x->t = t;
+    tt_db_filter f = {NULL, t->target_text, t->device, 0, 0};
+    tt_db_history(t->db, &f, seed_row, x);
+    int used = 0, mapped = 0;
+    for (int i = 0; i < x->n && used < SEED_WORKLOADS; i++) {
+        if (!x->rows[i].workload)
+            continue;
+        /* This workload's rows: the best SEED_PER_WORKLOAD of its space. */
+        const char *key = x->rows[i].workload;
+        tt_workload *w = NULL;
+        tt_space sp;
+        char sig[40];
+        bool ok = !tt_workload_parse(key, &w, NULL) &&
+                  !(t->gpu ? tt_space_init_gpu(&sp, &w->dag, t->lim.max_threads,
+                                               (int)t->lim.max_vthread, NULL)
+                           : tt_space_init(&sp, &w->dag, cores, &t->isa, NULL));
+        if (ok)
+            space_signature(&sp, sig, sizeof(sig));
+        for (int pick = 0; ok && pick < SEED_PER_WORKLOAD; pick++) {
+            int best = -1;
+            for (int k = i; k < x->n; k++)
+                if (x->rows[k].workload && !strcmp(x->rows[k].workload, key) &&
+                    !strcmp(x->rows[k].space, sig) && x->rows[k].median < INFINITY &&
+                    (best < 0 || x->rows[k].median < x->rows[best].median))
+                    best = k;
+            if (best < 0)
+                break;
+            seed_add(t, tt_space_nearest_index(&t->space, &sp, x->rows[best].index));
+            mapped++;
+            x->rows[best].median = INFINITY; /* taken */
+        }
+        for (int k = x->n - 1; k >= i; k--) /* done with this workload */
+            if (k == i || (x->rows[k].workload && !strcmp(x->rows[k].workload, key))) {
+                if (k != i)
+                    free(x->rows[k].workload);
+                free(x->rows[k].space);
+                x->rows[k].workload = x->rows[k].space = NULL;
+            }
+        free(x->rows[i].workload);
+        x->rows[i].workload = NULL;
+        tt_workload_free(w);
+        used += ok;
+    }
+    for (int i = 0; i < x->n; i++) {
+        free(x->rows[i].workload);
+        free(x->rows[i].space);
+    }
+    free(x);
+    if (mapped && t->log)
+        fprintf(t->log,
+                "%s: starting from the template's default and %d configs of %d similar "
+                "workload%s\n",
+                t->w->key, mapped, used, used == 1 ? "" : "s");
+}
+
 /* What an OpenCL device allows one kernel, from what it reported. */
 static void limits_of(const tt_cl_device_info *c, tt_gpu_limits *lim)
 {
@@ -1603,14 +1739,7 @@ static tt_status task_open(const tt_tune_options *o, const char *wtext, tt_db *d
                                     t->target.num_cores ? t->target.num_cores : (int)cores, &t->isa,
                                     err)))
         return s;
-    uint64_t sig = tt_hash64_str(t->space.gpu ? "gpu-template-1" : "tiling-space-2");
-    for (int k = 0; k < t->space.nknobs; k++) {
-        sig = tt_hash64_update(sig, t->space.knobs[k].name, strlen(t->space.knobs[k].name));
-        sig = tt_hash64_update(sig, t->space.knobs[k].choice,
-                               sizeof(int64_t) * (size_t)t->space.knobs[k].n);
-    }
-    snprintf(t->space_sig, sizeof(t->space_sig), "%s:%016llx", t->space.gpu ? "gpu" : "tiling",
-             (unsigned long long)sig);
+    space_signature(&t->space, t->space_sig, sizeof(t->space_sig));
     if (o->strategy == TT_STRATEGY_EVO) {
         tt_sketch_params sp;
         if (t->gpu) {
@@ -1647,6 +1776,8 @@ static tt_status task_open(const tt_tune_options *o, const char *wtext, tt_db *d
     if (t->have_sketch) {
         load_transfer(t);
         evo_preload(t);
+    } else if (o->strategy == TT_STRATEGY_XGB || o->strategy == TT_STRATEGY_GA) {
+        load_seeds(t, t->target.num_cores ? t->target.num_cores : (int)cores);
     }
     if (!o->objective && (s = make_reference(t, err)))
         return s;

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "db/db.h"
+#include "codegen/codegen.h"
 #include "tuner/tune.h"
 
 static const char *const workloads[] = {
@@ -267,6 +268,96 @@ static void evolutionary_search_resumes_with_its_model(void **state)
     tt_db_remove(db_path);
 }
 
+/* A synthetic cost: what a config's text hashes to (no compiling, deterministic). */
+static double hashed_cost(void *ctx, const char *config)
+{
+    (void)ctx;
+    return 1e-3 * (1.0 + (double)(tt_hash64_str(config) % 1000) / 1000.0);
+}
+
+typedef struct {
+    char configs[8][4096];
+    int n;
+} first_configs;
+
+static int keep_first(void *ctx, const tt_db_row *r)
+{
+    first_configs *f = ctx;
+    if (f->n < 8)
+        snprintf(f->configs[f->n++], sizeof(f->configs[0]), "%s", r->config);
+    return 0;
+}
+
+/* The template strategies start from good points: the template's default config right after the
+ * baseline, then the best configs of a similar workload measured before, mapped to the new shape.
+ * A different operator's records are not used. */
+static void xgb_starts_from_the_default_and_similar_workloads(void **state)
+{
+    snprintf(db_path, sizeof(db_path), "/tmp/tt-tune-seeds-%d.db", (int)getpid());
+    const char *first[1] = {"matmul:M=64,N=64,K=64"};
+    tt_tune_options o = options(first, 24, NULL);
+    o.strategy = TT_STRATEGY_XGB;
+    o.objective = hashed_cost;
+    tt_tune_summary sum;
+    tt_errbuf err = {{0}};
+    if (tt_tune_run(&o, &sum, NULL, &err))
+        fail_msg("%s", err.msg);
+    /* The new shape's run says where it starts from. */
+    const char *second[1] = {"matmul:M=128,N=64,K=64"};
+    o = options(second, 6, NULL);
+    o.strategy = TT_STRATEGY_XGB;
+    o.objective = hashed_cost;
+    char *log = NULL;
+    size_t loglen = 0;
+    FILE *lf = open_memstream(&log, &loglen);
+    if (tt_tune_run(&o, &sum, lf, &err))
+        fail_msg("%s", err.msg);
+    fclose(lf);
+    if (!strstr(log, "starting from the template's default and 2 configs of 1 similar workload"))
+        fail_msg("log: %s", log);
+    free(log);
+    /* Its first records: the naive baseline, then the default config. */
+    tt_db *db;
+    assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, &err), TT_OK);
+    first_configs fc = {.n = 0};
+    tt_db_filter f = {.workload = second[0]};
+    assert_int_equal(tt_db_history(db, &f, keep_first, &fc), TT_OK);
+    tt_db_close(db);
+    assert_true(fc.n >= 4);
+    tt_workload *w;
+    assert_int_equal(tt_workload_parse(second[0], &w, &err), TT_OK);
+    tt_target host;
+    tt_target_parse("llvm", &host, NULL);
+    tt_vector_isa isa;
+    tt_codegen_vector_isa(&host, &isa);
+    tt_space sp;
+    assert_int_equal(tt_space_init(&sp, &w->dag, 2, &isa, &err), TT_OK);
+    tt_state *st;
+    assert_int_equal(tt_space_apply(&sp, tt_space_default_index(&sp, &isa), &st, &err), TT_OK);
+    char *want = tt_steps_to_json(st->steps.data, st->steps.len);
+    bool found = false;
+    for (int i = 0; i < fc.n; i++)
+        found |= !strcmp(fc.configs[i], want);
+    if (!found)
+        fail_msg("the default config %s is not among the first records", want);
+    free(want);
+    tt_state_free(st);
+    tt_workload_free(w);
+    /* Another operator starts from its own default only. */
+    const char *other[1] = {"batch_matmul:B=2,M=32,N=32,K=32"};
+    o = options(other, 4, NULL);
+    o.strategy = TT_STRATEGY_XGB;
+    o.objective = hashed_cost;
+    log = NULL;
+    lf = open_memstream(&log, &loglen);
+    if (tt_tune_run(&o, &sum, lf, &err))
+        fail_msg("%s", err.msg);
+    fclose(lf);
+    assert_null(strstr(log, "similar workload"));
+    free(log);
+    tt_db_remove(db_path);
+}
+
 static void run_deadline_adapts_to_the_best_time(void **state)
 {
     tt_measure_options m = {.repeat = 5, .min_repeat_ms = 20, .timeout_s = 10};
@@ -307,6 +398,7 @@ int main(void)
         cmocka_unit_test(ga_and_xgb_strategies_pick_new_correct_configs),
         cmocka_unit_test(evolutionary_search_resumes_with_its_model),
         cmocka_unit_test(run_deadline_adapts_to_the_best_time),
+        cmocka_unit_test(xgb_starts_from_the_default_and_similar_workloads),
         cmocka_unit_test(bad_workloads_and_targets_are_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
