@@ -1,0 +1,190 @@
+/* Private to tuner/: what the files of the tuning loop share (tune.c and tune_*.c). */
+#ifndef TT_TUNER_TUNE_INT_H
+#define TT_TUNER_TUNE_INT_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include "../codegen/codegen.h"
+#include "../costmodel/costmodel.h"
+#include "../costmodel/features.h"
+#include "../db/db.h"
+#include "../rpc/device_info.h"
+#include "tune.h"
+
+/* ---- the farm: devices of a tracker's key, one session per batch ---- */
+
+#define FARM_MAX_DEVICES 16
+
+typedef struct {
+    const tt_remote_options *o;
+    int ndevices;                         /* sessions measured in parallel */
+    tt_remote *session[FARM_MAX_DEVICES]; /* one per measuring thread, per batch */
+    char device[512];     /* the fingerprint of the first device (resume and records) */
+    tt_cl_device_info cl; /* OpenCL targets: the first device's OpenCL device */
+    char key[128];
+    int64_t losses, quarantined;
+    double wait_s;
+    pthread_mutex_t mu; /* losses, quarantined, wait_s, the log, the canaries */
+    FILE *log;
+    volatile sig_atomic_t *stop;
+    double started; /* wall clock: a sick device's records of this run are marked suspect */
+} farm;
+
+/* ---- one workload's task ---- */
+
+typedef struct {
+    const tt_tune_options *o;
+    tt_workload *w;
+    tt_space space;
+    char space_sig[40]; /* identity of the template space, kept with each record's index */
+    tt_target target;
+    tt_vector_isa isa; /* CPU targets: what bounds the template's register tiles */
+    /* How candidates are compiled: measured here on x86-64, as unlinked objects the measuring
+     * child loads in memory (no linker per candidate); on the farm, as shared objects. */
+    tt_codegen_options codegen;
+    const char *target_text;
+    bool gpu;          /* an OpenCL target: kernels are OpenCL artifacts */
+    tt_gpu_limits lim; /* what the device allows one kernel (gpu) */
+    char device[512];
+    char dir[256];
+    farm *farm;       /* NULL: measure on this machine */
+    char canary[512]; /* farm: the naive schedule, compiled, that tells a sick device ("" none) */
+    tt_db *db;
+    FILE *log;
+    /* inputs and reference outputs, in parameter order */
+    int nparams, ninputs;
+    void *data[64];
+    tt_measure_buffer bufs[64];
+    /* configs measured so far (hashes of their step text), sorted */
+    uint64_t *seen;
+    size_t nseen, capseen;
+    int64_t total, measured, errors;
+    double build_s; /* compile time of this run's candidates */
+    double best_s, naive_s;
+    char *best_config;
+    uint64_t grid_next;
+    /* template strategies (xgb, ga): starting points measured first (the template's default and
+     * the best configs of similar workloads, mapped to this space) */
+    uint64_t seeds[16];
+    int nseeds, seed_next;
+    tt_rng rng;
+    /* this run's measurements in index form, for the model and the genetic algorithm */
+    uint64_t *run_idx;
+    double *run_score; /* throughput, 0 for errors */
+    int nrun, caprun;
+    tt_costmodel *model;
+    /* genetic algorithm: the generation waiting to be measured */
+    uint64_t *gen;
+    int ngen, gen_next;
+    uint64_t elites[3];
+    double elite_score[3];
+    int nelites;
+    double t_start;
+    int64_t t_start_total;
+    /* evolutionary search: sketches, measured programs, the current round's plan */
+    tt_sketch_space sketch;
+    bool have_sketch;
+    tt_evo_history hist;
+    char **plan;
+    int nplan, plan_next;
+    int evo_fd, evo_want; /* a search round in flight: its pipe (-1: none) */
+    pid_t evo_pid;
+    int evo_programs; /* measured programs the round in flight trains on */
+    void *preload;    /* a saved model trained on exactly the resumed history */
+    size_t preload_len;
+    /* measuring */
+    struct candidate *cands;
+    int batch;
+    bool exhausted;
+    double *sched_hist; /* best latency after each scheduler round */
+    int sched_cap;
+} task;
+
+/* Candidate index meaning "the config is a step list" (sketch-based strategies). */
+#define STEPS_INDEX (UINT64_MAX - 1)
+
+/* ---- one round: pick, compile in parallel, measure, record ---- */
+
+typedef struct candidate {
+    task *t;
+    uint64_t index;
+    char *config;
+    char so[512];
+    int error_no;
+    char error_text[512];
+    double build_s;
+    tt_measure_result res;
+    char device[512]; /* farm: the fingerprint of the device that measured it */
+    char host[300];   /* farm: its address ("ip:port"), in the record's extra */
+    bool compiled, measured, stored;
+    int requeued; /* farm: times moved off a device found sick */
+    float *rows;  /* per-store features (evolutionary search) */
+    int nrows;
+} candidate;
+
+/* A batch in flight: compile threads take candidates in order; with a farm, one measuring
+ * thread per device takes them in the same order as soon as they are compiled (builds pipelined
+ * with measurements). */
+typedef struct {
+    candidate *c;
+    int n;
+    int next, measure_next;
+    pthread_mutex_t mu;
+    pthread_cond_t compiled;
+    tt_measure_options mo; /* with this batch's deadline */
+    tt_status failure;     /* no device: stop measuring, keep what was measured */
+    tt_errbuf err;
+    int retry[256]; /* farm: candidates taken off a sick device, measured first */
+    int nretry;
+} compile_queue;
+
+/* A farm measuring thread: the batch and its device slot. */
+typedef struct {
+    compile_queue *q;
+    int slot;
+} farm_worker_arg;
+
+/* tune_task.c: a task, its history and its records */
+bool tt__tune_seen_has(const task *t, uint64_t h);
+void tt__tune_seen_add(task *t, uint64_t h);
+void tt__tune_note_result(task *t, const char *config, double median, int error_no);
+void tt__tune_run_add(task *t, uint64_t index, double thr);
+void tt__tune_space_signature(const tt_space *sp, char *out, size_t n);
+void tt__tune_history_add(task *t, const char *config, const float *rows, int nrows, double thr,
+                          int group);
+tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db *db, farm *fm,
+                             const tt_cl_device_info *cl, FILE *log, task **out, tt_errbuf *err);
+void tt__tune_task_close(task *t, const char *wtext, tt_tune_summary *sum);
+
+/* tune_round.c: one round */
+void tt__tune_compile_one(candidate *c);
+void tt__tune_finish_result(task *t, candidate *c, const tt_measure_options *mo);
+void tt__tune_store_now(task *t, candidate *c);
+int tt__tune_pick(task *t, candidate *c, int want);
+void tt__tune_progress(task *t, bool final);
+tt_status tt__tune_round_trip(task *t, candidate *c, int n, tt_errbuf *err);
+
+/* tune_template.c: xgb and ga (plans run in a child process: spawn_search / reap_search) */
+int tt__tune_spawn_search(task *t, void (*child)(task *, int, void *), void *arg, pid_t *pid);
+void tt__tune_reap_search(int fd, pid_t pid);
+int tt__tune_model_plan(task *t, uint64_t *out, int n);
+void tt__tune_ga_breed(task *t, int pop);
+void tt__tune_load_seeds(task *t, int cores);
+
+/* tune_evo.c: the evolutionary search and transfer */
+void tt__tune_evo_start(task *t, int want);
+void tt__tune_evo_finish(task *t);
+void tt__tune_evo_preload(task *t);
+size_t tt__tune_op_prefix(const char *key);
+void tt__tune_load_transfer(task *t);
+
+/* tune_farm.c: the farm */
+void tt__tune_farm_release(farm *f, int k);
+void *tt__tune_farm_worker(void *arg);
+tt_status tt__tune_farm_check(farm *f, const tt_target *t, tt_errbuf *err);
+
+#endif

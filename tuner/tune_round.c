@@ -1,0 +1,383 @@
+/* One round of a task: pick candidates from the strategy, compile them in parallel, measure
+ * them here or on the farm, store every result as it arrives. */
+#include "tune_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* OpenCL source for the device's driver; a kernel outside the device's limits, or with bindings
+ * a GPU cannot run, is an INSTANTIATION_ERROR before anything is sent. */
+static void compile_opencl(task *t, candidate *c, const tt_program *prog, tt_errbuf *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    tt_status s = tt_codegen_opencl(prog, "kernel", &t->lim, &text, &len, NULL, err);
+    if (s) {
+        c->error_no = s == TT_ERR_LIMIT || s == TT_ERR_ILLEGAL_STEP ? 1 : 2;
+        return;
+    }
+    FILE *f = fopen(c->so, "wb");
+    if (!f || fwrite(text, 1, len, f) != len) {
+        tt_err(err, TT_ERR_IO, "cannot write %s: %s", c->so, strerror(errno));
+        c->error_no = 2;
+    }
+    if (f)
+        fclose(f);
+    free(text);
+}
+
+void tt__tune_compile_one(candidate *c)
+{
+    task *t = c->t;
+    tt_errbuf err = {{0}};
+    double t0 = tt_clock_monotonic();
+    tt_program *prog = NULL;
+    tt_state *st = NULL;
+    if (c->index == UINT64_MAX) { /* the naive schedule (on GPU: bound to blocks and threads) */
+        if (t->gpu ? tt_sketch_gpu_default(&t->w->dag, 32, &st, &err)
+                   : tt_state_create(&t->w->dag, &st, &err))
+            c->error_no = 1;
+    } else if (c->index == STEPS_INDEX) {
+        tt_step *steps;
+        size_t n;
+        if (tt_steps_from_json(c->config, &steps, &n, &err)) {
+            c->error_no = 1;
+        } else {
+            if (tt_state_replay(&t->w->dag, steps, n, &st, &err))
+                c->error_no = 1;
+            free(steps);
+        }
+    } else if (tt_space_apply(&t->space, c->index, &st, &err)) {
+        c->error_no = 1; /* INSTANTIATION_ERROR */
+    }
+    if (!c->error_no && tt_lower(st, &prog, &err))
+        c->error_no = 1;
+    if (!c->error_no && t->have_sketch) {
+        int n = tt_features_per_store(prog, NULL, 0);
+        if (n > 0 && (c->rows = malloc(sizeof(float) * TT_STORE_FEATURES * (size_t)n)))
+            c->nrows = tt_features_per_store(prog, c->rows, n);
+    }
+    if (!c->error_no && !t->o->objective && t->gpu)
+        compile_opencl(t, c, prog, &err);
+    else if (!c->error_no && !t->o->objective &&
+             tt_codegen_llvm(prog, &t->target, "kernel", c->so, &t->codegen, NULL, &err))
+        c->error_no = 2; /* COMPILE_HOST */
+    if (c->error_no)
+        snprintf(c->error_text, sizeof(c->error_text), "%s", err.msg);
+    c->build_s = tt_clock_monotonic() - t0;
+    tt_program_free(prog);
+    tt_state_free(st);
+}
+
+static void *compile_worker(void *arg)
+{
+    compile_queue *q = arg;
+    for (;;) {
+        pthread_mutex_lock(&q->mu);
+        int i = q->next < q->n ? q->next++ : -1;
+        pthread_mutex_unlock(&q->mu);
+        if (i < 0)
+            return NULL;
+        tt__tune_compile_one(&q->c[i]);
+        pthread_mutex_lock(&q->mu);
+        q->c[i].compiled = true;
+        pthread_cond_broadcast(&q->compiled);
+        pthread_mutex_unlock(&q->mu);
+    }
+}
+
+/* After a measurement: TVM's error fields of the candidate (idempotent). */
+void tt__tune_finish_result(task *t, candidate *c, const tt_measure_options *mo)
+{
+    if (c->error_no || t->o->objective)
+        return;
+    if (c->res.error_no == 7 && mo->timeout_s < t->o->measure.timeout_s)
+        snprintf(c->res.error_text, sizeof(c->res.error_text),
+                 "killed after %.3g s: more than 50x slower than the best so far (%.3g s)",
+                 mo->timeout_s, t->best_s);
+    c->error_no = c->res.error_no;
+    if (c->error_no)
+        snprintf(c->error_text, sizeof(c->error_text), "%s", c->res.error_text);
+}
+
+#define EXTRA_MAX 400
+
+/* The record of a finished candidate; its strings point into t and c, extra and costs are the
+ * caller's (EXTRA_MAX bytes, TT_MEASURE_MAX_REPEAT). */
+static void fill_record(task *t, const candidate *c, tt_db_record *r, char *extra, double *costs)
+{
+    memset(r, 0, sizeof(*r));
+    r->workload = t->w->key;
+    r->target = t->target_text;
+    r->device = c->device[0] ? c->device : t->device;
+    r->config = c->config;
+    r->config_kind = TT_CONFIG_STEPS;
+    r->job = t->o->job;
+    /* the template index (resume), and on a farm the measuring device's address (marking) */
+    bool indexed = c->index != UINT64_MAX && c->index != STEPS_INDEX;
+    if (indexed || c->host[0]) {
+        json_t *x = json_object();
+        if (indexed) {
+            json_object_set_new(x, "space", json_string(t->space_sig));
+            json_object_set_new(x, "index", json_integer((json_int_t)c->index));
+        }
+        if (c->host[0])
+            json_object_set_new(x, "host", json_string(c->host));
+        char *text = json_dumps(x, 0); /* {"space": ..., "index": ...}, as stored before */
+        json_decref(x);
+        if (text && strlen(text) < EXTRA_MAX) {
+            strcpy(extra, text);
+            r->extra = extra;
+        }
+        free(text);
+    }
+    if (c->error_no) {
+        costs[0] = 1e9; /* TVM's cost of a failed measurement */
+        r->ncosts = 1;
+        r->error_text = c->error_text;
+    } else {
+        r->ncosts = c->res.ncosts;
+        memcpy(costs, c->res.costs, sizeof(double) * (size_t)r->ncosts);
+    }
+    r->costs = costs;
+    r->error_no = c->error_no;
+    r->build_s = c->build_s;
+    r->run_s = c->res.run_s;
+    r->total_s = c->build_s + c->res.run_s;
+    r->timestamp = tt_clock_wall();
+}
+
+/* Farm measurements are stored as they arrive (a daemon that dies mid-batch keeps them); the
+ * batch's bookkeeping still happens at its end. */
+void tt__tune_store_now(task *t, candidate *c)
+{
+    tt_db_record r;
+    char extra[EXTRA_MAX];
+    double costs[TT_MEASURE_MAX_REPEAT];
+    fill_record(t, c, &r, extra, costs);
+    pthread_mutex_lock(&t->farm->mu);
+    c->stored = !tt_db_insert(t->db, &r, 1, NULL);
+    pthread_mutex_unlock(&t->farm->mu);
+}
+
+static char *config_of(task *t, uint64_t index)
+{
+    if (index == UINT64_MAX)
+        return strdup("[]");
+    tt_state *st;
+    if (tt_space_apply(&t->space, index, &st, NULL))
+        return NULL;
+    char *j = tt_steps_to_json(st->steps.data, st->steps.len);
+    tt_state_free(st);
+    return j;
+}
+
+/* Picks up to `want` unmeasured configs. */
+int tt__tune_pick(task *t, candidate *c, int want)
+{
+    int n = 0;
+    bool baseline = t->naive_s == 0 && !tt__tune_seen_has(t, tt_hash64_str("[]"));
+    if (baseline && want > 0) {
+        c[n].index = UINT64_MAX;
+        c[n].config = strdup("[]");
+        n++;
+    }
+    /* The model proposes once it has something to learn from; 5% of picks stay random. */
+    uint64_t plan[256];
+    int nplan = 0, plan_next = 0;
+    if (t->o->strategy == TT_STRATEGY_XGB && t->nrun >= 2 * want && t->nrun >= 16)
+        nplan = tt__tune_model_plan(t, plan, 256);
+    int pop = t->space.size < 64 ? (int)t->space.size : 64;
+    if (t->o->strategy == TT_STRATEGY_GA && !t->gen)
+        t->gen = calloc((size_t)pop, sizeof(uint64_t));
+    int64_t tries = 0;
+    int rounds = 0;
+    while (n < want && tries < 64 * (int64_t)want + 1000) {
+        tries++;
+        uint64_t idx;
+        char *planned = NULL;
+        if (t->o->strategy == TT_STRATEGY_EVO) {
+            /* A search round plans 64 measurements (Ansor's measures per round). */
+            if (t->plan_next >= t->nplan) {
+                if (rounds++ == 2)
+                    break;
+                int64_t left = t->o->trials - t->total;
+                tt__tune_evo_start(t, left < 64 ? (int)(left > want ? left : want) : 64);
+                tt__tune_evo_finish(t);
+                if (t->nplan == 0)
+                    break;
+            }
+            planned = t->plan[t->plan_next];
+            t->plan[t->plan_next++] = NULL;
+            idx = STEPS_INDEX;
+            /* Overlapped: plan the next round while the second half of this one is measured. */
+            int64_t after = t->o->trials - t->total - n - (t->nplan - t->plan_next);
+            if (t->o->overlap_search && t->plan_next * 2 >= t->nplan && after > 0)
+                tt__tune_evo_start(t, after < 64 ? (int)after : 64);
+        } else if (t->o->strategy == TT_STRATEGY_GRID) {
+            if (t->grid_next >= t->space.size)
+                break;
+            idx = t->grid_next++;
+        } else if (t->seed_next < t->nseeds) {
+            idx = t->seeds[t->seed_next++]; /* starting points first (xgb, ga) */
+        } else if (t->o->strategy == TT_STRATEGY_XGB && plan_next < nplan &&
+                   tt_rng_uniform(&t->rng) >= 0.05) {
+            idx = plan[plan_next++];
+        } else if (t->o->strategy == TT_STRATEGY_GA && t->gen && t->nrun >= pop) {
+            /* The first generation is random; later ones are bred from measured ones. */
+            if (t->gen_next >= t->ngen)
+                tt__tune_ga_breed(t, pop);
+            idx = t->gen_next < t->ngen ? t->gen[t->gen_next++]
+                                        : tt_rng_below(&t->rng, t->space.size);
+        } else {
+            idx = tt_rng_below(&t->rng, t->space.size);
+        }
+        char *cfg = planned ? planned : config_of(t, idx);
+        if (!cfg)
+            continue;
+        uint64_t h = tt_hash64_str(cfg);
+        bool dup = tt__tune_seen_has(t, h);
+        for (int k = 0; k < n && !dup; k++)
+            dup = !strcmp(c[k].config, cfg);
+        if (dup) {
+            free(cfg);
+            continue;
+        }
+        c[n].index = idx;
+        c[n].config = cfg;
+        n++;
+    }
+    return n;
+}
+
+void tt__tune_progress(task *t, bool final)
+{
+    if (!t->o->progress || !t->log)
+        return;
+    double el = tt_clock_monotonic() - t->t_start;
+    int64_t done_here = t->total - t->t_start_total;
+    int64_t left = t->o->trials - t->total;
+    double eta = done_here > 0 && left > 0 ? el / (double)done_here * (double)left : 0;
+    double gflops = t->best_s > 0 ? t->w->flops / t->best_s / 1e9 : 0;
+    fprintf(t->log, "\r%-40.40s %5lld/%lld trials  best %8.2f GFLOPS  %6.1fs  ETA %6.1fs%s",
+            t->w->key, (long long)t->total, (long long)t->o->trials, gflops, el, eta,
+            final ? "\n" : "");
+    fflush(t->log);
+}
+
+tt_status tt__tune_round_trip(task *t, candidate *c, int n, tt_errbuf *err)
+{
+    for (int i = 0; i < n; i++) {
+        c[i].t = t;
+        c[i].device[0] = 0;
+        c[i].compiled = c[i].measured = c[i].stored = false;
+        snprintf(c[i].so, sizeof(c[i].so), "%s/c%d.so", t->dir, i);
+    }
+    compile_queue q;
+    memset(&q, 0, sizeof(q));
+    q.c = c;
+    q.n = n;
+    pthread_mutex_init(&q.mu, NULL);
+    pthread_cond_init(&q.compiled, NULL);
+    q.mo = t->o->measure;
+    q.mo.timeout_s = tt_tune_deadline(&q.mo, t->best_s);
+    if (t->gpu)
+        q.mo.timeout_s += TT_TUNE_GPU_BUILD_S; /* the driver builds the source in the child */
+    int nth = t->o->threads > 0 ? t->o->threads : 1;
+    if (nth > n)
+        nth = n;
+    int ndev = t->farm && !t->o->objective ? t->farm->ndevices : 0;
+    pthread_t th[64 + FARM_MAX_DEVICES];
+    farm_worker_arg fa[FARM_MAX_DEVICES];
+    int started = 0, measuring = 0;
+    for (int i = 0; i < nth && i < 64; i++)
+        if (!pthread_create(&th[started], NULL, compile_worker, &q))
+            started++;
+    if (started == 0)
+        compile_worker(&q);
+    for (int k = 0; k < ndev; k++) {
+        fa[k] = (farm_worker_arg){&q, k};
+        if (!pthread_create(&th[started + measuring], NULL, tt__tune_farm_worker, &fa[k]))
+            measuring++;
+    }
+    if (ndev && measuring == 0) {
+        fa[0] = (farm_worker_arg){&q, 0};
+        tt__tune_farm_worker(&fa[0]);
+    }
+    for (int i = 0; i < started + measuring; i++)
+        pthread_join(th[i], NULL);
+    pthread_cond_destroy(&q.compiled);
+    pthread_mutex_destroy(&q.mu);
+    tt_status failure = q.failure;
+    if (failure)
+        tt_err(err, failure, "%s", q.err.msg);
+    tt_db_record recs[256];
+    char extras[256][EXTRA_MAX];
+    double costs[256][TT_MEASURE_MAX_REPEAT];
+    int nrec = 0, rec_of[256]; /* the candidate of each record */
+    for (int i = 0; i < n; i++) {
+        if (ndev) {
+            /* measured on the farm above; what was not (stop, no device) is not recorded */
+            if (!c[i].error_no && !c[i].measured) {
+                unlink(c[i].so);
+                continue;
+            }
+        } else if (t->o->stop && *t->o->stop) {
+            break;
+        }
+        /* Locally one at a time: kernels must not share the machine. */
+        if (!ndev && !c[i].error_no && t->o->objective) {
+            double cost = t->o->objective(t->o->objective_ctx, c[i].config);
+            memset(&c[i].res, 0, sizeof(c[i].res));
+            c[i].res.ncosts = 1;
+            c[i].res.costs[0] = cost > 0 ? cost : 1e9;
+            if (cost <= 0) {
+                c[i].error_no = 4;
+                snprintf(c[i].error_text, sizeof(c[i].error_text), "objective: error");
+            }
+        } else if (!ndev && !c[i].error_no) {
+            tt_measure_run(c[i].so, "kernel", t->bufs, t->nparams, t->ninputs, &q.mo, &c[i].res,
+                           err);
+        }
+        tt__tune_finish_result(t, &c[i], &q.mo);
+        unlink(c[i].so);
+        fill_record(t, &c[i], &recs[nrec], extras[nrec], costs[nrec]);
+        t->build_s += c[i].build_s;
+        rec_of[nrec++] = i;
+    }
+    for (int i = 0; i < n; i++)
+        unlink(c[i].so);
+    /* Record before anything else can go wrong: the batch is what we measured (less what the
+     * farm stored as it arrived). */
+    tt_db_record unstored[256];
+    int nun = 0;
+    for (int i = 0; i < nrec; i++)
+        if (!c[rec_of[i]].stored)
+            unstored[nun++] = recs[i];
+    if (nun && tt_db_insert(t->db, unstored, (size_t)nun, NULL))
+        return tt_err(err, TT_ERR_IO, "storing measurements: %s", tt_db_errmsg(t->db));
+    for (int r = 0; r < nrec; r++) {
+        int i = rec_of[r];
+        tt__tune_seen_add(t, tt_hash64_str(recs[r].config));
+        t->total++;
+        t->measured++;
+        double thr = 0;
+        if (recs[r].error_no) {
+            t->errors++;
+        } else {
+            double med = tt_median(recs[r].costs, recs[r].ncosts);
+            tt__tune_note_result(t, recs[r].config, med, 0);
+            thr = med > 0 ? t->w->flops / med : 0;
+        }
+        if (c[i].index == STEPS_INDEX)
+            tt__tune_history_add(t, recs[r].config, c[i].rows, c[i].nrows, thr, 0);
+        if (c[i].index != UINT64_MAX && c[i].index != STEPS_INDEX)
+            tt__tune_run_add(t, c[i].index, thr);
+        tt__tune_progress(t, false);
+    }
+    return failure;
+}

@@ -1,0 +1,371 @@
+/* One workload's task: what earlier runs measured (resume), the inputs and reference outputs,
+ * the task's opening and closing summary. */
+#include "tune_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static tt_elem elem_of(tt_dtype t)
+{
+    switch (t) {
+    case TT_DT_FLOAT32: return TT_ELEM_F32;
+    case TT_DT_FLOAT64: return TT_ELEM_F64;
+    case TT_DT_INT32: return TT_ELEM_I32;
+    case TT_DT_INT64: return TT_ELEM_I64;
+    default: return TT_ELEM_U8;
+    }
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+bool tt__tune_seen_has(const task *t, uint64_t h)
+{
+    return t->nseen && bsearch(&h, t->seen, t->nseen, sizeof(uint64_t), cmp_u64) != NULL;
+}
+
+void tt__tune_seen_add(task *t, uint64_t h)
+{
+    if (tt__tune_seen_has(t, h))
+        return;
+    if (t->nseen == t->capseen) {
+        size_t cap = t->capseen ? t->capseen * 2 : 256;
+        uint64_t *g = realloc(t->seen, cap * sizeof(uint64_t));
+        if (!g)
+            return;
+        t->seen = g;
+        t->capseen = cap;
+    }
+    size_t i = t->nseen;
+    while (i > 0 && t->seen[i - 1] > h) {
+        t->seen[i] = t->seen[i - 1];
+        i--;
+    }
+    t->seen[i] = h;
+    t->nseen++;
+}
+
+void tt__tune_note_result(task *t, const char *config, double median, int error_no)
+{
+    if (!strcmp(config, "[]") && error_no == 0)
+        t->naive_s = median;
+    if (error_no == 0 && (t->best_s == 0 || median < t->best_s)) {
+        t->best_s = median;
+        free(t->best_config);
+        t->best_config = strdup(config);
+    }
+}
+
+/* Remembers a measured template config for the model and the genetic algorithm. */
+void tt__tune_run_add(task *t, uint64_t index, double thr)
+{
+    if (t->nrun >= 1 << 20)
+        return;
+    if (t->nrun == t->caprun) {
+        int cap = t->caprun ? 2 * t->caprun : 256;
+        uint64_t *gi = realloc(t->run_idx, (size_t)cap * sizeof(uint64_t));
+        if (gi)
+            t->run_idx = gi;
+        double *gs = realloc(t->run_score, (size_t)cap * sizeof(double));
+        if (gs)
+            t->run_score = gs;
+        if (!gi || !gs)
+            return;
+        t->caprun = cap;
+    }
+    t->run_idx[t->nrun] = index;
+    t->run_score[t->nrun++] = thr;
+}
+
+/* The identity of a template space (its knobs and their choices), kept with each record's index
+ * so that a later run decodes the index only under the same space. */
+void tt__tune_space_signature(const tt_space *sp, char *out, size_t n)
+{
+    uint64_t sig = tt_hash64_str(sp->gpu ? "gpu-template-1" : "tiling-space-2");
+    for (int k = 0; k < sp->nknobs; k++) {
+        sig = tt_hash64_update(sig, sp->knobs[k].name, strlen(sp->knobs[k].name));
+        sig = tt_hash64_update(sig, sp->knobs[k].choice, sizeof(int64_t) * (size_t)sp->knobs[k].n);
+    }
+    snprintf(out, n, "%s:%016llx", sp->gpu ? "gpu" : "tiling", (unsigned long long)sig);
+}
+
+/* The template index a record carries in its extra JSON, when it is of this task's space. */
+static bool record_index(const task *t, const char *extra, uint64_t *index)
+{
+    if (!extra)
+        return false;
+    json_t *j = json_loads(extra, 0, NULL);
+    const char *sig = json_string_value(json_object_get(j, "space"));
+    json_t *ix = json_object_get(j, "index");
+    bool ok = sig && !strcmp(sig, t->space_sig) && json_is_integer(ix) &&
+              json_integer_value(ix) >= 0 && (uint64_t)json_integer_value(ix) < t->space.size;
+    if (ok)
+        *index = (uint64_t)json_integer_value(ix);
+    json_decref(j);
+    return ok;
+}
+
+/* Adds a measured program to the evolutionary search's training data. */
+void tt__tune_history_add(task *t, const char *config, const float *rows, int nrows, double thr,
+                          int group)
+{
+    if (tt_evo_history_add(&t->hist, config, rows, nrows, thr, group) && t->log)
+        fprintf(t->log, "note: out of memory for the cost model's training data\n");
+}
+
+static int load_history(void *ctx, const tt_db_row *row)
+{
+    task *t = ctx;
+    tt__tune_seen_add(t, tt_hash64_str(row->config));
+    t->total++;
+    if (row->error_no)
+        t->errors++;
+    tt__tune_note_result(t, row->config, row->median_s, row->error_no);
+    /* Template strategies: the model and the GA continue from what was measured. */
+    uint64_t index;
+    if (record_index(t, row->extra, &index))
+        tt__tune_run_add(t, index,
+                         row->error_no == 0 && row->median_s > 0 ? t->w->flops / row->median_s : 0);
+    /* The model retrains on everything measured before (search.md C11). */
+    tt_step *steps;
+    size_t n;
+    tt_state *st;
+    if (t->have_sketch && strcmp(row->config, "[]") &&
+        !tt_steps_from_json(row->config, &steps, &n, NULL)) {
+        if (!tt_state_replay(&t->w->dag, steps, n, &st, NULL)) {
+            float *rows;
+            int nr = tt_evo_features(st, &rows);
+            double thr = row->error_no == 0 && row->median_s > 0 ? t->w->flops / row->median_s : 0;
+            tt__tune_history_add(t, row->config, rows, nr > 0 ? nr : 0, thr, 0);
+            free(rows);
+            tt_state_free(st);
+        }
+        free(steps);
+    }
+    return 0;
+}
+
+/* Random inputs; reference outputs from the definition (small workloads) or from the naive
+ * schedule compiled, spot-checked against the definition (large ones). */
+static tt_status make_reference(task *t, tt_errbuf *err)
+{
+    const tt_dag *d = &t->w->dag;
+    int params[64];
+    t->nparams = tt_dag_params(d, params, 64, &t->ninputs);
+    if (t->nparams > 64)
+        return tt_err(err, TT_ERR_LIMIT, "more than 64 parameters");
+    for (int i = 0; i < t->nparams; i++) {
+        const tt_op *op = &d->ops.data[params[i]];
+        size_t bytes = (size_t)tt_op_numel(op) * (size_t)tt_dtype_bytes(op->dtype);
+        if (posix_memalign(&t->data[i], 64, bytes ? bytes : 64))
+            return tt_err(err, TT_ERR_NOMEM, "out of memory for '%s'", op->name);
+        if (i < t->ninputs)
+            tt_fill_random(t->data[i], op->dtype, tt_op_numel(op), t->o->seed + (uint64_t)i * 7919);
+        else
+            memset(t->data[i], 0, bytes);
+        t->bufs[i].elem = elem_of(op->dtype);
+        t->bufs[i].count = tt_op_numel(op);
+        t->bufs[i].data = i < t->ninputs ? t->data[i] : NULL;
+        t->bufs[i].expect = i < t->ninputs ? NULL : t->data[i];
+    }
+    if (t->w->flops <= 2e7)
+        return tt_dag_eval(d, t->data, err);
+    /* The naive schedule, compiled and run here. */
+    tt_state *st;
+    tt_program *prog;
+    tt_status s = tt_state_create(d, &st, err);
+    if (s)
+        return s;
+    s = tt_lower(st, &prog, err);
+    tt_state_free(st);
+    if (s)
+        return s;
+    char so[512];
+    snprintf(so, sizeof(so), "%s/reference.so", t->dir);
+    tt_kernel *k = NULL;
+    tt_target host; /* the reference runs here, whatever the target */
+    tt_target_parse("llvm", &host, NULL);
+    s = tt_codegen_llvm(prog, t->gpu ? &host : &t->target, "reference", so, NULL, NULL, err);
+    tt_program_free(prog);
+    if (!s)
+        s = tt_kernel_load(so, "reference", &k, err);
+    if (s)
+        return s;
+    tt_kernel_function(k)(t->data);
+    tt_kernel_unload(k);
+    unlink(so);
+    /* Spot checks against the definition. */
+    tt_rng r;
+    tt_rng_seed(&r, t->o->seed ^ 0x5eed);
+    for (int i = t->ninputs; i < t->nparams; i++) {
+        const tt_op *op = &d->ops.data[params[i]];
+        for (int c = 0; c < 16; c++) {
+            int64_t idx[TT_MAX_DIMS], flat = 0;
+            for (int k2 = 0; k2 < op->ndim; k2++) {
+                idx[k2] = (int64_t)tt_rng_below(&r, (uint64_t)op->shape[k2]);
+                flat = flat * op->shape[k2] + idx[k2];
+            }
+            tt_value want, got = tt_buffer_get(t->data[i], op->dtype, flat);
+            if ((s = tt_dag_eval_element(d, params[i], idx, t->data, &want, err)))
+                return s;
+            double x = tt_dtype_is_float(op->dtype) ? got.f : (double)got.i;
+            double y = tt_dtype_is_float(op->dtype) ? want.f : (double)want.i;
+            if (!(fabs(x - y) <= 1e-5 + 1e-4 * fabs(y)))
+                return tt_err(err, TT_ERR_RUNTIME,
+                              "the naive compiled reference of %s disagrees with the definition at "
+                              "element %lld of '%s' (%.9g vs %.9g): a code generator bug",
+                              t->w->key, (long long)flat, op->name, x, y);
+        }
+    }
+    return TT_OK;
+}
+
+/* What an OpenCL device allows one kernel, from what it reported. */
+static void limits_of(const tt_cl_device_info *c, tt_gpu_limits *lim)
+{
+    tt_gpu_limits_default(lim);
+    if (c->max_work_group > 0)
+        lim->max_threads = c->max_work_group < 1024 ? c->max_work_group : 1024;
+    for (int d = 0; d < 3; d++)
+        if (c->max_item[d] > 0)
+            lim->max_block[d] = c->max_item[d];
+    if (c->local_mem > 0)
+        lim->max_shared_bytes = c->local_mem;
+}
+
+/* Sets up one workload's task: its space, what was measured before (resume), the reference.
+ * `cl` is the OpenCL device of an OpenCL target (NULL otherwise). */
+tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db *db, farm *fm,
+                             const tt_cl_device_info *cl, FILE *log, task **out, tt_errbuf *err)
+{
+    task *t = calloc(1, sizeof(*t));
+    tt_status s;
+    if (!t)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    *out = t;
+    t->evo_fd = -1;
+    t->o = o;
+    t->db = db;
+    t->log = log;
+    t->target_text = o->target ? o->target : "llvm";
+    tt_rng_seed(&t->rng, o->seed);
+    snprintf(t->dir, sizeof(t->dir), "/tmp/tvm-tune-XXXXXX");
+    if (!mkdtemp(t->dir)) {
+        t->dir[0] = 0;
+        return tt_err(err, TT_ERR_IO, "cannot create a work directory: %s", strerror(errno));
+    }
+    if ((s = tt_workload_parse(wtext, &t->w, err)) ||
+        (s = tt_target_parse(t->target_text, &t->target, err)))
+        return s;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    t->gpu = cl != NULL;
+    if (t->gpu)
+        limits_of(cl, &t->lim);
+    else
+        tt_codegen_vector_isa(&t->target, &t->isa);
+    if ((s = t->gpu ? tt_space_init_gpu(&t->space, &t->w->dag, t->lim.max_threads,
+                                        (int)t->lim.max_vthread, err)
+                    : tt_space_init(&t->space, &t->w->dag,
+                                    t->target.num_cores ? t->target.num_cores : (int)cores, &t->isa,
+                                    err)))
+        return s;
+    tt__tune_space_signature(&t->space, t->space_sig, sizeof(t->space_sig));
+    if (o->strategy == TT_STRATEGY_EVO) {
+        tt_sketch_params sp;
+        if (t->gpu) {
+            tt_sketch_params_gpu(&sp, (int)t->lim.max_threads, 32);
+            sp.max_vthread = (int)t->lim.max_vthread;
+        } else {
+            tt_sketch_params_cpu(&sp, t->target.num_cores ? t->target.num_cores : (int)cores);
+        }
+        if ((s = tt_sketch_space_init(&t->sketch, &t->w->dag, &sp, err)))
+            return s;
+        t->have_sketch = true;
+    }
+    t->farm = fm;
+    t->codegen = (tt_codegen_options){3, 64, 64, NULL, false};
+#if defined(__x86_64__)
+    t->codegen.object_only = !fm && !t->gpu && !t->target.triple[0];
+#endif
+    if (fm)
+        snprintf(t->device, sizeof(t->device), "%s", fm->device);
+    else if (cl)
+        tt_cl_fingerprint(cl, t->device, sizeof(t->device));
+    else
+        tt_host_fingerprint(t->device, sizeof(t->device));
+    tt_db_device dev = {
+        .key = fm ? fm->key : "local", .fingerprint = t->device, .cores = (int)cores};
+    if ((s = tt_db_device_upsert(db, &dev)))
+        return tt_err(err, s, "%s", tt_db_errmsg(db));
+    /* Resume: what this device already measured for this workload and target. */
+    tt_db_filter f = {t->w->key, t->target_text, t->device, 0, 0};
+    if ((s = tt_db_history(db, &f, load_history, t)))
+        return tt_err(err, s, "%s", tt_db_errmsg(db));
+    if (log && t->total > 0)
+        fprintf(log, "%s: resuming after %lld measured configs\n", t->w->key, (long long)t->total);
+    if (t->have_sketch) {
+        tt__tune_load_transfer(t);
+        tt__tune_evo_preload(t);
+    } else if (o->strategy == TT_STRATEGY_XGB || o->strategy == TT_STRATEGY_GA) {
+        tt__tune_load_seeds(t, t->target.num_cores ? t->target.num_cores : (int)cores);
+    }
+    if (!o->objective && (s = make_reference(t, err)))
+        return s;
+    t->batch = o->batch > 0 ? o->batch : 2 * (int)cores;
+    if (t->batch > 256)
+        t->batch = 256;
+    if (!(t->cands = calloc((size_t)t->batch, sizeof(candidate))))
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    t->t_start = tt_clock_monotonic();
+    t->t_start_total = t->total;
+    return TT_OK;
+}
+
+void tt__tune_task_close(task *t, const char *wtext, tt_tune_summary *sum)
+{
+    const tt_tune_options *o = t->o;
+    memset(sum, 0, sizeof(*sum));
+    snprintf(sum->workload, sizeof(sum->workload), "%s", t->w ? t->w->key : wtext);
+    sum->measured = t->measured;
+    sum->total = t->total;
+    sum->errors = t->errors;
+    sum->best_s = t->best_s;
+    sum->naive_s = t->naive_s;
+    sum->flops = t->w ? t->w->flops : 0;
+    sum->compile_s = t->measured ? t->build_s / (double)t->measured : 0;
+    sum->interrupted = o->stop && *o->stop;
+    if (t->best_config)
+        snprintf(sum->best_config, sizeof(sum->best_config), "%s", t->best_config);
+    free(t->cands);
+    for (int i = 0; i < t->nparams; i++)
+        free(t->data[i]);
+    free(t->seen);
+    free(t->best_config);
+    free(t->run_idx);
+    free(t->run_score);
+    free(t->gen);
+    tt_costmodel_free(t->model);
+    if (t->have_sketch)
+        tt_sketch_space_free(&t->sketch);
+    tt_evo_history_free(&t->hist);
+    if (t->evo_fd >= 0) { /* a round nobody will use */
+        kill(t->evo_pid, SIGKILL);
+        tt__tune_reap_search(t->evo_fd, t->evo_pid);
+    }
+    free(t->preload);
+    for (int i = t->plan_next; i < t->nplan; i++)
+        free(t->plan[i]);
+    free(t->plan);
+    free(t->sched_hist);
+    tt_workload_free(t->w);
+    if (t->dir[0])
+        rmdir(t->dir);
+    free(t);
+}

@@ -1,0 +1,491 @@
+/* The template strategies over the tiling space: XGBoost + simulated annealing (xgb, planned in a
+ * child process), the genetic algorithm (ga), and the starting points both measure first. */
+#include "tune_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- strategies ---- */
+
+/* Knob features of a config: log2(1 + value) per knob (AutoTVM's "knob" features). */
+static void knob_features(const tt_space *sp, uint64_t index, float *row)
+{
+    int pos[TT_SPACE_MAX_KNOBS];
+    tt_space_decode(sp, index, pos);
+    for (int k = 0; k < sp->nknobs; k++)
+        row[k] = (float)tt_space_knob_feature(sp, k, pos[k]);
+}
+
+/* Itervar features of a config's lowered program, zero-padded or cut to `width`; an all-zero
+ * row when it does not lower (AutoTVM's failed extraction). */
+static void itervar_features(const task *t, uint64_t index, float *row, int width)
+{
+    memset(row, 0, sizeof(float) * (size_t)width);
+    tt_state *st;
+    tt_program *prog;
+    if (tt_space_apply(&t->space, index, &st, NULL))
+        return;
+    if (!tt_lower(st, &prog, NULL)) {
+        tt_features_itervar(prog, false, row, width);
+        tt_program_free(prog);
+    }
+    tt_state_free(st);
+}
+
+/* The model's row of a config: knob features, or (--features itervar) the loop-variable features
+ * followed by the knob values, as AutoTVM appends its define_knob values. */
+static void model_row(const task *t, uint64_t index, float *row, int ncols)
+{
+    int nk = t->space.nknobs;
+    if (ncols > nk)
+        itervar_features(t, index, row, ncols - nk);
+    knob_features(&t->space, index, row + (ncols - nk));
+}
+
+/* Columns of the model's rows: the knobs, plus the longest itervar vector of the measured
+ * configs (at most 4096) with --features itervar. */
+static int feature_columns(const task *t)
+{
+    int nk = t->space.nknobs;
+    if (t->o->features != TT_FEATURES_ITERVAR)
+        return nk;
+    int longest = 0;
+    for (int i = 0; i < t->nrun; i++) {
+        tt_state *st;
+        tt_program *prog;
+        if (tt_space_apply(&t->space, t->run_idx[i], &st, NULL))
+            continue;
+        if (!tt_lower(st, &prog, NULL)) {
+            int n = tt_features_itervar(prog, false, NULL, 0);
+            longest = n > longest ? n : longest;
+            tt_program_free(prog);
+        }
+        tt_state_free(st);
+    }
+    return nk + (longest < 4096 ? longest : 4096);
+}
+
+static uint64_t neighbour(task *t, uint64_t index)
+{
+    int pos[TT_SPACE_MAX_KNOBS];
+    tt_space_decode(&t->space, index, pos);
+    for (int tries = 0; tries < 16; tries++) {
+        int k = (int)tt_rng_below(&t->rng, (uint64_t)t->space.nknobs);
+        if (t->space.knobs[k].n < 2)
+            continue;
+        int v = (int)tt_rng_below(&t->rng, (uint64_t)t->space.knobs[k].n);
+        if (v == pos[k])
+            continue;
+        pos[k] = v;
+        break;
+    }
+    uint64_t out = 0, mul = 1;
+    for (int k = 0; k < t->space.nknobs; k++) {
+        out += (uint64_t)pos[k] * mul;
+        mul *= (uint64_t)t->space.knobs[k].n;
+    }
+    return out;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+    float x = ((const float *)a)[0], y = ((const float *)b)[0];
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static int model_plan_here(task *t, uint64_t *out, int n);
+
+/* Runs child(t, fd, arg) in a forked process with a fresh RNG stream; returns the read end of
+ * its pipe (or -1) and its pid.  The child must _exit. */
+int tt__tune_spawn_search(task *t, void (*child)(task *, int, void *), void *arg, pid_t *pid)
+{
+    uint64_t seed = tt_rng_next(&t->rng);
+    int fds[2];
+    if (pipe(fds))
+        return -1;
+    fflush(NULL);
+    *pid = fork();
+    if (*pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (*pid == 0) {
+        close(fds[0]);
+        tt_rng_seed(&t->rng, seed);
+        child(t, fds[1], arg);
+        _exit(1);
+    }
+    close(fds[1]);
+    return fds[0];
+}
+
+void tt__tune_reap_search(int fd, pid_t pid)
+{
+    close(fd);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+}
+
+/* XGBoost runs OpenMP threads, and libgomp does not survive fork(): a measurement child forked
+ * after the model trained in this process would hang in its first parallel loop.  So the model
+ * lives in a child of its own, which sends the plan back through a pipe. */
+typedef struct {
+    uint64_t *out;
+    int n;
+} plan_arg;
+
+static void model_plan_child(task *t, int fd, void *arg)
+{
+    plan_arg *p = arg;
+    int found = model_plan_here(t, p->out, p->n);
+    bool ok = tt_write_all(fd, &found, sizeof(found)) &&
+              (found <= 0 || tt_write_all(fd, p->out, sizeof(uint64_t) * (size_t)found));
+    _exit(ok ? 0 : 1);
+}
+
+int tt__tune_model_plan(task *t, uint64_t *out, int n)
+{
+    plan_arg arg = {out, n};
+    pid_t pid;
+    int fd = tt__tune_spawn_search(t, model_plan_child, &arg, &pid);
+    if (fd < 0)
+        return 0;
+    int found = 0;
+    if (!tt_read_all(fd, &found, sizeof(found)) || found < 0 || found > n ||
+        (found > 0 && !tt_read_all(fd, out, sizeof(uint64_t) * (size_t)found)))
+        found = 0;
+    tt__tune_reap_search(fd, pid);
+    return found;
+}
+
+/* AutoTVM's diversity filter (search.md B4): of the best 64 x ratio candidates keep 64, picked
+ * greedily, each scoring one point per knob whose value the picked set does not have yet. */
+static int diversity_filter(task *t, uint64_t *cand, int n, double ratio)
+{
+    enum { PLAN = 64 };
+    int pool = (int)(PLAN * ratio);
+    if (pool > n)
+        pool = n;
+    if (pool <= PLAN)
+        return n;
+    int nk = t->space.nknobs;
+    int(*pos)[TT_SPACE_MAX_KNOBS] = malloc(sizeof(*pos) * (size_t)pool);
+    bool *used = calloc((size_t)pool, sizeof(bool));
+    bool(*have)[TT_SPACE_MAX_CHOICES] = calloc(TT_SPACE_MAX_KNOBS, sizeof(*have));
+    uint64_t picked[PLAN];
+    int np = 0;
+    if (!pos || !used || !have)
+        goto out;
+    for (int i = 0; i < pool; i++)
+        tt_space_decode(&t->space, cand[i], pos[i]);
+    while (np < PLAN) {
+        int best = -1, best_score = -1;
+        for (int i = 0; i < pool; i++) {
+            if (used[i])
+                continue;
+            int score = 0;
+            for (int k = 0; k < nk; k++)
+                score += !have[k][pos[i][k]];
+            if (score > best_score) {
+                best = i;
+                best_score = score;
+            }
+        }
+        if (best < 0)
+            break;
+        used[best] = true;
+        for (int k = 0; k < nk; k++)
+            have[k][pos[best][k]] = true;
+        picked[np++] = cand[best];
+    }
+    memcpy(cand, picked, sizeof(uint64_t) * (size_t)np);
+    n = np;
+out:
+    free(pos);
+    free(used);
+    free(have);
+    return n;
+}
+
+static int model_plan_here(task *t, uint64_t *out, int n)
+{
+    int nk = feature_columns(t), m = t->nrun;
+    enum { WALKERS = 64, ITERS = 80, KEEP = 256 };
+    float *x = malloc(sizeof(float) * (size_t)m * (size_t)nk),
+          *y = malloc(sizeof(float) * (size_t)m),
+          *row = malloc(sizeof(float) * WALKERS * (size_t)nk);
+    double best = 1e-12;
+    int found = 0;
+    if (!x || !y || !row)
+        goto out;
+    for (int i = 0; i < m; i++)
+        best = t->run_score[i] > best ? t->run_score[i] : best;
+    for (int i = 0; i < m; i++) {
+        model_row(t, t->run_idx[i], x + (size_t)i * (size_t)nk, nk);
+        y[i] = (float)(t->run_score[i] / best);
+    }
+    tt_errbuf err;
+    if (!t->model && tt_costmodel_create(TT_COSTMODEL_REG, 0, t->o->seed, &t->model, &err))
+        goto out;
+    /* AutoTVM's fit: boost until the training a-recall@64 stalls for 20 rounds. */
+    if (tt_costmodel_train_recall(t->model, x, m, nk, y, 8000, 64, 20, NULL, &err))
+        goto out;
+    /* Simulated annealing over the index space (walkers kept per call). */
+    uint64_t walk[WALKERS], prop[WALKERS];
+    float cur[WALKERS], next[WALKERS];
+    float heap[KEEP][3]; /* score, index (as two floats is lossy): keep indices aside */
+    uint64_t heap_idx[KEEP];
+    int nheap = 0;
+    int nw = t->space.size < WALKERS ? (int)t->space.size : WALKERS;
+    for (int w = 0; w < nw; w++) {
+        walk[w] = tt_rng_below(&t->rng, t->space.size);
+        model_row(t, walk[w], row + (size_t)w * (size_t)nk, nk);
+    }
+    if (tt_costmodel_predict(t->model, row, nw, nk, cur, &err))
+        goto out;
+    for (int it = 0; it < ITERS; it++) {
+        double temp = 1.0 - (double)it / ITERS;
+        for (int w = 0; w < nw; w++) {
+            prop[w] = neighbour(t, walk[w]);
+            model_row(t, prop[w], row + (size_t)w * (size_t)nk, nk);
+        }
+        if (tt_costmodel_predict(t->model, row, nw, nk, next, &err))
+            goto out;
+        for (int w = 0; w < nw; w++) {
+            /* Remember every proposal worth keeping (duplicates filtered later). */
+            if (nheap < KEEP) {
+                heap[nheap][0] = next[w];
+                heap_idx[nheap++] = prop[w];
+            } else {
+                int lo = 0;
+                for (int h = 1; h < KEEP; h++)
+                    if (heap[h][0] < heap[lo][0])
+                        lo = h;
+                if (next[w] > heap[lo][0]) {
+                    heap[lo][0] = next[w];
+                    heap_idx[lo] = prop[w];
+                }
+            }
+            double p = exp(fmin((next[w] - cur[w]) / (temp + 1e-5), 1.0));
+            if (next[w] >= cur[w] || tt_rng_uniform(&t->rng) < p) {
+                walk[w] = prop[w];
+                cur[w] = next[w];
+            }
+        }
+    }
+    /* Best first. */
+    for (int h = 0; h < nheap; h++)
+        heap[h][1] = (float)h;
+    qsort(heap, (size_t)nheap, sizeof(heap[0]), cmp_desc);
+    for (int h = 0; h < nheap && found < n; h++) {
+        uint64_t idx = heap_idx[(int)heap[h][1]];
+        bool dup = false;
+        for (int j = 0; j < found && !dup; j++)
+            dup = out[j] == idx;
+        if (!dup)
+            out[found++] = idx;
+    }
+    if (t->o->diversity > 1)
+        found = diversity_filter(t, out, found, t->o->diversity);
+out:
+    free(x);
+    free(y);
+    free(row);
+    return found;
+}
+
+/* Genetic algorithm (search.md B3): when the previous generation is measured, breed the next from
+ * it and the elites, by throughput-weighted selection, one-point crossover and mutation. */
+void tt__tune_ga_breed(task *t, int pop)
+{
+    int m = t->nrun, nk = t->space.nknobs;
+    /* The generation just measured: the random first one, then the last bred. */
+    int last_gen = t->ngen > 0 ? t->ngen : pop;
+    int first = m - last_gen > 0 ? m - last_gen : 0;
+    /* Pool: the last generation plus the elites. */
+    int npool = 0;
+    uint64_t pool[512];
+    double score[512];
+    for (int i = first; i < m && npool < 509; i++) {
+        pool[npool] = t->run_idx[i];
+        score[npool++] = t->run_score[i];
+    }
+    for (int e = 0; e < t->nelites && npool < 512; e++) {
+        pool[npool] = t->elites[e];
+        score[npool++] = t->elite_score[e];
+    }
+    /* New elites: the best three of the pool. */
+    t->nelites = 0;
+    for (int e = 0; e < 3 && e < npool; e++) {
+        int b = -1;
+        for (int i = 0; i < npool; i++) {
+            bool taken = false;
+            for (int j = 0; j < t->nelites; j++)
+                taken |= t->elites[j] == pool[i];
+            if (!taken && (b < 0 || score[i] > score[b]))
+                b = i;
+        }
+        if (b < 0)
+            break;
+        t->elites[t->nelites] = pool[b];
+        t->elite_score[t->nelites++] = score[b];
+    }
+    double maxs = 1e-8, sum = 0;
+    for (int i = 0; i < npool; i++)
+        maxs = score[i] + 1e-8 > maxs ? score[i] + 1e-8 : maxs;
+    for (int i = 0; i < npool; i++)
+        sum += (score[i] + 1e-8) / maxs;
+    t->ngen = 0;
+    t->gen_next = 0;
+    for (int tries = 0; t->ngen < pop && tries < pop * 20 && npool > 0; tries++) {
+        int parent[2];
+        for (int p = 0; p < 2; p++) {
+            double r = tt_rng_uniform(&t->rng) * sum;
+            parent[p] = npool - 1;
+            for (int i = 0; i < npool; i++) {
+                r -= (score[i] + 1e-8) / maxs;
+                if (r <= 0) {
+                    parent[p] = i;
+                    break;
+                }
+            }
+        }
+        int a[TT_SPACE_MAX_KNOBS], b[TT_SPACE_MAX_KNOBS];
+        tt_space_decode(&t->space, pool[parent[0]], a);
+        tt_space_decode(&t->space, pool[parent[1]], b);
+        int cut = (int)tt_rng_below(&t->rng, (uint64_t)nk);
+        uint64_t child = 0, mul = 1;
+        for (int k = 0; k < nk; k++) {
+            int v = k < cut ? a[k] : b[k];
+            if (tt_rng_uniform(&t->rng) < 0.1)
+                v = (int)tt_rng_below(&t->rng, (uint64_t)t->space.knobs[k].n);
+            child += (uint64_t)v * mul;
+            mul *= (uint64_t)t->space.knobs[k].n;
+        }
+        t->gen[t->ngen++] = child;
+    }
+}
+
+/* ---- starting points of the template strategies ---- */
+
+#define SEED_WORKLOADS    8 /* similar workloads consulted */
+#define SEED_PER_WORKLOAD 2
+
+typedef struct {
+    task *t;
+    int n;
+    struct {
+        char *workload, *space;
+        uint64_t index;
+        double median;
+    } rows[512];
+} seed_ctx;
+
+/* Collects the error-free template records of other workloads of the same operator. */
+static int seed_row(void *ctx, const tt_db_row *row)
+{
+    seed_ctx *x = ctx;
+    task *t = x->t;
+    size_t n = tt__tune_op_prefix(t->w->key);
+    if (x->n >= (int)TT_ARRAY_LEN(x->rows) || row->error_no || row->median_s <= 0 || !row->extra ||
+        !strcmp(row->workload, t->w->key) || tt__tune_op_prefix(row->workload) != n ||
+        strncmp(row->workload, t->w->key, n))
+        return 0;
+    json_t *j = json_loads(row->extra, 0, NULL);
+    const char *sig = json_string_value(json_object_get(j, "space"));
+    json_t *ix = json_object_get(j, "index");
+    if (sig && json_is_integer(ix) && json_integer_value(ix) >= 0 &&
+        !strncmp(sig, t->space_sig, strcspn(t->space_sig, ":") + 1)) {
+        x->rows[x->n].workload = strdup(row->workload);
+        x->rows[x->n].space = strdup(sig);
+        x->rows[x->n].index = (uint64_t)json_integer_value(ix);
+        x->rows[x->n].median = row->median_s;
+        if (x->rows[x->n].workload && x->rows[x->n].space)
+            x->n++;
+    }
+    json_decref(j);
+    return 0;
+}
+
+static void seed_add(task *t, uint64_t index)
+{
+    for (int i = 0; i < t->nseeds; i++)
+        if (t->seeds[i] == index)
+            return;
+    if (t->nseeds < (int)TT_ARRAY_LEN(t->seeds))
+        t->seeds[t->nseeds++] = index;
+}
+
+/* The template's default config, then the best configs of up to SEED_WORKLOADS similar workloads
+ * measured on this target and device, each mapped to this workload's space knob by knob
+ * (tt_space_nearest_index): good tiles and register tiles carry over between shapes of one
+ * operator, so the first round already measures strong candidates. */
+void tt__tune_load_seeds(task *t, int cores)
+{
+    if (!t->gpu)
+        seed_add(t, tt_space_default_index(&t->space, &t->isa));
+    if (!tt__tune_op_prefix(t->w->key))
+        return;
+    seed_ctx *x = calloc(1, sizeof(*x));
+    if (!x)
+        return;
+    x->t = t;
+    tt_db_filter f = {NULL, t->target_text, t->device, 0, 0};
+    tt_db_history(t->db, &f, seed_row, x);
+    int used = 0, mapped = 0;
+    for (int i = 0; i < x->n && used < SEED_WORKLOADS; i++) {
+        if (!x->rows[i].workload)
+            continue;
+        /* This workload's rows: the best SEED_PER_WORKLOAD of its space. */
+        const char *key = x->rows[i].workload;
+        tt_workload *w = NULL;
+        tt_space sp;
+        char sig[40];
+        bool ok = !tt_workload_parse(key, &w, NULL) &&
+                  !(t->gpu ? tt_space_init_gpu(&sp, &w->dag, t->lim.max_threads,
+                                               (int)t->lim.max_vthread, NULL)
+                           : tt_space_init(&sp, &w->dag, cores, &t->isa, NULL));
+        if (ok)
+            tt__tune_space_signature(&sp, sig, sizeof(sig));
+        for (int pick = 0; ok && pick < SEED_PER_WORKLOAD; pick++) {
+            int best = -1;
+            for (int k = i; k < x->n; k++)
+                if (x->rows[k].workload && !strcmp(x->rows[k].workload, key) &&
+                    !strcmp(x->rows[k].space, sig) && x->rows[k].median < INFINITY &&
+                    (best < 0 || x->rows[k].median < x->rows[best].median))
+                    best = k;
+            if (best < 0)
+                break;
+            seed_add(t, tt_space_nearest_index(&t->space, &sp, x->rows[best].index));
+            mapped++;
+            x->rows[best].median = INFINITY; /* taken */
+        }
+        for (int k = x->n - 1; k >= i; k--) /* done with this workload */
+            if (k == i || (x->rows[k].workload && !strcmp(x->rows[k].workload, key))) {
+                if (k != i)
+                    free(x->rows[k].workload);
+                free(x->rows[k].space);
+                x->rows[k].workload = x->rows[k].space = NULL;
+            }
+        free(x->rows[i].workload);
+        x->rows[i].workload = NULL;
+        tt_workload_free(w);
+        used += ok;
+    }
+    for (int i = 0; i < x->n; i++) {
+        free(x->rows[i].workload);
+        free(x->rows[i].space);
+    }
+    free(x);
+    if (mapped && t->log)
+        fprintf(t->log,
+                "%s: starting from the template's default and %d configs of %d similar "
+                "workload%s\n",
+                t->w->key, mapped, used, used == 1 ? "" : "s");
+}
