@@ -67,8 +67,8 @@ typedef struct {
     double best_s, naive_s;
     char *best_config;
     uint64_t grid_next;
-    /* template strategies (xgb, ga): starting points measured first (the template's default and
-     * the best configs of similar workloads, mapped to this space) */
+    /* xgb, ga, evo: starting points measured first (the template's default and the best template
+     * configs of similar workloads, mapped to this space) */
     uint64_t seeds[16];
     int nseeds, seed_next;
     tt_rng rng;

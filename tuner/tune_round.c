@@ -200,7 +200,11 @@ int tt__tune_pick(task *t, candidate *c, int want)
         tries++;
         uint64_t idx;
         char *planned = NULL;
-        if (t->o->strategy == TT_STRATEGY_EVO) {
+        if (t->seed_next < t->nseeds) {
+            /* Starting points first (xgb, ga, evo: template configs; the evolutionary search
+             * then breeds from them as from any measured program). */
+            idx = t->seeds[t->seed_next++];
+        } else if (t->o->strategy == TT_STRATEGY_EVO) {
             /* A search round plans 64 measurements (Ansor's measures per round). */
             if (t->plan_next >= t->nplan) {
                 if (rounds++ == 2)
@@ -222,8 +226,6 @@ int tt__tune_pick(task *t, candidate *c, int want)
             if (t->grid_next >= t->space.size)
                 break;
             idx = t->grid_next++;
-        } else if (t->seed_next < t->nseeds) {
-            idx = t->seeds[t->seed_next++]; /* starting points first (xgb, ga) */
         } else if (t->o->strategy == TT_STRATEGY_XGB && plan_next < nplan &&
                    tt_rng_uniform(&t->rng) >= 0.05) {
             idx = plan[plan_next++];

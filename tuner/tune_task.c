@@ -313,9 +313,11 @@ tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db 
     if (t->have_sketch) {
         tt__tune_load_transfer(t);
         tt__tune_evo_preload(t);
-    } else if (o->strategy == TT_STRATEGY_XGB || o->strategy == TT_STRATEGY_GA) {
-        tt__tune_load_seeds(t, t->target.num_cores ? t->target.num_cores : (int)cores);
     }
+    /* Starting points for the searches that learn (random and grid stay unbiased anchors). */
+    if (o->strategy == TT_STRATEGY_XGB || o->strategy == TT_STRATEGY_GA ||
+        o->strategy == TT_STRATEGY_EVO)
+        tt__tune_load_seeds(t, t->target.num_cores ? t->target.num_cores : (int)cores);
     if (!o->objective && (s = make_reference(t, err)))
         return s;
     t->batch = o->batch > 0 ? o->batch : 2 * (int)cores;

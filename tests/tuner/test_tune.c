@@ -288,9 +288,10 @@ static int keep_first(void *ctx, const tt_db_row *r)
     return 0;
 }
 
-/* The template strategies start from good points: the template's default config right after the
- * baseline, then the best configs of a similar workload measured before, mapped to the new shape.
- * A different operator's records are not used. */
+/* The searches start from good points: the template's default config right after the baseline,
+ * then the best configs of a similar workload measured before, mapped to the new shape (xgb); the
+ * evolutionary search measures the default in its first round.  A different operator's records
+ * are not used. */
 static void xgb_starts_from_the_default_and_similar_workloads(void **state)
 {
     snprintf(db_path, sizeof(db_path), "/tmp/tt-tune-seeds-%d.db", (int)getpid());
@@ -340,6 +341,30 @@ static void xgb_starts_from_the_default_and_similar_workloads(void **state)
         found |= !strcmp(fc.configs[i], want);
     if (!found)
         fail_msg("the default config %s is not among the first records", want);
+    free(want);
+    tt_state_free(st);
+    tt_workload_free(w);
+    /* The evolutionary search measures the default config in its first round too. */
+    const char *evo[1] = {"matmul:M=32,N=64,K=64"};
+    o = options(evo, 4, NULL);
+    o.strategy = TT_STRATEGY_EVO;
+    o.objective = hashed_cost;
+    if (tt_tune_run(&o, &sum, NULL, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, &err), TT_OK);
+    fc.n = 0;
+    f.workload = evo[0];
+    assert_int_equal(tt_db_history(db, &f, keep_first, &fc), TT_OK);
+    tt_db_close(db);
+    assert_int_equal(tt_workload_parse(evo[0], &w, &err), TT_OK);
+    assert_int_equal(tt_space_init(&sp, &w->dag, 2, &isa, &err), TT_OK);
+    assert_int_equal(tt_space_apply(&sp, tt_space_default_index(&sp, &isa), &st, &err), TT_OK);
+    want = tt_steps_to_json(st->steps.data, st->steps.len);
+    found = false;
+    for (int i = 0; i < fc.n; i++)
+        found |= !strcmp(fc.configs[i], want);
+    if (!found)
+        fail_msg("evo: the default config %s is not among the first records", want);
     free(want);
     tt_state_free(st);
     tt_workload_free(w);
