@@ -303,26 +303,34 @@ static val emit_select(emitter *e, const tt_expr *n)
                  vec};
         return r;
     }
-    /* A guarded load (padding) must not run when the guard is false: branch.  (The vectoriser
-     * never lets such a select reach vector code.) */
+    /* A guarded load (padding) must not run when the guard is false: branch.  The guard is one
+     * scalar condition (the vectoriser only lets through guards that do not depend on the lane);
+     * the branches may be vectors (a depthwise convolution's padded input, loaded for a vector of
+     * channels). */
+    bool vec = e->lanes && (tt_expr_uses_var(&e->p->pool, n->b, e->vec_var) ||
+                            tt_expr_uses_var(&e->p->pool, n->c, e->vec_var));
     LLVMBasicBlockRef then_bb = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "sel.then");
     LLVMBasicBlockRef else_bb = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "sel.else");
     LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "sel.join");
     LLVMBuildCondBr(e->b, c.v, then_bb, else_bb);
     LLVMPositionBuilderAtEnd(e->b, then_bb);
-    LLVMValueRef a = convert(e, emit(e, n->b).v, dtype_of(e, n->b), rt, false);
+    val a = emit(e, n->b);
+    a.v = convert(e, a.v, dtype_of(e, n->b), rt, a.vec);
+    a = widen(e, a, vec);
     LLVMBasicBlockRef then_end = LLVMGetInsertBlock(e->b);
     LLVMBuildBr(e->b, join);
     LLVMPositionBuilderAtEnd(e->b, else_bb);
-    LLVMValueRef b = convert(e, emit(e, n->c).v, dtype_of(e, n->c), rt, false);
+    val b = emit(e, n->c);
+    b.v = convert(e, b.v, dtype_of(e, n->c), rt, b.vec);
+    b = widen(e, b, vec);
     LLVMBasicBlockRef else_end = LLVMGetInsertBlock(e->b);
     LLVMBuildBr(e->b, join);
     LLVMPositionBuilderAtEnd(e->b, join);
-    LLVMValueRef phi = LLVMBuildPhi(e->b, type_of(e, rt, false), "");
-    LLVMValueRef vals[2] = {a, b};
+    LLVMValueRef phi = LLVMBuildPhi(e->b, type_of(e, rt, vec), "");
+    LLVMValueRef vals[2] = {a.v, b.v};
     LLVMBasicBlockRef bbs[2] = {then_end, else_end};
     LLVMAddIncoming(phi, vals, bbs, 2);
-    val r = {phi, false};
+    val r = {phi, vec};
     return r;
 }
 
@@ -475,14 +483,13 @@ static bool vectorisable(emitter *e, tt_sid id, uint32_t var)
         while (sp) {
             tt_eid top = stack[--sp];
             const tt_expr *n = tt_expr_get(&e->p->pool, top);
-            /* A select guarding a load (padding) would need masked loads, unless nothing in it
-             * depends on the lane: then it is one scalar branch, broadcast (a convolution's
-             * padded input element, shared by a vector of output channels). */
-            if (n->kind == TT_EXPR_SELECT && (has_load(e, n->b) || has_load(e, n->c))) {
-                if (tt_expr_uses_var(&e->p->pool, top, var))
-                    return false;
-                continue;
-            }
+            /* A select guarding a load (padding) would need masked loads, unless its guard does
+             * not depend on the lane: then it is one scalar branch around what it guards, a
+             * broadcast element (a convolution's padded input, shared by a vector of output
+             * channels) or a vector (a depthwise convolution's input, one per channel). */
+            if (n->kind == TT_EXPR_SELECT && (has_load(e, n->b) || has_load(e, n->c)) &&
+                tt_expr_uses_var(&e->p->pool, n->a, var))
+                return false;
             if (n->kind == TT_EXPR_VAR || n->kind == TT_EXPR_INT || n->kind == TT_EXPR_FLOAT)
                 continue;
             if (sp + 3 >= 256)

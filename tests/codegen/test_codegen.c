@@ -168,6 +168,40 @@ static void tiled_matmul_uses_vectors_and_threads(void **state)
     tt_workload_free(w);
 }
 
+/* A padding guard that does not depend on the vector lane is one scalar branch: a depthwise
+ * convolution's padded input (a vector of channels) and a convolution's (a broadcast element)
+ * stay vector code, computing the definition, with no scalar fallback. */
+static void padding_guards_stay_vector_code(void **state)
+{
+    static const char *const cases[][2] = {
+        {"depthwise_conv2d_nhwc:N=1,H=8,W=8,C=32,K=3,S=2,P=1",
+         "[[\"CI\", 1], [\"SP\", 3, 3, 32, [16], 1], [\"RE\", 3, [0, 1, 2, 3, 5, 6, 4]], "
+         "[\"AN\", 3, 6, 2]]"},
+        {"conv2d_nhwc:N=1,H=6,W=6,CI=4,CO=16,K=3,S=1,P=1",
+         "[[\"CI\", 1], [\"RE\", 3, [0, 1, 2, 4, 5, 6, 3]], [\"AN\", 3, 6, 2]]"},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        tt_workload *w;
+        tt_errbuf err = {{0}};
+        tt_step *s;
+        size_t n;
+        tt_state *st;
+        tt_program *prog;
+        assert_int_equal(tt_workload_parse(cases[i][0], &w, &err), TT_OK);
+        if (tt_steps_from_json(cases[i][1], &s, &n, &err) ||
+            tt_state_replay(&w->dag, s, n, &st, &err) || tt_lower(st, &prog, &err))
+            fail_msg("%s: %s", cases[i][0], err.msg);
+        tt_codegen_stats stats;
+        check_compiled(&w->dag, prog, cases[i][0], 11, false, &stats);
+        assert_true(stats.vector_loops >= 1);
+        assert_int_equal(stats.scalar_fallbacks, 0);
+        free(s);
+        tt_program_free(prog);
+        tt_state_free(st);
+        tt_workload_free(w);
+    }
+}
+
 /* Intermediates above the stack limit live on the heap; an outlined parallel body must neither
  * free nor touch the caller's heap buffers' lifetimes. */
 static void heap_buffers_and_parallel_loops(void **state)
@@ -457,6 +491,7 @@ int main(void)
         cmocka_unit_test(tiled_matmul_uses_vectors_and_threads),
         cmocka_unit_test(aarch64_objects_need_no_cross_toolchain),
         cmocka_unit_test(heap_buffers_and_parallel_loops),
+        cmocka_unit_test(padding_guards_stay_vector_code),
         cmocka_unit_test(concurrent_compilations_succeed),
         cmocka_unit_test(compiled_random_schedules_match_the_definition),
     };
