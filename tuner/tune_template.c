@@ -466,6 +466,7 @@ void tt__tune_load_seeds(task *t, int cores)
             mapped++;
             x->rows[best].median = INFINITY; /* taken */
         }
+        char *owned = x->rows[i].workload;  /* `key`: freed last */
         for (int k = x->n - 1; k >= i; k--) /* done with this workload */
             if (k == i || (x->rows[k].workload && !strcmp(x->rows[k].workload, key))) {
                 if (k != i)
@@ -473,8 +474,7 @@ void tt__tune_load_seeds(task *t, int cores)
                 free(x->rows[k].space);
                 x->rows[k].workload = x->rows[k].space = NULL;
             }
-        free(x->rows[i].workload);
-        x->rows[i].workload = NULL;
+        free(owned);
         tt_workload_free(w);
         used += ok;
     }
