@@ -375,6 +375,23 @@ static void micro_tiles(const tt_space *s, int64_t mk, int64_t *tile)
     }
 }
 
+/* The accumulation moved into a local buffer (cache write), copied out by the original stage,
+ * which is tiled (parallel outer loops, vector inner loop) and computes the local stage at its
+ * last outer tile loop.  Both accumulating layouts start from this. */
+static tt_status local_accumulator(tt_state *st, int main, int n, const int64_t *tile,
+                                   bool parallel, bool vectorize, tt_errbuf *err)
+{
+    tt_status r = tt_sched_cache_write(st, main, "local", err);
+    int orig = main + 1;
+    if (!r)
+        r = tile_stage(st, orig, n, tile, NULL, 0, NULL, 0, false, err);
+    if (!r)
+        r = tt_sched_compute_at(st, main, orig, n - 1, err);
+    if (!r)
+        r = finish_stage(st, orig, n, parallel, vectorize, 0, 0, err);
+    return r;
+}
+
 /* The register-blocked layout (tt_space_init's micro_kernel knob): the original stage tiled and
  * parallel, a local accumulator computed at its last outer tile and ordered
  *     [outer reductions][spatial tile / register tile][inner reduction][rows][columns]
@@ -385,14 +402,7 @@ static tt_status micro_kernel_layout(const tt_space *s, tt_state *st, int main, 
                                      bool vectorize, int unroll, int *pack_pos, tt_errbuf *err)
 {
     int n = s->nspatial, nr = s->nreduce;
-    tt_status r = tt_sched_cache_write(st, main, "local", err);
-    int orig = main + 1;
-    if (!r)
-        r = tile_stage(st, orig, n, tile, NULL, 0, NULL, 0, false, err);
-    if (!r)
-        r = tt_sched_compute_at(st, main, orig, n - 1, err);
-    if (!r)
-        r = finish_stage(st, orig, n, parallel, vectorize, 0, 0, err);
+    tt_status r = local_accumulator(st, main, n, tile, parallel, vectorize, err);
     if (r)
         return r;
     /* The register tile, shrunk to divide this config's cache tile. */
@@ -529,16 +539,8 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
                                 unroll, &pack_pos, err);
         pack_target = main;
     } else if (!r && nr > 0) {
-        /* cache_write: the accumulation happens in a tile-sized local buffer, copied out by the
-         * original stage, which is tiled and computes the local stage at its last outer loop. */
-        r = tt_sched_cache_write(st, main, "local", err);
-        int orig = main + 1;
-        if (!r)
-            r = tile_stage(st, orig, n, tile, NULL, 0, NULL, 0, false, err);
-        if (!r)
-            r = tt_sched_compute_at(st, main, orig, n - 1, err);
-        if (!r)
-            r = finish_stage(st, orig, n, parallel, vectorize, 0, 0, err);
+        /* cache_write: the accumulation happens in a tile-sized local buffer. */
+        r = local_accumulator(st, main, n, tile, parallel, vectorize, err);
         /* The local stage: [R.. R_last.0][S all but the last][R_last.1][S last]. */
         if (!r)
             r = tt_sched_split(st, main, n + nr - 1, &rtile, 1, true, err);

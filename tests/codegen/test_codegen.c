@@ -168,6 +168,27 @@ static void tiled_matmul_uses_vectors_and_threads(void **state)
     tt_workload_free(w);
 }
 
+/* Replays `steps` on `workload`, lowers, compiles and checks it (check_compiled). */
+static void check_steps(const char *workload, const char *steps_json, uint64_t seed, bool object,
+                        tt_codegen_stats *stats)
+{
+    tt_workload *w;
+    tt_errbuf err = {{0}};
+    tt_step *s;
+    size_t n;
+    tt_state *st;
+    tt_program *prog;
+    assert_int_equal(tt_workload_parse(workload, &w, &err), TT_OK);
+    if (tt_steps_from_json(steps_json, &s, &n, &err) || tt_state_replay(&w->dag, s, n, &st, &err) ||
+        tt_lower(st, &prog, &err))
+        fail_msg("%s: %s", workload, err.msg);
+    check_compiled(&w->dag, prog, workload, seed, object, stats);
+    free(s);
+    tt_program_free(prog);
+    tt_state_free(st);
+    tt_workload_free(w);
+}
+
 /* A padding guard that does not depend on the vector lane is one scalar branch: a depthwise
  * convolution's padded input (a vector of channels) and a convolution's (a broadcast element)
  * stay vector code, computing the definition, with no scalar fallback. */
@@ -181,24 +202,10 @@ static void padding_guards_stay_vector_code(void **state)
          "[[\"CI\", 1], [\"RE\", 3, [0, 1, 2, 4, 5, 6, 3]], [\"AN\", 3, 6, 2]]"},
     };
     for (size_t i = 0; i < 2; i++) {
-        tt_workload *w;
-        tt_errbuf err = {{0}};
-        tt_step *s;
-        size_t n;
-        tt_state *st;
-        tt_program *prog;
-        assert_int_equal(tt_workload_parse(cases[i][0], &w, &err), TT_OK);
-        if (tt_steps_from_json(cases[i][1], &s, &n, &err) ||
-            tt_state_replay(&w->dag, s, n, &st, &err) || tt_lower(st, &prog, &err))
-            fail_msg("%s: %s", cases[i][0], err.msg);
         tt_codegen_stats stats;
-        check_compiled(&w->dag, prog, cases[i][0], 11, false, &stats);
+        check_steps(cases[i][0], cases[i][1], 11, false, &stats);
         assert_true(stats.vector_loops >= 1);
         assert_int_equal(stats.scalar_fallbacks, 0);
-        free(s);
-        tt_program_free(prog);
-        tt_state_free(st);
-        tt_workload_free(w);
     }
 }
 
@@ -212,23 +219,9 @@ static void heap_buffers_and_parallel_loops(void **state)
          "[[\"CI\", 5], [\"CI\", 7], [\"CI\", 9], [\"AN\", 3, 0, 3], [\"AN\", 10, 1, 3]]"},
     };
     for (size_t i = 0; i < 2; i++) {
-        tt_workload *w;
-        tt_errbuf err = {{0}};
-        tt_step *s;
-        size_t n;
-        tt_state *st;
-        tt_program *prog;
-        assert_int_equal(tt_workload_parse(cases[i][0], &w, &err), TT_OK);
-        if (tt_steps_from_json(cases[i][1], &s, &n, &err) ||
-            tt_state_replay(&w->dag, s, n, &st, &err) || tt_lower(st, &prog, &err))
-            fail_msg("%s: %s", cases[i][0], err.msg);
         tt_codegen_stats stats;
-        check_compiled(&w->dag, prog, cases[i][0], 9, i % 2 == 1, &stats);
+        check_steps(cases[i][0], cases[i][1], 9, i % 2 == 1, &stats);
         assert_true(stats.parallel_loops >= 1);
-        free(s);
-        tt_program_free(prog);
-        tt_state_free(st);
-        tt_workload_free(w);
     }
 }
 

@@ -288,6 +288,34 @@ static int keep_first(void *ctx, const tt_db_row *r)
     return 0;
 }
 
+/* Fails unless the template's default config of `workload` is among its first 8 records. */
+static void default_among_first_records(const char *workload, const tt_vector_isa *isa)
+{
+    tt_errbuf err = {{0}};
+    tt_db *db;
+    assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, &err), TT_OK);
+    first_configs fc = {.n = 0};
+    tt_db_filter f = {.workload = workload};
+    assert_int_equal(tt_db_history(db, &f, keep_first, &fc), TT_OK);
+    tt_db_close(db);
+    assert_true(fc.n >= 2);
+    tt_workload *w;
+    assert_int_equal(tt_workload_parse(workload, &w, &err), TT_OK);
+    tt_space sp;
+    tt_state *st;
+    assert_int_equal(tt_space_init(&sp, &w->dag, 2, isa, &err), TT_OK);
+    assert_int_equal(tt_space_apply(&sp, tt_space_default_index(&sp, isa), &st, &err), TT_OK);
+    char *want = tt_steps_to_json(st->steps.data, st->steps.len);
+    bool found = false;
+    for (int i = 0; i < fc.n; i++)
+        found |= !strcmp(fc.configs[i], want);
+    if (!found)
+        fail_msg("%s: the default config %s is not among the first records", workload, want);
+    free(want);
+    tt_state_free(st);
+    tt_workload_free(w);
+}
+
 /* The searches start from good points: the template's default config right after the baseline,
  * then the best configs of a similar workload measured before, mapped to the new shape (xgb); the
  * evolutionary search measures the default in its first round.  A different operator's records
@@ -317,57 +345,19 @@ static void xgb_starts_from_the_default_and_similar_workloads(void **state)
     if (!strstr(log, "starting from the template's default and 2 configs of 1 similar workload"))
         fail_msg("log: %s", log);
     free(log);
-    /* Its first records: the naive baseline, then the default config. */
-    tt_db *db;
-    assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, &err), TT_OK);
-    first_configs fc = {.n = 0};
-    tt_db_filter f = {.workload = second[0]};
-    assert_int_equal(tt_db_history(db, &f, keep_first, &fc), TT_OK);
-    tt_db_close(db);
-    assert_true(fc.n >= 4);
-    tt_workload *w;
-    assert_int_equal(tt_workload_parse(second[0], &w, &err), TT_OK);
+    /* Its first records: the naive baseline, then the default config (xgb, then evo). */
     tt_target host;
     tt_target_parse("llvm", &host, NULL);
     tt_vector_isa isa;
     tt_codegen_vector_isa(&host, &isa);
-    tt_space sp;
-    assert_int_equal(tt_space_init(&sp, &w->dag, 2, &isa, &err), TT_OK);
-    tt_state *st;
-    assert_int_equal(tt_space_apply(&sp, tt_space_default_index(&sp, &isa), &st, &err), TT_OK);
-    char *want = tt_steps_to_json(st->steps.data, st->steps.len);
-    bool found = false;
-    for (int i = 0; i < fc.n; i++)
-        found |= !strcmp(fc.configs[i], want);
-    if (!found)
-        fail_msg("the default config %s is not among the first records", want);
-    free(want);
-    tt_state_free(st);
-    tt_workload_free(w);
-    /* The evolutionary search measures the default config in its first round too. */
+    default_among_first_records(second[0], &isa);
     const char *evo[1] = {"matmul:M=32,N=64,K=64"};
     o = options(evo, 4, NULL);
     o.strategy = TT_STRATEGY_EVO;
     o.objective = hashed_cost;
     if (tt_tune_run(&o, &sum, NULL, &err))
         fail_msg("%s", err.msg);
-    assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, &err), TT_OK);
-    fc.n = 0;
-    f.workload = evo[0];
-    assert_int_equal(tt_db_history(db, &f, keep_first, &fc), TT_OK);
-    tt_db_close(db);
-    assert_int_equal(tt_workload_parse(evo[0], &w, &err), TT_OK);
-    assert_int_equal(tt_space_init(&sp, &w->dag, 2, &isa, &err), TT_OK);
-    assert_int_equal(tt_space_apply(&sp, tt_space_default_index(&sp, &isa), &st, &err), TT_OK);
-    want = tt_steps_to_json(st->steps.data, st->steps.len);
-    found = false;
-    for (int i = 0; i < fc.n; i++)
-        found |= !strcmp(fc.configs[i], want);
-    if (!found)
-        fail_msg("evo: the default config %s is not among the first records", want);
-    free(want);
-    tt_state_free(st);
-    tt_workload_free(w);
+    default_among_first_records(evo[0], &isa);
     /* Another operator starts from its own default only. */
     const char *other[1] = {"batch_matmul:B=2,M=32,N=32,K=32"};
     o = options(other, 4, NULL);
