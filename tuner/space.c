@@ -85,7 +85,7 @@ static int micro_kernels(const tt_vector_isa *isa, int64_t lanes, int64_t row_ex
             int64_t need = r * v + v + (isa->vector_bytes >= 64 ? 0 : 1);
             if (need > isa->vector_regs || row_extent % r != 0)
                 continue;
-            /* [rows, vectors] as a split knob; a partial vector stores its width as -lanes. */
+            /* [rows, vectors] as a split knob; a partial vector is 0x8000 | its width. */
             out[n++] = (r << 16) | (partial ? (0x8000 | partial) : v);
         }
     }
