@@ -1,5 +1,6 @@
 #include "anchors.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -184,3 +185,19 @@ double tt_bench_onednn_conv2d_nhwc_groups(int ci, int hw, int co, int k, int s, 
     return -1;
 }
 #endif
+
+const char *tt_bench_cpu_name(char *buf, size_t n)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    snprintf(buf, n, "unknown CPU");
+    char line[512];
+    while (f && fgets(line, sizeof(line), f))
+        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+            snprintf(buf, n, "%s", strchr(line, ':') + 2);
+            buf[strcspn(buf, "\n")] = 0;
+            break;
+        }
+    if (f)
+        fclose(f);
+    return buf;
+}

@@ -3,6 +3,8 @@
 #ifndef TT_BENCH_ANCHORS_H
 #define TT_BENCH_ANCHORS_H
 
+#include <stddef.h>
+
 /* Median seconds per call of fn(ctx). */
 double tt_bench_time(void (*fn)(void *ctx), void *ctx);
 
@@ -25,5 +27,8 @@ void tt_bench_openblas_threads(int n);
  * of independent FMAs on the widest vectors); *isa names what was used.  -1 when the CPU has no
  * FMA this probe knows (non-x86). */
 double tt_bench_fma_peak(int threads, const char **isa);
+
+/* The CPU's model name from /proc/cpuinfo ("unknown CPU" when there is none), into buf. */
+const char *tt_bench_cpu_name(char *buf, size_t n);
 
 #endif

@@ -4,6 +4,7 @@
  * function like the anchors (bench/anchors.h).
  *
  * usage: bench_compile [--trials N] [--db PATH]   (defaults: 32 trials of xgb, a fresh db) */
+#include <ctype.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,8 +33,9 @@ static void run_call(void *p)
     c->f(c->buf[0], c->buf[1], c->buf[2]);
 }
 
-/* Median seconds per call of `sym`, on zero-filled buffers of the workload's shapes. */
-static double time_symbol(void *lib, const char *sym, const char *workload)
+/* Median seconds per call of `sym`, on zero-filled buffers of the workload's shapes (a weight
+ * the kernel reads packed: of the size the header gives, as an application would allocate). */
+static double time_symbol(void *lib, const char *header, const char *sym, const char *workload)
 {
     tt_workload *w;
     tt_errbuf err = {{0}};
@@ -44,7 +46,15 @@ static double time_symbol(void *lib, const char *sym, const char *workload)
     call c = {(fn3)dlsym(lib, sym), {0}};
     for (int i = 0; i < 3; i++) {
         const tt_op *op = &w->dag.ops.data[params[i]];
-        c.buf[i] = calloc((size_t)tt_op_numel(op), (size_t)tt_dtype_bytes(op->dtype));
+        int64_t n = tt_op_numel(op);
+        char macro[200];
+        snprintf(macro, sizeof(macro), "_%s_PACKED_ELEMENTS ", op->name);
+        for (char *m = macro; *m; m++)
+            *m = (char)toupper((unsigned char)*m);
+        const char *def = i < nin && header ? strstr(header, macro) : NULL;
+        if (def && atoll(def + strlen(macro)) > n)
+            n = atoll(def + strlen(macro));
+        c.buf[i] = calloc((size_t)n, (size_t)tt_dtype_bytes(op->dtype));
     }
     double t = c.f ? tt_bench_time(run_call, &c) : -1;
     for (int i = 0; i < 3; i++)
@@ -103,8 +113,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_compile: %s\n", dlerror());
         return 1;
     }
-    double lib_mm = time_symbol(lib, "bench_matmul", MM);
-    double lib_conv = time_symbol(lib, "bench_conv2d", CONV);
+    char hpath[320];
+    static char header[1 << 16];
+    snprintf(hpath, sizeof(hpath), "%s.h", out);
+    FILE *hf = fopen(hpath, "r");
+    size_t hn = hf ? fread(header, 1, sizeof(header) - 1, hf) : 0;
+    header[hn] = 0;
+    if (hf)
+        fclose(hf);
+    double lib_mm = time_symbol(lib, header, "bench_matmul", MM);
+    double lib_conv = time_symbol(lib, header, "bench_conv2d", CONV);
     double blas = tt_bench_openblas_sgemm(256, 256, 256);
     double dnnl = tt_bench_onednn_conv2d_nhwc(64, 56, 64, 3, 1, 1);
     printf("tvm-compile library vs tuning and vendor libraries, %ld cores, %lld trials of xgb\n",

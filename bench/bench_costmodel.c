@@ -1,16 +1,32 @@
-/* Cost-model quality on held-out measured programs: the pack-sum model trained on 80% of a
- * workload's records (per-store features) ranks the other 20%.  Prints pairwise accuracy, top-1
- * and top-5 recall and TenSet's top-k score (best latency of the held-out set over the best
- * latency among the model's top k), each next to the same number for a random ranking (the
- * anchor, same run, mean of 200 shuffles).
+/* Cost-model quality: how well the pack-sum model (per-store features) ranks programs it was not
+ * trained on, in two settings.
  *
- * usage: bench_costmodel [--db PATH --workload W] [--trials N] [--seed S]
- * Without --db it first measures N (400) programs of matmul:M=128,N=128,K=128 with
- * `tvm-tune run --strategy evo`'s search into a temporary database. */
+ *   held-out records    each workload's programs split 80/20; one model trained on the 80% of
+ *                       every workload ranks each workload's 20%.
+ *   held-out workloads  (--holdout W, two workloads or more) a model trained on the other
+ *                       workloads' programs ranks every program of W, a shape it never saw.
+ *
+ * Each setting trains four variants, in one run on the same data:
+ *   ansor        pack-sum; stops when the training RMSE stalls; labels throughput / best (Ansor's);
+ *   validation   the same, stopped on held-out programs' pairwise accuracy;
+ *   rank labels  validation stopping, labels the program's rank in its workload (evo's default);
+ *   pairwise     the same program sums trained with a pairwise logistic loss (PACK_RANK).
+ * and prints pairwise accuracy, top-1 and top-5 recall and TenSet's top-k score (best latency of
+ * the ranked set over the best latency among the model's top k), averaged over workloads, next
+ * to a random ranking (the anchor: mean of 200 shuffles).
+ *
+ * usage: bench_costmodel [--db PATH] [--workload W]... [--holdout W]... [--trials N] [--seed S]
+ *                        [--load K]
+ * Without --db it first measures N (400) programs of each workload (default
+ * matmul:M=128,N=128,K=128) with `tvm-tune run --strategy evo`'s search into a temporary
+ * database; --load K runs K busy processes meanwhile, as a shared farm device would (the labels
+ * of training and held-out programs are then both noisy). */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "costmodel/costmodel.h"
@@ -18,14 +34,20 @@
 #include "db/db.h"
 #include "tuner/evolution.h"
 #include "tuner/tune.h"
+#include "anchors.h"
 
+enum { MAX_WORKLOADS = 32, SHUFFLES = 200 };
+
+/* Every valid measured program of the workloads: feature rows, latency, workload index. */
 typedef struct {
-    tt_workload *w;
     float *rows;
     int *row_prog;
     int nrows, cap;
-    double *lat; /* seconds, per program */
+    double *lat;
+    int *wl;
     int nprog, capp;
+    tt_workload *w; /* the workload being read */
+    int cur;
 } dataset;
 
 static int add_row(void *ctx, const tt_db_row *r)
@@ -56,14 +78,16 @@ static int add_row(void *ctx, const tt_db_row *r)
     if (d->nprog == d->capp) {
         d->capp = d->capp ? 2 * d->capp : 256;
         d->lat = realloc(d->lat, sizeof(double) * (size_t)d->capp);
+        d->wl = realloc(d->wl, sizeof(int) * (size_t)d->capp);
     }
-    if (!d->rows || !d->row_prog || !d->lat)
+    if (!d->rows || !d->row_prog || !d->lat || !d->wl)
         return 1;
     memcpy(d->rows + (size_t)d->nrows * TT_STORE_FEATURES, rows,
            sizeof(float) * TT_STORE_FEATURES * (size_t)nr);
     for (int i = 0; i < nr; i++)
         d->row_prog[d->nrows + i] = d->nprog;
     d->nrows += nr;
+    d->wl[d->nprog] = d->cur;
     d->lat[d->nprog++] = r->median_s;
     free(rows);
     return 0;
@@ -73,7 +97,17 @@ typedef struct {
     double pairwise, top1, top5, score1, score5;
 } quality;
 
-/* score[i]: higher = predicted faster. */
+static void quality_add(quality *acc, quality q, double w)
+{
+    acc->pairwise += q.pairwise * w;
+    acc->top1 += q.top1 * w;
+    acc->top5 += q.top5 * w;
+    acc->score1 += q.score1 * w;
+    acc->score5 += q.score5 * w;
+}
+
+/* The ranking `score` (higher = predicted faster) of the programs ids[0..n) against their
+ * latencies. */
 static quality evaluate(const double *lat, const double *score, const int *ids, int n)
 {
     quality q = {0};
@@ -89,7 +123,6 @@ static quality evaluate(const double *lat, const double *score, const int *ids, 
         }
     }
     q.pairwise = pairs ? (double)agree / pairs : 0;
-    /* the model's top 5, best predicted first */
     int top[5], nt = 0;
     for (int k = 0; k < 5 && k < n; k++) {
         int b = -1;
@@ -117,38 +150,196 @@ static quality evaluate(const double *lat, const double *score, const int *ids, 
     return q;
 }
 
+typedef struct {
+    const char *name;
+    tt_costmodel_objective obj;
+    tt_costmodel_stopping stopping;
+    tt_costmodel_labels_kind labels;
+} variant;
+
+static const variant variants[] = {
+    {"ansor", TT_COSTMODEL_PACK_SUM, TT_STOP_TRAINING, TT_LABELS_RATIO},
+    {"validation", TT_COSTMODEL_PACK_SUM, TT_STOP_VALIDATION, TT_LABELS_RATIO},
+    {"rank labels", TT_COSTMODEL_PACK_SUM, TT_STOP_VALIDATION, TT_LABELS_RANK},
+    {"pairwise", TT_COSTMODEL_PACK_RANK, TT_STOP_VALIDATION, TT_LABELS_RANK},
+};
+enum { NVARIANTS = sizeof(variants) / sizeof(variants[0]) };
+
+typedef struct {
+    quality q[NVARIANTS], random;
+    int rounds[NVARIANTS];
+    int ntrain, ntest, nsets;
+} result;
+
+/* Trains each variant on the programs with train[p] and ranks, per workload, the programs with
+ * test[p]; averages over the workloads that have at least 10 test programs. */
+static int run_setting(const dataset *d, int nwl, const bool *train, const bool *test, tt_rng *rng,
+                       result *res)
+{
+    memset(res, 0, sizeof(*res));
+    float *tx = malloc(sizeof(float) * TT_STORE_FEATURES * (size_t)d->nrows);
+    float *ex = malloc(sizeof(float) * TT_STORE_FEATURES * (size_t)d->nrows);
+    int *tp = malloc(sizeof(int) * (size_t)d->nrows), *ep = malloc(sizeof(int) * (size_t)d->nrows);
+    int *map = malloc(sizeof(int) * (size_t)d->nprog), *tids = malloc(sizeof(int) * d->nprog);
+    int *eids = malloc(sizeof(int) * (size_t)d->nprog), *group = malloc(sizeof(int) * d->nprog);
+    double *thr = malloc(sizeof(double) * (size_t)d->nprog);
+    float *y = malloc(sizeof(float) * (size_t)d->nprog), *pred = malloc(sizeof(float) * d->nprog);
+    double *score = malloc(sizeof(double) * (size_t)d->nprog);
+    int *ids = malloc(sizeof(int) * (size_t)d->nprog);
+    if (!tx || !ex || !tp || !ep || !map || !tids || !eids || !group || !thr || !y || !pred ||
+        !score || !ids)
+        return 1;
+    int ntp = 0, nep = 0, ntr = 0, nte = 0;
+    for (int p = 0; p < d->nprog; p++) {
+        map[p] = -1;
+        if (train[p]) {
+            map[p] = ntp;
+            group[ntp] = d->wl[p];
+            thr[ntp] = 1.0 / d->lat[p];
+            tids[ntp++] = p;
+        } else if (test[p]) {
+            map[p] = nep;
+            eids[nep++] = p;
+        }
+    }
+    for (int r = 0; r < d->nrows; r++) {
+        int p = d->row_prog[r];
+        const float *src = d->rows + (size_t)r * TT_STORE_FEATURES;
+        if (train[p]) {
+            memcpy(tx + (size_t)ntr * TT_STORE_FEATURES, src, sizeof(float) * TT_STORE_FEATURES);
+            tp[ntr++] = map[p];
+        } else if (test[p]) {
+            memcpy(ex + (size_t)nte * TT_STORE_FEATURES, src, sizeof(float) * TT_STORE_FEATURES);
+            ep[nte++] = map[p];
+        }
+    }
+    res->ntrain = ntp;
+    res->ntest = nep;
+    tt_errbuf err = {{0}};
+    for (int v = 0; v < NVARIANTS; v++) {
+        tt_costmodel *m;
+        if (tt_costmodel_labels(variants[v].labels, thr, group, ntp, y, &err) ||
+            tt_costmodel_create(variants[v].obj, 0, 43, &m, &err))
+            goto fail;
+        tt_costmodel_set_stopping(m, variants[v].stopping);
+        if (tt_costmodel_train_packed(m, tx, ntr, TT_STORE_FEATURES, tp, y, ntp, 1000,
+                                      &res->rounds[v], &err) ||
+            tt_costmodel_predict_packed(m, ex, nte, TT_STORE_FEATURES, ep, nep, pred, &err)) {
+            tt_costmodel_free(m);
+            goto fail;
+        }
+        tt_costmodel_free(m);
+        int sets = 0;
+        for (int w = 0; w < nwl; w++) {
+            int n = 0;
+            for (int i = 0; i < nep; i++)
+                if (d->wl[eids[i]] == w) {
+                    ids[n] = eids[i];
+                    score[n++] = pred[i];
+                }
+            if (n < 10)
+                continue;
+            sets++;
+            quality_add(&res->q[v], evaluate(d->lat, score, ids, n), 1);
+            if (v == 0)
+                for (int s = 0; s < SHUFFLES; s++) {
+                    for (int i = 0; i < n; i++)
+                        score[i] = tt_rng_uniform(rng);
+                    quality_add(&res->random, evaluate(d->lat, score, ids, n), 1.0 / SHUFFLES);
+                }
+        }
+        if (!sets)
+            goto fail_quiet;
+        quality_add(&res->q[v], res->q[v], 1.0 / sets - 1);
+        if (v == 0)
+            quality_add(&res->random, res->random, 1.0 / sets - 1);
+        res->nsets = sets;
+    }
+    free(tx), free(ex), free(tp), free(ep), free(map), free(tids), free(eids), free(group);
+    free(thr), free(y), free(pred), free(score), free(ids);
+    return 0;
+fail:
+    fprintf(stderr, "bench_costmodel: %s\n", err.msg);
+fail_quiet:
+    return 1;
+}
+
+static void print_result(const char *title, const result *r)
+{
+    printf("\n%s: %d programs trained on, %d ranked, mean over %d workload(s)\n", title, r->ntrain,
+           r->ntest, r->nsets);
+    printf("%-12s %7s %9s %7s %7s %9s %9s\n", "model", "rounds", "pairwise", "top-1", "top-5",
+           "TenSet@1", "TenSet@5");
+    for (int v = 0; v < NVARIANTS; v++)
+        printf("%-12s %7d %9.3f %7.3f %7.3f %9.3f %9.3f\n", variants[v].name, r->rounds[v],
+               r->q[v].pairwise, r->q[v].top1, r->q[v].top5, r->q[v].score1, r->q[v].score5);
+    printf("%-12s %7s %9.3f %7.3f %7.3f %9.3f %9.3f\n", "random", "-", r->random.pairwise,
+           r->random.top1, r->random.top5, r->random.score1, r->random.score5);
+}
+
+/* K processes that spin until killed: the load of a shared device. */
+static void start_load(pid_t *pids, int k)
+{
+    for (int i = 0; i < k; i++) {
+        pids[i] = fork();
+        if (pids[i] == 0) {
+            volatile unsigned long x = 0;
+            for (;;)
+                x = x * 6364136223846793005ul + 1;
+        }
+    }
+}
+
+static void stop_load(pid_t *pids, int k)
+{
+    for (int i = 0; i < k; i++)
+        if (pids[i] > 0) {
+            kill(pids[i], SIGKILL);
+            waitpid(pids[i], NULL, 0);
+        }
+}
+
 int main(int argc, char **argv)
 {
-    const char *db_path = NULL, *workload = "matmul:M=128,N=128,K=128";
+    const char *db_path = NULL, *names[MAX_WORKLOADS];
+    bool holdout[MAX_WORKLOADS] = {false};
+    int nwl = 0, load = 0;
     int64_t trials = 400;
     uint64_t seed = 1;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--db") && i + 1 < argc)
+        bool more = i + 1 < argc;
+        if (!strcmp(argv[i], "--db") && more)
             db_path = argv[++i];
-        else if (!strcmp(argv[i], "--workload") && i + 1 < argc)
-            workload = argv[++i];
-        else if (!strcmp(argv[i], "--trials") && i + 1 < argc)
+        else if ((!strcmp(argv[i], "--workload") || !strcmp(argv[i], "--holdout")) && more &&
+                 nwl < MAX_WORKLOADS) {
+            holdout[nwl] = !strcmp(argv[i], "--holdout");
+            names[nwl++] = argv[++i];
+        } else if (!strcmp(argv[i], "--trials") && more)
             trials = atoll(argv[++i]);
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+        else if (!strcmp(argv[i], "--seed") && more)
             seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--load") && more)
+            load = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: bench_costmodel [--db PATH --workload W] [--trials N] "
-                            "[--seed S]\n");
+            fprintf(stderr, "usage: bench_costmodel [--db PATH] [--workload W]... [--holdout W]... "
+                            "[--trials N] [--seed S] [--load K]\n");
             return 2;
         }
     }
+    if (!nwl)
+        names[nwl++] = "matmul:M=128,N=128,K=128";
     char tmp[128] = "";
     tt_errbuf err = {{0}};
     if (!db_path) {
         snprintf(tmp, sizeof(tmp), "/tmp/bench-costmodel-%d.db", (int)getpid());
         db_path = tmp;
-        const char *w[1] = {workload};
         tt_tune_options o;
         memset(&o, 0, sizeof(o));
-        o.workloads = w;
-        o.nworkloads = 1;
+        o.workloads = names;
+        o.nworkloads = nwl;
         o.trials = trials;
         o.strategy = TT_STRATEGY_EVO;
+        o.policy = TT_SCHED_ROUND_ROBIN;
         o.population = 512;
         o.db_path = db_path;
         o.seed = seed;
@@ -156,119 +347,80 @@ int main(int argc, char **argv)
         o.measure.repeat = 3;
         o.measure.min_repeat_ms = 10;
         o.measure.timeout_s = 10;
-        tt_tune_summary sum;
-        printf("measuring %lld programs of %s ...\n", (long long)trials, workload);
+        tt_tune_summary sum[MAX_WORKLOADS];
+        pid_t pids[64] = {0};
+        load = load > 64 ? 64 : load;
+        printf("measuring %lld programs of each of %d workload(s)%s ...\n", (long long)trials, nwl,
+               load ? ", with busy processes beside" : "");
         fflush(stdout);
-        if (tt_tune_run(&o, &sum, NULL, &err)) {
+        start_load(pids, load);
+        tt_status s = tt_tune_run(&o, sum, NULL, &err);
+        stop_load(pids, load);
+        if (s) {
             fprintf(stderr, "bench_costmodel: %s\n", err.msg);
             return 1;
         }
     }
     dataset d;
     memset(&d, 0, sizeof(d));
-    if (tt_workload_parse(workload, &d.w, &err)) {
+    tt_db *db;
+    if (tt_db_open(db_path, TT_DB_READONLY, &db, &err)) {
         fprintf(stderr, "bench_costmodel: %s\n", err.msg);
         return 1;
     }
-    tt_db *db;
-    tt_db_filter f = {.workload = d.w->key};
-    if (tt_db_open(db_path, TT_DB_READONLY, &db, &err) || tt_db_history(db, &f, add_row, &d)) {
-        fprintf(stderr, "bench_costmodel: %s\n", err.msg);
-        return 1;
+    int nheld = 0;
+    for (int w = 0; w < nwl; w++) {
+        int before = d.nprog;
+        d.cur = w;
+        if (tt_workload_parse(names[w], &d.w, &err)) {
+            fprintf(stderr, "bench_costmodel: %s\n", err.msg);
+            return 1;
+        }
+        tt_db_filter f = {.workload = d.w->key};
+        if (tt_db_history(db, &f, add_row, &d)) {
+            fprintf(stderr, "bench_costmodel: reading %s failed\n", db_path);
+            return 1;
+        }
+        printf("%s%s: %d programs\n", d.w->key, holdout[w] ? " (held out)" : "", d.nprog - before);
+        if (d.nprog - before < 50) {
+            fprintf(stderr, "bench_costmodel: only %d valid programs of %s in %s (need 50)\n",
+                    d.nprog - before, d.w->key, db_path);
+            return 1;
+        }
+        nheld += holdout[w];
+        tt_workload_free(d.w);
     }
     tt_db_close(db);
-    if (d.nprog < 50) {
-        fprintf(stderr, "bench_costmodel: only %d valid programs of %s in %s (need 50)\n", d.nprog,
-                d.w->key, db_path);
+    if (nheld && nheld == nwl) {
+        fprintf(stderr, "bench_costmodel: every workload is held out; nothing to train on\n");
         return 1;
     }
-    /* 80/20 split, shuffled */
-    int *perm = malloc(sizeof(int) * (size_t)d.nprog);
+    char cpu[128];
+    printf("\ncost model: XGBoost %s, pack-sum, %d features per store; CPU %s; %s\n",
+           tt_costmodel_backend_version(), TT_STORE_FEATURES, tt_bench_cpu_name(cpu, sizeof cpu),
+           load ? "measured beside busy processes" : "measured idle");
     tt_rng rng;
     tt_rng_seed(&rng, seed);
-    for (int i = 0; i < d.nprog; i++)
-        perm[i] = i;
-    for (int i = d.nprog - 1; i > 0; i--) {
-        int j = (int)tt_rng_below(&rng, (uint64_t)i + 1), t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-    }
-    int ntrain = d.nprog * 4 / 5, ntest = d.nprog - ntrain;
-    bool *is_test = calloc((size_t)d.nprog, sizeof(bool));
-    for (int i = ntrain; i < d.nprog; i++)
-        is_test[perm[i]] = true;
-    /* training rows in program order, labels min latency / latency */
-    float *tx = malloc(sizeof(float) * TT_STORE_FEATURES * (size_t)d.nrows);
-    float *ex = malloc(sizeof(float) * TT_STORE_FEATURES * (size_t)d.nrows);
-    int *tp = malloc(sizeof(int) * (size_t)d.nrows), *ep = malloc(sizeof(int) * (size_t)d.nrows);
-    int *tmap = malloc(sizeof(int) * (size_t)d.nprog),
-        *emap = malloc(sizeof(int) * (size_t)d.nprog);
-    float *y = malloc(sizeof(float) * (size_t)d.nprog);
-    int *test_ids = malloc(sizeof(int) * (size_t)d.nprog);
-    double minlat = INFINITY;
-    for (int p = 0; p < d.nprog; p++)
-        if (!is_test[p] && d.lat[p] < minlat)
-            minlat = d.lat[p];
-    int ntr = 0, nte = 0, ntp = 0, nep = 0;
+    bool *train = calloc((size_t)d.nprog, sizeof(bool)), *test = calloc((size_t)d.nprog, 1);
+    result r;
+    /* Held-out records: 80/20 within each trained-on workload. */
     for (int p = 0; p < d.nprog; p++) {
-        if (is_test[p]) {
-            emap[p] = nep;
-            test_ids[nep++] = p;
-        } else {
-            tmap[p] = ntp;
-            y[ntp++] = (float)(minlat / d.lat[p]);
-        }
+        bool in = !holdout[d.wl[p]], t = tt_rng_below(&rng, 5) == 0;
+        train[p] = in && !t;
+        test[p] = in && t;
     }
-    for (int r = 0; r < d.nrows; r++) {
-        int p = d.row_prog[r];
-        if (is_test[p]) {
-            memcpy(ex + (size_t)nte * TT_STORE_FEATURES, d.rows + (size_t)r * TT_STORE_FEATURES,
-                   sizeof(float) * TT_STORE_FEATURES);
-            ep[nte++] = emap[p];
-        } else {
-            memcpy(tx + (size_t)ntr * TT_STORE_FEATURES, d.rows + (size_t)r * TT_STORE_FEATURES,
-                   sizeof(float) * TT_STORE_FEATURES);
-            tp[ntr++] = tmap[p];
-        }
-    }
-    tt_costmodel *m;
-    int rounds = 0;
-    float *pred = malloc(sizeof(float) * (size_t)ntest);
-    if (tt_costmodel_create(TT_COSTMODEL_PACK_SUM, 0, 43, &m, &err) ||
-        tt_costmodel_train_packed(m, tx, ntr, TT_STORE_FEATURES, tp, y, ntp, 1000, &rounds, &err) ||
-        tt_costmodel_predict_packed(m, ex, nte, TT_STORE_FEATURES, ep, nep, pred, &err)) {
-        fprintf(stderr, "bench_costmodel: %s\n", err.msg);
+    if (run_setting(&d, nwl, train, test, &rng, &r))
         return 1;
+    print_result("held-out records", &r);
+    if (nheld) {
+        for (int p = 0; p < d.nprog; p++) {
+            train[p] = !holdout[d.wl[p]];
+            test[p] = holdout[d.wl[p]];
+        }
+        if (run_setting(&d, nwl, train, test, &rng, &r))
+            return 1;
+        print_result("held-out workloads", &r);
     }
-    double *score = malloc(sizeof(double) * (size_t)ntest);
-    for (int i = 0; i < ntest; i++)
-        score[i] = pred[i];
-    quality q = evaluate(d.lat, score, test_ids, ntest);
-    /* anchor: random rankings */
-    quality a = {0};
-    enum { SHUFFLES = 200 };
-    for (int s = 0; s < SHUFFLES; s++) {
-        for (int i = 0; i < ntest; i++)
-            score[i] = tt_rng_uniform(&rng);
-        quality r = evaluate(d.lat, score, test_ids, ntest);
-        a.pairwise += r.pairwise / SHUFFLES;
-        a.top1 += r.top1 / SHUFFLES;
-        a.top5 += r.top5 / SHUFFLES;
-        a.score1 += r.score1 / SHUFFLES;
-        a.score5 += r.score5 / SHUFFLES;
-    }
-    printf("%s: %d programs (%d train, %d held out), %d feature rows, %d boosting rounds\n",
-           d.w->key, d.nprog, ntrain, ntest, d.nrows, rounds);
-    printf("%-22s %10s %10s %8s\n", "", "pack-sum", "random", "ratio");
-    printf("%-22s %10.3f %10.3f %8.2f\n", "pairwise accuracy", q.pairwise, a.pairwise,
-           q.pairwise / a.pairwise);
-    printf("%-22s %10.3f %10.3f\n", "top-1 recall", q.top1, a.top1);
-    printf("%-22s %10.3f %10.3f\n", "top-5 recall", q.top5, a.top5);
-    printf("%-22s %10.3f %10.3f %8.2f\n", "TenSet top-1 score", q.score1, a.score1,
-           q.score1 / a.score1);
-    printf("%-22s %10.3f %10.3f %8.2f\n", "TenSet top-5 score", q.score5, a.score5,
-           q.score5 / a.score5);
-    tt_costmodel_free(m);
     if (tmp[0])
         tt_db_remove(tmp);
     return 0;

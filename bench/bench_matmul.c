@@ -32,6 +32,7 @@ typedef struct {
     int n;
     float *a, *b, *c;
     tt_kernel_fn fn;
+    float *b_arg; /* b, or b packed for the schedule */
 } mm;
 
 static void run_blas(void *p)
@@ -44,12 +45,13 @@ static void run_blas(void *p)
 static void run_ours(void *p)
 {
     mm *m = p;
-    void *args[3] = {m->a, m->b, m->c};
+    void *args[3] = {m->a, m->b_arg, m->c};
     m->fn(args);
 }
 
+/* Compiles `config`; *b_layout gets B's layout when the schedule reads it packed (LR). */
 static tt_status compile_config(const char *workload, const char *config, const char *so,
-                                tt_errbuf *err)
+                                tt_layout *b_layout, tt_errbuf *err)
 {
     tt_workload *w;
     tt_step *steps;
@@ -65,6 +67,9 @@ static tt_status compile_config(const char *workload, const char *config, const 
             if (!(s = tt_lower(st, &prog, err))) {
                 tt_target_parse("llvm", &t, NULL);
                 s = tt_codegen_llvm(prog, &t, "kernel", so, NULL, NULL, err);
+                memset(b_layout, 0, sizeof(*b_layout));
+                if (tt_program_param(prog, 1))
+                    *b_layout = tt_program_param(prog, 1)->layout;
                 tt_program_free(prog);
             }
             tt_state_free(st);
@@ -130,7 +135,8 @@ int main(int argc, char **argv)
             return 1;
         }
         double tune_s = tt_clock_monotonic() - t0;
-        if (compile_config(workload, sum.best_config, so, &err)) {
+        tt_layout bl;
+        if (compile_config(workload, sum.best_config, so, &bl, &err)) {
             fprintf(stderr, "bench_matmul: %s\n", err.msg);
             return 1;
         }
@@ -139,11 +145,22 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench_matmul: %s\n", err.msg);
             return 1;
         }
-        mm m = {n, malloc(sizeof(float) * (size_t)n * n), malloc(sizeof(float) * (size_t)n * n),
-                malloc(sizeof(float) * (size_t)n * n), tt_kernel_function(kern)};
+        mm m = {n,
+                malloc(sizeof(float) * (size_t)n * n),
+                malloc(sizeof(float) * (size_t)n * n),
+                malloc(sizeof(float) * (size_t)n * n),
+                tt_kernel_function(kern),
+                NULL};
         for (int i = 0; i < n * n; i++) {
             m.a[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
             m.b[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
+        }
+        /* B packed once when the schedule reads it so (as a deployment packs its weights) */
+        m.b_arg = m.b;
+        if (bl.nparts) {
+            int64_t shape[2] = {n, n};
+            m.b_arg = malloc(sizeof(float) * (size_t)bl.size);
+            tt_layout_pack(&bl, 2, shape, sizeof(float), m.b, m.b_arg);
         }
         double flops = 2.0 * n * n * n;
         double ours = time_median(run_ours, &m, 11);
@@ -161,6 +178,8 @@ int main(int argc, char **argv)
         printf("  best config %s\n", sum.best_config);
         free(mine);
         free(m.a);
+        if (m.b_arg != m.b)
+            free(m.b_arg);
         free(m.b);
         free(m.c);
         tt_kernel_unload(kern);

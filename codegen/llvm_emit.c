@@ -380,6 +380,10 @@ static val emit(emitter *e, tt_eid id)
     case TT_EXPR_FLOAT: r.v = LLVMConstReal(elem_type(e, (tt_dtype)n.dtype), n.imm.f); return r;
     case TT_EXPR_VAR:
         r.v = e->vars[n.a];
+        if (!r.v) { /* not a loop variable in scope: a lowering bug, not a crash */
+            e->status = TT_ERR_INVALID_ARG;
+            r.v = LLVMConstNull(e->i64);
+        }
         r.vec = e->lanes && n.a == e->vec_var;
         return r;
     case TT_EXPR_LOAD: return emit_load(e, &n);

@@ -12,10 +12,12 @@
 typedef struct tt_costmodel tt_costmodel;
 
 typedef enum {
-    TT_COSTMODEL_REG,      /* squared error on normalised throughput (AutoTVM's "reg") */
-    TT_COSTMODEL_RANK,     /* pairwise ranking (AutoTVM's "rank") */
-    TT_COSTMODEL_PACK_SUM, /* Ansor's: a program's score is the sum over its rows (stores),
-                              trained with throughput-weighted squared error (search.md C8) */
+    TT_COSTMODEL_REG,       /* squared error on normalised throughput (AutoTVM's "reg") */
+    TT_COSTMODEL_RANK,      /* pairwise ranking (AutoTVM's "rank") */
+    TT_COSTMODEL_PACK_SUM,  /* Ansor's: a program's score is the sum over its rows (stores),
+                               trained with throughput-weighted squared error (search.md C8) */
+    TT_COSTMODEL_PACK_RANK, /* the same program sums trained with a pairwise logistic loss on the
+                               order of the labels (RankNet's), so only their order matters */
 } tt_costmodel_objective;
 
 /* REG and RANK use AutoTVM's XGBoost parameters (search.md B4): max_depth 3, gamma 1e-4,
@@ -29,10 +31,13 @@ void tt_costmodel_free(tt_costmodel *m);
  * `rounds` boosting rounds.  TT_ERR_RUNTIME with XGBoost's message on failure. */
 tt_status tt_costmodel_train(tt_costmodel *m, const float *x, int nrows, int ncols, const float *y,
                              int rounds, tt_errbuf *err);
-/* AutoTVM's training (search.md B4): boosts up to `max_rounds` rounds, evaluating on every second
- * round the a-recall@top_n of the training set (how well the predicted order recovers the true
- * top), and stops when it has not improved for `patience` rounds.  *rounds (may be NULL) gets
- * the rounds run. */
+/* AutoTVM's training (search.md B4), with a validation split: boosts up to `max_rounds` rounds
+ * and stops when the score checked every second round has not improved for `patience` rounds.
+ * For REG with at least 5 x TT_COSTMODEL_MIN_VALIDATION rows, the score is the pairwise accuracy
+ * of a fifth of the rows held out (weight 0, drawn by the model's seed), and the model is then
+ * boosted again on every row for the rounds that scored best.  Otherwise (RANK, fewer rows, or
+ * TT_STOP_TRAINING) it is AutoTVM's: the a-recall@top_n of the training set.  *rounds (may
+ * be NULL) gets the rounds kept. */
 tt_status tt_costmodel_train_recall(tt_costmodel *m, const float *x, int nrows, int ncols,
                                     const float *y, int max_rounds, int top_n, int patience,
                                     int *rounds, tt_errbuf *err);
@@ -44,12 +49,40 @@ double tt_costmodel_a_recall(const float *pred, const float *y, int nrows, int n
 tt_status tt_costmodel_predict(tt_costmodel *m, const float *x, int nrows, int ncols, float *out,
                                tt_errbuf *err);
 /* PACK_SUM training: rows belong to programs (row_prog[r] in [0, nprog), non-decreasing), y holds
- * one label per program (normalised throughput, 0 for failures).  Boosts until the training
- * pack-sum RMSE has not improved for 50 rounds (checked every second round) or `max_rounds`.
- * *rounds (may be NULL) gets the rounds kept. */
+ * one label per program (tt_costmodel_labels; 0 for failures).  With at least
+ * 5 x TT_COSTMODEL_MIN_VALIDATION programs, a fifth of them (drawn by the model's seed) is held
+ * out: boosting stops when their pairwise ranking accuracy has not improved for
+ * TT_COSTMODEL_PATIENCE rounds (checked every second round, `max_rounds` at most), and the model
+ * is then boosted again on every program for the rounds that scored best.  With fewer programs
+ * it boosts until the training RMSE stalls for 50 rounds.  *rounds (may be NULL) gets the
+ * rounds kept. */
+#define TT_COSTMODEL_MIN_VALIDATION 16
+#define TT_COSTMODEL_PATIENCE       20
 tt_status tt_costmodel_train_packed(tt_costmodel *m, const float *x, int nrows, int ncols,
                                     const int *row_prog, const float *y, int nprog, int max_rounds,
                                     int *rounds, tt_errbuf *err);
+
+/* When training stops: on held-out programs or rows (the default) or, as Ansor and AutoTVM do,
+ * on the training set's own score, RMSE for pack-sum and a-recall for reg (kept for comparison
+ * in bench_costmodel). */
+typedef enum { TT_STOP_VALIDATION, TT_STOP_TRAINING } tt_costmodel_stopping;
+void tt_costmodel_set_stopping(tt_costmodel *m, tt_costmodel_stopping how);
+
+/* How measured throughputs become labels, per group (one group per workload); both give the
+ * best program of a group 1 and failures (throughput <= 0) 0. */
+typedef enum {
+    /* Ansor's: throughput over the best of the group.  One lucky or unlucky measurement moves
+     * every other label of its group. */
+    TT_LABELS_RATIO,
+    /* The program's rank among the group's working programs, (rank + 1) / count with the
+     * slowest at 1 / count: unaffected by how far an outlier lies, only by where it sorts. */
+    TT_LABELS_RANK,
+} tt_costmodel_labels_kind;
+
+/* Labels for n programs from their throughputs (higher = faster) and groups (>= 0).
+ * TT_ERR_NOMEM only. */
+tt_status tt_costmodel_labels(tt_costmodel_labels_kind kind, const double *throughput,
+                              const int *group, int n, float *y, tt_errbuf *err);
 /* Sum of the raw row predictions of each program into out[nprog]. */
 tt_status tt_costmodel_predict_packed(tt_costmodel *m, const float *x, int nrows, int ncols,
                                       const int *row_prog, int nprog, float *out, tt_errbuf *err);

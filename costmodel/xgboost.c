@@ -14,6 +14,7 @@ struct tt_costmodel {
     tt_costmodel_objective obj;
     int nthreads;
     uint64_t seed;
+    tt_costmodel_stopping stopping;
 };
 
 static tt_status xgb_fail(tt_errbuf *err, const char *what)
@@ -43,6 +44,11 @@ tt_status tt_costmodel_create(tt_costmodel_objective obj, int nthreads, uint64_t
     return TT_OK;
 }
 
+void tt_costmodel_set_stopping(tt_costmodel *m, tt_costmodel_stopping how)
+{
+    m->stopping = how;
+}
+
 void tt_costmodel_free(tt_costmodel *m)
 {
     if (!m)
@@ -64,7 +70,7 @@ static tt_status set_params(tt_costmodel *m, tt_errbuf *err)
     snprintf(threads, sizeof(threads), "%d", m->nthreads);
     BoosterHandle b = m->booster;
     tt_status s;
-    if (m->obj == TT_COSTMODEL_PACK_SUM) {
+    if (m->obj == TT_COSTMODEL_PACK_SUM || m->obj == TT_COSTMODEL_PACK_RANK) {
         if ((s = set(b, "max_depth", "10", err)) || (s = set(b, "gamma", "0.001", err)) ||
             (s = set(b, "min_child_weight", "0", err)) || (s = set(b, "eta", "0.2", err)) ||
             (s = set(b, "base_score", "0", err)) ||
@@ -137,34 +143,50 @@ tt_status tt_costmodel_train(tt_costmodel *m, const float *x, int nrows, int nco
     return tt_costmodel_train_recall(m, x, nrows, ncols, y, rounds, 0, 0, NULL, err);
 }
 
-tt_status tt_costmodel_train_recall(tt_costmodel *m, const float *x, int nrows, int ncols,
-                                    const float *y, int max_rounds, int top_n, int patience,
-                                    int *rounds_run, tt_errbuf *err)
+/* Pairwise accuracy of `score` against labels `y` over the items i with held[i] (pairs with
+ * equal labels do not count).  0.5 when there is no pair. */
+static double held_out_pairwise(const double *score, const float *y, const bool *held, int n)
 {
-    int rounds = max_rounds;
-    if (nrows < 1 || ncols < 1)
-        return tt_err(err, TT_ERR_INVALID_ARG, "no training data");
-    DMatrixHandle d;
-    if (XGDMatrixCreateFromMat(x, (bst_ulong)nrows, (bst_ulong)ncols, NAN, &d))
-        return xgb_fail(err, "matrix");
-    tt_status s = TT_OK;
-    if (XGDMatrixSetFloatInfo(d, "label", y, (bst_ulong)nrows)) {
-        s = xgb_fail(err, "labels");
-        goto out;
+    long agree = 0, pairs = 0;
+    for (int i = 0; i < n; i++) {
+        if (!held[i])
+            continue;
+        for (int j = i + 1; j < n; j++) {
+            if (!held[j] || y[i] == y[j])
+                continue;
+            pairs++;
+            agree += (y[i] > y[j]) == (score[i] > score[j]);
+        }
     }
+    return pairs ? (double)agree / (double)pairs : 0.5;
+}
+
+/* One boosting run of a built-in objective on `d`.  With `held` (rows with weight 0 in `d`), stops
+ * when the held-out rows' pairwise accuracy has not improved for `patience` rounds; without, when
+ * the training a-recall@top_n has not (AutoTVM's rule; patience 0: exactly max_rounds).  *kept
+ * gets the rounds up to the best validation score, or the rounds run. */
+static tt_status boost_builtin(tt_costmodel *m, DMatrixHandle d, int nrows, const float *y,
+                               const bool *held, int max_rounds, int top_n, int patience, int *kept,
+                               tt_errbuf *err)
+{
+    double *score = held ? malloc(sizeof(double) * (size_t)nrows) : NULL;
+    if (held && !score)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    tt_status s = TT_OK;
     if (m->booster) {
         XGBoosterFree(m->booster);
         m->booster = NULL;
     }
+    m->trained = false;
     if (XGBoosterCreate(&d, 1, &m->booster)) {
         s = xgb_fail(err, "booster");
         goto out;
     }
     if ((s = set_params(m, err)))
         goto out;
-    double best = -1;
+    double best = -INFINITY;
     int best_round = 0, i = 0;
-    for (; i < rounds; i++) {
+    for (; i < max_rounds; i++) {
         if (XGBoosterUpdateOneIter(m->booster, i, d)) {
             s = xgb_fail(err, "training");
             goto out;
@@ -177,7 +199,14 @@ tt_status tt_costmodel_train_recall(tt_costmodel *m, const float *x, int nrows, 
             s = xgb_fail(err, "prediction");
             goto out;
         }
-        double r = tt_costmodel_a_recall(pred, y, nrows, top_n);
+        double r;
+        if (held) {
+            for (int k = 0; k < nrows; k++)
+                score[k] = pred[k];
+            r = held_out_pairwise(score, y, held, nrows);
+        } else {
+            r = tt_costmodel_a_recall(pred, y, nrows, top_n);
+        }
         if (r > best) {
             best = r;
             best_round = i;
@@ -186,10 +215,76 @@ tt_status tt_costmodel_train_recall(tt_costmodel *m, const float *x, int nrows, 
             break;
         }
     }
-    if (rounds_run)
-        *rounds_run = i;
+    *kept = held ? best_round + 1 : i;
     m->trained = true;
 out:
+    free(score);
+    return s;
+}
+
+/* A fifth of n items, drawn by the model's seed: the validation set.  NULL when out of memory. */
+static bool *draw_validation(const tt_costmodel *m, int n)
+{
+    bool *held = calloc((size_t)n, sizeof(bool));
+    if (!held)
+        return NULL;
+    tt_rng rng;
+    tt_rng_seed(&rng, m->seed ^ 0x9e3779b97f4a7c15ull);
+    for (int i = 0; i < n; i++)
+        held[i] = tt_rng_below(&rng, 5) == 0;
+    return held;
+}
+
+tt_status tt_costmodel_train_recall(tt_costmodel *m, const float *x, int nrows, int ncols,
+                                    const float *y, int max_rounds, int top_n, int patience,
+                                    int *rounds_run, tt_errbuf *err)
+{
+    if (nrows < 1 || ncols < 1)
+        return tt_err(err, TT_ERR_INVALID_ARG, "no training data");
+    DMatrixHandle d;
+    if (XGDMatrixCreateFromMat(x, (bst_ulong)nrows, (bst_ulong)ncols, NAN, &d))
+        return xgb_fail(err, "matrix");
+    tt_status s = TT_OK;
+    bool *held = NULL;
+    float *weight = NULL;
+    int kept = 0;
+    if (XGDMatrixSetFloatInfo(d, "label", y, (bst_ulong)nrows)) {
+        s = xgb_fail(err, "labels");
+        goto out;
+    }
+    /* Ranking weights belong to query groups, not rows: the rank objective keeps AutoTVM's
+     * training-set rule. */
+    if (patience > 0 && m->obj == TT_COSTMODEL_REG && m->stopping == TT_STOP_VALIDATION &&
+        nrows >= TT_COSTMODEL_MIN_VALIDATION * 5) {
+        held = draw_validation(m, nrows);
+        weight = malloc(sizeof(float) * (size_t)nrows);
+        if (!held || !weight) {
+            s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        for (int i = 0; i < nrows; i++)
+            weight[i] = held[i] ? 0.0f : 1.0f;
+        if (XGDMatrixSetFloatInfo(d, "weight", weight, (bst_ulong)nrows)) {
+            s = xgb_fail(err, "weights");
+            goto out;
+        }
+        if ((s = boost_builtin(m, d, nrows, y, held, max_rounds, top_n, patience, &kept, err)))
+            goto out;
+        for (int i = 0; i < nrows; i++)
+            weight[i] = 1.0f;
+        if (XGDMatrixSetFloatInfo(d, "weight", weight, (bst_ulong)nrows)) {
+            s = xgb_fail(err, "weights");
+            goto out;
+        }
+        s = boost_builtin(m, d, nrows, y, NULL, kept, top_n, 0, &kept, err);
+    } else {
+        s = boost_builtin(m, d, nrows, y, NULL, max_rounds, top_n, patience, &kept, err);
+    }
+    if (!s && rounds_run)
+        *rounds_run = kept;
+out:
+    free(held);
+    free(weight);
     XGDMatrixFree(d);
     return s;
 }
@@ -229,25 +324,48 @@ static tt_status margins(tt_costmodel *m, DMatrixHandle d, int nrows, bool train
     return TT_OK;
 }
 
-tt_status tt_costmodel_train_packed(tt_costmodel *m, const float *x, int nrows, int ncols,
-                                    const int *row_prog, const float *y, int nprog, int max_rounds,
-                                    int *rounds, tt_errbuf *err)
+/* The pairwise logistic loss of program scores (RankNet's): for every pair of training programs
+ * with different labels, log(1 + exp(-(s_hi - s_lo))).  Each program is paired with up to
+ * PAIRS_PER_PROGRAM others, drawn afresh each round, so a round costs O(nprog).  Gradient and
+ * hessian per program into g, h. */
+enum { PAIRS_PER_PROGRAM = 64 };
+
+static void pairwise_gradient(const double *s, const float *y, const bool *held, int nprog,
+                              int round, double *g, double *h)
 {
-    if (m->obj != TT_COSTMODEL_PACK_SUM)
-        return tt_err(err, TT_ERR_INVALID_ARG, "packed training needs the pack-sum objective");
-    if (nrows < 1 || ncols < 1 || nprog < 1)
-        return tt_err(err, TT_ERR_INVALID_ARG, "no training data");
-    for (int r = 0; r < nrows; r++)
-        if (row_prog[r] < 0 || row_prog[r] >= nprog || (r && row_prog[r] < row_prog[r - 1]))
-            return tt_err(err, TT_ERR_INVALID_ARG,
-                          "row %d: program ids must be in [0, %d) and "
-                          "non-decreasing",
-                          r, nprog);
-    DMatrixHandle d;
-    if (XGDMatrixCreateFromMat(x, (bst_ulong)nrows, (bst_ulong)ncols, NAN, &d))
-        return xgb_fail(err, "matrix");
+    for (int p = 0; p < nprog; p++)
+        g[p] = h[p] = 0;
+    tt_rng rng;
+    tt_rng_seed(&rng, 0x51ed2701u + (uint64_t)round);
+    int tries = nprog - 1 < PAIRS_PER_PROGRAM ? nprog - 1 : PAIRS_PER_PROGRAM;
+    for (int i = 0; i < nprog; i++) {
+        if (held && held[i])
+            continue;
+        for (int t = 0; t < tries; t++) {
+            int j = (int)tt_rng_below(&rng, (uint64_t)nprog);
+            if (j == i || (held && held[j]) || y[i] == y[j])
+                continue;
+            int hi = y[i] > y[j] ? i : j, lo = hi == i ? j : i;
+            double sig = 1.0 / (1.0 + exp(s[hi] - s[lo])); /* P(order is wrong) */
+            g[hi] -= sig;
+            g[lo] += sig;
+            h[hi] += sig * (1 - sig);
+            h[lo] += sig * (1 - sig);
+        }
+    }
+}
+
+/* Boosts a fresh booster on `d` with Ansor's loss.  Programs with held[p] (held may be NULL) get
+ * no gradient: they are the validation set, scored every second round, and boosting stops when
+ * their pairwise accuracy has not improved for `patience` rounds.  Without a validation set the
+ * training RMSE decides (Ansor's rule; the model keeps every round run); patience 0 boosts
+ * exactly max_rounds.  *kept gets the rounds up to the best validation score, or the rounds run. */
+static tt_status boost_packed(tt_costmodel *m, DMatrixHandle d, int nrows, const int *row_prog,
+                              const float *y, int nprog, const bool *held, int max_rounds,
+                              int patience, int *kept, tt_errbuf *err)
+{
     float *grad = malloc(sizeof(float) * (size_t)nrows * 2);
-    double *sum = malloc(sizeof(double) * (size_t)nprog);
+    double *sum = malloc(sizeof(double) * (size_t)nprog * 3), *pg = sum + nprog, *ph = pg + nprog;
     tt_status s = TT_OK;
     if (!grad || !sum) {
         s = tt_err(err, TT_ERR_NOMEM, "out of memory");
@@ -265,7 +383,7 @@ tt_status tt_costmodel_train_packed(tt_costmodel *m, const float *x, int nrows, 
     }
     if ((s = set_params(m, err)))
         goto out;
-    double best = INFINITY;
+    double best = -INFINITY;
     int best_round = 0, round = 0;
     for (; round < max_rounds; round++) {
         const float *pred = NULL;
@@ -275,22 +393,36 @@ tt_status tt_costmodel_train_packed(tt_costmodel *m, const float *x, int nrows, 
             sum[p] = 0;
         for (int r = 0; r < nrows; r++)
             sum[row_prog[r]] += round > 0 ? pred[r] : 0;
-        if (round > 0 && round % 2 == 0) {
-            double se = 0;
-            for (int p = 0; p < nprog; p++)
-                se += (sum[p] - y[p]) * (sum[p] - y[p]);
-            double rmse = sqrt(se / nprog);
-            if (rmse < best) {
-                best = rmse;
+        if (patience > 0 && round > 0 && round % 2 == 0) {
+            double score;
+            if (held) {
+                score = held_out_pairwise(sum, y, held, nprog);
+            } else {
+                double se = 0;
+                for (int p = 0; p < nprog; p++)
+                    se += (sum[p] - y[p]) * (sum[p] - y[p]);
+                score = -sqrt(se / nprog);
+            }
+            if (score > best) {
+                best = score;
                 best_round = round;
-            } else if (round - best_round >= 50) {
+            } else if (round - best_round >= patience) {
                 break;
             }
         }
-        for (int r = 0; r < nrows; r++) {
-            double w = y[row_prog[r]];
-            grad[r] = (float)((sum[row_prog[r]] - w) * w);
-            hess[r] = (float)w;
+        if (m->obj == TT_COSTMODEL_PACK_RANK) {
+            pairwise_gradient(sum, y, held, nprog, round, pg, ph);
+            for (int r = 0; r < nrows; r++) {
+                grad[r] = (float)pg[row_prog[r]];
+                hess[r] = (float)ph[row_prog[r]];
+            }
+        } else {
+            for (int r = 0; r < nrows; r++) {
+                int p = row_prog[r];
+                double w = held && held[p] ? 0 : y[p];
+                grad[r] = (float)((sum[p] - y[p]) * w);
+                hess[r] = (float)w;
+            }
         }
         if (XGBoosterBoostOneIter(m->booster, d, grad, hess, (bst_ulong)nrows)) {
             s = xgb_fail(err, "training");
@@ -298,11 +430,52 @@ tt_status tt_costmodel_train_packed(tt_costmodel *m, const float *x, int nrows, 
         }
     }
     m->trained = true;
-    if (rounds)
-        *rounds = round;
+    *kept = held && best_round > 0 ? best_round : round;
 out:
     free(grad);
     free(sum);
+    return s;
+}
+
+tt_status tt_costmodel_train_packed(tt_costmodel *m, const float *x, int nrows, int ncols,
+                                    const int *row_prog, const float *y, int nprog, int max_rounds,
+                                    int *rounds, tt_errbuf *err)
+{
+    if (m->obj != TT_COSTMODEL_PACK_SUM && m->obj != TT_COSTMODEL_PACK_RANK)
+        return tt_err(err, TT_ERR_INVALID_ARG, "packed training needs a pack-sum objective");
+    if (nrows < 1 || ncols < 1 || nprog < 1)
+        return tt_err(err, TT_ERR_INVALID_ARG, "no training data");
+    for (int r = 0; r < nrows; r++)
+        if (row_prog[r] < 0 || row_prog[r] >= nprog || (r && row_prog[r] < row_prog[r - 1]))
+            return tt_err(err, TT_ERR_INVALID_ARG,
+                          "row %d: program ids must be in [0, %d) and "
+                          "non-decreasing",
+                          r, nprog);
+    DMatrixHandle d;
+    if (XGDMatrixCreateFromMat(x, (bst_ulong)nrows, (bst_ulong)ncols, NAN, &d))
+        return xgb_fail(err, "matrix");
+    /* A fifth of the programs, drawn by the seed, decide when to stop; the model kept is then
+     * boosted again on every program for that many rounds.  Measurements on a busy device are
+     * noisy, and boosting until the training error stalls fits the noise (issue #16). */
+    bool *held = NULL;
+    tt_status s = TT_OK;
+    int kept = 0;
+    if (m->stopping == TT_STOP_VALIDATION && nprog >= TT_COSTMODEL_MIN_VALIDATION * 5) {
+        if (!(held = draw_validation(m, nprog))) {
+            s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        if ((s = boost_packed(m, d, nrows, row_prog, y, nprog, held, max_rounds,
+                              TT_COSTMODEL_PATIENCE, &kept, err)))
+            goto out;
+        s = boost_packed(m, d, nrows, row_prog, y, nprog, NULL, kept, 0, &kept, err);
+    } else {
+        s = boost_packed(m, d, nrows, row_prog, y, nprog, NULL, max_rounds, 50, &kept, err);
+    }
+    if (!s && rounds)
+        *rounds = kept;
+out:
+    free(held);
     XGDMatrixFree(d);
     return s;
 }

@@ -158,7 +158,45 @@ static tt_status pick(builder *b, tt__kernel *k, tt_state **st, tt_errbuf *err)
     return tt__compile_default_schedule(&w->dag, &b->target, b->gpu, st, err);
 }
 
-static tt_status build_kernel(builder *b, tt__kernel *k, const char *obj, tt_errbuf *err)
+/* For each input the kernel reads packed (LR): its layout, and SYM_pack_NAME compiled into an
+ * object of its own (appended to objs). */
+static tt_status build_packers(builder *b, tt__kernel *k, const tt_program *prog, const char *obj,
+                               char **objs, int *nobjs, tt_errbuf *err)
+{
+    for (int i = 0; i < prog->ninputs; i++) {
+        const tt_buffer *buf = tt_program_param(prog, i);
+        if (!buf || !buf->layout.nparts)
+            continue;
+        if (b->gpu)
+            return tt_err(err, TT_ERR_UNSUPPORTED,
+                          "the record passes '%s' packed (LR), which OpenCL builds do not support",
+                          buf->name);
+        if (!k->layouts && !(k->layouts = calloc((size_t)k->nparams, sizeof(tt_layout))))
+            return tt_err(err, TT_ERR_NOMEM, "out of memory");
+        k->layouts[i] = buf->layout;
+        tt_program *pack;
+        tt_status s = tt_pack_program(prog, i, &pack, err);
+        if (s)
+            return s;
+        char sym[256], entry[300], path[4500];
+        char pname[96];
+        tt__param_name(k->w, k->params[i], pname, sizeof(pname));
+        snprintf(sym, sizeof(sym), "%s_pack_%s", k->symbol, pname);
+        snprintf(entry, sizeof(entry), "%s__tvm_kernel", sym);
+        snprintf(path, sizeof(path), "%s.pack%d.o", obj, i);
+        tt_codegen_options co = {3, 64, 64, sym, false};
+        s = tt_codegen_llvm_object(pack, &b->target, entry, path, &co, NULL, err);
+        tt_program_free(pack);
+        if (s)
+            return s;
+        if (!(objs[(*nobjs)++] = strdup(path)))
+            return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    }
+    return TT_OK;
+}
+
+static tt_status build_kernel(builder *b, tt__kernel *k, const char *obj, char **objs, int *nobjs,
+                              tt_errbuf *err)
 {
     tt_state *st = NULL;
     tt_program *prog = NULL;
@@ -167,6 +205,8 @@ static tt_status build_kernel(builder *b, tt__kernel *k, const char *obj, tt_err
         s = tt_err(err, TT_ERR_NOMEM, "out of memory");
     if (!s)
         s = tt_lower(st, &prog, err);
+    if (!s)
+        s = build_packers(b, k, prog, obj, objs, nobjs, err);
     if (!s && b->gpu) {
         size_t len;
         s = tt_codegen_opencl(prog, k->symbol, NULL, &k->cl_text, &len, NULL, err);
@@ -285,7 +325,8 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
         return tt_err(err, TT_ERR_INVALID_ARG, "the output name is empty");
     }
     tt__kernel *ks = calloc((size_t)o->nkernels, sizeof(tt__kernel));
-    char **objs = calloc((size_t)o->nkernels + 1, sizeof(char *));
+    /* a kernel, its packing functions (one per input at most) and the OpenCL host */
+    char **objs = calloc((size_t)o->nkernels * 65 + 1, sizeof(char *));
     int nobjs = 0;
     tmp[0] = 0;
     if (!ks || !objs)
@@ -310,7 +351,7 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
         k->nparams = tt_dag_params(&k->w->dag, k->params, 64, &k->ninputs);
         char obj[4400];
         snprintf(obj, sizeof(obj), "%s/k%d.o", tmp, i);
-        if (!(s = build_kernel(&b, k, obj, err)) && !b.gpu)
+        if (!(s = build_kernel(&b, k, obj, objs, &nobjs, err)) && !b.gpu)
             objs[nobjs++] = strdup(obj);
         if (!s && reports)
             reports[i] = k->rep;
@@ -377,6 +418,7 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
         tt_workload_free(ks[i].w);
         free(ks[i].config);
         free(ks[i].cl_text);
+        free(ks[i].layouts);
     }
     free(ks);
     tt_db_close(b.db);

@@ -85,7 +85,8 @@ tt_status tt__write_header(const char *path, const char *guard, const tt__kernel
     tt_strbuf_append(
         &sb, "'.\n"
              " * Buffers are dense row-major arrays of the element type, inputs first, outputs "
-             "last.\n"
+             "last,\n"
+             " * except inputs marked PACKED: pass what their SYM_pack_NAME function wrote.\n"
              " * Each function returns 0 on success (OpenCL builds: -1 no OpenCL device, -2 the\n"
              " * driver could not build the kernels, -3 the device failed to run them).  Do not "
              "edit. */\n");
@@ -107,6 +108,16 @@ tt_status tt__write_header(const char *path, const char *guard, const tt__kernel
             for (int d = 0; d < op->ndim; d++)
                 tt_strbuf_printf(&sb, "%s%lld", d ? ", " : "", (long long)op->shape[d]);
             tt_strbuf_printf(&sb, "]  %s\n", p < kk->ninputs ? "input" : "output");
+            if (kk->layouts && kk->layouts[p].nparts) {
+                char lay[512];
+                tt_strbuf_printf(&sb,
+                                 " *              passed PACKED: %s_pack_%s() writes it from the "
+                                 "row-major tensor\n"
+                                 " *              (once, e.g. when the weights are loaded) into "
+                                 "%lld elements, layout %s\n",
+                                 kk->symbol, name, (long long)kk->layouts[p].size,
+                                 tt_layout_print(&kk->layouts[p], NULL, lay, sizeof(lay)));
+            }
         }
         const tt_compile_report *r = &kk->rep;
         if (r->source == TT_COMPILE_DEFAULT) {
@@ -135,6 +146,24 @@ tt_status tt__write_header(const char *path, const char *guard, const tt__kernel
         upper[m] = 0;
         tt_strbuf_printf(&sb, "#define %s_TVM_RECORD %lldLL /* 0: the default schedule */\n", upper,
                          r->record);
+        for (int p = 0; kk->layouts && p < kk->ninputs; p++) {
+            if (!kk->layouts[p].nparts)
+                continue;
+            const tt_op *op = &w->dag.ops.data[kk->params[p]];
+            char name[96], uname[96];
+            tt__param_name(w, kk->params[p], name, sizeof(name));
+            size_t u = 0;
+            for (const char *c = name; *c && u + 1 < sizeof(uname); c++)
+                uname[u++] = (char)toupper((unsigned char)*c);
+            uname[u] = 0;
+            tt_strbuf_printf(&sb,
+                             "/* %s's %s in the layout %s reads; pass the result as %s. */\n"
+                             "int %s_pack_%s(const %s *%s, %s *%s_packed);\n"
+                             "#define %s_%s_PACKED_ELEMENTS %lldLL\n",
+                             kk->symbol, name, kk->symbol, name, kk->symbol, name,
+                             tt__c_type(op->dtype), name, tt__c_type(op->dtype), name, upper, uname,
+                             (long long)kk->layouts[p].size);
+        }
     }
     tt_strbuf_printf(&sb, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* %s */\n", guard);
     return tt__write_text(path, &sb, err);

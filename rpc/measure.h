@@ -42,7 +42,8 @@ typedef struct tt_measure_options {
     double timeout_s;     /* whole child (load, check, timing), default 10 */
     int64_t memory_limit; /* bytes of address space the kernel may add to the measuring child's
                              own (RLIMIT_AS; CPU kernels), 0 = unlimited */
-    double rtol, atol;    /* output check, defaults 1e-4 and 1e-5 */
+    double rtol, atol;    /* output check |got - want| <= atol + rtol * max|want| (normwise),
+                             defaults 1e-4 and 1e-5 */
     /* OpenCL artifacts: which device (opencl.h's tt_cl_select: "P:D", an index or a name;
      * NULL = the first GPU, else the first device). */
     const char *opencl_device;

@@ -32,6 +32,9 @@ const char *tt_reduce_name(tt_reduce_kind k);
 /* Op attributes (bit flags), as Ansor's op attributes. */
 enum {
     TT_OP_ATTR_NONE = 0,
+    /* A placeholder known when the kernel is built (a layer's weights): a schedule may store it
+     * in the layout its loops read (the LR step; Ansor's layout-free placeholders). */
+    TT_OP_ATTR_CONSTANT = 1,
 };
 
 typedef struct tt_op {

@@ -365,21 +365,32 @@ void tt_expr_visit_reads(const tt_expr_pool *p, tt_eid e, void (*fn)(void *ctx, 
 typedef struct {
     const tt_expr_pool *pool;
     uint32_t tensor;
-    bool found;
+    bool found, plain; /* plain: every index of every read is a variable */
 } reads_ctx;
 
 static void match_read(void *vctx, tt_eid e)
 {
     reads_ctx *c = vctx;
-    if (c->pool->nodes.data[e].a == c->tensor)
-        c->found = true;
+    const tt_expr *n = &c->pool->nodes.data[e];
+    if (n->a != c->tensor)
+        return;
+    c->found = true;
+    for (int d = 0; d < n->n; d++)
+        c->plain &= c->pool->nodes.data[c->pool->args.data[n->b + (uint32_t)d]].kind == TT_EXPR_VAR;
 }
 
 bool tt_expr_reads_tensor(const tt_expr_pool *p, tt_eid e, uint32_t tensor)
 {
-    reads_ctx c = {p, tensor, false};
+    reads_ctx c = {p, tensor, false, true};
     tt_expr_visit_reads(p, e, match_read, &c);
     return c.found;
+}
+
+bool tt_expr_reads_tensor_at_vars(const tt_expr_pool *p, tt_eid e, uint32_t tensor)
+{
+    reads_ctx c = {p, tensor, false, true};
+    tt_expr_visit_reads(p, e, match_read, &c);
+    return c.found && c.plain;
 }
 
 bool tt_expr_uses_var(const tt_expr_pool *p, tt_eid e, uint32_t var)

@@ -170,6 +170,8 @@ void tt_expr_visit_reads(const tt_expr_pool *p, tt_eid e, void (*fn)(void *ctx, 
                          void *ctx);
 /* True if `e` contains a READ of tensor `tensor`. */
 bool tt_expr_reads_tensor(const tt_expr_pool *p, tt_eid e, uint32_t tensor);
+/* True if e reads `tensor` and indexes it by plain variables only (A[i, k], not A[i + r, k]). */
+bool tt_expr_reads_tensor_at_vars(const tt_expr_pool *p, tt_eid e, uint32_t tensor);
 /* True if variable `var` occurs in `e`. */
 bool tt_expr_uses_var(const tt_expr_pool *p, tt_eid e, uint32_t var);
 /* The type a binary node computes in: float wins (the wider float), else the wider integer (bool

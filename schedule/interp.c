@@ -219,6 +219,11 @@ char *tt_program_print(const tt_program *p)
                 for (int d = 0; d < bf->ndim; d++)
                     tt_strbuf_printf(&sb, "%s%lld", d ? ", " : "", (long long)bf->shape[d]);
                 tt_strbuf_append(&sb, "]");
+                if (bf->layout.nparts) {
+                    char lay[512];
+                    tt_strbuf_printf(&sb, " packed %s",
+                                     tt_layout_print(&bf->layout, NULL, lay, sizeof(lay)));
+                }
             }
     tt_strbuf_append(&sb, "):\n");
     print_stmt(p, &sb, p->root, 1);

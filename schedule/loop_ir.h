@@ -8,6 +8,7 @@
 #ifndef TT_SCHEDULE_LOOP_IR_H
 #define TT_SCHEDULE_LOOP_IR_H
 
+#include "layout.h"
 #include "state.h"
 
 typedef enum {
@@ -43,6 +44,9 @@ typedef struct tt_buffer {
     int64_t size;   /* elements, including storage_align padding */
     char scope[16]; /* "global", "shared", "local" */
     int param;      /* position in the function's parameters, or -1 for a local buffer */
+    /* A constant input passed packed (LR step): shape stays the logical one, `size` is the
+     * packed buffer's and indices follow the layout (layout.h).  nparts 0 otherwise. */
+    tt_layout layout;
 } tt_buffer;
 
 typedef struct tt_program {
@@ -61,6 +65,16 @@ typedef struct tt_program {
  * at a consumer that does not cover all of its readers). */
 tt_status tt_lower(const tt_state *st, tt_program **out, tt_errbuf *err);
 void tt_program_free(tt_program *p);
+
+/* The program that packs constant input `param` of `prog` (a parameter with a layout, from the
+ * LR step) into that layout: two parameters, the dense row-major tensor NAME (input) and
+ * NAME_packed (output, layout.size elements, every element written: padding gets zero).  Its
+ * loops walk the packed buffer in order, so it can be compiled like any kernel.  TT_ERR_NOMEM,
+ * or TT_ERR_INVALID_ARG when the parameter is not packed. */
+tt_status tt_pack_program(const tt_program *prog, int param, tt_program **out, tt_errbuf *err);
+
+/* The buffer of parameter i (inputs first, then outputs), or NULL. */
+const tt_buffer *tt_program_param(const tt_program *p, int i);
 
 /* Iterations of the deepest path through the nest at `id` (loops multiply, a sequence takes its
  * longest part), capped at 2^24: what auto_unroll_max_step compares with, in both code

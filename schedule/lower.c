@@ -510,6 +510,169 @@ static tt_status infer_region(lower_ctx *c, int s)
     return TT_OK;
 }
 
+/* ---- layout rewrite (LR) ---- */
+
+typedef struct {
+    int op;
+    uint32_t var[TT_MAX_DIMS];
+    int nreads;
+    bool not_vars, mismatch;
+    const tt_expr_pool *pool;
+} lr_reads;
+
+static void lr_read(void *vctx, tt_eid e)
+{
+    lr_reads *r = vctx;
+    const tt_expr *n = tt_expr_get(r->pool, e);
+    if ((int)n->a != r->op)
+        return;
+    for (int d = 0; d < n->n; d++) {
+        const tt_expr *ix = tt_expr_get(r->pool, r->pool->args.data[n->b + (uint32_t)d]);
+        if (ix->kind != TT_EXPR_VAR) {
+            r->not_vars = true;
+            continue;
+        }
+        if (r->nreads == 0)
+            r->var[d] = ix->a;
+        else if (r->var[d] != ix->a)
+            r->mismatch = true;
+    }
+    r->nreads++;
+}
+
+/* Leaf parts of variable v of stage sg into out (stride: v's weight in its root's value); false
+ * when v was fused with another variable. */
+static bool lr_leaves(lower_ctx *c, const tt_stage *sg, uint32_t v, int64_t stride, uint32_t *leaf,
+                      int64_t *leaf_stride, int *n)
+{
+    for (int k = 0; k < sg->niters; k++)
+        if (sg->iters[k].var == v) {
+            if (*n == TT_MAX_LAYOUT_PARTS)
+                return false;
+            leaf[*n] = v;
+            leaf_stride[(*n)++] = stride;
+            return true;
+        }
+    for (size_t r = 0; r < sg->rels.len; r++) {
+        const tt_relation *rel = &sg->rels.data[r];
+        if (rel->kind == TT_REL_FUSE) {
+            for (int k = 0; k < rel->nchild; k++)
+                if (rel->child[k] == v)
+                    return false;
+            continue;
+        }
+        if (rel->parent != v)
+            continue;
+        int64_t inner = stride;
+        for (int k = rel->nchild - 1; k >= 0; k--) {
+            if (!lr_leaves(c, sg, rel->child[k], inner, leaf, leaf_stride, n))
+                return false;
+            inner *= c->var_ext[rel->child[k]];
+        }
+        return true;
+    }
+    return false; /* neither a leaf nor split: not a variable of this stage */
+}
+
+/* The layout of constant placeholder stage `ps` under the LR step: the order in which its only
+ * reader's loops walk it.  Each dimension must be indexed by one of the reader's own axes; the
+ * part of a dimension that the reader's region leaves to enclosing loops is outermost, then the
+ * reader's leaf iterators over it in loop order. */
+static tt_status derive_layout(lower_ctx *c, int ps, tt_layout *out)
+{
+    const tt_op *pop = &c->st->dag.ops.data[c->si[ps].op];
+    memset(out, 0, sizeof(*out));
+    int reader = -1, nreaders = 0;
+    lr_reads rr = {.op = c->si[ps].op, .pool = &c->p->pool};
+    for (int s = 0; s < c->nstages; s++) {
+        if (c->si[s].placeholder || c->si[s].inlined)
+            continue;
+        int before = rr.nreads;
+        tt_expr_visit_reads(&c->p->pool, c->si[s].body, lr_read, &rr);
+        if (rr.nreads > before) {
+            reader = s;
+            nreaders++;
+        }
+    }
+    if (nreaders != 1)
+        return lerr(c,
+                    "cannot rewrite the layout of '%s': %d stages read it (LR needs exactly one)",
+                    pop->name, nreaders);
+    const tt_stage *sg = &c->st->stages.data[reader];
+    const tt_op *rop = &c->st->dag.ops.data[sg->op];
+    if (rr.not_vars || rr.mismatch)
+        return lerr(c,
+                    "cannot rewrite the layout of '%s': '%s' reads it %s (LR needs each index to "
+                    "be one of its loop variables)",
+                    pop->name, rop->name,
+                    rr.mismatch ? "at different indices" : "at computed indices");
+    derive(c, reader);
+    uint32_t leaf[TT_MAX_LAYOUT_PARTS];
+    int64_t leaf_stride[TT_MAX_LAYOUT_PARTS];
+    int leaf_dim[TT_MAX_LAYOUT_PARTS], nleaf = 0;
+    for (int d = 0; d < pop->ndim; d++) {
+        int64_t region = -1;
+        for (int a = 0; a < rop->ndim; a++)
+            if (rop->axis[a] == rr.var[d])
+                region = c->si[reader].ext[a];
+        for (int a = 0; a < rop->nreduce; a++)
+            if (rop->raxis[a] == rr.var[d])
+                region = rop->rextent[a];
+        for (int e = 0; e < d; e++)
+            if (rr.var[e] == rr.var[d])
+                region = -1;
+        if (region < 0)
+            return lerr(c,
+                        "cannot rewrite the layout of '%s': index %d is not an axis of '%s' of "
+                        "its own",
+                        pop->name, d, rop->name);
+        int first = nleaf;
+        if (!lr_leaves(c, sg, rr.var[d], 1, leaf, leaf_stride, &nleaf))
+            return lerr(c,
+                        "cannot rewrite the layout of '%s': '%s' fuses the loops over its "
+                        "index %d",
+                        pop->name, rop->name, d);
+        int64_t covered = 1;
+        for (int k = first; k < nleaf; k++) {
+            leaf_dim[k] = d;
+            covered *= c->var_ext[leaf[k]];
+        }
+        /* what enclosing loops cover: outermost */
+        if (covered < pop->shape[d]) {
+            if (out->nparts == TT_MAX_LAYOUT_PARTS)
+                return lerr(c, "cannot rewrite the layout of '%s': more than %d parts", pop->name,
+                            TT_MAX_LAYOUT_PARTS);
+            out->parts[out->nparts++] =
+                (tt_layout_part){d, covered, (pop->shape[d] + covered - 1) / covered};
+        }
+    }
+    /* the reader's leaves, in its loop order */
+    for (int it = 0; it < sg->niters; it++)
+        for (int k = 0; k < nleaf; k++) {
+            if (leaf[k] != sg->iters[it].var || c->var_ext[leaf[k]] <= 1)
+                continue;
+            if (out->nparts == TT_MAX_LAYOUT_PARTS)
+                return lerr(c, "cannot rewrite the layout of '%s': more than %d parts", pop->name,
+                            TT_MAX_LAYOUT_PARTS);
+            out->parts[out->nparts++] =
+                (tt_layout_part){leaf_dim[k], leaf_stride[k], c->var_ext[leaf[k]]};
+        }
+    out->size = 1;
+    for (int k = 0; k < out->nparts; k++)
+        out->size *= out->parts[k].extent;
+    /* Loops that walk the tensor in row-major order need no packing: the step changes nothing
+     * and the kernel takes the tensor as it is. */
+    bool row_major = true;
+    for (int k = 0, d = -1; k < out->nparts && row_major; k++) {
+        const tt_layout_part *lp = &out->parts[k];
+        row_major = lp->dim > d && lp->inner == 1 && lp->extent == pop->shape[lp->dim];
+        d = lp->dim;
+    }
+    if (row_major)
+        memset(out, 0, sizeof(*out));
+    return TT_OK;
+}
+
 /* ---- buffers ---- */
 
 static int add_buffer(lower_ctx *c, int s, int param)
@@ -575,6 +738,18 @@ static tt_eid flat_index(lower_ctx *c, int s, const tt_eid *global)
     const stage_info *si = &c->si[s];
     const tt_buffer *b = &c->p->bufs.data[si->buf];
     tt_eid acc = tt_expr_int(p, 0);
+    if (b->layout.nparts) {
+        /* packed: sum of (g[dim] / inner) % extent, row-major over the parts */
+        for (int k = 0; k < b->layout.nparts; k++) {
+            const tt_layout_part *lp = &b->layout.parts[k];
+            tt_eid v = global[lp->dim];
+            if (lp->inner > 1)
+                v = tt_div(p, v, tt_expr_int(p, lp->inner));
+            v = tt_mod(p, v, tt_expr_int(p, lp->extent));
+            acc = tt_add(p, tt_mul(p, acc, tt_expr_int(p, lp->extent)), v);
+        }
+        return tt_simplify(p, acc, &c->bounds);
+    }
     for (int d = 0; d < b->ndim; d++) {
         tt_eid local = si->full[d] ? global[d] : tt_sub(p, global[d], si->min[d]);
         acc = tt_add(p, acc, tt_mul(p, local, tt_expr_int(p, b->strides[d])));
@@ -947,6 +1122,13 @@ tt_status tt_lower(const tt_state *st, tt_program **out, tt_errbuf *err)
             r = tt_err(err, TT_ERR_NOMEM, "out of memory");
             goto out;
         }
+        if (st->stages.data[s].layout_rewrite) {
+            tt_buffer *b = &p->bufs.data[c.si[s].buf];
+            if ((r = derive_layout(&c, s, &b->layout)))
+                goto out;
+            if (b->layout.nparts)
+                b->size = b->layout.size;
+        }
     }
     for (int s = 0; s < c.nstages; s++)
         if (c.si[s].buf < 0 && !c.si[s].inlined && (c.si[s].buf = add_buffer(&c, s, -1)) < 0) {
@@ -993,6 +1175,14 @@ out:
     }
     *out = p;
     return TT_OK;
+}
+
+const tt_buffer *tt_program_param(const tt_program *p, int i)
+{
+    for (size_t b = 0; b < p->bufs.len; b++)
+        if (p->bufs.data[b].param == i)
+            return &p->bufs.data[b];
+    return NULL;
 }
 
 void tt_program_free(tt_program *p)

@@ -60,10 +60,11 @@ static void emit_pad(tt_strbuf *sb, const char *dtype, int rank, const int64_t *
     tt_strbuf_append(sb, "]; ");
 }
 
+/* "; name:dtype[d0,...]"; weights are declared constant (their layout may be rewritten). */
 static void emit_decl(tt_strbuf *sb, const char *name, const char *dtype, int rank,
                       const int64_t *dims)
 {
-    tt_strbuf_printf(sb, "; %s:%s[", name, dtype);
+    tt_strbuf_printf(sb, "; %s:%s%s[", name, strcmp(name, "weight") ? "" : "const ", dtype);
     for (int i = 0; i < rank; i++)
         tt_strbuf_printf(sb, "%s%lld", i ? "," : "", (long long)dims[i]);
     tt_strbuf_append(sb, "]");
@@ -278,7 +279,8 @@ static tt_status te_capsule(tt_strbuf *sb, const int64_t *p, const char *dt, tt_
 
 static tt_status te_matmul(tt_strbuf *sb, const int64_t *p, const char *dt, tt_errbuf *err)
 {
-    tt_strbuf_printf(sb, "C[i,j] += A[i,k] * B[k,j]; A:%s[%lld,%lld]; B:%s[%lld,%lld]", dt,
+    /* B is the weight of a layer (a dense layer's, a BERT projection's): constant. */
+    tt_strbuf_printf(sb, "C[i,j] += A[i,k] * B[k,j]; A:%s[%lld,%lld]; B:const %s[%lld,%lld]", dt,
                      (long long)p[0], (long long)p[2], dt, (long long)p[2], (long long)p[1]);
     return TT_OK;
 }

@@ -616,6 +616,24 @@ static tt_status do_compute_root(apply_ctx *c)
     return TT_OK;
 }
 
+static tt_status do_layout_rewrite(apply_ctx *c)
+{
+    tt_status r = check_stage(c, c->step->stage, true);
+    if (r)
+        return r;
+    tt_stage *sg = &c->st->stages.data[c->step->stage];
+    const tt_op *op = &c->st->dag.ops.data[sg->op];
+    if (!op->is_placeholder || !(op->attrs & TT_OP_ATTR_CONSTANT))
+        return illegal(c,
+                       "stage %d ('%s') is not a constant input: only weights declared "
+                       "'const' may be stored in another layout",
+                       c->step->stage, op->name);
+    if (sg->layout_rewrite)
+        return illegal(c, "the layout of '%s' is already rewritten", op->name);
+    sg->layout_rewrite = true;
+    return TT_OK;
+}
+
 static tt_status check_scope(apply_ctx *c, const char *scope)
 {
     if (strcmp(scope, "global") && strcmp(scope, "shared") && strcmp(scope, "local"))
@@ -883,12 +901,32 @@ static tt_status do_rfactor(apply_ctx *c)
     }
     root_exprs(st, &sg, roots, ext);
     tt_eid guard = 0;
+    /* Variables derived from reduce axes: only their splits matter here (the rfactor op's spatial
+     * axes are the original ones, so spatial splits and their leaves do not carry over). */
+    bool *reduce_var = calloc(nv, sizeof(bool));
+    if (!reduce_var) {
+        free(subst);
+        free(roots);
+        free(ext);
+        return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < orig.nreduce; i++)
+        reduce_var[orig.raxis[i]] = true;
+    for (size_t ri = 0; ri < sg.rels.len; ri++) {
+        const tt_relation *rel = &sg.rels.data[ri];
+        for (int k = 0; k < rel->nchild; k++) {
+            if (rel->kind == TT_REL_SPLIT && reduce_var[rel->parent])
+                reduce_var[rel->child[k]] = true;
+            if (rel->kind == TT_REL_FUSE && reduce_var[rel->child[k]])
+                reduce_var[rel->parent] = true;
+        }
+    }
     /* Split parts that over-cover their parent would revisit reduction points: guard every
      * such parent (the roots are guarded below). */
     for (size_t ri = 0; ri < sg.rels.len; ri++) {
         const tt_relation *rel = &sg.rels.data[ri];
         int64_t prod = 1;
-        if (rel->kind != TT_REL_SPLIT)
+        if (rel->kind != TT_REL_SPLIT || !reduce_var[rel->parent])
             continue;
         for (int k = 0; k < rel->nchild; k++)
             prod *= ext[rel->child[k]];
@@ -899,6 +937,7 @@ static tt_status do_rfactor(apply_ctx *c)
                                      tt_expr_int(&st->dag.pool, ext[rel->parent]));
         guard = guard ? tt_expr_binary(&st->dag.pool, TT_EXPR_AND, guard, cond) : cond;
     }
+    free(reduce_var);
     free(ext);
     for (int i = 0; i < orig.nreduce; i++) {
         tt_eid e =
@@ -972,6 +1011,7 @@ static tt_status apply_in_place(tt_state *st, const tt_step *step, tt_errbuf *er
     case TT_STEP_CACHE_READ: r = do_cache_read(&c); break;
     case TT_STEP_CACHE_WRITE: r = do_cache_write(&c); break;
     case TT_STEP_RFACTOR: r = do_rfactor(&c); break;
+    case TT_STEP_LAYOUT_REWRITE: r = do_layout_rewrite(&c); break;
     default:
         r = tt_err(err, TT_ERR_ILLEGAL_STEP, "step %d: unknown step kind %d", c.index,
                    (int)step->kind);
@@ -1087,6 +1127,12 @@ tt_status tt_sched_compute_at(tt_state *st, int stage, int target_stage, int tar
 tt_status tt_sched_compute_inline(tt_state *st, int stage, tt_errbuf *err)
 {
     tt_step s = step_of(TT_STEP_COMPUTE_INLINE, stage);
+    return tt_state_apply(st, &s, err);
+}
+
+tt_status tt_sched_layout_rewrite(tt_state *st, int stage, tt_errbuf *err)
+{
+    tt_step s = step_of(TT_STEP_LAYOUT_REWRITE, stage);
     return tt_state_apply(st, &s, err);
 }
 

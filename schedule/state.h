@@ -32,7 +32,8 @@
     X(COMPUTE_ROOT, "CR")                                                                          \
     X(CACHE_READ, "CHR")                                                                           \
     X(CACHE_WRITE, "CHW")                                                                          \
-    X(RFACTOR, "RF")
+    X(RFACTOR, "RF")                                                                               \
+    X(LAYOUT_REWRITE, "LR")
 
 typedef enum {
 #define TT_ST_ENUM(n, c) TT_STEP_##n,
@@ -135,7 +136,9 @@ typedef struct tt_stage {
     struct {
         int axis, factor, offset;
     } align[TT_MAX_DIMS];
-    bool transformed; /* any split/fuse/reorder/annotate applied */
+    bool transformed;    /* any split/fuse/reorder/annotate applied */
+    bool layout_rewrite; /* LR: a constant placeholder stored in the layout its reader's loops
+                            read (lower.c derives it; docs/steps.md) */
 } tt_stage;
 
 typedef struct tt_state {
@@ -181,6 +184,8 @@ tt_status tt_sched_rfactor(tt_state *st, int stage, int iter, int factor_iter, t
 tt_status tt_sched_pragma(tt_state *st, int stage, int iter, const char *pragma, tt_errbuf *err);
 tt_status tt_sched_storage_align(tt_state *st, int stage, int iter, int factor, int offset,
                                  tt_errbuf *err);
+/* LR: the constant placeholder `stage` is passed in the layout its reader's loops read. */
+tt_status tt_sched_layout_rewrite(tt_state *st, int stage, tt_errbuf *err);
 
 /* Readable dump of stages and iterators (like Ansor's state printing). Caller frees. */
 char *tt_state_print(const tt_state *st);

@@ -175,7 +175,8 @@ static tt_status parse_step(const json_t *a, size_t index, tt_step *s, tt_errbuf
                                                      [TT_STEP_COMPUTE_ROOT] = 2,
                                                      [TT_STEP_CACHE_READ] = 4,
                                                      [TT_STEP_CACHE_WRITE] = 3,
-                                                     [TT_STEP_RFACTOR] = 4};
+                                                     [TT_STEP_RFACTOR] = 4,
+                                                     [TT_STEP_LAYOUT_REWRITE] = 2};
     s->kind = (tt_step_kind)k;
     if (json_array_size(a) != arity[k])
         return tt_err(err, TT_ERR_PARSE, "step %zu (%s): expected %zu fields, found %zu", index,

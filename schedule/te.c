@@ -4,7 +4,8 @@
  *
  * Statements are separated by ';'.  `T[v,...] = e` defines T elementwise, `+=`, `max=`, `min=`
  * reduce over the variables that appear on the right but not on the left.  `T:dtype[d,...]`
- * declares a tensor (an input when nothing assigns it), `v:N` declares a variable's extent.
+ * declares a tensor (an input when nothing assigns it; `T:const dtype[...]` a constant input,
+ * such as weights, whose layout a schedule may rewrite), `v:N` declares a variable's extent.
  * Extents not declared are inferred from reads where the variable is a whole index.
  *
  * Parsing goes through a small AST so that extents can be inferred before the DAG is built. */
@@ -42,7 +43,8 @@ typedef struct {
     char idx[TT_MAX_DIMS][NAME_LEN]; /* LHS variables */
     tt_reduce_kind reduce;
     int rhs;
-    int dtype; /* decl */
+    int dtype;     /* decl */
+    bool constant; /* decl: `T:const float32[...]` */
     int ndim;
     int64_t shape[TT_MAX_DIMS];
     int64_t extent; /* var decl */
@@ -321,6 +323,12 @@ static tt_status parse_stmt(parser *p, stmt *st)
         if (!ident(p, dt))
             return perr(p,
                         "expected a dtype (float32, float64, int32, int64) or an extent after ':'");
+        if (!strcmp(dt, "const")) {
+            st->constant = true;
+            skip_ws(p);
+            if (!ident(p, dt))
+                return perr(p, "expected a dtype (float32, float64, int32, int64) after 'const'");
+        }
         st->kind = S_TENSOR_DECL;
         st->dtype = tt_dtype_parse(dt, strlen(dt));
         if (st->dtype < 0 || st->dtype == TT_DT_BOOL)
@@ -824,7 +832,8 @@ static void print_canonical(sema *s, tt_strbuf *sb)
         if (s->t[t].decl < 0)
             continue;
         stmt *d = &p->stmts[s->t[t].decl];
-        tt_strbuf_printf(sb, "; %s:%s[", d->name, tt_dtype_name((tt_dtype)d->dtype));
+        tt_strbuf_printf(sb, "; %s:%s%s[", d->name, d->constant ? "const " : "",
+                         tt_dtype_name((tt_dtype)d->dtype));
         for (int k = 0; k < d->ndim; k++)
             tt_strbuf_printf(sb, "%s%lld", k ? "," : "", (long long)d->shape[k]);
         tt_strbuf_append(sb, "]");
@@ -927,6 +936,8 @@ tt_status tt_te_parse(const char *text, tt_dag *dag, tt_strbuf *canon, tt_errbuf
             r = tt_err(err, TT_ERR_NOMEM, "out of memory");
             goto out;
         }
+        if (d->constant)
+            dag->ops.data[s->t[t].op].attrs |= TT_OP_ATTR_CONSTANT;
     }
     for (int i = 0; i < p->nstmts; i++)
         if (p->stmts[i].kind == S_COMPUTE && (r = build_compute(s, i)))

@@ -13,6 +13,8 @@ void tt_evo_params_default(tt_evo_params *p)
     p->eps_greedy = 0.05;
     p->warmup = 100;
     p->max_rounds = 1000;
+    p->objective = TT_COSTMODEL_PACK_SUM;
+    p->labels = TT_LABELS_RANK;
 }
 
 static void *grow(void *ptr, int *cap, int need, size_t elem)
@@ -311,33 +313,22 @@ static tt_status train_model(const tt_evo_params *p, const tt_evo_history *h, tt
     *out = NULL;
     if (h->nprog < p->warmup || h->nrows == 0)
         return TT_OK;
-    /* Labels: throughput over the best of the same workload (Ansor's min_cost / cost). */
-    int ngroups = 0;
-    for (int i = 0; i < h->nprog; i++)
-        ngroups = h->group[i] + 1 > ngroups ? h->group[i] + 1 : ngroups;
-    double *best = calloc((size_t)ngroups + 1, sizeof(double));
     float *y = malloc(sizeof(float) * (size_t)h->nprog);
-    if (!best || !y) {
-        free(best);
-        free(y);
+    if (!y)
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    if (tt_costmodel_labels(p->labels, h->throughput, h->group, h->nprog, y, err)) {
+        free(y);
+        return TT_ERR_NOMEM;
     }
-    for (int i = 0; i < h->nprog; i++)
-        if (h->throughput[i] > best[h->group[i]])
-            best[h->group[i]] = h->throughput[i];
     bool any = false;
-    for (int i = 0; i < h->nprog; i++) {
-        double b = best[h->group[i]];
-        y[i] = b > 0 ? (float)(h->throughput[i] / b) : 0;
+    for (int i = 0; i < h->nprog; i++)
         any |= y[i] > 0;
-    }
-    free(best);
     if (!any) {
         free(y);
         return TT_OK;
     }
     tt_costmodel *m;
-    tt_status s = tt_costmodel_create(TT_COSTMODEL_PACK_SUM, 0, 43, &m, err);
+    tt_status s = tt_costmodel_create(p->objective, 0, 43, &m, err);
     if (!s)
         s = tt_costmodel_train_packed(m, h->rows, h->nrows, TT_STORE_FEATURES, h->row_prog, y,
                                       h->nprog, p->max_rounds, NULL, err);
@@ -456,9 +447,17 @@ int tt_evo_search_round(tt_sketch_space *sp, const tt_evo_params *p, const tt_ev
                 best_offer(&best, &cur.v[i]);
         if (k == iters)
             break;
-        double acc = 0;
+        /* Fitness: a pack-sum model predicts normalised throughput, used as it is (Ansor); a
+         * ranking model's scores are log-odds of being faster, so exp(score - best) is how
+         * likely a state beats the best one. */
+        double acc = 0, top = -INFINITY;
+        for (int i = 0; i < cur.n; i++)
+            top = isfinite(cur.v[i].score) && cur.v[i].score > top ? cur.v[i].score : top;
         for (int i = 0; i < cur.n; i++) {
-            acc += cur.v[i].score > 0 ? cur.v[i].score : 0;
+            double f = cur.v[i].score;
+            if (p->objective == TT_COSTMODEL_PACK_RANK)
+                f = isfinite(f) ? exp(f - top) : 0;
+            acc += f > 0 ? f : 0;
             cum[i] = acc;
         }
         for (int tries = 0; next.n < p->population && tries < 3 * p->population; tries++) {

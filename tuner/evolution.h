@@ -20,6 +20,10 @@ typedef struct tt_evo_params {
     double eps_greedy;     /* share of random picks in a round's output (0.05) */
     int warmup;            /* measured programs before the model is trusted (Ansor: 100) */
     int max_rounds;        /* boosting rounds at most */
+    /* The model: pack-sum (Ansor's objective) on rank labels by default; PACK_RANK trains the
+     * same program sums with a pairwise loss (bench_costmodel compares them). */
+    tt_costmodel_objective objective;
+    tt_costmodel_labels_kind labels;
 } tt_evo_params;
 
 void tt_evo_params_default(tt_evo_params *p);

@@ -92,6 +92,15 @@ static int micro_kernels(const tt_vector_isa *isa, int64_t lanes, int64_t row_ex
     return n;
 }
 
+/* A constant placeholder that the main op reads directly, each index one of its loop variables
+ * (a transposed convolution's flipped kernel is not): its layout may follow the loops. */
+static bool rewritable(const tt_dag *d, int op, int main_op)
+{
+    const tt_op *o = &d->ops.data[op];
+    return o->is_placeholder && (o->attrs & TT_OP_ATTR_CONSTANT) &&
+           tt_expr_reads_tensor_at_vars(&d->pool, d->ops.data[main_op].body, (uint32_t)op);
+}
+
 tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, const tt_vector_isa *isa,
                         tt_errbuf *err)
 {
@@ -101,7 +110,7 @@ tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, const tt_vect
     const tt_op *m = &dag->ops.data[s->main_stage];
     s->nspatial = m->ndim;
     s->nreduce = m->nreduce;
-    if (m->ndim + 9 > TT_SPACE_MAX_KNOBS)
+    if (m->ndim + 10 > TT_SPACE_MAX_KNOBS)
         return tt_err(err, TT_ERR_UNSUPPORTED, "op '%s' has too many axes for the tiling space",
                       m->name);
     int64_t c[TT_SPACE_MAX_CHOICES], mks[TT_SPACE_MAX_CHOICES];
@@ -156,6 +165,12 @@ tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, const tt_vect
         producers |= tt__space_inlinable(dag, (int)i, s->main_stage);
     int64_t inl[2] = {1, 0};
     tt__space_add_knob(s, "inline_producers", inl, producers && isa ? 2 : 1);
+    /* Constant inputs (weights) the main op reads: pass them in the layout its loops read. */
+    bool constants = false;
+    for (size_t i = 0; i < dag->ops.len; i++)
+        constants |= rewritable(dag, (int)i, s->main_stage);
+    int64_t lr[2] = {1, 0};
+    tt__space_add_knob(s, "layout_rewrite", lr, constants && m->nreduce > 0 ? 2 : 1);
     s->size = 1;
     for (int k = 0; k < s->nknobs; k++)
         s->size *= (uint64_t)s->knobs[k].n;
@@ -205,7 +220,8 @@ uint64_t tt_space_default_index(const tt_space *s, const tt_vector_isa *isa)
                        ? (k == s->nspatial - 1 ? 2 : 1)
                        : (k == s->nspatial - 1 ? 16 : 8);
         else if (!strcmp(kn->name, "cache_write") || !strcmp(kn->name, "parallel") ||
-                 !strcmp(kn->name, "vectorize") || !strcmp(kn->name, "inline_producers"))
+                 !strcmp(kn->name, "vectorize") || !strcmp(kn->name, "inline_producers") ||
+                 !strcmp(kn->name, "layout_rewrite"))
             want = 1;
         else if (!strcmp(kn->name, "auto_unroll_max_step"))
             want = 16;
@@ -498,6 +514,7 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
     bool vectorize = s->knobs[n + 5].choice[pos[n + 5]];
     int unroll = (int)s->knobs[n + 6].choice[pos[n + 6]];
     bool inline_producers = s->knobs[n + 8].choice[pos[n + 8]];
+    bool layout_rewrite = s->knobs[n + 9].choice[pos[n + 9]];
     if (s->micro)
         cache_write = true; /* the register tile is a local accumulator */
     tt_state *st;
@@ -508,8 +525,10 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
     int packs[TT_MAX_STAGES], npacks = 0;
     for (size_t i = 0; pack && s->nreduce > 0 && i < s->dag->ops.len && !r; i++) {
         if (!s->dag->ops.data[i].is_placeholder ||
-            !tt_expr_reads_tensor(&s->dag->pool, s->dag->ops.data[s->main_stage].body, (uint32_t)i))
-            continue;
+            !tt_expr_reads_tensor(&s->dag->pool, s->dag->ops.data[s->main_stage].body,
+                                  (uint32_t)i) ||
+            (layout_rewrite && rewritable(s->dag, (int)i, s->main_stage)))
+            continue; /* weights passed packed need no copy */
         int reader = tt_state_stage_of_op(st, s->main_stage);
         r = tt_sched_cache_read(st, tt_state_stage_of_op(st, (int)i), "local", &reader, 1, err);
         packs[npacks++] = (int)st->dag.ops.len - 1;
@@ -568,6 +587,12 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
     }
     for (int i = 0; i < npacks && !r && pack_target >= 0; i++)
         r = tt_sched_compute_at(st, tt_state_stage_of_op(st, packs[i]), pack_target, pack_pos, err);
+    /* Weights in the order the local accumulator's loops read them (packed when the kernel is
+     * built).  Without one, the main stage's tile loops are fused for the parallel loop and no
+     * tiled layout follows them. */
+    for (size_t i = 0; i < s->dag->ops.len && !r && layout_rewrite && cache_write && nr > 0; i++)
+        if (rewritable(s->dag, (int)i, s->main_stage))
+            r = tt_sched_layout_rewrite(st, tt_state_stage_of_op(st, (int)i), err);
     /* Every other stage at the root: parallel outer loop, vector inner loop. */
     for (size_t i = 0; i < st->stages.len && !r; i++) {
         const tt_stage *sg = &st->stages.data[i];

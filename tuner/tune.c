@@ -89,6 +89,7 @@ static tt_status task_measure(task *t, int64_t n, tt_errbuf *err)
         for (int i = 0; i < k; i++) {
             free(c[i].config);
             free(c[i].rows);
+            free(c[i].layouts);
             memset(&c[i], 0, sizeof(c[i]));
         }
         if (s)

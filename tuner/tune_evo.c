@@ -115,7 +115,7 @@ void tt__tune_evo_finish(task *t)
                 /* Saved with the size of its training set, so a resumed run with nothing new
                  * reloads it instead of training again. */
                 char name[1200], meta[64];
-                snprintf(name, sizeof(name), "ansor-pack-sum:%s:%s", t->target_text, t->w->key);
+                snprintf(name, sizeof(name), "pack-sum:%s:%s", t->target_text, t->w->key);
                 snprintf(meta, sizeof(meta), "{\"programs\": %d}", t->evo_programs);
                 tt_db_model_save(t->db, name, TT_FEATURES_VERSION, model, mlen, meta);
             }
@@ -130,7 +130,7 @@ void tt__tune_evo_finish(task *t)
 void tt__tune_evo_preload(task *t)
 {
     char name[1200], *meta = NULL;
-    snprintf(name, sizeof(name), "ansor-pack-sum:%s:%s", t->target_text, t->w->key);
+    snprintf(name, sizeof(name), "pack-sum:%s:%s", t->target_text, t->w->key);
     void *blob;
     size_t len;
     if (tt_db_model_load(t->db, name, TT_FEATURES_VERSION, &blob, &len, &meta))

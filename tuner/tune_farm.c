@@ -63,8 +63,12 @@ static tt_status farm_measure(task *t, int k, candidate *c, const tt_measure_opt
         tt_status s = farm_session(f, k, &e);
         if (s)
             return tt_err(err, s, "%s", e.msg);
-        s = tt_remote_measure(f->session[k], c->so, "kernel", t->bufs, t->nparams, t->ninputs, mo,
+        tt_measure_buffer packed[64];
+        void *scratch;
+        const tt_measure_buffer *bufs = tt__tune_candidate_bufs(t, c, packed, &scratch);
+        s = tt_remote_measure(f->session[k], c->so, "kernel", bufs, t->nparams, t->ninputs, mo,
                               &c->res, &e);
+        free(scratch);
         if (!s) {
             snprintf(c->device, sizeof(c->device), "%s",
                      tt_remote_device(f->session[k])->fingerprint);

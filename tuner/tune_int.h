@@ -124,6 +124,7 @@ typedef struct candidate {
     int requeued; /* farm: times moved off a device found sick */
     float *rows;  /* per-store features (evolutionary search) */
     int nrows;
+    tt_layout *layouts; /* per parameter, when some constant input is passed packed (LR) */
 } candidate;
 
 /* A batch in flight: compile threads take candidates in order; with a farm, one measuring
@@ -162,6 +163,10 @@ void tt__tune_task_close(task *t, const char *wtext, tt_tune_summary *sum);
 
 /* tune_round.c: one round */
 void tt__tune_compile_one(candidate *c);
+/* The buffers to measure candidate c with: the task's, except constant inputs that c reads
+ * packed (LR), packed from the task's data into *scratch (free it after; NULL when none). */
+const tt_measure_buffer *tt__tune_candidate_bufs(task *t, const candidate *c,
+                                                 tt_measure_buffer *bufs, void **scratch);
 void tt__tune_finish_result(task *t, candidate *c, const tt_measure_options *mo);
 void tt__tune_store_now(task *t, candidate *c);
 int tt__tune_pick(task *t, candidate *c, int want);

@@ -56,6 +56,17 @@ void tt__tune_compile_one(candidate *c)
     }
     if (!c->error_no && tt_lower(st, &prog, &err))
         c->error_no = 1;
+    for (int i = 0; !c->error_no && i < prog->nparams; i++) {
+        const tt_buffer *b = tt_program_param(prog, i);
+        if (!b || !b->layout.nparts)
+            continue;
+        if (!c->layouts && !(c->layouts = calloc((size_t)prog->nparams, sizeof(tt_layout)))) {
+            c->error_no = 1;
+            tt_err(&err, TT_ERR_NOMEM, "out of memory");
+            break;
+        }
+        c->layouts[i] = b->layout;
+    }
     if (!c->error_no && t->have_sketch) {
         int n = tt_features_per_store(prog, NULL, 0);
         if (n > 0 && (c->rows = malloc(sizeof(float) * TT_STORE_FEATURES * (size_t)n)))
@@ -71,6 +82,38 @@ void tt__tune_compile_one(candidate *c)
     c->build_s = tt_clock_monotonic() - t0;
     tt_program_free(prog);
     tt_state_free(st);
+}
+
+const tt_measure_buffer *tt__tune_candidate_bufs(task *t, const candidate *c,
+                                                 tt_measure_buffer *bufs, void **scratch)
+{
+    *scratch = NULL;
+    if (!c->layouts)
+        return t->bufs;
+    int params[64];
+    tt_dag_params(&t->w->dag, params, 64, NULL);
+    size_t total = 0;
+    for (int i = 0; i < t->ninputs; i++)
+        if (c->layouts[i].nparts)
+            total += (size_t)c->layouts[i].size * tt_elem_bytes(t->bufs[i].elem) + 64;
+    char *block = NULL;
+    if (posix_memalign((void **)&block, 64, total ? total : 64))
+        return t->bufs; /* out of memory: measured unpacked, the check reports it */
+    memcpy(bufs, t->bufs, sizeof(tt_measure_buffer) * (size_t)t->nparams);
+    size_t off = 0;
+    for (int i = 0; i < t->ninputs; i++) {
+        const tt_layout *l = &c->layouts[i];
+        if (!l->nparts)
+            continue;
+        const tt_op *op = &t->w->dag.ops.data[params[i]];
+        size_t esize = tt_elem_bytes(t->bufs[i].elem);
+        tt_layout_pack(l, op->ndim, op->shape, esize, t->data[i], block + off);
+        bufs[i].data = block + off;
+        bufs[i].count = l->size;
+        off += ((size_t)l->size * esize + 63) / 64 * 64;
+    }
+    *scratch = block;
+    return bufs;
 }
 
 static void *compile_worker(void *arg)
@@ -342,8 +385,11 @@ tt_status tt__tune_round_trip(task *t, candidate *c, int n, tt_errbuf *err)
                 snprintf(c[i].error_text, sizeof(c[i].error_text), "objective: error");
             }
         } else if (!ndev && !c[i].error_no) {
-            tt_measure_run(c[i].so, "kernel", t->bufs, t->nparams, t->ninputs, &q.mo, &c[i].res,
-                           err);
+            tt_measure_buffer packed[64];
+            void *scratch;
+            const tt_measure_buffer *bufs = tt__tune_candidate_bufs(t, &c[i], packed, &scratch);
+            tt_measure_run(c[i].so, "kernel", bufs, t->nparams, t->ninputs, &q.mo, &c[i].res, err);
+            free(scratch);
         }
         tt__tune_finish_result(t, &c[i], &q.mo);
         unlink(c[i].so);

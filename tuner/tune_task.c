@@ -88,7 +88,7 @@ void tt__tune_run_add(task *t, uint64_t index, double thr)
  * so that a later run decodes the index only under the same space. */
 void tt__tune_space_signature(const tt_space *sp, char *out, size_t n)
 {
-    uint64_t sig = tt_hash64_str(sp->gpu ? "gpu-template-1" : "tiling-space-2");
+    uint64_t sig = tt_hash64_str(sp->gpu ? "gpu-template-1" : "tiling-space-3");
     for (int k = 0; k < sp->nknobs; k++) {
         sig = tt_hash64_update(sig, sp->knobs[k].name, strlen(sp->knobs[k].name));
         sig = tt_hash64_update(sig, sp->knobs[k].choice, sizeof(int64_t) * (size_t)sp->knobs[k].n);

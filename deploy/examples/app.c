@@ -6,7 +6,9 @@
  *     cc -O2 app.c $(PKG_CONFIG_PATH=out pkg-config --cflags --libs kernels) -o app
  *
  * It runs both functions on random inputs, checks them against naive loops and prints the time
- * per call.  Exit status 0 when both agree. */
+ * per call.  Exit status 0 when both agree.  A tuned schedule may read a weight in a layout of
+ * its own: the header then declares SYM_pack_NAME and SYM_NAME_PACKED_ELEMENTS, and the weight
+ * is packed once, as an application does when it loads its weights. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,8 +84,22 @@ int main(void)
                         }
                 oref[(y * W + x) * CO + co] = s;
             }
+    /* Weights in the layouts the kernels read (packed once, outside the timed calls). */
+    const float *b_arg = b, *weight_arg = weight;
+#ifdef TUNED_MATMUL_B_PACKED_ELEMENTS
+    float *b_packed = malloc(sizeof(float) * TUNED_MATMUL_B_PACKED_ELEMENTS);
+    if (!b_packed || tuned_matmul_pack_B(b, b_packed) != 0)
+        return 1;
+    b_arg = b_packed;
+#endif
+#ifdef TUNED_CONV2D_WEIGHT_PACKED_ELEMENTS
+    float *weight_packed = malloc(sizeof(float) * TUNED_CONV2D_WEIGHT_PACKED_ELEMENTS);
+    if (!weight_packed || tuned_conv2d_pack_weight(weight, weight_packed) != 0)
+        return 1;
+    weight_arg = weight_packed;
+#endif
     int bad = 0;
-    if (tuned_matmul(a, b, c) != 0 || tuned_conv2d(data, weight, out) != 0) {
+    if (tuned_matmul(a, b_arg, c) != 0 || tuned_conv2d(data, weight_arg, out) != 0) {
         printf("a kernel returned an error\n");
         return 1;
     }
@@ -91,7 +107,7 @@ int main(void)
     double t0 = now();
     int calls = 0;
     while (now() - t0 < 0.2 || calls < 3) {
-        tuned_matmul(a, b, c);
+        tuned_matmul(a, b_arg, c);
         calls++;
     }
     printf(", %.3f ms per call (record %lld)\n", (now() - t0) / calls * 1e3,
@@ -100,7 +116,7 @@ int main(void)
     t0 = now();
     calls = 0;
     while (now() - t0 < 0.2 || calls < 3) {
-        tuned_conv2d(data, weight, out);
+        tuned_conv2d(data, weight_arg, out);
         calls++;
     }
     printf(", %.3f ms per call (record %lld)\n", (now() - t0) / calls * 1e3,

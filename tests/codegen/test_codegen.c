@@ -64,7 +64,10 @@ static void check_compiled(const tt_dag *dag, const tt_program *prog, const char
             memset(got[i], 0xff, bytes); /* NaN: an element never written cannot pass */
     }
     assert_int_equal(tt_dag_eval(dag, want, &err), TT_OK);
-    assert_int_equal(tt_kernel_function(k)(got), 0);
+    void *args[64];
+    assert_int_equal(tt_program_args(dag, prog, got, args, &err), TT_OK);
+    assert_int_equal(tt_kernel_function(k)(args), 0);
+    tt_program_args_free(prog, got, args);
     if (tt_verify_outputs(dag, got, want, 1e-4, 1e-5, NULL, &err)) {
         char *ir = tt_program_print(prog);
         fprintf(stderr, "%s\n", ir);

@@ -172,11 +172,104 @@ static void a_recall_and_early_stopping(void **state)
     tt_errbuf err = {{0}};
     int rounds = 0;
     assert_int_equal(tt_costmodel_create(TT_COSTMODEL_REG, 1, 3, &m, &err), TT_OK);
+    tt_costmodel_set_stopping(m, TT_STOP_TRAINING);
     assert_int_equal(tt_costmodel_train_recall(m, x, N, F, yy, 8000, 64, 20, &rounds, &err), TT_OK);
     assert_true(rounds > 20 && rounds < 8000);
     assert_int_equal(tt_costmodel_predict(m, x, N, F, pred, &err), TT_OK);
     assert_true(tt_costmodel_a_recall(pred, yy, N, 64) > 0.8);
     tt_costmodel_free(m);
+    /* the default: a fifth of the rows decide; the model then learns from all of them */
+    int vrounds = 0;
+    assert_int_equal(tt_costmodel_create(TT_COSTMODEL_REG, 1, 3, &m, &err), TT_OK);
+    assert_int_equal(tt_costmodel_train_recall(m, x, N, F, yy, 8000, 64, 20, &vrounds, &err),
+                     TT_OK);
+    assert_true(vrounds >= 2 && vrounds < 8000);
+    assert_int_equal(tt_costmodel_predict(m, x, N, F, pred, &err), TT_OK);
+    assert_true(tt_costmodel_a_recall(pred, yy, N, 64) > 0.7);
+    tt_costmodel_free(m);
+}
+
+/* Pairwise accuracy of pred against the true scores ty (pairs closer than 0.05 left out). */
+static double pairwise_vs_truth(const float *pred, const float *ty, int n)
+{
+    int agree = 0, pairs = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            if (fabsf(ty[i] - ty[j]) < 0.05f)
+                continue;
+            pairs++;
+            agree += (ty[i] > ty[j]) == (pred[i] > pred[j]);
+        }
+    return pairs ? (double)agree / pairs : 0;
+}
+
+/* Measurements on a busy device: every label noisy, one in five several times too slow.
+ * Stopping on held-out programs boosts fewer rounds than waiting for the training error to
+ * stall, and ranks unseen programs at least as well. */
+static void validation_stopping_does_not_fit_noise(void **state)
+{
+    (void)state;
+    enum { N = 400, T = 150 };
+    static float x[N * 3 * PF], y[N], tx[T * 3 * PF], ty[T], pred[T];
+    static int prog[N * 3], tprog[T * 3], group[N];
+    static double thr[N];
+    tt_rng rng;
+    tt_rng_seed(&rng, 9);
+    int nrows = make_programs(&rng, N, x, prog, y);
+    int trows = make_programs(&rng, T, tx, tprog, ty);
+    for (int p = 0; p < N; p++) {
+        double noise = 0.8 + 0.4 * tt_rng_uniform(&rng);
+        if (tt_rng_below(&rng, 5) == 0)
+            noise /= 2.0 + 2.0 * tt_rng_uniform(&rng);
+        thr[p] = y[p] * noise;
+        group[p] = 0;
+    }
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_costmodel_labels(TT_LABELS_RATIO, thr, group, N, y, &err), TT_OK);
+    double acc[2];
+    int rounds[2];
+    for (int v = 0; v < 2; v++) {
+        tt_costmodel *m;
+        assert_int_equal(tt_costmodel_create(TT_COSTMODEL_PACK_SUM, 1, 43, &m, &err), TT_OK);
+        tt_costmodel_set_stopping(m, v ? TT_STOP_TRAINING : TT_STOP_VALIDATION);
+        if (tt_costmodel_train_packed(m, x, nrows, PF, prog, y, N, 1000, &rounds[v], &err))
+            fail_msg("%s", err.msg);
+        assert_int_equal(tt_costmodel_predict_packed(m, tx, trows, PF, tprog, T, pred, &err),
+                         TT_OK);
+        acc[v] = pairwise_vs_truth(pred, ty, T);
+        tt_costmodel_free(m);
+    }
+    printf("noisy labels: validation stop %d rounds, pairwise %.3f; training-RMSE stop %d rounds, "
+           "pairwise %.3f\n",
+           rounds[0], acc[0], rounds[1], acc[1]);
+    assert_true(rounds[0] > 2 && rounds[0] < rounds[1]);
+    assert_true(acc[0] > 0.75);
+    assert_true(acc[0] >= acc[1] - 0.02);
+}
+
+static void labels_ratio_and_rank(void **state)
+{
+    (void)state;
+    /* two groups; failures (0, negative) get 0; equal throughputs share their mean rank */
+    double thr[8] = {2, 4, 0, 8, 4, 10, 30, -1};
+    int group[8] = {0, 0, 0, 0, 0, 1, 1, 1};
+    float y[8];
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_costmodel_labels(TT_LABELS_RATIO, thr, group, 8, y, &err), TT_OK);
+    float ratio[8] = {0.25f, 0.5f, 0, 1, 0.5f, 1.0f / 3, 1, 0};
+    for (int i = 0; i < 8; i++)
+        assert_float_equal(y[i], ratio[i], 1e-6);
+    assert_int_equal(tt_costmodel_labels(TT_LABELS_RANK, thr, group, 8, y, &err), TT_OK);
+    /* group 0 working: 2 < 4 = 4 < 8 -> ranks 0, 1.5, 1.5, 3 of 4; group 1: 10 < 30 */
+    float rank[8] = {0.25f, 0.625f, 0, 1, 0.625f, 0.5f, 1, 0};
+    for (int i = 0; i < 8; i++)
+        assert_float_equal(y[i], rank[i], 1e-6);
+    /* an outlier moves ratio labels, not rank labels */
+    thr[3] = 800;
+    assert_int_equal(tt_costmodel_labels(TT_LABELS_RANK, thr, group, 8, y, &err), TT_OK);
+    assert_float_equal(y[0], 0.25f, 1e-6);
+    assert_int_equal(tt_costmodel_labels(TT_LABELS_RATIO, thr, group, 8, y, &err), TT_OK);
+    assert_float_equal(y[0], 2.0f / 800, 1e-6);
 }
 
 int main(void)
@@ -185,6 +278,8 @@ int main(void)
         cmocka_unit_test(model_learns_to_rank_unseen_points),
         cmocka_unit_test(pack_sum_model_learns_program_scores),
         cmocka_unit_test(a_recall_and_early_stopping),
+        cmocka_unit_test(validation_stopping_does_not_fit_noise),
+        cmocka_unit_test(labels_ratio_and_rank),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,6 +2,7 @@
  * computes; the header is clean C and C++; records, fallbacks, the default schedule and --strict
  * behave as documented; bad input (unknown workload, no records, a target with records only for
  * another, a corrupt record, an unknown device) gives a clear error. */
+#include <ctype.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -80,9 +81,15 @@ static tt_status compile(const char *target, const tt_compile_kernel *k, int n, 
 }
 
 typedef int (*fn3)(void *, void *, void *);
+typedef int (*fn2)(const void *, void *);
 
-/* Calls `sym` of the compiled library on random inputs and compares with the definition. */
-static void check_function(void *lib, const char *sym, const char *workload)
+static char *read_text(const char *path);
+
+/* Calls `sym` of the compiled library on random inputs and compares with the definition.  An
+ * input the header says is passed packed goes through SYM_pack_NAME first, into the size the
+ * header gives; *packed counts them. */
+static void check_function_packed(void *lib, const char *header, const char *sym,
+                                  const char *workload, int *packed)
 {
     tt_workload *w;
     tt_errbuf err = {{0}};
@@ -104,7 +111,30 @@ static void check_function(void *lib, const char *sym, const char *workload)
     assert_int_equal(tt_dag_eval(&w->dag, want, &err), TT_OK);
     fn3 f = (fn3)dlsym(lib, sym);
     assert_non_null(f);
-    assert_int_equal(f(got[0], got[1], got[2]), 0);
+    void *args[3] = {got[0], got[1], got[2]};
+    *packed = 0;
+    for (int i = 0; i < nin; i++) {
+        const char *name = w->dag.ops.data[params[i]].name;
+        char psym[200], macro[200];
+        snprintf(psym, sizeof(psym), "%s_pack_%s", sym, name);
+        fn2 pack = (fn2)dlsym(lib, psym);
+        snprintf(macro, sizeof(macro), "_%s_PACKED_ELEMENTS ", name);
+        for (char *c = macro; *c; c++)
+            *c = (char)toupper((unsigned char)*c);
+        const char *def = strstr(header, macro);
+        assert_true((pack != NULL) == (def != NULL)); /* the header declares what the library has */
+        if (!pack)
+            continue;
+        long long elems = atoll(def + strlen(macro));
+        assert_true(elems >= tt_op_numel(&w->dag.ops.data[params[i]]));
+        args[i] = malloc((size_t)elems * sizeof(float));
+        assert_int_equal(pack(got[i], args[i]), 0);
+        ++*packed;
+    }
+    assert_int_equal(f(args[0], args[1], args[2]), 0);
+    for (int i = 0; i < nin; i++)
+        if (args[i] != got[i])
+            free(args[i]);
     if (tt_verify_outputs(&w->dag, got, want, 1e-4, 1e-5, NULL, &err))
         fail_msg("%s (%s): %s", sym, workload, err.msg);
     for (int i = 0; i < np; i++) {
@@ -113,6 +143,12 @@ static void check_function(void *lib, const char *sym, const char *workload)
         free(want[i]);
     }
     tt_workload_free(w);
+}
+
+static void check_function(void *lib, const char *header, const char *sym, const char *workload)
+{
+    int packed;
+    check_function_packed(lib, header, sym, workload, &packed);
 }
 
 static char *read_text(const char *path)
@@ -155,12 +191,12 @@ static void library_functions_match_the_definition(void **state)
     void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!lib)
         fail_msg("%s", dlerror());
-    check_function(lib, "mm", MM);
-    check_function(lib, "conv", CONV);
-    dlclose(lib);
     /* The header says where each function came from. */
     snprintf(path, sizeof(path), "%s/out/libkern.h", dir);
     char *h = read_text(path);
+    check_function(lib, h, "mm", MM);
+    check_function(lib, h, "conv", CONV);
+    dlclose(lib);
     char line[200];
     snprintf(line, sizeof(line), "record %lld (exact match), median 0.0001 s", best);
     assert_non_null(strstr(h, line));
@@ -171,6 +207,38 @@ static void library_functions_match_the_definition(void **state)
     assert_non_null(strstr(h, "#define CONV_TVM_RECORD 0LL"));
     snprintf(path, sizeof(path), "%s/out/libkern.pc", dir);
     assert_non_null(strstr(read_text(path), "libkern.a -lgomp -lm"));
+}
+
+/* A record that passes the weights packed (LR): the library exports SYM_pack_NAME, the header
+ * declares it with the packed size, and packing then calling computes the definition. */
+static void packed_weights_come_with_their_packing_function(void **state)
+{
+    long long id = add_record(MM, "llvm", "dev-a",
+                              "[[\"SP\", 2, 0, 64, [8], 1], [\"SP\", 2, 2, 48, [16], 1], "
+                              "[\"SP\", 2, 4, 32, [4], 1], [\"RE\", 2, [0, 2, 4, 1, 5, 3]], "
+                              "[\"AN\", 2, 0, 3], [\"AN\", 2, 5, 2], [\"LR\", 1]]",
+                              5e-5);
+    tt_compile_kernel k[1] = {{MM, "dense"}};
+    tt_compile_report rep[1];
+    char warn[4096];
+    tt_errbuf err = {{0}};
+    if (compile("llvm", k, 1, true, false, NULL, "libpacked", rep, warn, sizeof(warn), &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(rep[0].record, id);
+    char path[400];
+    snprintf(path, sizeof(path), "%s/out/libpacked.h", dir);
+    char *h = read_text(path);
+    assert_non_null(strstr(h, "int dense_pack_B(const float *B, float *B_packed);"));
+    assert_non_null(strstr(h, "#define DENSE_B_PACKED_ELEMENTS 1536LL"));
+    assert_non_null(strstr(h, "passed PACKED: dense_pack_B()"));
+    snprintf(path, sizeof(path), "%s/out/libpacked.so", dir);
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        fail_msg("%s", dlerror());
+    int packed;
+    check_function_packed(lib, h, "dense", MM, &packed);
+    assert_int_equal(packed, 1);
+    dlclose(lib);
 }
 
 /* The header compiles warning-free as C and C++, pedantic. */
@@ -296,6 +364,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(library_functions_match_the_definition),
+        cmocka_unit_test(packed_weights_come_with_their_packing_function),
         cmocka_unit_test(header_is_clean_c_and_cxx),
         cmocka_unit_test(strict_and_fallbacks),
         cmocka_unit_test(errors_are_clear),

@@ -160,10 +160,24 @@ static bool try_step(tt_state *st, tt_rng *rng)
         step.ids[0] = s;
         break;
     }
-    case 10:
-        step.kind = TT_STEP_CACHE_WRITE;
-        strcpy(step.scope, "local");
+    case 10: {
+        /* now and then a constant input passed in its reader's layout */
+        int lr = -1;
+        for (size_t i = 0; i < st->stages.len; i++) {
+            const tt_op *op = &st->dag.ops.data[st->stages.data[i].op];
+            if (op->is_placeholder && (op->attrs & TT_OP_ATTR_CONSTANT) &&
+                !st->stages.data[i].layout_rewrite)
+                lr = (int)i;
+        }
+        if (lr >= 0 && tt_rng_below(rng, 3) == 0) {
+            step.kind = TT_STEP_LAYOUT_REWRITE;
+            step.stage = lr;
+        } else {
+            step.kind = TT_STEP_CACHE_WRITE;
+            strcpy(step.scope, "local");
+        }
         break;
+    }
     default: {
         int r[TT_MAX_ITERS], nr = 0;
         for (int k = 0; k < ni; k++)

@@ -209,6 +209,122 @@ static void verification_catches_a_wrong_program(void **state)
     lowered_free(&l);
 }
 
+/* The pack program of parameter 1 (run in the interpreter) writes what tt_layout_pack does,
+ * padding included. */
+static void pack_program_matches(const lowered *l)
+{
+    const tt_buffer *b = tt_program_param(l->prog, 1);
+    tt_program *pk;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_pack_program(l->prog, 0, &pk, &err), TT_ERR_INVALID_ARG);
+    if (tt_pack_program(l->prog, 1, &pk, &err))
+        fail_msg("%s", err.msg);
+    int64_t n = 1;
+    for (int d = 0; d < b->ndim; d++)
+        n *= b->shape[d];
+    float *src = malloc(sizeof(float) * (size_t)n), *want = malloc(sizeof(float) * b->size),
+          *got = malloc(sizeof(float) * b->size);
+    tt_fill_random(src, TT_DT_FLOAT32, n, 3);
+    for (int64_t i = 0; i < b->size; i++)
+        got[i] = 12345.0f;
+    tt_layout_pack(&b->layout, b->ndim, b->shape, sizeof(float), src, want);
+    void *args[2] = {src, got};
+    if (tt_interp_run(pk, args, &err))
+        fail_msg("%s", err.msg);
+    for (int64_t i = 0; i < b->size; i++)
+        assert_float_equal(got[i], want[i], 0);
+    char *text = tt_program_print(pk);
+    assert_non_null(strstr(text, "B_packed["));
+    free(text);
+    free(src), free(want), free(got);
+    tt_program_free(pk);
+}
+
+static void layout_rewrite_packs_weights_in_loop_order(void **state)
+{
+    /* B[k, j] read by loops j.0, i, k.0, k.1, j.1: B is passed as [j/16][k/4][k%4][j%16] and
+     * read contiguously along j.1; the check packs the reference's B the same way. */
+    lowered l;
+    lower_or_fail(&l, "matmul:M=16,N=64,K=32",
+                  "[[\"SP\", 2, 1, 64, [16], 1], [\"SP\", 2, 3, 32, [4], 1], "
+                  "[\"RE\", 2, [1, 0, 3, 4, 2]], [\"LR\", 1]]");
+    expect_in(&l, "B: float32[32, 64] packed [d1/16%4][d0/4%8][d0%4][d1%16]");
+    expect_in(&l, "B[j.0 * 512 + k.0 * 64 + k.1 * 16 + j.1]");
+    const tt_buffer *b = tt_program_param(l.prog, 1);
+    assert_non_null(b);
+    assert_int_equal(b->size, 32 * 64);
+    /* every element has its own place */
+    int64_t idx[2];
+    static bool seen[32 * 64];
+    memset(seen, 0, sizeof(seen));
+    for (idx[0] = 0; idx[0] < 32; idx[0]++)
+        for (idx[1] = 0; idx[1] < 64; idx[1]++) {
+            int64_t off = tt_layout_offset(&b->layout, idx);
+            assert_true(off >= 0 && off < b->size && !seen[off]);
+            seen[off] = true;
+        }
+    pack_program_matches(&l);
+    lowered_free(&l);
+    /* Under compute_at the part left to enclosing loops goes outermost; a split that does not
+     * divide pads the packed buffer, whose padding is never read. */
+    lower_or_fail(&l, "matmul:M=24,N=40,K=12",
+                  "[[\"CHW\", 2, \"local\"], [\"SP\", 3, 0, 24, [8], 1], "
+                  "[\"SP\", 3, 2, 40, [16], 1], [\"RE\", 3, [0, 2, 1, 3]], [\"CA\", 2, 3, 1], "
+                  "[\"SP\", 2, 2, 12, [5], 1], [\"RE\", 2, [2, 0, 3, 1]], [\"LR\", 1]]");
+    expect_in(&l, "packed [d1/16%3][d0/5%3][d0%5][d1%16]");
+    b = tt_program_param(l.prog, 1);
+    assert_int_equal(b->size, 3 * 3 * 5 * 16);
+    pack_program_matches(&l);
+    lowered_free(&l);
+    /* A convolution's weights: every index is a loop variable of the convolution. */
+    lower_or_fail(&l, "conv2d_nhwc:N=1,H=6,W=6,CI=8,CO=16,K=3,S=1,P=1",
+                  "[[\"CI\", 1], [\"SP\", 3, 3, 16, [8], 1], [\"LR\", 2]]");
+    expect_in(&l, "weight: float32[3, 3, 8, 16] packed");
+    lowered_free(&l);
+}
+
+static void layout_rewrite_refuses_what_it_cannot_pack(void **state)
+{
+    tt_errbuf err = {{0}};
+    tt_workload *w;
+    tt_step *steps;
+    size_t n;
+    tt_state *st;
+    tt_program *prog;
+    /* A is not declared constant */
+    assert_int_equal(tt_workload_parse("matmul:M=8,N=8,K=8", &w, &err), TT_OK);
+    assert_int_equal(tt_steps_from_json("[[\"LR\", 0]]", &steps, &n, &err), TT_OK);
+    assert_int_equal(tt_state_replay(&w->dag, steps, n, &st, &err), TT_ERR_ILLEGAL_STEP);
+    assert_non_null(strstr(err.msg, "not a constant input"));
+    free(steps);
+    /* twice */
+    assert_int_equal(tt_steps_from_json("[[\"LR\", 1], [\"LR\", 1]]", &steps, &n, &err), TT_OK);
+    assert_int_equal(tt_state_replay(&w->dag, steps, n, &st, &err), TT_ERR_ILLEGAL_STEP);
+    assert_non_null(strstr(err.msg, "already rewritten"));
+    free(steps);
+    tt_workload_free(w);
+    /* a constant read at a computed index, and one read by two stages */
+    static const char *const bad[][2] = {
+        {"te:C[i] += A[i,k] * W[k+i]; A:float32[8,8]; W:const float32[16]", "computed indices"},
+        {"te:C[i] += W[i,k]; D[i] += W[i,k] * 2; W:const float32[8,8]", "2 stages read it"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(tt_workload_parse(bad[i][0], &w, &err), TT_OK);
+        int ws = -1;
+        for (size_t o = 0; o < w->dag.ops.len; o++)
+            if (!strcmp(w->dag.ops.data[o].name, "W"))
+                ws = (int)o;
+        assert_true(ws >= 0 && (w->dag.ops.data[ws].attrs & TT_OP_ATTR_CONSTANT));
+        assert_int_equal(tt_state_create(&w->dag, &st, &err), TT_OK);
+        assert_int_equal(tt_sched_layout_rewrite(st, tt_state_stage_of_op(st, ws), &err), TT_OK);
+        assert_int_equal(tt_lower(st, &prog, &err), TT_ERR_LOWER);
+        if (!strstr(err.msg, bad[i][1]))
+            fail_msg("%s: %s", bad[i][0], err.msg);
+        tt_state_free(st);
+        tt_workload_free(w);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -222,6 +338,8 @@ int main(void)
         cmocka_unit_test(interpreter_reports_out_of_bounds_stores),
         cmocka_unit_test(reference_evaluator_reports_reads_outside_a_tensor),
         cmocka_unit_test(verification_catches_a_wrong_program),
+        cmocka_unit_test(layout_rewrite_packs_weights_in_loop_order),
+        cmocka_unit_test(layout_rewrite_refuses_what_it_cannot_pack),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

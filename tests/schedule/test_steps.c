@@ -32,6 +32,7 @@ static const char *const lists[] = {
     "[[\"CHW\", 2, \"local\"], [\"CHR\", 0, \"shared\", [3]], [\"FFSP\", 4, 0, [1, 2], 1, 1], "
     "[\"SA\", 1, 0, 32, 8], "
     "[\"RF\", 2, 3, 1], [\"CR\", 2], [\"SP\", 2, 0, 0, [4, 2], 0]]",
+    "[[\"SP\", 2, 1, 64, [16], 1], [\"LR\", 1]]",
     "[]",
 };
 
@@ -242,6 +243,8 @@ static const bad_case bad[] = {
     {"matmul:M=8,N=8,K=8", "[[\"RF\", 2, 2, 5]]", "factor_iter 5 is out of range",
      TT_ERR_ILLEGAL_STEP},
     {"relu:M=4,N=4", "[[\"SA\", 1, 0, 4, 1]]", "is an output", TT_ERR_ILLEGAL_STEP},
+    {"matmul:M=8,N=8,K=8", "[[\"LR\", 2]]", "not a constant input", TT_ERR_ILLEGAL_STEP},
+    {"matmul:M=8,N=8,K=8", "[[\"LR\", 1, 0]]", "expected 2 fields", TT_ERR_PARSE},
     {"softmax:M=4,N=4", "[[\"SA\", 2, 0, 0, 1]]", "factor > 0", TT_ERR_ILLEGAL_STEP},
     {"softmax:M=4,N=4", "[[\"SA\", 1, 0, 4, 1]]", "cannot be aligned", TT_ERR_ILLEGAL_STEP},
     {"matmul:M=8,N=8,K=8", "[[\"FSP\", 2, 0, 0, 2]]", "not an earlier SP step",

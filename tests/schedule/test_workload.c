@@ -43,6 +43,9 @@ static void workload_text_prints_back_canonically(void **state)
                "te:B[i] = A[i] - (A[i] - 1); A:float32[8]");
     expect_key("te:S[i] max= A[i,k]; A:float32[4,6]; k:6",
                "te:S[i] max= A[i,k]; A:float32[4,6]; k:6");
+    /* constant inputs (weights) keep their mark */
+    expect_key("te:C[i,j]+=A[i,k]*W[k,j];A:float32[4,4];W:const   float32[4,4]",
+               "te:C[i,j] += A[i,k] * W[k,j]; A:float32[4,4]; W:const float32[4,4]");
 }
 
 static void matmul_flops_are_two_mnk(void **state)
@@ -114,6 +117,7 @@ static void malformed_tensor_expressions_are_rejected(void **state)
 {
     expect_error("te:", TT_ERR_BAD_WORKLOAD, "no computation");
     expect_error("te:C[i] = A[i]", TT_ERR_BAD_WORKLOAD, "never declared");
+    expect_error("te:C[i] = A[i]; A:const [4]", TT_ERR_PARSE, "after 'const'");
     expect_error("te:C[i] = A[i,k]; A:float32[3,4]", TT_ERR_BAD_WORKLOAD, "use '+='");
     expect_error("te:C[i] += A[i] * B[k]; A:float32[3]; B:float32[4]; C:float32[3]; k:2; k:3",
                  TT_ERR_BAD_WORKLOAD, "declared twice");

@@ -1,0 +1,44 @@
+/* Tiled layouts of constant inputs (the LR step): a tensor stored so that a kernel's loops read
+ * it in order (Ansor's layout rewrite, AutoTVM's packed weights).
+ *
+ * A layout is a list of parts, outer to inner.  Part k holds (idx[dim_k] / inner_k) % extent_k
+ * of the logical index, and the element lives at sum_k part_k * stride_k, strides row-major over
+ * the parts' extents.  Each dimension's parts are a mixed-radix split of it, so every logical
+ * element has exactly one place; `size` may exceed the element count when a split does not
+ * divide (those places are never read).
+ *
+ *     B[k, j], K = 512, N = 512, tiles j by 32 and k by 8:
+ *     [j/32%16][k/8%64][k%8][j%32]   ->   B_packed[16][64][8][32]
+ */
+#ifndef TT_SCHEDULE_LAYOUT_H
+#define TT_SCHEDULE_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TT_MAX_LAYOUT_PARTS 24
+
+typedef struct tt_layout_part {
+    int dim;
+    int64_t inner, extent;
+} tt_layout_part;
+
+typedef struct tt_layout {
+    int nparts; /* 0: not rewritten (row-major) */
+    tt_layout_part parts[TT_MAX_LAYOUT_PARTS];
+    int64_t size; /* elements of the packed buffer */
+} tt_layout;
+
+/* Element offset of logical index idx (one entry per dimension). */
+int64_t tt_layout_offset(const tt_layout *l, const int64_t *idx);
+
+/* Copies a dense row-major tensor of `ndim` dims, `shape`, elements of `elem_bytes`, into the
+ * packed buffer dst (l->size elements; places no element maps to are zeroed). */
+void tt_layout_pack(const tt_layout *l, int ndim, const int64_t *shape, size_t elem_bytes,
+                    const void *src, void *dst);
+
+/* Readable form, e.g. "[j/32%16][k/8%64][k%8][j%32]" with the tensor's dimension names
+ * (names may be NULL: d0, d1, ...).  Writes at most n bytes; returns buf. */
+char *tt_layout_print(const tt_layout *l, const char *const *names, char *buf, size_t n);
+
+#endif
