@@ -384,7 +384,26 @@ static tt_status format_ansor(const tt_db_row *row, const json_t *extra, tt_strb
         tt_json_write_cxx(sb, s0);
     else
         tt_strbuf_append(sb, "[]");
-    tt_strbuf_printf(sb, ", %s]], \"r\": [[", row->config);
+    /* LR (packed weights) is ours: TVM has no such step and decides layout rewrites itself when
+     * it builds, so an exported record leaves it out (docs/log-formats.md). */
+    json_t *steps = NULL;
+    if (strstr(row->config, "\"LR\"") &&
+        !tt_json_parse(row->config, strlen(row->config), &steps, NULL) && json_is_array(steps)) {
+        json_t *kept = json_array();
+        for (size_t i = 0; kept && i < json_array_size(steps); i++) {
+            json_t *st = json_array_get(steps, i);
+            const char *code = json_string_value(json_array_get(st, 0));
+            if (!code || strcmp(code, "LR"))
+                json_array_append(kept, st);
+        }
+        tt_strbuf_append(sb, ", ");
+        tt_json_write_cxx(sb, kept);
+        tt_strbuf_append(sb, "]], \"r\": [[");
+        json_decref(kept);
+    } else {
+        tt_strbuf_printf(sb, ", %s]], \"r\": [[", row->config);
+    }
+    json_decref(steps);
     char b[40];
     for (int i = 0; i < row->ncosts; i++) {
         tt_fmt_g6(b, sizeof(b), row->costs[i]);
