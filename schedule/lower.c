@@ -540,38 +540,69 @@ static void lr_read(void *vctx, tt_eid e)
     r->nreads++;
 }
 
-/* Leaf parts of variable v of stage sg into out (stride: v's weight in its root's value); false
- * when v was fused with another variable. */
-static bool lr_leaves(lower_ctx *c, const tt_stage *sg, uint32_t v, int64_t stride, uint32_t *leaf,
-                      int64_t *leaf_stride, int *n)
+/* Position among sg's current iterators of the loop that carries variable v: its own, that of
+ * the outermost part it was split into, or that of the loop it was fused into.  -1 if none. */
+static int loop_pos(const tt_stage *sg, uint32_t v, int depth)
 {
+    if (depth > TT_MAX_ITERS)
+        return -1;
     for (int k = 0; k < sg->niters; k++)
-        if (sg->iters[k].var == v) {
-            if (*n == TT_MAX_LAYOUT_PARTS)
-                return false;
-            leaf[*n] = v;
-            leaf_stride[(*n)++] = stride;
-            return true;
-        }
+        if (sg->iters[k].var == v)
+            return k;
     for (size_t r = 0; r < sg->rels.len; r++) {
         const tt_relation *rel = &sg->rels.data[r];
+        if (rel->kind == TT_REL_SPLIT && rel->parent == v)
+            return loop_pos(sg, rel->child[0], depth + 1);
+        for (int k = 0; rel->kind == TT_REL_FUSE && k < rel->nchild; k++)
+            if (rel->child[k] == v)
+                return loop_pos(sg, rel->parent, depth + 1);
+    }
+    return -1;
+}
+
+typedef struct {
+    uint32_t var;
+    int dim;
+    int64_t stride; /* the variable's weight in its root's value */
+    int key;        /* loop position, then place within a fused loop */
+} lr_part;
+
+/* The parts of variable v of stage sg (split into its leaves; a variable fused with others is a
+ * part of its own, placed at the fused loop).  False when v is no variable of sg or there are too
+ * many parts. */
+static bool lr_leaves(lower_ctx *c, const tt_stage *sg, uint32_t v, int64_t stride, int dim,
+                      lr_part *parts, int *n)
+{
+    int key = -1;
+    for (int k = 0; k < sg->niters && key < 0; k++)
+        if (sg->iters[k].var == v)
+            key = k * (TT_MAX_ITERS + 1);
+    for (size_t r = 0; r < sg->rels.len && key < 0; r++) {
+        const tt_relation *rel = &sg->rels.data[r];
         if (rel->kind == TT_REL_FUSE) {
-            for (int k = 0; k < rel->nchild; k++)
-                if (rel->child[k] == v)
-                    return false;
+            for (int k = 0; k < rel->nchild && key < 0; k++)
+                if (rel->child[k] == v) {
+                    int pos = loop_pos(sg, rel->parent, 0);
+                    if (pos < 0)
+                        return false;
+                    key = pos * (TT_MAX_ITERS + 1) + k;
+                }
             continue;
         }
         if (rel->parent != v)
             continue;
         int64_t inner = stride;
         for (int k = rel->nchild - 1; k >= 0; k--) {
-            if (!lr_leaves(c, sg, rel->child[k], inner, leaf, leaf_stride, n))
+            if (!lr_leaves(c, sg, rel->child[k], inner, dim, parts, n))
                 return false;
             inner *= c->var_ext[rel->child[k]];
         }
         return true;
     }
-    return false; /* neither a leaf nor split: not a variable of this stage */
+    if (key < 0 || *n == TT_MAX_LAYOUT_PARTS)
+        return false;
+    parts[(*n)++] = (lr_part){v, dim, stride, key};
+    return true;
 }
 
 /* The layout of constant placeholder stage `ps` under the LR step: the order in which its only
@@ -607,9 +638,8 @@ static tt_status derive_layout(lower_ctx *c, int ps, tt_layout *out)
                     pop->name, rop->name,
                     rr.mismatch ? "at different indices" : "at computed indices");
     derive(c, reader);
-    uint32_t leaf[TT_MAX_LAYOUT_PARTS];
-    int64_t leaf_stride[TT_MAX_LAYOUT_PARTS];
-    int leaf_dim[TT_MAX_LAYOUT_PARTS], nleaf = 0;
+    lr_part leaves[TT_MAX_LAYOUT_PARTS];
+    int nleaf = 0;
     for (int d = 0; d < pop->ndim; d++) {
         int64_t region = -1;
         for (int a = 0; a < rop->ndim; a++)
@@ -627,16 +657,14 @@ static tt_status derive_layout(lower_ctx *c, int ps, tt_layout *out)
                         "its own",
                         pop->name, d, rop->name);
         int first = nleaf;
-        if (!lr_leaves(c, sg, rr.var[d], 1, leaf, leaf_stride, &nleaf))
+        if (!lr_leaves(c, sg, rr.var[d], 1, d, leaves, &nleaf))
             return lerr(c,
-                        "cannot rewrite the layout of '%s': '%s' fuses the loops over its "
-                        "index %d",
-                        pop->name, rop->name, d);
+                        "cannot rewrite the layout of '%s': the loops of '%s' over its index %d "
+                        "have more than %d parts",
+                        pop->name, rop->name, d, TT_MAX_LAYOUT_PARTS);
         int64_t covered = 1;
-        for (int k = first; k < nleaf; k++) {
-            leaf_dim[k] = d;
-            covered *= c->var_ext[leaf[k]];
-        }
+        for (int k = first; k < nleaf; k++)
+            covered *= c->var_ext[leaves[k].var];
         /* what enclosing loops cover: outermost */
         if (covered < pop->shape[d]) {
             if (out->nparts == TT_MAX_LAYOUT_PARTS)
@@ -646,17 +674,22 @@ static tt_status derive_layout(lower_ctx *c, int ps, tt_layout *out)
                 (tt_layout_part){d, covered, (pop->shape[d] + covered - 1) / covered};
         }
     }
-    /* the reader's leaves, in its loop order */
-    for (int it = 0; it < sg->niters; it++)
-        for (int k = 0; k < nleaf; k++) {
-            if (leaf[k] != sg->iters[it].var || c->var_ext[leaf[k]] <= 1)
-                continue;
-            if (out->nparts == TT_MAX_LAYOUT_PARTS)
-                return lerr(c, "cannot rewrite the layout of '%s': more than %d parts", pop->name,
-                            TT_MAX_LAYOUT_PARTS);
-            out->parts[out->nparts++] =
-                (tt_layout_part){leaf_dim[k], leaf_stride[k], c->var_ext[leaf[k]]};
+    /* the reader's leaves, in its loop order (insertion sort: a handful of parts) */
+    for (int i = 1; i < nleaf; i++)
+        for (int j = i; j > 0 && leaves[j - 1].key > leaves[j].key; j--) {
+            lr_part t = leaves[j];
+            leaves[j] = leaves[j - 1];
+            leaves[j - 1] = t;
         }
+    for (int k = 0; k < nleaf; k++) {
+        if (c->var_ext[leaves[k].var] <= 1)
+            continue;
+        if (out->nparts == TT_MAX_LAYOUT_PARTS)
+            return lerr(c, "cannot rewrite the layout of '%s': more than %d parts", pop->name,
+                        TT_MAX_LAYOUT_PARTS);
+        out->parts[out->nparts++] =
+            (tt_layout_part){leaves[k].dim, leaves[k].stride, c->var_ext[leaves[k].var]};
+    }
     out->size = 1;
     for (int k = 0; k < out->nparts; k++)
         out->size *= out->parts[k].extent;

@@ -842,6 +842,28 @@ static tt_status init_unroll(tt_sketch_space *sp, tt_state *st, tt_rng *rng, tt_
     return TT_OK;
 }
 
+/* Ansor rewrites the layouts of layout-free placeholders when it builds; here every constant
+ * input a program reads by its loop variables gets the LR step, so what is measured is what a
+ * build makes.  A program whose loops cannot carry it fails to lower and is dropped like any
+ * other. */
+static tt_status init_layout_rewrite(tt_state *st)
+{
+    for (size_t i = 0; i < st->stages.len; i++) {
+        const tt_op *op = &st->dag.ops.data[st->stages.data[i].op];
+        if (!op->is_placeholder || !(op->attrs & TT_OP_ATTR_CONSTANT) ||
+            st->stages.data[i].layout_rewrite)
+            continue;
+        bool plain = false;
+        for (size_t j = 0; j < st->dag.ops.len && !plain; j++)
+            plain = !st->dag.ops.data[j].is_placeholder &&
+                    tt_expr_reads_tensor_at_vars(&st->dag.pool, st->dag.ops.data[j].body,
+                                                 (uint32_t)st->stages.data[i].op);
+        if (plain)
+            tt_sched_layout_rewrite(st, (int)i, NULL); /* illegal: left as it is */
+    }
+    return TT_OK;
+}
+
 static tt_status init_vectorize(tt_sketch_space *sp, tt_state *st, tt_rng *rng, tt_errbuf *err)
 {
     for (size_t s = 0; s < st->stages.len; s++) {
@@ -1152,7 +1174,8 @@ tt_status tt_sketch_sample(tt_sketch_space *sp, int k, tt_rng *rng, tt_state **o
         r = change_compute_location(sp, st, rng, err);
     if (r || (!sp->params.gpu && (r = init_parallel(sp, st, err))) ||
         (r = init_unroll(sp, st, rng, err)) ||
-        (!sp->params.gpu && (r = init_vectorize(sp, st, rng, err)))) {
+        (!sp->params.gpu && (r = init_vectorize(sp, st, rng, err))) ||
+        (!sp->params.gpu && (r = init_layout_rewrite(st)))) {
         tt_state_free(st);
         return r;
     }

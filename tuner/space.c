@@ -587,10 +587,8 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
     }
     for (int i = 0; i < npacks && !r && pack_target >= 0; i++)
         r = tt_sched_compute_at(st, tt_state_stage_of_op(st, packs[i]), pack_target, pack_pos, err);
-    /* Weights in the order the local accumulator's loops read them (packed when the kernel is
-     * built).  Without one, the main stage's tile loops are fused for the parallel loop and no
-     * tiled layout follows them. */
-    for (size_t i = 0; i < s->dag->ops.len && !r && layout_rewrite && cache_write && nr > 0; i++)
+    /* Weights in the order the accumulating loops read them (packed when the kernel is built). */
+    for (size_t i = 0; i < s->dag->ops.len && !r && layout_rewrite && nr > 0; i++)
         if (rewritable(s->dag, (int)i, s->main_stage))
             r = tt_sched_layout_rewrite(st, tt_state_stage_of_op(st, (int)i), err);
     /* Every other stage at the root: parallel outer loop, vector inner loop. */

@@ -276,6 +276,11 @@ static void layout_rewrite_packs_weights_in_loop_order(void **state)
     assert_int_equal(b->size, 3 * 3 * 5 * 16);
     pack_program_matches(&l);
     lowered_free(&l);
+    /* A fused loop carries the parts of what was fused, in the fused order. */
+    lower_or_fail(&l, "matmul:M=4,N=8,K=6", "[[\"FU\", 2, [0, 1]], [\"LR\", 1]]");
+    expect_in(&l, "B: float32[6, 8] packed [d1%8][d0%6]");
+    pack_program_matches(&l);
+    lowered_free(&l);
     /* A convolution's weights: every index is a loop variable of the convolution. */
     lower_or_fail(&l, "conv2d_nhwc:N=1,H=6,W=6,CI=8,CO=16,K=3,S=1,P=1",
                   "[[\"CI\", 1], [\"SP\", 3, 3, 16, [8], 1], [\"LR\", 2]]");
