@@ -625,7 +625,9 @@ tt_status tt_expr_eval(const tt_expr_pool *p, tt_eid e, const tt_eval_env *env, 
     switch ((tt_expr_kind)n->kind) {
     case TT_EXPR_INT: out->i = n->imm.i; return TT_OK;
     case TT_EXPR_FLOAT: out->f = n->imm.f; return TT_OK;
-    case TT_EXPR_VAR: out->i = env->vars[n->a]; return TT_OK;
+    case TT_EXPR_VAR:
+        out->i = env->vars[n->a];
+        return out->i == TT_VAR_UNBOUND ? TT_ERR_RUNTIME : TT_OK; /* used outside its loop */
     case TT_EXPR_READ: {
         int64_t idx[16];
         for (int i = 0; i < n->n; i++) {

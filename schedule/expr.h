@@ -215,8 +215,11 @@ typedef union tt_value {
     double f;
 } tt_value;
 
+/* The value of a variable outside its loop: reading it is an error, not a silent 0. */
+#define TT_VAR_UNBOUND INT64_MIN
+
 typedef struct tt_eval_env {
-    const int64_t *vars; /* value of each variable */
+    const int64_t *vars; /* value of each variable (TT_VAR_UNBOUND: none) */
     tt_status (*read)(void *ctx, const tt_expr *node, const int64_t *idx, tt_value *out);
     tt_status (*load)(void *ctx, const tt_expr *node, int64_t index, tt_value *out);
     void *ctx;

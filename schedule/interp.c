@@ -43,6 +43,7 @@ static tt_status run(interp *it, tt_sid id)
             if ((r = run(it, s->body)))
                 return r;
         }
+        it->vars[s->var] = TT_VAR_UNBOUND;
         return TT_OK;
     case TT_STMT_SEQ:
         for (uint32_t k = 0; k < s->n; k++)
@@ -82,7 +83,9 @@ tt_status tt_interp_run(const tt_program *p, void *const *args, tt_errbuf *err)
     tt_status r = TT_OK;
     size_t nb = p->bufs.len;
     it.bufs = calloc(nb ? nb : 1, sizeof(void *));
-    it.vars = calloc(p->pool.vars.len, sizeof(int64_t));
+    it.vars = malloc(sizeof(int64_t) * (p->pool.vars.len ? p->pool.vars.len : 1));
+    for (size_t v = 0; it.vars && v < p->pool.vars.len; v++)
+        it.vars[v] = TT_VAR_UNBOUND;
     if (!it.bufs || !it.vars) {
         r = tt_err(err, TT_ERR_NOMEM, "out of memory");
         goto out;
@@ -112,7 +115,7 @@ tt_status tt_interp_run(const tt_program *p, void *const *args, tt_errbuf *err)
     it.env.ctx = &it;
     r = run(&it, p->root);
     if (r == TT_ERR_RUNTIME && err && !err->msg[0])
-        tt_err(err, r, "division by zero or invalid operation");
+        tt_err(err, r, "division by zero, or a variable read outside its loop");
 out:
     for (size_t i = 0; it.bufs && i < nb; i++)
         if (p->bufs.data[i].param < 0)

@@ -181,6 +181,17 @@ static void interpreter_reports_out_of_bounds_stores(void **state)
     assert_int_equal(tt_interp_run(l.prog, args, &err), TT_ERR_RUNTIME);
     assert_non_null(strstr(err.msg, "store of buffer 'B' out of bounds: index 16, size 16"));
     lowered_free(&l);
+    /* A variable read outside its loop is an error, not a silent 0 (an rfactor guard once
+     * referred to split leaves of another stage). */
+    lower_or_fail(&l, "relu:M=4,N=4", "[]");
+    uint32_t stray = tt_var_new(&l.prog->pool, "stray");
+    for (size_t i = 1; i < l.prog->stmts.len; i++)
+        if (l.prog->stmts.data[i].kind == TT_STMT_STORE)
+            l.prog->stmts.data[i].index = tt_expr_var(&l.prog->pool, stray);
+    memset(&err, 0, sizeof(err));
+    assert_int_equal(tt_interp_run(l.prog, args, &err), TT_ERR_RUNTIME);
+    assert_non_null(strstr(err.msg, "outside its loop"));
+    lowered_free(&l);
 }
 
 static void reference_evaluator_reports_reads_outside_a_tensor(void **state)
