@@ -203,7 +203,7 @@ static bool build_kernel(const char *wtext, kernel *k)
         const tt_op *op = &w->dag.ops.data[params[i]];
         k->data[i] = calloc((size_t)tt_op_numel(op), 4);
         k->bufs[i] = (tt_measure_buffer){TT_ELEM_F32, tt_op_numel(op),
-                                         i < k->ninputs ? k->data[i] : NULL, NULL};
+                                         i < k->ninputs ? k->data[i] : NULL, NULL, false};
     }
     tt_program_free(prog);
     tt_state_free(st);

@@ -31,6 +31,9 @@ typedef struct tt_measure_buffer {
     int64_t count;      /* elements */
     const void *data;   /* inputs: initial contents (NULL: zeros) */
     const void *expect; /* outputs: reference (NULL: not checked) */
+    /* data is a temporary copy (a weight packed for one candidate): a farm session must not
+     * recognise it by its address, which a later copy may reuse with other contents */
+    bool transient;
 } tt_measure_buffer;
 
 typedef struct tt_measure_options {

@@ -390,6 +390,7 @@ int tt__measure_cl_main(int argc, char **argv)
     h.opencl_device[sizeof(h.opencl_device) - 1] = 0;
     o.opencl_device = h.opencl_device[0] ? h.opencl_device : NULL;
     tt_measure_buffer bufs[TT_CL_MAX_BUFFERS];
+    memset(bufs, 0, sizeof(bufs));
     size_t off = sizeof(h);
     for (uint32_t i = 0; i < h.nbufs; i++) {
         job_buffer b;

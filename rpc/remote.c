@@ -413,8 +413,15 @@ static tt_status file_id(const char *path, char id[TT_ARTIFACT_ID_MAX], tt_errbu
     return TT_OK;
 }
 
-static const char *data_id(tt_remote *r, const void *p, int64_t bytes)
+/* The artifact id of a buffer's bytes, remembered by address for the task's own buffers (they
+ * never change); a transient copy is hashed every time into `own`. */
+static const char *data_id(tt_remote *r, const void *p, int64_t bytes, bool transient,
+                           char own[TT_ARTIFACT_ID_MAX])
 {
+    if (transient) {
+        tt_artifact_id(tt_hash64(p, (size_t)bytes), (uint64_t)bytes, own);
+        return own;
+    }
     for (int i = 0; i < r->ndata_ids; i++)
         if (r->data_ids[i].p == p && r->data_ids[i].bytes == bytes)
             return r->data_ids[i].id;
@@ -446,7 +453,8 @@ tt_status tt_remote_measure(tt_remote *r, const char *so_path, const char *entry
         for (int f = 0; f < 2 && !st; f++) {
             if (!blobs[f])
                 continue;
-            const char *id = data_id(r, blobs[f], bytes);
+            char own[TT_ARTIFACT_ID_MAX];
+            const char *id = data_id(r, blobs[f], bytes, f == 0 && bufs[i].transient, own);
             st = ensure(r, id, NULL, blobs[f], (uint64_t)bytes, err);
             json_object_set_new(a, names[f], json_string(id));
         }

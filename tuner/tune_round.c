@@ -110,6 +110,7 @@ const tt_measure_buffer *tt__tune_candidate_bufs(task *t, const candidate *c,
         tt_layout_pack(l, op->ndim, op->shape, esize, t->data[i], block + off);
         bufs[i].data = block + off;
         bufs[i].count = l->size;
+        bufs[i].transient = true;
         off += ((size_t)l->size * esize + 63) / 64 * 64;
     }
     *scratch = block;

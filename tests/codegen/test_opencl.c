@@ -94,6 +94,7 @@ static tt_measure_result run_on_device(const tt_dag *dag, const tt_program *prog
     int np = tt_dag_params(dag, params, 64, &nin);
     void *data[64];
     tt_measure_buffer bufs[64];
+    memset(bufs, 0, sizeof(bufs));
     for (int i = 0; i < np; i++) {
         const tt_op *op = &dag->ops.data[params[i]];
         int64_t n = tt_op_numel(op);
@@ -485,7 +486,8 @@ static tt_measure_result run_text(const char *text, double timeout_s)
     static float a[64], c[64];
     for (int i = 0; i < 64; i++)
         a[i] = c[i] = (float)i;
-    tt_measure_buffer bufs[2] = {{TT_ELEM_F32, 64, a, NULL}, {TT_ELEM_F32, 64, NULL, c}};
+    tt_measure_buffer bufs[2] = {{TT_ELEM_F32, 64, a, NULL, false},
+                                 {TT_ELEM_F32, 64, NULL, c, false}};
     tt_measure_options mo = {.repeat = 1, .timeout_s = timeout_s, .opencl_device = device_spec()};
     tt_measure_result r;
     tt_errbuf err = {{0}};

@@ -342,7 +342,8 @@ static void abandoned_ticket_regenerated(void **state)
 
 static tt_measure_result remote_measure(tt_remote *r, const char *entry, double timeout_s)
 {
-    tt_measure_buffer bufs[2] = {{TT_ELEM_F32, N, in, NULL}, {TT_ELEM_F32, N, NULL, expect}};
+    tt_measure_buffer bufs[2] = {{TT_ELEM_F32, N, in, NULL, false},
+                                 {TT_ELEM_F32, N, NULL, expect, false}};
     tt_measure_options o = {.number = 1, .repeat = 3, .timeout_s = timeout_s, .rtol = 1e-5};
     tt_measure_result res;
     tt_errbuf err = {{0}};
@@ -377,12 +378,29 @@ static void measurement_protocol(void **state)
     /* the client asks for no memory limit; the device's --child-memory-mb applies anyway */
     assert_int_equal(remote_measure(r, "hogs", 30).error_no, 4);
     assert_int_equal(remote_measure(r, "good", 10).error_no, 0);
+    /* A transient input (a weight packed for one candidate) is known by its contents, not its
+     * address: the same buffer refilled is sent again (else the device would measure the old
+     * contents against the new reference). */
+    static float tin[N], texpect[2][N];
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < N; i++) {
+            tin[i] = (float)(i % 7) * (round ? -0.5f : 0.25f);
+            texpect[round][i] = tin[i] * 2.0f;
+        }
+        tt_measure_buffer tb[2] = {{TT_ELEM_F32, N, tin, NULL, true},
+                                   {TT_ELEM_F32, N, NULL, texpect[round], false}};
+        tt_measure_options mo = {.number = 1, .repeat = 1, .timeout_s = 10, .rtol = 1e-5};
+        assert_int_equal(tt_remote_measure(r, PLANTED_SO, "good", tb, 2, 1, &mo, &res, &err),
+                         TT_OK);
+        assert_int_equal(res.error_no, 0);
+    }
     tt_remote_close(r);
     /* the server logs the session when it ends (after our bye) */
-    for (int i = 0; i < 100 && occurrences(2, ": 6 measurements") == 0; i++)
+    for (int i = 0; i < 100 && occurrences(2, ": 8 measurements") == 0; i++)
         usleep(50000);
-    /* six kernels of one library, one input, one reference: three artifacts */
-    assert_int_equal(occurrences(2, ": 6 measurements, 3 artifacts received"), 1);
+    /* eight kernels of one library, one input and one reference, then two transient inputs
+     * with their references: seven artifacts */
+    assert_int_equal(occurrences(2, ": 8 measurements, 7 artifacts received"), 1);
 
     /* hostile bytes after a good handshake: the server drops the session and stays up */
     int tfd = tt_net_tracker(tracker_port);

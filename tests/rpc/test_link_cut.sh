@@ -98,7 +98,8 @@ took=$(($(date +%s) - cut_at))
 records=$("$bin/tvm-db" stats --db run.db --json | sed -n 's/.*"records": \([0-9]*\).*/\1/p' | head -1)
 [ "$records" = "$trials" ] || fail "$records records, not $trials"
 ok=$("$bin/tvm-db" stats --db run.db --json | tr -d ' \n' | sed -n 's/.*"NO_ERROR":\([0-9]*\).*/\1/p')
-[ "$ok" = "$trials" ] || fail "$ok error-free records of $trials: the cut became a result"
+[ "$ok" = "$trials" ] ||
+  fail "$ok error-free records of $trials: the cut became a result: $("$bin/tvm-db" history --db run.db 2>&1 | grep -v NO_ERROR | tail -3)"
 grep -q "session lost (device $net.2" run.err || fail "the run did not report the lost device"
 echo "test_link_cut: the run finished $took s after the cut, $records error-free records"
 

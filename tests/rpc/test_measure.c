@@ -16,7 +16,8 @@ static float in[N], expect[N];
 
 static tt_measure_result measure(const char *entry, const tt_measure_options *o)
 {
-    tt_measure_buffer bufs[2] = {{TT_ELEM_F32, N, in, NULL}, {TT_ELEM_F32, N, NULL, expect}};
+    tt_measure_buffer bufs[2] = {{TT_ELEM_F32, N, in, NULL, false},
+                                 {TT_ELEM_F32, N, NULL, expect, false}};
     tt_measure_result r;
     tt_errbuf err;
     assert_int_equal(tt_measure_run(PLANTED_SO, entry, bufs, 2, 1, o, &r, &err), TT_OK);
@@ -86,7 +87,8 @@ static void runaway_allocation_hits_the_memory_limit(void **state)
 static void a_missing_library_or_symbol_is_reported(void **state)
 {
     setup_data();
-    tt_measure_buffer bufs[2] = {{TT_ELEM_F32, N, in, NULL}, {TT_ELEM_F32, N, NULL, expect}};
+    tt_measure_buffer bufs[2] = {{TT_ELEM_F32, N, in, NULL, false},
+                                 {TT_ELEM_F32, N, NULL, expect, false}};
     tt_measure_result r;
     tt_errbuf err;
     assert_int_equal(tt_measure_run("/nonexistent/k.so", "good", bufs, 2, 1, NULL, &r, &err),
