@@ -114,9 +114,9 @@ static void workload_of(row *r)
 typedef struct {
     tt_workload *w;
     int nparams, ninputs;
-    void *data[8]; /* dense: what the reference reads */
-    void *args[8]; /* what the kernel is called with: data, or a weight packed (LR) */
-    size_t bytes[8];
+    void *data[64]; /* dense: what the reference reads */
+    void *args[64]; /* what the kernel is called with: data, or a weight packed (LR) */
+    size_t bytes[64];
     tt_kernel *kern;
     tt_kernel_fn fn;
 } built;
@@ -171,32 +171,25 @@ static tt_status build(const char *workload, const char *config, const char *so,
         return s;
     }
     b->fn = tt_kernel_function(b->kern);
-    int ops[8];
-    b->nparams = tt_dag_params(&b->w->dag, ops, 8, &b->ninputs);
-    for (int i = 0; i < b->nparams && i < 8; i++) {
+    int ops[64];
+    b->nparams = tt_dag_params(&b->w->dag, ops, 64, &b->ninputs);
+    for (int i = 0; i < b->nparams && i < 64; i++) {
         const tt_op *op = &b->w->dag.ops.data[ops[i]];
         b->bytes[i] = (size_t)tt_op_numel(op) * (size_t)tt_dtype_bytes(op->dtype);
-        if (posix_memalign(&b->data[i], 64, b->bytes[i]))
+        if (posix_memalign(&b->data[i], 64, b->bytes[i])) {
+            tt_program_free(prog);
             return tt_err(err, TT_ERR_NOMEM, "out of memory");
+        }
         if (i < b->ninputs)
             tt_fill_random(b->data[i], op->dtype, tt_op_numel(op), 1000 + (uint64_t)i);
         else
             memset(b->data[i], 0, b->bytes[i]);
         b->args[i] = b->data[i];
-        /* a weight the schedule reads packed is packed once, outside the timing (deployment) */
-        const tt_buffer *pb = tt_program_param(prog, i);
-        if (i < b->ninputs && pb && pb->layout.nparts) {
-            size_t esize = (size_t)tt_dtype_bytes(op->dtype);
-            if (posix_memalign(&b->args[i], 64, (size_t)pb->layout.size * esize + 64)) {
-                b->args[i] = b->data[i];
-                tt_program_free(prog);
-                return tt_err(err, TT_ERR_NOMEM, "out of memory");
-            }
-            tt_layout_pack(&pb->layout, op->ndim, op->shape, esize, b->data[i], b->args[i]);
-        }
     }
+    /* a weight the schedule reads packed is packed once, outside the timing (deployment) */
+    s = tt_program_args(&b->w->dag, prog, b->data, b->args, err);
     tt_program_free(prog);
-    return TT_OK;
+    return s;
 }
 
 /* Largest |x - y| / (1 + |y|) over the output. */

@@ -116,7 +116,7 @@ tt_status tt__write_header(const char *path, const char *guard, const tt__kernel
                                  " *              (once, e.g. when the weights are loaded) into "
                                  "%lld elements, layout %s\n",
                                  kk->symbol, name, (long long)kk->layouts[p].size,
-                                 tt_layout_print(&kk->layouts[p], NULL, lay, sizeof(lay)));
+                                 tt_layout_print(&kk->layouts[p], lay, sizeof(lay)));
             }
         }
         const tt_compile_report *r = &kk->rep;

@@ -225,7 +225,7 @@ char *tt_program_print(const tt_program *p)
                 if (bf->layout.nparts) {
                     char lay[512];
                     tt_strbuf_printf(&sb, " packed %s",
-                                     tt_layout_print(&bf->layout, NULL, lay, sizeof(lay)));
+                                     tt_layout_print(&bf->layout, lay, sizeof(lay)));
                 }
             }
     tt_strbuf_append(&sb, "):\n");

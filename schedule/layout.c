@@ -31,18 +31,16 @@ void tt_layout_pack(const tt_layout *l, int ndim, const int64_t *shape, size_t e
     }
 }
 
-char *tt_layout_print(const tt_layout *l, const char *const *names, char *buf, size_t n)
+char *tt_layout_print(const tt_layout *l, char *buf, size_t n)
 {
     size_t used = 0;
     buf[0] = 0;
     for (int k = 0; k < l->nparts && used < n; k++) {
         const tt_layout_part *p = &l->parts[k];
-        char dn[16];
-        const char *name = names ? names[p->dim] : (snprintf(dn, sizeof(dn), "d%d", p->dim), dn);
         int w = p->inner == 1
-                    ? snprintf(buf + used, n - used, "[%s%%%lld]", name, (long long)p->extent)
-                    : snprintf(buf + used, n - used, "[%s/%lld%%%lld]", name, (long long)p->inner,
-                               (long long)p->extent);
+                    ? snprintf(buf + used, n - used, "[d%d%%%lld]", p->dim, (long long)p->extent)
+                    : snprintf(buf + used, n - used, "[d%d/%lld%%%lld]", p->dim,
+                               (long long)p->inner, (long long)p->extent);
         if (w < 0)
             break;
         used += (size_t)w;

@@ -37,8 +37,8 @@ int64_t tt_layout_offset(const tt_layout *l, const int64_t *idx);
 void tt_layout_pack(const tt_layout *l, int ndim, const int64_t *shape, size_t elem_bytes,
                     const void *src, void *dst);
 
-/* Readable form, e.g. "[j/32%16][k/8%64][k%8][j%32]" with the tensor's dimension names
- * (names may be NULL: d0, d1, ...).  Writes at most n bytes; returns buf. */
-char *tt_layout_print(const tt_layout *l, const char *const *names, char *buf, size_t n);
+/* Readable form, dimensions numbered: "[d1/32%16][d0/8%64][d0%8][d1%32]" (the example above).
+ * Writes at most n bytes; returns buf. */
+char *tt_layout_print(const tt_layout *l, char *buf, size_t n);
 
 #endif

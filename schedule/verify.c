@@ -35,23 +35,14 @@ tt_status tt_verify_program(const tt_dag *dag, const tt_program *prog, uint64_t 
     for (int i = 0; i < np; i++) {
         const tt_op *op = &dag->ops.data[params[i]];
         size_t bytes = (size_t)tt_op_numel(op) * (size_t)tt_dtype_bytes(op->dtype);
-        const tt_buffer *pb = tt_program_param(prog, i);
-        bool packed = pb && pb->layout.nparts;
         want[i] = malloc(bytes);
-        got[i] =
-            i < nin && !packed
-                ? want[i]
-                : malloc(packed ? (size_t)pb->layout.size * (size_t)tt_dtype_bytes(op->dtype) + 1
-                                : bytes);
+        got[i] = i < nin ? want[i] : malloc(bytes);
         if (!want[i] || !got[i]) {
             r = tt_err(err, TT_ERR_NOMEM, "out of memory");
             goto out;
         }
         if (i < nin) {
             tt_fill_random(want[i], op->dtype, tt_op_numel(op), seed + (uint64_t)i * 7919);
-            if (packed) /* the program reads the weights in its own layout */
-                tt_layout_pack(&pb->layout, op->ndim, op->shape, (size_t)tt_dtype_bytes(op->dtype),
-                               want[i], got[i]);
         } else {
             /* Outputs start as NaN so an element nobody wrote cannot pass. */
             tt_value nan = {.f = NAN};
@@ -67,7 +58,13 @@ tt_status tt_verify_program(const tt_dag *dag, const tt_program *prog, uint64_t 
         tt_err_prefix(err, r, "reference evaluation");
         goto out;
     }
-    if ((r = tt_interp_run(prog, got, err))) {
+    /* the program may read the weights in its own layout (LR) */
+    void *args[64];
+    if ((r = tt_program_args(dag, prog, got, args, err)))
+        goto out;
+    r = tt_interp_run(prog, args, err);
+    tt_program_args_free(prog, got, args);
+    if (r) {
         tt_err_prefix(err, r, "interpreter");
         goto out;
     }
@@ -140,7 +137,7 @@ tt_status tt_program_args(const tt_dag *dag, const tt_program *prog, void *const
             continue;
         const tt_op *op = &dag->ops.data[params[i]];
         size_t esize = (size_t)tt_dtype_bytes(op->dtype);
-        if (!(out[i] = malloc((size_t)b->layout.size * esize + 1))) {
+        if (posix_memalign(&out[i], 64, (size_t)b->layout.size * esize + 64)) {
             out[i] = args[i];
             tt_program_args_free(prog, args, out);
             return tt_err(err, TT_ERR_NOMEM, "out of memory packing '%s'", op->name);

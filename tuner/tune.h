@@ -80,6 +80,9 @@ typedef struct tt_tune_summary {
     double queue_wait_s;         /* farm: time spent waiting for a free device (never run time) */
 } tt_tune_summary;
 
+/* The measurement element type of a schedule dtype (what tt_measure_buffer.elem says). */
+tt_elem tt_tune_measure_elem(tt_dtype t);
+
 /* Tunes every workload in turn; fills summaries[i] for each.  Writes progress and notes to `log`
  * (may be NULL). */
 tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE *log,

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static tt_elem elem_of(tt_dtype t)
+tt_elem tt_tune_measure_elem(tt_dtype t)
 {
     switch (t) {
     case TT_DT_FLOAT32: return TT_ELEM_F32;
@@ -170,7 +170,7 @@ static tt_status make_reference(task *t, tt_errbuf *err)
             tt_fill_random(t->data[i], op->dtype, tt_op_numel(op), t->o->seed + (uint64_t)i * 7919);
         else
             memset(t->data[i], 0, bytes);
-        t->bufs[i].elem = elem_of(op->dtype);
+        t->bufs[i].elem = tt_tune_measure_elem(op->dtype);
         t->bufs[i].count = tt_op_numel(op);
         t->bufs[i].data = i < t->ninputs ? t->data[i] : NULL;
         t->bufs[i].expect = i < t->ninputs ? NULL : t->data[i];

@@ -21,6 +21,7 @@
 #include "schedule/verify.h"
 #include "tuner/sketch.h"
 #include "tuner/space.h"
+#include "tuner/tune.h"
 
 static char dir[128];
 static tt_cl_device_info devs[TT_CL_MAX_DEVICES];
@@ -57,17 +58,6 @@ static void need_device(void)
         skip();
 }
 
-static tt_elem elem_of(tt_dtype t)
-{
-    switch (t) {
-    case TT_DT_FLOAT32: return TT_ELEM_F32;
-    case TT_DT_FLOAT64: return TT_ELEM_F64;
-    case TT_DT_INT32: return TT_ELEM_I32;
-    case TT_DT_INT64: return TT_ELEM_I64;
-    default: return TT_ELEM_U8;
-    }
-}
-
 /* Emits `prog`, runs it on the device through the measuring child with the reference outputs of
  * `dag` as the expected ones, and returns the result. */
 static tt_measure_result run_on_device(const tt_dag *dag, const tt_program *prog,
@@ -101,7 +91,7 @@ static tt_measure_result run_on_device(const tt_dag *dag, const tt_program *prog
         data[i] = malloc((size_t)n * (size_t)tt_dtype_bytes(op->dtype) + 1);
         if (i < nin)
             tt_fill_random(data[i], op->dtype, n, seed + (uint64_t)i);
-        bufs[i].elem = elem_of(op->dtype);
+        bufs[i].elem = tt_tune_measure_elem(op->dtype);
         bufs[i].count = n;
         bufs[i].data = i < nin ? data[i] : NULL;
         bufs[i].expect = i < nin ? NULL : data[i];
