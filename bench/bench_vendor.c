@@ -11,7 +11,7 @@
  * FMA peak measured first (peak.c).
  *
  * usage: bench_vendor [--quick] [--trials A,B] [--strategy S] [--only SUBSTR] [--json FILE]
- *                     [--db PATH] [--no-compile-bench]
+ *                     [--db PATH] [--no-compile-bench | --compile-only]
  * Tuning runs before anything multi-threaded: OpenMP pools do not survive the tuner's fork(). */
 #include <errno.h>
 #include <jansson.h>
@@ -326,6 +326,31 @@ static void compile_bench(const char *workload, int count, const char *so, compi
     tt_workload_free(w);
 }
 
+static const char *const compile_workloads[2] = {
+    "matmul:M=512,N=512,K=512", "conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=64,K=3,S=1,P=1"};
+
+/* Measures and prints compile throughput on one thread: random configs of the default space of
+ * each of compile_workloads, compiled as the tuner compiles what it measures here. */
+static void compile_section_print(bool quick, const char *so, compile_times ct[2])
+{
+    printf("\ncompile throughput (one thread, random configs of the default space, compiled as "
+           "the tuner compiles what it measures here):\n");
+    for (int i = 0; i < 2; i++) {
+        compile_bench(compile_workloads[i], quick ? 4 : 24, so, &ct[i]);
+        if (!ct[i].n)
+            continue;
+        double n = ct[i].n, total = (ct[i].lower + ct[i].emit + ct[i].opt + ct[i].object +
+                                     ct[i].link + ct[i].load) /
+                                    n;
+        printf("  %-48s %5.1f candidates/s per core (%.1f ms: lower %.1f, emit %.1f, "
+               "optimise %.1f, codegen %.1f, link %.1f, load %.1f)\n",
+               compile_workloads[i], 1 / total, total * 1e3, ct[i].lower / n * 1e3,
+               ct[i].emit / n * 1e3, ct[i].opt / n * 1e3, ct[i].object / n * 1e3,
+               ct[i].link / n * 1e3, ct[i].load / n * 1e3);
+    }
+    fflush(stdout);
+}
+
 /* Does a row's group or name contain one of the comma-separated words of `list`? */
 static bool matches(const char *list, const row *r)
 {
@@ -345,13 +370,15 @@ static void usage(FILE *f)
     fprintf(
         f,
         "usage: bench_vendor [--quick] [--trials A,B] [--strategy xgb|evo|...] "
-        "[--only SUBSTR] [--json FILE] [--db PATH] [--no-compile-bench]\n"
+        "[--only SUBSTR] [--json FILE] [--db PATH] [--no-compile-bench | --compile-only]\n"
         "  --quick      a tiny subset with 8 and 16 trials (seconds): checks the suite\n"
         "  --trials     the two budgets per row (default 200,1000)\n"
         "  --only       rows whose group contains, or whose name is, one of the comma-separated\n"
         "               words (e.g. C9,C12 or matmul,bert or mbv2)\n"
         "  --json       also write the table as JSON (default bench_vendor.json)\n"
-        "  --db         keep the tuning database (a second run resumes from it)\n");
+        "  --db         keep the tuning database (a second run resumes from it)\n"
+        "  --compile-only  only the compile throughput section (24 candidates per workload,\n"
+        "               4 with --quick)\n");
 }
 
 int main(int argc, char **argv)
@@ -363,7 +390,7 @@ int main(int argc, char **argv)
         execv("/proc/self/exe", argv);
     }
     int64_t budget[2] = {200, 1000};
-    bool quick = false, compile_section = true;
+    bool quick = false, compile_section = true, compile_only = false;
     const char *only = NULL, *json_path = "bench_vendor.json", *db_arg = NULL;
     tt_strategy strategy = TT_STRATEGY_XGB;
     for (int i = 1; i < argc; i++) {
@@ -389,6 +416,8 @@ int main(int argc, char **argv)
             db_arg = argv[++i];
         } else if (!strcmp(argv[i], "--no-compile-bench")) {
             compile_section = false;
+        } else if (!strcmp(argv[i], "--compile-only")) {
+            compile_only = true;
         } else {
             usage(!strcmp(argv[i], "--help") ? stdout : stderr);
             return strcmp(argv[i], "--help") ? 2 : 0;
@@ -397,6 +426,15 @@ int main(int argc, char **argv)
     if (quick && budget[0] == 200 && budget[1] == 1000) {
         budget[0] = 8;
         budget[1] = 16;
+    }
+    if (compile_only) {
+        char cpu[256], so[128];
+        snprintf(so, sizeof(so), "/tmp/bench-vendor-%d.so", (int)getpid());
+        printf("bench_vendor: %s, %ld cores\n", tt_bench_cpu_name(cpu, sizeof(cpu)),
+               sysconf(_SC_NPROCESSORS_ONLN));
+        compile_times ct[2] = {{0}};
+        compile_section_print(quick, so, ct);
+        return ct[0].n && ct[1].n ? 0 : 1;
     }
     row *use[NROWS];
     int nuse = 0;
@@ -558,27 +596,10 @@ int main(int argc, char **argv)
            "below 0.9 at %lld\n",
            g0, (long long)budget[0], g1, (long long)budget[1], low, nuse, (long long)budget[1]);
 
-    /* 4. Compile throughput, one thread, random configs of the default space. */
-    compile_times ct[2];
-    const char *cw[2] = {"matmul:M=512,N=512,K=512",
-                         "conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=64,K=3,S=1,P=1"};
-    if (compile_section) {
-        printf("\ncompile throughput (one thread, random configs of the default space, compiled as "
-               "the tuner compiles what it measures here):\n");
-        for (int i = 0; i < 2; i++) {
-            compile_bench(cw[i], quick ? 4 : 24, so, &ct[i]);
-            if (!ct[i].n)
-                continue;
-            double n = ct[i].n, total = (ct[i].lower + ct[i].emit + ct[i].opt + ct[i].object +
-                                         ct[i].link + ct[i].load) /
-                                        n;
-            printf("  %-48s %5.1f candidates/s per core (%.1f ms: lower %.1f, emit %.1f, "
-                   "optimise %.1f, codegen %.1f, link %.1f, load %.1f)\n",
-                   cw[i], 1 / total, total * 1e3, ct[i].lower / n * 1e3, ct[i].emit / n * 1e3,
-                   ct[i].opt / n * 1e3, ct[i].object / n * 1e3, ct[i].link / n * 1e3,
-                   ct[i].load / n * 1e3);
-        }
-    }
+    /* 4. Compile throughput. */
+    compile_times ct[2] = {{0}};
+    if (compile_section)
+        compile_section_print(quick, so, ct);
 
     /* 5. JSON. */
     json_t *root = json_object(), *arr = json_array();
@@ -611,11 +632,11 @@ int main(int argc, char **argv)
         for (int i = 0; i < 2; i++) {
             double n = ct[i].n ? ct[i].n : 1;
             json_array_append_new(
-                c, json_pack("{s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:f}", "workload", cw[i],
-                             "candidates", ct[i].n, "lower_ms", ct[i].lower / n * 1e3, "emit_ms",
-                             ct[i].emit / n * 1e3, "opt_ms", ct[i].opt / n * 1e3, "codegen_ms",
-                             ct[i].object / n * 1e3, "link_ms", ct[i].link / n * 1e3, "load_ms",
-                             ct[i].load / n * 1e3));
+                c, json_pack("{s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:f}", "workload",
+                             compile_workloads[i], "candidates", ct[i].n, "lower_ms",
+                             ct[i].lower / n * 1e3, "emit_ms", ct[i].emit / n * 1e3, "opt_ms",
+                             ct[i].opt / n * 1e3, "codegen_ms", ct[i].object / n * 1e3, "link_ms",
+                             ct[i].link / n * 1e3, "load_ms", ct[i].load / n * 1e3));
         }
         json_object_set_new(root, "compile", c);
     }

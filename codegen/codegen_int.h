@@ -6,6 +6,33 @@
 
 #include "codegen.h"
 
+/* Value numbering while emitting (llvm_vn.c). */
+#define TT_VN_MAX_DEPTH 256
+typedef struct tt__vn_entry {
+    int op;         /* an emitter-defined operation code */
+    uint16_t depth; /* region it was built in */
+    uint32_t region;
+    LLVMValueRef a, b, c; /* operands (NULL where unused) */
+    LLVMValueRef v;       /* the result; NULL = empty slot */
+} tt__vn_entry;
+
+typedef struct tt__vn {
+    tt__vn_entry *table; /* open addressing, capacity a power of two */
+    size_t cap, used;
+    int depth, floor; /* open regions; entries below `floor` belong to another function */
+    uint32_t next_region;
+    uint32_t stack[TT_VN_MAX_DEPTH];
+} tt__vn;
+
+/* The value of `op` on (a, b, c) built earlier in a region still open, or NULL. */
+LLVMValueRef tt__vn_find(const tt__vn *vn, int op, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c);
+/* Remembers v = op(a, b, c) for the innermost open region (constants are not kept). */
+void tt__vn_add(tt__vn *vn, int op, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c, LLVMValueRef v);
+/* A region whose values do not dominate what is emitted after it: a loop body, a branch arm. */
+void tt__vn_open(tt__vn *vn);
+void tt__vn_close(tt__vn *vn);
+void tt__vn_free(tt__vn *vn);
+
 typedef struct emitter {
     LLVMContextRef ctx;
     LLVMModuleRef mod;
@@ -27,6 +54,7 @@ typedef struct emitter {
     tt_codegen_options opt;
     tt_codegen_stats stats;
     tt_status status;
+    tt__vn vn;
 } emitter;
 
 void tt__codegen_emit_body(emitter *e, tt_sid root);

@@ -18,6 +18,11 @@ typedef struct {
     bool vec;
 } val;
 
+/* Operation codes for value numbering (llvm_vn.c): an expression kind or one of these, times 256,
+ * plus the dtypes or lanes that tell two results of the same operands apart. */
+enum { VN_SPLAT = TT_EXPR_KIND_COUNT, VN_CONVERT, VN_GEP, VN_CALL, VN_SELECT };
+#define VN_OP(kind, extra) ((int)(kind)*256 + (int)(extra))
+
 static LLVMTypeRef elem_type(emitter *e, tt_dtype t)
 {
     switch (t) {
@@ -43,11 +48,16 @@ static LLVMTypeRef type_of(emitter *e, tt_dtype t, bool vec)
 
 static LLVMValueRef splat(emitter *e, LLVMValueRef s)
 {
+    LLVMValueRef known = tt__vn_find(&e->vn, VN_OP(VN_SPLAT, e->lanes), s, NULL, NULL);
+    if (known)
+        return known;
     LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(s), (unsigned)e->lanes);
     LLVMValueRef undef = LLVMGetUndef(vt);
     LLVMValueRef ins = LLVMBuildInsertElement(e->b, undef, s, LLVMConstInt(e->i32, 0, 0), "");
     LLVMValueRef mask = LLVMConstNull(LLVMVectorType(e->i32, (unsigned)e->lanes));
-    return LLVMBuildShuffleVector(e->b, ins, undef, mask, "");
+    LLVMValueRef r = LLVMBuildShuffleVector(e->b, ins, undef, mask, "");
+    tt__vn_add(&e->vn, VN_OP(VN_SPLAT, e->lanes), s, NULL, NULL, r);
+    return r;
 }
 
 static val widen(emitter *e, val x, bool vec)
@@ -59,11 +69,24 @@ static val widen(emitter *e, val x, bool vec)
     return x;
 }
 
+static LLVMValueRef build_convert(emitter *e, LLVMValueRef v, tt_dtype from, tt_dtype to, bool vec);
+
 /* Converts a value of dtype `from` to dtype `to`. */
 static LLVMValueRef convert(emitter *e, LLVMValueRef v, tt_dtype from, tt_dtype to, bool vec)
 {
     if (from == to)
         return v;
+    int op = VN_OP(VN_CONVERT, from * 16 + to);
+    LLVMValueRef r = tt__vn_find(&e->vn, op, v, NULL, NULL);
+    if (!r) {
+        r = build_convert(e, v, from, to, vec);
+        tt__vn_add(&e->vn, op, v, NULL, NULL, r);
+    }
+    return r;
+}
+
+static LLVMValueRef build_convert(emitter *e, LLVMValueRef v, tt_dtype from, tt_dtype to, bool vec)
+{
     LLVMTypeRef dst = type_of(e, to, vec);
     bool ff = tt_dtype_is_float(from), tf = tt_dtype_is_float(to);
     if (to == TT_DT_BOOL) {
@@ -118,8 +141,13 @@ static LLVMValueRef emit_lane0(emitter *e, tt_eid id)
 
 static LLVMValueRef element_ptr(emitter *e, uint32_t buf, LLVMValueRef index)
 {
-    LLVMTypeRef t = mem_type(e, e->p->bufs.data[buf].dtype);
-    return LLVMBuildGEP2(e->b, t, e->bufs[buf], &index, 1, "");
+    LLVMValueRef r = tt__vn_find(&e->vn, VN_OP(VN_GEP, 0), e->bufs[buf], index, NULL);
+    if (!r) {
+        LLVMTypeRef t = mem_type(e, e->p->bufs.data[buf].dtype);
+        r = LLVMBuildGEP2(e->b, t, e->bufs[buf], &index, 1, "");
+        tt__vn_add(&e->vn, VN_OP(VN_GEP, 0), e->bufs[buf], index, NULL, r);
+    }
+    return r;
 }
 
 static unsigned elem_align(emitter *e, uint32_t buf)
@@ -210,6 +238,9 @@ static val emit_fmuladd(emitter *e, const tt_expr *mul, tt_eid addend, bool neg_
     return r;
 }
 
+static LLVMValueRef build_binary(emitter *e, const tt_expr *n, tt_dtype ot, LLVMValueRef x,
+                                 LLVMValueRef y, bool vec);
+
 static val emit_binary(emitter *e, const tt_expr *n)
 {
     tt_dtype ot = tt_expr_operand_type(&e->p->pool, n);
@@ -226,6 +257,19 @@ static val emit_binary(emitter *e, const tt_expr *n)
     b = widen(e, b, vec);
     LLVMValueRef x = convert(e, a.v, dtype_of(e, n->a), ot, vec);
     LLVMValueRef y = convert(e, b.v, dtype_of(e, n->b), ot, vec);
+    int op = VN_OP(n->kind, ot * 16 + n->dtype);
+    val r = {tt__vn_find(&e->vn, op, x, y, NULL), vec};
+    if (!r.v) {
+        r.v = build_binary(e, n, ot, x, y, vec);
+        tt__vn_add(&e->vn, op, x, y, NULL, r.v);
+    }
+    return r;
+}
+
+/* x op y for binary node n, whose operands have been converted to dtype ot. */
+static LLVMValueRef build_binary(emitter *e, const tt_expr *n, tt_dtype ot, LLVMValueRef x,
+                                 LLVMValueRef y, bool vec)
+{
     LLVMTypeRef t = type_of(e, ot, vec);
     bool fl = tt_dtype_is_float(ot);
     val r = {0, vec};
@@ -262,13 +306,11 @@ static val emit_binary(emitter *e, const tt_expr *n)
         static const LLVMIntPredicate ip[] = {LLVMIntSLT, LLVMIntSLE, LLVMIntSGT,
                                               LLVMIntSGE, LLVMIntEQ,  LLVMIntNE};
         int k = n->kind - TT_EXPR_LT;
-        r.v = fl ? LLVMBuildFCmp(e->b, fp[k], x, y, "") : LLVMBuildICmp(e->b, ip[k], x, y, "");
-        return r;
+        return fl ? LLVMBuildFCmp(e->b, fp[k], x, y, "") : LLVMBuildICmp(e->b, ip[k], x, y, "");
     }
     }
     /* Arithmetic nodes carry the result dtype: convert if it differs from the operands'. */
-    r.v = convert(e, r.v, ot, (tt_dtype)n->dtype, vec);
-    return r;
+    return convert(e, r.v, ot, (tt_dtype)n->dtype, vec);
 }
 
 static bool has_load(emitter *e, tt_eid id)
@@ -298,15 +340,20 @@ static val emit_select(emitter *e, const tt_expr *n)
         a = widen(e, a, vec);
         b = widen(e, b, vec);
         c = widen(e, c, vec);
-        val r = {LLVMBuildSelect(e->b, c.v, convert(e, a.v, dtype_of(e, n->b), rt, vec),
-                                 convert(e, b.v, dtype_of(e, n->c), rt, vec), ""),
-                 vec};
+        LLVMValueRef x = convert(e, a.v, dtype_of(e, n->b), rt, vec),
+                     y = convert(e, b.v, dtype_of(e, n->c), rt, vec);
+        val r = {tt__vn_find(&e->vn, VN_OP(VN_SELECT, rt), c.v, x, y), vec};
+        if (!r.v) {
+            r.v = LLVMBuildSelect(e->b, c.v, x, y, "");
+            tt__vn_add(&e->vn, VN_OP(VN_SELECT, rt), c.v, x, y, r.v);
+        }
         return r;
     }
     /* A guarded load (padding) must not run when the guard is false: branch.  The guard is one
      * scalar condition (the vectoriser only lets through guards that do not depend on the lane);
      * the branches may be vectors (a depthwise convolution's padded input, loaded for a vector of
-     * channels). */
+     * channels).  Selecting between both sides with the loads' indices clamped under the guard
+     * avoids the branches (and compiles faster) but ran padded convolutions at half the speed. */
     bool vec = e->lanes && (tt_expr_uses_var(&e->p->pool, n->b, e->vec_var) ||
                             tt_expr_uses_var(&e->p->pool, n->c, e->vec_var));
     LLVMBasicBlockRef then_bb = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "sel.then");
@@ -314,15 +361,19 @@ static val emit_select(emitter *e, const tt_expr *n)
     LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "sel.join");
     LLVMBuildCondBr(e->b, c.v, then_bb, else_bb);
     LLVMPositionBuilderAtEnd(e->b, then_bb);
+    tt__vn_open(&e->vn);
     val a = emit(e, n->b);
     a.v = convert(e, a.v, dtype_of(e, n->b), rt, a.vec);
     a = widen(e, a, vec);
+    tt__vn_close(&e->vn);
     LLVMBasicBlockRef then_end = LLVMGetInsertBlock(e->b);
     LLVMBuildBr(e->b, join);
     LLVMPositionBuilderAtEnd(e->b, else_bb);
+    tt__vn_open(&e->vn);
     val b = emit(e, n->c);
     b.v = convert(e, b.v, dtype_of(e, n->c), rt, b.vec);
     b = widen(e, b, vec);
+    tt__vn_close(&e->vn);
     LLVMBasicBlockRef else_end = LLVMGetInsertBlock(e->b);
     LLVMBuildBr(e->b, join);
     LLVMPositionBuilderAtEnd(e->b, join);
@@ -541,7 +592,9 @@ static void emit_serial_loop(emitter *e, const tt_stmt *s, LLVMValueRef begin, L
     LLVMPositionBuilderAtEnd(e->b, body);
     LLVMValueRef saved = e->vars[s->var];
     e->vars[s->var] = phi;
+    tt__vn_open(&e->vn);
     emit_stmt(e, s->body);
+    tt__vn_close(&e->vn);
     e->vars[s->var] = saved;
     LLVMValueRef next = LLVMBuildAdd(e->b, phi, LLVMConstInt(e->i64, 1, 0), "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(e->b);
@@ -618,11 +671,15 @@ static void emit_stmt(emitter *e, tt_sid id)
         LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "if.end");
         LLVMBuildCondBr(e->b, cond, then_bb, else_bb ? else_bb : join);
         LLVMPositionBuilderAtEnd(e->b, then_bb);
+        tt__vn_open(&e->vn);
         emit_stmt(e, s->body);
+        tt__vn_close(&e->vn);
         LLVMBuildBr(e->b, join);
         if (else_bb) {
             LLVMPositionBuilderAtEnd(e->b, else_bb);
+            tt__vn_open(&e->vn);
             emit_stmt(e, s->orelse);
+            tt__vn_close(&e->vn);
             LLVMBuildBr(e->b, join);
         }
         LLVMPositionBuilderAtEnd(e->b, join);

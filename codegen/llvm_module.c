@@ -2,6 +2,7 @@
 #include "codegen_int.h"
 
 #include <llvm-c/Analysis.h>
+#include <llvm-c/Support.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -125,6 +126,10 @@ void tt__codegen_parallel(emitter *e, const tt_stmt *loop)
     }
     memcpy(saved_vars, e->vars, nv * sizeof(LLVMValueRef));
     memcpy(saved_bufs, e->bufs, nb * sizeof(LLVMValueRef));
+    /* Values of the caller are not values of the outlined function. */
+    int saved_floor = e->vn.floor;
+    tt__vn_open(&e->vn);
+    e->vn.floor = e->vn.depth;
     begin_function(e, fn);
     LLVMValueRef in = LLVMBuildBitCast(e->b, LLVMGetParam(fn, 0), LLVMPointerType(arr, 0), "");
     k = 0;
@@ -163,6 +168,8 @@ void tt__codegen_parallel(emitter *e, const tt_stmt *loop)
     emit_frees(e, saved_frees);
     LLVMBuildRetVoid(e->b);
     /* Back to the caller. */
+    tt__vn_close(&e->vn);
+    e->vn.floor = saved_floor;
     e->fn = saved_fn;
     e->entry_term = saved_term;
     e->frees.len = saved_frees;
@@ -191,6 +198,15 @@ static void init_llvm(void)
     LLVMInitializeAllTargets();
     LLVMInitializeAllTargetMCs();
     LLVMInitializeAllAsmPrinters();
+    /* Code generation options for the whole process (LLVM keeps them in globals), chosen for
+     * these kernels: unrolled tiles are basic blocks of thousands of instructions, on which the
+     * machine instruction schedulers (before and after register allocation) took half of code
+     * generation; out-of-order x86 and ARM cores reorder them anyway, and the best tuned kernels
+     * ran at the same speed without them (docs/codegen.md).  The unroll threshold is O3's
+     * (300): the textual kernel pipeline below cannot pass O3's level to its full unroller. */
+    static const char *const args[] = {"tvm-tune", "-enable-misched=false",
+                                       "-post-RA-scheduler=false", "-unroll-threshold-default=300"};
+    LLVMParseCommandLineOptions((int)(sizeof(args) / sizeof(args[0])), args, NULL);
     host_triple = LLVMGetDefaultTargetTriple();
     host_cpu = LLVMGetHostCPUName();
     host_features = LLVMGetHostCPUFeatures();
@@ -273,6 +289,32 @@ static void add_typed_entry(emitter *e, LLVMValueRef kernel, const tt_program *p
 }
 
 /* Builds the module of `p` into e (caller disposes ctx). */
+/* O3's pipeline (LLVM 14, `opt -passes='default<O3>' -print-pipeline-passes`) without what
+ * these kernels do not need: the inliner and interprocedural passes (a kernel is one function and
+ * its outlined parallel bodies, called through libgomp), coroutines, and the loop and SLP
+ * vectorisers with loop distribution and load elimination (vectors are explicit: the schedule's
+ * `vectorize`), which took half of the optimisation time in loop access analysis.  O3's order is
+ * kept: the register tile is promoted to registers only when its small loops are fully unrolled
+ * before SROA runs again. */
+#define TT_SIMPLIFYCFG                                                                             \
+    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;"              \
+    "no-switch-to-lookup;keep-loops;no-hoist-common-insts;no-sink-common-insts>"
+static const char kernel_pipeline[] =
+    "function<eager-inv>(lower-expect," TT_SIMPLIFYCFG ",sroa,early-cse<>),ipsccp,globalopt,"
+    "function(mem2reg),function<eager-inv>(instcombine," TT_SIMPLIFYCFG "),"
+    "function<eager-inv>(sroa,early-cse<memssa>,speculative-execution,jump-threading,"
+    "correlated-propagation," TT_SIMPLIFYCFG
+    ",instcombine,aggressive-instcombine,tailcallelim," TT_SIMPLIFYCFG
+    ",reassociate,loop-mssa(loop-instsimplify,loop-simplifycfg,licm,loop-rotate,"
+    "licm,simple-loop-unswitch<nontrivial;trivial>)," TT_SIMPLIFYCFG ",instcombine,"
+    "loop(loop-idiom,indvars,loop-deletion,loop-unroll-full),sroa,"
+    "mldst-motion<no-split-footer-bb>,gvn<>,sccp,bdce,instcombine,jump-threading,"
+    "correlated-propagation,adce,memcpyopt,dse,loop-mssa(licm)," TT_SIMPLIFYCFG ",instcombine),"
+    "globaldce,function<eager-inv>(float2int,lower-constant-intrinsics,"
+    "loop(loop-rotate,loop-deletion),instcombine," TT_SIMPLIFYCFG ",vector-combine,instcombine,"
+    "loop-unroll<O3>,instcombine,loop-mssa(licm),alignment-from-assumptions,loop-sink,"
+    "instsimplify,div-rem-pairs," TT_SIMPLIFYCFG "),globaldce,constmerge";
+
 static tt_status build_module(emitter *e, const tt_program *p, const tt_target *t,
                               const char *entry, const tt_codegen_options *opt,
                               LLVMTargetMachineRef tm, tt_errbuf *err)
@@ -329,6 +371,10 @@ static tt_status build_module(emitter *e, const tt_program *p, const tt_target *
     if (e->opt.typed_entry && e->opt.typed_entry[0])
         add_typed_entry(e, fn, p);
     e->stats.emit_s = tt_clock_monotonic() - t0;
+    for (LLVMValueRef f = LLVMGetFirstFunction(e->mod); f; f = LLVMGetNextFunction(f))
+        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
+            for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
+                e->stats.emitted_instructions++;
     if (e->status)
         return tt_err(err, e->status, "code generation failed: %s", tt_strerror(e->status));
     char *msg = NULL;
@@ -345,7 +391,8 @@ static tt_status build_module(emitter *e, const tt_program *p, const tt_target *
         snprintf(pipeline, sizeof(pipeline), "default<O%d>",
                  e->opt.opt_level > 3 ? 3 : e->opt.opt_level);
         LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-        LLVMErrorRef perr = LLVMRunPasses(e->mod, pipeline, tm, po);
+        LLVMErrorRef perr =
+            LLVMRunPasses(e->mod, e->opt.opt_level >= 3 ? kernel_pipeline : pipeline, tm, po);
         LLVMDisposePassBuilderOptions(po);
         if (perr) {
             char *m = LLVMGetErrorMessage(perr);
@@ -369,6 +416,7 @@ static void free_emitter(emitter *e)
     free(e->vars);
     free(e->bufs);
     TT_VEC_FREE(&e->frees);
+    tt__vn_free(&e->vn);
 }
 
 /* Emits the object of module e to `obj`. */

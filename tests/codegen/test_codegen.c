@@ -212,6 +212,34 @@ static void padding_guards_stay_vector_code(void **state)
     }
 }
 
+/* Unrolling emits a body once per iteration; its index arithmetic on the outer loop variables is
+ * built once (value numbering while emitting), and a value built in a branch arm (a guarded load)
+ * is not reused after the branch, where it would not dominate its use (LLVM's verifier would
+ * refuse the module). */
+static void unrolled_bodies_share_index_arithmetic(void **state)
+{
+    /* A 4x32 tile of a 64x64x64 matmul: k's inner 4, i's 4 and j's 2 vectors of 16 unrolled. */
+    const char *mm = "matmul:M=64,N=64,K=64";
+    const char *mm_steps =
+        "[[\"SP\", 2, 0, 64, [4], 1], [\"SP\", 2, 2, 64, [2, 16], 1], [\"SP\", 2, 5, 64, [4], 1], "
+        "[\"RE\", 2, [0, 2, 5, 6, 1, 3, 4]], [\"AN\", 2, 3, 1], [\"AN\", 2, 4, 1], "
+        "[\"AN\", 2, 5, 1], [\"AN\", 2, 6, 2]]";
+    tt_codegen_stats stats;
+    check_steps(mm, mm_steps, 3, false, &stats);
+    assert_true(stats.unrolled_loops >= 2);
+    /* 4 x 4 x 2 = 32 vector multiply-adds, each a load of A, B and C and a store: with the
+     * index products and sums of i.0, j.0, k.0 built once, well under 20 instructions each
+     * (without numbering: 45). */
+    assert_true(stats.emitted_instructions < 32 * 20);
+    /* The same subexpressions inside and after a guarded load. */
+    check_steps("te:B[i,j] = select(j >= 1, A[i*4+j-1], 0.0) + A[i*4+j]; "
+                "A:float32[64]; B:float32[16,4]",
+                "[[\"AN\", 1, 1, 1]]", 5, false, &stats);
+    check_steps("te:B[i,j] = select(j >= 1, A[i*4+j-1], 0.0) + A[i*4+j]; "
+                "A:float32[64]; B:float32[16,4]",
+                "[[\"AN\", 1, 0, 1], [\"AN\", 1, 1, 1]]", 5, true, &stats);
+}
+
 /* Intermediates above the stack limit live on the heap; an outlined parallel body must neither
  * free nor touch the caller's heap buffers' lifetimes. */
 static void heap_buffers_and_parallel_loops(void **state)
@@ -488,6 +516,7 @@ int main(void)
         cmocka_unit_test(aarch64_objects_need_no_cross_toolchain),
         cmocka_unit_test(heap_buffers_and_parallel_loops),
         cmocka_unit_test(padding_guards_stay_vector_code),
+        cmocka_unit_test(unrolled_bodies_share_index_arithmetic),
         cmocka_unit_test(concurrent_compilations_succeed),
         cmocka_unit_test(compiled_random_schedules_match_the_definition),
     };
