@@ -116,9 +116,24 @@ double tt_bench_onednn_conv2d_nhwc(int ci, int hw, int co, int k, int s, int p)
     return tt_bench_onednn_conv2d_nhwc_groups(ci, hw, co, k, s, p, 1);
 }
 
+static double onednn_conv(int ci, int hw, int co, int k, int s, int p, int groups, int block);
+
 double tt_bench_onednn_conv2d_nhwc_groups(int ci, int hw, int co, int k, int s, int p, int groups)
 {
+    return onednn_conv(ci, hw, co, k, s, p, groups, 0);
+}
+
+double tt_bench_onednn_conv2d_blocked(int ci, int hw, int co, int k, int s, int p, int block)
+{
+    if (block != 0 && block != 8 && block != 16)
+        return -1;
+    return onednn_conv(ci, hw, co, k, s, p, 1, block);
+}
+
+static double onednn_conv(int ci, int hw, int co, int k, int s, int p, int groups, int block)
+{
     int oh = (hw + 2 * p - k) / s + 1;
+    dnnl_format_tag_t act = block == 16 ? dnnl_nChw16c : block == 8 ? dnnl_nChw8c : dnnl_nhwc;
     double t = -1;
     dnnl_engine_t eng = NULL;
     dnnl_stream_t stream = NULL;
@@ -132,13 +147,13 @@ double tt_bench_onednn_conv2d_nhwc_groups(int ci, int hw, int co, int k, int s, 
     dnnl_dims_t w_dims = {co, ci, k, k}, gw_dims = {groups, co / groups, ci / groups, k, k};
     dnnl_dims_t strides = {s, s}, pad = {p, p};
     dnnl_memory_desc_t src_md, w_md, dst_md;
-    CHECK(dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, dnnl_f32, dnnl_nhwc));
+    CHECK(dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, dnnl_f32, act));
     if (groups > 1) {
         CHECK(dnnl_memory_desc_init_by_tag(&w_md, 5, gw_dims, dnnl_f32, dnnl_format_tag_any));
     } else {
         CHECK(dnnl_memory_desc_init_by_tag(&w_md, 4, w_dims, dnnl_f32, dnnl_format_tag_any));
     }
-    CHECK(dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_dims, dnnl_f32, dnnl_nhwc));
+    CHECK(dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_dims, dnnl_f32, act));
     dnnl_convolution_desc_t cd;
     CHECK(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
                                              &src_md, &w_md, NULL, &dst_md, strides, pad, pad));
@@ -182,6 +197,12 @@ double tt_bench_onednn_conv2d_nhwc(int ci, int hw, int co, int k, int s, int p)
 double tt_bench_onednn_conv2d_nhwc_groups(int ci, int hw, int co, int k, int s, int p, int groups)
 {
     (void)ci, (void)hw, (void)co, (void)k, (void)s, (void)p, (void)groups;
+    return -1;
+}
+
+double tt_bench_onednn_conv2d_blocked(int ci, int hw, int co, int k, int s, int p, int block)
+{
+    (void)ci, (void)hw, (void)co, (void)k, (void)s, (void)p, (void)block;
     return -1;
 }
 #endif

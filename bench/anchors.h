@@ -18,6 +18,10 @@ double tt_bench_onednn_conv2d_nhwc(int ci, int hw, int co, int k, int s, int p);
 /* oneDNN's convolution with `groups` groups (groups == ci == co: depthwise), as above. */
 double tt_bench_onednn_conv2d_nhwc_groups(int ci, int hw, int co, int k, int s, int p, int groups);
 
+/* oneDNN's convolution with activations blocked by `block` channels (8: nChw8c, 16: nChw16c;
+ * 0: NHWC as above), the layout of a network that runs blocked end to end. */
+double tt_bench_onednn_conv2d_blocked(int ci, int hw, int co, int k, int s, int p, int block);
+
 /* Whether OpenBLAS is built in, its core name ("Haswell", "SkylakeX", ...) and a thread count
  * setter (OpenBLAS's own pool: 1 or all cores). */
 const char *tt_bench_openblas_core(void);

@@ -36,6 +36,7 @@ typedef struct {
     vendor_kind kind;
     int m, n, k;                      /* GEMM: C[m,n] = A[m,k] B[k,n] */
     int ci, hw, co, kk, s, p, groups; /* convolution, batch 1, NHWC */
+    bool blocked;                     /* NCHW[x]c, x = the vector's floats (8 or 16) */
     bool quick;                       /* in the --quick subset */
     char workload[192];
     /* results, per budget */
@@ -54,6 +55,11 @@ typedef struct {
     {                                                                                              \
         .group = "resnet18", .name = nm, .kind = VENDOR_CONV, .ci = CI, .hw = HW, .co = CO,        \
         .kk = K, .s = S, .p = P, .groups = 1, .quick = q                                           \
+    }
+#define CONVC(nm, CI, HW, CO, K, S, P, q)                                                          \
+    {                                                                                              \
+        .group = "nchwc", .name = nm, .kind = VENDOR_CONV, .ci = CI, .hw = HW, .co = CO, .kk = K,  \
+        .s = S, .p = P, .groups = 1, .blocked = true, .quick = q                                   \
     }
 #define DW(nm, C, HW, S, q)                                                                        \
     {                                                                                              \
@@ -80,6 +86,11 @@ static row rows[] = {
     CONV("C10", 256, 14, 512, 3, 2, 1, false),
     CONV("C11", 256, 14, 512, 1, 2, 0, false),
     CONV("C12", 512, 7, 512, 3, 1, 1, true),
+    /* Four of them in NCHW[x]c against oneDNN's blocked activations (nChw8c / nChw16c). */
+    CONVC("C2c", 64, 56, 64, 3, 1, 1, false),
+    CONVC("C6c", 128, 28, 128, 3, 1, 1, false),
+    CONVC("C9c", 256, 14, 256, 3, 1, 1, false),
+    CONVC("C12c", 512, 7, 512, 3, 1, 1, false),
     /* MobileNet-V2's depthwise layers at 224x224: input size, channels, stride. */
     DW("DW1", 32, 112, 1, false),
     DW("DW2", 96, 112, 2, false),
@@ -95,9 +106,23 @@ static row rows[] = {
 };
 enum { NROWS = sizeof(rows) / sizeof(rows[0]) };
 
+/* Channels per block of the NCHW[x]c rows: one vector of floats on this CPU. */
+static int nchwc_block(void)
+{
+    tt_target host;
+    tt_target_parse("llvm", &host, NULL);
+    tt_vector_isa isa;
+    tt_codegen_vector_isa(&host, &isa);
+    return isa.vector_bytes >= 64 ? 16 : 8;
+}
+
 static void workload_of(row *r)
 {
-    if (r->kind == VENDOR_GEMM)
+    if (r->blocked)
+        snprintf(r->workload, sizeof(r->workload),
+                 "conv2d_nchwc:N=1,CI=%d,H=%d,W=%d,CO=%d,K=%d,S=%d,P=%d,IC=%d,OC=%d", r->ci, r->hw,
+                 r->hw, r->co, r->kk, r->s, r->p, nchwc_block(), nchwc_block());
+    else if (r->kind == VENDOR_GEMM)
         snprintf(r->workload, sizeof(r->workload), "matmul:M=%d,N=%d,K=%d", r->m, r->n, r->k);
     else if (r->groups > 1)
         snprintf(r->workload, sizeof(r->workload),
@@ -551,6 +576,10 @@ int main(int argc, char **argv)
             tt_bench_openblas_threads((int)cores);
             r->vendor_s = best;
             r->vendor = "OpenBLAS";
+        } else if (r->blocked) {
+            r->vendor_s = tt_bench_onednn_conv2d_blocked(r->ci, r->hw, r->co, r->kk, r->s, r->p,
+                                                         nchwc_block());
+            r->vendor = "oneDNN";
         } else {
             r->vendor_s = tt_bench_onednn_conv2d_nhwc_groups(r->ci, r->hw, r->co, r->kk, r->s, r->p,
                                                              r->groups);

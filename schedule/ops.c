@@ -184,11 +184,65 @@ static tt_status te_conv2d_nchw(tt_strbuf *sb, const int64_t *p, const char *dt,
         tt_strbuf_printf(sb, "out[n,co,oh,ow] += %s[n,co/%lld*%lld+rc,%s,%s] * weight[co,rc,rh,rw]",
                          src, (long long)(CO / G), (long long)(CI / G), bh, bw);
     tt_strbuf_printf(sb,
-                     "; data:%s[%lld,%lld,%lld,%lld]; weight:%s[%lld,%lld,%lld,%lld]; "
+                     "; data:%s[%lld,%lld,%lld,%lld]; weight:const %s[%lld,%lld,%lld,%lld]; "
                      "out:%s[%lld,%lld,%lld,%lld]",
                      dt, (long long)N, (long long)CI, (long long)H, (long long)W, dt, (long long)CO,
                      (long long)(CI / G), (long long)K, (long long)K, dt, (long long)N,
                      (long long)CO, (long long)OH, (long long)OW);
+    return TT_OK;
+}
+
+/* conv2d_nchwc: N, CI, H, W, CO, K, S, P, IC, OC.  Channels blocked by IC (input) and OC
+ * (output), the layout of TVM's x86 convolutions (NCHW[x]c): data[N, CI/IC, H, W, IC],
+ * weight[CO/OC, CI/IC, K, K, IC, OC], out[N, CO/OC, OH, OW, OC].  A block of OC output channels
+ * is one vector, and consecutive layers keep the layout (layout_nchwc converts at the edges). */
+static tt_status te_conv2d_nchwc(tt_strbuf *sb, const int64_t *p, const char *dt, tt_errbuf *err)
+{
+    int64_t N = p[0], CI = p[1], H = p[2], W = p[3], CO = p[4], K = p[5], S = p[6], P = p[7],
+            IC = p[8], OC = p[9];
+    if (CI % IC || CO % OC)
+        return tt_err(err, TT_ERR_BAD_WORKLOAD,
+                      "conv2d_nchwc: CI=%lld must be a multiple of IC=%lld and CO=%lld of OC=%lld",
+                      (long long)CI, (long long)IC, (long long)CO, (long long)OC);
+    int64_t OH = out_extent(H, K, S, P, 1), OW = out_extent(W, K, S, P, 1);
+    if (OH < 1 || OW < 1 || P >= K)
+        return tt_err(err, TT_ERR_BAD_WORKLOAD,
+                      "conv2d_nchwc: kernel, padding and input size do not fit");
+    const char *src = "data";
+    if (P > 0) {
+        tt_strbuf_printf(
+            sb,
+            "pad[n,c,h,w,ci] = select(h >= %lld && h < %lld && w >= %lld && "
+            "w < %lld, data[n,c,h-%lld,w-%lld,ci], 0); pad:%s[%lld,%lld,%lld,%lld,%lld]; ",
+            (long long)P, (long long)(H + P), (long long)P, (long long)(W + P), (long long)P,
+            (long long)P, dt, (long long)N, (long long)(CI / IC), (long long)(H + 2 * P),
+            (long long)(W + 2 * P), (long long)IC);
+        src = "pad";
+    }
+    char bh[64], bw[64];
+    tt_strbuf_printf(sb, "out[n,co,oh,ow,oc] += %s[n,rc,%s,%s,ri] * weight[co,rc,rh,rw,ri,oc]", src,
+                     win(bh, sizeof(bh), "oh", S, "rh", 1), win(bw, sizeof(bw), "ow", S, "rw", 1));
+    int64_t d[5] = {N, CI / IC, H, W, IC}, w[6] = {CO / OC, CI / IC, K, K, IC, OC},
+            o[5] = {N, CO / OC, OH, OW, OC};
+    emit_decl(sb, "data", dt, 5, d);
+    emit_decl(sb, "weight", dt, 6, w);
+    emit_decl(sb, "out", dt, 5, o);
+    return TT_OK;
+}
+
+/* layout_nchwc: N, C, H, W, CB.  NCHW activations to NCHW[CB]c, what a network running NCHWc
+ * convolutions pays once at its input (and in reverse at its output). */
+static tt_status te_layout_nchwc(tt_strbuf *sb, const int64_t *p, const char *dt, tt_errbuf *err)
+{
+    int64_t N = p[0], C = p[1], H = p[2], W = p[3], CB = p[4];
+    if (C % CB)
+        return tt_err(err, TT_ERR_BAD_WORKLOAD,
+                      "layout_nchwc: C=%lld must be a multiple of CB=%lld", (long long)C,
+                      (long long)CB);
+    tt_strbuf_printf(sb, "out[n,c,h,w,cb] = data[n,c*%lld+cb,h,w]", (long long)CB);
+    int64_t d[4] = {N, C, H, W}, o[5] = {N, C / CB, H, W, CB};
+    emit_decl(sb, "data", dt, 4, d);
+    emit_decl(sb, "out", dt, 5, o);
     return TT_OK;
 }
 
@@ -467,6 +521,21 @@ static const tt_op_def library[] = {
       OPT("DIL", 1, 1, "dilation"), OPT("G", 1, 1, "groups")},
      10,
      te_conv2d_nchw},
+    {"conv2d_nchwc",
+     "C2D",
+     "2-D convolution in NCHW[x]c, data[N,CI/IC,H,W,IC], weight[CO/OC,CI/IC,K,K,IC,OC]",
+     {REQ("N", "batch"), REQ("CI", "input channels"), REQ("H", "height"), REQ("W", "width"),
+      REQ("CO", "output channels"), REQ("K", "kernel size"), REQ("S", "stride"), PAD,
+      OPT("IC", 16, 1, "input channel block"), OPT("OC", 16, 1, "output channel block")},
+     10,
+     te_conv2d_nchwc},
+    {"layout_nchwc",
+     "ELEM",
+     "activations NCHW -> NCHW[CB]c, out[N,C/CB,H,W,CB]",
+     {REQ("N", "batch"), REQ("C", "channels"), REQ("H", "height"), REQ("W", "width"),
+      OPT("CB", 16, 1, "channel block")},
+     5,
+     te_layout_nchwc},
     {"conv3d_ndhwc",
      "C3D",
      "3-D convolution, data[N,D,H,W,CI], weight[K,K,K,CI/G,CO]",

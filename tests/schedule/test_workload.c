@@ -109,6 +109,10 @@ static void malformed_workloads_are_rejected_with_a_located_message(void **state
     expect_error("conv2d_nhwc:N=1,H=2,W=2,CI=3,CO=4,K=7,S=1,P=0", TT_ERR_BAD_WORKLOAD,
                  "does not fit");
     expect_error("softmax:M=4,N=4,dtype=int32", TT_ERR_BAD_WORKLOAD, "float dtype");
+    expect_error("conv2d_nchwc:N=1,CI=24,H=8,W=8,CO=32,K=3,S=1,P=1", TT_ERR_BAD_WORKLOAD,
+                 "CI=24 must be a multiple of IC=16");
+    expect_error("layout_nchwc:N=1,C=12,H=4,W=4,CB=8", TT_ERR_BAD_WORKLOAD,
+                 "C=12 must be a multiple of CB=8");
     expect_error("conv2d_transpose_nhwc:N=1,H=4,W=4,CI=4,CO=4,K=3,S=2,P=3", TT_ERR_BAD_WORKLOAD,
                  "at most K-1");
 }
