@@ -1,14 +1,14 @@
 /* bench_vendor: tuned kernels against the vendor libraries, in one run on this machine.
  *
- * Rows: matmul 256..2048 and two BERT-base shapes, the twelve ResNet-18 conv2d layers (NHWC), the
- * MobileNet-V2 depthwise layers (3x3, stride 1 and 2), dense 1x512x1000.  Each row is tuned with
- * the default search for the first budget (200 trials), then resumed to the second (1000); the
- * best kernel of each stage is built again here, checked against a reference (OpenBLAS's output
- * for GEMMs, the naive schedule for convolutions) and timed in this process exactly as the
- * vendor is: a warm-up call, then the median of 5 samples of at least 20 ms (anchors.c).
- * Vendors: OpenBLAS sgemm (the faster of 1 and all threads, its kernel for this CPU), oneDNN's
- * convolution with weights pre-packed in the layout it prefers.  Percent of peak is against the
- * FMA peak measured first (peak.c).
+ * Rows: matmul 256..2048 and two BERT-base shapes, the twelve ResNet-18 conv2d layers (NHWC) and
+ * four of them in NCHW[x]c (against oneDNN's blocked activations), the MobileNet-V2 depthwise
+ * layers (3x3, stride 1 and 2), dense 1x512x1000.  Each row is tuned with the default search for
+ * the first budget (200 trials), then resumed to the second (1000); the best kernel of each stage
+ * is built again here, checked against a reference (OpenBLAS's output for GEMMs, the naive schedule
+ * for convolutions) and timed in this process exactly as the vendor is: a warm-up call, then the
+ * median of 5 samples of at least 20 ms (anchors.c). Vendors: OpenBLAS sgemm (the faster of 1 and
+ * all threads, its kernel for this CPU), oneDNN's convolution with weights pre-packed in the layout
+ * it prefers.  Percent of peak is against the FMA peak measured first (peak.c).
  *
  * usage: bench_vendor [--quick] [--trials A,B] [--strategy S] [--only SUBSTR] [--json FILE]
  *                     [--db PATH] [--no-compile-bench | --compile-only]
