@@ -118,11 +118,12 @@ static int nchwc_block(void)
 
 static void workload_of(row *r)
 {
-    if (r->blocked)
+    if (r->blocked) {
+        int cb = nchwc_block();
         snprintf(r->workload, sizeof(r->workload),
                  "conv2d_nchwc:N=1,CI=%d,H=%d,W=%d,CO=%d,K=%d,S=%d,P=%d,IC=%d,OC=%d", r->ci, r->hw,
-                 r->hw, r->co, r->kk, r->s, r->p, nchwc_block(), nchwc_block());
-    else if (r->kind == VENDOR_GEMM)
+                 r->hw, r->co, r->kk, r->s, r->p, cb, cb);
+    } else if (r->kind == VENDOR_GEMM)
         snprintf(r->workload, sizeof(r->workload), "matmul:M=%d,N=%d,K=%d", r->m, r->n, r->k);
     else if (r->groups > 1)
         snprintf(r->workload, sizeof(r->workload),

@@ -20,7 +20,7 @@ typedef struct {
 
 /* Operation codes for value numbering (llvm_vn.c): an expression kind or one of these, times 256,
  * plus the dtypes or lanes that tell two results of the same operands apart. */
-enum { VN_SPLAT = TT_EXPR_KIND_COUNT, VN_CONVERT, VN_GEP, VN_CALL, VN_SELECT };
+enum { VN_SPLAT = TT_EXPR_KIND_COUNT, VN_CONVERT, VN_GEP, VN_SELECT };
 #define VN_OP(kind, extra) ((int)(kind)*256 + (int)(extra))
 
 static LLVMTypeRef elem_type(emitter *e, tt_dtype t)

@@ -288,7 +288,6 @@ static void add_typed_entry(emitter *e, LLVMValueRef kernel, const tt_program *p
     LLVMSetLinkage(kernel, LLVMInternalLinkage);
 }
 
-/* Builds the module of `p` into e (caller disposes ctx). */
 /* O3's pipeline (LLVM 14, `opt -passes='default<O3>' -print-pipeline-passes`) without what
  * these kernels do not need: the inliner and interprocedural passes (a kernel is one function and
  * its outlined parallel bodies, called through libgomp), coroutines, and the loop and SLP
@@ -315,6 +314,7 @@ static const char kernel_pipeline[] =
     "loop-unroll<O3>,instcombine,loop-mssa(licm),alignment-from-assumptions,loop-sink,"
     "instsimplify,div-rem-pairs," TT_SIMPLIFYCFG "),globaldce,constmerge";
 
+/* Builds the module of `p` into e (caller disposes ctx). */
 static tt_status build_module(emitter *e, const tt_program *p, const tt_target *t,
                               const char *entry, const tt_codegen_options *opt,
                               LLVMTargetMachineRef tm, tt_errbuf *err)

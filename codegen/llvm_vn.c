@@ -36,6 +36,7 @@ static bool grow(tt__vn *vn)
     tt__vn_entry *t = calloc(cap, sizeof(*t));
     if (!t)
         return false;
+    size_t used = 0;
     for (size_t i = 0; i < vn->cap; i++) {
         const tt__vn_entry *x = &vn->table[i];
         if (!live(vn, x))
@@ -44,10 +45,12 @@ static bool grow(tt__vn *vn)
         while (t[j].v)
             j = (j + 1) & (cap - 1);
         t[j] = *x;
+        used++;
     }
     free(vn->table);
     vn->table = t;
     vn->cap = cap;
+    vn->used = used;
     return true;
 }
 
@@ -72,9 +75,6 @@ void tt__vn_add(tt__vn *vn, int op, LLVMValueRef a, LLVMValueRef b, LLVMValueRef
     if (2 * (vn->used + 1) > vn->cap) {
         if (!grow(vn))
             return; /* out of memory: emit without numbering */
-        vn->used = 0;
-        for (size_t i = 0; i < vn->cap; i++)
-            vn->used += vn->table[i].v != NULL;
     }
     size_t j = hash_key(op, a, b, c) & (vn->cap - 1);
     /* Reuse a dead entry on the probe path, else the first empty slot. */
