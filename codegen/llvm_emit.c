@@ -241,6 +241,30 @@ static val emit_fmuladd(emitter *e, const tt_expr *mul, tt_eid addend, bool neg_
 static LLVMValueRef build_binary(emitter *e, const tt_expr *n, tt_dtype ot, LLVMValueRef x,
                                  LLVMValueRef y, bool vec);
 
+/* Is an integer constant equal to k? */
+static bool is_int_const(LLVMValueRef v, long long k)
+{
+    return LLVMIsAConstantInt(v) && LLVMConstIntGetSExtValue(v) == k;
+}
+
+/* x op y where an operand makes it x, y or 0 (x + 0, x * 1, x * 0, x / 1, x % 1), else NULL.
+ * Unit loops and unrolled iterations bind loop variables to constants, and an index expression
+ * built around them would otherwise leave LLVM thousands of adds of zero to clean up. */
+static LLVMValueRef int_identity(int kind, LLVMValueRef x, LLVMValueRef y)
+{
+    switch (kind) {
+    case TT_EXPR_ADD: return is_int_const(y, 0) ? x : is_int_const(x, 0) ? y : NULL;
+    case TT_EXPR_SUB: return is_int_const(y, 0) ? x : NULL;
+    case TT_EXPR_MUL:
+        if (is_int_const(y, 1) || is_int_const(x, 0))
+            return x;
+        return is_int_const(x, 1) || is_int_const(y, 0) ? y : NULL;
+    case TT_EXPR_DIV: return is_int_const(y, 1) ? x : NULL;
+    case TT_EXPR_MOD: return is_int_const(y, 1) ? LLVMConstNull(LLVMTypeOf(x)) : NULL;
+    default: return NULL;
+    }
+}
+
 static val emit_binary(emitter *e, const tt_expr *n)
 {
     tt_dtype ot = tt_expr_operand_type(&e->p->pool, n);
@@ -257,6 +281,11 @@ static val emit_binary(emitter *e, const tt_expr *n)
     b = widen(e, b, vec);
     LLVMValueRef x = convert(e, a.v, dtype_of(e, n->a), ot, vec);
     LLVMValueRef y = convert(e, b.v, dtype_of(e, n->b), ot, vec);
+    if (!vec && !tt_dtype_is_float(ot) && ot == (tt_dtype)n->dtype) {
+        LLVMValueRef same = int_identity(n->kind, x, y);
+        if (same)
+            return (val){same, false};
+    }
     int op = VN_OP(n->kind, ot * 16 + n->dtype);
     val r = {tt__vn_find(&e->vn, op, x, y, NULL), vec};
     if (!r.v) {
@@ -612,7 +641,13 @@ static void emit_for(emitter *e, const tt_stmt *s)
     int saved_unroll = e->auto_unroll;
     if (s->unroll_max_step)
         e->auto_unroll = s->unroll_max_step;
-    if (s->ann == TT_ANN_PARALLEL && !e->in_parallel && s->extent > 1) {
+    if (s->extent == 1) {
+        /* A unit loop (a split by 1) is its body with the variable 0. */
+        LLVMValueRef saved = e->vars[s->var];
+        e->vars[s->var] = zero;
+        emit_stmt(e, s->body);
+        e->vars[s->var] = saved;
+    } else if (s->ann == TT_ANN_PARALLEL && !e->in_parallel && s->extent > 1) {
         tt__codegen_parallel(e, s);
         e->stats.parallel_loops++;
     } else if (s->ann == TT_ANN_VECTORIZE && !e->lanes && s->extent > 1 &&

@@ -294,7 +294,14 @@ static void add_typed_entry(emitter *e, LLVMValueRef kernel, const tt_program *p
  * vectorisers with loop distribution and load elimination (vectors are explicit: the schedule's
  * `vectorize`), which took half of the optimisation time in loop access analysis.  O3's order is
  * kept: the register tile is promoted to registers only when its small loops are fully unrolled
- * before SROA runs again. */
+ * before SROA runs again.  Also left out, measured on random candidates and tuned kernels:
+ *   - the late unroller's partial, runtime, upper-bound unrolling and peeling: it multiplied the
+ *     loops the schedule left rolled by up to 8x, which cost half of the optimisation and two
+ *     thirds of code generation, and the best kernels ran no faster for it (unrolling is the
+ *     schedule's `unroll`; full unrolling of small constant loops stays);
+ *   - loop-idiom (10-15% of optimisation; nothing to turn into memset once tiles are unrolled).
+ * indvars and the jump threading after full unrolling stay: without either, padded convolutions
+ * run 1.4-1.6x slower (their bounds checks fold only then). */
 #define TT_SIMPLIFYCFG                                                                             \
     "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;"              \
     "no-switch-to-lookup;keep-loops;no-hoist-common-insts;no-sink-common-insts>"
@@ -306,12 +313,13 @@ static const char kernel_pipeline[] =
     ",instcombine,aggressive-instcombine,tailcallelim," TT_SIMPLIFYCFG
     ",reassociate,loop-mssa(loop-instsimplify,loop-simplifycfg,licm,loop-rotate,"
     "licm,simple-loop-unswitch<nontrivial;trivial>)," TT_SIMPLIFYCFG ",instcombine,"
-    "loop(loop-idiom,indvars,loop-deletion,loop-unroll-full),sroa,"
+    "loop(indvars,loop-deletion,loop-unroll-full),sroa,"
     "mldst-motion<no-split-footer-bb>,gvn<>,sccp,bdce,instcombine,jump-threading,"
     "correlated-propagation,adce,memcpyopt,dse,loop-mssa(licm)," TT_SIMPLIFYCFG ",instcombine),"
     "globaldce,function<eager-inv>(float2int,lower-constant-intrinsics,"
     "loop(loop-rotate,loop-deletion),instcombine," TT_SIMPLIFYCFG ",vector-combine,instcombine,"
-    "loop-unroll<O3>,instcombine,loop-mssa(licm),alignment-from-assumptions,loop-sink,"
+    "loop-unroll<O3;no-partial;no-runtime;no-upperbound;no-peeling>,instcombine,loop-mssa(licm),"
+    "alignment-from-assumptions,loop-sink,"
     "instsimplify,div-rem-pairs," TT_SIMPLIFYCFG "),globaldce,constmerge";
 
 /* Builds the module of `p` into e (caller disposes ctx). */

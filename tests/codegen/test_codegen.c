@@ -240,6 +240,18 @@ static void unrolled_bodies_share_index_arithmetic(void **state)
                 "[[\"AN\", 1, 0, 1], [\"AN\", 1, 1, 1]]", 5, true, &stats);
 }
 
+/* A split by 1 leaves unit loops and index terms multiplied by 1 or added to 0: emitted code is
+ * the same as without the split. */
+static void unit_loops_emit_nothing(void **state)
+{
+    (void)state;
+    const char *mm = "matmul:M=64,N=64,K=64";
+    tt_codegen_stats plain, unit;
+    check_steps(mm, "[]", 3, false, &plain);
+    check_steps(mm, "[[\"SP\", 2, 0, 64, [1, 1], 1], [\"SP\", 2, 4, 64, [1], 1]]", 3, false, &unit);
+    assert_int_equal(unit.emitted_instructions, plain.emitted_instructions);
+}
+
 /* Intermediates above the stack limit live on the heap; an outlined parallel body must neither
  * free nor touch the caller's heap buffers' lifetimes. */
 static void heap_buffers_and_parallel_loops(void **state)
@@ -517,6 +529,7 @@ int main(void)
         cmocka_unit_test(heap_buffers_and_parallel_loops),
         cmocka_unit_test(padding_guards_stay_vector_code),
         cmocka_unit_test(unrolled_bodies_share_index_arithmetic),
+        cmocka_unit_test(unit_loops_emit_nothing),
         cmocka_unit_test(concurrent_compilations_succeed),
         cmocka_unit_test(compiled_random_schedules_match_the_definition),
     };
