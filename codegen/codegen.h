@@ -39,6 +39,7 @@ typedef struct tt_codegen_stats {
     double object_s; /* machine code */
     double link_s;   /* object -> shared object */
     int vector_loops, scalar_fallbacks, parallel_loops, unrolled_loops;
+    int padded_updates; /* multiply-adds of padded inputs skipped where the input is padding */
     int64_t emitted_instructions; /* LLVM instructions before optimisation */
 } tt_codegen_stats;
 

@@ -48,6 +48,9 @@ typedef struct emitter {
     int lanes; /* > 0 inside an explicitly vectorised loop */
     uint32_t vec_var;
     int auto_unroll; /* auto_unroll_max_step in effect */
+    /* A select known to take its first branch (inside a padded update's guard): emitted as that
+     * branch.  0 = none. */
+    uint32_t taken_select;
     bool in_parallel;
     int num_threads; /* 0 = libgomp's default */
     int outlined;    /* counter for names */

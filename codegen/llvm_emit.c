@@ -453,6 +453,11 @@ static val emit(emitter *e, tt_eid id)
 {
     const tt_expr n = *tt_expr_get(&e->p->pool, id);
     val r = {0, false};
+    if (id == e->taken_select) {
+        r = emit(e, n.b);
+        r.v = convert(e, r.v, dtype_of(e, n.b), (tt_dtype)n.dtype, r.vec);
+        return r;
+    }
     switch ((tt_expr_kind)n.kind) {
     case TT_EXPR_INT:
         r.v = LLVMConstInt(elem_type(e, (tt_dtype)n.dtype), (unsigned long long)n.imm.i, 1);
@@ -500,12 +505,85 @@ static val emit(emitter *e, tt_eid id)
 
 static void emit_stmt(emitter *e, tt_sid id);
 
+/* The select of a padded update `B[i] = B[i] + select(c, x, 0) * y` (either order of the sum and
+ * of the product, float), whose guard c does not depend on the vector lane, and the load of B[i]
+ * in *acc; else 0.  Where c is false the update adds 0: B[i] keeps its value. */
+static tt_eid padded_update(emitter *e, const tt_stmt *s, tt_eid *acc)
+{
+    const tt_expr_pool *pool = &e->p->pool;
+    const tt_expr *sum = tt_expr_get(pool, s->value);
+    if (sum->kind != TT_EXPR_ADD || !tt_dtype_is_float((tt_dtype)sum->dtype) ||
+        sum->dtype != e->p->bufs.data[s->buf].dtype)
+        return 0;
+    for (int side = 0; side < 2; side++) {
+        *acc = side ? sum->b : sum->a;
+        const tt_expr *ld = tt_expr_get(pool, *acc);
+        tt_eid prod_id = side ? sum->a : sum->b;
+        const tt_expr *prod = tt_expr_get(pool, prod_id);
+        if (ld->kind != TT_EXPR_LOAD || ld->b != s->buf || !tt_expr_equal(pool, ld->a, s->index) ||
+            !is_plain_fmul(e, prod_id, (tt_dtype)sum->dtype))
+            continue;
+        for (int f = 0; f < 2; f++) {
+            tt_eid sel_id = f ? prod->b : prod->a;
+            const tt_expr *sel = tt_expr_get(pool, sel_id);
+            if (sel->kind != TT_EXPR_SELECT)
+                continue;
+            const tt_expr *zero = tt_expr_get(pool, sel->c);
+            if (zero->kind == TT_EXPR_FLOAT && zero->imm.f == 0.0 &&
+                !(e->lanes && tt_expr_uses_var(pool, sel->a, e->vec_var)))
+                return sel_id;
+        }
+    }
+    return 0;
+}
+
+static void store_value(emitter *e, const tt_stmt *s, val v);
+
+/* A padded update branches around its whole multiply-add, not only around the load of the padded
+ * input: B[i] = c ? B[i] + x * y : B[i].  Padded taps then cost no FMA (a 3x3 convolution's
+ * border outputs skip a third of them, as oneDNN's do), and the guards of taps whose position is
+ * a constant once LLVM has unrolled the tile fold away.  The store itself stays unconditional, so
+ * an accumulator tile is still promoted to registers across the reduction loop. */
 static void emit_store(emitter *e, const tt_stmt *s)
+{
+    tt_eid acc_id = 0, sel = e->taken_select ? 0 : padded_update(e, s, &acc_id);
+    if (!sel) {
+        store_value(e, s, emit(e, s->value));
+        return;
+    }
+    const tt_expr *n = tt_expr_get(&e->p->pool, sel);
+    val c = emit(e, n->a);
+    LLVMValueRef cond = convert(e, c.v, dtype_of(e, n->a), TT_DT_BOOL, false);
+    bool vec = e->lanes && tt_expr_uses_var(&e->p->pool, s->value, e->vec_var);
+    val acc = widen(e, emit(e, acc_id), vec);
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(e->b);
+    LLVMBasicBlockRef then_bb = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "pad.then");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "pad.end");
+    LLVMBuildCondBr(e->b, cond, then_bb, join);
+    LLVMPositionBuilderAtEnd(e->b, then_bb);
+    e->stats.padded_updates++;
+    tt__vn_open(&e->vn);
+    e->taken_select = sel;
+    val sum = emit(e, s->value);
+    e->taken_select = 0;
+    tt__vn_close(&e->vn);
+    sum = widen(e, sum, vec);
+    LLVMBasicBlockRef then_end = LLVMGetInsertBlock(e->b);
+    LLVMBuildBr(e->b, join);
+    LLVMPositionBuilderAtEnd(e->b, join);
+    LLVMValueRef phi = LLVMBuildPhi(e->b, LLVMTypeOf(sum.v), "");
+    LLVMValueRef vals[2] = {sum.v, acc.v};
+    LLVMBasicBlockRef bbs[2] = {then_end, pre};
+    LLVMAddIncoming(phi, vals, bbs, 2);
+    store_value(e, s, (val){phi, vec});
+}
+
+/* Stores v, the value of s->value, as s says. */
+static void store_value(emitter *e, const tt_stmt *s, val v)
 {
     tt_dtype t = e->p->bufs.data[s->buf].dtype;
     LLVMTypeRef mt = mem_type(e, t);
     int64_t c = e->lanes ? tt_expr_coef(&e->p->pool, s->index, e->vec_var) : 0;
-    val v = emit(e, s->value);
     LLVMValueRef x = convert(e, v.v, dtype_of(e, s->value), t, v.vec);
     if (t == TT_DT_BOOL)
         x = LLVMBuildZExt(e->b, x, v.vec ? LLVMVectorType(e->i8, (unsigned)e->lanes) : e->i8, "");

@@ -240,6 +240,28 @@ static void unrolled_bodies_share_index_arithmetic(void **state)
                 "[[\"AN\", 1, 0, 1], [\"AN\", 1, 1, 1]]", 5, true, &stats);
 }
 
+/* A padded input's multiply-add is skipped, not multiplied by 0, where the input is padding: a
+ * convolution with the padding inlined, vectorised over output channels, and a depthwise one with
+ * a tile of outputs unrolled, compute the definition. */
+static void padded_taps_are_skipped(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"conv2d_nhwc:N=1,H=7,W=7,CI=8,CO=32,K=3,S=1,P=1",
+         "[[\"CI\", 1], [\"SP\", 3, 3, 32, [16], 1], [\"RE\", 3, [0, 1, 2, 3, 5, 6, 7, 4]], "
+         "[\"AN\", 3, 7, 2]]"},
+        {"depthwise_conv2d_nhwc:N=1,H=8,W=8,C=32,K=3,S=2,P=1",
+         "[[\"CI\", 1], [\"SP\", 3, 3, 32, [16], 1], [\"RE\", 3, [0, 1, 2, 3, 5, 6, 4]], "
+         "[\"AN\", 3, 6, 2]]"},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        tt_codegen_stats stats;
+        check_steps(cases[i][0], cases[i][1], 13, i == 1, &stats);
+        assert_true(stats.padded_updates >= 1);
+        assert_int_equal(stats.scalar_fallbacks, 0);
+    }
+}
+
 /* A split by 1 leaves unit loops and index terms multiplied by 1 or added to 0: emitted code is
  * the same as without the split. */
 static void unit_loops_emit_nothing(void **state)
@@ -530,6 +552,7 @@ int main(void)
         cmocka_unit_test(padding_guards_stay_vector_code),
         cmocka_unit_test(unrolled_bodies_share_index_arithmetic),
         cmocka_unit_test(unit_loops_emit_nothing),
+        cmocka_unit_test(padded_taps_are_skipped),
         cmocka_unit_test(concurrent_compilations_succeed),
         cmocka_unit_test(compiled_random_schedules_match_the_definition),
     };
