@@ -546,7 +546,7 @@ static void store_value(emitter *e, const tt_stmt *s, val v);
  * an accumulator tile is still promoted to registers across the reduction loop. */
 static void emit_store(emitter *e, const tt_stmt *s)
 {
-    tt_eid acc_id = 0, sel = e->taken_select ? 0 : padded_update(e, s, &acc_id);
+    tt_eid acc_id = 0, sel = padded_update(e, s, &acc_id);
     if (!sel) {
         store_value(e, s, emit(e, s->value));
         return;
