@@ -118,6 +118,11 @@ double tt_bench_onednn_conv2d_nhwc(int ci, int hw, int co, int k, int s, int p)
 
 static double onednn_conv(int ci, int hw, int co, int k, int s, int p, int groups, int block);
 
+int tt_bench_onednn_max_isa_avx2(void)
+{
+    return dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx2) == dnnl_success ? 0 : -1;
+}
+
 double tt_bench_onednn_conv2d_nhwc_groups(int ci, int hw, int co, int k, int s, int p, int groups)
 {
     return onednn_conv(ci, hw, co, k, s, p, groups, 0);
@@ -188,6 +193,11 @@ out:
     return t;
 }
 #else
+int tt_bench_onednn_max_isa_avx2(void)
+{
+    return -1;
+}
+
 double tt_bench_onednn_conv2d_nhwc(int ci, int hw, int co, int k, int s, int p)
 {
     (void)ci, (void)hw, (void)co, (void)k, (void)s, (void)p;

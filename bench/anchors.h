@@ -28,9 +28,13 @@ const char *tt_bench_openblas_core(void);
 void tt_bench_openblas_threads(int n);
 
 /* The single-precision FMA peak of `threads` threads, in FLOP/s (best of five runs of chains
- * of independent FMAs on the widest vectors); *isa names what was used.  -1 when the CPU has no
- * FMA this probe knows (non-x86). */
-double tt_bench_fma_peak(int threads, const char **isa);
+ * of independent FMAs on the widest vectors, or on 32-byte ones when `avx2_only`); *isa names
+ * what was used.  -1 when the CPU has no FMA this probe knows (non-x86). */
+double tt_bench_fma_peak(int threads, int avx2_only, const char **isa);
+
+/* Caps oneDNN at AVX2 (its kernels for AVX2 machines), before its first primitive; 0 on
+ * success, -1 when oneDNN is not built in or refuses. */
+int tt_bench_onednn_max_isa_avx2(void);
 
 /* The CPU's model name from /proc/cpuinfo ("unknown CPU" when there is none), into buf. */
 const char *tt_bench_cpu_name(char *buf, size_t n);

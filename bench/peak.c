@@ -77,12 +77,14 @@ static void *run_probe(void *arg)
     return NULL;
 }
 
-double tt_bench_fma_peak(int threads, const char **isa)
+double tt_bench_fma_peak(int threads, int avx2_only, const char **isa)
 {
     int kind = 0;
 #if defined(__x86_64__)
     __builtin_cpu_init();
-    kind = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("fma") ? 1 : 0;
+    kind = __builtin_cpu_supports("avx512f") && !avx2_only ? 2
+           : __builtin_cpu_supports("fma")                 ? 1
+                                                           : 0;
 #endif
     *isa = kind == 2 ? "avx512" : kind == 1 ? "avx2+fma" : "none";
     if (!kind || threads < 1 || threads > 256)
