@@ -1,0 +1,19 @@
+/* Private to graph/: what import and shape inference share. */
+#ifndef TT_GRAPH_GRAPH_INT_H
+#define TT_GRAPH_GRAPH_INT_H
+
+#include "graph.h"
+
+/* Infers the dtype and shape of every node output in order, folding integer shape arithmetic
+ * whose inputs are constants into constants (the node is marked removed).  Errors name the
+ * node. */
+tt_status tt__graph_infer(tt_graph *g, tt_errbuf *err);
+
+/* Appends a tensor (name copied into the arena); its index, or -1 when out of memory. */
+int tt__graph_add_tensor(tt_graph *g, const char *name, tt_gtensor_kind kind);
+
+/* The error prefix for node i: "<source>: node 12 'Conv_3' (Conv): ". */
+tt_status tt__graph_node_err(const tt_graph *g, int node, tt_errbuf *err, tt_status s,
+                             const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+#endif

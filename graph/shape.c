@@ -1,0 +1,896 @@
+/* Shape inference, node by node in the file's (topological) order, by ONNX's rules for opsets
+ * 11-17; integer shape arithmetic whose inputs are constant is folded as it goes, so that the
+ * shape a Reshape reads is known by the time it is reached. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph_int.h"
+
+/* Folded constants stay small: shape arithmetic, not weights. */
+enum { FOLD_MAX_ELEMS = 4096 };
+
+typedef struct {
+    tt_graph *g;
+    int node;
+    tt_errbuf *err;
+} ctx;
+
+#define FAIL(c, ...)                                                                               \
+    tt__graph_node_err((c)->g, (c)->node, (c)->err, TT_ERR_BAD_WORKLOAD, __VA_ARGS__)
+
+static tt_gnode *node_of(const ctx *c)
+{
+    return &c->g->nodes.data[c->node];
+}
+
+/* Input i of the node, or NULL when it is left out or beyond the node's inputs. */
+static tt_gtensor *in(const ctx *c, int i)
+{
+    const tt_gnode *n = node_of(c);
+    return i < n->ninputs && n->inputs[i] >= 0 ? &c->g->tensors.data[n->inputs[i]] : NULL;
+}
+
+static tt_gtensor *out(const ctx *c, int i)
+{
+    const tt_gnode *n = node_of(c);
+    return i < n->noutputs && n->outputs[i] >= 0 ? &c->g->tensors.data[n->outputs[i]] : NULL;
+}
+
+static int64_t attr_int(const ctx *c, const char *name, int64_t def)
+{
+    const tt_gattr *a = tt_gnode_attr(node_of(c), name);
+    return a && a->kind == TT_GATTR_INT ? a->i : def;
+}
+
+/* The ints attribute `name` (NULL, n = 0 when absent). */
+static const int64_t *attr_ints(const ctx *c, const char *name, size_t *n)
+{
+    const tt_gattr *a = tt_gnode_attr(node_of(c), name);
+    *n = a && a->kind == TT_GATTR_INTS ? a->n : 0;
+    return *n ? a->ints : NULL;
+}
+
+static const char *attr_str(const ctx *c, const char *name, const char *def)
+{
+    const tt_gattr *a = tt_gnode_attr(node_of(c), name);
+    return a && a->kind == TT_GATTR_STRING ? a->s : def;
+}
+
+static void set_shape(tt_gtensor *t, tt_dtype dt, int rank, const int64_t *dims)
+{
+    t->dtype = dt;
+    t->rank = rank;
+    memmove(t->dims, dims, sizeof(int64_t) * (size_t)rank);
+}
+
+/* An integer constant input read as int64 values (NULL, with err set, when it is not one). */
+static tt_status const_ints(const ctx *c, int i, const char *what, int64_t *v, int *n, int max)
+{
+    const tt_gtensor *t = in(c, i);
+    if (t && t->kind != TT_GT_CONST)
+        return tt__graph_node_err(c->g, c->node, c->err, TT_ERR_UNSUPPORTED,
+                                  "%s (input %d, '%s') is computed at run time; networks are built "
+                                  "for static shapes (give the input's value to import)",
+                                  what, i, t->name);
+    if (!t || (t->dtype != TT_DT_INT64 && t->dtype != TT_DT_INT32))
+        return FAIL(c, "%s (input %d) must be a constant integer tensor", what, i);
+    int64_t numel = tt_gtensor_numel(t);
+    if (numel > max)
+        return FAIL(c, "%s (input %d) has %lld values, at most %d", what, i, (long long)numel, max);
+    for (int64_t k = 0; k < numel; k++)
+        v[k] =
+            t->dtype == TT_DT_INT64 ? ((const int64_t *)t->data)[k] : ((const int32_t *)t->data)[k];
+    *n = (int)numel;
+    return TT_OK;
+}
+
+/* Normalises axis a of a rank-r tensor (negative counts from the end). */
+static tt_status axis_of(const ctx *c, int64_t a, int r, int *out_axis)
+{
+    if (a < -r || a >= r || (r == 0 && a != 0))
+        return FAIL(c, "axis %lld is out of range for rank %d", (long long)a, r);
+    *out_axis = (int)(a < 0 ? a + r : a);
+    return TT_OK;
+}
+
+/* ---- broadcasting ---- */
+
+static tt_status broadcast(const ctx *c, const tt_gtensor *a, const tt_gtensor *b, int *rank,
+                           int64_t *dims)
+{
+    int r = a->rank > b->rank ? a->rank : b->rank;
+    for (int i = 0; i < r; i++) {
+        int ia = i - (r - a->rank), ib = i - (r - b->rank);
+        int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+        if (da != db && da != 1 && db != 1)
+            return FAIL(c,
+                        "shapes do not broadcast: dimension %d is %lld in '%s' and %lld in "
+                        "'%s'",
+                        i, (long long)da, a->name, (long long)db, b->name);
+        dims[i] = da == 1 ? db : da;
+    }
+    *rank = r;
+    return TT_OK;
+}
+
+/* ---- sliding windows: Conv, pools ---- */
+
+/* Output spatial sizes of a window op over x's dims from 2 on. */
+static tt_status window(const ctx *c, const tt_gtensor *x, const int64_t *kernel, int nk,
+                        int64_t *outd)
+{
+    size_t ns, nd, np;
+    const int64_t *strides = attr_ints(c, "strides", &ns), *dil = attr_ints(c, "dilations", &nd),
+                  *pads = attr_ints(c, "pads", &np);
+    const char *autopad = attr_str(c, "auto_pad", "NOTSET");
+    bool ceil_mode = attr_int(c, "ceil_mode", 0) != 0;
+    if ((ns && ns != (size_t)nk) || (nd && nd != (size_t)nk) || (np && np != 2 * (size_t)nk))
+        return FAIL(c, "strides, dilations and pads must have %d, %d and %d values", nk, nk,
+                    2 * nk);
+    for (int i = 0; i < nk; i++) {
+        int64_t in_d = x->dims[2 + i], s = ns ? strides[i] : 1, d = nd ? dil[i] : 1;
+        int64_t pb = np ? pads[i] : 0, pe = np ? pads[nk + i] : 0;
+        if (s < 1 || d < 1 || kernel[i] < 1 || pb < 0 || pe < 0)
+            return FAIL(c, "strides, dilations and the kernel must be >= 1, pads >= 0");
+        int64_t eff = d * (kernel[i] - 1) + 1;
+        int64_t o;
+        if (!strcmp(autopad, "SAME_UPPER") || !strcmp(autopad, "SAME_LOWER"))
+            o = (in_d + s - 1) / s;
+        else if (!strcmp(autopad, "VALID"))
+            o = in_d >= eff ? (in_d - eff) / s + 1 : 0;
+        else if (!strcmp(autopad, "NOTSET")) {
+            int64_t span = in_d + pb + pe - eff;
+            o = span < 0 ? 0 : (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+            /* ceil mode: the last window must start inside the input or its left padding */
+            if (ceil_mode && span >= 0 && (o - 1) * s >= in_d + pb)
+                o--;
+        } else
+            return FAIL(c, "auto_pad '%s' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID",
+                        autopad);
+        if (o < 1)
+            return FAIL(c,
+                        "the window (%lld with dilation %lld) is larger than the padded input "
+                        "(%lld) in spatial dimension %d",
+                        (long long)kernel[i], (long long)d, (long long)(in_d + pb + pe), i);
+        outd[i] = o;
+    }
+    return TT_OK;
+}
+
+static tt_status infer_conv(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0), *w = in(c, 1), *b = in(c, 2);
+    if (!x || !w)
+        return FAIL(c, "needs inputs X and W");
+    if (x->rank < 3 || w->rank != x->rank)
+        return FAIL(c, "X (rank %d) and W (rank %d) must have the same rank, at least 3", x->rank,
+                    w->rank);
+    int64_t group = attr_int(c, "group", 1);
+    int nk = x->rank - 2;
+    size_t nks;
+    const int64_t *ks = attr_ints(c, "kernel_shape", &nks);
+    if (ks && nks != (size_t)nk)
+        return FAIL(c, "kernel_shape has %zu values for %d spatial dimensions", nks, nk);
+    if (group < 1 || x->dims[1] != w->dims[1] * group || w->dims[0] % group)
+        return FAIL(c, "channels do not fit the groups: X has %lld, W %lldx%lld, group %lld",
+                    (long long)x->dims[1], (long long)w->dims[0], (long long)w->dims[1],
+                    (long long)group);
+    if (b && (b->rank != 1 || b->dims[0] != w->dims[0]))
+        return FAIL(c, "the bias must have %lld values", (long long)w->dims[0]);
+    int64_t dims[TT_GRAPH_MAX_RANK] = {x->dims[0], w->dims[0]};
+    tt_status s = window(c, x, ks ? ks : w->dims + 2, nk, dims + 2);
+    if (!s)
+        set_shape(out(c, 0), x->dtype, x->rank, dims);
+    return s;
+}
+
+static tt_status infer_conv_transpose(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0), *w = in(c, 1);
+    if (!x || !w || x->rank < 3 || w->rank != x->rank)
+        return FAIL(c, "X and W must have the same rank, at least 3");
+    int64_t group = attr_int(c, "group", 1);
+    int nk = x->rank - 2;
+    if (group < 1 || x->dims[1] != w->dims[0])
+        return FAIL(c, "W's first dimension (%lld) must be X's channels (%lld)",
+                    (long long)w->dims[0], (long long)x->dims[1]);
+    size_t ns, nd, np, nop, nos, nks;
+    const int64_t *strides = attr_ints(c, "strides", &ns), *dil = attr_ints(c, "dilations", &nd),
+                  *pads = attr_ints(c, "pads", &np), *opad = attr_ints(c, "output_padding", &nop),
+                  *oshape = attr_ints(c, "output_shape", &nos),
+                  *ks = attr_ints(c, "kernel_shape", &nks);
+    const char *autopad = attr_str(c, "auto_pad", "NOTSET");
+    int64_t dims[TT_GRAPH_MAX_RANK] = {x->dims[0], w->dims[1] * group};
+    for (int i = 0; i < nk; i++) {
+        int64_t s = ns > (size_t)i ? strides[i] : 1, d = nd > (size_t)i ? dil[i] : 1;
+        int64_t k = nks > (size_t)i ? ks[i] : w->dims[2 + i];
+        int64_t o;
+        if (nos)
+            o = oshape[nos - (size_t)nk + (size_t)i];
+        else if (!strcmp(autopad, "SAME_UPPER") || !strcmp(autopad, "SAME_LOWER"))
+            o = x->dims[2 + i] * s;
+        else
+            o = s * (x->dims[2 + i] - 1) + (nop > (size_t)i ? opad[i] : 0) + (k - 1) * d + 1 -
+                (np ? pads[i] + pads[nk + i] : 0);
+        if (o < 1)
+            return FAIL(c, "the output would be empty in spatial dimension %d", i);
+        dims[2 + i] = o;
+    }
+    set_shape(out(c, 0), x->dtype, x->rank, dims);
+    return TT_OK;
+}
+
+static tt_status infer_pool(const ctx *c, bool global)
+{
+    const tt_gtensor *x = in(c, 0);
+    if (!x || x->rank < 3)
+        return FAIL(c, "X must have rank 3 or more (N, C, spatial...)");
+    int nk = x->rank - 2;
+    int64_t dims[TT_GRAPH_MAX_RANK] = {x->dims[0], x->dims[1]};
+    if (global) {
+        for (int i = 0; i < nk; i++)
+            dims[2 + i] = 1;
+    } else {
+        size_t nks;
+        const int64_t *ks = attr_ints(c, "kernel_shape", &nks);
+        if (nks != (size_t)nk)
+            return FAIL(c, "kernel_shape must have %d values", nk);
+        tt_status s = window(c, x, ks, nk, dims + 2);
+        if (s)
+            return s;
+    }
+    set_shape(out(c, 0), x->dtype, x->rank, dims);
+    if (out(c, 1)) /* MaxPool's indices */
+        set_shape(out(c, 1), TT_DT_INT64, x->rank, dims);
+    return TT_OK;
+}
+
+static tt_status infer_gemm(const ctx *c)
+{
+    const tt_gtensor *a = in(c, 0), *b = in(c, 1), *cc = in(c, 2);
+    if (!a || !b || a->rank != 2 || b->rank != 2)
+        return FAIL(c, "A and B must be matrices");
+    bool ta = attr_int(c, "transA", 0), tb = attr_int(c, "transB", 0);
+    int64_t m = a->dims[ta], k = a->dims[!ta], kb = b->dims[tb], n = b->dims[!tb];
+    if (k != kb)
+        return FAIL(c,
+                    "A is %lldx%lld and B %lldx%lld (after transA=%d, transB=%d): inner "
+                    "dimensions differ",
+                    (long long)m, (long long)k, (long long)kb, (long long)n, ta, tb);
+    int64_t dims[2] = {m, n};
+    if (cc) {
+        tt_gtensor mn = {.rank = 2, .dims = {m, n}, .name = "A*B"};
+        int r;
+        int64_t bd[TT_GRAPH_MAX_RANK];
+        tt_status s = broadcast(c, &mn, cc, &r, bd);
+        if (s)
+            return s;
+        if (r != 2 || bd[0] != m || bd[1] != n)
+            return FAIL(c, "C does not broadcast to %lldx%lld", (long long)m, (long long)n);
+    }
+    set_shape(out(c, 0), a->dtype, 2, dims);
+    return TT_OK;
+}
+
+static tt_status infer_matmul(const ctx *c)
+{
+    const tt_gtensor *a = in(c, 0), *b = in(c, 1);
+    if (!a || !b || a->rank < 1 || b->rank < 1)
+        return FAIL(c, "A and B must have rank 1 or more");
+    /* numpy: a vector is a row (A) or a column (B) that is dropped afterwards */
+    tt_gtensor a2 = *a, b2 = *b;
+    if (a->rank == 1)
+        a2.rank = 2, a2.dims[0] = 1, a2.dims[1] = a->dims[0];
+    if (b->rank == 1)
+        b2.rank = 2, b2.dims[0] = b->dims[0], b2.dims[1] = 1;
+    if (a2.dims[a2.rank - 1] != b2.dims[b2.rank - 2])
+        return FAIL(c, "inner dimensions differ: %lld in A, %lld in B",
+                    (long long)a2.dims[a2.rank - 1], (long long)b2.dims[b2.rank - 2]);
+    tt_gtensor ba = a2, bb = b2; /* batch dimensions */
+    ba.rank -= 2, bb.rank -= 2;
+    int r;
+    int64_t dims[TT_GRAPH_MAX_RANK];
+    tt_status s = broadcast(c, &ba, &bb, &r, dims);
+    if (s)
+        return s;
+    if (a->rank > 1)
+        dims[r++] = a2.dims[a2.rank - 2];
+    if (b->rank > 1)
+        dims[r++] = b2.dims[b2.rank - 1];
+    set_shape(out(c, 0), a->dtype, r, dims);
+    return TT_OK;
+}
+
+/* ---- folding of integer arithmetic on small constants ---- */
+
+static bool foldable(const tt_gtensor *t)
+{
+    return t && t->kind == TT_GT_CONST && (t->dtype == TT_DT_INT64 || t->dtype == TT_DT_INT32) &&
+           tt_gtensor_numel(t) <= FOLD_MAX_ELEMS;
+}
+
+static int64_t ival(const tt_gtensor *t, int64_t i)
+{
+    return t->dtype == TT_DT_INT64 ? ((const int64_t *)t->data)[i] : ((const int32_t *)t->data)[i];
+}
+
+/* Makes output 0 a constant with the given int64 values (its shape already set). */
+static tt_status make_const(const ctx *c, const int64_t *v)
+{
+    tt_gtensor *o = out(c, 0);
+    int64_t n = tt_gtensor_numel(o);
+    o->data = tt_arena_alloc(&c->g->arena, (size_t)(n ? n : 1) * sizeof(int64_t));
+    if (!o->data)
+        return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
+    memcpy(o->data, v, (size_t)n * sizeof(int64_t));
+    o->dtype = TT_DT_INT64;
+    o->kind = TT_GT_CONST;
+    o->producer = -1;
+    node_of(c)->removed = true;
+    return TT_OK;
+}
+
+/* Elementwise integer arithmetic of two broadcast constants. */
+static tt_status fold_binary(const ctx *c, tt_gop op)
+{
+    const tt_gtensor *a = in(c, 0), *b = in(c, 1);
+    tt_gtensor *o = out(c, 0);
+    int64_t n = tt_gtensor_numel(o), v[FOLD_MAX_ELEMS];
+    if (n > FOLD_MAX_ELEMS)
+        return TT_OK;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t ia = 0, ib = 0, rem = i, sa = 1, sb = 1;
+        for (int d = o->rank - 1; d >= 0; d--) {
+            int64_t idx = rem % o->dims[d];
+            rem /= o->dims[d];
+            int da = d - (o->rank - a->rank), db = d - (o->rank - b->rank);
+            if (da >= 0) {
+                ia += (a->dims[da] == 1 ? 0 : idx) * sa;
+                sa *= a->dims[da];
+            }
+            if (db >= 0) {
+                ib += (b->dims[db] == 1 ? 0 : idx) * sb;
+                sb *= b->dims[db];
+            }
+        }
+        int64_t x = ival(a, ia), y = ival(b, ib);
+        if (op == TT_GOP_DIV && y == 0)
+            return FAIL(c, "divides by zero while folding constants");
+        v[i] = op == TT_GOP_ADD   ? x + y
+               : op == TT_GOP_SUB ? x - y
+               : op == TT_GOP_MUL ? x * y
+                                  : x / y;
+    }
+    return make_const(c, v);
+}
+
+/* Reshape, Squeeze, Unsqueeze, Flatten, Identity of a constant: the same values. */
+static tt_status fold_same_values(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0);
+    if (!foldable(x))
+        return TT_OK;
+    int64_t n = tt_gtensor_numel(x), v[FOLD_MAX_ELEMS];
+    for (int64_t i = 0; i < n; i++)
+        v[i] = ival(x, i);
+    return make_const(c, v);
+}
+
+/* ---- the operators ---- */
+
+static tt_status infer_reshape(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0);
+    int64_t want[TT_GRAPH_MAX_RANK];
+    int n;
+    tt_status s = const_ints(c, 1, "the shape", want, &n, TT_GRAPH_MAX_RANK);
+    if (s)
+        return s;
+    bool allowzero = attr_int(c, "allowzero", 0) != 0;
+    int64_t known = 1, numel = tt_gtensor_numel(x);
+    int infer = -1;
+    for (int i = 0; i < n; i++) {
+        if (want[i] == 0 && !allowzero) {
+            if (i >= x->rank)
+                return FAIL(c, "shape value 0 at %d copies a dimension X (rank %d) lacks", i,
+                            x->rank);
+            want[i] = x->dims[i];
+        }
+        if (want[i] == -1) {
+            if (infer >= 0)
+                return FAIL(c, "the shape has more than one -1");
+            infer = i;
+        } else if (want[i] < 0)
+            return FAIL(c, "shape value %lld at %d", (long long)want[i], i);
+        else
+            known *= want[i];
+    }
+    if (infer >= 0) {
+        if (!known || numel % known)
+            return FAIL(c, "cannot infer the -1 of the shape: %lld elements over %lld",
+                        (long long)numel, (long long)known);
+        want[infer] = numel / known;
+        known *= want[infer];
+    }
+    if (known != numel)
+        return FAIL(c, "reshapes %lld elements into %lld", (long long)numel, (long long)known);
+    set_shape(out(c, 0), x->dtype, n, want);
+    return fold_same_values(c);
+}
+
+static tt_status infer_transpose(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0);
+    size_t np;
+    const int64_t *perm = attr_ints(c, "perm", &np);
+    if (perm && np != (size_t)x->rank)
+        return FAIL(c, "perm has %zu values for rank %d", np, x->rank);
+    int64_t dims[TT_GRAPH_MAX_RANK];
+    bool seen[TT_GRAPH_MAX_RANK] = {false};
+    for (int i = 0; i < x->rank; i++) {
+        int64_t p = perm ? perm[i] : x->rank - 1 - i;
+        if (p < 0 || p >= x->rank || seen[p])
+            return FAIL(c, "perm is not a permutation of 0..%d", x->rank - 1);
+        seen[p] = true;
+        dims[i] = x->dims[p];
+    }
+    set_shape(out(c, 0), x->dtype, x->rank, dims);
+    return TT_OK;
+}
+
+static tt_status infer_concat(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0);
+    if (!x)
+        return FAIL(c, "needs at least one input");
+    int axis;
+    tt_status s = axis_of(c, attr_int(c, "axis", 0), x->rank, &axis);
+    if (s)
+        return s;
+    int64_t dims[TT_GRAPH_MAX_RANK];
+    memcpy(dims, x->dims, sizeof(dims));
+    dims[axis] = 0;
+    bool all_const = true;
+    for (int i = 0; i < node_of(c)->ninputs; i++) {
+        const tt_gtensor *t = in(c, i);
+        if (!t || t->rank != x->rank)
+            return FAIL(c, "input %d has rank %d, input 0 %d", i, t ? t->rank : -1, x->rank);
+        for (int d = 0; d < x->rank; d++)
+            if (d != axis && t->dims[d] != x->dims[d])
+                return FAIL(c, "input %d differs from input 0 in dimension %d (%lld, %lld)", i, d,
+                            (long long)t->dims[d], (long long)x->dims[d]);
+        dims[axis] += t->dims[axis];
+        all_const = all_const && foldable(t);
+    }
+    set_shape(out(c, 0), x->dtype, x->rank, dims);
+    if (!all_const || x->rank != 1)
+        return TT_OK;
+    int64_t v[FOLD_MAX_ELEMS], k = 0;
+    for (int i = 0; i < node_of(c)->ninputs; i++)
+        for (int64_t j = 0; j < in(c, i)->dims[0] && k < FOLD_MAX_ELEMS; j++)
+            v[k++] = ival(in(c, i), j);
+    return k == dims[0] ? make_const(c, v) : TT_OK;
+}
+
+static tt_status infer_split(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0);
+    int axis, nout = node_of(c)->noutputs, n = 0;
+    tt_status s = axis_of(c, attr_int(c, "axis", 0), x->rank, &axis);
+    if (s)
+        return s;
+    int64_t parts[64];
+    if (nout > 64)
+        return FAIL(c, "more than 64 outputs");
+    if (in(c, 1)) {
+        if ((s = const_ints(c, 1, "split", parts, &n, 64)))
+            return s;
+    } else {
+        size_t na;
+        const int64_t *a = attr_ints(c, "split", &na);
+        if (a && na <= 64)
+            memcpy(parts, a, na * sizeof(int64_t)), n = (int)na;
+    }
+    if (!n) {
+        if (x->dims[axis] % nout)
+            return FAIL(c, "dimension %d (%lld) does not split into %d equal parts", axis,
+                        (long long)x->dims[axis], nout);
+        for (int i = 0; i < nout; i++)
+            parts[i] = x->dims[axis] / nout;
+        n = nout;
+    }
+    int64_t sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += parts[i];
+    if (n != nout || sum != x->dims[axis])
+        return FAIL(c,
+                    "split sizes (%d parts, %lld in all) do not match %d outputs of dimension "
+                    "%d (%lld)",
+                    n, (long long)sum, nout, axis, (long long)x->dims[axis]);
+    for (int i = 0; i < nout; i++)
+        if (out(c, i)) {
+            int64_t dims[TT_GRAPH_MAX_RANK];
+            memcpy(dims, x->dims, sizeof(dims));
+            dims[axis] = parts[i];
+            set_shape(out(c, i), x->dtype, x->rank, dims);
+        }
+    return TT_OK;
+}
+
+static tt_status infer_slice(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0);
+    int64_t st[TT_GRAPH_MAX_RANK], en[TT_GRAPH_MAX_RANK], ax[TT_GRAPH_MAX_RANK],
+        sp[TT_GRAPH_MAX_RANK];
+    int ns, ne, na = 0, nsp = 0;
+    tt_status s = const_ints(c, 1, "starts", st, &ns, TT_GRAPH_MAX_RANK);
+    if (!s)
+        s = const_ints(c, 2, "ends", en, &ne, TT_GRAPH_MAX_RANK);
+    if (!s && in(c, 3))
+        s = const_ints(c, 3, "axes", ax, &na, TT_GRAPH_MAX_RANK);
+    if (!s && in(c, 4))
+        s = const_ints(c, 4, "steps", sp, &nsp, TT_GRAPH_MAX_RANK);
+    if (s)
+        return s;
+    if (ne != ns || (na && na != ns) || (nsp && nsp != ns))
+        return FAIL(c, "starts, ends, axes and steps must have the same length");
+    int64_t dims[TT_GRAPH_MAX_RANK], first[TT_GRAPH_MAX_RANK], step[TT_GRAPH_MAX_RANK];
+    memcpy(dims, x->dims, sizeof(dims));
+    for (int d = 0; d < x->rank; d++)
+        first[d] = 0, step[d] = 1;
+    for (int i = 0; i < ns; i++) {
+        int a;
+        if ((s = axis_of(c, na ? ax[i] : i, x->rank, &a)))
+            return s;
+        int64_t dim = x->dims[a], k = nsp ? sp[i] : 1, b = st[i], e = en[i];
+        if (!k)
+            return FAIL(c, "a step is 0");
+        b = b < 0 ? b + dim : b;
+        e = e < 0 ? e + dim : e;
+        if (k > 0) {
+            b = b < 0 ? 0 : b > dim ? dim : b;
+            e = e < 0 ? 0 : e > dim ? dim : e;
+            dims[a] = e > b ? (e - b + k - 1) / k : 0;
+        } else {
+            b = b < 0 ? -1 : b > dim - 1 ? dim - 1 : b;
+            e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
+            dims[a] = b > e ? (b - e - k - 1) / -k : 0;
+        }
+        first[a] = b, step[a] = k;
+    }
+    set_shape(out(c, 0), x->dtype, x->rank, dims);
+    if (!foldable(x) || x->rank != 1)
+        return TT_OK;
+    int64_t v[FOLD_MAX_ELEMS];
+    for (int64_t i = 0; i < dims[0]; i++)
+        v[i] = ival(x, first[0] + i * step[0]);
+    return make_const(c, v);
+}
+
+/* The axes of Squeeze/Unsqueeze/ReduceMean: input 1 from opset 13 (18 for ReduceMean), else the
+ * attribute; n = -1 when none were given. */
+static tt_status axes_of(const ctx *c, bool from_input, int64_t *axes, int *n)
+{
+    *n = -1;
+    if (from_input && in(c, 1))
+        return const_ints(c, 1, "axes", axes, n, TT_GRAPH_MAX_RANK);
+    size_t na;
+    const int64_t *a = attr_ints(c, "axes", &na);
+    if (a) {
+        if (na > TT_GRAPH_MAX_RANK)
+            return FAIL(c, "more than %d axes", TT_GRAPH_MAX_RANK);
+        memcpy(axes, a, na * sizeof(int64_t));
+        *n = (int)na;
+    }
+    return TT_OK;
+}
+
+static tt_status infer_squeeze(const ctx *c, bool unsqueeze)
+{
+    const tt_gtensor *x = in(c, 0);
+    int64_t axes[TT_GRAPH_MAX_RANK];
+    int n;
+    tt_status s = axes_of(c, c->g->opset >= 13, axes, &n);
+    if (s)
+        return s;
+    bool pick[TT_GRAPH_MAX_RANK] = {false};
+    int64_t dims[TT_GRAPH_MAX_RANK];
+    int r = 0;
+    if (unsqueeze) {
+        int orank = x->rank + (n > 0 ? n : 0);
+        if (n < 1 || orank > TT_GRAPH_MAX_RANK)
+            return FAIL(c, "needs axes, and the result at most rank %d", TT_GRAPH_MAX_RANK);
+        for (int i = 0; i < n; i++) {
+            int a;
+            if ((s = axis_of(c, axes[i], orank, &a)))
+                return s;
+            if (pick[a])
+                return FAIL(c, "axis %d given twice", a);
+            pick[a] = true;
+        }
+        for (int d = 0, k = 0; d < orank; d++)
+            dims[r++] = pick[d] ? 1 : x->dims[k++];
+    } else {
+        for (int i = 0; i < n; i++) {
+            int a;
+            if ((s = axis_of(c, axes[i], x->rank, &a)))
+                return s;
+            if (x->dims[a] != 1)
+                return FAIL(c, "squeezes axis %d of size %lld", a, (long long)x->dims[a]);
+            pick[a] = true;
+        }
+        for (int d = 0; d < x->rank; d++)
+            if (!(n < 0 ? x->dims[d] == 1 : pick[d]))
+                dims[r++] = x->dims[d];
+    }
+    set_shape(out(c, 0), x->dtype, r, dims);
+    return fold_same_values(c);
+}
+
+static tt_status infer_reduce_mean(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0);
+    int64_t axes[TT_GRAPH_MAX_RANK];
+    int n;
+    tt_status s = axes_of(c, false, axes, &n);
+    if (s)
+        return s;
+    bool keep = attr_int(c, "keepdims", 1) != 0, pick[TT_GRAPH_MAX_RANK] = {false};
+    for (int i = 0; i < n; i++) {
+        int a;
+        if ((s = axis_of(c, axes[i], x->rank, &a)))
+            return s;
+        pick[a] = true;
+    }
+    int64_t dims[TT_GRAPH_MAX_RANK];
+    int r = 0;
+    for (int d = 0; d < x->rank; d++) {
+        bool reduced = n <= 0 || pick[d];
+        if (!reduced)
+            dims[r++] = x->dims[d];
+        else if (keep)
+            dims[r++] = 1;
+    }
+    set_shape(out(c, 0), x->dtype, r, dims);
+    return TT_OK;
+}
+
+static tt_status infer_gather(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0), *idx = in(c, 1);
+    if (!idx || (idx->dtype != TT_DT_INT64 && idx->dtype != TT_DT_INT32))
+        return FAIL(c, "indices must be int32 or int64");
+    int axis;
+    tt_status s = axis_of(c, attr_int(c, "axis", 0), x->rank, &axis);
+    if (s)
+        return s;
+    if (x->rank - 1 + idx->rank > TT_GRAPH_MAX_RANK)
+        return FAIL(c, "the result would have rank over %d", TT_GRAPH_MAX_RANK);
+    int64_t dims[TT_GRAPH_MAX_RANK];
+    int r = 0;
+    for (int d = 0; d < axis; d++)
+        dims[r++] = x->dims[d];
+    for (int d = 0; d < idx->rank; d++)
+        dims[r++] = idx->dims[d];
+    for (int d = axis + 1; d < x->rank; d++)
+        dims[r++] = x->dims[d];
+    if (idx->kind == TT_GT_CONST)
+        for (int64_t i = 0; i < tt_gtensor_numel(idx); i++) {
+            int64_t k = ival(idx, i);
+            if (k < -x->dims[axis] || k >= x->dims[axis])
+                return FAIL(c, "index %lld is out of range for dimension %d (%lld)", (long long)k,
+                            axis, (long long)x->dims[axis]);
+        }
+    set_shape(out(c, 0), x->dtype, r, dims);
+    if (!foldable(x) || !foldable(idx) || x->rank != 1)
+        return TT_OK;
+    int64_t v[FOLD_MAX_ELEMS];
+    for (int64_t i = 0; i < tt_gtensor_numel(idx); i++) {
+        int64_t k = ival(idx, i);
+        v[i] = ival(x, k < 0 ? k + x->dims[0] : k);
+    }
+    return make_const(c, v);
+}
+
+static tt_status infer_pad(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0);
+    int64_t pads[2 * TT_GRAPH_MAX_RANK];
+    int n;
+    tt_status s = const_ints(c, 1, "pads", pads, &n, 2 * TT_GRAPH_MAX_RANK);
+    if (s)
+        return s;
+    if (n != 2 * x->rank)
+        return FAIL(c, "pads has %d values for rank %d", n, x->rank);
+    const char *mode = attr_str(c, "mode", "constant");
+    if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge"))
+        return FAIL(c, "mode '%s' is not constant, reflect or edge", mode);
+    int64_t dims[TT_GRAPH_MAX_RANK];
+    for (int d = 0; d < x->rank; d++) {
+        dims[d] = x->dims[d] + pads[d] + pads[x->rank + d];
+        if (dims[d] < 1)
+            return FAIL(c, "dimension %d would be %lld", d, (long long)dims[d]);
+    }
+    set_shape(out(c, 0), x->dtype, x->rank, dims);
+    return TT_OK;
+}
+
+static tt_status infer_shape_op(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0);
+    int64_t start = attr_int(c, "start", 0), end = attr_int(c, "end", x->rank);
+    start = start < 0 ? start + x->rank : start;
+    end = end < 0 ? end + x->rank : end;
+    start = start < 0 ? 0 : start > x->rank ? x->rank : start;
+    end = end < 0 ? 0 : end > x->rank ? x->rank : end;
+    int64_t n = end > start ? end - start : 0, v[TT_GRAPH_MAX_RANK];
+    for (int64_t i = 0; i < n; i++)
+        v[i] = x->dims[start + i];
+    set_shape(out(c, 0), TT_DT_INT64, 1, &n);
+    return make_const(c, v);
+}
+
+static tt_status infer_cast(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0);
+    int64_t to = attr_int(c, "to", -1);
+    static const int map[] = {[1] = TT_DT_FLOAT32,
+                              [6] = TT_DT_INT32,
+                              [7] = TT_DT_INT64,
+                              [9] = TT_DT_BOOL,
+                              [11] = TT_DT_FLOAT64};
+    if (to < 1 || to > 11 || (!map[to] && to != 1))
+        return tt__graph_node_err(c->g, c->node, c->err, TT_ERR_UNSUPPORTED,
+                                  "casts to ONNX type %lld (supported: float, double, int32, "
+                                  "int64, bool)",
+                                  (long long)to);
+    tt_dtype dt = (tt_dtype)map[to];
+    set_shape(out(c, 0), dt, x->rank, x->dims);
+    if (foldable(x) && (dt == TT_DT_INT64 || dt == TT_DT_INT32)) {
+        int64_t n = tt_gtensor_numel(x), v[FOLD_MAX_ELEMS];
+        for (int64_t i = 0; i < n; i++)
+            v[i] = dt == TT_DT_INT32 ? (int32_t)ival(x, i) : ival(x, i);
+        tt_status s = make_const(c, v);
+        if (!s && dt == TT_DT_INT32) { /* make_const wrote int64: narrow in place */
+            tt_gtensor *o = out(c, 0);
+            for (int64_t i = 0; i < n; i++)
+                ((int32_t *)o->data)[i] = (int32_t)v[i];
+            o->dtype = TT_DT_INT32;
+        }
+        return s;
+    }
+    return TT_OK;
+}
+
+static tt_status infer_flatten(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0);
+    int64_t a = attr_int(c, "axis", 1);
+    if (a < -x->rank || a > x->rank)
+        return FAIL(c, "axis %lld is out of range for rank %d", (long long)a, x->rank);
+    if (a < 0)
+        a += x->rank;
+    int64_t dims[2] = {1, 1};
+    for (int d = 0; d < x->rank; d++)
+        dims[d >= a] *= x->dims[d];
+    set_shape(out(c, 0), x->dtype, 2, dims);
+    return fold_same_values(c);
+}
+
+static tt_status infer_node(const ctx *c)
+{
+    tt_gnode *n = node_of(c);
+    tt_gtensor *x = in(c, 0);
+    if (!x && n->op != TT_GOP_CONSTANT)
+        return FAIL(c, "its first input is missing");
+    if (!out(c, 0))
+        return FAIL(c, "its first output is unnamed");
+    switch (n->op) {
+    case TT_GOP_CONV: return infer_conv(c);
+    case TT_GOP_CONV_TRANSPOSE: return infer_conv_transpose(c);
+    case TT_GOP_GEMM: return infer_gemm(c);
+    case TT_GOP_MATMUL: return infer_matmul(c);
+    case TT_GOP_ADD:
+    case TT_GOP_SUB:
+    case TT_GOP_MUL:
+    case TT_GOP_DIV:
+    case TT_GOP_POW: {
+        const tt_gtensor *b = in(c, 1);
+        if (!b)
+            return FAIL(c, "needs two inputs");
+        if (n->op != TT_GOP_POW && b->dtype != x->dtype)
+            return FAIL(c, "input types differ (%s, %s)", tt_dtype_name(x->dtype),
+                        tt_dtype_name(b->dtype));
+        int r;
+        int64_t dims[TT_GRAPH_MAX_RANK];
+        tt_status s = broadcast(c, x, b, &r, dims);
+        if (s)
+            return s;
+        set_shape(out(c, 0), x->dtype, r, dims);
+        return n->op != TT_GOP_POW && foldable(x) && foldable(b) ? fold_binary(c, n->op) : TT_OK;
+    }
+    case TT_GOP_SQRT:
+    case TT_GOP_RELU:
+    case TT_GOP_CLIP:
+    case TT_GOP_SIGMOID:
+    case TT_GOP_ERF:
+    case TT_GOP_TANH:
+    case TT_GOP_SOFTMAX: set_shape(out(c, 0), x->dtype, x->rank, x->dims); return TT_OK;
+    case TT_GOP_IDENTITY:
+        set_shape(out(c, 0), x->dtype, x->rank, x->dims);
+        return fold_same_values(c);
+    case TT_GOP_DROPOUT:
+        set_shape(out(c, 0), x->dtype, x->rank, x->dims);
+        if (out(c, 1))
+            set_shape(out(c, 1), TT_DT_BOOL, x->rank, x->dims);
+        return TT_OK;
+    case TT_GOP_BATCH_NORM:
+        if (attr_int(c, "training_mode", 0) || n->noutputs > 1)
+            return tt__graph_node_err(c->g, c->node, c->err, TT_ERR_UNSUPPORTED,
+                                      "training mode (running statistics as outputs) is not "
+                                      "supported; export the model for inference (model.eval())");
+        if (x->rank < 2)
+            return FAIL(c, "X must have rank 2 or more");
+        for (int i = 1; i <= 4; i++)
+            if (!in(c, i) || tt_gtensor_numel(in(c, i)) != x->dims[1])
+                return FAIL(c, "input %d must have %lld values (X's channels)", i,
+                            (long long)x->dims[1]);
+        set_shape(out(c, 0), x->dtype, x->rank, x->dims);
+        return TT_OK;
+    case TT_GOP_LAYER_NORM: {
+        int axis;
+        tt_status s = axis_of(c, attr_int(c, "axis", -1), x->rank, &axis);
+        if (s)
+            return s;
+        set_shape(out(c, 0), x->dtype, x->rank, x->dims);
+        int64_t dims[TT_GRAPH_MAX_RANK];
+        for (int d = 0; d < x->rank; d++)
+            dims[d] = d < axis ? x->dims[d] : 1;
+        for (int i = 1; i < 3; i++)
+            if (out(c, i))
+                set_shape(out(c, i), TT_DT_FLOAT32, x->rank, dims);
+        return TT_OK;
+    }
+    case TT_GOP_MAX_POOL:
+    case TT_GOP_AVERAGE_POOL: return infer_pool(c, false);
+    case TT_GOP_GLOBAL_AVERAGE_POOL: return infer_pool(c, true);
+    case TT_GOP_REDUCE_MEAN: return infer_reduce_mean(c);
+    case TT_GOP_RESHAPE: return infer_reshape(c);
+    case TT_GOP_FLATTEN: return infer_flatten(c);
+    case TT_GOP_TRANSPOSE: return infer_transpose(c);
+    case TT_GOP_CONCAT: return infer_concat(c);
+    case TT_GOP_SPLIT: return infer_split(c);
+    case TT_GOP_SLICE: return infer_slice(c);
+    case TT_GOP_SQUEEZE: return infer_squeeze(c, false);
+    case TT_GOP_UNSQUEEZE: return infer_squeeze(c, true);
+    case TT_GOP_GATHER: return infer_gather(c);
+    case TT_GOP_PAD: return infer_pad(c);
+    case TT_GOP_SHAPE: return infer_shape_op(c);
+    case TT_GOP_CAST: return infer_cast(c);
+    case TT_GOP_CONSTANT:
+    case TT_GOP_COUNT: break;
+    }
+    return FAIL(c, "no shape rule");
+}
+
+tt_status tt__graph_infer(tt_graph *g, tt_errbuf *err)
+{
+    for (size_t i = 0; i < g->nodes.len; i++) {
+        if (g->nodes.data[i].removed)
+            continue;
+        ctx c = {g, (int)i, err};
+        tt_status s = infer_node(&c);
+        if (s)
+            return s;
+        const tt_gnode *n = &g->nodes.data[i];
+        for (int k = 0; k < n->noutputs; k++) {
+            const tt_gtensor *o = n->outputs[k] >= 0 ? &g->tensors.data[n->outputs[k]] : NULL;
+            if (o && o->rank > 0 && tt_gtensor_numel(o) <= 0)
+                return tt__graph_node_err(g, (int)i, err, TT_ERR_UNSUPPORTED,
+                                          "output %d ('%s') would be empty (empty tensors are "
+                                          "not supported)",
+                                          k, o->name);
+        }
+    }
+    return TT_OK;
+}

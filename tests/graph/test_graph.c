@@ -1,0 +1,337 @@
+/* ONNX import and shape inference: every node test of Debian's libonnx-testdata either imports
+ * with the shapes its expected outputs have, or is refused as unsupported with a reason; and
+ * bad files get clear errors. */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "graph/graph.h"
+#include "onnx.pb-c.h"
+
+#define NODE_TESTS "/usr/include/onnx/backend/test/data/node"
+
+static bool have_testdata(void)
+{
+    struct stat st;
+    if (!stat(NODE_TESTS, &st))
+        return true;
+    /* install-deps installs libonnx-testdata; CI must not pass by skipping */
+    if (getenv("CI"))
+        fail_msg("%s is missing (libonnx-testdata)", NODE_TESTS);
+    return false;
+}
+
+/* Node tests that must import: the operators networks are made of. */
+static const char *const must_import[] = {
+    "test_conv_with_strides_padding",
+    "test_conv_with_autopad_same",
+    "test_convtranspose",
+    "test_gemm_all_attributes",
+    "test_matmul_2d",
+    "test_matmul_4d",
+    "test_add_bcast",
+    "test_relu",
+    "test_clip",
+    "test_sigmoid",
+    "test_erf",
+    "test_tanh",
+    "test_maxpool_2d_pads",
+    "test_maxpool_2d_ceil",
+    "test_averagepool_2d_strides",
+    "test_batchnorm_example",
+    "test_layer_normalization_4d_axis1",
+    "test_reduce_mean_keepdims_example",
+    "test_softmax_axis_1",
+    "test_reshape_negative_dim",
+    "test_flatten_axis2",
+    "test_transpose_all_permutations_3",
+    "test_concat_2d_axis_1",
+    "test_split_equal_parts_1d",
+    "test_slice_neg_steps",
+    "test_squeeze",
+    "test_unsqueeze_axis_1",
+    "test_gather_0",
+    "test_constant_pad",
+    "test_identity",
+    "test_dropout_default",
+    "test_shape",
+    "test_cast_FLOAT_to_DOUBLE",
+    "test_pow",
+};
+
+static void node_tests_import_with_the_expected_shapes(void **state)
+{
+    (void)state;
+    if (!have_testdata())
+        skip();
+    DIR *d = opendir(NODE_TESTS);
+    assert_non_null(d);
+    struct dirent *e;
+    int ok = 0, unsupported = 0, wrong = 0, required = 0;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, "test_", 5))
+            continue;
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/%s/model.onnx", NODE_TESTS, e->d_name);
+        tt_graph *g;
+        tt_errbuf err = {{0}};
+        /* integer inputs (shapes, axes, pads) get their test values, as a deployment fixes them */
+        tt_gtensor bind[16];
+        int nbind = 0;
+        for (int i = 0; i < 16; i++) {
+            char in_path[1024];
+            snprintf(in_path, sizeof(in_path), "%s/%s/test_data_set_0/input_%d.pb", NODE_TESTS,
+                     e->d_name, i);
+            struct stat st;
+            if (stat(in_path, &st))
+                break;
+            if (tt_graph_read_tensor(in_path, &bind[nbind], &err))
+                continue;
+            if (bind[nbind].dtype == TT_DT_INT64 && bind[nbind].name[0])
+                nbind++;
+            else
+                free(bind[nbind].name), free(bind[nbind].data);
+        }
+        tt_graph_options o = {NULL, 0, 0, bind, nbind};
+        tt_status s = tt_graph_import_onnx(path, &o, &g, &err);
+        for (int i = 0; i < nbind; i++)
+            free(bind[i].name), free(bind[i].data);
+        bool must = false;
+        for (size_t i = 0; i < sizeof(must_import) / sizeof(must_import[0]); i++)
+            must = must || !strcmp(must_import[i], e->d_name);
+        required += must && !s;
+        if (s == TT_ERR_UNSUPPORTED && !must) {
+            unsupported++;
+            continue;
+        }
+        if (s) {
+            print_error("%s: %s\n", e->d_name, err.msg);
+            wrong++;
+            continue;
+        }
+        for (size_t k = 0; k < g->outputs.len; k++) {
+            snprintf(path, sizeof(path), "%s/%s/test_data_set_0/output_%zu.pb", NODE_TESTS,
+                     e->d_name, k);
+            tt_gtensor want;
+            if (tt_graph_read_tensor(path, &want, &err)) {
+                print_error("%s: %s\n", e->d_name, err.msg);
+                wrong++;
+                break;
+            }
+            const tt_gtensor *got = &g->tensors.data[g->outputs.data[k]];
+            bool same = got->rank == want.rank && got->dtype == want.dtype &&
+                        !memcmp(got->dims, want.dims, sizeof(int64_t) * (size_t)want.rank);
+            if (!same) {
+                print_error("%s: output %zu: inferred %s rank %d [%lld,%lld,...], expected %s "
+                            "rank %d [%lld,%lld,...]\n",
+                            e->d_name, k, tt_dtype_name(got->dtype), got->rank,
+                            (long long)got->dims[0], (long long)got->dims[1],
+                            tt_dtype_name(want.dtype), want.rank, (long long)want.dims[0],
+                            (long long)want.dims[1]);
+                wrong++;
+            }
+            free(want.name);
+            free(want.data);
+            if (!same)
+                break;
+        }
+        ok++;
+        tt_graph_free(g);
+    }
+    closedir(d);
+    print_message("node tests: %d imported with the expected shapes, %d refused as unsupported, "
+                  "%d wrong\n",
+                  ok - wrong, unsupported, wrong);
+    assert_int_equal(wrong, 0);
+    assert_int_equal(required, (int)(sizeof(must_import) / sizeof(must_import[0])));
+}
+
+/* ---- models built here, byte by byte ---- */
+
+typedef struct {
+    const char *op;
+    int64_t opset;
+    int64_t dims[2];
+    const char *dim_param; /* the first dimension symbolic when set */
+    bool external;         /* the weight stored outside the file */
+} model_spec;
+
+/* A model Y = op(X) (or X + W for external), serialized into *buf. */
+static size_t build_model(const model_spec *m, uint8_t **buf)
+{
+    Onnx__TensorShapeProto__Dimension d0 = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT,
+                                      d1 = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
+    if (m->dim_param) {
+        d0.value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+        d0.dim_param = (char *)m->dim_param;
+    } else {
+        d0.value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+        d0.dim_value = m->dims[0];
+    }
+    d1.value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+    d1.dim_value = m->dims[1];
+    Onnx__TensorShapeProto__Dimension *dims[2] = {&d0, &d1};
+    Onnx__TensorShapeProto shape = ONNX__TENSOR_SHAPE_PROTO__INIT;
+    shape.n_dim = 2, shape.dim = dims;
+    Onnx__TypeProto__Tensor tt = ONNX__TYPE_PROTO__TENSOR__INIT;
+    tt.has_elem_type = 1, tt.elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, tt.shape = &shape;
+    Onnx__TypeProto type = ONNX__TYPE_PROTO__INIT;
+    type.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE, type.tensor_type = &tt;
+    Onnx__ValueInfoProto x = ONNX__VALUE_INFO_PROTO__INIT, y = ONNX__VALUE_INFO_PROTO__INIT;
+    x.name = "X", x.type = &type, y.name = "Y";
+    Onnx__ValueInfoProto *ins[1] = {&x}, *outs[1] = {&y};
+    char *node_in[2] = {"X", "W"}, *node_out[1] = {"Y"};
+    Onnx__NodeProto node = ONNX__NODE_PROTO__INIT;
+    node.op_type = (char *)(m->external ? "Add" : m->op), node.name = "the_node";
+    node.n_input = m->external ? 2 : 1, node.input = node_in;
+    node.n_output = 1, node.output = node_out;
+    Onnx__NodeProto *nodes[1] = {&node};
+    Onnx__TensorProto w = ONNX__TENSOR_PROTO__INIT;
+    int64_t wdims[2] = {m->dims[0], m->dims[1]};
+    Onnx__StringStringEntryProto loc = ONNX__STRING_STRING_ENTRY_PROTO__INIT;
+    Onnx__StringStringEntryProto *locs[1] = {&loc};
+    loc.key = "location", loc.value = "weights.bin";
+    w.name = "W", w.n_dims = 2, w.dims = wdims, w.has_data_type = 1,
+    w.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, w.n_external_data = 1,
+    w.external_data = locs, w.has_data_location = 1,
+    w.data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    Onnx__TensorProto *inits[1] = {&w};
+    Onnx__GraphProto graph = ONNX__GRAPH_PROTO__INIT;
+    graph.name = "g", graph.n_node = 1, graph.node = nodes, graph.n_input = 1, graph.input = ins,
+    graph.n_output = 1, graph.output = outs;
+    if (m->external)
+        graph.n_initializer = 1, graph.initializer = inits;
+    Onnx__OperatorSetIdProto os = ONNX__OPERATOR_SET_ID_PROTO__INIT;
+    os.domain = "", os.has_version = 1, os.version = m->opset;
+    Onnx__OperatorSetIdProto *oss[1] = {&os};
+    Onnx__ModelProto model = ONNX__MODEL_PROTO__INIT;
+    model.has_ir_version = 1, model.ir_version = 8, model.n_opset_import = 1,
+    model.opset_import = oss, model.graph = &graph, model.producer_name = "test_graph";
+    size_t n = onnx__model_proto__get_packed_size(&model);
+    *buf = malloc(n);
+    assert_non_null(*buf);
+    onnx__model_proto__pack(&model, *buf);
+    return n;
+}
+
+/* Imports a built model; the status, with the message in err. */
+static tt_status import_built(const model_spec *m, const tt_graph_options *o, tt_graph **g,
+                              tt_errbuf *err)
+{
+    uint8_t *buf;
+    size_t n = build_model(m, &buf);
+    tt_status s = tt_graph_import_onnx_bytes(buf, n, "built.onnx", o, g, err);
+    free(buf);
+    return s;
+}
+
+static void a_built_model_imports(void **state)
+{
+    (void)state;
+    model_spec m = {"Relu", 13, {2, 5}, NULL, false};
+    tt_graph *g;
+    tt_errbuf err = {{0}};
+    assert_int_equal(import_built(&m, NULL, &g, &err), TT_OK);
+    assert_int_equal(g->opset, 13);
+    assert_int_equal(g->nodes.len, 1);
+    assert_int_equal(g->nodes.data[0].op, TT_GOP_RELU);
+    const tt_gtensor *y = &g->tensors.data[g->outputs.data[0]];
+    assert_int_equal(y->rank, 2);
+    assert_int_equal(y->dims[0], 2);
+    assert_int_equal(y->dims[1], 5);
+    assert_string_equal(g->producer, "test_graph");
+    tt_graph_free(g);
+}
+
+static void bad_files_get_clear_errors(void **state)
+{
+    (void)state;
+    tt_graph *g = NULL;
+    tt_errbuf err = {{0}};
+    /* not ONNX at all */
+    const char *text = "this is a text file, not a model\n";
+    assert_int_not_equal(tt_graph_import_onnx_bytes((const uint8_t *)text, strlen(text),
+                                                    "notes.txt", NULL, &g, &err),
+                         TT_OK);
+    assert_null(g);
+    assert_non_null(strstr(err.msg, "notes.txt"));
+    /* truncated: every cut of a real model is refused, none crashes */
+    model_spec m = {"Relu", 13, {2, 5}, NULL, false};
+    uint8_t *buf;
+    size_t n = build_model(&m, &buf);
+    for (size_t cut = 0; cut < n; cut++) {
+        tt_status s = tt_graph_import_onnx_bytes(buf, cut, "cut.onnx", NULL, &g, &err);
+        if (s == TT_OK) /* a cut at a field boundary can parse: it must then be a whole model */
+            tt_graph_free(g), g = NULL;
+        else
+            assert_non_null(strstr(err.msg, "cut.onnx"));
+    }
+    /* over the size limit */
+    tt_graph_options lim = {NULL, 0, 16, NULL, 0};
+    assert_int_equal(tt_graph_import_onnx_bytes(buf, n, "big.onnx", &lim, &g, &err), TT_ERR_LIMIT);
+    assert_non_null(strstr(err.msg, "limit"));
+    free(buf);
+    /* a file that is not there */
+    assert_int_equal(tt_graph_import_onnx("/nonexistent/m.onnx", NULL, &g, &err), TT_ERR_IO);
+    assert_non_null(strstr(err.msg, "/nonexistent/m.onnx"));
+}
+
+static void unsupported_things_are_named(void **state)
+{
+    (void)state;
+    tt_graph *g = NULL;
+    tt_errbuf err = {{0}};
+    model_spec op = {"NonMaxSuppression", 13, {2, 5}, NULL, false};
+    assert_int_equal(import_built(&op, NULL, &g, &err), TT_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "NonMaxSuppression"));
+    assert_non_null(strstr(err.msg, "the_node"));
+    model_spec old = {"Relu", 9, {2, 5}, NULL, false};
+    assert_int_equal(import_built(&old, NULL, &g, &err), TT_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "opset 9"));
+    model_spec ext = {"Add", 13, {2, 5}, NULL, true};
+    assert_int_equal(import_built(&ext, NULL, &g, &err), TT_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "external data"));
+    assert_null(g);
+}
+
+static void dynamic_shapes_need_an_override(void **state)
+{
+    (void)state;
+    tt_graph *g = NULL;
+    tt_errbuf err = {{0}};
+    model_spec dyn = {"Sigmoid", 13, {0, 7}, "batch", false};
+    assert_int_equal(import_built(&dyn, NULL, &g, &err), TT_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "batch"));
+    assert_non_null(strstr(err.msg, "--shape X="));
+    const char *shapes[] = {"X=3x7"};
+    tt_graph_options o = {shapes, 1, 0, NULL, 0};
+    assert_int_equal(import_built(&dyn, &o, &g, &err), TT_OK);
+    assert_int_equal(g->tensors.data[g->outputs.data[0]].dims[0], 3);
+    tt_graph_free(g);
+    const char *bad[] = {"X=3x0"};
+    o.shapes = bad;
+    assert_int_equal(import_built(&dyn, &o, &g, &err), TT_ERR_INVALID_ARG);
+    const char *rank[] = {"X=3x7x2"};
+    o.shapes = rank;
+    assert_int_equal(import_built(&dyn, &o, &g, &err), TT_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "rank"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_built_model_imports),
+        cmocka_unit_test(bad_files_get_clear_errors),
+        cmocka_unit_test(unsupported_things_are_named),
+        cmocka_unit_test(dynamic_shapes_need_an_override),
+        cmocka_unit_test(node_tests_import_with_the_expected_shapes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
