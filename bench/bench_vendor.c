@@ -287,13 +287,6 @@ static void keep_best(double *best, double t)
         *best = t;
 }
 
-/* Lets the worker threads of the library timed last (OpenBLAS's pool, OpenMP's) stop spinning
- * before another library is timed: a spinning pool on a 2-core machine halves the next one. */
-static void settle(void)
-{
-    usleep(300 * 1000);
-}
-
 /* ---- timing, each kernel in a process of its own ---- */
 
 /* Every timing runs in a fresh child process, as the tuner measures a candidate: libraries that
@@ -301,7 +294,8 @@ static void settle(void)
  * 0.6 of its speed in the same process for as long as the process lived; alone, or in a child,
  * it ran at the tuner's figure), and a vendor deserves the same clean process as ours.  The
  * parent never runs a parallel kernel itself, so its OpenMP runtime has no threads to lose in
- * fork. */
+ * fork, and a child's thread pools (OpenBLAS's, OpenMP's) end with it instead of spinning beside
+ * the next library timed. */
 typedef struct {
     row *r;
     const char *so;
@@ -698,7 +692,6 @@ int main(int argc, char **argv)
         for (int round = 0; round < TIMING_ROUNDS; round++) {
             double got[4];
             timing_job job = {r, so, round == 0, cores};
-            settle();
             if (time_in_child(time_ours, &job, got, 4)) {
                 fprintf(stderr, "bench_vendor: %s: our kernels could not be built or run\n",
                         r->workload);
@@ -709,7 +702,6 @@ int main(int argc, char **argv)
                 if (round == 0)
                     r->max_err[b] = got[2 + b];
             }
-            settle();
             if (!time_in_child(time_vendor, &job, got, 1))
                 keep_best(&r->vendor_s, got[0]);
         }

@@ -12,6 +12,10 @@ tt_status tt__graph_infer(tt_graph *g, tt_errbuf *err);
 /* Appends a tensor (name copied into the arena); its index, or -1 when out of memory. */
 int tt__graph_add_tensor(tt_graph *g, const char *name, tt_gtensor_kind kind);
 
+/* `bytes` of src copied into g's arena (at least one byte allocated, so an empty tensor's data
+ * is not NULL); NULL when out of memory. */
+void *tt__graph_copy(tt_graph *g, const void *src, size_t bytes);
+
 /* The error prefix for node i: "<source>: node 12 'Conv_3' (Conv): ". */
 tt_status tt__graph_node_err(const tt_graph *g, int node, tt_errbuf *err, tt_status s,
                              const char *fmt, ...) __attribute__((format(printf, 5, 6)));

@@ -85,6 +85,14 @@ int tt__graph_add_tensor(tt_graph *g, const char *name, tt_gtensor_kind kind)
     return (int)g->tensors.len - 1;
 }
 
+void *tt__graph_copy(tt_graph *g, const void *src, size_t bytes)
+{
+    void *p = tt_arena_alloc(&g->arena, bytes ? bytes : 1);
+    if (p && bytes)
+        memcpy(p, src, bytes);
+    return p;
+}
+
 void tt_graph_free(tt_graph *g)
 {
     if (!g)
@@ -191,7 +199,6 @@ static tt_status tensor_from_proto(tt_graph *g, const Onnx__TensorProto *p, tt_g
     size_t have = 0;
     const void *src = NULL;
     if (p->has_raw_data) {
-        have = p->raw_data.len / esz;
         if (p->raw_data.len != bytes)
             return tt_err(err, TT_ERR_PARSE,
                           "%s: %s '%s' holds %zu bytes of raw data for %lld elements of %s",
@@ -381,20 +388,12 @@ static tt_status import_attr(importer *im, int node, const Onnx__AttributeProto 
         return out->s ? TT_OK : tt_err(err, TT_ERR_NOMEM, "out of memory");
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
         out->kind = TT_GATTR_INTS, out->n = a->n_ints;
-        out->ints = tt_arena_alloc(&g->arena, (a->n_ints + 1) * sizeof(int64_t));
-        if (!out->ints)
-            return tt_err(err, TT_ERR_NOMEM, "out of memory");
-        if (a->n_ints)
-            memcpy(out->ints, a->ints, a->n_ints * sizeof(int64_t));
-        return TT_OK;
+        out->ints = tt__graph_copy(g, a->ints, a->n_ints * sizeof(int64_t));
+        return out->ints ? TT_OK : tt_err(err, TT_ERR_NOMEM, "out of memory");
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
         out->kind = TT_GATTR_FLOATS, out->n = a->n_floats;
-        out->floats = tt_arena_alloc(&g->arena, (a->n_floats + 1) * sizeof(float));
-        if (!out->floats)
-            return tt_err(err, TT_ERR_NOMEM, "out of memory");
-        if (a->n_floats)
-            memcpy(out->floats, a->floats, a->n_floats * sizeof(float));
-        return TT_OK;
+        out->floats = tt__graph_copy(g, a->floats, a->n_floats * sizeof(float));
+        return out->floats ? TT_OK : tt_err(err, TT_ERR_NOMEM, "out of memory");
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: {
         if (!a->t)
             return tt__graph_node_err(g, node, err, TT_ERR_PARSE, "attribute '%s' has no tensor",
@@ -436,14 +435,11 @@ static tt_status fold_constant_node(tt_graph *g, int node, tt_errbuf *err)
         out->rank = list ? 1 : 0;
         out->dims[0] = list ? (int64_t)a->n : 1;
         size_t n_el = list ? a->n : 1, esz = ints ? 8 : 4;
-        out->data = tt_arena_alloc(&g->arena, n_el * esz + 1);
-        if (!out->data)
-            return tt_err(err, TT_ERR_NOMEM, "out of memory");
-        memcpy(out->data,
-               ints ? (const void *)(list ? a->ints : &a->i)
-                    : (const void *)(list ? a->floats : &a->f),
-               n_el * esz);
-        return TT_OK;
+        out->data = tt__graph_copy(g,
+                                   ints ? (const void *)(list ? a->ints : &a->i)
+                                        : (const void *)(list ? a->floats : &a->f),
+                                   n_el * esz);
+        return out->data ? TT_OK : tt_err(err, TT_ERR_NOMEM, "out of memory");
     }
     return tt__graph_node_err(
         g, node, err, TT_ERR_UNSUPPORTED,
@@ -606,9 +602,8 @@ static tt_status import_model(importer *im, const Onnx__ModelProto *m, tt_errbuf
             tt_gtensor *x = &g->tensors.data[t];
             x->dtype = bound->dtype, x->rank = bound->rank;
             memcpy(x->dims, bound->dims, sizeof(x->dims));
-            if (!(x->data = tt_arena_alloc(&g->arena, bytes ? bytes : 1)))
+            if (!(x->data = tt__graph_copy(g, bound->data, bytes)))
                 return tt_err(err, TT_ERR_NOMEM, "out of memory");
-            memcpy(x->data, bound->data, bytes);
             continue;
         }
         if ((s = import_input(im, gp->input[i], err)))

@@ -63,7 +63,8 @@ static void set_shape(tt_gtensor *t, tt_dtype dt, int rank, const int64_t *dims)
     memmove(t->dims, dims, sizeof(int64_t) * (size_t)rank);
 }
 
-/* An integer constant input read as int64 values (NULL, with err set, when it is not one). */
+/* An integer constant input read as int64 values into v (*n of them); an error naming it when it
+ * is not one. */
 static tt_status const_ints(const ctx *c, int i, const char *what, int64_t *v, int *n, int max)
 {
     const tt_gtensor *t = in(c, i);
@@ -319,10 +320,9 @@ static tt_status make_const(const ctx *c, const int64_t *v)
 {
     tt_gtensor *o = out(c, 0);
     int64_t n = tt_gtensor_numel(o);
-    o->data = tt_arena_alloc(&c->g->arena, (size_t)(n ? n : 1) * sizeof(int64_t));
+    o->data = tt__graph_copy(c->g, v, (size_t)n * sizeof(int64_t));
     if (!o->data)
         return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
-    memcpy(o->data, v, (size_t)n * sizeof(int64_t));
     o->dtype = TT_DT_INT64;
     o->kind = TT_GT_CONST;
     o->producer = -1;
