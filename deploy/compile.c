@@ -49,10 +49,7 @@ tt_status tt__compile_default_schedule(const tt_dag *dag, const tt_target *targe
 
 typedef struct {
     const tt_compile_options *o;
-    tt_db *db;
-    const char *target_text;
-    tt_target target;
-    bool gpu;
+    tt__picker pk;
 } builder;
 
 /* "'a', 'b'": the targets that have records for a workload (why nothing applies). */
@@ -97,65 +94,69 @@ static tt_status record_state(const tt_workload *w, const tt_db_row *row, tt_sta
     return TT_OK;
 }
 
-/* The schedule of one kernel: its best record, or the default with a warning. */
-static tt_status pick(builder *b, tt__kernel *k, tt_state **st, tt_errbuf *err)
+tt_status tt__compile_pick(const tt__picker *p, const tt_workload *w, tt_state **st,
+                           tt_compile_report *rep, double *timestamp, tt_errbuf *err)
 {
-    const tt_compile_options *o = b->o;
-    const tt_workload *w = k->w;
     tt_db_row *rows = NULL;
     size_t n = 0;
-    tt_status s =
-        tt_db_best(b->db, w->key, b->target_text, o->device, 1, !o->no_fallback, &rows, &n);
-    if (s == TT_ERR_NOT_FOUND) { /* nothing for it: handled below */
-        s = TT_OK;
-        n = 0;
+    tt_status s = TT_OK;
+    *timestamp = 0;
+    if (p->db) {
+        s = tt_db_best(p->db, w->key, p->target_text, p->device, 1, !p->no_fallback, &rows, &n);
+        if (s == TT_ERR_NOT_FOUND) { /* nothing for it: handled below */
+            s = TT_OK;
+            n = 0;
+        }
+        if (s)
+            return tt_err(err, s, "%s", tt_db_errmsg(p->db));
     }
-    if (s)
-        return tt_err(err, s, "%s", tt_db_errmsg(b->db));
     if (n > 0) {
         s = record_state(w, &rows[0], st, err);
         if (!s) {
-            tt_compile_report *r = &k->rep;
-            r->source = rows[0].match == TT_DB_MATCH_EXACT          ? TT_COMPILE_EXACT
-                        : rows[0].match == TT_DB_MATCH_OTHER_DEVICE ? TT_COMPILE_OTHER_DEVICE
-                                                                    : TT_COMPILE_FAMILY;
-            r->record = rows[0].id;
-            r->median_s = rows[0].median_s;
-            snprintf(r->device, sizeof(r->device), "%s", rows[0].device ? rows[0].device : "");
-            snprintf(r->target, sizeof(r->target), "%s", rows[0].target);
-            k->timestamp = rows[0].timestamp;
-            if (r->source != TT_COMPILE_EXACT && o->warnings)
-                fprintf(o->warnings,
+            rep->source = rows[0].match == TT_DB_MATCH_EXACT          ? TT_COMPILE_EXACT
+                          : rows[0].match == TT_DB_MATCH_OTHER_DEVICE ? TT_COMPILE_OTHER_DEVICE
+                                                                      : TT_COMPILE_FAMILY;
+            rep->record = rows[0].id;
+            rep->median_s = rows[0].median_s;
+            snprintf(rep->device, sizeof(rep->device), "%s", rows[0].device ? rows[0].device : "");
+            snprintf(rep->target, sizeof(rep->target), "%s", rows[0].target);
+            *timestamp = rows[0].timestamp;
+            if (rep->source != TT_COMPILE_EXACT && p->warnings)
+                fprintf(p->warnings,
                         "tvm-compile: note: %s: using record %lld of %s (%s), not of this %s\n",
-                        w->key, r->record, r->source == TT_COMPILE_FAMILY ? r->target : r->device,
-                        tt_compile_source_name(r->source),
-                        r->source == TT_COMPILE_FAMILY ? "target" : "device");
+                        w->key, rep->record,
+                        rep->source == TT_COMPILE_FAMILY ? rep->target : rep->device,
+                        tt_compile_source_name(rep->source),
+                        rep->source == TT_COMPILE_FAMILY ? "target" : "device");
         }
         tt_db_rows_free(rows, n);
         return s;
     }
     /* Nothing applies: say why, loudly, then the default (or stop, under --strict). */
-    tt_strbuf why = {0};
-    target_list tl = {&why, 0, {{0}}};
-    tt_db_filter f = {w->key, NULL, NULL, 0, 0};
-    tt_db_history(b->db, &f, list_target, &tl);
     char reason[1400];
-    if (tl.n)
-        snprintf(reason, sizeof(reason),
-                 "no record of %s for target '%s'%s%s: records exist for %s", w->key,
-                 b->target_text, o->device ? " on device " : "", o->device ? o->device : "",
-                 why.data);
-    else
-        snprintf(reason, sizeof(reason), "no record of %s in %s (tune it with tvm-tune)", w->key,
-                 o->db_path);
-    tt_strbuf_free(&why);
-    if (o->strict)
+    if (p->db) {
+        tt_strbuf why = {0};
+        target_list tl = {&why, 0, {{0}}};
+        tt_db_filter f = {w->key, NULL, NULL, 0, 0};
+        tt_db_history(p->db, &f, list_target, &tl);
+        if (tl.n)
+            snprintf(reason, sizeof(reason),
+                     "no record of %s for target '%s'%s%s: records exist for %s", w->key,
+                     p->target_text, p->device ? " on device " : "", p->device ? p->device : "",
+                     why.data);
+        else
+            snprintf(reason, sizeof(reason), "no record of %s in %s (tune it with tvm-tune)",
+                     w->key, p->db_path);
+        tt_strbuf_free(&why);
+    } else
+        snprintf(reason, sizeof(reason), "no database for %s", w->key);
+    if (p->strict)
         return tt_err(err, TT_ERR_NOT_FOUND, "%s (--strict)", reason);
-    if (o->warnings)
-        fprintf(o->warnings, "tvm-compile: warning: %s: using the default schedule\n", reason);
-    k->rep.source = TT_COMPILE_DEFAULT;
-    snprintf(k->rep.target, sizeof(k->rep.target), "%s", b->target_text);
-    return tt__compile_default_schedule(&w->dag, &b->target, b->gpu, st, err);
+    if (p->warnings && p->db)
+        fprintf(p->warnings, "tvm-compile: warning: %s: using the default schedule\n", reason);
+    rep->source = TT_COMPILE_DEFAULT;
+    snprintf(rep->target, sizeof(rep->target), "%s", p->target_text);
+    return tt__compile_default_schedule(&w->dag, &p->target, p->gpu, st, err);
 }
 
 /* For each input the kernel reads packed (LR): its layout, and SYM_pack_NAME compiled into an
@@ -167,7 +168,7 @@ static tt_status build_packers(builder *b, tt__kernel *k, const tt_program *prog
         const tt_buffer *buf = tt_program_param(prog, i);
         if (!buf || !buf->layout.nparts)
             continue;
-        if (b->gpu)
+        if (b->pk.gpu)
             return tt_err(err, TT_ERR_UNSUPPORTED,
                           "the record passes '%s' packed (LR), which OpenCL builds do not support",
                           buf->name);
@@ -185,7 +186,7 @@ static tt_status build_packers(builder *b, tt__kernel *k, const tt_program *prog
         snprintf(entry, sizeof(entry), "%s__tvm_kernel", sym);
         snprintf(path, sizeof(path), "%s.pack%d.o", obj, i);
         tt_codegen_options co = {3, 64, 64, sym, false};
-        s = tt_codegen_llvm_object(pack, &b->target, entry, path, &co, NULL, err);
+        s = tt_codegen_llvm_object(pack, &b->pk.target, entry, path, &co, NULL, err);
         tt_program_free(pack);
         if (s)
             return s;
@@ -200,14 +201,14 @@ static tt_status build_kernel(builder *b, tt__kernel *k, const char *obj, char *
 {
     tt_state *st = NULL;
     tt_program *prog = NULL;
-    tt_status s = pick(b, k, &st, err);
+    tt_status s = tt__compile_pick(&b->pk, k->w, &st, &k->rep, &k->timestamp, err);
     if (!s && !(k->config = tt_steps_to_json(st->steps.data, st->steps.len)))
         s = tt_err(err, TT_ERR_NOMEM, "out of memory");
     if (!s)
         s = tt_lower(st, &prog, err);
     if (!s)
         s = build_packers(b, k, prog, obj, objs, nobjs, err);
-    if (!s && b->gpu) {
+    if (!s && b->pk.gpu) {
         size_t len;
         s = tt_codegen_opencl(prog, k->symbol, NULL, &k->cl_text, &len, NULL, err);
         if (!s)
@@ -217,7 +218,7 @@ static tt_status build_kernel(builder *b, tt__kernel *k, const char *obj, char *
         snprintf(entry, sizeof(entry), "%s__tvm_kernel", k->symbol);
         tt_codegen_options co = {3, 64, 64, k->symbol, false};
         tt_codegen_stats stats;
-        s = tt_codegen_llvm_object(prog, &b->target, entry, obj, &co, &stats, err);
+        s = tt_codegen_llvm_object(prog, &b->pk.target, entry, obj, &co, &stats, err);
         k->rep.parallel = stats.parallel_loops > 0;
     }
     if (s)
@@ -292,23 +293,28 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
     builder b;
     memset(&b, 0, sizeof(b));
     b.o = o;
-    b.target_text = o->target && o->target[0] ? o->target : "llvm";
-    tt_status s = tt_target_parse(b.target_text, &b.target, err);
+    b.pk.db_path = o->db_path;
+    b.pk.device = o->device;
+    b.pk.strict = o->strict;
+    b.pk.no_fallback = o->no_fallback;
+    b.pk.warnings = o->warnings;
+    b.pk.target_text = o->target && o->target[0] ? o->target : "llvm";
+    tt_status s = tt_target_parse(b.pk.target_text, &b.pk.target, err);
     if (s)
         return s;
-    b.gpu = !strcmp(b.target.kind, "opencl");
-    if (!b.gpu && strcmp(b.target.kind, "llvm") && strcmp(b.target.kind, "c"))
+    b.pk.gpu = !strcmp(b.pk.target.kind, "opencl");
+    if (!b.pk.gpu && strcmp(b.pk.target.kind, "llvm") && strcmp(b.pk.target.kind, "c"))
         return tt_err(err, TT_ERR_UNSUPPORTED,
                       "target kind '%s' cannot be built (llvm for CPUs, opencl for GPUs)",
-                      b.target.kind);
-    if ((s = tt_db_open(o->db_path, TT_DB_READONLY, &b.db, err)))
+                      b.pk.target.kind);
+    if ((s = tt_db_open(o->db_path, TT_DB_READONLY, &b.pk.db, err)))
         return s;
     if (o->device) {
         tt_db_filter f = {NULL, NULL, o->device, 0, 1};
         int found = 0;
-        tt_db_history(b.db, &f, count_row, &found);
+        tt_db_history(b.pk.db, &f, count_row, &found);
         if (!found) {
-            tt_db_close(b.db);
+            tt_db_close(b.pk.db);
             return tt_err(err, TT_ERR_NOT_FOUND,
                           "no records of device '%s' in %s (tvm-db history lists the devices)",
                           o->device, o->db_path);
@@ -321,7 +327,7 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
              slash ? o->out_prefix : ".");
     snprintf(name, sizeof(name), "%s", slash ? slash + 1 : o->out_prefix);
     if (!name[0]) {
-        tt_db_close(b.db);
+        tt_db_close(b.pk.db);
         return tt_err(err, TT_ERR_INVALID_ARG, "the output name is empty");
     }
     tt__kernel *ks = calloc((size_t)o->nkernels, sizeof(tt__kernel));
@@ -351,7 +357,7 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
         k->nparams = tt_dag_params(&k->w->dag, k->params, 64, &k->ninputs);
         char obj[4400];
         snprintf(obj, sizeof(obj), "%s/k%d.o", tmp, i);
-        if (!(s = build_kernel(&b, k, obj, objs, &nobjs, err)) && !b.gpu)
+        if (!(s = build_kernel(&b, k, obj, objs, &nobjs, err)) && !b.pk.gpu)
             objs[nobjs++] = strdup(obj);
         if (!s && reports)
             reports[i] = k->rep;
@@ -365,7 +371,7 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
     bool gomp = false;
     for (int i = 0; i < o->nkernels && !s; i++)
         gomp |= ks[i].rep.parallel;
-    if (!s && b.gpu) {
+    if (!s && b.pk.gpu) {
         char src[4400];
         snprintf(src, sizeof(src), "%s/cl_host.c", tmp);
         snprintf(path, sizeof(path), "%s/cl_host.o", tmp);
@@ -380,7 +386,7 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
     if (!s) {
         const char *host, *cpu, *features;
         tt_codegen_host(&host, &cpu, &features);
-        bool on_host = b.gpu || !b.target.triple[0] || !strcmp(b.target.triple, host);
+        bool on_host = b.pk.gpu || !b.pk.target.triple[0] || !strcmp(b.pk.target.triple, host);
         snprintf(path, sizeof(path), "%s/%s.so", dir, name);
         s = tt_codegen_link_shared((const char *const *)objs, nobjs, path, on_host && gomp, NULL, 0,
                                    err);
@@ -394,14 +400,14 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
             else if (!((*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')))
                 *c = '_';
         snprintf(path, sizeof(path), "%s/%s.h", dir, name);
-        s = tt__write_header(path, guard, ks, o->nkernels, b.target_text, err);
+        s = tt__write_header(path, guard, ks, o->nkernels, b.pk.target_text, err);
     }
     if (!s) {
         snprintf(path, sizeof(path), "%s/%s.pc", dir, name);
         char absdir[4096];
         if (!realpath(dir, absdir))
             snprintf(absdir, sizeof(absdir), "%s", dir);
-        s = tt__write_pc(path, name, absdir, gomp, b.gpu, err);
+        s = tt__write_pc(path, name, absdir, gomp, b.pk.gpu, err);
     }
     for (int i = 0; i < nobjs; i++) {
         remove(objs[i]);
@@ -421,6 +427,6 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
         free(ks[i].layouts);
     }
     free(ks);
-    tt_db_close(b.db);
+    tt_db_close(b.pk.db);
     return s;
 }

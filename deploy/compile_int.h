@@ -25,6 +25,23 @@ typedef struct tt__kernel {
 tt_status tt__compile_default_schedule(const tt_dag *dag, const tt_target *target, bool gpu,
                                        tt_state **out, tt_errbuf *err);
 
+/* How kernels get their schedules: the database's best record for the target (and device), or
+ * the default schedule with a warning. */
+typedef struct tt__picker {
+    struct tt_db *db; /* NULL: every kernel gets the default schedule, silently */
+    const char *db_path;
+    const char *target_text;
+    tt_target target;
+    const char *device; /* NULL: any */
+    bool gpu, strict, no_fallback;
+    FILE *warnings;
+} tt__picker;
+
+/* The schedule of workload w: its best record or the default (TT_ERR_NOT_FOUND under strict);
+ * where it came from in *rep, the record's time in *timestamp. */
+tt_status tt__compile_pick(const tt__picker *p, const tt_workload *w, tt_state **st,
+                           tt_compile_report *rep, double *timestamp, tt_errbuf *err);
+
 /* C name of a parameter (the op's name made an identifier). */
 void tt__param_name(const tt_workload *w, int op, char *out, size_t n);
 /* C type of a parameter's elements ("float", "int64_t", ...). */

@@ -16,6 +16,21 @@ int tt__graph_add_tensor(tt_graph *g, const char *name, tt_gtensor_kind kind);
  * is not NULL); NULL when out of memory. */
 void *tt__graph_copy(tt_graph *g, const void *src, size_t bytes);
 
+#define TT__MAX_WINDOW 6
+
+/* The window of a Conv, MaxPool or AveragePool node, auto_pad resolved into pads. */
+typedef struct tt__window {
+    int nk; /* spatial dimensions */
+    int64_t kernel[TT__MAX_WINDOW], stride[TT__MAX_WINDOW], dilation[TT__MAX_WINDOW];
+    int64_t pad_begin[TT__MAX_WINDOW], pad_end[TT__MAX_WINDOW], out[TT__MAX_WINDOW];
+} tt__window;
+
+tt_status tt__graph_window(const tt_graph *g, int node, tt__window *w, tt_errbuf *err);
+
+/* A Slice node's first index and step in every dimension of its input. */
+tt_status tt__graph_slice(const tt_graph *g, int node, int64_t *first, int64_t *step,
+                          tt_errbuf *err);
+
 /* The error prefix for node i: "<source>: node 12 'Conv_3' (Conv): ". */
 tt_status tt__graph_node_err(const tt_graph *g, int node, tt_errbuf *err, tt_status s,
                              const char *fmt, ...) __attribute__((format(printf, 5, 6)));

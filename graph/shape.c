@@ -116,9 +116,11 @@ static tt_status broadcast(const ctx *c, const tt_gtensor *a, const tt_gtensor *
 
 /* ---- sliding windows: Conv, pools ---- */
 
-/* Output spatial sizes of a window op over x's dims from 2 on. */
+/* The window of a Conv or pool over x's dims from 2 on: sizes, strides, dilations and the pads
+ * with auto_pad applied, and the output sizes.  Ceil mode's last window may overhang the end pad;
+ * the overhang is left for the lowering (pools read it as padding but do not count it). */
 static tt_status window(const ctx *c, const tt_gtensor *x, const int64_t *kernel, int nk,
-                        int64_t *outd)
+                        tt__window *w)
 {
     size_t ns, nd, np;
     const int64_t *strides = attr_ints(c, "strides", &ns), *dil = attr_ints(c, "dilations", &nd),
@@ -128,6 +130,8 @@ static tt_status window(const ctx *c, const tt_gtensor *x, const int64_t *kernel
     if ((ns && ns != (size_t)nk) || (nd && nd != (size_t)nk) || (np && np != 2 * (size_t)nk))
         return FAIL(c, "strides, dilations and pads must have %d, %d and %d values", nk, nk,
                     2 * nk);
+    memset(w, 0, sizeof(*w));
+    w->nk = nk;
     for (int i = 0; i < nk; i++) {
         int64_t in_d = x->dims[2 + i], s = ns ? strides[i] : 1, d = nd ? dil[i] : 1;
         int64_t pb = np ? pads[i] : 0, pe = np ? pads[nk + i] : 0;
@@ -135,11 +139,17 @@ static tt_status window(const ctx *c, const tt_gtensor *x, const int64_t *kernel
             return FAIL(c, "strides, dilations and the kernel must be >= 1, pads >= 0");
         int64_t eff = d * (kernel[i] - 1) + 1;
         int64_t o;
-        if (!strcmp(autopad, "SAME_UPPER") || !strcmp(autopad, "SAME_LOWER"))
+        if (!strcmp(autopad, "SAME_UPPER") || !strcmp(autopad, "SAME_LOWER")) {
             o = (in_d + s - 1) / s;
-        else if (!strcmp(autopad, "VALID"))
+            int64_t total = (o - 1) * s + eff - in_d;
+            total = total < 0 ? 0 : total;
+            /* SAME_UPPER puts the odd pixel at the end, SAME_LOWER at the beginning */
+            pb = !strcmp(autopad, "SAME_UPPER") ? total / 2 : total - total / 2;
+            pe = total - pb;
+        } else if (!strcmp(autopad, "VALID")) {
             o = in_d >= eff ? (in_d - eff) / s + 1 : 0;
-        else if (!strcmp(autopad, "NOTSET")) {
+            pb = pe = 0;
+        } else if (!strcmp(autopad, "NOTSET")) {
             int64_t span = in_d + pb + pe - eff;
             o = span < 0 ? 0 : (ceil_mode ? (span + s - 1) / s : span / s) + 1;
             /* ceil mode: the last window must start inside the input or its left padding */
@@ -153,7 +163,12 @@ static tt_status window(const ctx *c, const tt_gtensor *x, const int64_t *kernel
                         "the window (%lld with dilation %lld) is larger than the padded input "
                         "(%lld) in spatial dimension %d",
                         (long long)kernel[i], (long long)d, (long long)(in_d + pb + pe), i);
-        outd[i] = o;
+        w->kernel[i] = kernel[i];
+        w->stride[i] = s;
+        w->dilation[i] = d;
+        w->pad_begin[i] = pb;
+        w->pad_end[i] = pe;
+        w->out[i] = o;
     }
     return TT_OK;
 }
@@ -179,10 +194,13 @@ static tt_status infer_conv(const ctx *c)
     if (b && (b->rank != 1 || b->dims[0] != w->dims[0]))
         return FAIL(c, "the bias must have %lld values", (long long)w->dims[0]);
     int64_t dims[TT_GRAPH_MAX_RANK] = {x->dims[0], w->dims[0]};
-    tt_status s = window(c, x, ks ? ks : w->dims + 2, nk, dims + 2);
-    if (!s)
-        set_shape(out(c, 0), x->dtype, x->rank, dims);
-    return s;
+    tt__window win;
+    tt_status s = window(c, x, ks ? ks : w->dims + 2, nk, &win);
+    if (s)
+        return s;
+    memcpy(dims + 2, win.out, sizeof(int64_t) * (size_t)nk);
+    set_shape(out(c, 0), x->dtype, x->rank, dims);
+    return TT_OK;
 }
 
 static tt_status infer_conv_transpose(const ctx *c)
@@ -236,9 +254,11 @@ static tt_status infer_pool(const ctx *c, bool global)
         const int64_t *ks = attr_ints(c, "kernel_shape", &nks);
         if (nks != (size_t)nk)
             return FAIL(c, "kernel_shape must have %d values", nk);
-        tt_status s = window(c, x, ks, nk, dims + 2);
+        tt__window win;
+        tt_status s = window(c, x, ks, nk, &win);
         if (s)
             return s;
+        memcpy(dims + 2, win.out, sizeof(int64_t) * (size_t)nk);
     }
     set_shape(out(c, 0), x->dtype, x->rank, dims);
     if (out(c, 1)) /* MaxPool's indices */
@@ -517,7 +537,9 @@ static tt_status infer_split(const ctx *c)
     return TT_OK;
 }
 
-static tt_status infer_slice(const ctx *c)
+/* Slice's starts, ends, axes and steps resolved per dimension of X: the first index read, the
+ * step, and the output's dims. */
+static tt_status slice_params(const ctx *c, int64_t *first, int64_t *step, int64_t *dims)
 {
     const tt_gtensor *x = in(c, 0);
     int64_t st[TT_GRAPH_MAX_RANK], en[TT_GRAPH_MAX_RANK], ax[TT_GRAPH_MAX_RANK],
@@ -534,8 +556,7 @@ static tt_status infer_slice(const ctx *c)
         return s;
     if (ne != ns || (na && na != ns) || (nsp && nsp != ns))
         return FAIL(c, "starts, ends, axes and steps must have the same length");
-    int64_t dims[TT_GRAPH_MAX_RANK], first[TT_GRAPH_MAX_RANK], step[TT_GRAPH_MAX_RANK];
-    memcpy(dims, x->dims, sizeof(dims));
+    memcpy(dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
     for (int d = 0; d < x->rank; d++)
         first[d] = 0, step[d] = 1;
     for (int i = 0; i < ns; i++) {
@@ -558,6 +579,16 @@ static tt_status infer_slice(const ctx *c)
         }
         first[a] = b, step[a] = k;
     }
+    return TT_OK;
+}
+
+static tt_status infer_slice(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0);
+    int64_t dims[TT_GRAPH_MAX_RANK], first[TT_GRAPH_MAX_RANK], step[TT_GRAPH_MAX_RANK];
+    tt_status s = slice_params(c, first, step, dims);
+    if (s)
+        return s;
     set_shape(out(c, 0), x->dtype, x->rank, dims);
     if (!foldable(x) || x->rank != 1)
         return TT_OK;
@@ -893,4 +924,26 @@ tt_status tt__graph_infer(tt_graph *g, tt_errbuf *err)
         }
     }
     return TT_OK;
+}
+
+tt_status tt__graph_window(const tt_graph *g, int node, tt__window *w, tt_errbuf *err)
+{
+    ctx c = {(tt_graph *)g, node, err};
+    const tt_gtensor *x = in(&c, 0), *wt = in(&c, 1);
+    int nk = x->rank - 2;
+    size_t nks;
+    const int64_t *ks = attr_ints(&c, "kernel_shape", &nks);
+    if (!ks && node_of(&c)->op == TT_GOP_CONV && wt)
+        ks = wt->dims + 2;
+    if (!ks || nk < 1 || nk > TT__MAX_WINDOW)
+        return FAIL(&c, "no kernel shape, or more than %d spatial dimensions", TT__MAX_WINDOW);
+    return window(&c, x, ks, nk, w);
+}
+
+tt_status tt__graph_slice(const tt_graph *g, int node, int64_t *first, int64_t *step,
+                          tt_errbuf *err)
+{
+    ctx c = {(tt_graph *)g, node, err};
+    int64_t dims[TT_GRAPH_MAX_RANK];
+    return slice_params(&c, first, step, dims);
 }

@@ -706,6 +706,7 @@ tt_status tt_expr_eval(const tt_expr_pool *p, tt_eid e, const tt_eval_env *env, 
         case TT_FUNC_TANH: out->f = tanh(x); break;
         case TT_FUNC_SIGMOID: out->f = 1.0 / (1.0 + exp(-x)); break;
         case TT_FUNC_ABS: out->f = fabs(x); break;
+        case TT_FUNC_ERF: out->f = erf(x); break;
         default: return TT_ERR_RUNTIME;
         }
         return TT_OK;

@@ -74,7 +74,8 @@ typedef enum {
     X(SQRT, "sqrt")                                                                                \
     X(TANH, "tanh")                                                                                \
     X(SIGMOID, "sigmoid")                                                                          \
-    X(ABS, "abs")
+    X(ABS, "abs")                                                                                  \
+    X(ERF, "erf")
 
 typedef enum {
 #define TT_FN_ENUM(n, s) TT_FUNC_##n,

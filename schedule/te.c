@@ -17,7 +17,7 @@
 #include <string.h>
 
 #define MAX_NODES 4096
-#define MAX_STMTS 64
+#define MAX_STMTS 256
 #define MAX_NAMES 256
 #define MAX_ARGS  16
 #define NAME_LEN  32

@@ -13,20 +13,8 @@
 #include <cmocka.h>
 
 #include "graph/graph.h"
+#include "graph/onnx_testdata.h"
 #include "onnx.pb-c.h"
-
-#define NODE_TESTS "/usr/include/onnx/backend/test/data/node"
-
-static bool have_testdata(void)
-{
-    struct stat st;
-    if (!stat(NODE_TESTS, &st))
-        return true;
-    /* install-deps installs libonnx-testdata; CI must not pass by skipping */
-    if (getenv("CI"))
-        fail_msg("%s is missing (libonnx-testdata)", NODE_TESTS);
-    return false;
-}
 
 /* Node tests that must import: the operators networks are made of. */
 static const char *const must_import[] = {
@@ -69,7 +57,7 @@ static const char *const must_import[] = {
 static void node_tests_import_with_the_expected_shapes(void **state)
 {
     (void)state;
-    if (!have_testdata())
+    if (!tt_test_have_onnx_testdata())
         skip();
     DIR *d = opendir(NODE_TESTS);
     assert_non_null(d);
@@ -83,26 +71,13 @@ static void node_tests_import_with_the_expected_shapes(void **state)
         tt_graph *g;
         tt_errbuf err = {{0}};
         /* integer inputs (shapes, axes, pads) get their test values, as a deployment fixes them */
+        char dir[1024];
+        snprintf(dir, sizeof(dir), "%s/%s", NODE_TESTS, e->d_name);
         tt_gtensor bind[16];
-        int nbind = 0;
-        for (int i = 0; i < 16; i++) {
-            char in_path[1024];
-            snprintf(in_path, sizeof(in_path), "%s/%s/test_data_set_0/input_%d.pb", NODE_TESTS,
-                     e->d_name, i);
-            struct stat st;
-            if (stat(in_path, &st))
-                break;
-            if (tt_graph_read_tensor(in_path, &bind[nbind], &err))
-                continue;
-            if (bind[nbind].dtype == TT_DT_INT64 && bind[nbind].name[0])
-                nbind++;
-            else
-                free(bind[nbind].name), free(bind[nbind].data);
-        }
+        int nbind = tt_test_bind_int_inputs(dir, bind, 16);
         tt_graph_options o = {NULL, 0, 0, bind, nbind};
         tt_status s = tt_graph_import_onnx(path, &o, &g, &err);
-        for (int i = 0; i < nbind; i++)
-            free(bind[i].name), free(bind[i].data);
+        tt_test_free_tensors(bind, nbind);
         bool must = false;
         for (size_t i = 0; i < sizeof(must_import) / sizeof(must_import[0]); i++)
             must = must || !strcmp(must_import[i], e->d_name);

@@ -1,0 +1,87 @@
+/* A network: an imported graph partitioned into kernels, the tasks the tuner sees, and the memory
+ * plan a build runs them with.
+ *
+ *     tt_net *net;
+ *     if (tt_net_build(g, NULL, &net, &err)) ...err.msg names the node and why...
+ *     for (size_t i = 0; i < net->tasks.len; i++)   tune net->tasks.data[i].workload ...
+ *     for (size_t i = 0; i < net->calls.len; i++)   run kernel calls[i].task on calls[i].args ...
+ *     tt_net_free(net);
+ *
+ * Building folds BatchNormalization into the convolution before it (weights and bias rescaled),
+ * fuses each anchor (Conv, ConvTranspose, Gemm, MatMul, pools, reductions, Softmax,
+ * LayerNormalization) with the elementwise ops that follow it as TVM's FuseOps does (bias, a
+ * residual Add, Relu, Clip...), fuses elementwise chains into the reduction they feed, and writes
+ * each fused subgraph as one `te:` workload whose weights are constant inputs.  Identical subgraphs
+ * share a task; a task's weight is how many calls run it.  Reshape, Flatten, Squeeze, Unsqueeze,
+ * Identity and Dropout move no data: their output is the same memory as their input.
+ *
+ * The graph is changed in place (folded constants are added, folded nodes removed) and must
+ * outlive the net.  Not thread-safe. */
+#ifndef TT_GRAPH_NET_H
+#define TT_GRAPH_NET_H
+
+#include "graph.h"
+
+typedef struct tt_net_task {
+    char *workload; /* canonical `te:` text: the tuner's and the database's key */
+    char *label;    /* the ONNX operators it fuses, "Conv+Add+Relu" */
+    int weight;     /* calls that run it */
+    double flops;   /* of one call */
+} tt_net_task;
+
+typedef struct tt_net_call {
+    int task;
+    int *args; /* graph tensor of each kernel parameter, in tt_dag_params() order */
+    int nargs;
+    int first_node, last_node; /* the nodes it computes (for messages) */
+} tt_net_call;
+
+/* Where a tensor's values live while the network runs. */
+typedef enum {
+    TT_NET_NONE,   /* not used by any call */
+    TT_NET_INPUT,  /* the caller's input `index` */
+    TT_NET_OUTPUT, /* the caller's output `index` */
+    TT_NET_CONST,  /* the weights, at byte `offset` of the weight blob */
+    TT_NET_ARENA,  /* the intermediate arena, at byte `offset` */
+} tt_net_place;
+
+typedef struct tt_net_storage {
+    tt_net_place place;
+    int index;
+    int64_t offset;
+} tt_net_storage;
+
+/* A graph output whose storage is not the caller's buffer (it is an input, a constant, or the same
+ * memory as another output): copied there after the last call. */
+typedef struct tt_net_copy {
+    int output; /* index in g->outputs */
+    int from;   /* the tensor whose storage holds its values */
+} tt_net_copy;
+
+typedef struct tt_net {
+    tt_graph *g;
+    TT_VEC(tt_net_task) tasks; /* in order of first call */
+    TT_VEC(tt_net_call) calls; /* in execution order */
+    TT_VEC(tt_net_copy) copies;
+    int *alias;              /* per tensor: the tensor whose memory it is (itself if none) */
+    tt_net_storage *storage; /* per tensor, of its alias root */
+    int64_t arena_bytes;     /* intermediates, reused as their lifetimes allow */
+    int64_t weight_bytes;    /* constants the calls read, 64-byte aligned each */
+    int64_t unplanned_bytes; /* the arena without reuse: what the plan saves */
+    double flops;            /* of one run */
+    int folded_batchnorms;
+} tt_net;
+
+typedef struct tt_net_options {
+    /* The largest fused subgraph, in ONNX nodes (0: 16). */
+    int max_fused;
+} tt_net_options;
+
+/* Partitions `g` into calls and tasks and plans its memory.  Errors name the node: an operator or
+ * dtype that kernels cannot compute (TT_ERR_UNSUPPORTED: bool tensors, MaxPool's indices,
+ * LayerNormalization's mean output...), TT_ERR_BAD_WORKLOAD for a subgraph whose workload does not
+ * parse (a bug: the message has the text). */
+tt_status tt_net_build(tt_graph *g, const tt_net_options *o, tt_net **out, tt_errbuf *err);
+void tt_net_free(tt_net *net);
+
+#endif

