@@ -12,6 +12,8 @@ PACKAGES=(
   libopenblas-dev libdnnl-dev
   # models: ONNX import (protobuf-c and the onnx.proto schema), the ONNX node tests
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata
+  # tests: small networks built with the onnx package, checked with numpy
+  python3-onnx python3-numpy
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libjansson-dev:arm64 libsodium-dev:arm64
   # tests: the dashboard in a headless browser, a device's link cut in a network namespace
   chromium fonts-dejavu-core iproute2

@@ -51,11 +51,13 @@ typedef struct {
     int passed, refused_import, refused_lowering, wrong;
 } tally;
 
-/* One node test: 0 passed, 1 refused, -1 wrong (printed). */
-static int run_node_test(const char *name, char *why, size_t nwhy)
+/* One test directory (model.onnx, test_data_set_*): 0 passed, 1 refused at import, 2 refused by
+ * the partition, -1 wrong (why says how).  When `keep` is given, the graph and net are handed to
+ * the caller instead of freed. */
+static int run_model_dir(const char *dir, char *why, size_t nwhy, tt_graph **keep_g,
+                         tt_net **keep_net)
 {
-    char dir[1024], path[1200];
-    snprintf(dir, sizeof(dir), "%s/%s", NODE_TESTS, name);
+    char path[1200];
     tt_errbuf err = {{0}};
     /* integer inputs (shapes, axes, pads) get their test values, as a deployment fixes them */
     tt_gtensor bind[16];
@@ -154,6 +156,11 @@ static int run_node_test(const char *name, char *why, size_t nwhy)
             free(out[i]);
     }
     tt_netexec_free(x);
+    if (keep_g && !rc) {
+        *keep_g = g;
+        *keep_net = net;
+        return rc;
+    }
     tt_net_free(net);
     tt_graph_free(g);
     return rc;
@@ -183,8 +190,9 @@ static void node_tests_compute_the_expected_outputs(void **state)
     tally t = {0};
     bool verbose = getenv("TT_VERBOSE") != NULL;
     for (int i = 0; i < n; i++) {
-        char why[2048] = "";
-        int rc = run_node_test(names[i], why, sizeof(why));
+        char why[2048] = "", dir[1024];
+        snprintf(dir, sizeof(dir), "%s/%s", NODE_TESTS, names[i]);
+        int rc = run_model_dir(dir, why, sizeof(why), NULL, NULL);
         if (rc == 0)
             t.passed++;
         else if (rc == 1)
@@ -203,10 +211,123 @@ static void node_tests_compute_the_expected_outputs(void **state)
     assert_int_equal(t.wrong, 0);
 }
 
+/* ---- small networks (tests/graph/make_models.py, checked against numpy) ---- */
+
+static const char *models_dir(void)
+{
+    const char *d = getenv("TT_TEST_MODELS");
+    struct stat st;
+    if (d && !stat(d, &st))
+        return d;
+    if (getenv("CI"))
+        fail_msg("TT_TEST_MODELS (%s) is missing: make_models.py needs python3-onnx", d ? d : "");
+    return NULL;
+}
+
+static void print_tasks(const tt_net *net)
+{
+    if (!getenv("TT_VERBOSE"))
+        return;
+    for (size_t i = 0; i < net->tasks.len; i++)
+        print_message("  task %zu x%d %s: %s\n", i, net->tasks.data[i].weight,
+                      net->tasks.data[i].label, net->tasks.data[i].workload);
+}
+
+/* The net of one small network, run and checked; NULL (skipped) without the models. */
+static tt_net *small_network(const char *name, tt_graph **g)
+{
+    const char *base = models_dir();
+    if (!base)
+        return NULL;
+    char dir[1024], why[2048] = "";
+    snprintf(dir, sizeof(dir), "%s/%s", base, name);
+    tt_net *net = NULL;
+    int rc = run_model_dir(dir, why, sizeof(why), g, &net);
+    if (rc)
+        fail_msg("%s: %s", name, why);
+    print_tasks(net);
+    return net;
+}
+
+static int task_calls(const tt_net *net, const char *label)
+{
+    int n = 0;
+    for (size_t i = 0; i < net->tasks.len; i++)
+        if (!strcmp(net->tasks.data[i].label, label))
+            n += net->tasks.data[i].weight;
+    return n;
+}
+
+static void a_resnet_block_folds_fuses_and_matches(void **state)
+{
+    (void)state;
+    tt_graph *g;
+    tt_net *net = small_network("resnet_block", &g);
+    if (!net)
+        skip();
+    assert_int_equal(net->folded_batchnorms, 2);
+    /* conv+bn+relu, conv+bn+add+relu: the normalisation is in the weights, the rest fused */
+    assert_int_equal(task_calls(net, "Conv+Relu"), 1);
+    assert_int_equal(task_calls(net, "Conv+Add+Relu"), 1);
+    assert_int_equal(task_calls(net, "MaxPool"), 1);
+    assert_int_equal(task_calls(net, "Gemm"), 1);
+    /* Flatten moves nothing: 6 kernels for 12 nodes */
+    assert_int_equal((int)net->calls.len, 6);
+    assert_true(net->arena_bytes < net->unplanned_bytes);
+    tt_net_free(net);
+    tt_graph_free(g);
+}
+
+static void a_mobilenet_block_shares_tasks_and_matches(void **state)
+{
+    (void)state;
+    tt_graph *g;
+    tt_net *net = small_network("mobilenet_block", &g);
+    if (!net)
+        skip();
+    /* two blocks of the same shapes: three tasks, each run twice */
+    assert_int_equal((int)net->tasks.len, 3);
+    for (size_t i = 0; i < net->tasks.len; i++)
+        assert_int_equal(net->tasks.data[i].weight, 2);
+    assert_int_equal(task_calls(net, "Conv+Clip"), 4);
+    assert_int_equal(task_calls(net, "Conv+Add"), 2);
+    tt_net_free(net);
+    tt_graph_free(g);
+}
+
+static void a_bert_layer_matches(void **state)
+{
+    (void)state;
+    tt_graph *g;
+    tt_net *net = small_network("bert_layer", &g);
+    if (!net)
+        skip();
+    /* Q, K and V projections share a task; the feed-forward's first projection has its own */
+    assert_int_equal(task_calls(net, "MatMul+Add"), 4);
+    int qkv = 0;
+    for (size_t i = 0; i < net->tasks.len; i++)
+        qkv += !strcmp(net->tasks.data[i].label, "MatMul+Add") && net->tasks.data[i].weight == 3;
+    assert_int_equal(qkv, 1);
+    /* the scaling fused into the scores' MatMul; projections with their residual Add */
+    assert_int_equal(task_calls(net, "MatMul+Div"), 1);
+    assert_int_equal(task_calls(net, "MatMul+Add+Add"), 2);
+    /* the written-out LayerNorm: the variance chain in one kernel; GELU in one */
+    assert_int_equal(task_calls(net, "Pow+ReduceMean+Add+Sqrt"), 1);
+    assert_int_equal(task_calls(net, "Div+Erf+Add+Mul+Mul"), 1);
+    assert_int_equal(task_calls(net, "LayerNormalization"), 1);
+    /* the Reshapes move nothing */
+    assert_int_equal(task_calls(net, "Reshape"), 0);
+    tt_net_free(net);
+    tt_graph_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(node_tests_compute_the_expected_outputs),
+        cmocka_unit_test(a_resnet_block_folds_fuses_and_matches),
+        cmocka_unit_test(a_mobilenet_block_shares_tasks_and_matches),
+        cmocka_unit_test(a_bert_layer_matches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,219 @@
+#!/usr/bin/python3
+"""Small networks for test_network, built with the onnx package (Debian's python3-onnx) and
+checked against outputs computed here with numpy, in the layout of ONNX's node tests:
+
+    OUT/<name>/model.onnx
+    OUT/<name>/test_data_set_0/input_0.pb, output_0.pb
+
+resnet_block: Conv-BatchNorm-Relu, Conv-BatchNorm, residual Add, Relu, MaxPool, a strided 1x1
+  projection, GlobalAveragePool, Flatten, Gemm (the shapes of a ResNet basic block, scaled down).
+mobilenet_block: an inverted residual: 1x1 Conv + Clip(0, 6), depthwise 3x3 Conv + Clip, 1x1
+  Conv, residual Add, twice with the same shapes (so two calls share each task).
+bert_layer: a transformer encoder layer: Q/K/V projections, Reshape/Transpose into heads,
+  scaled dot-product attention with Softmax, the output projection with a residual, LayerNorm
+  written out as ReduceMean/Sub/Pow/Sqrt/Div (as older exporters do), a GELU feed-forward
+  (Erf), and LayerNormalization (opset 17).
+
+Usage: make_models.py OUTDIR
+"""
+import math
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+RNG = np.random.default_rng(17)
+
+
+def rand(*shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+# ---- numpy references ----
+
+def conv2d(x, w, b=None, stride=1, pad=0, group=1):
+    n, c, h, wd = x.shape
+    co, cig, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh = (h + 2 * pad - kh) // stride + 1
+    ow = (wd + 2 * pad - kw) // stride + 1
+    out = np.zeros((n, co, oh, ow), np.float64)
+    cog = co // group
+    for g in range(group):
+        xs = xp[:, g * cig:(g + 1) * cig]
+        for o in range(g * cog, (g + 1) * cog):
+            for i in range(kh):
+                for j in range(kw):
+                    patch = xs[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
+                    out[:, o] += np.einsum("nchw,c->nhw", patch, w[o, :, i, j])
+    if b is not None:
+        out += b.reshape(1, -1, 1, 1)
+    return out
+
+
+def batchnorm(x, s, b, m, v, eps=1e-5):
+    sh = (1, -1, 1, 1)
+    return (x - m.reshape(sh)) / np.sqrt(v.reshape(sh) + eps) * s.reshape(sh) + b.reshape(sh)
+
+
+def maxpool(x, k, stride, pad):
+    n, c, h, w = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=-np.inf)
+    oh = (h + 2 * pad - k) // stride + 1
+    ow = (w + 2 * pad - k) // stride + 1
+    out = np.full((n, c, oh, ow), -np.inf)
+    for i in range(k):
+        for j in range(k):
+            out = np.maximum(out, xp[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride])
+    return out
+
+
+def layernorm(x, g, b, eps):
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * g + b
+
+
+def softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def gelu(x):
+    return x * 0.5 * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+
+
+# ---- model building ----
+
+class Builder:
+    def __init__(self):
+        self.nodes, self.inits, self.n = [], [], 0
+
+    def const(self, arr, name=None):
+        name = name or f"c{len(self.inits)}"
+        self.inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        return name
+
+    def op(self, kind, inputs, **attrs):
+        self.n += 1
+        out = f"t{self.n}"
+        self.nodes.append(helper.make_node(kind, inputs, [out], name=f"{kind}_{self.n}", **attrs))
+        return out
+
+    def save(self, outdir, name, x, y, opset):
+        xin = helper.make_tensor_value_info("input", TensorProto.FLOAT, list(x.shape))
+        self.nodes[-1].output[0] = "output"
+        yout = helper.make_tensor_value_info("output", TensorProto.FLOAT, list(y.shape))
+        graph = helper.make_graph(self.nodes, name, [xin], [yout], self.inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                                  producer_name="tvm-tune tests")
+        onnx.checker.check_model(model)
+        d = os.path.join(outdir, name, "test_data_set_0")
+        os.makedirs(d, exist_ok=True)
+        onnx.save(model, os.path.join(outdir, name, "model.onnx"))
+        for fname, arr, tname in (("input_0.pb", x, "input"), ("output_0.pb", y, "output")):
+            with open(os.path.join(d, fname), "wb") as f:
+                f.write(numpy_helper.from_array(arr.astype(np.float32), tname).SerializeToString())
+
+
+def resnet_block(outdir):
+    b = Builder()
+    x = rand(1, 8, 16, 16)
+    w1, w2, wp = rand(8, 8, 3, 3, scale=0.2), rand(8, 8, 3, 3, scale=0.2), rand(16, 8, 1, 1)
+    bn = [(rand(8, scale=0.5) + 1, rand(8), rand(8, scale=0.1), np.abs(rand(8)) + 0.5)
+          for _ in range(2)]
+    fc, fcb = rand(10, 16, scale=0.3), rand(10)
+    t = b.op("Conv", ["input", b.const(w1)], pads=[1, 1, 1, 1])
+    t = b.op("BatchNormalization", [t] + [b.const(a) for a in bn[0]], epsilon=1e-5)
+    t = b.op("Relu", [t])
+    t = b.op("Conv", [t, b.const(w2)], pads=[1, 1, 1, 1])
+    t = b.op("BatchNormalization", [t] + [b.const(a) for a in bn[1]], epsilon=1e-5)
+    t = b.op("Add", [t, "input"])
+    t = b.op("Relu", [t])
+    t = b.op("MaxPool", [t], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    t = b.op("Conv", [t, b.const(wp)], strides=[2, 2])
+    t = b.op("GlobalAveragePool", [t])
+    t = b.op("Flatten", [t])
+    t = b.op("Gemm", [t, b.const(fc), b.const(fcb)], transB=1)
+    r = np.maximum(batchnorm(conv2d(x, w1, pad=1), *bn[0]), 0)
+    r = np.maximum(batchnorm(conv2d(r, w2, pad=1), *bn[1]) + x, 0)
+    r = conv2d(maxpool(r, 3, 2, 1), wp, stride=2)
+    r = r.mean(axis=(2, 3)) @ fc.T + fcb
+    b.save(outdir, "resnet_block", x, r, 13)
+
+
+def mobilenet_block(outdir):
+    b = Builder()
+    x = rand(1, 8, 12, 12)
+    t, r = "input", x.astype(np.float64)
+    for _ in range(2):
+        w1, wd, w2 = rand(32, 8, 1, 1, scale=0.3), rand(32, 1, 3, 3, scale=0.3), rand(8, 32, 1, 1,
+                                                                                      scale=0.2)
+        b1, bd, b2 = rand(32), rand(32), rand(8)
+        lo, hi = b.const(np.float32(0)), b.const(np.float32(6))
+        u = b.op("Conv", [t, b.const(w1), b.const(b1)])
+        u = b.op("Clip", [u, lo, hi])
+        u = b.op("Conv", [u, b.const(wd), b.const(bd)], group=32, pads=[1, 1, 1, 1])
+        u = b.op("Clip", [u, lo, hi])
+        u = b.op("Conv", [u, b.const(w2), b.const(b2)])
+        t = b.op("Add", [u, t])
+        q = np.clip(conv2d(r, w1, b1), 0, 6)
+        q = np.clip(conv2d(q, wd, bd, pad=1, group=32), 0, 6)
+        r = conv2d(q, w2, b2) + r
+    b.save(outdir, "mobilenet_block", x, r, 13)
+
+
+def bert_layer(outdir):
+    b = Builder()
+    S, D, H, F = 16, 32, 2, 64
+    x = rand(1, S, D)
+    wq, wk, wv, wo = (rand(D, D, scale=0.2) for _ in range(4))
+    bq, bk, bv, bo = (rand(D, scale=0.1) for _ in range(4))
+    g1, be1, g2, be2 = rand(D, scale=0.1) + 1, rand(D, scale=0.1), rand(D, scale=0.1) + 1, \
+        rand(D, scale=0.1)
+    w1, b1, w2, b2 = rand(D, F, scale=0.2), rand(F, scale=0.1), rand(F, D, scale=0.2), \
+        rand(D, scale=0.1)
+    heads = b.const(np.array([1, S, H, D // H], np.int64))
+    flat = b.const(np.array([1, S, D], np.int64))
+
+    def proj(t, w, bias):
+        return b.op("Add", [b.op("MatMul", [t, b.const(w)]), b.const(bias)])
+
+    q = b.op("Transpose", [b.op("Reshape", [proj("input", wq, bq), heads])], perm=[0, 2, 1, 3])
+    k = b.op("Transpose", [b.op("Reshape", [proj("input", wk, bk), heads])], perm=[0, 2, 3, 1])
+    v = b.op("Transpose", [b.op("Reshape", [proj("input", wv, bv), heads])], perm=[0, 2, 1, 3])
+    s = b.op("Div", [b.op("MatMul", [q, k]), b.const(np.float32(math.sqrt(D // H)))])
+    a = b.op("MatMul", [b.op("Softmax", [s], axis=-1), v])
+    a = b.op("Reshape", [b.op("Transpose", [a], perm=[0, 2, 1, 3]), flat])
+    h = b.op("Add", [proj(a, wo, bo), "input"])
+    # LayerNorm written out, as exporters before opset 17 do
+    mu = b.op("ReduceMean", [h], axes=[-1])
+    dv = b.op("Sub", [h, mu])
+    var = b.op("ReduceMean", [b.op("Pow", [dv, b.const(np.float32(2))])], axes=[-1])
+    den = b.op("Sqrt", [b.op("Add", [var, b.const(np.float32(1e-5))])])
+    h1 = b.op("Add", [b.op("Mul", [b.op("Div", [dv, den]), b.const(g1)]), b.const(be1)])
+    f = proj(h1, w1, b1)
+    f = b.op("Mul", [b.op("Mul", [f, b.op("Add", [b.op("Erf", [b.op(
+        "Div", [f, b.const(np.float32(math.sqrt(2)))])]), b.const(np.float32(1))])]),
+        b.const(np.float32(0.5))])
+    f = b.op("Add", [proj(f, w2, b2), h1])
+    b.op("LayerNormalization", [f, b.const(g2), b.const(be2)], axis=-1, epsilon=1e-5)
+
+    def heads_of(t):
+        return t.reshape(1, S, H, D // H).transpose(0, 2, 1, 3)
+    xd = x.astype(np.float64)
+    qq, kk, vv = (heads_of(xd @ w + bb) for w, bb in ((wq, bq), (wk, bk), (wv, bv)))
+    att = softmax(qq @ kk.transpose(0, 1, 3, 2) / math.sqrt(D // H)) @ vv
+    hh = att.transpose(0, 2, 1, 3).reshape(1, S, D) @ wo + bo + xd
+    hh1 = layernorm(hh, g1, be1, 1e-5)
+    ff = gelu(hh1 @ w1 + b1) @ w2 + b2 + hh1
+    b.save(outdir, "bert_layer", x, layernorm(ff, g2, be2, 1e-5), 17)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    for make in (resnet_block, mobilenet_block, bert_layer):
+        make(sys.argv[1])
