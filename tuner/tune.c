@@ -98,6 +98,34 @@ static tt_status task_measure(task *t, int64_t n, tt_errbuf *err)
     return TT_OK;
 }
 
+/* Ansor's table: per task its best latency, speed, weight and trials; the estimated latency of
+ * the network is the sum of weight x best latency (incomplete while a task has none). */
+static void print_task_table(const tt_tune_options *o, task **tasks, int n, FILE *log)
+{
+    double total = 0;
+    int64_t trials = 0;
+    bool complete = true;
+    fprintf(log, "%s|  ID | %-28s | Latency (ms) | Speed (GFLOPS) | Weight | Trials |\n",
+            o->progress ? "\n" : "", "Task");
+    for (int i = 0; i < n; i++) {
+        const task *t = tasks[i];
+        double w = o->weights ? o->weights[i] : 1.0;
+        char lat[32] = "-", speed[32] = "-";
+        if (t->best_s > 0) {
+            snprintf(lat, sizeof(lat), "%.4f", t->best_s * 1e3);
+            snprintf(speed, sizeof(speed), "%.2f", t->w->flops / t->best_s / 1e9);
+            total += w * t->best_s;
+        } else
+            complete = false;
+        trials += t->total;
+        fprintf(log, "| %3d | %-28.28s | %12s | %14s | %6g | %6lld |\n", i, o->labels[i], lat,
+                speed, w, (long long)t->total);
+    }
+    fprintf(log, "Estimated total latency: %s%.3f ms  Trials: %lld\n",
+            complete ? "" : ">= ", total * 1e3, (long long)trials);
+    fflush(log);
+}
+
 /* Tunes every task under one budget of o->trials per task on average: one warm-up round each,
  * then rounds of min(64, budget / tasks) measurements to the task the scheduler picks. */
 static tt_status schedule_tasks(const tt_tune_options *o, task **tasks, int n, FILE *log,
@@ -169,6 +197,8 @@ static tt_status schedule_tasks(const tt_tune_options *o, task **tasks, int n, F
         if (n > 1 && st[i].best_s <= 0 && st[i].rounds >= 1)
             st[i].dead = true; /* nothing valid after its warm-up */
         tt_sched_update_groups(st, n, i, TT_SCHED_BETA);
+        if (log && o->labels && n > 1 && round >= n - 1)
+            print_task_table(o, tasks, n, log);
     }
     for (int i = 0; i < n; i++)
         tt__tune_progress(tasks[i], true);

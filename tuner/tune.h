@@ -51,7 +51,11 @@ typedef struct tt_tune_options {
     tt_feature_kind features;    /* xgb: what the model sees */
     bool overlap_search;         /* evo: plan the next round while this one is measured */
     const double *weights;       /* per workload (how often it occurs), NULL = all 1 */
-    tt_sched_policy policy;      /* how rounds are shared among several workloads */
+    /* Short names of the workloads ("Conv+Add+Relu"), NULL = none.  With several workloads and
+     * labels, the log gets Ansor's task table after every round: each task's latency, weight
+     * and trials, and the network's estimated latency (the sum of weight x best latency). */
+    const char *const *labels;
+    tt_sched_policy policy; /* how rounds are shared among several workloads */
     tt_measure_options measure;
     /* Measure on devices of a farm (a tracker's key, or a standalone tvm-rpc-server) instead of
      * this machine: a session per batch of candidates; a device lost mid-batch costs nothing but

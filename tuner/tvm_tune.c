@@ -23,12 +23,20 @@ static void usage(FILE *f)
         "\n"
         "commands:\n"
         "  run     tune workloads on this machine, recording every measurement\n"
+        "  tasks   the tasks of a model (ONNX): its fused kernels, their weights and FLOPs\n"
         "  lower   print the loop IR of a workload under a schedule\n"
         "  ops     list the operator library and its parameters\n"
         "  summary the servers and queues of a tracker, as TVM's query_rpc_tracker prints them\n"
         "  submit  hand a tuning job to a tvm-tracker, which runs it on its farm\n"
         "  status, watch, cancel, jobs   follow and control submitted jobs\n"
         "  keygen  write a new farm key (for --auth-key-file)\n"
+        "\n"
+        "tvm-tune tasks --model M.onnx [--shape NAME=1x3x224x224 ...] [--target T] [--json]\n"
+        "  imports the model, folds BatchNormalization into convolutions, fuses each anchor\n"
+        "  (Conv, Gemm, MatMul, pools, reductions) with the elementwise ops after it, and prints\n"
+        "  the tasks: each distinct fused kernel as a te: workload, its weight (calls per run),\n"
+        "  FLOPs and share of the network's FLOPs; --shape fixes symbolic input dimensions\n"
+        "  (docs/models.md)\n"
         "\n"
         "tvm-tune run --workload W [--weight X] [--workload W2 [--weight X2] ...] [--target T]\n"
         "             [--trials N] [--strategy random|grid|ga|xgb|evo] [--population N]\n"
@@ -60,6 +68,9 @@ static void usage(FILE *f)
         "  go to the workload whose next round should cut the weighted sum of latencies most\n"
         "  (--scheduler gradient, the default; round-robin takes turns).  --weight says how\n"
         "  often the preceding workload occurs in the model (default 1).\n"
+        "  --model M.onnx [--shape NAME=DIMS] instead of --workload: every task of the model\n"
+        "  with its weight, and after each round Ansor's table (latency, weight, trials per\n"
+        "  task) with the network's estimated latency; also for submit.\n"
         "  --target defaults to llvm (this CPU, with its real features); -num-cores=N sets the\n"
         "  threads of parallel loops.  --target opencl tunes GPU kernels (OpenCL C built by the\n"
         "  device's driver): here on this machine's OpenCL device (--opencl-device P:D, an index\n"
@@ -330,6 +341,8 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
                                          {"parallel", required_argument, 0, 'L'},
                                          {"watch", no_argument, 0, 'A'},
                                          {"auth-key-file", required_argument, 0, '!'},
+                                         {"model", required_argument, 0, 'm'},
+                                         {"shape", required_argument, 0, 'H'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     memset(a, 0, sizeof(*a));
@@ -352,9 +365,9 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
         char *end;
         switch (c) {
         case 'w':
-            if (a->nw == 64) {
+            if (a->nw == TT_CLI_MAX_WORKLOADS) {
                 fprintf(stderr, "tvm-tune %s: ", cmd);
-                fprintf(stderr, "at most 64 workloads\n");
+                fprintf(stderr, "at most %d workloads\n", TT_CLI_MAX_WORKLOADS);
                 return 2;
             }
             a->weights[a->nw] = 1.0;
@@ -532,6 +545,14 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
             o->measure.min_repeat_ms = 0;
             break;
         case 'A': a->watch = true; break;
+        case 'm': a->model = optarg; break;
+        case 'H':
+            if (a->nshapes == TT_CLI_MAX_SHAPES) {
+                fprintf(stderr, "tvm-tune %s: at most %d --shape\n", cmd, TT_CLI_MAX_SHAPES);
+                return 2;
+            }
+            a->shapes[a->nshapes++] = optarg;
+            break;
         case '!': key_file = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -540,8 +561,27 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
     if (!cli_load_auth(cmd, key_file))
         return 2;
     remote->auth = cli_auth();
+    if (a->model && a->nw) {
+        fprintf(stderr, "tvm-tune %s: give --model or --workload, not both\n", cmd);
+        return 2;
+    }
+    if (a->model) {
+        if (!cli_load_model(cmd, a->model, a->shapes, a->nshapes, &a->graph, &a->net))
+            return 1;
+        if (a->net->tasks.len > TT_CLI_MAX_WORKLOADS) {
+            fprintf(stderr, "tvm-tune %s: %s has %zu tasks; at most %d are tuned together\n", cmd,
+                    a->model, a->net->tasks.len, TT_CLI_MAX_WORKLOADS);
+            return 1;
+        }
+        for (size_t i = 0; i < a->net->tasks.len; i++) {
+            a->workloads[a->nw] = a->net->tasks.data[i].workload;
+            a->labels[a->nw] = a->net->tasks.data[i].label;
+            a->weights[a->nw++] = a->net->tasks.data[i].weight;
+        }
+        a->o.labels = a->labels;
+    }
     if (a->nw == 0) {
-        fprintf(stderr, "tvm-tune %s: give at least one --workload\n", cmd);
+        fprintf(stderr, "tvm-tune %s: give at least one --workload, or --model\n", cmd);
         return 2;
     }
     if (a->use_remote && remote->tracker_host && !remote->key) {
@@ -554,6 +594,29 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
     o->weights = a->weights;
     o->nworkloads = a->nw;
     return -1;
+}
+
+bool cli_load_model(const char *cmd, const char *path, const char *const *shapes, int nshapes,
+                    tt_graph **g, tt_net **net)
+{
+    tt_graph_options go = {shapes, nshapes, 0, NULL, 0};
+    tt_errbuf err = {{0}};
+    *net = NULL;
+    if (tt_graph_import_onnx(path, &go, g, &err) || tt_net_build(*g, NULL, net, &err)) {
+        fprintf(stderr, "tvm-tune %s: %s\n", cmd, err.msg);
+        tt_graph_free(*g);
+        *g = NULL;
+        return false;
+    }
+    return true;
+}
+
+void free_tune_args(tune_args *a)
+{
+    tt_net_free(a->net);
+    tt_graph_free(a->graph);
+    a->net = NULL;
+    a->graph = NULL;
 }
 
 static int cmd_run(int argc, char **argv)
@@ -573,7 +636,7 @@ static int cmd_run(int argc, char **argv)
     sa.sa_handler = on_sigint;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    tt_tune_summary sums[64];
+    static tt_tune_summary sums[TT_CLI_MAX_WORKLOADS];
     memset(sums, 0, sizeof(sums));
     tt_errbuf err = {{0}};
     tt_status s = tt_tune_run(&o, sums, stderr, &err);
@@ -582,7 +645,11 @@ static int cmd_run(int argc, char **argv)
         tt_tune_summary *m = &sums[i];
         if (!m->workload[0])
             continue;
-        printf("%s on %s: %lld measured now, %lld in all, %lld errors", m->workload, o.target,
+        if (args.model)
+            printf("task %d (%s, weight %g)", i, args.labels[i], args.weights[i]);
+        else
+            printf("%s", m->workload);
+        printf(" on %s: %lld measured now, %lld in all, %lld errors", o.target,
                (long long)m->measured, (long long)m->total, (long long)m->errors);
         if (m->measured)
             printf(", %.0f ms compile per candidate", m->compile_s * 1e3);
@@ -595,6 +662,18 @@ static int cmd_run(int argc, char **argv)
         } else {
             printf("  no error-free measurement yet\n");
         }
+    }
+    if (args.model) {
+        double est = 0;
+        int missing = 0;
+        for (int i = 0; i < nw; i++) {
+            est += args.weights[i] * sums[i].best_s;
+            missing += sums[i].best_s <= 0;
+        }
+        printf("%s: %d tasks, %zu kernel calls; estimated latency %s%.3f ms (the sum of weight x "
+               "best latency)%s\n",
+               args.model, nw, args.net->calls.len, missing ? ">= " : "", est * 1e3,
+               missing ? ", some tasks have no measurement yet" : "");
     }
     if (use_remote && sums[0].workload[0])
         printf("farm: %.1f s waiting for devices, %lld lost device sessions (their candidates "
@@ -611,7 +690,92 @@ static int cmd_run(int argc, char **argv)
         printf("records in %s (tvm-db best --db %s --workload ... --target %s)\n", o.db_path,
                o.db_path, o.target);
     }
+    free_tune_args(&args);
     return rc;
+}
+
+/* tvm-tune tasks: what tuning a model means, before any trial. */
+static int cmd_tasks(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"model", required_argument, 0, 'm'},  {"shape", required_argument, 0, 'H'},
+        {"target", required_argument, 0, 't'}, {"json", no_argument, 0, 'j'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+    const char *model = NULL, *target = "llvm", *shapes[TT_CLI_MAX_SHAPES];
+    int nshapes = 0, c;
+    bool json = false;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'm': model = optarg; break;
+        case 't': target = optarg; break;
+        case 'j': json = true; break;
+        case 'H':
+            if (nshapes == TT_CLI_MAX_SHAPES) {
+                fprintf(stderr, "tvm-tune tasks: at most %d --shape\n", TT_CLI_MAX_SHAPES);
+                return 2;
+            }
+            shapes[nshapes++] = optarg;
+            break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (!model) {
+        fprintf(stderr, "tvm-tune tasks: --model is required\n");
+        return 2;
+    }
+    tt_target tg;
+    tt_errbuf err = {{0}};
+    if (tt_target_parse(target, &tg, &err)) {
+        fprintf(stderr, "tvm-tune tasks: --target: %s\n", err.msg);
+        return 2;
+    }
+    tt_graph *g;
+    tt_net *net;
+    if (!cli_load_model("tasks", model, shapes, nshapes, &g, &net))
+        return 1;
+    double total = net->flops > 0 ? net->flops : 1;
+    if (json) {
+        json_t *tasks = json_array();
+        for (size_t i = 0; i < net->tasks.len; i++) {
+            const tt_net_task *t = &net->tasks.data[i];
+            json_array_append_new(tasks, json_pack("{s:i, s:s, s:s, s:i, s:f, s:f}", "id", (int)i,
+                                                   "label", t->label, "workload", t->workload,
+                                                   "weight", t->weight, "flops", t->flops, "share",
+                                                   t->flops * t->weight / total));
+        }
+        json_t *root = json_pack(
+            "{s:s, s:s, s:i, s:i, s:f, s:I, s:I, s:I, s:i, s:o}", "model", model, "target", target,
+            "nodes", (int)g->nodes.len, "calls", (int)net->calls.len, "flops", net->flops,
+            "arena_bytes", (json_int_t)net->arena_bytes, "weight_bytes",
+            (json_int_t)net->weight_bytes, "unplanned_bytes", (json_int_t)net->unplanned_bytes,
+            "folded_batchnorms", net->folded_batchnorms, "tasks", tasks);
+        char *text = json_dumps(root, JSON_INDENT(2));
+        printf("%s\n", text);
+        free(text);
+        json_decref(root);
+    } else {
+        printf("%s (%s): %zu nodes, %zu kernel calls, %zu tasks, %.3f GFLOP per run\n", model,
+               g->producer && g->producer[0] ? g->producer : "unknown producer", g->nodes.len,
+               net->calls.len, net->tasks.len, net->flops / 1e9);
+        printf("memory: %.2f MiB of weights, %.2f MiB arena for the intermediates (%.2f MiB "
+               "without reuse); %d BatchNormalization folded into convolutions\n",
+               (double)net->weight_bytes / (1 << 20), (double)net->arena_bytes / (1 << 20),
+               (double)net->unplanned_bytes / (1 << 20), net->folded_batchnorms);
+        printf("| ID  | %-32s | Weight |  MFLOP | Share  |\n", "Task");
+        for (size_t i = 0; i < net->tasks.len; i++) {
+            const tt_net_task *t = &net->tasks.data[i];
+            printf("| %3zu | %-32.32s | %6d | %6.1f | %5.1f%% |\n", i, t->label, t->weight,
+                   t->flops / 1e6, 100 * t->flops * t->weight / total);
+        }
+        printf("workloads (tvm-tune run --model %s tunes them all):\n", model);
+        for (size_t i = 0; i < net->tasks.len; i++)
+            printf("%3zu %s\n", i, net->tasks.data[i].workload);
+    }
+    tt_net_free(net);
+    tt_graph_free(g);
+    return 0;
 }
 
 /* tvm-tune summary: what `python -m tvm.exec.query_rpc_tracker` prints, from any TVM-compatible
@@ -725,6 +889,8 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "lower") == 0)
         return cmd_lower(argc - 1, argv + 1);
+    if (strcmp(cmd, "tasks") == 0)
+        return cmd_tasks(argc - 1, argv + 1);
     if (strcmp(cmd, "run") == 0)
         return cmd_run(argc - 1, argv + 1);
     if (strcmp(cmd, "ops") == 0)

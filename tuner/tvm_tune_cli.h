@@ -2,7 +2,11 @@
 #ifndef TT_TUNER_TVM_TUNE_CLI_H
 #define TT_TUNER_TVM_TUNE_CLI_H
 
+#include "../graph/net.h"
 #include "tune.h"
+
+#define TT_CLI_MAX_WORKLOADS 64
+#define TT_CLI_MAX_SHAPES    16
 
 /* The options of `run` and `submit`: workloads, search, measurement, farm. */
 typedef struct {
@@ -10,13 +14,26 @@ typedef struct {
     tt_remote_options remote;
     char remote_host[256];
     bool use_remote, watch;
-    const char *workloads[64];
-    double weights[64];
+    const char *workloads[TT_CLI_MAX_WORKLOADS];
+    double weights[TT_CLI_MAX_WORKLOADS];
+    const char *labels[TT_CLI_MAX_WORKLOADS];
     int nw;
+    /* --model: the network whose tasks are the workloads (kept while they are tuned) */
+    const char *model;
+    const char *shapes[TT_CLI_MAX_SHAPES];
+    int nshapes;
+    tt_graph *graph;
+    tt_net *net;
 } tune_args;
 
 /* Parses them (getopt); returns -1 when the command should go on, else its exit code. */
 int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a);
+void free_tune_args(tune_args *a);
+
+/* Imports `path` (--shape overrides) and partitions it into tasks; prints the error and returns
+ * false on failure. */
+bool cli_load_model(const char *cmd, const char *path, const char *const *shapes, int nshapes,
+                    tt_graph **g, tt_net **net);
 
 /* The farm's key of this tvm-tune process: --auth-key-file, else $TVM_TUNE_AUTH_KEY_FILE, else
  * none.  cli_load_auth prints the error and returns false when the file is unusable. */

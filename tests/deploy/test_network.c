@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -54,8 +55,8 @@ typedef struct {
 /* One test directory (model.onnx, test_data_set_*): 0 passed, 1 refused at import, 2 refused by
  * the partition, -1 wrong (why says how).  When `keep` is given, the graph and net are handed to
  * the caller instead of freed. */
-static int run_model_dir(const char *dir, char *why, size_t nwhy, tt_graph **keep_g,
-                         tt_net **keep_net)
+static int run_model(const char *dir, const char *db, char *why, size_t nwhy, tt_graph **keep_g,
+                     tt_net **keep_net)
 {
     char path[1200];
     tt_errbuf err = {{0}};
@@ -73,11 +74,12 @@ static int run_model_dir(const char *dir, char *why, size_t nwhy, tt_graph **kee
     }
     tt_net *net = NULL;
     tt_netexec *x = NULL;
+    tt_netexec_options xo = {db, NULL, db != NULL, NULL};
     int rc = 0;
     if ((s = tt_net_build(g, NULL, &net, &err))) {
         snprintf(why, nwhy, "partition: %s", err.msg);
         rc = s == TT_ERR_UNSUPPORTED ? 2 : -1;
-    } else if ((s = tt_netexec_create(net, NULL, &x, &err))) {
+    } else if ((s = tt_netexec_create(net, &xo, &x, &err))) {
         snprintf(why, nwhy, "build: %s", err.msg);
         rc = -1;
     }
@@ -164,6 +166,17 @@ static int run_model_dir(const char *dir, char *why, size_t nwhy, tt_graph **kee
     tt_net_free(net);
     tt_graph_free(g);
     return rc;
+}
+
+static int run_model_dir(const char *dir, char *why, size_t nwhy, tt_graph **keep_g,
+                         tt_net **keep_net)
+{
+    return run_model(dir, NULL, why, nwhy, keep_g, keep_net);
+}
+
+static int run_model_dir_with(const char *dir, const char *db, char *why, size_t nwhy)
+{
+    return run_model(dir, db, why, nwhy, NULL, NULL);
 }
 
 static int by_name(const void *a, const void *b)
@@ -321,6 +334,57 @@ static void a_bert_layer_matches(void **state)
     tt_graph_free(g);
 }
 
+/* Tuned records replace the default schedules (weights packed for the layouts they chose), and
+ * the network still computes what numpy says. */
+static void tuned_records_build_the_network(void **state)
+{
+    (void)state;
+    tt_graph *g;
+    tt_net *net = small_network("resnet_block", &g);
+    if (!net)
+        skip();
+    char db[] = "/tmp/tt-net-XXXXXX";
+    assert_non_null(mkdtemp(db));
+    char path[256];
+    snprintf(path, sizeof(path), "%s/tuning.db", db);
+    /* tvm-tune in a process of its own: this one has run OpenMP kernels, and a process that has
+     * started libgomp's threads cannot fork a child that starts them again */
+    const char *tvm_tune = getenv("TT_TVM_TUNE");
+    if (!tvm_tune)
+        skip();
+    char cmd[2048];
+    snprintf(cmd, sizeof(cmd),
+             "%s run --model %s/resnet_block/model.onnx --trials 3 --strategy evo --population 64 "
+             "--repeat 2 --min-repeat-ms 0 --seed 3 --db %s > %s.log 2>&1",
+             tvm_tune, models_dir(), path, path);
+    int rc0 = system(cmd);
+    if (rc0) {
+        snprintf(cmd, sizeof(cmd), "cat %s.log >&2", path);
+        (void)!system(cmd);
+        fail_msg("tvm-tune run --model failed (%d)", rc0);
+    }
+    tt_errbuf err = {{0}};
+    tt_netexec *x;
+    tt_netexec_options xo = {path, NULL, true, NULL};
+    if (tt_netexec_create(net, &xo, &x, &err))
+        fail_msg("%s", err.msg);
+    for (size_t i = 0; i < net->tasks.len; i++)
+        assert_int_equal(tt_netexec_report(x, (int)i)->source, TT_COMPILE_EXACT);
+    tt_netexec_free(x);
+    tt_net_free(net);
+    tt_graph_free(g);
+    /* the run itself: the same directory test, now with the database */
+    char dir[1024], why[2048] = "";
+    snprintf(dir, sizeof(dir), "%s/resnet_block", models_dir());
+    int rc = run_model_dir_with(dir, path, why, sizeof(why));
+    remove(path);
+    snprintf(cmd, sizeof(cmd), "%s.log", path);
+    remove(cmd);
+    rmdir(db);
+    if (rc)
+        fail_msg("%s", why);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -328,6 +392,7 @@ int main(void)
         cmocka_unit_test(a_resnet_block_folds_fuses_and_matches),
         cmocka_unit_test(a_mobilenet_block_shares_tasks_and_matches),
         cmocka_unit_test(a_bert_layer_matches),
+        cmocka_unit_test(tuned_records_build_the_network),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
