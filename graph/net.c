@@ -316,7 +316,7 @@ tt_status tt_net_build(tt_graph *g, const tt_net_options *o, tt_net **out, tt_er
         s = find_aliases(&b);
     if (!s)
         s = partition(&b);
-    if (!s)
+    if (!s && b.groups.len > 1)
         qsort(b.groups.data, b.groups.len, sizeof(group), by_last_node);
     for (size_t i = 0; !s && i < b.groups.len; i++)
         s = add_call(&b, &b.groups.data[i]);
