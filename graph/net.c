@@ -108,6 +108,12 @@ static int joinable(const builder *b, int node, kind k, int j)
     const group *G = &b->groups.data[b->tail[t]];
     if (b->uses[t] != 1 || b->aliased[t] || is_output(b->g, t) || G->n >= b->max_fused)
         return -1;
+    /* a kernel that also writes another output of its last node (LayerNormalization's Mean)
+     * runs where that output is needed: nothing may join and move it later */
+    const tt_gnode *last = &b->g->nodes.data[G->nodes[G->n - 1]];
+    for (int o = 0; o < last->noutputs; o++)
+        if (last->outputs[o] >= 0 && last->outputs[o] != t && b->uses[last->outputs[o]] > 0)
+            return -1;
     if (k == K_ELEM && !same_shape(&b->g->tensors.data[n->outputs[0]], &b->g->tensors.data[t]))
         return -1;
     if (k == K_REDUCE && (j != 0 || !G->elementwise_only))

@@ -334,6 +334,21 @@ static void a_bert_layer_matches(void **state)
     tt_graph_free(g);
 }
 
+/* A kernel that writes a second output (LayerNormalization's Mean) runs before that output's
+ * readers: the Relu after its main output does not join it and move it later. */
+static void a_second_output_is_ready_for_its_readers(void **state)
+{
+    (void)state;
+    tt_graph *g;
+    tt_net *net = small_network("layernorm_outputs", &g);
+    if (!net)
+        skip();
+    assert_int_equal(task_calls(net, "LayerNormalization"), 1);
+    assert_int_equal(task_calls(net, "Relu+Add"), 1);
+    tt_net_free(net);
+    tt_graph_free(g);
+}
+
 /* Tuned records replace the default schedules (weights packed for the layouts they chose), and
  * the network still computes what numpy says. */
 static void tuned_records_build_the_network(void **state)
@@ -392,6 +407,7 @@ int main(void)
         cmocka_unit_test(a_resnet_block_folds_fuses_and_matches),
         cmocka_unit_test(a_mobilenet_block_shares_tasks_and_matches),
         cmocka_unit_test(a_bert_layer_matches),
+        cmocka_unit_test(a_second_output_is_ready_for_its_readers),
         cmocka_unit_test(tuned_records_build_the_network),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

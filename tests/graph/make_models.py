@@ -13,6 +13,7 @@ bert_layer: a transformer encoder layer: Q/K/V projections, Reshape/Transpose in
   scaled dot-product attention with Softmax, the output projection with a residual, LayerNorm
   written out as ReduceMean/Sub/Pow/Sqrt/Div (as older exporters do), a GELU feed-forward
   (Erf), and LayerNormalization (opset 17).
+layernorm_outputs: LayerNormalization's Mean output read before its main output's consumer.
 
 Usage: make_models.py OUTDIR
 """
@@ -212,8 +213,24 @@ def bert_layer(outdir):
     b.save(outdir, "bert_layer", x, layernorm(ff, g2, be2, 1e-5), 17)
 
 
+def layernorm_outputs(outdir):
+    """LayerNormalization's Mean read by a node between it and the Relu that follows it: the
+    kernel writing Mean must run before that reader, so the Relu may not join it."""
+    b = Builder()
+    x = rand(2, 8)
+    g, be = rand(8, scale=0.1) + 1, rand(8, scale=0.1)
+    b.nodes.append(helper.make_node("LayerNormalization", ["input", b.const(g), b.const(be)],
+                                    ["y", "mean"], name="ln", axis=-1, epsilon=1e-5))
+    m2 = b.op("Mul", ["mean", b.const(np.float32(2))])
+    r = b.op("Relu", ["y"])
+    b.op("Add", [r, m2])
+    xd = x.astype(np.float64)
+    want = np.maximum(layernorm(xd, g, be, 1e-5), 0) + 2 * xd.mean(-1, keepdims=True)
+    b.save(outdir, "layernorm_outputs", x, want, 17)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    for make in (resnet_block, mobilenet_block, bert_layer):
+    for make in (resnet_block, mobilenet_block, bert_layer, layernorm_outputs):
         make(sys.argv[1])
