@@ -74,14 +74,11 @@ static tt_status build_task(tt_netexec *x, const tt__picker *pk, int ti, const c
         }
     }
     if (s) {
-        char where[200];
-        tt_gnode_describe(x->net->g, x->net->calls.data[0].first_node, where, sizeof(where));
-        for (size_t c = 0; c < x->net->calls.len; c++)
-            if (x->net->calls.data[c].task == ti) {
+        char where[200] = "";
+        for (size_t c = 0; c < x->net->calls.len && !where[0]; c++)
+            if (x->net->calls.data[c].task == ti)
                 tt_gnode_describe(x->net->g, x->net->calls.data[c].first_node, where,
                                   sizeof(where));
-                break;
-            }
         tt_err_prefix(err, s, "task %d (%s, from %s)", ti, task->label, where);
     }
     tt_program_free(prog);

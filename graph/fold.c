@@ -12,19 +12,6 @@ static bool is_float_const(const tt_graph *g, int t, tt_dtype dt)
     return t >= 0 && g->tensors.data[t].kind == TT_GT_CONST && g->tensors.data[t].dtype == dt;
 }
 
-static double value(const tt_gtensor *t, int64_t i)
-{
-    return t->dtype == TT_DT_FLOAT32 ? ((const float *)t->data)[i] : ((const double *)t->data)[i];
-}
-
-static void set(void *data, tt_dtype dt, int64_t i, double v)
-{
-    if (dt == TT_DT_FLOAT32)
-        ((float *)data)[i] = (float)v;
-    else
-        ((double *)data)[i] = v;
-}
-
 /* Readers of tensor t among the live nodes, and whether it is a graph output. */
 static int readers(const tt_graph *g, int t)
 {
@@ -41,12 +28,8 @@ static int readers(const tt_graph *g, int t)
     return n;
 }
 
-/* A new constant tensor of `n` values of dt, named after `base`. */
-static int new_const(tt_graph *g, const char *base, const char *suffix, tt_dtype dt, int rank,
-                     const int64_t *dims)
+int tt__net_new_const(tt_graph *g, const char *name, tt_dtype dt, int rank, const int64_t *dims)
 {
-    char name[256];
-    snprintf(name, sizeof(name), "%s%s", base, suffix);
     int t = tt__graph_add_tensor(g, name, TT_GT_CONST);
     if (t < 0)
         return -1;
@@ -60,30 +43,41 @@ static int new_const(tt_graph *g, const char *base, const char *suffix, tt_dtype
     return t;
 }
 
+void tt__batchnorm_affine(const tt_graph *g, const tt_gnode *bn, int64_t c, double *scale,
+                          double *shift)
+{
+    const tt_gtensor *t = g->tensors.data;
+    double eps = tt__attr_float(bn, "epsilon", 1e-5);
+    *scale = tt__gtensor_value(&t[bn->inputs[1]], c) /
+             sqrt(tt__gtensor_value(&t[bn->inputs[4]], c) + eps);
+    *shift =
+        tt__gtensor_value(&t[bn->inputs[2]], c) - tt__gtensor_value(&t[bn->inputs[3]], c) * *scale;
+}
+
 static tt_status fold_one(tt_graph *g, int bn, int conv, tt_errbuf *err)
 {
     tt_gnode *B = &g->nodes.data[bn], *C = &g->nodes.data[conv];
     int w = C->inputs[1], b = C->ninputs > 2 ? C->inputs[2] : -1;
     const tt_gtensor *W = &g->tensors.data[w];
     tt_dtype dt = W->dtype;
-    const tt_gattr *ea = tt_gnode_attr(B, "epsilon");
-    double eps = ea && ea->kind == TT_GATTR_FLOAT ? ea->f : 1e-5;
     int64_t CO = W->dims[0], per = tt_gtensor_numel(W) / CO;
-    int nw = new_const(g, W->name, ".bn_folded", dt, W->rank, W->dims);
-    int nb = nw >= 0 ? new_const(g, W->name, ".bn_bias", dt, 1, &CO) : -1;
+    char name[256];
+    snprintf(name, sizeof(name), "%s.bn_folded", W->name);
+    int nw = tt__net_new_const(g, name, dt, W->rank, W->dims);
+    snprintf(name, sizeof(name), "%s.bn_bias", g->tensors.data[w].name);
+    int nb = nw >= 0 ? tt__net_new_const(g, name, dt, 1, &CO) : -1;
     if (nb < 0)
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
     /* pointers after the pushes: the tensor vector may have moved */
     W = &g->tensors.data[w];
-    const tt_gtensor *s = &g->tensors.data[B->inputs[1]], *beta = &g->tensors.data[B->inputs[2]],
-                     *m = &g->tensors.data[B->inputs[3]], *v = &g->tensors.data[B->inputs[4]];
     const tt_gtensor *bias = b >= 0 ? &g->tensors.data[b] : NULL;
     tt_gtensor *NW = &g->tensors.data[nw], *NB = &g->tensors.data[nb];
     for (int64_t co = 0; co < CO; co++) {
-        double a = value(s, co) / sqrt(value(v, co) + eps);
+        double a, shift;
+        tt__batchnorm_affine(g, B, co, &a, &shift);
         for (int64_t k = 0; k < per; k++)
-            set(NW->data, dt, co * per + k, value(W, co * per + k) * a);
-        set(NB->data, dt, co, ((bias ? value(bias, co) : 0) - value(m, co)) * a + value(beta, co));
+            tt__gtensor_set(NW, co * per + k, tt__gtensor_value(W, co * per + k) * a);
+        tt__gtensor_set(NB, co, (bias ? tt__gtensor_value(bias, co) : 0) * a + shift);
     }
     int *in = tt_arena_alloc(&g->arena, 3 * sizeof(int));
     if (!in)

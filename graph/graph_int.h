@@ -31,6 +31,17 @@ tt_status tt__graph_window(const tt_graph *g, int node, tt__window *w, tt_errbuf
 tt_status tt__graph_slice(const tt_graph *g, int node, int64_t *first, int64_t *step,
                           tt_errbuf *err);
 
+/* Typed attributes of a node: the value, or `def` when it is absent or of another kind. */
+int64_t tt__attr_int(const tt_gnode *n, const char *name, int64_t def);
+double tt__attr_float(const tt_gnode *n, const char *name, double def);
+const char *tt__attr_str(const tt_gnode *n, const char *name, const char *def);
+/* The ints attribute `name` (NULL and *count = 0 when absent). */
+const int64_t *tt__attr_ints(const tt_gnode *n, const char *name, size_t *count);
+
+/* Element i of a constant tensor of any dtype, as a double; and stored (converted to its dtype). */
+double tt__gtensor_value(const tt_gtensor *t, int64_t i);
+void tt__gtensor_set(tt_gtensor *t, int64_t i, double v);
+
 /* The error prefix for node i: "<source>: node 12 'Conv_3' (Conv): ". */
 tt_status tt__graph_node_err(const tt_graph *g, int node, tt_errbuf *err, tt_status s,
                              const char *fmt, ...) __attribute__((format(printf, 5, 6)));

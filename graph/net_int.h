@@ -14,6 +14,14 @@
  * The BatchNormalization node is removed; *folded counts them. */
 tt_status tt__net_fold_batchnorm(tt_graph *g, int *folded, tt_errbuf *err);
 
+/* BatchNormalization `bn` (constant statistics) at channel c as y = x * scale + shift. */
+void tt__batchnorm_affine(const tt_graph *g, const tt_gnode *bn, int64_t c, double *scale,
+                          double *shift);
+
+/* Adds a constant tensor named `name` with room for its values (uninitialised); its index, or -1
+ * when out of memory. */
+int tt__net_new_const(tt_graph *g, const char *name, tt_dtype dt, int rank, const int64_t *dims);
+
 /* Writes the `te:` program of a chain of nodes: nodes[0]'s output feeds nodes[1] and so on, and
  * tensor `output` (an output of the last node) is the program's output, named "out".  Other
  * tensors read become placeholders x<k> (computed or graph inputs) and w<k> (constants, declared

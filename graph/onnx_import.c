@@ -51,6 +51,53 @@ const tt_gattr *tt_gnode_attr(const tt_gnode *n, const char *name)
     return NULL;
 }
 
+int64_t tt__attr_int(const tt_gnode *n, const char *name, int64_t def)
+{
+    const tt_gattr *a = tt_gnode_attr(n, name);
+    return a && a->kind == TT_GATTR_INT ? a->i : def;
+}
+
+double tt__attr_float(const tt_gnode *n, const char *name, double def)
+{
+    const tt_gattr *a = tt_gnode_attr(n, name);
+    return a && a->kind == TT_GATTR_FLOAT ? a->f : def;
+}
+
+const char *tt__attr_str(const tt_gnode *n, const char *name, const char *def)
+{
+    const tt_gattr *a = tt_gnode_attr(n, name);
+    return a && a->kind == TT_GATTR_STRING ? a->s : def;
+}
+
+const int64_t *tt__attr_ints(const tt_gnode *n, const char *name, size_t *count)
+{
+    const tt_gattr *a = tt_gnode_attr(n, name);
+    *count = a && a->kind == TT_GATTR_INTS ? a->n : 0;
+    return *count ? a->ints : NULL;
+}
+
+double tt__gtensor_value(const tt_gtensor *t, int64_t i)
+{
+    switch (t->dtype) {
+    case TT_DT_FLOAT32: return ((const float *)t->data)[i];
+    case TT_DT_FLOAT64: return ((const double *)t->data)[i];
+    case TT_DT_INT32: return ((const int32_t *)t->data)[i];
+    case TT_DT_INT64: return (double)((const int64_t *)t->data)[i];
+    default: return ((const uint8_t *)t->data)[i];
+    }
+}
+
+void tt__gtensor_set(tt_gtensor *t, int64_t i, double v)
+{
+    switch (t->dtype) {
+    case TT_DT_FLOAT32: ((float *)t->data)[i] = (float)v; break;
+    case TT_DT_FLOAT64: ((double *)t->data)[i] = v; break;
+    case TT_DT_INT32: ((int32_t *)t->data)[i] = (int32_t)v; break;
+    case TT_DT_INT64: ((int64_t *)t->data)[i] = (int64_t)v; break;
+    default: ((uint8_t *)t->data)[i] = (uint8_t)v; break;
+    }
+}
+
 const char *tt_gnode_describe(const tt_graph *g, int node, char *buf, size_t n)
 {
     const tt_gnode *nd = &g->nodes.data[node];

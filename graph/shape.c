@@ -38,22 +38,17 @@ static tt_gtensor *out(const ctx *c, int i)
 
 static int64_t attr_int(const ctx *c, const char *name, int64_t def)
 {
-    const tt_gattr *a = tt_gnode_attr(node_of(c), name);
-    return a && a->kind == TT_GATTR_INT ? a->i : def;
+    return tt__attr_int(node_of(c), name, def);
 }
 
-/* The ints attribute `name` (NULL, n = 0 when absent). */
 static const int64_t *attr_ints(const ctx *c, const char *name, size_t *n)
 {
-    const tt_gattr *a = tt_gnode_attr(node_of(c), name);
-    *n = a && a->kind == TT_GATTR_INTS ? a->n : 0;
-    return *n ? a->ints : NULL;
+    return tt__attr_ints(node_of(c), name, n);
 }
 
 static const char *attr_str(const ctx *c, const char *name, const char *def)
 {
-    const tt_gattr *a = tt_gnode_attr(node_of(c), name);
-    return a && a->kind == TT_GATTR_STRING ? a->s : def;
+    return tt__attr_str(node_of(c), name, def);
 }
 
 static void set_shape(tt_gtensor *t, tt_dtype dt, int rank, const int64_t *dims)

@@ -55,27 +55,22 @@ static int input(const tw *w, int i)
 
 static int64_t attr_int(const tw *w, const char *name, int64_t def)
 {
-    const tt_gattr *a = tt_gnode_attr(cur(w), name);
-    return a && a->kind == TT_GATTR_INT ? a->i : def;
+    return tt__attr_int(cur(w), name, def);
 }
 
 static double attr_float(const tw *w, const char *name, double def)
 {
-    const tt_gattr *a = tt_gnode_attr(cur(w), name);
-    return a && a->kind == TT_GATTR_FLOAT ? a->f : def;
+    return tt__attr_float(cur(w), name, def);
 }
 
 static const int64_t *attr_ints(const tw *w, const char *name, size_t *n)
 {
-    const tt_gattr *a = tt_gnode_attr(cur(w), name);
-    *n = a && a->kind == TT_GATTR_INTS ? a->n : 0;
-    return *n ? a->ints : NULL;
+    return tt__attr_ints(cur(w), name, n);
 }
 
 static const char *attr_str(const tw *w, const char *name, const char *def)
 {
-    const tt_gattr *a = tt_gnode_attr(cur(w), name);
-    return a && a->kind == TT_GATTR_STRING ? a->s : def;
+    return tt__attr_str(cur(w), name, def);
 }
 
 static int axis_norm(int64_t a, int rank)
@@ -88,17 +83,6 @@ static int axis_norm(int64_t a, int rank)
 static bool is_scalar_const(const tt_gtensor *t)
 {
     return t->kind == TT_GT_CONST && tt_gtensor_numel(t) == 1 && t->dtype != TT_DT_BOOL;
-}
-
-static double const_value(const tt_gtensor *t, int64_t i)
-{
-    switch (t->dtype) {
-    case TT_DT_FLOAT32: return ((const float *)t->data)[i];
-    case TT_DT_FLOAT64: return ((const double *)t->data)[i];
-    case TT_DT_INT32: return ((const int32_t *)t->data)[i];
-    case TT_DT_INT64: return (double)((const int64_t *)t->data)[i];
-    default: return ((const uint8_t *)t->data)[i];
-    }
 }
 
 /* A number in te syntax: floats keep a point or exponent, infinities become the dtype's largest
@@ -182,7 +166,7 @@ static tt_status rd_at(tw *w, tt_strbuf *sb, int t, const char *const *idx)
 {
     const tt_gtensor *x = T(w, t);
     if (is_scalar_const(x)) {
-        lit(sb, const_value(x, 0), x->dtype);
+        lit(sb, tt__gtensor_value(x, 0), x->dtype);
         return TT_OK;
     }
     char name[NAME_LEN];
@@ -277,12 +261,15 @@ static tt_status w_pow(tw *w, const char *out, const tt_gtensor *o)
         return UNSUP(w, "integer Pow is not supported");
     tt_strbuf x = {0};
     tt_status s = rd(w, &x, a, o->rank, IV);
+    if (s) {
+        tt_strbuf_free(&x);
+        return s;
+    }
     lhs(w, out, o->dtype, o->rank, o->dims, "=");
     const tt_gtensor *e = T(w, b);
-    double ev = is_scalar_const(e) ? const_value(e, 0) : NAN;
+    double ev = is_scalar_const(e) ? tt__gtensor_value(e, 0) : NAN;
     const char *xs = tt_strbuf_cstr(&x);
-    if (s) {
-    } else if (ev == 1)
+    if (ev == 1)
         tt_strbuf_printf(w->sb, "%s", xs);
     else if (ev == 2)
         tt_strbuf_printf(w->sb, "%s * %s", xs, xs);
@@ -365,28 +352,18 @@ static tt_status w_batchnorm(tw *w, const char *out, const tt_gtensor *o)
     if (T(w, sc)->kind == TT_GT_CONST && T(w, bi)->kind == TT_GT_CONST &&
         T(w, mean)->kind == TT_GT_CONST && T(w, var)->kind == TT_GT_CONST) {
         int64_t C = o->dims[1];
-        int ta = tt__graph_add_tensor(w->g, "bn_scale", TT_GT_CONST),
-            tb = tt__graph_add_tensor(w->g, "bn_shift", TT_GT_CONST);
-        if (ta < 0 || tb < 0)
+        tt_dtype dt = o->dtype;
+        int ta = tt__net_new_const(w->g, "bn_scale", dt, 1, &C);
+        int tb = ta >= 0 ? tt__net_new_const(w->g, "bn_shift", dt, 1, &C) : -1;
+        if (tb < 0)
             return tt_err(w->err, TT_ERR_NOMEM, "out of memory");
-        size_t bytes = (size_t)C * (size_t)tt_dtype_bytes(o->dtype);
-        void *da = tt_arena_alloc(&w->g->arena, bytes), *db = tt_arena_alloc(&w->g->arena, bytes);
-        if (!da || !db)
-            return tt_err(w->err, TT_ERR_NOMEM, "out of memory");
+        o = T(w, cur(w)->outputs[0]); /* the tensors may have moved */
         for (int64_t c = 0; c < C; c++) {
-            double av = const_value(T(w, sc), c) / sqrt(const_value(T(w, var), c) + eps);
-            double bv = const_value(T(w, bi), c) - const_value(T(w, mean), c) * av;
-            if (o->dtype == TT_DT_FLOAT32)
-                ((float *)da)[c] = (float)av, ((float *)db)[c] = (float)bv;
-            else
-                ((double *)da)[c] = av, ((double *)db)[c] = bv;
+            double a, b;
+            tt__batchnorm_affine(w->g, cur(w), c, &a, &b);
+            tt__gtensor_set(T(w, ta), c, a);
+            tt__gtensor_set(T(w, tb), c, b);
         }
-        tt_gtensor *A = T(w, ta), *B = T(w, tb);
-        A->dtype = B->dtype = o->dtype;
-        A->rank = B->rank = 1;
-        A->dims[0] = B->dims[0] = C;
-        A->data = da, B->data = db;
-        A->producer = B->producer = -1;
         lhs(w, out, o->dtype, o->rank, o->dims, "=");
         s = rd(w, w->sb, x, o->rank, IV);
         tt_strbuf_append(w->sb, " * ");
@@ -1067,10 +1044,10 @@ static tt_status w_gather(tw *w, const char *out, const tt_gtensor *o)
     tt_strbuf iv = {0};
     bool nonneg = I->kind == TT_GT_CONST;
     for (int64_t i = 0; nonneg && i < tt_gtensor_numel(I); i++)
-        nonneg = const_value(I, i) >= 0;
+        nonneg = tt__gtensor_value(I, i) >= 0;
     tt_status s;
     if (is_scalar_const(I)) {
-        double v = const_value(I, 0);
+        double v = tt__gtensor_value(I, 0);
         lit(&iv, v < 0 ? v + (double)X->dims[axis] : v, TT_DT_INT64);
         s = TT_OK;
     } else {
@@ -1101,7 +1078,7 @@ static tt_status w_pad(tw *w, const char *out, const tt_gtensor *o)
     int R = X->rank;
     int64_t pb[TT_GRAPH_MAX_RANK];
     for (int d = 0; d < R; d++)
-        pb[d] = (int64_t)const_value(P, d);
+        pb[d] = (int64_t)tt__gtensor_value(P, d);
     char buf[TT_GRAPH_MAX_RANK][400];
     const char *idx[TT_GRAPH_MAX_RANK];
     for (int d = 0; d < R; d++) {

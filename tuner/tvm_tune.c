@@ -310,6 +310,17 @@ static void on_sigint(int sig)
     stop_requested = 1;
 }
 
+/* One more --shape NAME=DIMS (checked by import). */
+static bool add_shape(const char *cmd, const char **shapes, int *n, const char *arg)
+{
+    if (*n == TT_CLI_MAX_SHAPES) {
+        fprintf(stderr, "tvm-tune %s: at most %d --shape\n", cmd, TT_CLI_MAX_SHAPES);
+        return false;
+    }
+    shapes[(*n)++] = arg;
+    return true;
+}
+
 int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
 {
     static const struct option opts[] = {{"workload", required_argument, 0, 'w'},
@@ -547,11 +558,8 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
         case 'A': a->watch = true; break;
         case 'm': a->model = optarg; break;
         case 'H':
-            if (a->nshapes == TT_CLI_MAX_SHAPES) {
-                fprintf(stderr, "tvm-tune %s: at most %d --shape\n", cmd, TT_CLI_MAX_SHAPES);
+            if (!add_shape(cmd, a->shapes, &a->nshapes, optarg))
                 return 2;
-            }
-            a->shapes[a->nshapes++] = optarg;
             break;
         case '!': key_file = optarg; break;
         case 'h': usage(stdout); return 0;
@@ -711,11 +719,8 @@ static int cmd_tasks(int argc, char **argv)
         case 't': target = optarg; break;
         case 'j': json = true; break;
         case 'H':
-            if (nshapes == TT_CLI_MAX_SHAPES) {
-                fprintf(stderr, "tvm-tune tasks: at most %d --shape\n", TT_CLI_MAX_SHAPES);
+            if (!add_shape("tasks", shapes, &nshapes, optarg))
                 return 2;
-            }
-            shapes[nshapes++] = optarg;
             break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
