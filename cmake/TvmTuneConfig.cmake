@@ -8,9 +8,50 @@
 # ${CMAKE_CURRENT_BINARY_DIR}/tvm-tune and defines the imported library NAME, which carries the
 # header's directory and the libraries the kernels need.  The library is built again when the
 # database file changes (tvm-tune and tvm-tracker checkpoint it when they close it).
+#
+#   tvm_tune_add_network(NAME MODEL <model.onnx> [DB <tuning.db>] [TARGET <target>]
+#                        [DEVICE <fingerprint>] [SHAPES <input>=<dims> ...] [STRICT] [NO_FALLBACK])
+#
+# builds a whole network (tvm-compile --model): NAME.a and NAME.h with NAME_run(inputs...,
+# outputs...), the weights embedded, rebuilt when the model or the database changes.  Without DB
+# every task runs its default schedule (a warning at build time).
 get_filename_component(_tvm_tune_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
 find_program(TVM_COMPILE_EXECUTABLE tvm-compile HINTS "${_tvm_tune_prefix}/bin" REQUIRED)
 set(TvmTune_FOUND TRUE)
+
+# Appends TARGET, DEVICE, STRICT and NO_FALLBACK (the caller's parsed TT_ options) to list var.
+macro(_tvm_tune_options var)
+  if(TT_TARGET)
+    list(APPEND ${var} --target "${TT_TARGET}")
+  endif()
+  if(TT_DEVICE)
+    list(APPEND ${var} --device "${TT_DEVICE}")
+  endif()
+  if(TT_STRICT)
+    list(APPEND ${var} --strict)
+  endif()
+  if(TT_NO_FALLBACK)
+    list(APPEND ${var} --no-fallback)
+  endif()
+endmacro()
+
+# The rule that runs tvm-compile ARGN into DIR/NAME.* when DEPS change, and the imported NAME.
+function(_tvm_tune_compile name dir comment deps)
+  add_custom_command(
+    OUTPUT "${dir}/${name}.a" "${dir}/${name}.so" "${dir}/${name}.h" "${dir}/${name}.pc"
+    COMMAND "${TVM_COMPILE_EXECUTABLE}" ${ARGN}
+    DEPENDS ${deps}
+    COMMENT "${comment}"
+    VERBATIM)
+  add_custom_target(${name}_tvm_compile DEPENDS "${dir}/${name}.a" "${dir}/${name}.h")
+  file(MAKE_DIRECTORY "${dir}")
+  add_library(${name} STATIC IMPORTED GLOBAL)
+  set_target_properties(${name} PROPERTIES
+    IMPORTED_LOCATION "${dir}/${name}.a"
+    INTERFACE_INCLUDE_DIRECTORIES "${dir}"
+    INTERFACE_LINK_LIBRARIES "gomp;m;dl;pthread")
+  add_dependencies(${name} ${name}_tvm_compile)
+endfunction()
 
 function(tvm_tune_add_library name)
   cmake_parse_arguments(TT "STRICT;NO_FALLBACK" "DB;TARGET;DEVICE" "WORKLOADS" ${ARGN})
@@ -25,18 +66,7 @@ function(tvm_tune_add_library name)
   get_filename_component(db "${TT_DB}" ABSOLUTE)
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/tvm-tune")
   set(args --db "${db}" -o "${dir}/${name}" --quiet)
-  if(TT_TARGET)
-    list(APPEND args --target "${TT_TARGET}")
-  endif()
-  if(TT_DEVICE)
-    list(APPEND args --device "${TT_DEVICE}")
-  endif()
-  if(TT_STRICT)
-    list(APPEND args --strict)
-  endif()
-  if(TT_NO_FALLBACK)
-    list(APPEND args --no-fallback)
-  endif()
+  _tvm_tune_options(args)
   math(EXPR last "${n} - 1")
   foreach(i RANGE 0 ${last} 2)
     math(EXPR j "${i} + 1")
@@ -44,18 +74,27 @@ function(tvm_tune_add_library name)
     list(GET TT_WORKLOADS ${j} symbol)
     list(APPEND args --workload "${workload}" --symbol "${symbol}")
   endforeach()
-  add_custom_command(
-    OUTPUT "${dir}/${name}.a" "${dir}/${name}.so" "${dir}/${name}.h" "${dir}/${name}.pc"
-    COMMAND "${TVM_COMPILE_EXECUTABLE}" ${args}
-    DEPENDS "${db}"
-    COMMENT "tvm-compile ${name} from ${db}"
-    VERBATIM)
-  add_custom_target(${name}_tvm_compile DEPENDS "${dir}/${name}.a" "${dir}/${name}.h")
-  file(MAKE_DIRECTORY "${dir}")
-  add_library(${name} STATIC IMPORTED GLOBAL)
-  set_target_properties(${name} PROPERTIES
-    IMPORTED_LOCATION "${dir}/${name}.a"
-    INTERFACE_INCLUDE_DIRECTORIES "${dir}"
-    INTERFACE_LINK_LIBRARIES "gomp;m;dl;pthread")
-  add_dependencies(${name} ${name}_tvm_compile)
+  _tvm_tune_compile(${name} "${dir}" "tvm-compile ${name} from ${db}" "${db}" ${args})
+endfunction()
+
+function(tvm_tune_add_network name)
+  cmake_parse_arguments(TT "STRICT;NO_FALLBACK" "MODEL;DB;TARGET;DEVICE" "SHAPES" ${ARGN})
+  if(NOT TT_MODEL)
+    message(FATAL_ERROR "tvm_tune_add_network(${name}): MODEL is needed")
+  endif()
+  get_filename_component(model "${TT_MODEL}" ABSOLUTE)
+  set(dir "${CMAKE_CURRENT_BINARY_DIR}/tvm-tune")
+  set(args --model "${model}" -o "${dir}/${name}" --quiet)
+  set(deps "${model}")
+  if(TT_DB)
+    get_filename_component(db "${TT_DB}" ABSOLUTE)
+    list(APPEND args --db "${db}")
+    list(APPEND deps "${db}")
+  endif()
+  _tvm_tune_options(args)
+  foreach(shape IN LISTS TT_SHAPES)
+    list(APPEND args --shape "${shape}")
+  endforeach()
+  _tvm_tune_compile(${name} "${dir}" "tvm-compile network ${name} from ${model}" "${deps}"
+                    ${args})
 endfunction()

@@ -70,6 +70,10 @@ tt_status tt_codegen_llvm_object(const tt_program *p, const tt_target *t, const 
 tt_status tt_codegen_link_shared(const char *const *objs, int nobjs, const char *so_path, bool host,
                                  const char *const *extra, int nextra, tt_errbuf *err);
 
+/* The first of `names` found on PATH (a versioned name before a plain one: "ld.lld-14",
+ * "ld.lld"), its path into out.  False when none is. */
+bool tt_codegen_find_tool(const char *const *names, int nnames, char *out, size_t n);
+
 /* Writes a static library of `objs` with a symbol index (llvm-ar, any architecture). */
 tt_status tt_codegen_archive(const char *const *objs, int nobjs, const char *a_path,
                              tt_errbuf *err);

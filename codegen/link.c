@@ -37,8 +37,7 @@ static void find_runtime_libs(void)
         snprintf(libm_path, sizeof(libm_path), "%s", info.dli_fname);
 }
 
-/* A tool's path (ld.lld, llvm-ar), found on PATH under its versioned or plain name. */
-static bool find_tool(const char *const *names, int nnames, char *out, size_t n)
+bool tt_codegen_find_tool(const char *const *names, int nnames, char *out, size_t n)
 {
     const char *path = getenv("PATH");
     char candidate[4096];
@@ -65,9 +64,9 @@ static void find_tools_once(void)
 {
     static const char *const lld[] = {"ld.lld-14", "ld.lld"}, *const ar[] = {"llvm-ar-14",
                                                                              "llvm-ar"};
-    if (!find_tool(lld, 2, lld_path, sizeof(lld_path)))
+    if (!tt_codegen_find_tool(lld, 2, lld_path, sizeof(lld_path)))
         lld_path[0] = 0;
-    if (!find_tool(ar, 2, ar_path, sizeof(ar_path)))
+    if (!tt_codegen_find_tool(ar, 2, ar_path, sizeof(ar_path)))
         ar_path[0] = 0;
 }
 

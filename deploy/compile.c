@@ -94,6 +94,49 @@ static tt_status record_state(const tt_workload *w, const tt_db_row *row, tt_sta
     return TT_OK;
 }
 
+static int count_row(void *ctx, const tt_db_row *row)
+{
+    (void)row;
+    ++*(int *)ctx;
+    return 1;
+}
+
+tt_status tt__picker_open(tt__picker *p, const char *db_path, const char *target,
+                          const char *device, bool strict, bool no_fallback, FILE *warnings,
+                          tt_errbuf *err)
+{
+    memset(p, 0, sizeof(*p));
+    p->db_path = db_path;
+    p->device = device;
+    p->strict = strict;
+    p->no_fallback = no_fallback;
+    p->warnings = warnings;
+    p->target_text = target && target[0] ? target : "llvm";
+    tt_status s = tt_target_parse(p->target_text, &p->target, err);
+    if (s)
+        return s;
+    p->gpu = !strcmp(p->target.kind, "opencl");
+    if (db_path && (s = tt_db_open(db_path, TT_DB_READONLY, &p->db, err)))
+        return s;
+    if (device) {
+        tt_db_filter f = {NULL, NULL, device, 0, 1};
+        int found = 0;
+        tt_db_history(p->db, &f, count_row, &found);
+        if (!found)
+            return tt_err(err, TT_ERR_NOT_FOUND,
+                          "no records of device '%s' in %s (tvm-db history lists the devices)",
+                          device, db_path ? db_path : "no database");
+    }
+    return TT_OK;
+}
+
+void tt__picker_close(tt__picker *p)
+{
+    if (p->db)
+        tt_db_close(p->db);
+    p->db = NULL;
+}
+
 tt_status tt__compile_pick(const tt__picker *p, const tt_workload *w, tt_state **st,
                            tt_compile_report *rep, double *timestamp, tt_errbuf *err)
 {
@@ -230,14 +273,7 @@ static tt_status build_kernel(builder *b, tt__kernel *k, const char *obj, char *
 
 /* ---- the library ---- */
 
-static int count_row(void *ctx, const tt_db_row *row)
-{
-    (void)row;
-    ++*(int *)ctx;
-    return 1;
-}
-
-static tt_status make_dirs(const char *dir, tt_errbuf *err)
+tt_status tt__make_dirs(const char *dir, tt_errbuf *err)
 {
     char path[4096];
     snprintf(path, sizeof(path), "%s", dir);
@@ -254,13 +290,27 @@ static tt_status make_dirs(const char *dir, tt_errbuf *err)
     return TT_OK;
 }
 
-/* Compiles the OpenCL host runtime with the system's C compiler ($CC, else cc). */
-static tt_status compile_host_c(const char *src, const char *obj, tt_errbuf *err)
+tt_status tt__compile_c(const char *src, const char *obj, const char *triple, const char *what,
+                        tt_errbuf *err)
 {
+    static const char *const clang[] = {"clang-14", "clang"};
     const char *cc = getenv("CC");
-    char cmd[9000];
-    snprintf(cmd, sizeof(cmd), "%s -O2 -fPIC -c -o '%s' '%s' 2>&1", cc && cc[0] ? cc : "cc", obj,
-             src);
+    char prog[4096], target[128] = "";
+    bool cross = triple && triple[0];
+    if (cc && cc[0]) /* the user's (cross) compiler, as it is */
+        snprintf(prog, sizeof(prog), "%s", cc);
+    else if (tt_codegen_find_tool(clang, 2, prog, sizeof(prog))) {
+        if (cross)
+            snprintf(target, sizeof(target), " --target=%s", triple);
+    } else if (cross)
+        return tt_err(err, TT_ERR_IO,
+                      "no C compiler for %s (%s): install clang-14 (scripts/install-deps.sh) or "
+                      "set CC to a cross compiler",
+                      what, triple);
+    else
+        snprintf(prog, sizeof(prog), "cc");
+    char cmd[9400];
+    snprintf(cmd, sizeof(cmd), "%s%s -O2 -fPIC -c -o '%s' '%s' 2>&1", prog, target, obj, src);
     FILE *p = popen(cmd, "r");
     if (!p)
         return tt_err(err, TT_ERR_IO, "cannot run the C compiler: %s", strerror(errno));
@@ -269,9 +319,8 @@ static tt_status compile_host_c(const char *src, const char *obj, tt_errbuf *err
     out[n] = 0;
     int rc = pclose(p);
     if (rc != 0)
-        return tt_err(err, TT_ERR_IO,
-                      "compiling the OpenCL host runtime failed (%s; set CC to a C compiler): %s",
-                      cc && cc[0] ? cc : "cc", out);
+        return tt_err(err, TT_ERR_IO, "compiling %s failed (%s; set CC to a C compiler): %s", what,
+                      prog, out);
     return TT_OK;
 }
 
@@ -293,32 +342,15 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
     builder b;
     memset(&b, 0, sizeof(b));
     b.o = o;
-    b.pk.db_path = o->db_path;
-    b.pk.device = o->device;
-    b.pk.strict = o->strict;
-    b.pk.no_fallback = o->no_fallback;
-    b.pk.warnings = o->warnings;
-    b.pk.target_text = o->target && o->target[0] ? o->target : "llvm";
-    tt_status s = tt_target_parse(b.pk.target_text, &b.pk.target, err);
-    if (s)
+    tt_status s = tt__picker_open(&b.pk, o->db_path, o->target, o->device, o->strict,
+                                  o->no_fallback, o->warnings, err);
+    if (!s && !b.pk.gpu && strcmp(b.pk.target.kind, "llvm") && strcmp(b.pk.target.kind, "c"))
+        s = tt_err(err, TT_ERR_UNSUPPORTED,
+                   "target kind '%s' cannot be built (llvm for CPUs, opencl for GPUs)",
+                   b.pk.target.kind);
+    if (s) {
+        tt__picker_close(&b.pk);
         return s;
-    b.pk.gpu = !strcmp(b.pk.target.kind, "opencl");
-    if (!b.pk.gpu && strcmp(b.pk.target.kind, "llvm") && strcmp(b.pk.target.kind, "c"))
-        return tt_err(err, TT_ERR_UNSUPPORTED,
-                      "target kind '%s' cannot be built (llvm for CPUs, opencl for GPUs)",
-                      b.pk.target.kind);
-    if ((s = tt_db_open(o->db_path, TT_DB_READONLY, &b.pk.db, err)))
-        return s;
-    if (o->device) {
-        tt_db_filter f = {NULL, NULL, o->device, 0, 1};
-        int found = 0;
-        tt_db_history(b.pk.db, &f, count_row, &found);
-        if (!found) {
-            tt_db_close(b.pk.db);
-            return tt_err(err, TT_ERR_NOT_FOUND,
-                          "no records of device '%s' in %s (tvm-db history lists the devices)",
-                          o->device, o->db_path);
-        }
     }
     /* OUTDIR/NAME */
     char dir[4096], name[256], tmp[4200];
@@ -327,7 +359,7 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
              slash ? o->out_prefix : ".");
     snprintf(name, sizeof(name), "%s", slash ? slash + 1 : o->out_prefix);
     if (!name[0]) {
-        tt_db_close(b.pk.db);
+        tt__picker_close(&b.pk);
         return tt_err(err, TT_ERR_INVALID_ARG, "the output name is empty");
     }
     tt__kernel *ks = calloc((size_t)o->nkernels, sizeof(tt__kernel));
@@ -338,7 +370,7 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
     if (!ks || !objs)
         s = tt_err(err, TT_ERR_NOMEM, "out of memory");
     if (!s && dir[0])
-        s = make_dirs(dir, err);
+        s = tt__make_dirs(dir, err);
     if (!s) {
         snprintf(tmp, sizeof(tmp), "%s/.tvm-compile-XXXXXX", dir);
         if (!mkdtemp(tmp)) {
@@ -376,7 +408,7 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
         snprintf(src, sizeof(src), "%s/cl_host.c", tmp);
         snprintf(path, sizeof(path), "%s/cl_host.o", tmp);
         if (!(s = tt__write_cl_host(src, ks, o->nkernels, err)) &&
-            !(s = compile_host_c(src, path, err)))
+            !(s = tt__compile_c(src, path, NULL, "the OpenCL host runtime", err)))
             objs[nobjs++] = strdup(path);
     }
     if (!s) {
@@ -427,6 +459,6 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
         free(ks[i].layouts);
     }
     free(ks);
-    tt_db_close(b.pk.db);
+    tt__picker_close(&b.pk);
     return s;
 }

@@ -61,4 +61,45 @@ typedef struct tt_compile_report {
  * the linker. */
 tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt_errbuf *err);
 
+/* ---- networks: tvm-compile --model ----
+ *
+ * A network (graph/net.h) built into OUTDIR/NAME.{a,so,h,pc}: one kernel per task (its best
+ * record, or the default schedule), the weights embedded in the library's read-only data,
+ * packed at build time for the kernels that read them packed, and
+ *
+ *     int NAME_run(const float *input..., float *output...);
+ *     int NAME_run_workspace(void *workspace, const float *input..., float *output...);
+ *     const char *NAME_info(void);   // JSON: inputs, outputs, tasks, records, estimate
+ *
+ * NAME_run uses a static arena (one call at a time per process); NAME_run_workspace takes the
+ * caller's NAME_WORKSPACE_BYTES, 64-byte aligned, for concurrent callers.  docs/models.md. */
+
+struct tt_net;
+
+typedef struct tt_compile_net_options {
+    const char *db_path;    /* NULL: every task gets the default schedule */
+    const char *target;     /* default "llvm"; CPU targets only */
+    const char *device;     /* as tt_compile_options */
+    const char *out_prefix; /* OUTDIR/NAME, NAME a C identifier (the functions' prefix) */
+    const char *model;      /* the file the net came from, for the header */
+    bool strict, no_fallback;
+    FILE *log;      /* a line per task; NULL: quiet */
+    FILE *warnings; /* default schedules and fallbacks; NULL: none */
+} tt_compile_net_options;
+
+/* Summary of a built network. */
+typedef struct tt_compile_net_summary {
+    int tasks, tuned;     /* tasks, and those with a record */
+    double estimate_s;    /* sum over tasks of weight x record median; 0 unless all tuned */
+    int64_t weight_bytes; /* embedded, packed copies included */
+    int64_t packed_bytes; /* of those, packed for kernels */
+    int64_t workspace_bytes;
+} tt_compile_net_summary;
+
+/* Builds the network's library.  `reports` (may be NULL) gets one entry per task.  Errors as
+ * tt_compile, naming the task (label, workload, first node) at fault. */
+tt_status tt_compile_net(const tt_compile_net_options *o, struct tt_net *net,
+                         tt_compile_report *reports, tt_compile_net_summary *summary,
+                         tt_errbuf *err);
+
 #endif

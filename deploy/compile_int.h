@@ -37,6 +37,14 @@ typedef struct tt__picker {
     FILE *warnings;
 } tt__picker;
 
+/* Fills p, parses the target ("" or NULL: llvm) and opens the database when db_path is given;
+ * a --device the database has no records of is TT_ERR_NOT_FOUND.  `gpu` is set for opencl; the
+ * caller checks the target kind.  tt__picker_close closes the database. */
+tt_status tt__picker_open(tt__picker *p, const char *db_path, const char *target,
+                          const char *device, bool strict, bool no_fallback, FILE *warnings,
+                          tt_errbuf *err);
+void tt__picker_close(tt__picker *p);
+
 /* The schedule of workload w: its best record or the default (TT_ERR_NOT_FOUND under strict);
  * where it came from in *rep, the record's time in *timestamp. */
 tt_status tt__compile_pick(const tt__picker *p, const tt_workload *w, tt_state **st,
@@ -50,6 +58,10 @@ const char *tt__c_type(tt_dtype t);
 struct tt_strbuf;
 /* "int SYM(const float *A, ..., float *C)", as the header declares it. */
 void tt__signature(struct tt_strbuf *sb, const tt__kernel *k);
+/* Appends s to sb, safe inside a C comment. */
+void tt__comment_text(struct tt_strbuf *sb, const char *s);
+/* "2026-11-24 10:00:00 UTC" for a time in seconds since the epoch ("unknown" for 0). */
+void tt__utc(double t, char *out, size_t n);
 /* Writes sb to path and frees it; TT_ERR_IO / TT_ERR_NOMEM on failure. */
 tt_status tt__write_text(const char *path, struct tt_strbuf *sb, tt_errbuf *err);
 /* Writes OUT.h: the functions with their shapes and records.  TT_ERR_IO on failure. */
@@ -60,5 +72,61 @@ tt_status tt__write_pc(const char *path, const char *name, const char *dir, bool
                        tt_errbuf *err);
 /* Writes the C source of the OpenCL host runtime and every kernel's launcher. */
 tt_status tt__write_cl_host(const char *path, const tt__kernel *k, int n, tt_errbuf *err);
+
+/* Compiles C source `src` to object `obj` for `triple` ("" or NULL: this machine) with $CC, else
+ * clang (--target for a triple), else cc; `what` names the source in errors. */
+tt_status tt__compile_c(const char *src, const char *obj, const char *triple, const char *what,
+                        tt_errbuf *err);
+/* mkdir -p */
+tt_status tt__make_dirs(const char *dir, tt_errbuf *err);
+
+/* ---- networks (compile_net.c, netexec.c) ---- */
+
+struct tt_net;
+/* The constants a network's calls read, in one blob: each once row-major, or once per layout a
+ * kernel reads it packed in (packed here, at build time), each 64-byte aligned.  What a built
+ * library embeds and what netexec runs with, so the two cannot differ. */
+typedef struct tt__net_weights {
+    unsigned char *data; /* 64-byte aligned */
+    int64_t bytes;
+    int64_t packed_bytes; /* of the packed copies */
+    int64_t **offset;     /* [call][arg]: byte offset of a constant argument, -1 otherwise */
+    size_t ncalls;
+    int64_t *copy_offset; /* [copy]: offset of a graph output that is a constant, -1 otherwise */
+} tt__net_weights;
+
+/* task_layouts[t][k]: the layout task t's kernel reads parameter k in (nparts 0: row-major), or
+ * task_layouts[t] NULL when it reads everything row-major. */
+tt_status tt__net_weights_build(const struct tt_net *net, tt_layout *const *task_layouts,
+                                tt__net_weights *out, tt_errbuf *err);
+void tt__net_weights_free(tt__net_weights *w);
+
+/* What the network's generated sources say (net_source.c). */
+typedef struct tt__net_build {
+    const char *name, *model, *target;
+    const struct tt_net *net;
+    const tt__net_weights *weights;
+    const tt_compile_report *reps; /* per task */
+    const double *timestamps;      /* per task: when its record was measured, 0: default */
+    char (*in_names)[64];          /* C identifiers of the graph's inputs */
+    char (*out_names)[64];         /* ... and outputs */
+    double estimate_s;             /* sum of weight x median when every task is tuned, else 0 */
+} tt__net_build;
+
+/* The C identifiers of the graph's inputs and outputs (sanitized, unique), caller frees. */
+tt_status tt__net_param_names(const struct tt_net *net, char (**in)[64], char (**out)[64],
+                              tt_errbuf *err);
+/* NAME.c: the weights (.incbin of params_path), the arena and the run functions. */
+tt_status tt__write_net_glue(const char *path, const tt__net_build *b, const char *params_path,
+                             tt_errbuf *err);
+/* NAME.h */
+tt_status tt__write_net_header(const char *path, const char *guard, const tt__net_build *b,
+                               tt_errbuf *err);
+
+/* Prefixes err with the task that failed and the node its first call starts at; returns s. */
+tt_status tt__net_task_error(const struct tt_net *net, int task, tt_status s, tt_errbuf *err);
+
+/* The layouts prog's parameters are read in, or NULL in *out when all are row-major. */
+tt_status tt__program_layouts(const tt_program *prog, tt_layout **out, tt_errbuf *err);
 
 #endif

@@ -4,31 +4,83 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/net.h"
 #include "compile.h"
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: tvm-compile --db PATH [--target T] [--device FINGERPRINT] -o OUTDIR/NAME\n"
-            "                   --workload W --symbol SYM [--workload W2 --symbol SYM2 ...]\n"
-            "                   [--strict] [--no-fallback] [--quiet]\n"
-            "\n"
-            "Builds a library from the fastest schedules in the tuning database: OUTDIR/NAME.a,\n"
-            "OUTDIR/NAME.so, OUTDIR/NAME.h (int SYM(inputs..., outputs...) per workload, with\n"
-            "the record each came from) and OUTDIR/NAME.pc (pkg-config).\n"
-            "  --db PATH        the tuning database (tvm-tune run --db, tvm-tracker --db)\n"
-            "  --target T       default llvm (this CPU); 'llvm -mtriple=aarch64-linux-gnu ...'\n"
-            "                   builds for a board; opencl builds kernels for the GPU with a host\n"
-            "                   runtime that launches them through the OpenCL ICD loader\n"
-            "  --device FP      only records of this device (the fingerprint tvm-db prints)\n"
-            "  --workload W     a workload as tvm-tune takes it, followed by its --symbol\n"
-            "  --symbol SYM     the C function's name for the preceding workload\n"
-            "  --strict         a workload without a tuned record is an error (default: a warning\n"
-            "                   and the default schedule)\n"
-            "  --no-fallback    only records of this target (and device): no records of other\n"
-            "                   devices or of other targets of the family\n"
-            "  --quiet          no report lines (warnings still go to stderr)\n"
-            "Exit status: 0 built, 1 failed (the reason on stderr), 2 bad arguments.\n");
+    fprintf(
+        f, "usage: tvm-compile --db PATH [--target T] [--device FINGERPRINT] -o OUTDIR/NAME\n"
+           "                   --workload W --symbol SYM [--workload W2 --symbol SYM2 ...]\n"
+           "                   [--strict] [--no-fallback] [--quiet]\n"
+           "       tvm-compile [--db PATH] [--target T] [--device FP] -o OUTDIR/NAME\n"
+           "                   --model M.onnx [--shape NAME=1x3x224x224 ...] [--strict] ...\n"
+           "\n"
+           "Builds a library from the fastest schedules in the tuning database: OUTDIR/NAME.a,\n"
+           "OUTDIR/NAME.so, OUTDIR/NAME.h (int SYM(inputs..., outputs...) per workload, with\n"
+           "the record each came from) and OUTDIR/NAME.pc (pkg-config).\n"
+           "With --model, the library runs the whole network: int NAME_run(inputs..., outputs...)\n"
+           "and NAME_run_workspace(workspace, ...), weights embedded and packed for the tuned\n"
+           "kernels, intermediates in one preallocated arena (docs/models.md; tvm-net runs it).\n"
+           "  --db PATH        the tuning database (tvm-tune run --db, tvm-tracker --db)\n"
+           "  --target T       default llvm (this CPU); 'llvm -mtriple=aarch64-linux-gnu ...'\n"
+           "                   builds for a board; opencl builds kernels for the GPU with a host\n"
+           "                   runtime that launches them through the OpenCL ICD loader\n"
+           "  --device FP      only records of this device (the fingerprint tvm-db prints)\n"
+           "  --workload W     a workload as tvm-tune takes it, followed by its --symbol\n"
+
+           "  --symbol SYM     the C function's name for the preceding workload\n"
+           "  --model M.onnx   an ONNX network (as tvm-tune run --model tuned it); NAME must be\n"
+           "                   a C identifier; without --db every task gets the default schedule\n"
+           "  --shape N=DIMS   the shape of input N (symbolic dimensions), as for tvm-tune\n"
+           "  --strict         a workload without a tuned record is an error (default: a warning\n"
+           "                   and the default schedule)\n"
+           "  --no-fallback    only records of this target (and device): no records of other\n"
+           "                   devices or of other targets of the family\n"
+           "  --quiet          no report lines (warnings still go to stderr)\n"
+           "Exit status: 0 built, 1 failed (the reason on stderr), 2 bad arguments.\n");
+}
+
+/* --model: import, partition, build. */
+static int compile_model(const tt_compile_options *ko, const char *model, const char *const *shapes,
+                         int nshapes, bool quiet)
+{
+    tt_graph_options go = {shapes, nshapes, 0, NULL, 0};
+    tt_errbuf err = {{0}};
+    tt_graph *g = NULL;
+    tt_net *net = NULL;
+    if (tt_graph_import_onnx(model, &go, &g, &err) || tt_net_build(g, NULL, &net, &err)) {
+        fprintf(stderr, "tvm-compile: %s\n", err.msg);
+        tt_graph_free(g);
+        return 1;
+    }
+    if (!ko->db_path)
+        fprintf(stderr,
+                "tvm-compile: warning: no --db: every task of %s gets the default "
+                "schedule\n",
+                model);
+    tt_compile_net_options o = {ko->db_path, ko->target, ko->device,      ko->out_prefix,
+                                model,       ko->strict, ko->no_fallback, quiet ? NULL : stdout,
+                                stderr};
+    tt_compile_net_summary sum;
+    int rc = 0;
+    if (tt_compile_net(&o, net, NULL, &sum, &err)) {
+        fprintf(stderr, "tvm-compile: %s\n", err.msg);
+        rc = 1;
+    } else if (!quiet) {
+        printf("%d tasks, %d tuned; weights %.2f MiB embedded (%.2f MiB packed), workspace "
+               "%.2f MiB\n",
+               sum.tasks, sum.tuned, (double)sum.weight_bytes / 1048576.0,
+               (double)sum.packed_bytes / 1048576.0, (double)sum.workspace_bytes / 1048576.0);
+        if (sum.estimate_s > 0)
+            printf("estimated latency %.4g ms (the records' medians; tvm-net time measures it)\n",
+                   sum.estimate_s * 1e3);
+        printf("wrote %s.a %s.so %s.h %s.pc\n", ko->out_prefix, ko->out_prefix, ko->out_prefix,
+               ko->out_prefix);
+    }
+    tt_net_free(net);
+    tt_graph_free(g);
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -42,6 +94,8 @@ int main(int argc, char **argv)
                                          {"strict", no_argument, 0, 'S'},
                                          {"no-fallback", no_argument, 0, 'F'},
                                          {"quiet", no_argument, 0, 'q'},
+                                         {"model", required_argument, 0, 'm'},
+                                         {"shape", required_argument, 0, 'x'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     tt_compile_options o;
@@ -50,8 +104,11 @@ int main(int argc, char **argv)
     tt_compile_kernel ks[256];
     int nw = 0, ns = 0;
     bool quiet = false;
+    const char *model = NULL;
+    const char *shapes[64];
+    int nshapes = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "o:hq", opts, NULL)) != -1) {
         switch (c) {
         case 'd': o.db_path = optarg; break;
         case 't': o.target = optarg; break;
@@ -74,9 +131,31 @@ int main(int argc, char **argv)
         case 'S': o.strict = true; break;
         case 'F': o.no_fallback = true; break;
         case 'q': quiet = true; break;
+        case 'm': model = optarg; break;
+        case 'x':
+            if (nshapes == 64) {
+                fprintf(stderr, "tvm-compile: at most 64 --shape\n");
+                return 2;
+            }
+            shapes[nshapes++] = optarg;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
+    }
+    if (model) {
+        if (optind < argc || !o.out_prefix || nw > 0) {
+            fprintf(stderr, "tvm-compile: --model takes -o OUTDIR/NAME and no --workload%s%s\n",
+                    optind < argc ? "; unexpected argument " : "",
+                    optind < argc ? argv[optind] : "");
+            usage(stderr);
+            return 2;
+        }
+        return compile_model(&o, model, shapes, nshapes, quiet);
+    }
+    if (nshapes) {
+        fprintf(stderr, "tvm-compile: --shape is for --model\n");
+        return 2;
     }
     if (optind < argc || !o.db_path || !o.out_prefix || nw == 0 || nw != ns) {
         if (optind < argc)

@@ -14,6 +14,8 @@ PACKAGES=(
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata
   # tests: small networks built with the onnx package, checked with numpy
   python3-onnx python3-numpy
+  # tests and bench_model: ResNet-18, MobileNet-V2 and a BERT layer from PyTorch, checked and timed
+  python3-torch python3-torchvision
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libjansson-dev:arm64 libsodium-dev:arm64
   # tests: the dashboard in a headless browser, a device's link cut in a network namespace
   chromium fonts-dejavu-core iproute2

@@ -4,6 +4,7 @@
  * is refused with the node and the reason.  And the partition itself: fusion, BatchNormalization
  * folding, shared tasks, the memory plan. */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "deploy/compile.h"
 #include "deploy/netexec.h"
 #include "graph/net.h"
 #include "graph/onnx_testdata.h"
@@ -47,14 +49,78 @@ static bool close_enough(const void *got, const tt_gtensor *want, int64_t *bad)
 }
 
 typedef struct {
-    int passed, refused_import, refused_lowering, wrong;
+    int passed, library, refused_import, refused_lowering, wrong;
 } tally;
+
+/* How a test runs a network: in process (netexec) or as the library tvm-compile --model builds
+ * (loaded with dlopen, called through NAME_run_buffers with a workspace of its own). */
+typedef enum { IN_PROCESS, LIBRARY } runner_kind;
+
+typedef int (*run_buffers_fn)(void *, const void *const *, void *const *);
+
+typedef struct {
+    runner_kind kind;
+    tt_netexec *x;
+    run_buffers_fn run;
+    void *workspace;
+} runner;
+
+static tt_status runner_create(runner *r, runner_kind kind, tt_net *net, const char *db,
+                               tt_errbuf *err)
+{
+    memset(r, 0, sizeof(*r));
+    r->kind = kind;
+    if (kind == IN_PROCESS) {
+        tt_netexec_options xo = {db, NULL, db != NULL, NULL};
+        return tt_netexec_create(net, &xo, &r->x, err);
+    }
+    char dir[] = "/tmp/tt-netlib-XXXXXX";
+    if (!mkdtemp(dir))
+        return tt_err(err, TT_ERR_IO, "mkdtemp");
+    char prefix[64], path[96];
+    snprintf(prefix, sizeof(prefix), "%s/net", dir);
+    tt_compile_net_options o = {db, NULL, NULL, prefix, "test", db != NULL, false, NULL, NULL};
+    tt_compile_net_summary sum;
+    tt_status s = tt_compile_net(&o, net, NULL, &sum, err);
+    void *dl = NULL;
+    if (!s) {
+        /* never unloaded: libgomp's threads stay in the code it brought */
+        snprintf(path, sizeof(path), "%s.so", prefix);
+        if (!(dl = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)))
+            s = tt_err(err, TT_ERR_IO, "dlopen: %s", dlerror());
+    }
+    if (!s && !(r->run = (run_buffers_fn)dlsym(dl, "net_run_buffers")))
+        s = tt_err(err, TT_ERR_IO, "no net_run_buffers");
+    if (!s && !(r->workspace = aligned_alloc(64, (size_t)(sum.workspace_bytes + 64))))
+        s = tt_err(err, TT_ERR_NOMEM, "workspace");
+    static const char *const ext[] = {"a", "so", "h", "pc"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof(path), "%s.%s", prefix, ext[i]);
+        remove(path);
+    }
+    rmdir(dir);
+    return s;
+}
+
+static tt_status runner_run(runner *r, const void *const *in, void *const *out, tt_errbuf *err)
+{
+    if (r->kind == IN_PROCESS)
+        return tt_netexec_run(r->x, in, out, err);
+    int rc = r->run(r->workspace, in, out);
+    return rc ? tt_err(err, TT_ERR_RUNTIME, "net_run_buffers returned %d", rc) : TT_OK;
+}
+
+static void runner_free(runner *r)
+{
+    tt_netexec_free(r->x);
+    free(r->workspace);
+}
 
 /* One test directory (model.onnx, test_data_set_*): 0 passed, 1 refused at import, 2 refused by
  * the partition, -1 wrong (why says how).  When `keep` is given, the graph and net are handed to
  * the caller instead of freed. */
-static int run_model(const char *dir, const char *db, char *why, size_t nwhy, tt_graph **keep_g,
-                     tt_net **keep_net)
+static int run_model(const char *dir, runner_kind kind, const char *db, char *why, size_t nwhy,
+                     tt_graph **keep_g, tt_net **keep_net)
 {
     char path[1200];
     tt_errbuf err = {{0}};
@@ -71,14 +137,13 @@ static int run_model(const char *dir, const char *db, char *why, size_t nwhy, tt
         return s == TT_ERR_UNSUPPORTED ? 1 : -1;
     }
     tt_net *net = NULL;
-    tt_netexec *x = NULL;
-    tt_netexec_options xo = {db, NULL, db != NULL, NULL};
+    runner x = {0};
     int rc = 0;
     if ((s = tt_net_build(g, NULL, &net, &err))) {
         snprintf(why, nwhy, "partition: %s", err.msg);
         rc = s == TT_ERR_UNSUPPORTED ? 2 : -1;
-    } else if ((s = tt_netexec_create(net, &xo, &x, &err))) {
-        snprintf(why, nwhy, "build: %s", err.msg);
+    } else if ((s = runner_create(&x, kind, net, db, &err))) {
+        snprintf(why, nwhy, "build (%s): %s", kind == LIBRARY ? "library" : "in process", err.msg);
         rc = -1;
     }
     /* every data set: inputs by name (bound ones are constants now), outputs compared */
@@ -118,7 +183,7 @@ static int run_model(const char *dir, const char *db, char *why, size_t nwhy, tt
             const tt_gtensor *t = &g->tensors.data[g->outputs.data[i]];
             out[i] = calloc((size_t)tt_gtensor_numel(t) + 1, (size_t)tt_dtype_bytes(t->dtype));
         }
-        if (!rc && (s = tt_netexec_run(x, (const void *const *)in, out, &err))) {
+        if (!rc && (s = runner_run(&x, (const void *const *)in, out, &err))) {
             snprintf(why, nwhy, "run: %s", err.msg);
             rc = -1;
         }
@@ -155,7 +220,7 @@ static int run_model(const char *dir, const char *db, char *why, size_t nwhy, tt
         for (int i = 0; i < 16; i++)
             free(out[i]);
     }
-    tt_netexec_free(x);
+    runner_free(&x);
     if (keep_g && !rc) {
         *keep_g = g;
         *keep_net = net;
@@ -169,12 +234,7 @@ static int run_model(const char *dir, const char *db, char *why, size_t nwhy, tt
 static int run_model_dir(const char *dir, char *why, size_t nwhy, tt_graph **keep_g,
                          tt_net **keep_net)
 {
-    return run_model(dir, NULL, why, nwhy, keep_g, keep_net);
-}
-
-static int run_model_dir_with(const char *dir, const char *db, char *why, size_t nwhy)
-{
-    return run_model(dir, db, why, nwhy, NULL, NULL);
+    return run_model(dir, IN_PROCESS, NULL, why, nwhy, keep_g, keep_net);
 }
 
 static int by_name(const void *a, const void *b)
@@ -204,6 +264,9 @@ static void node_tests_compute_the_expected_outputs(void **state)
         char why[2048] = "", dir[1024];
         snprintf(dir, sizeof(dir), "%s/%s", NODE_TESTS, names[i]);
         int rc = run_model_dir(dir, why, sizeof(why), NULL, NULL);
+        /* and as the library tvm-compile --model builds, with the same expected outputs */
+        if (rc == 0 && !(rc = run_model(dir, LIBRARY, NULL, why, sizeof(why), NULL, NULL)))
+            t.library++;
         if (rc == 0)
             t.passed++;
         else if (rc == 1)
@@ -216,9 +279,10 @@ static void node_tests_compute_the_expected_outputs(void **state)
             print_error("%s: %s\n", names[i], why);
         free(names[i]);
     }
-    print_message("node tests: %d computed the expected outputs, %d refused at import, %d refused "
-                  "by the partition, %d wrong\n",
+    print_message("node tests: %d computed the expected outputs (in process and built as a "
+                  "library), %d refused at import, %d refused by the partition, %d wrong\n",
                   t.passed, t.refused_import, t.refused_lowering, t.wrong);
+    assert_int_equal(t.library, t.passed);
     assert_int_equal(t.wrong, 0);
 }
 
@@ -244,7 +308,8 @@ static void print_tasks(const tt_net *net)
                       net->tasks.data[i].label, net->tasks.data[i].workload);
 }
 
-/* The net of one small network, run and checked; NULL (skipped) without the models. */
+/* The net of one small network, run and checked (as a library and in process); NULL (skipped)
+ * without the models. */
 static tt_net *small_network(const char *name, tt_graph **g)
 {
     const char *base = models_dir();
@@ -253,7 +318,9 @@ static tt_net *small_network(const char *name, tt_graph **g)
     char dir[1024], why[2048] = "";
     snprintf(dir, sizeof(dir), "%s/%s", base, name);
     tt_net *net = NULL;
-    int rc = run_model_dir(dir, why, sizeof(why), g, &net);
+    int rc = run_model(dir, LIBRARY, NULL, why, sizeof(why), NULL, NULL);
+    if (!rc)
+        rc = run_model_dir(dir, why, sizeof(why), g, &net);
     if (rc)
         fail_msg("%s: %s", name, why);
     print_tasks(net);
@@ -389,7 +456,10 @@ static void tuned_records_build_the_network(void **state)
     /* the run itself: the same directory test, now with the database */
     char dir[1024], why[2048] = "";
     snprintf(dir, sizeof(dir), "%s/resnet_block", models_dir());
-    int rc = run_model_dir_with(dir, path, why, sizeof(why));
+    int rc = run_model(dir, IN_PROCESS, path, why, sizeof(why), NULL, NULL);
+    /* the library packs the weights at build time for the layouts the records chose */
+    if (!rc)
+        rc = run_model(dir, LIBRARY, path, why, sizeof(why), NULL, NULL);
     remove(path);
     snprintf(cmd, sizeof(cmd), "%s.log", path);
     remove(cmd);

@@ -1,0 +1,258 @@
+/* tvm-compile --model: a network's tasks -> kernels, its weights -> read-only data, its calls ->
+ * NAME_run; archived and linked as tvm-compile's kernel libraries are (compile.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../base/fmt.h"
+#include "../codegen/codegen.h"
+#include "../db/db.h"
+#include "../graph/net.h"
+#include "compile.h"
+#include "compile_int.h"
+
+typedef struct {
+    const tt_compile_net_options *o;
+    tt_net *net;
+    tt__picker pk;
+    const char *name;
+    char tmp[4200];
+    char **objs;
+    int nobjs;
+    tt_layout **layouts; /* per task */
+    tt_compile_report *reps;
+    double *timestamps;
+    bool gomp;
+} net_builder;
+
+tt_status tt__net_task_error(const tt_net *net, int task, tt_status s, tt_errbuf *err)
+{
+    char where[200] = "";
+    for (size_t c = 0; c < net->calls.len && !where[0]; c++)
+        if (net->calls.data[c].task == task)
+            tt_gnode_describe(net->g, net->calls.data[c].first_node, where, sizeof(where));
+    return tt_err_prefix(err, s, "task %d (%s, from %s)", task, net->tasks.data[task].label, where);
+}
+
+/* Task t's kernel, exported as NAME__task<t>(void **args), into the work directory. */
+static tt_status build_task(net_builder *b, int t, tt_errbuf *err)
+{
+    const tt_net_task *task = &b->net->tasks.data[t];
+    tt_workload *w = NULL;
+    tt_state *st = NULL;
+    tt_program *prog = NULL;
+    tt_status s = tt_workload_parse(task->workload, &w, err);
+    if (!s)
+        s = tt__compile_pick(&b->pk, w, &st, &b->reps[t], &b->timestamps[t], err);
+    if (!s)
+        s = tt_lower(st, &prog, err);
+    if (!s)
+        s = tt__program_layouts(prog, &b->layouts[t], err);
+    char entry[300], obj[4400];
+    snprintf(entry, sizeof(entry), "%s__task%d", b->name, t);
+    snprintf(obj, sizeof(obj), "%s/task%d.o", b->tmp, t);
+    if (!s) {
+        tt_codegen_options co = {3, 64, 64, NULL, false};
+        tt_codegen_stats stats;
+        s = tt_codegen_llvm_object(prog, &b->pk.target, entry, obj, &co, &stats, err);
+        b->gomp |= stats.parallel_loops > 0;
+        b->reps[t].parallel = stats.parallel_loops > 0;
+    }
+    if (!s && !(b->objs[b->nobjs++] = strdup(obj)))
+        s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+    if (s)
+        tt__net_task_error(b->net, t, s, err);
+    const tt_compile_report *r = &b->reps[t];
+    if (!s && b->o->log) {
+        if (r->source == TT_COMPILE_DEFAULT)
+            fprintf(b->o->log, "task %2d %-28s x%-3d default schedule\n", t, task->label,
+                    task->weight);
+        else
+            fprintf(b->o->log, "task %2d %-28s x%-3d record %lld (%s), median %.4g ms\n", t,
+                    task->label, task->weight, r->record, tt_compile_source_name(r->source),
+                    r->median_s * 1e3);
+    }
+    tt_program_free(prog);
+    tt_state_free(st);
+    tt_workload_free(w);
+    return s;
+}
+
+static tt_status write_file(const char *path, const void *data, size_t n, tt_errbuf *err)
+{
+    FILE *f = fopen(path, "wb");
+    bool ok = f && (n == 0 || fwrite(data, 1, n, f) == n);
+    if (f && fclose(f))
+        ok = false;
+    return ok ? TT_OK : tt_err(err, TT_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+}
+
+/* The glue (NAME.c with the weights) compiled for the target, then the library's files, written
+ * in the work directory (moved into place when all four are). */
+static tt_status write_library(net_builder *b, const char *dir, tt_compile_net_summary *sum,
+                               tt_errbuf *err)
+{
+    tt_net *net = b->net;
+    tt__net_weights weights;
+    tt__net_build nb = {
+        b->name, b->o->model, b->pk.target_text, net, &weights, b->reps, b->timestamps, NULL, NULL,
+        0};
+    tt_status s = tt__net_weights_build(net, b->layouts, &weights, err);
+    if (s)
+        return s;
+    double estimate = 0;
+    int tuned = 0;
+    for (size_t t = 0; t < net->tasks.len; t++) {
+        estimate += net->tasks.data[t].weight * b->reps[t].median_s;
+        tuned += b->reps[t].source != TT_COMPILE_DEFAULT;
+    }
+    nb.estimate_s = tuned == (int)net->tasks.len ? estimate : 0;
+    char params[4400], src[4400], obj[4400], path[4400];
+    snprintf(params, sizeof(params), "%s/%s.params", b->tmp, b->name);
+    snprintf(src, sizeof(src), "%s/%s.c", b->tmp, b->name);
+    snprintf(obj, sizeof(obj), "%s/%s_net.o", b->tmp, b->name);
+    s = tt__net_param_names(net, &nb.in_names, &nb.out_names, err);
+    if (!s)
+        s = write_file(params, weights.data, (size_t)weights.bytes, err);
+    if (!s)
+        s = tt__write_net_glue(src, &nb, params, err);
+    if (!s)
+        s = tt__compile_c(src, obj, b->pk.target.triple, "the network's calls", err);
+    remove(params);
+    remove(src);
+    if (!s && !(b->objs[b->nobjs++] = strdup(obj)))
+        s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+    if (!s) {
+        snprintf(path, sizeof(path), "%s/%s.a", b->tmp, b->name);
+        s = tt_codegen_archive((const char *const *)b->objs, b->nobjs, path, err);
+    }
+    if (!s) {
+        const char *host, *cpu, *features;
+        tt_codegen_host(&host, &cpu, &features);
+        bool on_host = !b->pk.target.triple[0] || !strcmp(b->pk.target.triple, host);
+        snprintf(path, sizeof(path), "%s/%s.so", b->tmp, b->name);
+        s = tt_codegen_link_shared((const char *const *)b->objs, b->nobjs, path, on_host && b->gomp,
+                                   NULL, 0, err);
+    }
+    if (!s) {
+        char guard[300];
+        size_t k = 0;
+        for (const char *c = b->name; *c && k + 3 < sizeof(guard); c++)
+            guard[k++] = (char)(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c);
+        snprintf(guard + k, sizeof(guard) - k, "_H");
+        snprintf(path, sizeof(path), "%s/%s.h", b->tmp, b->name);
+        s = tt__write_net_header(path, guard, &nb, err);
+    }
+    if (!s) {
+        char absdir[4096];
+        if (!realpath(dir, absdir))
+            snprintf(absdir, sizeof(absdir), "%s", dir);
+        snprintf(path, sizeof(path), "%s/%s.pc", b->tmp, b->name);
+        s = tt__write_pc(path, b->name, absdir, b->gomp, false, err);
+    }
+    if (!s && sum) {
+        sum->tasks = (int)net->tasks.len;
+        sum->tuned = tuned;
+        sum->estimate_s = nb.estimate_s;
+        sum->weight_bytes = weights.bytes;
+        sum->packed_bytes = weights.packed_bytes;
+        sum->workspace_bytes = net->arena_bytes;
+    }
+    free(nb.in_names);
+    tt__net_weights_free(&weights);
+    return s;
+}
+
+/* Moves the four files from the work directory to dir (or, on failure, removes them). */
+static tt_status place_files(const net_builder *b, const char *dir, bool keep, tt_errbuf *err)
+{
+    static const char *const ext[] = {"a", "so", "h", "pc"};
+    tt_status s = TT_OK;
+    for (int i = 0; i < 4; i++) {
+        char from[4400], to[4400];
+        snprintf(from, sizeof(from), "%s/%s.%s", b->tmp, b->name, ext[i]);
+        snprintf(to, sizeof(to), "%s/%s.%s", dir, b->name, ext[i]);
+        if (keep && !s && rename(from, to))
+            s = tt_err(err, TT_ERR_IO, "cannot move %s to %s: %s", from, to, strerror(errno));
+        remove(from);
+    }
+    return s;
+}
+
+tt_status tt_compile_net(const tt_compile_net_options *o, tt_net *net, tt_compile_report *reports,
+                         tt_compile_net_summary *summary, tt_errbuf *err)
+{
+    if (!o->out_prefix || !o->out_prefix[0])
+        return tt_err(err, TT_ERR_INVALID_ARG, "an output (-o OUTDIR/NAME) is needed");
+    char dir[4096], name[256];
+    const char *slash = strrchr(o->out_prefix, '/');
+    snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - o->out_prefix) : 1,
+             slash ? o->out_prefix : ".");
+    if (!dir[0])
+        snprintf(dir, sizeof(dir), "/");
+    snprintf(name, sizeof(name), "%s", slash ? slash + 1 : o->out_prefix);
+    if (!tt_is_identifier(name) || strlen(name) > 64)
+        return tt_err(err, TT_ERR_INVALID_ARG,
+                      "the output name '%s' is not a C identifier of at most 64 characters (the "
+                      "functions are NAME_run and NAME_info)",
+                      name);
+    net_builder b;
+    memset(&b, 0, sizeof(b));
+    b.o = o;
+    b.net = net;
+    b.name = name;
+    tt_status s = tt__picker_open(&b.pk, o->db_path, o->target, o->device, o->strict,
+                                  o->no_fallback, o->warnings, err);
+    if (!s && strcmp(b.pk.target.kind, "llvm"))
+        s = tt_err(err, TT_ERR_UNSUPPORTED,
+                   "networks build for CPU (llvm) targets, not '%s'; OpenCL builds take single "
+                   "kernels (--workload)",
+                   b.pk.target.kind);
+    if (s) {
+        tt__picker_close(&b.pk);
+        return s;
+    }
+    size_t nt = net->tasks.len;
+    b.objs = calloc(nt + 2, sizeof(char *));
+    b.layouts = calloc(nt + 1, sizeof(tt_layout *));
+    b.reps = calloc(nt + 1, sizeof(tt_compile_report));
+    b.timestamps = calloc(nt + 1, sizeof(double));
+    if (!b.objs || !b.layouts || !b.reps || !b.timestamps)
+        s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+    if (!s)
+        s = tt__make_dirs(dir, err);
+    if (!s) {
+        snprintf(b.tmp, sizeof(b.tmp), "%s/.tvm-compile-XXXXXX", dir);
+        if (!mkdtemp(b.tmp)) {
+            s = tt_err(err, TT_ERR_IO, "cannot create a work directory in %s: %s", dir,
+                       strerror(errno));
+            b.tmp[0] = 0;
+        }
+    }
+    for (size_t t = 0; !s && t < nt; t++)
+        s = build_task(&b, (int)t, err);
+    if (!s)
+        s = write_library(&b, dir, summary, err);
+    if (b.tmp[0]) {
+        tt_status ps = place_files(&b, dir, !s, err);
+        s = s ? s : ps;
+    }
+    if (!s && reports)
+        memcpy(reports, b.reps, nt * sizeof(*reports));
+    for (int i = 0; i < b.nobjs; i++) {
+        remove(b.objs[i]);
+        free(b.objs[i]);
+    }
+    if (b.tmp[0])
+        rmdir(b.tmp);
+    for (size_t t = 0; b.layouts && t < nt; t++)
+        free(b.layouts[t]);
+    free(b.objs);
+    free(b.layouts);
+    free(b.reps);
+    free(b.timestamps);
+    tt__picker_close(&b.pk);
+    return s;
+}

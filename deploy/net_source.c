@@ -1,0 +1,414 @@
+/* The generated sources of a network library: NAME.c (weights, arena, run functions) and NAME.h
+ * (compile_int.h; docs/models.md shows both). */
+#include <ctype.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../base/strbuf.h"
+#include "../graph/net.h"
+#include "compile_int.h"
+
+/* ---- names ---- */
+
+static bool is_keyword(const char *s)
+{
+    static const char *const kw[] = {
+        "auto",     "break",    "case",     "char",   "const",    "continue", "default",
+        "do",       "double",   "else",     "enum",   "extern",   "float",    "for",
+        "goto",     "if",       "inline",   "int",    "long",     "register", "restrict",
+        "return",   "short",    "signed",   "sizeof", "static",   "struct",   "switch",
+        "typedef",  "union",    "unsigned", "void",   "volatile", "while",    "bool",
+        "class",    "new",      "delete",   "this",   "private",  "public",   "template",
+        "operator", "workspace"};
+    for (size_t i = 0; i < sizeof(kw) / sizeof(kw[0]); i++)
+        if (!strcmp(s, kw[i]))
+            return true;
+    return false;
+}
+
+/* A tensor's name as a C identifier: other characters become '_', a leading digit gets 't'. */
+static void c_name(const char *name, char out[64])
+{
+    size_t k = 0;
+    if (!isalpha((unsigned char)name[0]) && name[0] != '_')
+        out[k++] = 't';
+    for (const char *c = name; *c && k + 1 < 64; c++)
+        out[k++] = isalnum((unsigned char)*c) ? *c : '_';
+    out[k] = 0;
+    if (!k || is_keyword(out))
+        snprintf(out + k, 64 - k, "_");
+}
+
+tt_status tt__net_param_names(const tt_net *net, char (**in)[64], char (**out)[64], tt_errbuf *err)
+{
+    const tt_graph *g = net->g;
+    size_t ni = g->inputs.len, no = g->outputs.len;
+    char(*all)[64] = calloc(ni + no + 1, 64);
+    if (!all)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < ni + no; i++) {
+        int t = i < ni ? g->inputs.data[i] : g->outputs.data[i - ni];
+        char base[64];
+        c_name(g->tensors.data[t].name, base);
+        snprintf(all[i], 64, "%s", base);
+        /* unique among the parameters: a numbered suffix */
+        for (size_t j = 0, k = 1; j < i; j++)
+            if (!strcmp(all[i], all[j])) {
+                snprintf(all[i], 64, "%.40s_%zu", base, k++);
+                j = (size_t)-1; /* compare with all again */
+            }
+    }
+    *in = all;
+    *out = all + ni;
+    return TT_OK;
+}
+
+/* ---- the metadata: NAME_info() ---- */
+
+static json_t *tensor_json(const tt_gtensor *t, const char *cname)
+{
+    json_t *shape = json_array();
+    for (int d = 0; d < t->rank; d++)
+        json_array_append_new(shape, json_integer(t->dims[d]));
+    return json_pack("{s:s, s:s, s:s, s:o}", "name", t->name, "c_name", cname, "dtype",
+                     tt_dtype_name(t->dtype), "shape", shape);
+}
+
+static char *info_json(const tt__net_build *b)
+{
+    const tt_net *net = b->net;
+    const tt_graph *g = net->g;
+    json_t *ins = json_array(), *outs = json_array(), *tasks = json_array();
+    for (size_t i = 0; i < g->inputs.len; i++)
+        json_array_append_new(ins,
+                              tensor_json(&g->tensors.data[g->inputs.data[i]], b->in_names[i]));
+    for (size_t i = 0; i < g->outputs.len; i++)
+        json_array_append_new(outs,
+                              tensor_json(&g->tensors.data[g->outputs.data[i]], b->out_names[i]));
+    for (size_t t = 0; t < net->tasks.len; t++) {
+        const tt_net_task *task = &net->tasks.data[t];
+        const tt_compile_report *r = &b->reps[t];
+        json_array_append_new(tasks,
+                              json_pack("{s:s, s:s, s:i, s:f, s:s, s:I, s:f}", "label", task->label,
+                                        "workload", task->workload, "weight", task->weight, "flops",
+                                        task->flops, "source", tt_compile_source_name(r->source),
+                                        "record", (json_int_t)r->record, "median_s", r->median_s));
+    }
+    char now[64];
+    tt__utc((double)time(NULL), now, sizeof(now));
+    json_t *o =
+        json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:I, s:I, s:f}", "name", b->name, "model",
+                  b->model ? b->model : "", "target", b->target, "built", now, "inputs", ins,
+                  "outputs", outs, "tasks", tasks, "workspace_bytes", (json_int_t)net->arena_bytes,
+                  "weight_bytes", (json_int_t)b->weights->bytes, "flops", net->flops);
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "estimate_s",
+                        b->estimate_s > 0 ? json_real(b->estimate_s) : json_null());
+    char *text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+    json_decref(o);
+    return text;
+}
+
+/* A C string literal of s, split into lines. */
+static void c_string(tt_strbuf *sb, const char *s)
+{
+    tt_strbuf_append(sb, "    \"");
+    int col = 0;
+    for (; *s; s++, col++) {
+        if (col >= 90) {
+            tt_strbuf_append(sb, "\"\n    \"");
+            col = 0;
+        }
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            tt_strbuf_printf(sb, "\\%c", c);
+        else if (c < 32 || c > 126)
+            tt_strbuf_printf(sb, "\\%03o", c);
+        else
+            tt_strbuf_appendn(sb, s, 1);
+    }
+    tt_strbuf_append(sb, "\"");
+}
+
+/* ---- NAME.c ---- */
+
+/* The run functions' parameters: "const float *data, float *logits". */
+static void params(tt_strbuf *sb, const tt__net_build *b)
+{
+    const tt_graph *g = b->net->g;
+    for (size_t i = 0; i < g->inputs.len; i++)
+        tt_strbuf_printf(sb, "%sconst %s *%s", i ? ", " : "",
+                         tt__c_type(g->tensors.data[g->inputs.data[i]].dtype), b->in_names[i]);
+    for (size_t i = 0; i < g->outputs.len; i++)
+        tt_strbuf_printf(sb, "%s%s *%s", g->inputs.len + i ? ", " : "",
+                         tt__c_type(g->tensors.data[g->outputs.data[i]].dtype), b->out_names[i]);
+}
+
+static void args(tt_strbuf *sb, const tt__net_build *b)
+{
+    const tt_graph *g = b->net->g;
+    for (size_t i = 0; i < g->inputs.len; i++)
+        tt_strbuf_printf(sb, "%s%s", i ? ", " : "", b->in_names[i]);
+    for (size_t i = 0; i < g->outputs.len; i++)
+        tt_strbuf_printf(sb, "%s%s", g->inputs.len + i ? ", " : "", b->out_names[i]);
+}
+
+/* The C expression of tensor t's address in call c (k: its argument; -1: a copy's source). */
+static void address(tt_strbuf *sb, const tt__net_build *b, int t, int64_t weight_offset)
+{
+    const tt_net_storage *st = &b->net->storage[t];
+    if (weight_offset >= 0) {
+        tt_strbuf_printf(sb, "(void *)(tvm__w + %lld)", (long long)weight_offset);
+        return;
+    }
+    switch (st->place) {
+    case TT_NET_INPUT: tt_strbuf_printf(sb, "(void *)%s", b->in_names[st->index]); break;
+    case TT_NET_OUTPUT: tt_strbuf_printf(sb, "(void *)%s", b->out_names[st->index]); break;
+    case TT_NET_ARENA:
+        tt_strbuf_printf(sb, "(void *)(tvm__ws + %lld)", (long long)st->offset);
+        break;
+    default: tt_strbuf_append(sb, "(void *)0"); break;
+    }
+}
+
+/* A path inside an assembler string. */
+static void asm_path(tt_strbuf *sb, const char *p)
+{
+    for (; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            tt_strbuf_append(sb, "\\\\");
+        tt_strbuf_appendn(sb, p, 1);
+    }
+}
+
+tt_status tt__write_net_glue(const char *path, const tt__net_build *b, const char *params_path,
+                             tt_errbuf *err)
+{
+    const tt_net *net = b->net;
+    const tt_graph *g = net->g;
+    const char *n = b->name;
+    tt_strbuf sb = {0};
+    tt_strbuf_printf(&sb,
+                     "/* %s: the network's calls, generated by tvm-compile.  Freestanding: no "
+                     "headers. */\n\n"
+                     "typedef __INT32_TYPE__ int32_t;\ntypedef __INT64_TYPE__ int64_t;\n"
+                     "typedef __UINT8_TYPE__ uint8_t;\n\n",
+                     n);
+    for (size_t t = 0; t < net->tasks.len; t++)
+        tt_strbuf_printf(&sb, "extern int %s__task%zu(void **args); /* %s */\n", n, t,
+                         net->tasks.data[t].label);
+    /* The weights: read-only data of the library, paged in by the OS as the kernels touch them
+     * and shared by every process that maps the library. */
+    tt_strbuf_printf(&sb,
+                     "\n__asm__(\".section .rodata.%s__weights,\\\"a\\\"\\n\"\n"
+                     "        \".balign 64\\n\"\n"
+                     "        \".globl %s__weights\\n\"\n"
+                     "        \".hidden %s__weights\\n\"\n"
+                     "        \".type %s__weights, STT_OBJECT\\n\"\n"
+                     "        \"%s__weights:\\n\"\n"
+                     "        \".incbin \\\"",
+                     n, n, n, n, n);
+    asm_path(&sb, params_path);
+    tt_strbuf_printf(&sb,
+                     "\\\"\\n\"\n"
+                     "        \".size %s__weights, . - %s__weights\\n\"\n"
+                     "        \".previous\\n\");\n"
+                     "extern const unsigned char %s__weights[] "
+                     "__attribute__((visibility(\"hidden\")));\n\n",
+                     n, n, n);
+    tt_strbuf_printf(&sb, "static unsigned char %s__arena[%lld] __attribute__((aligned(64)));\n\n",
+                     n, (long long)(net->arena_bytes > 0 ? net->arena_bytes : 64));
+    tt_strbuf_printf(&sb, "int %s_run_workspace(void *workspace, ", n);
+    params(&sb, b);
+    tt_strbuf_append(&sb, ")\n{\n");
+    tt_strbuf_printf(&sb, "    const unsigned char *tvm__w = %s__weights;\n", n);
+    tt_strbuf_append(&sb, "    unsigned char *tvm__ws = (unsigned char *)workspace;\n");
+    int max_args = 1;
+    for (size_t c = 0; c < net->calls.len; c++)
+        if (net->calls.data[c].nargs > max_args)
+            max_args = net->calls.data[c].nargs;
+    tt_strbuf_printf(&sb, "    void *tvm__a[%d];\n    (void)tvm__w;\n", max_args);
+    tt_strbuf_append(&sb, "    if (!tvm__ws");
+    for (size_t i = 0; i < g->inputs.len; i++)
+        tt_strbuf_printf(&sb, " || !%s", b->in_names[i]);
+    for (size_t i = 0; i < g->outputs.len; i++)
+        tt_strbuf_printf(&sb, " || !%s", b->out_names[i]);
+    tt_strbuf_append(&sb, ")\n        return -1;\n");
+    for (size_t c = 0; c < net->calls.len; c++) {
+        const tt_net_call *call = &net->calls.data[c];
+        char at[200];
+        tt_gnode_describe(g, call->first_node, at, sizeof(at));
+        tt_strbuf_printf(&sb, "    /* call %zu: task %d, %s, from ", c, call->task,
+                         net->tasks.data[call->task].label);
+        tt__comment_text(&sb, at);
+        tt_strbuf_append(&sb, " */\n");
+        for (int k = 0; k < call->nargs; k++) {
+            tt_strbuf_printf(&sb, "    tvm__a[%d] = ", k);
+            address(&sb, b, call->args[k], b->weights->offset[c][k]);
+            tt_strbuf_append(&sb, ";\n");
+        }
+        tt_strbuf_printf(&sb, "    if (%s__task%d(tvm__a))\n        return %zu;\n", n, call->task,
+                         c + 1);
+    }
+    for (size_t i = 0; i < net->copies.len; i++) {
+        const tt_net_copy *cp = &net->copies.data[i];
+        const tt_gtensor *o = &g->tensors.data[g->outputs.data[cp->output]];
+        tt_strbuf_printf(&sb, "    __builtin_memmove(%s, ", b->out_names[cp->output]);
+        address(&sb, b, cp->from, b->weights->copy_offset[i]);
+        tt_strbuf_printf(&sb, ", %lldu);\n",
+                         (long long)(tt_gtensor_numel(o) * tt_dtype_bytes(o->dtype)));
+    }
+    tt_strbuf_append(&sb, "    return 0;\n}\n\n");
+    tt_strbuf_printf(&sb, "int %s_run(", n);
+    params(&sb, b);
+    tt_strbuf_printf(&sb, ")\n{\n    return %s_run_workspace(%s__arena, ", n, n);
+    args(&sb, b);
+    tt_strbuf_append(&sb, ");\n}\n\n");
+    /* The same for callers that hold the buffers in arrays (tvm-net, FFI). */
+    tt_strbuf_printf(&sb,
+                     "int %s_run_buffers(void *workspace, const void *const *inputs, void *const "
+                     "*outputs)\n{\n    if (!inputs || !outputs)\n        return -1;\n"
+                     "    return %s_run_workspace(workspace ? workspace : %s__arena",
+                     n, n, n);
+    for (size_t i = 0; i < g->inputs.len; i++)
+        tt_strbuf_printf(&sb, ", (const %s *)inputs[%zu]",
+                         tt__c_type(g->tensors.data[g->inputs.data[i]].dtype), i);
+    for (size_t i = 0; i < g->outputs.len; i++)
+        tt_strbuf_printf(&sb, ", (%s *)outputs[%zu]",
+                         tt__c_type(g->tensors.data[g->outputs.data[i]].dtype), i);
+    tt_strbuf_append(&sb, ");\n}\n\n");
+    char *info = info_json(b);
+    if (!info) {
+        tt_strbuf_free(&sb);
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    }
+    tt_strbuf_printf(&sb, "const char *%s_info(void)\n{\n    return\n", n);
+    c_string(&sb, info);
+    tt_strbuf_append(&sb, ";\n}\n");
+    free(info);
+    return tt__write_text(path, &sb, err);
+}
+
+/* ---- NAME.h ---- */
+
+static void shape_text(tt_strbuf *sb, const tt_gtensor *t)
+{
+    tt_strbuf_printf(sb, "%s[", tt_dtype_name(t->dtype));
+    for (int d = 0; d < t->rank; d++)
+        tt_strbuf_printf(sb, "%s%lld", d ? ", " : "", (long long)t->dims[d]);
+    tt_strbuf_append(sb, "]");
+}
+
+static void upper(char *dst, const char *src, size_t n)
+{
+    size_t k = 0;
+    for (; *src && k + 1 < n; src++)
+        dst[k++] = (char)toupper((unsigned char)*src);
+    dst[k] = 0;
+}
+
+static void tensor_macros(tt_strbuf *sb, const char *un, const char *what, size_t i,
+                          const tt_gtensor *t, const char *cname)
+{
+    tt_strbuf_printf(sb, "/* %s %zu, %s: '", what, i, cname);
+    tt__comment_text(sb, t->name);
+    tt_strbuf_append(sb, "' ");
+    shape_text(sb, t);
+    tt_strbuf_append(sb, " */\n");
+    char uw[16];
+    upper(uw, what, sizeof(uw));
+    tt_strbuf_printf(sb, "#define %s_%s%zu_RANK %d\n", un, uw, i, t->rank);
+    tt_strbuf_printf(sb, "#define %s_%s%zu_SHAPE {", un, uw, i);
+    for (int d = 0; d < t->rank; d++)
+        tt_strbuf_printf(sb, "%s%lld", d ? ", " : "", (long long)t->dims[d]);
+    tt_strbuf_printf(sb, "}\n#define %s_%s%zu_ELEMENTS %lldLL\n", un, uw, i,
+                     (long long)tt_gtensor_numel(t));
+}
+
+tt_status tt__write_net_header(const char *path, const char *guard, const tt__net_build *b,
+                               tt_errbuf *err)
+{
+    const tt_net *net = b->net;
+    const tt_graph *g = net->g;
+    const char *n = b->name;
+    char un[160];
+    upper(un, n, sizeof(un));
+    tt_strbuf sb = {0};
+    char now[64];
+    tt__utc((double)time(NULL), now, sizeof(now));
+    tt_strbuf_printf(&sb, "/* Generated by tvm-compile on %s from ", now);
+    tt__comment_text(&sb, b->model ? b->model : "a network");
+    tt_strbuf_append(&sb, " for target '");
+    tt__comment_text(&sb, b->target);
+    int tuned = 0;
+    for (size_t t = 0; t < net->tasks.len; t++)
+        tuned += b->reps[t].source != TT_COMPILE_DEFAULT;
+    tt_strbuf_printf(&sb,
+                     "'.  Do not edit.\n"
+                     " *\n"
+                     " * %zu kernel calls of %zu tasks (%d tuned, %zu on the DEFAULT schedule), "
+                     "%.4g GFLOP per run.\n"
+                     " * Weights: %.2f MiB embedded in the library (%.2f MiB packed for the "
+                     "kernels).\n",
+                     net->calls.len, net->tasks.len, tuned, net->tasks.len - (size_t)tuned,
+                     net->flops / 1e9, (double)b->weights->bytes / 1048576.0,
+                     (double)b->weights->packed_bytes / 1048576.0);
+    if (b->estimate_s > 0)
+        tt_strbuf_printf(&sb,
+                         " * Estimated latency: %.4g ms (the records' medians times the calls; "
+                         "tvm-net time measures it).\n",
+                         b->estimate_s * 1e3);
+    tt_strbuf_append(
+        &sb, " *\n"
+             " * Buffers are dense row-major arrays of the element type.  Both functions return "
+             "0 on success,\n"
+             " * -1 for a NULL buffer, and N > 0 when kernel call N failed.  ");
+    tt_strbuf_printf(&sb,
+                     "%s_run uses a static\n"
+                     " * workspace: one call at a time per process; %s_run_workspace takes the "
+                     "caller's, of\n"
+                     " * %s_WORKSPACE_BYTES aligned to 64 bytes, so threads may run the network at "
+                     "once.\n *\n * Tasks:\n",
+                     n, n, un);
+    for (size_t t = 0; t < net->tasks.len; t++) {
+        const tt_compile_report *r = &b->reps[t];
+        tt_strbuf_printf(&sb, " *   %2zu %-24s x%-3d ", t, net->tasks.data[t].label,
+                         net->tasks.data[t].weight);
+        if (r->source == TT_COMPILE_DEFAULT)
+            tt_strbuf_append(&sb, "DEFAULT schedule (no tuned record)\n");
+        else {
+            char when[64];
+            tt__utc(b->timestamps[t], when, sizeof(when));
+            tt_strbuf_printf(&sb, "record %lld (%s), median %.4g s, %s\n", r->record,
+                             tt_compile_source_name(r->source), r->median_s, when);
+        }
+    }
+    tt_strbuf_printf(&sb,
+                     " * %s_info() returns all of this as JSON, with each task's workload. "
+                     "*/\n#ifndef %s\n#define %s\n\n#include <stdint.h>\n\n"
+                     "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n",
+                     n, guard, guard);
+    tt_strbuf_printf(&sb, "#define %s_NUM_INPUTS %zu\n#define %s_NUM_OUTPUTS %zu\n", un,
+                     g->inputs.len, un, g->outputs.len);
+    tt_strbuf_printf(&sb, "#define %s_WORKSPACE_BYTES %lldLL\n", un,
+                     (long long)(net->arena_bytes > 0 ? net->arena_bytes : 64));
+    for (size_t i = 0; i < g->inputs.len; i++)
+        tensor_macros(&sb, un, "input", i, &g->tensors.data[g->inputs.data[i]], b->in_names[i]);
+    for (size_t i = 0; i < g->outputs.len; i++)
+        tensor_macros(&sb, un, "output", i, &g->tensors.data[g->outputs.data[i]], b->out_names[i]);
+    tt_strbuf_printf(&sb, "\nint %s_run(", n);
+    params(&sb, b);
+    tt_strbuf_printf(&sb, ");\nint %s_run_workspace(void *workspace, ", n);
+    params(&sb, b);
+    tt_strbuf_printf(&sb,
+                     ");\n/* The buffers in arrays, in the order above (NULL workspace: the static "
+                     "one). */\n"
+                     "int %s_run_buffers(void *workspace, const void *const *inputs, void *const "
+                     "*outputs);\nconst char *%s_info(void);\n",
+                     n, n);
+    tt_strbuf_printf(&sb, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* %s */\n", guard);
+    return tt__write_text(path, &sb, err);
+}

@@ -1,0 +1,442 @@
+/* tvm-net: runs a network library built by tvm-compile --model, with .npy inputs and outputs,
+ * and times it end to end beside the database's estimate (docs/models.md). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/clock.h"
+#include "../base/rng.h"
+#include "npy.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tvm-net info LIB.so [--name NAME] [--json]\n"
+            "       tvm-net run  LIB.so [--name NAME] -i [INPUT=]FILE.npy ... [-o "
+            "[OUTPUT=]FILE.npy ...]\n"
+            "       tvm-net time LIB.so [--name NAME] [-i [INPUT=]FILE.npy ...] [--warmup N]\n"
+            "                    [--repeat N] [--json]\n"
+            "\n"
+            "Loads a network built by tvm-compile --model -o OUTDIR/NAME (OUTDIR/NAME.so).\n"
+            "  info      its inputs, outputs and tasks, and where each schedule came from\n"
+            "  run       runs it once: every input from a .npy file (in order, or by name), each\n"
+            "            output to a .npy file (default: OUTPUT.npy in the current directory)\n"
+            "  time      runs it --warmup times (default 10), then --repeat times (default 50),\n"
+            "            and prints the median latency beside the database's estimate; inputs\n"
+            "            not given are uniform in [-1, 1) (floats) or 0 (integers)\n"
+            "  --name NAME   the functions' prefix, when the file was renamed (default: the\n"
+            "                file's name without .so)\n"
+            "Exit status: 0 done, 1 failed (the reason on stderr), 2 bad arguments.\n");
+}
+
+typedef int (*run_fn)(void *, const void *const *, void *const *);
+
+typedef struct {
+    char name[256];
+    void *dl;
+    run_fn run;
+    json_t *info;
+    json_t *ins, *outs;
+    size_t nin, nout;
+} network;
+
+typedef struct {
+    const char *dtype;
+    int rank;
+    int64_t dims[TT_NPY_MAX_RANK];
+    int64_t numel;
+    tt_dtype dt;
+} tensor_info;
+
+static int tensor_of(json_t *t, tensor_info *out)
+{
+    const char *dt = json_string_value(json_object_get(t, "dtype"));
+    json_t *shape = json_object_get(t, "shape");
+    int d = dt ? tt_dtype_parse(dt, strlen(dt)) : -1;
+    if (d < 0 || !json_is_array(shape) || json_array_size(shape) > TT_NPY_MAX_RANK)
+        return -1;
+    out->dtype = dt;
+    out->dt = (tt_dtype)d;
+    out->rank = (int)json_array_size(shape);
+    out->numel = 1;
+    for (int i = 0; i < out->rank; i++) {
+        out->dims[i] = json_integer_value(json_array_get(shape, (size_t)i));
+        out->numel *= out->dims[i];
+    }
+    return 0;
+}
+
+static const char *tensor_name(json_t *t)
+{
+    const char *n = json_string_value(json_object_get(t, "name"));
+    return n ? n : "?";
+}
+
+static void shape_str(const tensor_info *ti, char *buf, size_t n)
+{
+    int k = snprintf(buf, n, "%s[", ti->dtype);
+    for (int d = 0; d < ti->rank && k < (int)n; d++)
+        k += snprintf(buf + k, n - (size_t)k, "%s%lld", d ? ", " : "", (long long)ti->dims[d]);
+    if (k < (int)n)
+        snprintf(buf + k, n - (size_t)k, "]");
+}
+
+static int load(const char *path, const char *name, network *net)
+{
+    memset(net, 0, sizeof(*net));
+    if (name)
+        snprintf(net->name, sizeof(net->name), "%s", name);
+    else {
+        const char *base = strrchr(path, '/');
+        base = base ? base + 1 : path;
+        snprintf(net->name, sizeof(net->name), "%s", base);
+        char *dot = strstr(net->name, ".so");
+        if (dot)
+            *dot = 0;
+    }
+    /* a path without a slash would be searched for on the library path */
+    char full[4200];
+    snprintf(full, sizeof(full), "%s%s", strchr(path, '/') ? "" : "./", path);
+    /* never unloaded: libgomp, which the library brings, keeps worker threads in its code */
+    if (!(net->dl = dlopen(full, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE))) {
+        fprintf(stderr, "tvm-net: cannot load %s: %s\n", path, dlerror());
+        return -1;
+    }
+    char sym[300];
+    snprintf(sym, sizeof(sym), "%s_info", net->name);
+    const char *(*info)(void) = (const char *(*)(void))dlsym(net->dl, sym);
+    snprintf(sym, sizeof(sym), "%s_run_buffers", net->name);
+    net->run = (run_fn)dlsym(net->dl, sym);
+    if (!info || !net->run) {
+        fprintf(stderr,
+                "tvm-net: %s has no %s_info or %s_run_buffers: not a network built by "
+                "tvm-compile --model (give --name NAME if the file was renamed)\n",
+                path, net->name, net->name);
+        return -1;
+    }
+    json_error_t je;
+    net->info = json_loads(info(), 0, &je);
+    net->ins = json_object_get(net->info, "inputs");
+    net->outs = json_object_get(net->info, "outputs");
+    if (!net->info || !json_is_array(net->ins) || !json_is_array(net->outs)) {
+        fprintf(stderr, "tvm-net: %s: %s_info() is not the JSON tvm-compile writes\n", path,
+                net->name);
+        return -1;
+    }
+    net->nin = json_array_size(net->ins);
+    net->nout = json_array_size(net->outs);
+    for (size_t i = 0; i < net->nin + net->nout; i++) {
+        tensor_info ti;
+        if (tensor_of(json_array_get(i < net->nin ? net->ins : net->outs,
+                                     i < net->nin ? i : i - net->nin),
+                      &ti)) {
+            fprintf(stderr, "tvm-net: %s: a tensor of %s_info() has no dtype or shape\n", path,
+                    net->name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void unload(network *net)
+{
+    json_decref(net->info);
+}
+
+/* "NAME=FILE" against the tensors' names (and C names), or a plain FILE: the next unnamed slot. */
+static int assign(const char *arg, json_t *tensors, size_t n, const char **files, const char *what)
+{
+    const char *eq = strchr(arg, '=');
+    if (eq) {
+        for (size_t i = 0; i < n; i++) {
+            json_t *t = json_array_get(tensors, i);
+            const char *cn = json_string_value(json_object_get(t, "c_name"));
+            size_t len = (size_t)(eq - arg);
+            if ((strlen(tensor_name(t)) == len && !strncmp(tensor_name(t), arg, len)) ||
+                (cn && strlen(cn) == len && !strncmp(cn, arg, len))) {
+                files[i] = eq + 1;
+                return 0;
+            }
+        }
+        /* a file name with '=' in it, not a name */
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!files[i]) {
+            files[i] = arg;
+            return 0;
+        }
+    fprintf(stderr, "tvm-net: %s '%s': the network has %zu %ss", what, arg, n, what);
+    if (eq)
+        fprintf(stderr, " and none is named '%.*s'", (int)(eq - arg), arg);
+    fprintf(stderr, "\n");
+    return -1;
+}
+
+/* Input i from its file, or random (floats) / zeros (integers) when none. */
+static int read_input(network *net, size_t i, const char *file, tt_rng *rng, void **out)
+{
+    json_t *t = json_array_get(net->ins, i);
+    tensor_info ti;
+    tensor_of(t, &ti);
+    char want[300];
+    shape_str(&ti, want, sizeof(want));
+    size_t bytes = (size_t)ti.numel * (size_t)tt_dtype_bytes(ti.dt);
+    if (!file) {
+        if (!(*out = calloc(1, bytes + 1)))
+            return -1;
+        for (int64_t k = 0; k < ti.numel; k++) {
+            if (ti.dt == TT_DT_FLOAT32)
+                ((float *)*out)[k] = (float)(tt_rng_uniform(rng) * 2 - 1);
+            else if (ti.dt == TT_DT_FLOAT64)
+                ((double *)*out)[k] = tt_rng_uniform(rng) * 2 - 1;
+        }
+        return 0;
+    }
+    tt_npy a;
+    tt_errbuf err = {{0}};
+    if (tt_npy_read(file, 0, &a, &err)) {
+        fprintf(stderr, "tvm-net: %s\n", err.msg);
+        return -1;
+    }
+    bool same = a.dtype == ti.dt && a.rank == ti.rank;
+    for (int d = 0; same && d < a.rank; d++)
+        same = a.dims[d] == ti.dims[d];
+    if (!same) {
+        tensor_info got = {tt_dtype_name(a.dtype), a.rank, {0}, 0, a.dtype};
+        memcpy(got.dims, a.dims, sizeof(got.dims));
+        char have[300];
+        shape_str(&got, have, sizeof(have));
+        fprintf(stderr, "tvm-net: %s is %s; input %zu '%s' is %s\n", file, have, i, tensor_name(t),
+                want);
+        tt_npy_free(&a);
+        return -1;
+    }
+    *out = a.data;
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int run_network(network *net, void *const *ins, void *const *outs)
+{
+    int rc = net->run(NULL, (const void *const *)ins, outs);
+    if (rc) {
+        fprintf(stderr, "tvm-net: %s_run returned %d (%s)\n", net->name, rc,
+                rc < 0 ? "a NULL buffer" : "a kernel call failed");
+        return -1;
+    }
+    return 0;
+}
+
+static int print_info(network *net, bool json)
+{
+    if (json) {
+        char *s = json_dumps(net->info, JSON_INDENT(2));
+        printf("%s\n", s ? s : "{}");
+        free(s);
+        return 0;
+    }
+    json_t *i = net->info;
+    printf("%s: built %s from %s for target '%s'\n", net->name,
+           json_string_value(json_object_get(i, "built")),
+           json_string_value(json_object_get(i, "model")),
+           json_string_value(json_object_get(i, "target")));
+    for (size_t k = 0; k < net->nin + net->nout; k++) {
+        json_t *t =
+            json_array_get(k < net->nin ? net->ins : net->outs, k < net->nin ? k : k - net->nin);
+        tensor_info ti;
+        tensor_of(t, &ti);
+        char sh[300];
+        shape_str(&ti, sh, sizeof(sh));
+        printf("  %-6s %-24s %s\n", k < net->nin ? "input" : "output", tensor_name(t), sh);
+    }
+    json_t *tasks = json_object_get(i, "tasks");
+    printf("%zu tasks, %.4g GFLOP per run, %.2f MiB of weights, %.2f MiB workspace\n",
+           json_array_size(tasks), json_number_value(json_object_get(i, "flops")) / 1e9,
+           (double)json_integer_value(json_object_get(i, "weight_bytes")) / 1048576.0,
+           (double)json_integer_value(json_object_get(i, "workspace_bytes")) / 1048576.0);
+    for (size_t k = 0; k < json_array_size(tasks); k++) {
+        json_t *t = json_array_get(tasks, k);
+        const char *src = json_string_value(json_object_get(t, "source"));
+        printf("  %3zu %-28s x%-3lld %s", k, json_string_value(json_object_get(t, "label")),
+               (long long)json_integer_value(json_object_get(t, "weight")), src);
+        if (json_integer_value(json_object_get(t, "record")))
+            printf(" (record %lld, %.4g ms)",
+                   (long long)json_integer_value(json_object_get(t, "record")),
+                   json_number_value(json_object_get(t, "median_s")) * 1e3);
+        printf("\n");
+    }
+    json_t *e = json_object_get(i, "estimate_s");
+    if (json_is_number(e))
+        printf("estimated latency %.4g ms\n", json_number_value(e) * 1e3);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "info") && strcmp(cmd, "run") && strcmp(cmd, "time")) {
+        fprintf(stderr, "tvm-net: unknown command '%s'\n", cmd);
+        usage(stderr);
+        return 2;
+    }
+    static const struct option opts[] = {
+        {"name", required_argument, 0, 'n'},   {"input", required_argument, 0, 'i'},
+        {"output", required_argument, 0, 'o'}, {"warmup", required_argument, 0, 'w'},
+        {"repeat", required_argument, 0, 'r'}, {"json", no_argument, 0, 'j'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+    const char *name = NULL, *in_args[64], *out_args[64];
+    int nin_args = 0, nout_args = 0, warmup = 10, repeat = 50;
+    bool json = false;
+    int c;
+    optind = 2;
+    while ((c = getopt_long(argc, argv, "i:o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'n': name = optarg; break;
+        case 'i':
+            if (nin_args == 64)
+                return fprintf(stderr, "tvm-net: at most 64 inputs\n"), 2;
+            in_args[nin_args++] = optarg;
+            break;
+        case 'o':
+            if (nout_args == 64)
+                return fprintf(stderr, "tvm-net: at most 64 outputs\n"), 2;
+            out_args[nout_args++] = optarg;
+            break;
+        case 'w': warmup = atoi(optarg); break;
+        case 'r': repeat = atoi(optarg); break;
+        case 'j': json = true; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind + 1 != argc || warmup < 0 || repeat < 1 || repeat > 100000) {
+        fprintf(stderr,
+                optind + 1 != argc ? "tvm-net %s: one LIB.so is needed\n"
+                                   : "tvm-net %s: --warmup >= 0, --repeat 1..100000\n",
+                cmd);
+        return 2;
+    }
+    network net;
+    if (load(argv[optind], name, &net)) {
+        unload(&net);
+        return 1;
+    }
+    if (!strcmp(cmd, "info")) {
+        int rc = print_info(&net, json);
+        unload(&net);
+        return rc;
+    }
+    const char *in_files[64] = {0}, *out_files[64] = {0};
+    int rc = 0;
+    if (net.nin > 64 || net.nout > 64) {
+        fprintf(stderr, "tvm-net: at most 64 inputs and 64 outputs\n");
+        rc = 1;
+    }
+    for (int k = 0; !rc && k < nin_args; k++)
+        if (assign(in_args[k], net.ins, net.nin, in_files, "input"))
+            rc = 2;
+    for (int k = 0; !rc && k < nout_args; k++)
+        if (assign(out_args[k], net.outs, net.nout, out_files, "output"))
+            rc = 2;
+    if (!rc && !strcmp(cmd, "run"))
+        for (size_t k = 0; k < net.nin; k++)
+            if (!in_files[k]) {
+                fprintf(stderr, "tvm-net run: input %zu '%s' has no file (-i %s=FILE.npy)\n", k,
+                        tensor_name(json_array_get(net.ins, k)),
+                        tensor_name(json_array_get(net.ins, k)));
+                rc = 2;
+            }
+    void *ins[64] = {0}, *outs[64] = {0};
+    tt_rng rng;
+    tt_rng_seed(&rng, 1);
+    for (size_t k = 0; !rc && k < net.nin; k++)
+        if (read_input(&net, k, in_files[k], &rng, &ins[k]))
+            rc = 1;
+    for (size_t k = 0; !rc && k < net.nout; k++) {
+        tensor_info ti;
+        tensor_of(json_array_get(net.outs, k), &ti);
+        if (!(outs[k] = calloc(1, (size_t)ti.numel * (size_t)tt_dtype_bytes(ti.dt) + 1))) {
+            fprintf(stderr, "tvm-net: out of memory\n");
+            rc = 1;
+        }
+    }
+    if (!rc && !strcmp(cmd, "run")) {
+        if (run_network(&net, ins, outs))
+            rc = 1;
+        for (size_t k = 0; !rc && k < net.nout; k++) {
+            json_t *t = json_array_get(net.outs, k);
+            tensor_info ti;
+            tensor_of(t, &ti);
+            char def[300];
+            snprintf(def, sizeof(def), "%s.npy", json_string_value(json_object_get(t, "c_name")));
+            const char *file = out_files[k] ? out_files[k] : def;
+            tt_errbuf err = {{0}};
+            if (tt_npy_write(file, ti.dt, ti.rank, ti.dims, outs[k], &err)) {
+                fprintf(stderr, "tvm-net: %s\n", err.msg);
+                rc = 1;
+            } else {
+                char sh[300];
+                shape_str(&ti, sh, sizeof(sh));
+                printf("output %zu '%s' %s -> %s\n", k, tensor_name(t), sh, file);
+            }
+        }
+    } else if (!rc) { /* time */
+        double *t = calloc((size_t)repeat, sizeof(double));
+        for (int k = 0; !rc && k < warmup; k++)
+            if (run_network(&net, ins, outs))
+                rc = 1;
+        for (int k = 0; !rc && t && k < repeat; k++) {
+            double t0 = tt_clock_monotonic();
+            if (run_network(&net, ins, outs))
+                rc = 1;
+            t[k] = tt_clock_monotonic() - t0;
+        }
+        if (!t)
+            rc = 1;
+        if (!rc) {
+            qsort(t, (size_t)repeat, sizeof(double), cmp_double);
+            double med = repeat % 2 ? t[repeat / 2] : (t[repeat / 2 - 1] + t[repeat / 2]) / 2;
+            double p10 = t[repeat / 10],
+                   p90 = t[(repeat * 9) / 10 < repeat ? (repeat * 9) / 10 : repeat - 1];
+            json_t *e = json_object_get(net.info, "estimate_s");
+            double est = json_is_number(e) ? json_number_value(e) : 0;
+            double flops = json_number_value(json_object_get(net.info, "flops"));
+            if (json)
+                printf("{\"name\": \"%s\", \"median_s\": %.9g, \"p10_s\": %.9g, \"p90_s\": %.9g, "
+                       "\"min_s\": %.9g, \"repeat\": %d, \"warmup\": %d, \"estimate_s\": %.9g}\n",
+                       net.name, med, p10, p90, t[0], repeat, warmup, est);
+            else {
+                printf("%s: median %.4g ms over %d runs (p10 %.4g, p90 %.4g, min %.4g ms) after "
+                       "%d warm-up, %.2f GFLOPS\n",
+                       net.name, med * 1e3, repeat, p10 * 1e3, p90 * 1e3, t[0] * 1e3, warmup,
+                       flops / med / 1e9);
+                if (est > 0)
+                    printf("estimate %.4g ms (the records' medians): measured / estimate = "
+                           "%.3f\n",
+                           est * 1e3, med / est);
+                else
+                    printf("no estimate: some tasks run the default schedule (tvm-net info)\n");
+            }
+        }
+        free(t);
+    }
+    for (size_t k = 0; k < 64; k++) {
+        free(ins[k]);
+        free(outs[k]);
+    }
+    unload(&net);
+    return rc;
+}

@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Networks as libraries (issue #17): tvm-compile --model builds the ResNet block of make_models.py;
+# its header compiles warning-free as C99 and C++11; an application links the archive through
+# pkg-config and through an installed CMake package (tvm_tune_add_network) and gets what numpy
+# computed; tvm-net info/run/time read and write .npy; bad input (a wrong shape, a file that is
+# not .npy, a name that is no C identifier, --strict without records, a truncated model) is
+# refused with the reason and leaves nothing behind.
+# usage: test_net_cli.sh BUILD_DIR SOURCE_DIR MODELS_DIR
+set -euo pipefail
+build=$1
+src=$2
+models=$3
+bin=$build/bin
+py=/usr/bin/python3
+work=$(mktemp -d /tmp/tt-netcli-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+model=$models/resnet_block/model.onnx
+data=$models/resnet_block/test_data_set_0
+
+expect_fail() { # STATUS PATTERN COMMAND...: exits with STATUS, says PATTERN on stderr
+  local want=$1 pattern=$2 rc=0
+  shift 2
+  "$@" > "$work/out.log" 2> "$work/err.log" || rc=$?
+  if [ "$rc" != "$want" ] || ! grep -q -- "$pattern" "$work/err.log"; then
+    echo "FAIL: $* exited $rc (wanted $want), stderr:" >&2
+    cat "$work/err.log" >&2
+    exit 1
+  fi
+}
+
+echo "== build"
+"$bin/tvm-compile" --model "$model" -o "$work/lib/rb" > "$work/build.log" 2> "$work/build.err"
+grep -q "wrote $work/lib/rb.a" "$work/build.log"
+grep -q "every task of .* gets the default schedule" "$work/build.err"
+for f in rb.a rb.so rb.h rb.pc; do test -s "$work/lib/$f"; done
+# nothing else is left in the output directory (the work directory is gone)
+[ "$(ls -A "$work/lib" | wc -l)" = 4 ]
+grep -q "int rb_run(const float \*input, float \*output);" "$work/lib/rb.h"
+grep -q "#define RB_INPUT0_SHAPE {1, 8, 16, 16}" "$work/lib/rb.h"
+grep -q "DEFAULT schedule" "$work/lib/rb.h"
+
+echo "== the header compiles warning-free as C99 and C++11"
+printf '#include "rb.h"\nint main(void) { return RB_NUM_INPUTS - 1; }\n' > "$work/h.c"
+cc -std=c99 -Wall -Wextra -pedantic -Werror -fsyntax-only -I"$work/lib" "$work/h.c"
+cp "$work/h.c" "$work/h.cc"
+c++ -std=c++11 -Wall -Wextra -pedantic -Werror -fsyntax-only -I"$work/lib" "$work/h.cc"
+
+echo "== the test data as .npy"
+"$py" - "$data" "$work" <<'PY'
+import sys, numpy as np, onnx
+from onnx import numpy_helper
+d, w = sys.argv[1], sys.argv[2]
+for n in ("input_0", "output_0"):
+    t = onnx.TensorProto()
+    t.ParseFromString(open(f"{d}/{n}.pb", "rb").read())
+    np.save(f"{w}/{n}.npy", numpy_helper.to_array(t))
+np.save(f"{w}/wrong_shape.npy", np.zeros((1, 8, 16, 15), np.float32))
+np.save(f"{w}/wrong_type.npy", np.zeros((1, 8, 16, 16), np.float64))
+PY
+
+echo "== an application through pkg-config"
+cat > "$work/app.c" <<'C'
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "rb.h"
+int main(int argc, char **argv)
+{
+    static float in[RB_INPUT0_ELEMENTS], out[RB_OUTPUT0_ELEMENTS], again[RB_OUTPUT0_ELEMENTS];
+    FILE *f = fopen(argv[1], "rb");
+    /* the .npy written by numpy: a 128-byte header, then the floats */
+    if (!f || fseek(f, 128, SEEK_SET) || fread(in, sizeof(float), RB_INPUT0_ELEMENTS, f) !=
+                                            RB_INPUT0_ELEMENTS)
+        return 3;
+    fclose(f);
+    if (rb_run(in, out))
+        return 4;
+    void *ws = aligned_alloc(64, RB_WORKSPACE_BYTES);
+    if (rb_run_workspace(ws, in, again) || memcmp(out, again, sizeof(out)))
+        return 5;
+    if (rb_run(NULL, out) != -1)
+        return 6;
+    f = fopen(argv[2], "wb");
+    fwrite(out, sizeof(float), RB_OUTPUT0_ELEMENTS, f);
+    fclose(f);
+    free(ws);
+    (void)argc;
+    puts(strstr(rb_info(), "\"tasks\"") ? "OK" : "no info");
+    return 0;
+}
+C
+cc -O2 -o "$work/app" "$work/app.c" $(PKG_CONFIG_PATH="$work/lib" pkg-config --cflags --libs rb)
+"$work/app" "$work/input_0.npy" "$work/app_out.bin" | grep -q '^OK$'
+"$py" -c "
+import numpy as np, sys
+got = np.fromfile('$work/app_out.bin', np.float32).reshape(1, 10)
+want = np.load('$work/output_0.npy')
+err = np.abs(got - want).max() / np.abs(want).max()
+sys.exit(0 if err < 1e-4 else f'app: relative error {err}')"
+
+echo "== tvm-net"
+"$bin/tvm-net" info "$work/lib/rb.so" > "$work/info.log"
+grep -q "input  input .*float32\[1, 8, 16, 16\]" "$work/info.log"
+grep -q "Conv+Add+Relu" "$work/info.log"
+"$bin/tvm-net" info "$work/lib/rb.so" --json | "$py" -c "
+import json, sys
+i = json.load(sys.stdin)
+assert i['name'] == 'rb' and len(i['tasks']) == 6 and i['estimate_s'] is None, i"
+(cd "$work" && "$bin/tvm-net" run lib/rb.so -i input=input_0.npy) | grep -q "output.npy"
+"$bin/tvm-net" run "$work/lib/rb.so" -i "$work/input_0.npy" -o "$work/ours.npy" > /dev/null
+"$py" -c "
+import numpy as np, sys
+a, b = np.load('$work/ours.npy'), np.load('$work/output_0.npy')
+c = np.load('$work/output.npy')
+err = np.abs(a - b).max() / np.abs(b).max()
+sys.exit(0 if err < 1e-4 and (a == c).all() else f'tvm-net run: relative error {err}')"
+"$bin/tvm-net" time "$work/lib/rb.so" --warmup 1 --repeat 3 > "$work/time.log"
+grep -q "median .* ms over 3 runs" "$work/time.log"
+grep -q "no estimate" "$work/time.log"
+expect_fail 1 "is float32\[1, 8, 16, 15\]; input 0 'input' is float32\[1, 8, 16, 16\]" \
+  "$bin/tvm-net" run "$work/lib/rb.so" -i "$work/wrong_shape.npy"
+expect_fail 1 "is float64" "$bin/tvm-net" run "$work/lib/rb.so" -i "$work/wrong_type.npy"
+expect_fail 1 "not a .npy file" "$bin/tvm-net" run "$work/lib/rb.so" -i "$work/app.c"
+expect_fail 2 "input 0 'input' has no file" "$bin/tvm-net" run "$work/lib/rb.so"
+expect_fail 2 "none is named 'nope'" "$bin/tvm-net" run "$work/lib/rb.so" \
+  -i "$work/input_0.npy" -i nope=x.npy
+expect_fail 1 "not a network built by tvm-compile --model" \
+  "$bin/tvm-net" info "$work/lib/rb.so" --name other
+expect_fail 2 "unknown command" "$bin/tvm-net" frobnicate "$work/lib/rb.so"
+
+echo "== bad builds leave nothing"
+expect_fail 1 "not a C identifier" "$bin/tvm-compile" --model "$model" -o "$work/bad/rb-1"
+test ! -e "$work/bad/rb-1.a"
+"$py" -c "import sqlite3; sqlite3.connect('$work/empty.db').close()"
+"$bin/tvm-tune" run --workload matmul:M=16,N=16,K=16 --trials 1 --strategy random \
+  --db "$work/empty.db" > /dev/null
+expect_fail 1 "task 0 (Conv+Relu, from node 0 .*no record of te:" \
+  "$bin/tvm-compile" --model "$model" --db "$work/empty.db" --strict -o "$work/strict/rb"
+[ -z "$(ls -A "$work/strict" 2> /dev/null)" ]
+head -c 300 "$model" > "$work/truncated.onnx"
+expect_fail 1 "truncated.onnx" "$bin/tvm-compile" --model "$work/truncated.onnx" -o "$work/t/rb"
+test ! -e "$work/t/rb.a"
+expect_fail 2 "--model takes -o OUTDIR/NAME and no --workload" \
+  "$bin/tvm-compile" --model "$model" --workload matmul:M=1,N=1,K=1 --symbol mm -o "$work/x/y"
+expect_fail 1 "networks build for CPU (llvm) targets" \
+  "$bin/tvm-compile" --model "$model" --target opencl -o "$work/cl/rb"
+
+echo "== installed: tvm_tune_add_network"
+cmake --install "$build" --prefix "$work/prefix" > /dev/null
+test -x "$work/prefix/bin/tvm-net"
+mkdir -p "$work/cm"
+sed 's/"rb.h"/"rb.h"/' "$work/app.c" > "$work/cm/app.c"
+cat > "$work/cm/CMakeLists.txt" <<CMAKE
+cmake_minimum_required(VERSION 3.20)
+project(netapp C)
+find_package(TvmTune REQUIRED)
+tvm_tune_add_network(rb MODEL "$model")
+add_executable(app app.c)
+target_link_libraries(app PRIVATE rb)
+CMAKE
+cmake -S "$work/cm" -B "$work/cm/build" -DCMAKE_PREFIX_PATH="$work/prefix" > /dev/null
+cmake --build "$work/cm/build" > "$work/cm/build.log" 2>&1
+grep -q "tvm-compile network rb" "$work/cm/build.log"
+"$work/cm/build/app" "$work/input_0.npy" "$work/cm_out.bin" | grep -q '^OK$'
+cmp "$work/cm_out.bin" "$work/app_out.bin"
+echo "test_net_cli: passed"

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Whole networks against PyTorch (issue #17): torchvision's ResNet-18 and MobileNet-V2 and a
+# BERT-base encoder layer, exported to ONNX by scripts/export_torch_models.py with PyTorch's own
+# output, built by tvm-compile --model (default schedules: no tuning in a test) and run by
+# tvm-net; the outputs must match PyTorch's within 1e-3 relative (max |ours - torch| /
+# max |torch|).
+# usage: test_torch_models.sh BUILD_DIR MODELS_DIR
+set -euo pipefail
+bin=$1/bin
+models=$2
+py=/usr/bin/python3
+work=$(mktemp -d /tmp/tt-torch-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+for name in resnet18 mobilenet_v2 bert_layer; do
+  d=$models/$name
+  "$bin/tvm-compile" --model "$d/model.onnx" -o "$work/$name" --quiet 2> "$work/$name.warn"
+  "$bin/tvm-net" run "$work/$name.so" -i "$d/input_0.npy" -o "$work/$name.npy" > /dev/null
+  "$py" - "$work/$name.npy" "$d/output_0.npy" "$name" <<'PY'
+import sys
+import numpy as np
+ours, torch, name = np.load(sys.argv[1]), np.load(sys.argv[2]), sys.argv[3]
+assert ours.shape == torch.shape, (ours.shape, torch.shape)
+err = float(np.abs(ours - torch).max() / np.abs(torch).max())
+print(f"{name}: output {ours.shape}, max |ours - torch| / max |torch| = {err:.2e}")
+sys.exit(0 if err <= 1e-3 else f"{name}: relative error {err} > 1e-3")
+PY
+done
+echo "test_torch_models: passed"
