@@ -74,8 +74,9 @@ tt_status tt_jobs_check_params(const json_t *p, json_t **normalised, tt_errbuf *
     if (!json_is_object(p))
         return bad(err, "job parameters must be a JSON object");
     const json_t *ws = json_object_get(p, "workloads");
-    if (!json_is_array(ws) || json_array_size(ws) == 0 || json_array_size(ws) > 64)
-        return bad(err, "\"workloads\" must be a list of 1 to 64 workload texts");
+    if (!json_is_array(ws) || json_array_size(ws) == 0 || json_array_size(ws) > TT_TUNE_MAX_TASKS)
+        return bad(err, "\"workloads\" must be a list of 1 to %d workload texts",
+                   TT_TUNE_MAX_TASKS);
     json_t *out = json_object();
     json_t *wl = json_array(), *weights = json_array();
     json_object_set_new(out, "workloads", wl);
@@ -236,9 +237,9 @@ static void run_job(tt_jobs *j, worker_slot *slot)
     const json_t *ws = json_object_get(p, "workloads"), *wv = json_object_get(p, "weights");
     const json_t *m = json_object_get(p, "measure");
     int nw = (int)json_array_size(ws);
-    const char *workloads[64];
-    double weights[64];
-    for (int i = 0; i < nw && i < 64; i++) {
+    const char *workloads[TT_TUNE_MAX_TASKS];
+    double weights[TT_TUNE_MAX_TASKS];
+    for (int i = 0; i < nw && i < TT_TUNE_MAX_TASKS; i++) {
         workloads[i] = json_string_value(json_array_get(ws, i));
         weights[i] = json_number_value(json_array_get(wv, i));
     }

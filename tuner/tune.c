@@ -137,7 +137,7 @@ static tt_status schedule_tasks(const tt_tune_options *o, task **tasks, int n, F
     int64_t per_round = budget / n < 64 ? budget / n : 64;
     if (per_round < 1)
         per_round = 1;
-    tt_sched_task st[64];
+    tt_sched_task st[TT_TUNE_MAX_TASKS];
     tt_rng rng;
     tt_rng_seed(&rng, o->seed ^ 0x7a5c);
     for (int i = 0; i < n; i++) {
@@ -264,10 +264,10 @@ tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE
         tt_db_close(db);
         return s;
     }
-    task *tasks[64] = {0};
-    int n = o->nworkloads < 64 ? o->nworkloads : 64;
-    if (o->nworkloads > 64)
-        s = tt_err(err, TT_ERR_LIMIT, "at most 64 workloads in one run");
+    task *tasks[TT_TUNE_MAX_TASKS] = {0};
+    int n = o->nworkloads < TT_TUNE_MAX_TASKS ? o->nworkloads : TT_TUNE_MAX_TASKS;
+    if (o->nworkloads > TT_TUNE_MAX_TASKS)
+        s = tt_err(err, TT_ERR_LIMIT, "at most %d workloads in one run", TT_TUNE_MAX_TASKS);
     for (int i = 0; i < n && !s; i++)
         s = tt__tune_task_open(o, o->workloads[i], db, o->remote ? &fm : NULL,
                                opencl ? &fm.cl : NULL, log, &tasks[i], err);

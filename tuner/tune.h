@@ -101,6 +101,9 @@ double tt_tune_deadline(const tt_measure_options *m, double best_s);
  * inside the measuring child (seconds for a large kernel on some drivers). */
 #define TT_TUNE_GPU_BUILD_S 30.0
 
+/* Workloads (tasks) one run tunes together: a large network's distinct fused kernels. */
+#define TT_TUNE_MAX_TASKS 256
+
 /* This machine's device fingerprint: CPU model, cores, memory, a hash of the CPU features. */
 void tt_host_fingerprint(char *out, size_t n);
 

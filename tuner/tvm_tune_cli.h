@@ -5,7 +5,7 @@
 #include "../graph/net.h"
 #include "tune.h"
 
-#define TT_CLI_MAX_WORKLOADS 64
+#define TT_CLI_MAX_WORKLOADS TT_TUNE_MAX_TASKS
 #define TT_CLI_MAX_SHAPES    16
 
 /* The options of `run` and `submit`: workloads, search, measurement, farm. */
