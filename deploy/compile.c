@@ -425,12 +425,7 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
     }
     if (!s) {
         char guard[300];
-        snprintf(guard, sizeof(guard), "%s_H", name);
-        for (char *c = guard; *c; c++)
-            if (*c >= 'a' && *c <= 'z')
-                *c = (char)(*c - 'a' + 'A');
-            else if (!((*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')))
-                *c = '_';
+        tt__header_guard(name, guard, sizeof(guard));
         snprintf(path, sizeof(path), "%s/%s.h", dir, name);
         s = tt__write_header(path, guard, ks, o->nkernels, b.pk.target_text, err);
     }

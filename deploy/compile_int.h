@@ -64,6 +64,8 @@ void tt__comment_text(struct tt_strbuf *sb, const char *s);
 void tt__utc(double t, char *out, size_t n);
 /* Writes sb to path and frees it; TT_ERR_IO / TT_ERR_NOMEM on failure. */
 tt_status tt__write_text(const char *path, struct tt_strbuf *sb, tt_errbuf *err);
+/* NAME's include guard: "NAME_H" upper-cased, other characters '_'. */
+void tt__header_guard(const char *name, char *out, size_t n);
 /* Writes OUT.h: the functions with their shapes and records.  TT_ERR_IO on failure. */
 tt_status tt__write_header(const char *path, const char *guard, const tt__kernel *k, int n,
                            const char *target, tt_errbuf *err);
@@ -122,6 +124,19 @@ tt_status tt__write_net_glue(const char *path, const tt__net_build *b, const cha
 /* NAME.h */
 tt_status tt__write_net_header(const char *path, const char *guard, const tt__net_build *b,
                                tt_errbuf *err);
+
+/* Task t of net lowered under the schedule pk picks for it: the program, the layouts it reads
+ * (tt__program_layouts), where its schedule came from in *rep and when it was measured in
+ * *timestamp.  The program points into the workload: free all three with tt__net_task_free. */
+typedef struct tt__net_task_code {
+    tt_workload *w;
+    tt_state *st;
+    tt_program *prog;
+} tt__net_task_code;
+tt_status tt__net_task_lower(const tt__picker *pk, const struct tt_net *net, int t,
+                             tt__net_task_code *out, tt_layout **layouts, tt_compile_report *rep,
+                             double *timestamp, tt_errbuf *err);
+void tt__net_task_free(tt__net_task_code *c);
 
 /* Prefixes err with the task that failed and the node its first call starts at; returns s. */
 tt_status tt__net_task_error(const struct tt_net *net, int task, tt_status s, tt_errbuf *err);

@@ -36,27 +36,42 @@ tt_status tt__net_task_error(const tt_net *net, int task, tt_status s, tt_errbuf
     return tt_err_prefix(err, s, "task %d (%s, from %s)", task, net->tasks.data[task].label, where);
 }
 
+tt_status tt__net_task_lower(const tt__picker *pk, const tt_net *net, int t, tt__net_task_code *out,
+                             tt_layout **layouts, tt_compile_report *rep, double *timestamp,
+                             tt_errbuf *err)
+{
+    memset(out, 0, sizeof(*out));
+    tt_status s = tt_workload_parse(net->tasks.data[t].workload, &out->w, err);
+    if (!s)
+        s = tt__compile_pick(pk, out->w, &out->st, rep, timestamp, err);
+    if (!s)
+        s = tt_lower(out->st, &out->prog, err);
+    if (!s)
+        s = tt__program_layouts(out->prog, layouts, err);
+    return s;
+}
+
+void tt__net_task_free(tt__net_task_code *c)
+{
+    tt_program_free(c->prog);
+    tt_state_free(c->st);
+    tt_workload_free(c->w);
+}
+
 /* Task t's kernel, exported as NAME__task<t>(void **args), into the work directory. */
 static tt_status build_task(net_builder *b, int t, tt_errbuf *err)
 {
     const tt_net_task *task = &b->net->tasks.data[t];
-    tt_workload *w = NULL;
-    tt_state *st = NULL;
-    tt_program *prog = NULL;
-    tt_status s = tt_workload_parse(task->workload, &w, err);
-    if (!s)
-        s = tt__compile_pick(&b->pk, w, &st, &b->reps[t], &b->timestamps[t], err);
-    if (!s)
-        s = tt_lower(st, &prog, err);
-    if (!s)
-        s = tt__program_layouts(prog, &b->layouts[t], err);
+    tt__net_task_code code;
+    tt_status s = tt__net_task_lower(&b->pk, b->net, t, &code, &b->layouts[t], &b->reps[t],
+                                     &b->timestamps[t], err);
     char entry[300], obj[4400];
     snprintf(entry, sizeof(entry), "%s__task%d", b->name, t);
     snprintf(obj, sizeof(obj), "%s/task%d.o", b->tmp, t);
     if (!s) {
         tt_codegen_options co = {3, 64, 64, NULL, false};
         tt_codegen_stats stats;
-        s = tt_codegen_llvm_object(prog, &b->pk.target, entry, obj, &co, &stats, err);
+        s = tt_codegen_llvm_object(code.prog, &b->pk.target, entry, obj, &co, &stats, err);
         b->gomp |= stats.parallel_loops > 0;
         b->reps[t].parallel = stats.parallel_loops > 0;
     }
@@ -74,9 +89,7 @@ static tt_status build_task(net_builder *b, int t, tt_errbuf *err)
                     task->label, task->weight, r->record, tt_compile_source_name(r->source),
                     r->median_s * 1e3);
     }
-    tt_program_free(prog);
-    tt_state_free(st);
-    tt_workload_free(w);
+    tt__net_task_free(&code);
     return s;
 }
 
@@ -138,10 +151,7 @@ static tt_status write_library(net_builder *b, const char *dir, tt_compile_net_s
     }
     if (!s) {
         char guard[300];
-        size_t k = 0;
-        for (const char *c = b->name; *c && k + 3 < sizeof(guard); c++)
-            guard[k++] = (char)(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c);
-        snprintf(guard + k, sizeof(guard) - k, "_H");
+        tt__header_guard(b->name, guard, sizeof(guard));
         snprintf(path, sizeof(path), "%s/%s.h", b->tmp, b->name);
         s = tt__write_net_header(path, guard, &nb, err);
     }

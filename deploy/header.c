@@ -18,6 +18,16 @@ const char *tt__c_type(tt_dtype t)
     }
 }
 
+void tt__header_guard(const char *name, char *out, size_t n)
+{
+    snprintf(out, n, "%s_H", name);
+    for (char *c = out; *c; c++)
+        if (*c >= 'a' && *c <= 'z')
+            *c = (char)(*c - 'a' + 'A');
+        else if (!((*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')))
+            *c = '_';
+}
+
 void tt__param_name(const tt_workload *w, int op, char *out, size_t n)
 {
     const char *name = w->dag.ops.data[op].name;

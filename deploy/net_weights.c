@@ -96,10 +96,15 @@ tt_status tt__net_weights_build(const tt_net *net, tt_layout *const *task_layout
         }
         for (int k = 0; k < call->nargs; k++) {
             int t = call->args[k];
-            out->offset[c][k] = -1;
-            if (net->storage[t].place != TT_NET_CONST)
-                continue;
             const tt_layout *l = lays && lays[k].nparts ? &lays[k] : NULL;
+            out->offset[c][k] = -1;
+            if (net->storage[t].place != TT_NET_CONST) {
+                if (!l)
+                    continue;
+                s = tt_err(err, TT_ERR_INTERNAL, "'%s' is passed packed but is not a constant",
+                           g->tensors.data[t].name);
+                break;
+            }
             if ((s = place(&es, net, t, l, out, &out->offset[c][k], err)))
                 break;
         }

@@ -33,17 +33,10 @@ static int64_t bytes_of(const tt_gtensor *t)
 static tt_status build_task(tt_netexec *x, const tt__picker *pk, int ti, const char *dir,
                             tt_errbuf *err)
 {
-    const tt_net_task *task = &x->net->tasks.data[ti];
     task_kernel *tk = &x->tk[ti];
-    tt_workload *w = NULL;
-    tt_state *st = NULL;
-    tt_program *prog = NULL;
+    tt__net_task_code code;
     double ts;
-    tt_status s = tt_workload_parse(task->workload, &w, err);
-    if (!s)
-        s = tt__compile_pick(pk, w, &st, &tk->rep, &ts, err);
-    if (!s)
-        s = tt_lower(st, &prog, err);
+    tt_status s = tt__net_task_lower(pk, x->net, ti, &code, &x->layouts[ti], &tk->rep, &ts, err);
     char path[4200];
     snprintf(path, sizeof(path), "%s/task%d.o", dir, ti);
     if (!s) {
@@ -51,18 +44,14 @@ static tt_status build_task(tt_netexec *x, const tt__picker *pk, int ti, const c
 #if defined(__x86_64__)
         co.object_only = !pk->target.triple[0];
 #endif
-        s = tt_codegen_llvm(prog, &pk->target, "kernel", path, &co, NULL, err);
+        s = tt_codegen_llvm(code.prog, &pk->target, "kernel", path, &co, NULL, err);
     }
     if (!s)
         s = tt_kernel_load(path, "kernel", &tk->k, err);
     unlink(path);
-    if (!s)
-        s = tt__program_layouts(prog, &x->layouts[ti], err);
     if (s)
         tt__net_task_error(x->net, ti, s, err);
-    tt_program_free(prog);
-    tt_state_free(st);
-    tt_workload_free(w);
+    tt__net_task_free(&code);
     return s;
 }
 

@@ -408,7 +408,7 @@ int main(int argc, char **argv)
             rc = 1;
         if (!rc) {
             qsort(t, (size_t)repeat, sizeof(double), cmp_double);
-            double med = repeat % 2 ? t[repeat / 2] : (t[repeat / 2 - 1] + t[repeat / 2]) / 2;
+            double med = tt_median(t, repeat);
             double p10 = t[repeat / 10],
                    p90 = t[(repeat * 9) / 10 < repeat ? (repeat * 9) / 10 : repeat - 1];
             json_t *e = json_object_get(net.info, "estimate_s");
