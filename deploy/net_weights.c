@@ -129,8 +129,10 @@ tt_status tt__net_weights_build(const tt_net *net, tt_layout *const *task_layout
         const entry *e = &es.data[i];
         const tt_gtensor *x = &g->tensors.data[e->arg];
         const void *src = g->tensors.data[e->tensor].data;
+        int64_t dims[TT_GRAPH_MAX_RANK];
+        tt_gtensor_memory_dims(x, dims); /* as the kernel declares it */
         if (e->layout)
-            tt_layout_pack(e->layout, x->rank, x->dims, (size_t)tt_dtype_bytes(x->dtype), src,
+            tt_layout_pack(e->layout, x->rank, dims, (size_t)tt_dtype_bytes(x->dtype), src,
                            out->data + e->offset);
         else
             memcpy(out->data + e->offset, src, (size_t)e->bytes);

@@ -33,6 +33,7 @@ static void usage(FILE *f)
            "  --model M.onnx   an ONNX network (as tvm-tune run --model tuned it); NAME must be\n"
            "                   a C identifier; without --db every task gets the default schedule\n"
            "  --shape N=DIMS   the shape of input N (symbolic dimensions), as for tvm-tune\n"
+           "  --layout L       channels-last (default) or model: as the tasks were tuned\n"
            "  --strict         a workload without a tuned record is an error (default: a warning\n"
            "                   and the default schedule)\n"
            "  --no-fallback    only records of this target (and device): no records of other\n"
@@ -43,13 +44,14 @@ static void usage(FILE *f)
 
 /* --model: import, partition, build. */
 static int compile_model(const tt_compile_options *ko, const char *model, const char *const *shapes,
-                         int nshapes, bool quiet)
+                         int nshapes, tt_net_layout layout, bool quiet)
 {
     tt_graph_options go = {shapes, nshapes, 0, NULL, 0};
+    tt_net_options no = {0, layout};
     tt_errbuf err = {{0}};
     tt_graph *g = NULL;
     tt_net *net = NULL;
-    if (tt_graph_import_onnx(model, &go, &g, &err) || tt_net_build(g, NULL, &net, &err)) {
+    if (tt_graph_import_onnx(model, &go, &g, &err) || tt_net_build(g, &no, &net, &err)) {
         fprintf(stderr, "tvm-compile: %s\n", err.msg);
         tt_graph_free(g);
         return 1;
@@ -85,19 +87,14 @@ static int compile_model(const tt_compile_options *ko, const char *model, const 
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {{"db", required_argument, 0, 'd'},
-                                         {"target", required_argument, 0, 't'},
-                                         {"device", required_argument, 0, 'D'},
-                                         {"output", required_argument, 0, 'o'},
-                                         {"workload", required_argument, 0, 'w'},
-                                         {"symbol", required_argument, 0, 's'},
-                                         {"strict", no_argument, 0, 'S'},
-                                         {"no-fallback", no_argument, 0, 'F'},
-                                         {"quiet", no_argument, 0, 'q'},
-                                         {"model", required_argument, 0, 'm'},
-                                         {"shape", required_argument, 0, 'x'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"db", required_argument, 0, 'd'},       {"target", required_argument, 0, 't'},
+        {"device", required_argument, 0, 'D'},   {"output", required_argument, 0, 'o'},
+        {"workload", required_argument, 0, 'w'}, {"symbol", required_argument, 0, 's'},
+        {"strict", no_argument, 0, 'S'},         {"no-fallback", no_argument, 0, 'F'},
+        {"quiet", no_argument, 0, 'q'},          {"model", required_argument, 0, 'm'},
+        {"shape", required_argument, 0, 'x'},    {"layout", required_argument, 0, 'L'},
+        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
     tt_compile_options o;
     memset(&o, 0, sizeof(o));
     o.log = stderr;
@@ -107,7 +104,7 @@ int main(int argc, char **argv)
     const char *model = NULL;
     const char *shapes[64];
     int nshapes = 0;
-    int c;
+    int c, layout = TT_NET_LAYOUT_CHANNELS_LAST;
     while ((c = getopt_long(argc, argv, "o:hq", opts, NULL)) != -1) {
         switch (c) {
         case 'd': o.db_path = optarg; break;
@@ -139,6 +136,13 @@ int main(int argc, char **argv)
             }
             shapes[nshapes++] = optarg;
             break;
+        case 'L':
+            if ((layout = tt_net_layout_parse(optarg)) < 0) {
+                fprintf(stderr, "tvm-compile: --layout takes channels-last or model, got '%s'\n",
+                        optarg);
+                return 2;
+            }
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -151,10 +155,10 @@ int main(int argc, char **argv)
             usage(stderr);
             return 2;
         }
-        return compile_model(&o, model, shapes, nshapes, quiet);
+        return compile_model(&o, model, shapes, nshapes, (tt_net_layout)layout, quiet);
     }
-    if (nshapes) {
-        fprintf(stderr, "tvm-compile: --shape is for --model\n");
+    if (nshapes || layout != TT_NET_LAYOUT_CHANNELS_LAST) {
+        fprintf(stderr, "tvm-compile: --shape and --layout are for --model\n");
         return 2;
     }
     if (optind < argc || !o.db_path || !o.out_prefix || nw == 0 || nw != ns) {

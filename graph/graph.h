@@ -90,6 +90,12 @@ typedef struct tt_gtensor {
     void *data;   /* TT_GT_CONST: numel elements of dtype, row-major */
     int producer; /* the node computing it, -1 for inputs and constants */
     bool output;  /* a graph output */
+    /* Memory order (tt_net_build's layout choice; import leaves every tensor row-major): when
+     * `permuted`, physical dimension k holds logical dimension perm[k], so a channels-last
+     * activation [N,C,H,W] has perm {0,2,3,1} and a weight stored HWIO has {2,3,1,0}.  dims stay
+     * logical; a constant's data is in the physical order. */
+    bool permuted;
+    uint8_t perm[TT_GRAPH_MAX_RANK];
 } tt_gtensor;
 
 typedef enum {
@@ -166,6 +172,8 @@ tt_status tt_graph_read_tensor(const char *path, tt_gtensor *out, tt_errbuf *err
 
 /* Elements of a tensor (product of its dims; 1 for a scalar). */
 int64_t tt_gtensor_numel(const tt_gtensor *t);
+/* Its dims in memory order (perm applied), what a kernel declares it as. */
+void tt_gtensor_memory_dims(const tt_gtensor *t, int64_t *dims);
 /* The attribute `name` of node n, or NULL. */
 const tt_gattr *tt_gnode_attr(const tt_gnode *n, const char *name);
 

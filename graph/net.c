@@ -20,15 +20,15 @@ typedef enum {
     K_SPLIT,     /* one kernel per output */
 } kind;
 
-static kind kind_of(tt_gop op)
+bool tt__net_moves_no_data(tt_gop op)
+{
+    return op == TT_GOP_RESHAPE || op == TT_GOP_FLATTEN || op == TT_GOP_SQUEEZE ||
+           op == TT_GOP_UNSQUEEZE || op == TT_GOP_IDENTITY || op == TT_GOP_DROPOUT;
+}
+
+bool tt__net_is_elementwise(tt_gop op)
 {
     switch (op) {
-    case TT_GOP_RESHAPE:
-    case TT_GOP_FLATTEN:
-    case TT_GOP_SQUEEZE:
-    case TT_GOP_UNSQUEEZE:
-    case TT_GOP_IDENTITY:
-    case TT_GOP_DROPOUT: return K_ALIAS;
     case TT_GOP_ADD:
     case TT_GOP_SUB:
     case TT_GOP_MUL:
@@ -41,7 +41,18 @@ static kind kind_of(tt_gop op)
     case TT_GOP_ERF:
     case TT_GOP_TANH:
     case TT_GOP_CAST:
-    case TT_GOP_BATCH_NORM: return K_ELEM;
+    case TT_GOP_BATCH_NORM: return true;
+    default: return false;
+    }
+}
+
+static kind kind_of(tt_gop op)
+{
+    if (tt__net_moves_no_data(op))
+        return K_ALIAS;
+    if (tt__net_is_elementwise(op))
+        return K_ELEM;
+    switch (op) {
     case TT_GOP_CONV:
     case TT_GOP_CONV_TRANSPOSE:
     case TT_GOP_GEMM:
@@ -297,6 +308,9 @@ tt_status tt_net_build(tt_graph *g, const tt_net_options *o, tt_net **out, tt_er
     if (b.max_fused > MAX_GROUP)
         b.max_fused = MAX_GROUP;
     tt_status s = tt__net_fold_batchnorm(g, &net->folded_batchnorms, err);
+    net->layout = o ? o->layout : TT_NET_LAYOUT_CHANNELS_LAST;
+    if (!s)
+        s = tt__net_choose_layouts(g, net->layout, &net->channels_last, err);
     size_t nt = g->tensors.len;
     /* room for the constants lowering adds (two per BatchNormalization at most) */
     size_t cap = nt + 2 * g->nodes.len + 16;
@@ -340,6 +354,26 @@ tt_status tt_net_build(tt_graph *g, const tt_net_options *o, tt_net **out, tt_er
     }
     *out = net;
     return TT_OK;
+}
+
+static const char *const LAYOUT_NAMES[] = {
+    [TT_NET_LAYOUT_CHANNELS_LAST] = "channels-last",
+    [TT_NET_LAYOUT_MODEL] = "model",
+};
+
+const char *tt_net_layout_name(tt_net_layout l)
+{
+    return (unsigned)l < sizeof(LAYOUT_NAMES) / sizeof(LAYOUT_NAMES[0]) ? LAYOUT_NAMES[l] : "?";
+}
+
+int tt_net_layout_parse(const char *name)
+{
+    for (size_t i = 0; i < sizeof(LAYOUT_NAMES) / sizeof(LAYOUT_NAMES[0]); i++)
+        if (!strcmp(name, LAYOUT_NAMES[i]))
+            return (int)i;
+    return !strcmp(name, "nhwc")   ? TT_NET_LAYOUT_CHANNELS_LAST
+           : !strcmp(name, "nchw") ? TT_NET_LAYOUT_MODEL
+                                   : -1;
 }
 
 void tt_net_free(tt_net *net)

@@ -15,6 +15,12 @@
  * share a task; a task's weight is how many calls run it.  Reshape, Flatten, Squeeze, Unsqueeze,
  * Identity and Dropout move no data: their output is the same memory as their input.
  *
+ * Layouts: by default the activations between convolutions are stored channels last (NHWC) and
+ * convolution weights HWIO (tt_gtensor.perm); graph inputs and outputs, and any tensor a Reshape
+ * reinterprets, keep the model's order, and the kernels at those edges read one order and write
+ * the other, so no transpose runs on its own.  The layout is part of every task's workload: tune
+ * and build with the same one.
+ *
  * The graph is changed in place (folded constants are added, folded nodes removed) and must
  * outlive the net.  Not thread-safe. */
 #ifndef TT_GRAPH_NET_H
@@ -35,6 +41,20 @@ typedef struct tt_net_call {
     int nargs;
     int first_node, last_node; /* the nodes it computes (for messages) */
 } tt_net_call;
+
+/* The memory order of activations around convolutions (docs/models.md, "Layouts"). */
+typedef enum {
+    /* Channels last (NHWC, NWC, NDHWC) between convolutions, pools and the elementwise ops
+     * around them, weights HWIO: the layout our CPU kernels vectorise best (output channels in
+     * vector lanes, whatever the stride).  The default. */
+    TT_NET_LAYOUT_CHANNELS_LAST,
+    /* Every tensor in the model's own order (NCHW for ONNX). */
+    TT_NET_LAYOUT_MODEL,
+} tt_net_layout;
+
+/* "channels-last" or "model"; and the layout of such a name (-1 if none). */
+const char *tt_net_layout_name(tt_net_layout l);
+int tt_net_layout_parse(const char *name);
 
 /* Where a tensor's values live while the network runs. */
 typedef enum {
@@ -70,11 +90,14 @@ typedef struct tt_net {
     int64_t unplanned_bytes; /* the arena without reuse: what the plan saves */
     double flops;            /* of one run */
     int folded_batchnorms;
+    tt_net_layout layout;
+    int channels_last; /* activations stored channels last */
 } tt_net;
 
 typedef struct tt_net_options {
     /* The largest fused subgraph, in ONNX nodes (0: 16). */
     int max_fused;
+    tt_net_layout layout;
 } tt_net_options;
 
 /* Partitions `g` into calls and tasks and plans its memory.  Errors name the node: an operator or

@@ -14,6 +14,18 @@
  * The BatchNormalization node is removed; *folded counts them. */
 tt_status tt__net_fold_batchnorm(tt_graph *g, int *folded, tt_errbuf *err);
 
+/* Chooses the memory order of every tensor (tt_gtensor perm) under `layout` (net.h): channels
+ * last from each convolution on, through the ops that can write it, except graph outputs and
+ * tensors an alias reinterprets; the weights of channels-last convolutions copied HWIO.
+ * *permuted counts the activations stored channels last. */
+tt_status tt__net_choose_layouts(tt_graph *g, tt_net_layout layout, int *permuted, tt_errbuf *err);
+
+/* Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout: the output is the input's memory. */
+bool tt__net_moves_no_data(tt_gop op);
+/* One output element from the same element of each input (numpy broadcasting): arithmetic,
+ * activations, Cast, BatchNormalization. */
+bool tt__net_is_elementwise(tt_gop op);
+
 /* BatchNormalization `bn` (constant statistics) at channel c as y = x * scale + shift. */
 void tt__batchnorm_affine(const tt_graph *g, const tt_gnode *bn, int64_t c, double *scale,
                           double *shift);

@@ -43,6 +43,12 @@ int64_t tt_gtensor_numel(const tt_gtensor *t)
     return n;
 }
 
+void tt_gtensor_memory_dims(const tt_gtensor *t, int64_t *dims)
+{
+    for (int k = 0; k < t->rank; k++)
+        dims[k] = t->dims[t->permuted ? t->perm[k] : k];
+}
+
 const tt_gattr *tt_gnode_attr(const tt_gnode *n, const char *name)
 {
     for (int i = 0; i < n->nattrs; i++)

@@ -5,7 +5,13 @@
  * Every statement declares its tensor's shape; left-hand variables are i0, i1, ... (their scope is
  * one statement); reduction variables are r0, r1, ... numbered across the program and declared
  * with their extents.  Windows (Conv, pools) read a padding stage that the schedule inlines, as
- * the library's convolutions do. */
+ * the library's convolutions do.
+ *
+ * Layouts (layout.c): writers index tensors by logical dimensions (N, C, H, W) and every access
+ * goes out in the tensor's memory order (tt_gtensor perm): rd_at for graph tensors, lhs and
+ * indexed for the node's own statements, which take the layout of the node's output when they
+ * have its rank.  A statement's variables i0, i1... run over its physical dimensions; LV() gives
+ * the variable of each logical one. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -27,10 +33,27 @@ typedef struct {
     char iname[MAX_INTERNAL][NAME_LEN];
     int ninternal;
     int ntmp, nred, nstmts;
+    /* the node's output: its rank, memory order, and the variable of each logical dimension */
+    int orank;
+    bool permuted;
+    uint8_t perm[TT_GRAPH_MAX_RANK]; /* a copy: lowering may move the tensors */
+    const char *lv[TT_GRAPH_MAX_RANK];
     tt_errbuf *err;
 } tw;
 
 static const char *const IV[] = {"i0", "i1", "i2", "i3", "i4", "i5", "i6", "i7"};
+
+/* The memory order of the node's rank-R statements (NULL: row-major). */
+static const uint8_t *stmt_perm(const tw *w, int R)
+{
+    return R == w->orank && w->permuted ? w->perm : NULL;
+}
+
+/* The variable of each logical dimension in a rank-R statement of the node. */
+static const char *const *LV(const tw *w, int R)
+{
+    return stmt_perm(w, R) ? w->lv : IV;
+}
 
 #define UNSUP(w, ...)                                                                              \
     tt__graph_node_err((w)->g, (w)->node, (w)->err, TT_ERR_UNSUPPORTED, __VA_ARGS__)
@@ -103,13 +126,14 @@ static void lit(tt_strbuf *sb, double v, tt_dtype dt)
     tt_strbuf_printf(sb, buf[0] == '-' ? "(%s)" : "%s", buf);
 }
 
-static void decl_dims(tt_strbuf *sb, int rank, const int64_t *dims)
+/* "[d0,...]" in memory order (perm NULL: row-major). */
+static void decl_dims(tt_strbuf *sb, int rank, const int64_t *dims, const uint8_t *perm)
 {
     tt_strbuf_append(sb, "[");
     if (rank == 0)
         tt_strbuf_append(sb, "1");
     for (int i = 0; i < rank; i++)
-        tt_strbuf_printf(sb, "%s%lld", i ? "," : "", (long long)dims[i]);
+        tt_strbuf_printf(sb, "%s%lld", i ? "," : "", (long long)dims[perm ? perm[i] : i]);
     tt_strbuf_append(sb, "]");
 }
 
@@ -176,8 +200,10 @@ static tt_status rd_at(tw *w, tt_strbuf *sb, int t, const char *const *idx)
     tt_strbuf_printf(sb, "%s[", name);
     if (x->rank == 0)
         tt_strbuf_append(sb, "0");
-    for (int d = 0; d < x->rank; d++)
-        tt_strbuf_printf(sb, "%s%s", d ? "," : "", x->dims[d] == 1 ? "0" : idx[d]);
+    for (int k = 0; k < x->rank; k++) {
+        int d = x->permuted ? x->perm[k] : k;
+        tt_strbuf_printf(sb, "%s%s", k ? "," : "", x->dims[d] == 1 ? "0" : idx[d]);
+    }
     tt_strbuf_append(sb, "]");
     return TT_OK;
 }
@@ -189,7 +215,8 @@ static tt_status rd(tw *w, tt_strbuf *sb, int t, int R, const char *const *vars)
     return rd_at(w, sb, t, vars + (R - x->rank));
 }
 
-/* Starts a statement "name[i0,...] op " and declares name. */
+/* Starts a statement "name[i0,...] op " and declares name (dims logical, declared in the memory
+ * order of the node's rank-`rank` statements). */
 static void lhs(tw *w, const char *name, tt_dtype dt, int rank, const int64_t *dims, const char *op)
 {
     if (w->nstmts++)
@@ -201,15 +228,16 @@ static void lhs(tw *w, const char *name, tt_dtype dt, int rank, const int64_t *d
         tt_strbuf_printf(w->sb, "%s%s", i ? "," : "", IV[i]);
     tt_strbuf_printf(w->sb, "] %s ", op);
     tt_strbuf_printf(&w->decls, "; %s:%s", name, tt_dtype_name(dt));
-    decl_dims(&w->decls, rank, dims);
+    decl_dims(&w->decls, rank, dims, stmt_perm(w, rank));
 }
 
-/* Appends name[idx0,...,idx(R-1)]. */
-static void indexed(tt_strbuf *sb, const char *name, int R, const char *const *idx)
+/* Appends name[...]: a rank-R tensor of the node's own statements at logical index idx. */
+static void indexed(const tw *w, tt_strbuf *sb, const char *name, int R, const char *const *idx)
 {
+    const uint8_t *p = stmt_perm(w, R);
     tt_strbuf_printf(sb, "%s[", name);
-    for (int d = 0; d < R; d++)
-        tt_strbuf_printf(sb, "%s%s", d ? "," : "", idx[d]);
+    for (int k = 0; k < R; k++)
+        tt_strbuf_printf(sb, "%s%s", k ? "," : "", idx[p ? p[k] : k]);
     tt_strbuf_append(sb, "]");
 }
 
@@ -245,11 +273,12 @@ static tt_status w_binary(tw *w, const char *out, const tt_gtensor *o)
     int a = input(w, 0), b = input(w, 1);
     if (op == TT_GOP_DIV && !tt_dtype_is_float(o->dtype))
         return UNSUP(w, "integer Div truncates toward zero, which kernels do not compute");
+    const char *const *lv = LV(w, o->rank);
     lhs(w, out, o->dtype, o->rank, o->dims, "=");
-    tt_status s = rd(w, w->sb, a, o->rank, IV);
+    tt_status s = rd(w, w->sb, a, o->rank, lv);
     tt_strbuf_append(w->sb, sym[op]);
     if (!s)
-        s = rd(w, w->sb, b, o->rank, IV);
+        s = rd(w, w->sb, b, o->rank, lv);
     return s;
 }
 
@@ -259,8 +288,9 @@ static tt_status w_pow(tw *w, const char *out, const tt_gtensor *o)
     int a = input(w, 0), b = input(w, 1);
     if (!tt_dtype_is_float(o->dtype))
         return UNSUP(w, "integer Pow is not supported");
+    const char *const *lv = LV(w, o->rank);
     tt_strbuf x = {0};
-    tt_status s = rd(w, &x, a, o->rank, IV);
+    tt_status s = rd(w, &x, a, o->rank, lv);
     if (s) {
         tt_strbuf_free(&x);
         return s;
@@ -283,7 +313,7 @@ static tt_status w_pow(tw *w, const char *out, const tt_gtensor *o)
         tt_strbuf_append(w->sb, "1.0");
     else {
         tt_strbuf_append(w->sb, "exp(");
-        s = rd(w, w->sb, b, o->rank, IV);
+        s = rd(w, w->sb, b, o->rank, lv);
         tt_strbuf_printf(w->sb, " * log(%s))", xs);
     }
     tt_strbuf_free(&x);
@@ -301,11 +331,12 @@ static tt_status w_unary(tw *w, const char *out, const tt_gtensor *o)
     tt_status s = check_dtype(w, o->dtype, o->name);
     if (s)
         return s;
+    const char *const *lv = LV(w, o->rank);
     lhs(w, out, o->dtype, o->rank, o->dims, "=");
     switch (op) {
     case TT_GOP_RELU:
         tt_strbuf_append(w->sb, "max(");
-        s = rd(w, w->sb, a, o->rank, IV);
+        s = rd(w, w->sb, a, o->rank, lv);
         tt_strbuf_append(w->sb, ", 0)");
         return s;
     case TT_GOP_CLIP: {
@@ -314,15 +345,15 @@ static tt_status w_unary(tw *w, const char *out, const tt_gtensor *o)
             tt_strbuf_append(w->sb, "max(");
         if (hi >= 0)
             tt_strbuf_append(w->sb, "min(");
-        s = rd(w, w->sb, a, o->rank, IV);
+        s = rd(w, w->sb, a, o->rank, lv);
         if (!s && hi >= 0) {
             tt_strbuf_append(w->sb, ", ");
-            s = rd_at(w, w->sb, hi, IV);
+            s = rd_at(w, w->sb, hi, lv);
             tt_strbuf_append(w->sb, ")");
         }
         if (!s && lo >= 0) {
             tt_strbuf_append(w->sb, ", ");
-            s = rd_at(w, w->sb, lo, IV);
+            s = rd_at(w, w->sb, lo, lv);
             tt_strbuf_append(w->sb, ")");
         }
         return s;
@@ -334,7 +365,7 @@ static tt_status w_unary(tw *w, const char *out, const tt_gtensor *o)
     case TT_GOP_ERF: tt_strbuf_append(w->sb, "erf("); break;
     default: tt_strbuf_append(w->sb, "("); break; /* Identity, Dropout */
     }
-    s = rd(w, w->sb, a, o->rank, IV);
+    s = rd(w, w->sb, a, o->rank, lv);
     tt_strbuf_append(w->sb, ")");
     return s;
 }
@@ -347,7 +378,8 @@ static tt_status w_batchnorm(tw *w, const char *out, const tt_gtensor *o)
     double eps = attr_float(w, "epsilon", 1e-5);
     if (!tt_dtype_is_float(o->dtype))
         return UNSUP(w, "BatchNormalization of %s values", tt_dtype_name(o->dtype));
-    const char *cv[1] = {IV[1]};
+    const char *const *lv = LV(w, o->rank);
+    const char *cv[1] = {lv[1]};
     tt_status s = TT_OK;
     if (T(w, sc)->kind == TT_GT_CONST && T(w, bi)->kind == TT_GT_CONST &&
         T(w, mean)->kind == TT_GT_CONST && T(w, var)->kind == TT_GT_CONST) {
@@ -365,7 +397,7 @@ static tt_status w_batchnorm(tw *w, const char *out, const tt_gtensor *o)
             tt__gtensor_set(T(w, tb), c, b);
         }
         lhs(w, out, o->dtype, o->rank, o->dims, "=");
-        s = rd(w, w->sb, x, o->rank, IV);
+        s = rd(w, w->sb, x, o->rank, lv);
         tt_strbuf_append(w->sb, " * ");
         if (!s)
             s = rd_at(w, w->sb, ta, cv);
@@ -376,7 +408,7 @@ static tt_status w_batchnorm(tw *w, const char *out, const tt_gtensor *o)
     }
     lhs(w, out, o->dtype, o->rank, o->dims, "=");
     tt_strbuf_append(w->sb, "(");
-    s = rd(w, w->sb, x, o->rank, IV);
+    s = rd(w, w->sb, x, o->rank, lv);
     tt_strbuf_append(w->sb, " - ");
     if (!s)
         s = rd_at(w, w->sb, mean, cv);
@@ -397,8 +429,9 @@ static tt_status w_batchnorm(tw *w, const char *out, const tt_gtensor *o)
 /* ---- windows: Conv, ConvTranspose, pools ---- */
 
 /* The padding stage of a window op: x [N, C, S...] padded to cover every window, `fill` outside.
- * Writes its name into src (x's own name when nothing is padded). */
-static tt_status pad_stage(tw *w, int x, const tt__window *win, double fill, char src[NAME_LEN])
+ * Writes its name into src and sets *padded; x's own name when nothing is padded. */
+static tt_status pad_stage(tw *w, int x, const tt__window *win, double fill, char src[NAME_LEN],
+                           bool *padded)
 {
     const tt_gtensor *X = T(w, x);
     int64_t dims[TT_GRAPH_MAX_RANK] = {X->dims[0], X->dims[1]};
@@ -410,29 +443,40 @@ static tt_status pad_stage(tw *w, int x, const tt__window *win, double fill, cha
         dims[2 + i] = need;
         any |= win->pad_begin[i] > 0 || need > X->dims[2 + i] + win->pad_begin[i];
     }
+    *padded = any;
     if (!any)
         return tname(w, x, src);
-    char xn[NAME_LEN];
-    tt_status s = tname(w, x, xn);
-    if (s)
-        return s;
+    const char *const *lv = LV(w, X->rank);
+    char buf[TT__MAX_WINDOW][48];
+    const char *idx[TT_GRAPH_MAX_RANK] = {lv[0], lv[1]};
+    for (int i = 0; i < win->nk; i++) {
+        if (win->pad_begin[i])
+            snprintf(buf[i], sizeof(buf[i]), "%s-%lld", lv[2 + i], (long long)win->pad_begin[i]);
+        else
+            snprintf(buf[i], sizeof(buf[i]), "%s", lv[2 + i]);
+        idx[2 + i] = buf[i];
+    }
     tmp(w, src);
     lhs(w, src, X->dtype, X->rank, dims, "=");
     tt_strbuf_append(w->sb, "select(");
     for (int i = 0; i < win->nk; i++)
-        tt_strbuf_printf(w->sb, "%s%s >= %lld && %s < %lld", i ? " && " : "", IV[2 + i],
-                         (long long)win->pad_begin[i], IV[2 + i],
+        tt_strbuf_printf(w->sb, "%s%s >= %lld && %s < %lld", i ? " && " : "", lv[2 + i],
+                         (long long)win->pad_begin[i], lv[2 + i],
                          (long long)(win->pad_begin[i] + X->dims[2 + i]));
-    tt_strbuf_printf(w->sb, ", %s[i0,i1", xn);
-    for (int i = 0; i < win->nk; i++) {
-        if (win->pad_begin[i])
-            tt_strbuf_printf(w->sb, ",%s-%lld", IV[2 + i], (long long)win->pad_begin[i]);
-        else
-            tt_strbuf_printf(w->sb, ",%s", IV[2 + i]);
-    }
-    tt_strbuf_append(w->sb, "], ");
+    tt_strbuf_append(w->sb, ", ");
+    tt_status s = rd_at(w, w->sb, x, idx);
+    tt_strbuf_append(w->sb, ", ");
     lit(w->sb, fill, X->dtype);
     tt_strbuf_append(w->sb, ")");
+    return s;
+}
+
+/* A read of a window op's source at logical index idx: the padding stage, or x itself. */
+static tt_status rd_src(tw *w, int x, const char *src, bool padded, const char *const *idx)
+{
+    if (!padded)
+        return rd_at(w, w->sb, x, idx);
+    indexed(w, w->sb, src, T(w, x)->rank, idx);
     return TT_OK;
 }
 
@@ -450,10 +494,11 @@ static void window_index(tt_strbuf *sb, const char *o, int64_t s, const char *r,
 /* Adds the bias b[co] (if any) to tensor `src` into `out`, or names the result `out`. */
 static tt_status bias_stage(tw *w, const char *src, int bias, const char *out, const tt_gtensor *o)
 {
+    const char *const *lv = LV(w, o->rank);
     lhs(w, out, o->dtype, o->rank, o->dims, "=");
-    indexed(w->sb, src, o->rank, IV);
+    indexed(w, w->sb, src, o->rank, lv);
     tt_strbuf_append(w->sb, " + ");
-    const char *cv[1] = {IV[1]};
+    const char *cv[1] = {lv[1]};
     return rd_at(w, w->sb, bias, cv);
 }
 
@@ -468,8 +513,10 @@ static tt_status w_conv(tw *w, const char *out, const tt_gtensor *o)
     if (!tt_dtype_is_float(o->dtype))
         return UNSUP(w, "Conv of %s values", tt_dtype_name(o->dtype));
     int64_t G = attr_int(w, "group", 1), CO = W->dims[0], CIg = W->dims[1], COg = CO / G;
-    char src[NAME_LEN], wn[NAME_LEN], acc[NAME_LEN];
-    if ((s = pad_stage(w, x, &win, 0, src)) || (s = tname(w, wt, wn)))
+    const char *const *lv = LV(w, o->rank);
+    char src[NAME_LEN], acc[NAME_LEN];
+    bool padded;
+    if ((s = pad_stage(w, x, &win, 0, src, &padded)))
         return s;
     if (b >= 0)
         tmp(w, acc);
@@ -480,28 +527,37 @@ static tt_status w_conv(tw *w, const char *out, const tt_gtensor *o)
         red(w, CIg, rc);
     for (int i = 0; i < win.nk; i++)
         red(w, win.kernel[i], rs[i]);
-    lhs(w, acc, o->dtype, o->rank, o->dims, "+=");
     /* input channel: rc (one group), co's group's first channel + rc */
-    tt_strbuf_printf(w->sb, "%s[i0,", src);
+    char ci[80], taps[TT__MAX_WINDOW][80];
     if (G == 1)
-        tt_strbuf_append(w->sb, rc);
+        snprintf(ci, sizeof(ci), "%s", rc);
     else if (COg == 1 && CIg == 1)
-        tt_strbuf_append(w->sb, "i1");
+        snprintf(ci, sizeof(ci), "%s", lv[1]);
     else {
-        tt_strbuf_append(w->sb, "i1");
+        tt_strbuf c = {0};
+        tt_strbuf_append(&c, lv[1]);
         if (COg != 1)
-            tt_strbuf_printf(w->sb, "/%lld", (long long)COg);
+            tt_strbuf_printf(&c, "/%lld", (long long)COg);
         if (CIg != 1)
-            tt_strbuf_printf(w->sb, "*%lld+%s", (long long)CIg, rc);
+            tt_strbuf_printf(&c, "*%lld+%s", (long long)CIg, rc);
+        snprintf(ci, sizeof(ci), "%s", tt_strbuf_cstr(&c));
+        tt_strbuf_free(&c);
     }
+    const char *xi[TT_GRAPH_MAX_RANK] = {lv[0], ci}, *wi[TT_GRAPH_MAX_RANK] = {lv[1], rc};
     for (int i = 0; i < win.nk; i++) {
-        tt_strbuf_append(w->sb, ",");
-        window_index(w->sb, IV[2 + i], win.stride[i], rs[i], win.dilation[i]);
+        tt_strbuf t = {0};
+        window_index(&t, lv[2 + i], win.stride[i], rs[i], win.dilation[i]);
+        snprintf(taps[i], sizeof(taps[i]), "%s", tt_strbuf_cstr(&t));
+        tt_strbuf_free(&t);
+        xi[2 + i] = taps[i];
+        wi[2 + i] = rs[i];
     }
-    tt_strbuf_printf(w->sb, "] * %s[i1,%s", wn, rc);
-    for (int i = 0; i < win.nk; i++)
-        tt_strbuf_printf(w->sb, ",%s", rs[i]);
-    tt_strbuf_append(w->sb, "]");
+    lhs(w, acc, o->dtype, o->rank, o->dims, "+=");
+    if ((s = rd_src(w, x, src, padded, xi)))
+        return s;
+    tt_strbuf_append(w->sb, " * ");
+    if ((s = rd_at(w, w->sb, wt, wi)))
+        return s;
     return b >= 0 ? bias_stage(w, acc, b, out, o) : TT_OK;
 }
 
@@ -569,11 +625,18 @@ static tt_status w_conv_transpose(tw *w, const char *out, const tt_gtensor *o)
         snprintf(ci, sizeof(ci), "%s", rc);
     else
         snprintf(ci, sizeof(ci), "i1/%lld*%lld+%s", (long long)COg, (long long)CIg, rc);
-    tt_strbuf_printf(sb, ", %s[i0,%s", xn, ci);
-    for (int i = 0; i < nk; i++)
-        tt_strbuf_printf(sb, ",(%s + %lld - %s*%lld) / %lld", IV[2 + i], (long long)pb[i], rs[i],
-                         (long long)dl[i], (long long)st[i]);
-    tt_strbuf_printf(sb, "] * %s[%s,%s", wn, ci, G == 1 ? "i1" : "i1%");
+    /* x read through rd_at: it may be stored channels last */
+    char taps[TT__MAX_WINDOW][128];
+    const char *xi[TT_GRAPH_MAX_RANK] = {"i0", ci};
+    for (int i = 0; i < nk; i++) {
+        snprintf(taps[i], sizeof(taps[i]), "(%s + %lld - %s*%lld) / %lld", IV[2 + i],
+                 (long long)pb[i], rs[i], (long long)dl[i], (long long)st[i]);
+        xi[2 + i] = taps[i];
+    }
+    tt_strbuf_append(sb, ", ");
+    if ((s = rd_at(w, sb, x, xi)))
+        return s;
+    tt_strbuf_printf(sb, " * %s[%s,%s", wn, ci, G == 1 ? "i1" : "i1%");
     if (G != 1)
         tt_strbuf_printf(sb, "%lld", (long long)COg);
     for (int i = 0; i < nk; i++)
@@ -599,8 +662,10 @@ static tt_status w_pool(tw *w, const char *out, const tt_gtensor *o, bool max)
             if (win.dilation[i] != 1)
                 return UNSUP(w, "AveragePool with dilations");
     double fill = max ? -(o->dtype == TT_DT_FLOAT32 ? FLT_MAX : DBL_MAX) : 0;
+    const char *const *lv = LV(w, o->rank);
     char src[NAME_LEN], acc[NAME_LEN], rs[TT__MAX_WINDOW][NAME_LEN];
-    if ((s = pad_stage(w, x, &win, fill, src)))
+    bool padded;
+    if ((s = pad_stage(w, x, &win, fill, src, &padded)))
         return s;
     if (max)
         snprintf(acc, sizeof(acc), "%s", out);
@@ -608,20 +673,23 @@ static tt_status w_pool(tw *w, const char *out, const tt_gtensor *o, bool max)
         tmp(w, acc);
     for (int i = 0; i < win.nk; i++)
         red(w, win.kernel[i], rs[i]);
-    lhs(w, acc, o->dtype, o->rank, o->dims, max ? "max=" : "+=");
-    tt_strbuf_printf(w->sb, "%s[i0,i1", src);
+    char taps[TT__MAX_WINDOW][80];
+    const char *xi[TT_GRAPH_MAX_RANK] = {lv[0], lv[1]};
     for (int i = 0; i < win.nk; i++) {
-        tt_strbuf_append(w->sb, ",");
-        window_index(w->sb, IV[2 + i], win.stride[i], rs[i], win.dilation[i]);
+        tt_strbuf t = {0};
+        window_index(&t, lv[2 + i], win.stride[i], rs[i], win.dilation[i]);
+        snprintf(taps[i], sizeof(taps[i]), "%s", tt_strbuf_cstr(&t));
+        tt_strbuf_free(&t);
+        xi[2 + i] = taps[i];
     }
-    tt_strbuf_append(w->sb, "]");
-    if (max)
-        return TT_OK;
+    lhs(w, acc, o->dtype, o->rank, o->dims, max ? "max=" : "+=");
+    if ((s = rd_src(w, x, src, padded, xi)) || max)
+        return s;
     /* The divisor: the window clipped to the input (count_include_pad = 0) or to the padded
      * input (1); a constant when no window is clipped. */
     bool include = attr_int(w, "count_include_pad", 0) != 0;
     lhs(w, out, o->dtype, o->rank, o->dims, "=");
-    indexed(w->sb, acc, o->rank, IV);
+    indexed(w, w->sb, acc, o->rank, lv);
     tt_strbuf_append(w->sb, " / ");
     int64_t full = 1;
     bool clipped = false;
@@ -642,7 +710,7 @@ static tt_status w_pool(tw *w, const char *out, const tt_gtensor *o, bool max)
         int64_t lo = include ? -win.pad_begin[i] : 0;
         int64_t hi = include ? X->dims[2 + i] + win.pad_end[i] : X->dims[2 + i];
         char start[64];
-        snprintf(start, sizeof(start), "%s*%lld - %lld", IV[2 + i], (long long)win.stride[i],
+        snprintf(start, sizeof(start), "%s*%lld - %lld", lv[2 + i], (long long)win.stride[i],
                  (long long)win.pad_begin[i]);
         tt_strbuf_printf(w->sb, "%s(min(%s + %lld, %lld) - max(%s, %lld))", i ? " * " : "", start,
                          (long long)win.kernel[i], (long long)hi, start, (long long)lo);
@@ -719,13 +787,14 @@ static tt_status mean(tw *w, const char *out, const tt_gtensor *o, const bool *r
     if (s)
         return s;
     /* out's variables map to acc's: the kept dims, at their place in out */
+    const char *const *lv = LV(w, o->rank);
     lhs(w, out, o->dtype, o->rank, o->dims, "=");
     tt_strbuf_printf(w->sb, "%s[", acc);
     bool keep = o->rank == X->rank;
     int k = 0;
     for (int d = 0, od = 0; d < X->rank; d++) {
         if (!reduced[d])
-            tt_strbuf_printf(w->sb, "%s%s", k++ ? "," : "", IV[keep ? d : od]);
+            tt_strbuf_printf(w->sb, "%s%s", k++ ? "," : "", lv[keep ? d : od]);
         if (keep || !reduced[d])
             od++;
     }
@@ -789,9 +858,9 @@ static tt_status w_softmax(tw *w, const char *out, const tt_gtensor *o)
     const char *idx[TT_GRAPH_MAX_RANK];
     reduce_index(w, R, X->dims, reduced, rv, idx);
     lhs(w, sum, o->dtype, kr, kd, "+=");
-    indexed(w->sb, e, R, idx);
+    indexed(w, w->sb, e, R, idx);
     lhs(w, out, o->dtype, R, o->dims, "=");
-    indexed(w->sb, e, R, IV);
+    indexed(w, w->sb, e, R, IV);
     tt_strbuf_append(w->sb, " / ");
     kept_read(w->sb, sum, R, reduced);
     return TT_OK;
@@ -829,11 +898,11 @@ static tt_status w_layer_norm(tw *w, const char *out, const tt_gtensor *o)
     const char *idx[TT_GRAPH_MAX_RANK];
     reduce_index(w, R, X->dims, reduced, rv, idx);
     lhs(w, s2, o->dtype, kr, kd, "+=");
-    indexed(w->sb, dv, R, idx);
+    indexed(w, w->sb, dv, R, idx);
     tt_strbuf_append(w->sb, " * ");
-    indexed(w->sb, dv, R, idx);
+    indexed(w, w->sb, dv, R, idx);
     lhs(w, out, o->dtype, R, o->dims, "=");
-    indexed(w->sb, dv, R, IV);
+    indexed(w, w->sb, dv, R, IV);
     tt_strbuf_append(w->sb, " / sqrt(");
     kept_read(w->sb, s2, R, reduced);
     tt_strbuf_append(w->sb, " / ");
@@ -955,18 +1024,20 @@ static tt_status w_matmul(tw *w, const char *out, const tt_gtensor *o)
 
 static tt_status w_transpose(tw *w, const char *out, const tt_gtensor *o)
 {
+    const char *const *lv = LV(w, o->rank);
     int x = input(w, 0);
     size_t np;
     const int64_t *perm = attr_ints(w, "perm", &np);
     const char *idx[TT_GRAPH_MAX_RANK];
     for (int j = 0; j < o->rank; j++)
-        idx[perm ? perm[j] : o->rank - 1 - j] = IV[j];
+        idx[perm ? perm[j] : o->rank - 1 - j] = lv[j];
     lhs(w, out, o->dtype, o->rank, o->dims, "=");
     return rd_at(w, w->sb, x, idx);
 }
 
 static tt_status w_concat(tw *w, const char *out, const tt_gtensor *o)
 {
+    const char *const *lv = LV(w, o->rank);
     int axis = axis_norm(attr_int(w, "axis", 0), o->rank), n = cur(w)->ninputs;
     lhs(w, out, o->dtype, o->rank, o->dims, "=");
     int64_t off = 0;
@@ -975,12 +1046,12 @@ static tt_status w_concat(tw *w, const char *out, const tt_gtensor *o)
         const tt_gtensor *X = T(w, input(w, k));
         char shifted[32];
         const char *idx[TT_GRAPH_MAX_RANK];
-        memcpy(idx, IV, sizeof(idx));
-        snprintf(shifted, sizeof(shifted), "%s-%lld", IV[axis], (long long)off);
+        memcpy(idx, lv, sizeof(idx));
+        snprintf(shifted, sizeof(shifted), "%s-%lld", lv[axis], (long long)off);
         if (off)
             idx[axis] = shifted;
         if (k < n - 1)
-            tt_strbuf_printf(w->sb, "select(%s < %lld, ", IV[axis],
+            tt_strbuf_printf(w->sb, "select(%s < %lld, ", lv[axis],
                              (long long)(off + X->dims[axis]));
         s = rd_at(w, w->sb, input(w, k), idx);
         if (k < n - 1)
@@ -995,6 +1066,7 @@ static tt_status w_concat(tw *w, const char *out, const tt_gtensor *o)
 /* Split's output `which`: a slice of the input along the axis. */
 static tt_status w_split(tw *w, const char *out, const tt_gtensor *o, int which)
 {
+    const char *const *lv = LV(w, o->rank);
     const tt_gtensor *X = T(w, input(w, 0));
     int axis = axis_norm(attr_int(w, "axis", 0), X->rank);
     int64_t off = 0;
@@ -1005,8 +1077,8 @@ static tt_status w_split(tw *w, const char *out, const tt_gtensor *o, int which)
             return UNSUP(w, "Split with an unnamed output before a used one");
     char shifted[32];
     const char *idx[TT_GRAPH_MAX_RANK];
-    memcpy(idx, IV, sizeof(idx));
-    snprintf(shifted, sizeof(shifted), "%s+%lld", IV[axis], (long long)off);
+    memcpy(idx, lv, sizeof(idx));
+    snprintf(shifted, sizeof(shifted), "%s+%lld", lv[axis], (long long)off);
     if (off)
         idx[axis] = shifted;
     lhs(w, out, o->dtype, o->rank, o->dims, "=");
@@ -1015,6 +1087,7 @@ static tt_status w_split(tw *w, const char *out, const tt_gtensor *o, int which)
 
 static tt_status w_slice(tw *w, const char *out, const tt_gtensor *o)
 {
+    const char *const *lv = LV(w, o->rank);
     int64_t first[TT_GRAPH_MAX_RANK], step[TT_GRAPH_MAX_RANK];
     tt_status s = tt__graph_slice(w->g, w->node, first, step, w->err);
     if (s)
@@ -1023,11 +1096,11 @@ static tt_status w_slice(tw *w, const char *out, const tt_gtensor *o)
     const char *idx[TT_GRAPH_MAX_RANK];
     for (int d = 0; d < o->rank; d++) {
         if (step[d] == 1 && first[d] == 0)
-            snprintf(buf[d], sizeof(buf[d]), "%s", IV[d]);
+            snprintf(buf[d], sizeof(buf[d]), "%s", lv[d]);
         else if (step[d] == 1)
-            snprintf(buf[d], sizeof(buf[d]), "%s+%lld", IV[d], (long long)first[d]);
+            snprintf(buf[d], sizeof(buf[d]), "%s+%lld", lv[d], (long long)first[d]);
         else
-            snprintf(buf[d], sizeof(buf[d]), "%lld+%s*%lld", (long long)first[d], IV[d],
+            snprintf(buf[d], sizeof(buf[d]), "%lld+%s*%lld", (long long)first[d], lv[d],
                      (long long)step[d]);
         idx[d] = buf[d];
     }
@@ -1037,6 +1110,7 @@ static tt_status w_slice(tw *w, const char *out, const tt_gtensor *o)
 
 static tt_status w_gather(tw *w, const char *out, const tt_gtensor *o)
 {
+    const char *const *lv = LV(w, o->rank);
     int x = input(w, 0), ind = input(w, 1);
     const tt_gtensor *X = T(w, x), *I = T(w, ind);
     int axis = axis_norm(attr_int(w, "axis", 0), X->rank), q = I->rank;
@@ -1052,7 +1126,7 @@ static tt_status w_gather(tw *w, const char *out, const tt_gtensor *o)
         s = TT_OK;
     } else {
         tt_strbuf r = {0};
-        s = rd_at(w, &r, ind, IV + axis);
+        s = rd_at(w, &r, ind, lv + axis);
         if (nonneg)
             tt_strbuf_append(&iv, tt_strbuf_cstr(&r));
         else
@@ -1062,7 +1136,7 @@ static tt_status w_gather(tw *w, const char *out, const tt_gtensor *o)
     }
     const char *idx[TT_GRAPH_MAX_RANK];
     for (int d = 0; d < X->rank; d++)
-        idx[d] = d < axis ? IV[d] : d == axis ? tt_strbuf_cstr(&iv) : IV[d - 1 + q];
+        idx[d] = d < axis ? lv[d] : d == axis ? tt_strbuf_cstr(&iv) : lv[d - 1 + q];
     lhs(w, out, o->dtype, o->rank, o->dims, "=");
     if (!s)
         s = rd_at(w, w->sb, x, idx);
@@ -1072,6 +1146,7 @@ static tt_status w_gather(tw *w, const char *out, const tt_gtensor *o)
 
 static tt_status w_pad(tw *w, const char *out, const tt_gtensor *o)
 {
+    const char *const *lv = LV(w, o->rank);
     int x = input(w, 0), pads_t = input(w, 1), value = input(w, 2);
     const tt_gtensor *X = T(w, x), *P = T(w, pads_t);
     const char *mode = attr_str(w, "mode", "constant");
@@ -1084,9 +1159,9 @@ static tt_status w_pad(tw *w, const char *out, const tt_gtensor *o)
     for (int d = 0; d < R; d++) {
         char j[48];
         if (pb[d])
-            snprintf(j, sizeof(j), "(%s - %lld)", IV[d], (long long)pb[d]);
+            snprintf(j, sizeof(j), "(%s - %lld)", lv[d], (long long)pb[d]);
         else
-            snprintf(j, sizeof(j), "%s", IV[d]);
+            snprintf(j, sizeof(j), "%s", lv[d]);
         int64_t D = X->dims[d];
         if (!strcmp(mode, "edge"))
             snprintf(buf[d], sizeof(buf[d]), "min(max(%s, 0), %lld)", j, (long long)(D - 1));
@@ -1119,7 +1194,7 @@ static tt_status w_pad(tw *w, const char *out, const tt_gtensor *o)
     tt_status s = rd_at(w, w->sb, x, idx);
     tt_strbuf_append(w->sb, ", ");
     if (!s && value >= 0)
-        s = rd_at(w, w->sb, value, IV);
+        s = rd_at(w, w->sb, value, lv);
     else
         tt_strbuf_append(w->sb, "0");
     tt_strbuf_append(w->sb, ")");
@@ -1136,6 +1211,11 @@ static tt_status write_node(tw *w, int node, const char *out, int which)
     tt_status s = check_dtype(w, o->dtype, o->name);
     if (s)
         return s;
+    w->orank = o->rank;
+    w->permuted = o->permuted;
+    memcpy(w->perm, o->perm, sizeof(w->perm));
+    for (int k = 0; k < o->rank; k++)
+        w->lv[o->permuted ? o->perm[k] : k] = IV[k];
     switch (n->op) {
     case TT_GOP_ADD:
     case TT_GOP_SUB:
@@ -1206,7 +1286,7 @@ tt_status tt__net_write_te(tt_graph *g, const int *nodes, int n, int output, tt_
             continue;
         tt_strbuf_printf(sb, "; %c%d:%s%s", t->kind == TT_GT_CONST ? 'w' : 'x', k,
                          t->kind == TT_GT_CONST ? "const " : "", tt_dtype_name(t->dtype));
-        decl_dims(sb, t->rank, t->dims);
+        decl_dims(sb, t->rank, t->dims, t->permuted ? t->perm : NULL);
     }
     if (!s)
         tt_strbuf_append(sb, tt_strbuf_cstr(&w.decls));

@@ -31,11 +31,15 @@ static void usage(FILE *f)
         "  status, watch, cancel, jobs   follow and control submitted jobs\n"
         "  keygen  write a new farm key (for --auth-key-file)\n"
         "\n"
-        "tvm-tune tasks --model M.onnx [--shape NAME=1x3x224x224 ...] [--target T] [--json]\n"
+        "tvm-tune tasks --model M.onnx [--shape NAME=1x3x224x224 ...] [--layout L] [--target T]\n"
+        "               [--json]\n"
         "  imports the model, folds BatchNormalization into convolutions, fuses each anchor\n"
         "  (Conv, Gemm, MatMul, pools, reductions) with the elementwise ops after it, and prints\n"
         "  the tasks: each distinct fused kernel as a te: workload, its weight (calls per run),\n"
-        "  FLOPs and share of the network's FLOPs; --shape fixes symbolic input dimensions\n"
+        "  FLOPs and share of the network's FLOPs; --shape fixes symbolic input dimensions.\n"
+        "  --layout channels-last (default: activations between convolutions NHWC, weights\n"
+        "  HWIO, the transforms inside the first and last kernels) or model (the model's NCHW);\n"
+        "  the layout is part of each task's workload: tune and build with the same one\n"
         "  (docs/models.md)\n"
         "\n"
         "tvm-tune run --workload W [--weight X] [--workload W2 [--weight X2] ...] [--target T]\n"
@@ -68,7 +72,8 @@ static void usage(FILE *f)
         "  go to the workload whose next round should cut the weighted sum of latencies most\n"
         "  (--scheduler gradient, the default; round-robin takes turns).  --weight says how\n"
         "  often the preceding workload occurs in the model (default 1).\n"
-        "  --model M.onnx [--shape NAME=DIMS] instead of --workload: every task of the model\n"
+        "  --model M.onnx [--shape NAME=DIMS] [--layout L] instead of --workload: every task\n"
+        "  of the model\n"
         "  with its weight, and after each round Ansor's table (latency, weight, trials per\n"
         "  task) with the network's estimated latency; also for submit.\n"
         "  --target defaults to llvm (this CPU, with its real features); -num-cores=N sets the\n"
@@ -310,6 +315,18 @@ static void on_sigint(int sig)
     stop_requested = 1;
 }
 
+/* --layout NAME. */
+static bool parse_layout(const char *cmd, const char *arg, tt_net_layout *out)
+{
+    int l = tt_net_layout_parse(arg);
+    if (l < 0) {
+        fprintf(stderr, "tvm-tune %s: --layout takes channels-last or model, got '%s'\n", cmd, arg);
+        return false;
+    }
+    *out = (tt_net_layout)l;
+    return true;
+}
+
 /* One more --shape NAME=DIMS (checked by import). */
 static bool add_shape(const char *cmd, const char **shapes, int *n, const char *arg)
 {
@@ -354,6 +371,7 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
                                          {"auth-key-file", required_argument, 0, '!'},
                                          {"model", required_argument, 0, 'm'},
                                          {"shape", required_argument, 0, 'H'},
+                                         {"layout", required_argument, 0, 'y'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     memset(a, 0, sizeof(*a));
@@ -561,6 +579,10 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
             if (!add_shape(cmd, a->shapes, &a->nshapes, optarg))
                 return 2;
             break;
+        case 'y':
+            if (!parse_layout(cmd, optarg, &a->layout))
+                return 2;
+            break;
         case '!': key_file = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -574,7 +596,7 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
         return 2;
     }
     if (a->model) {
-        if (!cli_load_model(cmd, a->model, a->shapes, a->nshapes, &a->graph, &a->net))
+        if (!cli_load_model(cmd, a->model, a->shapes, a->nshapes, a->layout, &a->graph, &a->net))
             return 1;
         if (a->net->tasks.len > TT_CLI_MAX_WORKLOADS) {
             fprintf(stderr, "tvm-tune %s: %s has %zu tasks; at most %d are tuned together\n", cmd,
@@ -605,12 +627,13 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
 }
 
 bool cli_load_model(const char *cmd, const char *path, const char *const *shapes, int nshapes,
-                    tt_graph **g, tt_net **net)
+                    tt_net_layout layout, tt_graph **g, tt_net **net)
 {
     tt_graph_options go = {shapes, nshapes, 0, NULL, 0};
+    tt_net_options no = {0, layout};
     tt_errbuf err = {{0}};
     *net = NULL;
-    if (tt_graph_import_onnx(path, &go, g, &err) || tt_net_build(*g, NULL, net, &err)) {
+    if (tt_graph_import_onnx(path, &go, g, &err) || tt_net_build(*g, &no, net, &err)) {
         fprintf(stderr, "tvm-tune %s: %s\n", cmd, err.msg);
         tt_graph_free(*g);
         *g = NULL;
@@ -705,13 +728,17 @@ static int cmd_run(int argc, char **argv)
 /* tvm-tune tasks: what tuning a model means, before any trial. */
 static int cmd_tasks(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"model", required_argument, 0, 'm'},  {"shape", required_argument, 0, 'H'},
-        {"target", required_argument, 0, 't'}, {"json", no_argument, 0, 'j'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+    static const struct option opts[] = {{"model", required_argument, 0, 'm'},
+                                         {"shape", required_argument, 0, 'H'},
+                                         {"target", required_argument, 0, 't'},
+                                         {"json", no_argument, 0, 'j'},
+                                         {"layout", required_argument, 0, 'O'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     const char *model = NULL, *target = "llvm", *shapes[TT_CLI_MAX_SHAPES];
     int nshapes = 0, c;
     bool json = false;
+    tt_net_layout layout = TT_NET_LAYOUT_CHANNELS_LAST;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
@@ -720,6 +747,10 @@ static int cmd_tasks(int argc, char **argv)
         case 'j': json = true; break;
         case 'H':
             if (!add_shape("tasks", shapes, &nshapes, optarg))
+                return 2;
+            break;
+        case 'O':
+            if (!parse_layout("tasks", optarg, &layout))
                 return 2;
             break;
         case 'h': usage(stdout); return 0;
@@ -738,7 +769,7 @@ static int cmd_tasks(int argc, char **argv)
     }
     tt_graph *g;
     tt_net *net;
-    if (!cli_load_model("tasks", model, shapes, nshapes, &g, &net))
+    if (!cli_load_model("tasks", model, shapes, nshapes, layout, &g, &net))
         return 1;
     double total = net->flops > 0 ? net->flops : 1;
     if (json) {

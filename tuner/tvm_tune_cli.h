@@ -22,6 +22,7 @@ typedef struct {
     const char *model;
     const char *shapes[TT_CLI_MAX_SHAPES];
     int nshapes;
+    tt_net_layout layout;
     tt_graph *graph;
     tt_net *net;
 } tune_args;
@@ -33,7 +34,7 @@ void free_tune_args(tune_args *a);
 /* Imports `path` (--shape overrides) and partitions it into tasks; prints the error and returns
  * false on failure. */
 bool cli_load_model(const char *cmd, const char *path, const char *const *shapes, int nshapes,
-                    tt_graph **g, tt_net **net);
+                    tt_net_layout layout, tt_graph **g, tt_net **net);
 
 /* The farm's key of this tvm-tune process: --auth-key-file, else $TVM_TUNE_AUTH_KEY_FILE, else
  * none.  cli_load_auth prints the error and returns false when the file is unusable. */

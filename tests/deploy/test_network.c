@@ -119,8 +119,8 @@ static void runner_free(runner *r)
 /* One test directory (model.onnx, test_data_set_*): 0 passed, 1 refused at import, 2 refused by
  * the partition, -1 wrong (why says how).  When `keep` is given, the graph and net are handed to
  * the caller instead of freed. */
-static int run_model(const char *dir, runner_kind kind, const char *db, char *why, size_t nwhy,
-                     tt_graph **keep_g, tt_net **keep_net)
+static int run_model(const char *dir, runner_kind kind, tt_net_layout layout, const char *db,
+                     char *why, size_t nwhy, tt_graph **keep_g, tt_net **keep_net)
 {
     char path[1200];
     tt_errbuf err = {{0}};
@@ -139,7 +139,8 @@ static int run_model(const char *dir, runner_kind kind, const char *db, char *wh
     tt_net *net = NULL;
     runner x = {0};
     int rc = 0;
-    if ((s = tt_net_build(g, NULL, &net, &err))) {
+    tt_net_options no = {0, layout};
+    if ((s = tt_net_build(g, &no, &net, &err))) {
         snprintf(why, nwhy, "partition: %s", err.msg);
         rc = s == TT_ERR_UNSUPPORTED ? 2 : -1;
     } else if ((s = runner_create(&x, kind, net, db, &err))) {
@@ -234,7 +235,8 @@ static int run_model(const char *dir, runner_kind kind, const char *db, char *wh
 static int run_model_dir(const char *dir, char *why, size_t nwhy, tt_graph **keep_g,
                          tt_net **keep_net)
 {
-    return run_model(dir, IN_PROCESS, NULL, why, nwhy, keep_g, keep_net);
+    return run_model(dir, IN_PROCESS, TT_NET_LAYOUT_CHANNELS_LAST, NULL, why, nwhy, keep_g,
+                     keep_net);
 }
 
 static int by_name(const void *a, const void *b)
@@ -265,7 +267,8 @@ static void node_tests_compute_the_expected_outputs(void **state)
         snprintf(dir, sizeof(dir), "%s/%s", NODE_TESTS, names[i]);
         int rc = run_model_dir(dir, why, sizeof(why), NULL, NULL);
         /* and as the library tvm-compile --model builds, with the same expected outputs */
-        if (rc == 0 && !(rc = run_model(dir, LIBRARY, NULL, why, sizeof(why), NULL, NULL)))
+        if (rc == 0 && !(rc = run_model(dir, LIBRARY, TT_NET_LAYOUT_CHANNELS_LAST, NULL, why,
+                                        sizeof(why), NULL, NULL)))
             t.library++;
         if (rc == 0)
             t.passed++;
@@ -308,8 +311,8 @@ static void print_tasks(const tt_net *net)
                       net->tasks.data[i].label, net->tasks.data[i].workload);
 }
 
-/* The net of one small network, run and checked (as a library and in process); NULL (skipped)
- * without the models. */
+/* The net of one small network (channels last), run and checked in both layouts (built as a
+ * library) and in process; NULL (skipped) without the models. */
 static tt_net *small_network(const char *name, tt_graph **g)
 {
     const char *base = models_dir();
@@ -318,11 +321,31 @@ static tt_net *small_network(const char *name, tt_graph **g)
     char dir[1024], why[2048] = "";
     snprintf(dir, sizeof(dir), "%s/%s", base, name);
     tt_net *net = NULL;
-    int rc = run_model(dir, LIBRARY, NULL, why, sizeof(why), NULL, NULL);
+    int rc = run_model(dir, LIBRARY, TT_NET_LAYOUT_MODEL, NULL, why, sizeof(why), NULL, NULL);
+    if (!rc)
+        rc = run_model(dir, LIBRARY, TT_NET_LAYOUT_CHANNELS_LAST, NULL, why, sizeof(why), NULL,
+                       NULL);
     if (!rc)
         rc = run_model_dir(dir, why, sizeof(why), g, &net);
     if (rc)
         fail_msg("%s: %s", name, why);
+    print_tasks(net);
+    return net;
+}
+
+/* The net of one small network in `layout`, not run. */
+static tt_net *small_net_in(const char *name, tt_net_layout layout, tt_graph **g)
+{
+    const char *base = models_dir();
+    if (!base)
+        return NULL;
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s/model.onnx", base, name);
+    tt_errbuf err = {{0}};
+    tt_net_options no = {0, layout};
+    tt_net *net = NULL;
+    if (tt_graph_import_onnx(path, NULL, g, &err) || tt_net_build(*g, &no, &net, &err))
+        fail_msg("%s: %s", name, err.msg);
     print_tasks(net);
     return net;
 }
@@ -363,12 +386,72 @@ static void a_mobilenet_block_shares_tasks_and_matches(void **state)
     tt_net *net = small_network("mobilenet_block", &g);
     if (!net)
         skip();
-    /* two blocks of the same shapes: three tasks, each run twice */
+    /* channels last: the first block reads the model's NCHW input and the second writes the
+     * NCHW output, so only the depthwise convolution, between them, is one task of two calls */
+    assert_int_equal((int)net->tasks.len, 5);
+    assert_int_equal(task_calls(net, "Conv+Clip"), 4);
+    assert_int_equal(task_calls(net, "Conv+Add"), 2);
+    int shared = 0;
+    for (size_t i = 0; i < net->tasks.len; i++)
+        shared += net->tasks.data[i].weight == 2;
+    assert_int_equal(shared, 1);
+    tt_net_free(net);
+    tt_graph_free(g);
+    /* in the model's layout, two blocks of the same shapes: three tasks, each run twice */
+    net = small_net_in("mobilenet_block", TT_NET_LAYOUT_MODEL, &g);
     assert_int_equal((int)net->tasks.len, 3);
     for (size_t i = 0; i < net->tasks.len; i++)
         assert_int_equal(net->tasks.data[i].weight, 2);
-    assert_int_equal(task_calls(net, "Conv+Clip"), 4);
-    assert_int_equal(task_calls(net, "Conv+Add"), 2);
+    assert_int_equal(net->channels_last, 0);
+    tt_net_free(net);
+    tt_graph_free(g);
+}
+
+/* Where channels last applies: from the first convolution on, through every op that can write
+ * it; not at graph outputs or under a Reshape; convolution weights HWIO. */
+static void layouts_are_channels_last_between_convolutions(void **state)
+{
+    (void)state;
+    tt_graph *g;
+    tt_net *net = small_network("layouts", &g);
+    if (!net)
+        skip();
+    int cl = 0, hwio = 0;
+    for (size_t t = 0; t < g->tensors.len; t++) {
+        const tt_gtensor *x = &g->tensors.data[t];
+        if (!x->permuted)
+            continue;
+        if (x->kind == TT_GT_CONST) {
+            /* [CO, CI/G, KH, KW] stored [KH, KW, CI/G, CO] */
+            assert_int_equal(x->rank, 4);
+            assert_int_equal(x->perm[0], 2);
+            assert_int_equal(x->perm[3], 0);
+            hwio++;
+            continue;
+        }
+        assert_int_equal(x->kind, TT_GT_VALUE);
+        assert_false(x->output);
+        assert_int_equal(x->perm[0], 0);
+        assert_int_equal(x->perm[x->rank - 1], 1);
+        cl++;
+    }
+    assert_int_equal(net->channels_last, cl);
+    /* conv + relu, maxpool, conv 1x1, avgpool, concat, pad, slice, both splits, sigmoid, mul,
+     * batchnorm, depthwise conv, the second concat, add, the conv + relu after ConvTranspose: 18
+     * tensors; not the ConvTranspose's output, the GlobalAveragePool's [1,6,1,1] (the same memory
+     * in both orders), the conv under the Reshape */
+    assert_int_equal(cl, 18);
+    /* the weights of the channels-last convolutions: stem, 1x1, depthwise, after ConvTranspose */
+    assert_int_equal(hwio, 4);
+    for (size_t i = 0; i < g->inputs.len; i++)
+        assert_false(g->tensors.data[g->inputs.data[i]].permuted);
+    for (size_t i = 0; i < g->outputs.len; i++)
+        assert_false(g->tensors.data[g->outputs.data[i]].permuted);
+    tt_net_free(net);
+    tt_graph_free(g);
+    net = small_net_in("layouts", TT_NET_LAYOUT_MODEL, &g);
+    for (size_t t = 0; t < g->tensors.len; t++)
+        assert_false(g->tensors.data[t].permuted);
     tt_net_free(net);
     tt_graph_free(g);
 }
@@ -456,10 +539,12 @@ static void tuned_records_build_the_network(void **state)
     /* the run itself: the same directory test, now with the database */
     char dir[1024], why[2048] = "";
     snprintf(dir, sizeof(dir), "%s/resnet_block", models_dir());
-    int rc = run_model(dir, IN_PROCESS, path, why, sizeof(why), NULL, NULL);
+    int rc =
+        run_model(dir, IN_PROCESS, TT_NET_LAYOUT_CHANNELS_LAST, path, why, sizeof(why), NULL, NULL);
     /* the library packs the weights at build time for the layouts the records chose */
     if (!rc)
-        rc = run_model(dir, LIBRARY, path, why, sizeof(why), NULL, NULL);
+        rc = run_model(dir, LIBRARY, TT_NET_LAYOUT_CHANNELS_LAST, path, why, sizeof(why), NULL,
+                       NULL);
     remove(path);
     snprintf(cmd, sizeof(cmd), "%s.log", path);
     remove(cmd);
@@ -474,6 +559,7 @@ int main(void)
         cmocka_unit_test(node_tests_compute_the_expected_outputs),
         cmocka_unit_test(a_resnet_block_folds_fuses_and_matches),
         cmocka_unit_test(a_mobilenet_block_shares_tasks_and_matches),
+        cmocka_unit_test(layouts_are_channels_last_between_convolutions),
         cmocka_unit_test(a_bert_layer_matches),
         cmocka_unit_test(a_second_output_is_ready_for_its_readers),
         cmocka_unit_test(tuned_records_build_the_network),

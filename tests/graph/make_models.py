@@ -13,6 +13,8 @@ bert_layer: a transformer encoder layer: Q/K/V projections, Reshape/Transpose in
   scaled dot-product attention with Softmax, the output projection with a residual, LayerNorm
   written out as ReduceMean/Sub/Pow/Sqrt/Div (as older exporters do), a GELU feed-forward
   (Erf), and LayerNormalization (opset 17).
+layouts: every operator that may run channels last between convolutions, and tensors that must
+  keep the model's order (a second output read through a Reshape).
 layernorm_outputs: LayerNormalization's Mean output read before its main output's consumer.
 
 Usage: make_models.py OUTDIR
@@ -71,6 +73,31 @@ def maxpool(x, k, stride, pad):
     return out
 
 
+def avgpool(x, k, pad):
+    """stride 1, count_include_pad = 0"""
+    n, c, h, w = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    ones = np.pad(np.ones((h, w)), pad)
+    out, cnt = np.zeros((n, c, h + 2 * pad - k + 1, w + 2 * pad - k + 1)), 0
+    for i in range(k):
+        for j in range(k):
+            out = out + xp[:, :, i:i + out.shape[2], j:j + out.shape[3]]
+            cnt = cnt + ones[i:i + out.shape[2], j:j + out.shape[3]]
+    return out / cnt
+
+
+def conv_transpose(x, w, stride):
+    """no padding; w [CI, CO, K, K]"""
+    n, ci, h, wd = x.shape
+    _, co, k, _ = w.shape
+    out = np.zeros((n, co, (h - 1) * stride + k, (wd - 1) * stride + k))
+    for i in range(k):
+        for j in range(k):
+            out[:, :, i:i + stride * h:stride, j:j + stride * wd:stride] += np.einsum(
+                "nchw,co->nohw", x, w[:, :, i, j])
+    return out
+
+
 def layernorm(x, g, b, eps):
     mu = x.mean(-1, keepdims=True)
     var = ((x - mu) ** 2).mean(-1, keepdims=True)
@@ -103,18 +130,23 @@ class Builder:
         self.nodes.append(helper.make_node(kind, inputs, [out], name=f"{kind}_{self.n}", **attrs))
         return out
 
-    def save(self, outdir, name, x, y, opset):
+    def save(self, outdir, name, x, y, opset, more=()):
+        """`more`: further outputs (tensor name, expected value), after "output"."""
         xin = helper.make_tensor_value_info("input", TensorProto.FLOAT, list(x.shape))
         self.nodes[-1].output[0] = "output"
-        yout = helper.make_tensor_value_info("output", TensorProto.FLOAT, list(y.shape))
-        graph = helper.make_graph(self.nodes, name, [xin], [yout], self.inits)
+        outs = [helper.make_tensor_value_info("output", TensorProto.FLOAT, list(y.shape))]
+        outs += [helper.make_tensor_value_info(t, TensorProto.FLOAT, list(v.shape))
+                 for t, v in more]
+        graph = helper.make_graph(self.nodes, name, [xin], outs, self.inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                                   producer_name="tvm-tune tests")
         onnx.checker.check_model(model)
         d = os.path.join(outdir, name, "test_data_set_0")
         os.makedirs(d, exist_ok=True)
         onnx.save(model, os.path.join(outdir, name, "model.onnx"))
-        for fname, arr, tname in (("input_0.pb", x, "input"), ("output_0.pb", y, "output")):
+        files = [("input_0.pb", x, "input"), ("output_0.pb", y, "output")]
+        files += [(f"output_{i + 1}.pb", v, t) for i, (t, v) in enumerate(more)]
+        for fname, arr, tname in files:
             with open(os.path.join(d, fname), "wb") as f:
                 f.write(numpy_helper.from_array(arr.astype(np.float32), tname).SerializeToString())
 
@@ -164,6 +196,67 @@ def mobilenet_block(outdir):
         q = np.clip(conv2d(q, wd, bd, pad=1, group=32), 0, 6)
         r = conv2d(q, w2, b2) + r
     b.save(outdir, "mobilenet_block", x, r, 13)
+
+
+def layouts(outdir):
+    """Every operator that may run channels last, between convolutions (docs/models.md,
+    Layouts): strided and depthwise Conv, MaxPool with end padding, AveragePool, Concat, Pad and
+    Slice and Split along the channels, Sigmoid, Mul by a per-channel constant, an unfolded
+    BatchNormalization, ConvTranspose reading channels-last data, GlobalAveragePool and Gemm;
+    and the tensors that must keep the model's order: a second graph output read through a
+    Reshape."""
+    b = Builder()
+    x = rand(1, 3, 10, 10)
+    xd = x.astype(np.float64)
+    w0, b0 = rand(8, 3, 3, 3, scale=0.3), rand(8)
+    a = b.op("Relu", [b.op("Conv", ["input", b.const(w0), b.const(b0)], strides=[2, 2],
+                             pads=[1, 1, 1, 1])])
+    ra = np.maximum(conv2d(xd, w0, b0, stride=2, pad=1), 0)                   # 1x8x5x5
+    p = b.op("MaxPool", [a], kernel_shape=[2, 2], pads=[0, 0, 1, 1])
+    rp = maxpool(np.pad(ra, ((0, 0), (0, 0), (0, 1), (0, 1)), constant_values=-np.inf), 2, 1, 0)
+    w1 = rand(4, 8, 1, 1, scale=0.3)
+    c1 = b.op("Conv", [p, b.const(w1)])
+    c2 = b.op("AveragePool", [p], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    cat = b.op("Concat", [c1, c2], axis=1)                                   # 1x12x5x5
+    rcat = np.concatenate([conv2d(rp, w1), avgpool(rp, 3, 1)], axis=1)
+    pads = np.array([0, 1, 0, 1, 0, 1, 1, 0], np.int64)
+    pd = b.op("Pad", [cat, b.const(pads), b.const(np.float32(0.5))])        # 1x14x6x6
+    rpd = np.pad(rcat, ((0, 0), (1, 1), (0, 1), (1, 0)), constant_values=0.5)
+    sl = b.op("Slice", [pd, b.const(np.array([1], np.int64)), b.const(np.array([13], np.int64)),
+                        b.const(np.array([1], np.int64))])                   # 1x12x6x6
+    rsl = rpd[:, 1:13]
+    b.n += 1
+    s1, s2 = f"s{b.n}a", f"s{b.n}b"
+    b.nodes.append(helper.make_node("Split", [sl, b.const(np.array([4, 8], np.int64))],
+                                    [s1, s2], name="split", axis=1))
+    g = b.op("Sigmoid", [s1])
+    rg = 1 / (1 + np.exp(-rsl[:, :4]))
+    k = rand(8, 1, 1)
+    m = b.op("Mul", [s2, b.const(k)])
+    bn = [rand(8, scale=0.1) + 1, rand(8, scale=0.1), rand(8, scale=0.1),
+          np.abs(rand(8)) + 0.5]
+    nb = b.op("BatchNormalization", [m] + [b.const(v) for v in bn])
+    rnb = batchnorm(rsl[:, 4:] * k, *bn)
+    wd = rand(8, 1, 3, 3, scale=0.3)
+    dw = b.op("Conv", [nb, b.const(wd)], group=8, pads=[1, 1, 1, 1])
+    sm = b.op("Add", [dw, b.op("Concat", [g, g], axis=1)])                  # 1x8x6x6
+    rsm = conv2d(rnb, wd, pad=1, group=8) + np.concatenate([rg, rg], axis=1)
+    wt = rand(8, 4, 2, 2, scale=0.3)
+    ct = b.op("ConvTranspose", [sm, b.const(wt)], strides=[2, 2])            # 1x4x12x12
+    rct = conv_transpose(rsm, wt, 2)
+    w3 = rand(6, 4, 3, 3, scale=0.3)
+    q = b.op("Relu", [b.op("Conv", [ct, b.const(w3)], strides=[2, 2], pads=[1, 1, 1, 1])])
+    rq = np.maximum(conv2d(rct, w3, stride=2, pad=1), 0)                      # 1x6x6x6
+    w4 = rand(5, 8, 1, 1, scale=0.3)
+    aux = b.op("Conv", [sm, b.const(w4)])
+    b.nodes.append(helper.make_node("Reshape", [aux, b.const(np.array([1, 180], np.int64))],
+                                    ["aux"], name="aux_reshape"))
+    raux = conv2d(rsm, w4).reshape(1, 180)
+    fc = rand(3, 6, scale=0.3)
+    gp = b.op("Flatten", [b.op("GlobalAveragePool", [q])])
+    b.op("Gemm", [gp, b.const(fc)], transB=1)
+    r = rq.mean(axis=(2, 3)) @ fc.T
+    b.save(outdir, "layouts", x, r, 13, more=[("aux", raux)])
 
 
 def bert_layer(outdir):
@@ -232,5 +325,5 @@ def layernorm_outputs(outdir):
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    for make in (resnet_block, mobilenet_block, bert_layer, layernorm_outputs):
+    for make in (resnet_block, mobilenet_block, layouts, bert_layer, layernorm_outputs):
         make(sys.argv[1])

@@ -1,0 +1,160 @@
+/* Layouts: which activations a network stores channels last (NHWC, NWC, NDHWC), and convolution
+ * weights stored HWIO, as TVM's ConvertLayout does for x86 and ARM.  In the model's NCHW a
+ * convolution's natural vector axis is the output width, which a stride turns into a gather and
+ * a 7-wide layer leaves mostly empty; channels last puts output channels in the vector lanes for
+ * every stride and size, with the input value broadcast: the register-blocked micro-kernel that
+ * our library convolutions (conv2d_nhwc) and oneDNN's run.
+ *
+ * Nothing is inserted into the graph: a layout is a permutation of a tensor's memory (tt_gtensor
+ * perm), and every kernel reads and writes each tensor through it (te_write.c).  The transforms
+ * therefore happen inside the kernels at the edges of the channels-last region: the first
+ * convolution reads the NCHW input and writes NHWC, and the kernel before a Flatten or a graph
+ * output writes the model's order again. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net_int.h"
+
+/* Operators whose kernels write their output in any layout (te_write.c: every statement through
+ * the node's logical variables).  Readers need nothing: every kernel reads any layout. */
+static bool writes_any_layout(tt_gop op)
+{
+    switch (op) {
+    case TT_GOP_CONV:
+    case TT_GOP_MAX_POOL:
+    case TT_GOP_AVERAGE_POOL:
+    case TT_GOP_CONCAT:
+    case TT_GOP_PAD:
+    case TT_GOP_SLICE:
+    case TT_GOP_SPLIT: return true;
+    default: return tt__net_is_elementwise(op);
+    }
+}
+
+/* Channels last for a rank-R tensor: {0, 2, 3, ..., R-1, 1}. */
+static void channels_last(int R, uint8_t *perm)
+{
+    perm[0] = 0;
+    for (int k = 1; k < R - 1; k++)
+        perm[k] = (uint8_t)(k + 1);
+    perm[R - 1] = 1;
+}
+
+/* Whether perm moves data at all: the dimensions larger than 1 keep their order ([N, C, 1, 1]
+ * channels last is the same memory as row-major). */
+static bool moves_data(const tt_gtensor *t, const uint8_t *perm)
+{
+    int last = -1;
+    for (int k = 0; k < t->rank; k++) {
+        if (t->dims[perm[k]] == 1)
+            continue;
+        if (perm[k] < last)
+            return true;
+        last = perm[k];
+    }
+    return false;
+}
+
+/* A convolution weight [CO, CI/G, K...] as HWIO [K..., CI/G, CO]: output channels contiguous, the
+ * vector a channels-last kernel loads per tap. */
+static int hwio_copy(tt_graph *g, int w)
+{
+    const tt_gtensor *W = &g->tensors.data[w];
+    char name[256];
+    snprintf(name, sizeof(name), "%s.hwio", W->name);
+    int nw = tt__net_new_const(g, name, W->dtype, W->rank, W->dims);
+    if (nw < 0)
+        return -1;
+    W = &g->tensors.data[w];
+    tt_gtensor *NW = &g->tensors.data[nw];
+    int R = W->rank;
+    NW->permuted = true;
+    for (int k = 0; k < R - 2; k++)
+        NW->perm[k] = (uint8_t)(k + 2);
+    NW->perm[R - 2] = 1;
+    NW->perm[R - 1] = 0;
+    /* physical strides of each logical dimension */
+    int64_t stride[TT_GRAPH_MAX_RANK], s = 1;
+    for (int k = R - 1; k >= 0; k--) {
+        stride[NW->perm[k]] = s;
+        s *= W->dims[NW->perm[k]];
+    }
+    size_t es = (size_t)tt_dtype_bytes(W->dtype);
+    int64_t idx[TT_GRAPH_MAX_RANK] = {0}, n = tt_gtensor_numel(W);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t off = 0;
+        for (int d = 0; d < R; d++)
+            off += idx[d] * stride[d];
+        memcpy((char *)NW->data + (size_t)off * es, (const char *)W->data + (size_t)i * es, es);
+        for (int d = R - 1; d >= 0 && ++idx[d] == W->dims[d]; d--)
+            idx[d] = 0;
+    }
+    return nw;
+}
+
+tt_status tt__net_choose_layouts(tt_graph *g, tt_net_layout layout, int *permuted, tt_errbuf *err)
+{
+    *permuted = 0;
+    if (layout == TT_NET_LAYOUT_MODEL)
+        return TT_OK;
+    size_t nt = g->tensors.len;
+    /* tensors that must keep the model's order: graph outputs, memory a Reshape reinterprets */
+    bool *fixed = calloc(nt, sizeof(bool));
+    int *hwio = malloc(nt * sizeof(int));
+    if (!fixed || !hwio) {
+        free(fixed);
+        free(hwio);
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    }
+    for (size_t t = 0; t < nt; t++)
+        hwio[t] = -1;
+    for (size_t i = 0; i < g->outputs.len; i++)
+        fixed[g->outputs.data[i]] = true;
+    for (size_t i = 0; i < g->nodes.len; i++) {
+        const tt_gnode *n = &g->nodes.data[i];
+        if (!n->removed && tt__net_moves_no_data(n->op) && n->inputs[0] >= 0)
+            fixed[n->inputs[0]] = true;
+    }
+    tt_status s = TT_OK;
+    /* in node order (topological): a convolution's output goes channels last, and so does the
+     * output of an op that can write it and reads a channels-last tensor of the same rank */
+    for (size_t i = 0; i < g->nodes.len && !s; i++) {
+        tt_gnode *n = &g->nodes.data[i];
+        if (n->removed || !writes_any_layout(n->op))
+            continue;
+        for (int o = 0; o < n->noutputs; o++) {
+            int t = n->outputs[o];
+            if (t < 0 || fixed[t])
+                continue;
+            tt_gtensor *y = &g->tensors.data[t];
+            if (y->kind != TT_GT_VALUE || y->rank < 3 || y->rank > 5 ||
+                !tt_dtype_is_float(y->dtype))
+                continue;
+            bool follow = n->op == TT_GOP_CONV;
+            for (int k = 0; k < n->ninputs && !follow; k++) {
+                const tt_gtensor *x = n->inputs[k] >= 0 ? &g->tensors.data[n->inputs[k]] : NULL;
+                follow = x && x->permuted && x->rank == y->rank;
+            }
+            uint8_t perm[TT_GRAPH_MAX_RANK];
+            channels_last(y->rank, perm);
+            if (!follow || !moves_data(y, perm))
+                continue;
+            y->permuted = true;
+            memcpy(y->perm, perm, sizeof(perm));
+            ++*permuted;
+        }
+        /* the weights of a channels-last convolution, HWIO (one copy per weight) */
+        int out = n->outputs[0], w = n->ninputs > 1 ? n->inputs[1] : -1;
+        if (n->op != TT_GOP_CONV || w < 0 || !g->tensors.data[out].permuted ||
+            g->tensors.data[w].kind != TT_GT_CONST || g->tensors.data[w].permuted)
+            continue;
+        if (hwio[w] < 0 && (hwio[w] = hwio_copy(g, w)) < 0)
+            s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+        else
+            n->inputs[1] = hwio[w];
+    }
+    free(fixed);
+    free(hwio);
+    return s;
+}
