@@ -80,7 +80,7 @@ static char *info_json(const tt__net_build *b)
 {
     const tt_net *net = b->net;
     const tt_graph *g = net->g;
-    json_t *ins = json_array(), *outs = json_array(), *tasks = json_array();
+    json_t *ins = json_array(), *outs = json_array(), *tasks = json_array(), *calls = json_array();
     for (size_t i = 0; i < g->inputs.len; i++)
         json_array_append_new(ins,
                               tensor_json(&g->tensors.data[g->inputs.data[i]], b->in_names[i]));
@@ -96,6 +96,9 @@ static char *info_json(const tt__net_build *b)
                                         task->flops, "source", tt_compile_source_name(r->source),
                                         "record", (json_int_t)r->record, "median_s", r->median_s));
     }
+    /* the task of each kernel call, in order (what tvm-net profile attributes times by) */
+    for (size_t c = 0; c < net->calls.len; c++)
+        json_array_append_new(calls, json_integer(net->calls.data[c].task));
     char now[64];
     tt__utc((double)time(NULL), now, sizeof(now));
     json_t *o =
@@ -105,6 +108,7 @@ static char *info_json(const tt__net_build *b)
                   "weight_bytes", (json_int_t)b->weights->bytes, "flops", net->flops);
     if (!o)
         return NULL;
+    json_object_set_new(o, "calls", calls);
     json_object_set_new(o, "estimate_s",
                         b->estimate_s > 0 ? json_real(b->estimate_s) : json_null());
     char *text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
@@ -165,8 +169,8 @@ static void address(tt_strbuf *sb, const tt__net_build *b, int t, int64_t weight
         return;
     }
     switch (st->place) {
-    case TT_NET_INPUT: tt_strbuf_printf(sb, "(void *)%s", b->in_names[st->index]); break;
-    case TT_NET_OUTPUT: tt_strbuf_printf(sb, "(void *)%s", b->out_names[st->index]); break;
+    case TT_NET_INPUT: tt_strbuf_printf(sb, "(void *)tvm__in[%d]", st->index); break;
+    case TT_NET_OUTPUT: tt_strbuf_printf(sb, "tvm__out[%d]", st->index); break;
     case TT_NET_ARENA:
         tt_strbuf_printf(sb, "(void *)(tvm__ws + %lld)", (long long)st->offset);
         break;
@@ -221,9 +225,13 @@ tt_status tt__write_net_glue(const char *path, const tt__net_build *b, const cha
                      n, n, n);
     tt_strbuf_printf(&sb, "static unsigned char %s__arena[%lld] __attribute__((aligned(64)));\n\n",
                      n, (long long)(net->arena_bytes > 0 ? net->arena_bytes : 64));
-    tt_strbuf_printf(&sb, "int %s_run_workspace(void *workspace, ", n);
-    params(&sb, b);
-    tt_strbuf_append(&sb, ")\n{\n");
+    /* One body for every entry point: buffers in arrays, and a hook before each call and after
+     * the last (NAME_run_profiled: per-call times without a clock in the library). */
+    tt_strbuf_printf(&sb,
+                     "static int %s__run(void *workspace, const void *const *tvm__in, "
+                     "void *const *tvm__out,\n"
+                     "                   void (*tvm__hook)(void *, int), void *tvm__ctx)\n{\n",
+                     n);
     tt_strbuf_printf(&sb, "    const unsigned char *tvm__w = %s__weights;\n", n);
     tt_strbuf_append(&sb, "    unsigned char *tvm__ws = (unsigned char *)workspace;\n");
     int max_args = 1;
@@ -231,12 +239,11 @@ tt_status tt__write_net_glue(const char *path, const tt__net_build *b, const cha
         if (net->calls.data[c].nargs > max_args)
             max_args = net->calls.data[c].nargs;
     tt_strbuf_printf(&sb, "    void *tvm__a[%d];\n    (void)tvm__w;\n", max_args);
-    tt_strbuf_append(&sb, "    if (!tvm__ws");
+    tt_strbuf_append(&sb, "    if (!tvm__ws || !tvm__in || !tvm__out)\n        return -1;\n");
     for (size_t i = 0; i < g->inputs.len; i++)
-        tt_strbuf_printf(&sb, " || !%s", b->in_names[i]);
+        tt_strbuf_printf(&sb, "    if (!tvm__in[%zu])\n        return -1;\n", i);
     for (size_t i = 0; i < g->outputs.len; i++)
-        tt_strbuf_printf(&sb, " || !%s", b->out_names[i]);
-    tt_strbuf_append(&sb, ")\n        return -1;\n");
+        tt_strbuf_printf(&sb, "    if (!tvm__out[%zu])\n        return -1;\n", i);
     for (size_t c = 0; c < net->calls.len; c++) {
         const tt_net_call *call = &net->calls.data[c];
         char at[200];
@@ -245,6 +252,7 @@ tt_status tt__write_net_glue(const char *path, const tt__net_build *b, const cha
                          net->tasks.data[call->task].label);
         tt__comment_text(&sb, at);
         tt_strbuf_append(&sb, " */\n");
+        tt_strbuf_printf(&sb, "    if (tvm__hook)\n        tvm__hook(tvm__ctx, %zu);\n", c);
         for (int k = 0; k < call->nargs; k++) {
             tt_strbuf_printf(&sb, "    tvm__a[%d] = ", k);
             address(&sb, b, call->args[k], b->weights->offset[c][k]);
@@ -253,15 +261,32 @@ tt_status tt__write_net_glue(const char *path, const tt__net_build *b, const cha
         tt_strbuf_printf(&sb, "    if (%s__task%d(tvm__a))\n        return %zu;\n", n, call->task,
                          c + 1);
     }
+    tt_strbuf_printf(&sb, "    if (tvm__hook)\n        tvm__hook(tvm__ctx, %zu);\n",
+                     net->calls.len);
     for (size_t i = 0; i < net->copies.len; i++) {
         const tt_net_copy *cp = &net->copies.data[i];
         const tt_gtensor *o = &g->tensors.data[g->outputs.data[cp->output]];
-        tt_strbuf_printf(&sb, "    __builtin_memmove(%s, ", b->out_names[cp->output]);
+        tt_strbuf_printf(&sb, "    __builtin_memmove(tvm__out[%d], ", cp->output);
         address(&sb, b, cp->from, b->weights->copy_offset[i]);
         tt_strbuf_printf(&sb, ", %lldu);\n",
                          (long long)(tt_gtensor_numel(o) * tt_dtype_bytes(o->dtype)));
     }
     tt_strbuf_append(&sb, "    return 0;\n}\n\n");
+    /* The typed entry points. */
+    tt_strbuf_printf(&sb, "int %s_run_workspace(void *workspace, ", n);
+    params(&sb, b);
+    tt_strbuf_append(&sb, ")\n{\n    const void *tvm__in[] = {");
+    for (size_t i = 0; i < g->inputs.len; i++)
+        tt_strbuf_printf(&sb, "%s%s", i ? ", " : "", b->in_names[i]);
+    if (!g->inputs.len)
+        tt_strbuf_append(&sb, "0");
+    tt_strbuf_append(&sb, "};\n    void *tvm__out[] = {");
+    for (size_t i = 0; i < g->outputs.len; i++)
+        tt_strbuf_printf(&sb, "%s%s", i ? ", " : "", b->out_names[i]);
+    tt_strbuf_printf(&sb,
+                     "};\n    return %s__run(workspace, tvm__in, tvm__out, (void (*)(void *, "
+                     "int))0, (void *)0);\n}\n\n",
+                     n);
     tt_strbuf_printf(&sb, "int %s_run(", n);
     params(&sb, b);
     tt_strbuf_printf(&sb, ")\n{\n    return %s_run_workspace(%s__arena, ", n, n);
@@ -270,16 +295,17 @@ tt_status tt__write_net_glue(const char *path, const tt__net_build *b, const cha
     /* The same for callers that hold the buffers in arrays (tvm-net, FFI). */
     tt_strbuf_printf(&sb,
                      "int %s_run_buffers(void *workspace, const void *const *inputs, void *const "
-                     "*outputs)\n{\n    if (!inputs || !outputs)\n        return -1;\n"
-                     "    return %s_run_workspace(workspace ? workspace : %s__arena",
+                     "*outputs)\n{\n"
+                     "    return %s__run(workspace ? workspace : %s__arena, inputs, outputs,\n"
+                     "                   (void (*)(void *, int))0, (void *)0);\n}\n\n",
                      n, n, n);
-    for (size_t i = 0; i < g->inputs.len; i++)
-        tt_strbuf_printf(&sb, ", (const %s *)inputs[%zu]",
-                         tt__c_type(g->tensors.data[g->inputs.data[i]].dtype), i);
-    for (size_t i = 0; i < g->outputs.len; i++)
-        tt_strbuf_printf(&sb, ", (%s *)outputs[%zu]",
-                         tt__c_type(g->tensors.data[g->outputs.data[i]].dtype), i);
-    tt_strbuf_append(&sb, ");\n}\n\n");
+    tt_strbuf_printf(&sb,
+                     "int %s_run_profiled(void *workspace, const void *const *inputs,\n"
+                     "                    void *const *outputs, void (*hook)(void *ctx, int call), "
+                     "void *ctx)\n{\n"
+                     "    return %s__run(workspace ? workspace : %s__arena, inputs, outputs, hook, "
+                     "ctx);\n}\n\n",
+                     n, n, n);
     char *info = info_json(b);
     if (!info) {
         tt_strbuf_free(&sb);
@@ -403,12 +429,20 @@ tt_status tt__write_net_header(const char *path, const char *guard, const tt__ne
     params(&sb, b);
     tt_strbuf_printf(&sb, ");\nint %s_run_workspace(void *workspace, ", n);
     params(&sb, b);
-    tt_strbuf_printf(&sb,
-                     ");\n/* The buffers in arrays, in the order above (NULL workspace: the static "
-                     "one). */\n"
-                     "int %s_run_buffers(void *workspace, const void *const *inputs, void *const "
-                     "*outputs);\nconst char *%s_info(void);\n",
-                     n, n);
+    tt_strbuf_printf(
+        &sb,
+        ");\n/* The buffers in arrays, in the order above (NULL workspace: the static "
+        "one). */\n"
+        "int %s_run_buffers(void *workspace, const void *const *inputs, void *const "
+        "*outputs);\n"
+        "/* As %s_run_buffers, calling hook(ctx, i) before kernel call i and hook(ctx, "
+        "calls)\n"
+        " * after the last, so the caller can time each call (tvm-net profile). */\n"
+        "int %s_run_profiled(void *workspace, const void *const *inputs, void *const "
+        "*outputs,\n"
+        "                    void (*hook)(void *ctx, int call), void *ctx);\n"
+        "const char *%s_info(void);\n",
+        n, n, n, n);
     tt_strbuf_printf(&sb, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* %s */\n", guard);
     return tt__write_text(path, &sb, err);
 }

@@ -20,6 +20,7 @@ static void usage(FILE *f)
             "[OUTPUT=]FILE.npy ...]\n"
             "       tvm-net time LIB.so [--name NAME] [-i [INPUT=]FILE.npy ...] [--warmup N]\n"
             "                    [--repeat N] [--json]\n"
+            "       tvm-net profile LIB.so [same options as time]\n"
             "\n"
             "Loads a network built by tvm-compile --model -o OUTDIR/NAME (OUTDIR/NAME.so).\n"
             "  info      its inputs, outputs and tasks, and where each schedule came from\n"
@@ -28,17 +29,24 @@ static void usage(FILE *f)
             "  time      runs it --warmup times (default 10), then --repeat times (default 50),\n"
             "            and prints the median latency beside the database's estimate; inputs\n"
             "            not given are uniform in [-1, 1) (floats) or 0 (integers)\n"
+            "  profile   as time, and each kernel call timed in the network (NAME_run_profiled):\n"
+            "            per task its calls' median time, its share, the database's estimate\n"
+            "            (median x calls) and in-network / estimate, to see where time goes and\n"
+            "            which kernels run slower in the network than alone (cold weights)\n"
             "  --name NAME   the functions' prefix, when the file was renamed (default: the\n"
             "                file's name without .so)\n"
             "Exit status: 0 done, 1 failed (the reason on stderr), 2 bad arguments.\n");
 }
 
 typedef int (*run_fn)(void *, const void *const *, void *const *);
+typedef int (*profiled_fn)(void *, const void *const *, void *const *, void (*)(void *, int),
+                           void *);
 
 typedef struct {
     char name[256];
     void *dl;
     run_fn run;
+    profiled_fn run_profiled; /* NULL in libraries built before it existed */
     json_t *info;
     json_t *ins, *outs;
     size_t nin, nout;
@@ -111,6 +119,8 @@ static int load(const char *path, const char *name, network *net)
     const char *(*info)(void) = (const char *(*)(void))dlsym(net->dl, sym);
     snprintf(sym, sizeof(sym), "%s_run_buffers", net->name);
     net->run = (run_fn)dlsym(net->dl, sym);
+    snprintf(sym, sizeof(sym), "%s_run_profiled", net->name);
+    net->run_profiled = (profiled_fn)dlsym(net->dl, sym);
     if (!info || !net->run) {
         fprintf(stderr,
                 "tvm-net: %s has no %s_info or %s_run_buffers: not a network built by "
@@ -236,6 +246,113 @@ static int run_network(network *net, void *const *ins, void *const *outs)
     return 0;
 }
 
+/* The clock at each kernel call of one run (NAME_run_profiled's hook). */
+typedef struct {
+    double *at; /* ncalls + 1 */
+    int ncalls;
+} stamps;
+
+static void stamp(void *ctx, int call)
+{
+    stamps *s = ctx;
+    if (call >= 0 && call <= s->ncalls)
+        s->at[call] = tt_clock_monotonic();
+}
+
+/* tvm-net profile: the median time of every kernel call in the running network, summed per
+ * task beside the database's estimate for it. */
+static int profile(network *net, void *const *ins, void *const *outs, int warmup, int repeat,
+                   bool json)
+{
+    json_t *calls = json_object_get(net->info, "calls"),
+           *tasks = json_object_get(net->info, "tasks");
+    if (!net->run_profiled || !json_is_array(calls)) {
+        fprintf(stderr,
+                "tvm-net profile: %s has no %s_run_profiled: built by an older tvm-compile; "
+                "build it again\n",
+                net->name, net->name);
+        return -1;
+    }
+    int nc = (int)json_array_size(calls), nt = (int)json_array_size(tasks);
+    stamps st = {calloc((size_t)nc + 1, sizeof(double)), nc};
+    double *per = calloc((size_t)(nc + 1) * (size_t)repeat, sizeof(double)); /* [call][run] */
+    double *task_s = calloc((size_t)nt + 1, sizeof(double)), *col = malloc(sizeof(double) * repeat);
+    int rc = st.at && per && task_s && col ? 0 : -1;
+    if (rc)
+        fprintf(stderr, "tvm-net: out of memory\n");
+    for (int r = -warmup; !rc && r < repeat; r++) {
+        int e = net->run_profiled(NULL, (const void *const *)ins, outs, stamp, &st);
+        if (e) {
+            fprintf(stderr, "tvm-net: %s_run_profiled returned %d\n", net->name, e);
+            rc = -1;
+        }
+        for (int c = 0; !rc && r >= 0 && c < nc; c++)
+            per[(size_t)c * repeat + r] = st.at[c + 1] - st.at[c];
+        if (!rc && r >= 0)
+            per[(size_t)nc * repeat + r] = st.at[nc] - st.at[0];
+    }
+    double sum = 0, est_sum = 0, whole = 0;
+    for (int c = 0; !rc && c <= nc; c++) {
+        memcpy(col, per + (size_t)c * repeat, sizeof(double) * repeat);
+        qsort(col, (size_t)repeat, sizeof(double), cmp_double);
+        double med = tt_median(col, repeat);
+        if (c == nc) {
+            whole = med;
+            break;
+        }
+        int t = (int)json_integer_value(json_array_get(calls, (size_t)c));
+        if (t >= 0 && t < nt)
+            task_s[t] += med;
+        sum += med;
+    }
+    json_t *rows = json_array();
+    if (!rc && !json)
+        printf("%s: %d kernel calls of %d tasks, medians of %d runs after %d warm-up\n"
+               "| task | kernel                       | calls | network (ms) | share  | estimate "
+               "(ms) | network/estimate |\n"
+               "|---|---|---|---|---|---|---|\n",
+               net->name, nc, nt, repeat, warmup);
+    for (int t = 0; !rc && t < nt; t++) {
+        json_t *task = json_array_get(tasks, (size_t)t);
+        double w = (double)json_integer_value(json_object_get(task, "weight"));
+        double med = json_number_value(json_object_get(task, "median_s"));
+        double est = med > 0 ? med * w : 0;
+        est_sum += est;
+        const char *label = json_string_value(json_object_get(task, "label"));
+        json_array_append_new(rows, json_pack("{s:i, s:s, s:i, s:f, s:f}", "task", t, "label",
+                                              label ? label : "?", "calls", (int)w, "network_s",
+                                              task_s[t], "estimate_s", est));
+        if (json)
+            continue;
+        printf("| %4d | %-28s | %5d | %12.4f | %5.1f%% |", t, label ? label : "?", (int)w,
+               task_s[t] * 1e3, sum > 0 ? 100 * task_s[t] / sum : 0);
+        if (est > 0)
+            printf(" %13.4f | %16.3f |\n", est * 1e3, task_s[t] / est);
+        else
+            printf(" %13s | %16s |\n", "default", "-");
+    }
+    if (!rc && json) {
+        json_t *o = json_pack("{s:s, s:o, s:f, s:f, s:f, s:i, s:i}", "name", net->name, "tasks",
+                              rows, "calls_s", sum, "run_s", whole, "estimate_s", est_sum, "repeat",
+                              repeat, "warmup", warmup);
+        char *text = json_dumps(o, JSON_COMPACT);
+        printf("%s\n", text ? text : "{}");
+        free(text);
+        json_decref(o);
+    } else {
+        json_decref(rows);
+        if (!rc)
+            printf("calls %.4g ms (the sum of their medians), run %.4g ms, estimate %.4g ms: "
+                   "network / estimate = %.3f\n",
+                   sum * 1e3, whole * 1e3, est_sum * 1e3, est_sum > 0 ? sum / est_sum : 0);
+    }
+    free(st.at);
+    free(per);
+    free(task_s);
+    free(col);
+    return rc;
+}
+
 static int print_info(network *net, bool json)
 {
     if (json) {
@@ -287,7 +404,8 @@ int main(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     const char *cmd = argv[1];
-    if (strcmp(cmd, "info") && strcmp(cmd, "run") && strcmp(cmd, "time")) {
+    if (strcmp(cmd, "info") && strcmp(cmd, "run") && strcmp(cmd, "time") &&
+        strcmp(cmd, "profile")) {
         fprintf(stderr, "tvm-net: unknown command '%s'\n", cmd);
         usage(stderr);
         return 2;
@@ -393,6 +511,9 @@ int main(int argc, char **argv)
                 printf("output %zu '%s' %s -> %s\n", k, tensor_name(t), sh, file);
             }
         }
+    } else if (!rc && !strcmp(cmd, "profile")) {
+        if (profile(&net, ins, outs, warmup, repeat, json))
+            rc = 1;
     } else if (!rc) { /* time */
         double *t = calloc((size_t)repeat, sizeof(double));
         for (int k = 0; !rc && k < warmup; k++)

@@ -133,6 +133,57 @@ static void factor_schemes(void **state)
 }
 
 /* The undefined tile sizes of a sketch are its multi-level tiling splits. */
+/* The steps of every sketch of `text`, as their kinds and stages ("CHW3 SP4 ... | ..."). */
+static void sketch_signature(const char *text, char *out, size_t n)
+{
+    tt_workload *w = parse(text);
+    tt_sketch_params p;
+    tt_sketch_params_cpu(&p, 4);
+    tt_sketch_space sp;
+    tt_errbuf err = {{0}};
+    if (tt_sketch_space_init(&sp, &w->dag, &p, &err))
+        fail_msg("%s: %s", text, err.msg);
+    size_t k = 0;
+    out[0] = 0;
+    for (int i = 0; i < sp.nsketches && k < n; i++) {
+        const tt_state *st = sp.sketches[i].state;
+        for (size_t j = 0; j < st->steps.len && k < n; j++)
+            k += (size_t)snprintf(out + k, n - k, "%d:%d ", (int)st->steps.data[j].kind,
+                                  st->steps.data[j].stage);
+        if (k < n)
+            k += (size_t)snprintf(out + k, n - k, "| ");
+    }
+    tt_sketch_space_free(&sp);
+    tt_workload_free(w);
+}
+
+/* A network kernel reads an extent-1 axis at index 0 (te_write's broadcast form): the convolution
+ * still fuses into its elementwise epilogue (bias, ReLU) exactly as for the same program written
+ * with the axis variable; it was computed apart, into a buffer allocated per call, and the
+ * epilogue ran on one core. */
+static void constant_index_on_unit_axis_still_fuses(void **state)
+{
+    (void)state;
+    static const char *const forms[2] = {"t0[0,i1,i2,i3]", "t0[i0,i1,i2,i3]"};
+    char sig[2][4096];
+    for (int k = 0; k < 2; k++) {
+        char text[1024];
+        snprintf(text, sizeof(text),
+                 "te:t2[i0,i1,i2,i3] += x0[0,i1 + r1,i2 + r2,r0] * w1[r1,r2,r0,i3]; "
+                 "t0[i0,i1,i2,i3] = t2[i0,i1,i2,i3] + w2[i3]; out[i0,i1,i2,i3] = max(%s, 0); "
+                 "t2:float32[1,8,8,16]; x0:float32[1,10,10,8]; w1:const float32[3,3,8,16]; "
+                 "t0:float32[1,8,8,16]; w2:const float32[16]; out:float32[1,8,8,16]; r0:8; "
+                 "r1:3; r2:3",
+                 forms[k]);
+        sketch_signature(text, sig[k], sizeof(sig[k]));
+    }
+    assert_string_equal(sig[0], sig[1]);
+    /* and the fused form has a compute-at (the conv's tile inside the epilogue's) */
+    char ca[16];
+    snprintf(ca, sizeof(ca), "%d:", (int)TT_STEP_COMPUTE_AT);
+    assert_non_null(strstr(sig[0], ca));
+}
+
 static void sketch_structure(void **state)
 {
     (void)state;
@@ -289,6 +340,7 @@ int main(void)
         cmocka_unit_test(gpu_counts_match_tvm),
         cmocka_unit_test(factor_schemes),
         cmocka_unit_test(sketch_structure),
+        cmocka_unit_test(constant_index_on_unit_axis_still_fuses),
         cmocka_unit_test(tile_mutation_moves_a_factor),
         cmocka_unit_test(samples_and_mutants_compute_the_definition),
     };
