@@ -2,8 +2,8 @@
 # Networks as libraries (issue #17): tvm-compile --model builds the ResNet block of make_models.py;
 # its header compiles warning-free as C99 and C++11; an application links the archive through
 # pkg-config and through an installed CMake package (tvm_tune_add_network) and gets what numpy
-# computed; tvm-net info/run/time read and write .npy; bad input (a wrong shape, a file that is
-# not .npy, a name that is no C identifier, --strict without records, a truncated model) is
+# computed (NAME_run_profiled too); tvm-net info/run/time/profile read and write .npy; bad input
+# (a wrong shape, a file that is not .npy, a name that is no C identifier, --strict without records, a truncated model) is
 # refused with the reason and leaves nothing behind.
 # usage: test_net_cli.sh BUILD_DIR SOURCE_DIR MODELS_DIR
 set -euo pipefail
@@ -64,6 +64,13 @@ cat > "$work/app.c" <<'C'
 #include <stdlib.h>
 #include <string.h>
 #include "rb.h"
+static int seen[64], nseen;
+static void hook(void *ctx, int call)
+{
+    if (nseen < 64)
+        seen[nseen++] = call;
+    (void)ctx;
+}
 int main(int argc, char **argv)
 {
     static float in[RB_INPUT0_ELEMENTS], out[RB_OUTPUT0_ELEMENTS], again[RB_OUTPUT0_ELEMENTS];
@@ -80,6 +87,15 @@ int main(int argc, char **argv)
         return 5;
     if (rb_run(NULL, out) != -1)
         return 6;
+    /* the profiled run: the same outputs, the hook before every call and after the last */
+    const void *ins[1] = {in};
+    void *outs[1] = {again};
+    if (rb_run_profiled(NULL, ins, outs, hook, NULL) || memcmp(out, again, sizeof(out)) ||
+        nseen < 2)
+        return 7;
+    for (int k = 0; k < nseen; k++)
+        if (seen[k] != k)
+            return 8;
     f = fopen(argv[2], "wb");
     fwrite(out, sizeof(float), RB_OUTPUT0_ELEMENTS, f);
     fclose(f);
@@ -117,6 +133,16 @@ sys.exit(0 if err < 1e-4 and (a == c).all() else f'tvm-net run: relative error {
 "$bin/tvm-net" time "$work/lib/rb.so" --warmup 1 --repeat 3 > "$work/time.log"
 grep -q "median .* ms over 3 runs" "$work/time.log"
 grep -q "no estimate" "$work/time.log"
+"$bin/tvm-net" profile "$work/lib/rb.so" --warmup 1 --repeat 3 > "$work/profile.log"
+grep -q "rb: 6 kernel calls of 6 tasks, medians of 3 runs" "$work/profile.log"
+grep -q "|    5 | Gemm .*| *default |" "$work/profile.log"
+grep -q "^calls .* ms (the sum of their medians), run .* ms" "$work/profile.log"
+"$bin/tvm-net" profile "$work/lib/rb.so" --warmup 0 --repeat 2 --json | "$py" -c "
+import json, sys
+p = json.load(sys.stdin)
+assert len(p['tasks']) == 6 and all(t['network_s'] > 0 for t in p['tasks']), p
+assert abs(sum(t['network_s'] for t in p['tasks']) - p['calls_s']) < 1e-9, p
+assert p['estimate_s'] == 0 and p['run_s'] > 0, p"
 expect_fail 1 "is float32\[1, 8, 16, 15\]; input 0 'input' is float32\[1, 8, 16, 16\]" \
   "$bin/tvm-net" run "$work/lib/rb.so" -i "$work/wrong_shape.npy"
 expect_fail 1 "is float64" "$bin/tvm-net" run "$work/lib/rb.so" -i "$work/wrong_type.npy"
