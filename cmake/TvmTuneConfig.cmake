@@ -10,11 +10,13 @@
 # database file changes (tvm-tune and tvm-tracker checkpoint it when they close it).
 #
 #   tvm_tune_add_network(NAME MODEL <model.onnx> [DB <tuning.db>] [TARGET <target>]
-#                        [DEVICE <fingerprint>] [SHAPES <input>=<dims> ...] [STRICT] [NO_FALLBACK])
+#                        [DEVICE <fingerprint>] [SHAPES <input>=<dims> ...]
+#                        [LAYOUT channels-last|model] [STRICT] [NO_FALLBACK])
 #
 # builds a whole network (tvm-compile --model): NAME.a and NAME.h with NAME_run(inputs...,
 # outputs...), the weights embedded, rebuilt when the model or the database changes.  Without DB
-# every task runs its default schedule (a warning at build time).
+# every task runs its default schedule (a warning at build time).  LAYOUT must be the one the
+# tasks were tuned in (tvm-tune run --model --layout; default channels-last).
 get_filename_component(_tvm_tune_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
 find_program(TVM_COMPILE_EXECUTABLE tvm-compile HINTS "${_tvm_tune_prefix}/bin" REQUIRED)
 set(TvmTune_FOUND TRUE)
@@ -78,7 +80,7 @@ function(tvm_tune_add_library name)
 endfunction()
 
 function(tvm_tune_add_network name)
-  cmake_parse_arguments(TT "STRICT;NO_FALLBACK" "MODEL;DB;TARGET;DEVICE" "SHAPES" ${ARGN})
+  cmake_parse_arguments(TT "STRICT;NO_FALLBACK" "MODEL;DB;TARGET;DEVICE;LAYOUT" "SHAPES" ${ARGN})
   if(NOT TT_MODEL)
     message(FATAL_ERROR "tvm_tune_add_network(${name}): MODEL is needed")
   endif()
@@ -95,6 +97,9 @@ function(tvm_tune_add_network name)
   foreach(shape IN LISTS TT_SHAPES)
     list(APPEND args --shape "${shape}")
   endforeach()
+  if(TT_LAYOUT)
+    list(APPEND args --layout "${TT_LAYOUT}")
+  endif()
   _tvm_tune_compile(${name} "${dir}" "tvm-compile network ${name} from ${model}" "${deps}"
                     ${args})
 endfunction()

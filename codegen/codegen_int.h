@@ -33,13 +33,21 @@ void tt__vn_open(tt__vn *vn);
 void tt__vn_close(tt__vn *vn);
 void tt__vn_free(tt__vn *vn);
 
+/* A heap buffer of the function being emitted: `slot` and `busy` (internal globals) when it is the
+ * kernel's own, kept between calls (tt__codegen_alloc). */
+typedef struct tt__heap_buf {
+    LLVMValueRef raw, slot, busy;
+} tt__heap_buf;
+
 typedef struct emitter {
     LLVMContextRef ctx;
     LLVMModuleRef mod;
     LLVMBuilderRef b;
-    LLVMValueRef fn;            /* function being emitted */
-    LLVMValueRef entry_term;    /* terminator of its entry block: allocations go before it */
-    TT_VEC(LLVMValueRef) frees; /* heap buffers of this function, freed before it returns */
+    LLVMValueRef fn;               /* function being emitted */
+    LLVMValueRef entry_term;       /* terminator of its entry block: allocations go before it */
+    TT_VEC(tt__heap_buf) frees;    /* heap buffers of this function, released before it returns */
+    LLVMValueRef entry_fn;         /* the kernel's entry (not an outlined parallel body) */
+    TT_VEC(LLVMValueRef) ws_slots; /* the kernel's kept heap buffers (tt__codegen_alloc) */
     const tt_program *p;
     const char *entry_name;
     LLVMValueRef *vars; /* current value of each variable (NULL = not bound) */

@@ -1,5 +1,6 @@
 /* Functions, buffers, parallel outlining, target machines, object code. */
 #include "codegen_int.h"
+#include "loader.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Support.h>
@@ -31,6 +32,109 @@ static LLVMValueRef declare(emitter *e, const char *name, LLVMTypeRef fty)
     return f ? f : LLVMAddFunction(e->mod, name, fty);
 }
 
+/* Heap buffers of the kernel's entry function are kept between calls, as TVM's workspace pool
+ * keeps freed blocks: a per-call malloc of megabytes cost a network ~2,400 page faults per call
+ * whenever glibc had returned the memory to the OS, which a measurement repeating one kernel
+ * never sees.  Each buffer has a slot and a busy flag (internal globals):
+ *
+ *     p = tt.ws.acquire(&slot, &busy, bytes)   // the slot's block (allocated on first use) if
+ *                                              // busy was 0, else a fresh malloc (another thread)
+ *     ... kernel ...
+ *     tt.ws.release(&slot, &busy, p)           // busy = 0, or free(p) when it was a fresh one
+ *
+ * so concurrent calls stay correct and nothing waits.  Buffers of outlined parallel bodies are
+ * per thread and stay malloc/free. */
+static LLVMValueRef ws_function(emitter *e, bool acquire)
+{
+    const char *name = acquire ? "tt.ws.acquire" : "tt.ws.release";
+    LLVMValueRef f = LLVMGetNamedFunction(e->mod, name);
+    if (f)
+        return f;
+    LLVMTypeRef slotp = LLVMPointerType(e->i8p, 0), busyp = LLVMPointerType(e->i32, 0);
+    LLVMTypeRef params[3] = {slotp, busyp, acquire ? e->i64 : e->i8p};
+    LLVMTypeRef fty = LLVMFunctionType(acquire ? e->i8p : e->voidt, params, 3, 0);
+    f = LLVMAddFunction(e->mod, name, fty);
+    LLVMSetLinkage(f, LLVMInternalLinkage);
+    LLVMTypeRef mty = LLVMFunctionType(e->i8p, &e->i64, 1, 0);
+    LLVMTypeRef fre = LLVMFunctionType(e->voidt, &e->i8p, 1, 0);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(e->ctx);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(e->ctx, f, "entry");
+    LLVMBasicBlockRef mine = LLVMAppendBasicBlockInContext(e->ctx, f, "mine");
+    LLVMBasicBlockRef other = LLVMAppendBasicBlockInContext(e->ctx, f, "other");
+    LLVMValueRef slot = LLVMGetParam(f, 0), busy = LLVMGetParam(f, 1), x = LLVMGetParam(f, 2);
+    LLVMPositionBuilderAtEnd(b, entry);
+    if (acquire) {
+        LLVMBasicBlockRef fill = LLVMAppendBasicBlockInContext(e->ctx, f, "fill");
+        LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(e->ctx, f, "done");
+        LLVMValueRef old =
+            LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpXchg, busy, LLVMConstInt(e->i32, 1, 0),
+                               LLVMAtomicOrderingAcquire, 0);
+        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, old, LLVMConstInt(e->i32, 0, 0), ""), mine,
+                        other);
+        LLVMPositionBuilderAtEnd(b, mine);
+        LLVMValueRef c = LLVMBuildLoad2(b, e->i8p, slot, "");
+        LLVMBuildCondBr(b, LLVMBuildIsNull(b, c, ""), fill, done);
+        LLVMPositionBuilderAtEnd(b, fill);
+        LLVMValueRef m = LLVMBuildCall2(b, mty, declare(e, "malloc", mty), &x, 1, "");
+        LLVMBuildStore(b, m, slot);
+        LLVMBuildBr(b, done);
+        LLVMPositionBuilderAtEnd(b, done);
+        LLVMValueRef phi = LLVMBuildPhi(b, e->i8p, "");
+        LLVMValueRef vals[2] = {c, m};
+        LLVMBasicBlockRef from[2] = {mine, fill};
+        LLVMAddIncoming(phi, vals, from, 2);
+        LLVMBuildRet(b, phi);
+        LLVMPositionBuilderAtEnd(b, other);
+        LLVMBuildRet(b, LLVMBuildCall2(b, mty, declare(e, "malloc", mty), &x, 1, ""));
+    } else {
+        LLVMValueRef c = LLVMBuildLoad2(b, e->i8p, slot, "");
+        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, c, x, ""), mine, other);
+        LLVMPositionBuilderAtEnd(b, mine);
+        LLVMValueRef st = LLVMBuildStore(b, LLVMConstInt(e->i32, 0, 0), busy);
+        LLVMSetOrdering(st, LLVMAtomicOrderingRelease);
+        LLVMSetAlignment(st, 4);
+        LLVMBuildRetVoid(b);
+        LLVMPositionBuilderAtEnd(b, other);
+        LLVMBuildCall2(b, fre, declare(e, "free", fre), &x, 1, "");
+        LLVMBuildRetVoid(b);
+    }
+    LLVMDisposeBuilder(b);
+    return f;
+}
+
+static LLVMValueRef internal_global(emitter *e, LLVMTypeRef t, const char *what, size_t n)
+{
+    char name[300];
+    snprintf(name, sizeof(name), "%s.%s%zu", e->entry_name, what, n);
+    LLVMValueRef g = LLVMAddGlobal(e->mod, t, name);
+    LLVMSetLinkage(g, LLVMInternalLinkage);
+    LLVMSetInitializer(g, LLVMConstNull(t));
+    return g;
+}
+
+/* `<entry>.ws.release` (TT_WS_RELEASE_SUFFIX): frees the kept buffers (no call may be running);
+ * tt_kernel_unload calls it before unloading the kernel.  A library tvm-compile builds keeps them
+ * for the life of the process, as TVM's runtime keeps its workspace pools. */
+static void emit_ws_release(emitter *e)
+{
+    if (!e->ws_slots.len)
+        return;
+    char name[300];
+    snprintf(name, sizeof(name), "%s%s", e->entry_name, TT_WS_RELEASE_SUFFIX);
+    LLVMTypeRef vty = LLVMFunctionType(e->voidt, NULL, 0, 0);
+    LLVMValueRef f = LLVMAddFunction(e->mod, name, vty);
+    LLVMTypeRef fre = LLVMFunctionType(e->voidt, &e->i8p, 1, 0);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(e->ctx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(e->ctx, f, "entry"));
+    for (size_t i = 0; i < e->ws_slots.len; i++) {
+        LLVMValueRef p = LLVMBuildLoad2(b, e->i8p, e->ws_slots.data[i], "");
+        LLVMBuildCall2(b, fre, declare(e, "free", fre), &p, 1, ""); /* free(NULL) is fine */
+        LLVMBuildStore(b, LLVMConstNull(e->i8p), e->ws_slots.data[i]);
+    }
+    LLVMBuildRetVoid(b);
+    LLVMDisposeBuilder(b);
+}
+
 LLVMValueRef tt__codegen_alloc(emitter *e, uint32_t buf)
 {
     const tt_buffer *b = &e->p->bufs.data[buf];
@@ -45,11 +149,23 @@ LLVMValueRef tt__codegen_alloc(emitter *e, uint32_t buf)
                                  b->name);
         LLVMSetAlignment(p, 64);
     } else {
-        LLVMTypeRef fty = LLVMFunctionType(e->i8p, &e->i64, 1, 0);
-        LLVMValueRef args[1] = {LLVMConstInt(e->i64, (unsigned long long)bytes + 64, 0)};
-        LLVMValueRef raw = LLVMBuildCall2(ab, fty, declare(e, "malloc", fty), args, 1, "");
-        if (TT_VEC_PUSH(&e->frees, raw))
+        LLVMValueRef size = LLVMConstInt(e->i64, (unsigned long long)bytes + 64, 0);
+        tt__heap_buf h = {NULL, NULL, NULL};
+        if (e->fn == e->entry_fn) {
+            h.slot = internal_global(e, e->i8p, "ws", e->ws_slots.len);
+            h.busy = internal_global(e, e->i32, "busy", e->ws_slots.len);
+            if (TT_VEC_PUSH(&e->ws_slots, h.slot))
+                e->status = TT_ERR_NOMEM;
+            LLVMValueRef f = ws_function(e, true);
+            LLVMValueRef args[3] = {h.slot, h.busy, size};
+            h.raw = LLVMBuildCall2(ab, LLVMGlobalGetValueType(f), f, args, 3, "");
+        } else {
+            LLVMTypeRef fty = LLVMFunctionType(e->i8p, &e->i64, 1, 0);
+            h.raw = LLVMBuildCall2(ab, fty, declare(e, "malloc", fty), &size, 1, "");
+        }
+        if (TT_VEC_PUSH(&e->frees, h))
             e->status = TT_ERR_NOMEM;
+        LLVMValueRef raw = h.raw;
         p = LLVMBuildBitCast(ab, raw, LLVMPointerType(t, 0), b->name);
     }
     LLVMDisposeBuilder(ab);
@@ -61,9 +177,15 @@ LLVMValueRef tt__codegen_alloc(emitter *e, uint32_t buf)
 static void emit_frees(emitter *e, size_t base)
 {
     LLVMTypeRef fty = LLVMFunctionType(e->voidt, &e->i8p, 1, 0);
-    LLVMValueRef f = declare(e, "free", fty);
-    for (size_t i = base; i < e->frees.len; i++)
-        LLVMBuildCall2(e->b, fty, f, &e->frees.data[i], 1, "");
+    for (size_t i = base; i < e->frees.len; i++) {
+        tt__heap_buf *h = &e->frees.data[i];
+        if (h->slot) {
+            LLVMValueRef f = ws_function(e, false);
+            LLVMValueRef args[3] = {h->slot, h->busy, h->raw};
+            LLVMBuildCall2(e->b, LLVMGlobalGetValueType(f), f, args, 3, "");
+        } else
+            LLVMBuildCall2(e->b, fty, declare(e, "free", fty), &h->raw, 1, "");
+    }
     e->frees.len = base;
 }
 
@@ -362,6 +484,7 @@ static tt_status build_module(emitter *e, const tt_program *p, const tt_target *
     LLVMTypeRef argt = LLVMPointerType(e->i8p, 0);
     LLVMTypeRef fty = LLVMFunctionType(e->i32, &argt, 1, 0);
     LLVMValueRef fn = LLVMAddFunction(e->mod, entry, fty);
+    e->entry_fn = fn;
     begin_function(e, fn);
     LLVMValueRef args = LLVMGetParam(fn, 0);
     for (size_t b = 0; b < p->bufs.len; b++) {
@@ -376,6 +499,7 @@ static tt_status build_module(emitter *e, const tt_program *p, const tt_target *
     tt__codegen_emit_body(e, p->root);
     emit_frees(e, 0);
     LLVMBuildRet(e->b, LLVMConstInt(e->i32, 0, 0));
+    emit_ws_release(e);
     if (e->opt.typed_entry && e->opt.typed_entry[0])
         add_typed_entry(e, fn, p);
     e->stats.emit_s = tt_clock_monotonic() - t0;
@@ -424,6 +548,7 @@ static void free_emitter(emitter *e)
     free(e->vars);
     free(e->bufs);
     TT_VEC_FREE(&e->frees);
+    TT_VEC_FREE(&e->ws_slots);
     tt__vn_free(&e->vn);
 }
 

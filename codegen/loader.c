@@ -12,6 +12,7 @@ struct tt_kernel {
     void *handle;            /* dlopen()ed, or NULL */
     tt__object_image object; /* loaded in memory, or empty */
     tt_kernel_fn fn;
+    char release_name[300]; /* <entry>.ws.release */
 };
 
 bool tt__is_relocatable_object(const char *path)
@@ -47,6 +48,7 @@ tt_status tt_kernel_load(const char *so_path, const char *entry, tt_kernel **out
         *out = k;
         return TT_OK;
     }
+    snprintf(k->release_name, sizeof(k->release_name), "%s%s", entry, TT_WS_RELEASE_SUFFIX);
     k->handle = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
     if (!k->handle) {
         const char *m = dlerror();
@@ -72,8 +74,13 @@ void tt_kernel_unload(tt_kernel *k)
 {
     if (!k)
         return;
-    if (k->handle)
+    if (k->handle) {
+        void (*release)(void);
+        *(void **)&release = dlsym(k->handle, k->release_name);
+        if (release)
+            release();
         dlclose(k->handle);
+    }
     tt__kernel_unload_object(&k->object);
     free(k);
 }

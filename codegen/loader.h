@@ -10,9 +10,14 @@
 typedef struct tt_kernel tt_kernel;
 typedef int32_t (*tt_kernel_fn)(void *const *args);
 
+/* A kernel whose intermediates live on the heap keeps them between calls and frees them in
+ * `<entry>` TT_WS_RELEASE_SUFFIX, which tt_kernel_unload calls. */
+#define TT_WS_RELEASE_SUFFIX ".ws.release"
+
 /* dlopen()s a kernel library and finds `entry`.  TT_ERR_IO with dlerror()'s text on failure. */
 tt_status tt_kernel_load(const char *so_path, const char *entry, tt_kernel **out, tt_errbuf *err);
 tt_kernel_fn tt_kernel_function(const tt_kernel *k);
+/* Frees what the kernel kept (its heap intermediates) and unloads it. */
 void tt_kernel_unload(tt_kernel *k);
 
 #endif

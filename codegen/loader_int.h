@@ -9,7 +9,8 @@
 typedef struct tt__object_image {
     void *base; /* the mapping: code and constants read + execute, data read + write */
     size_t size;
-    void *fn; /* the entry */
+    void *fn;              /* the entry */
+    void (*release)(void); /* <entry>.ws.release, when the kernel keeps heap buffers */
 } tt__object_image;
 
 /* Loads the x86-64 relocatable object at `path` into memory, applies its relocations (undefined

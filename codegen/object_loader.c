@@ -320,15 +320,19 @@ tt_status tt__kernel_load_object(const char *path, const char *entry, tt__object
         goto out;
     }
     __builtin___clear_cache((char *)o.base, (char *)o.base + o.exec_end);
-    /* The entry: a defined global function symbol. */
+    /* The entry and its release function: defined global function symbols. */
+    char release[512];
+    snprintf(release, sizeof(release), "%s%s", entry, TT_WS_RELEASE_SUFFIX);
     for (size_t i = 1; i < nsyms; i++) {
         const Elf64_Sym *s = &syms[i];
-        if (s->st_name < strtab_len && !strcmp(strtab + s->st_name, entry) &&
-            s->st_shndx != SHN_UNDEF && s->st_shndx < nsec && o.addr[s->st_shndx] &&
-            ELF64_ST_BIND(s->st_info) != STB_LOCAL) {
-            out->fn = (void *)(uintptr_t)(o.addr[s->st_shndx] + s->st_value);
-            break;
-        }
+        if (s->st_name >= strtab_len || s->st_shndx == SHN_UNDEF || s->st_shndx >= nsec ||
+            !o.addr[s->st_shndx] || ELF64_ST_BIND(s->st_info) == STB_LOCAL)
+            continue;
+        void *at = (void *)(uintptr_t)(o.addr[s->st_shndx] + s->st_value);
+        if (!strcmp(strtab + s->st_name, entry))
+            out->fn = at;
+        else if (!strcmp(strtab + s->st_name, release))
+            *(void **)&out->release = at;
     }
     if (!out->fn) {
         st = tt_err(err, TT_ERR_IO, "%s has no function '%s'", path, entry);
@@ -348,6 +352,8 @@ out:
 
 void tt__kernel_unload_object(tt__object_image *img)
 {
+    if (img->release)
+        img->release();
     if (img->base)
         munmap(img->base, img->size);
     memset(img, 0, sizeof(*img));

@@ -290,6 +290,97 @@ static void heap_buffers_and_parallel_loops(void **state)
     }
 }
 
+/* A kernel's heap intermediates are kept between calls (no per-call malloc and page faults in
+ * a network), stay correct when two threads call it at once (the second gets blocks of its
+ * own), and are freed by <entry>.ws.release, which unloading calls (the sanitizer build checks
+ * that nothing leaks). */
+typedef struct {
+    tt_kernel_fn fn;
+    void **args;
+    int rc;
+} call_job;
+
+static void *call_thread(void *arg)
+{
+    call_job *j = arg;
+    for (int k = 0; k < 20 && !j->rc; k++)
+        j->rc = j->fn(j->args);
+    return NULL;
+}
+
+static void heap_buffers_are_kept_between_calls(void **state)
+{
+    (void)state;
+    const char *workload = "softmax:M=128,N=256";
+    tt_workload *w;
+    tt_errbuf err = {{0}};
+    tt_step *s;
+    size_t n;
+    tt_state *st;
+    tt_program *prog;
+    assert_int_equal(tt_workload_parse(workload, &w, &err), TT_OK);
+    if (tt_steps_from_json("[[\"AN\", 4, 0, 3], [\"AN\", 2, 0, 3]]", &s, &n, &err) ||
+        tt_state_replay(&w->dag, s, n, &st, &err) || tt_lower(st, &prog, &err))
+        fail_msg("%s: %s", workload, err.msg);
+    tt_target t;
+    assert_int_equal(tt_target_parse("llvm", &t, &err), TT_OK);
+    for (int object = 0; object < 2; object++) {
+        char so[256];
+        snprintf(so, sizeof(so), "%s/kept%d.so", dir, object);
+        tt_codegen_options co = {3, 64, 64, NULL, object == 1};
+        assert_int_equal(tt_codegen_llvm(prog, &t, "kernel", so, &co, NULL, &err), TT_OK);
+        /* the release function is there */
+        tt_kernel *rel;
+        if (tt_kernel_load(so, "kernel" TT_WS_RELEASE_SUFFIX, &rel, &err))
+            fail_msg("%s", err.msg);
+        tt_kernel_unload(rel);
+        tt_kernel *k;
+        assert_int_equal(tt_kernel_load(so, "kernel", &k, &err), TT_OK);
+        int params[8], nin;
+        int np = tt_dag_params(&w->dag, params, 8, &nin);
+        assert_int_equal(np, 2);
+        const tt_op *in = &w->dag.ops.data[params[0]], *out = &w->dag.ops.data[params[1]];
+        size_t nbytes = (size_t)tt_op_numel(out) * sizeof(float);
+        float *x = malloc(nbytes), *want = malloc(nbytes),
+              *got[2] = {malloc(nbytes), malloc(nbytes)};
+        tt_fill_random(x, in->dtype, tt_op_numel(in), 4);
+        void *ref[2] = {x, want};
+        assert_int_equal(tt_dag_eval(&w->dag, ref, &err), TT_OK);
+        /* one thread, repeatedly; then two at once */
+        void *a0[2] = {x, got[0]}, *a1[2] = {x, got[1]};
+        for (int r = 0; r < 3; r++) {
+            memset(got[0], 0xff, nbytes);
+            assert_int_equal(tt_kernel_function(k)(a0), 0);
+            assert_int_equal(
+                tt_verify_outputs(&w->dag, (void *[]){x, got[0]}, ref, 1e-4, 1e-5, NULL, &err),
+                TT_OK);
+        }
+        call_job j[2] = {{tt_kernel_function(k), a0, 0}, {tt_kernel_function(k), a1, 0}};
+        pthread_t th[2];
+        for (int i = 0; i < 2; i++) {
+            memset(got[i], 0xff, nbytes);
+            assert_int_equal(pthread_create(&th[i], NULL, call_thread, &j[i]), 0);
+        }
+        for (int i = 0; i < 2; i++) {
+            pthread_join(th[i], NULL);
+            assert_int_equal(j[i].rc, 0);
+            assert_int_equal(
+                tt_verify_outputs(&w->dag, (void *[]){x, got[i]}, ref, 1e-4, 1e-5, NULL, &err),
+                TT_OK);
+        }
+        tt_kernel_unload(k);
+        free(x);
+        free(want);
+        free(got[0]);
+        free(got[1]);
+        unlink(so);
+    }
+    free(s);
+    tt_program_free(prog);
+    tt_state_free(st);
+    tt_workload_free(w);
+}
+
 /* Compilation is thread-safe: the tuner compiles candidates on every core at once. */
 typedef struct {
     const tt_program *prog;
@@ -549,6 +640,7 @@ int main(void)
         cmocka_unit_test(tiled_matmul_uses_vectors_and_threads),
         cmocka_unit_test(aarch64_objects_need_no_cross_toolchain),
         cmocka_unit_test(heap_buffers_and_parallel_loops),
+        cmocka_unit_test(heap_buffers_are_kept_between_calls),
         cmocka_unit_test(padding_guards_stay_vector_code),
         cmocka_unit_test(unrolled_bodies_share_index_arithmetic),
         cmocka_unit_test(unit_loops_emit_nothing),
