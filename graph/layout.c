@@ -63,7 +63,9 @@ static int hwio_copy(tt_graph *g, int w)
     const tt_gtensor *W = &g->tensors.data[w];
     char name[256];
     snprintf(name, sizeof(name), "%s.hwio", W->name);
-    int nw = tt__net_new_const(g, name, W->dtype, W->rank, W->dims);
+    int64_t dims[TT_GRAPH_MAX_RANK]; /* adding a tensor may move W */
+    memcpy(dims, W->dims, sizeof(dims));
+    int nw = tt__net_new_const(g, name, W->dtype, W->rank, dims);
     if (nw < 0)
         return -1;
     W = &g->tensors.data[w];

@@ -172,24 +172,40 @@ static void tiled_matmul_uses_vectors_and_threads(void **state)
 }
 
 /* Replays `steps` on `workload`, lowers, compiles and checks it (check_compiled). */
+/* A workload under a schedule (an Ansor step list), lowered; free with free_lowered. */
+typedef struct {
+    tt_workload *w;
+    tt_step *steps;
+    tt_state *st;
+    tt_program *prog;
+} lowered;
+
+static lowered lower_steps(const char *workload, const char *steps_json)
+{
+    lowered l = {0};
+    tt_errbuf err = {{0}};
+    size_t n;
+    if (tt_workload_parse(workload, &l.w, &err) ||
+        tt_steps_from_json(steps_json, &l.steps, &n, &err) ||
+        tt_state_replay(&l.w->dag, l.steps, n, &l.st, &err) || tt_lower(l.st, &l.prog, &err))
+        fail_msg("%s: %s", workload, err.msg);
+    return l;
+}
+
+static void free_lowered(lowered *l)
+{
+    free(l->steps);
+    tt_program_free(l->prog);
+    tt_state_free(l->st);
+    tt_workload_free(l->w);
+}
+
 static void check_steps(const char *workload, const char *steps_json, uint64_t seed, bool object,
                         tt_codegen_stats *stats)
 {
-    tt_workload *w;
-    tt_errbuf err = {{0}};
-    tt_step *s;
-    size_t n;
-    tt_state *st;
-    tt_program *prog;
-    assert_int_equal(tt_workload_parse(workload, &w, &err), TT_OK);
-    if (tt_steps_from_json(steps_json, &s, &n, &err) || tt_state_replay(&w->dag, s, n, &st, &err) ||
-        tt_lower(st, &prog, &err))
-        fail_msg("%s: %s", workload, err.msg);
-    check_compiled(&w->dag, prog, workload, seed, object, stats);
-    free(s);
-    tt_program_free(prog);
-    tt_state_free(st);
-    tt_workload_free(w);
+    lowered l = lower_steps(workload, steps_json);
+    check_compiled(&l.w->dag, l.prog, workload, seed, object, stats);
+    free_lowered(&l);
 }
 
 /* A padding guard that does not depend on the vector lane is one scalar branch: a depthwise
@@ -311,17 +327,10 @@ static void *call_thread(void *arg)
 static void heap_buffers_are_kept_between_calls(void **state)
 {
     (void)state;
-    const char *workload = "softmax:M=128,N=256";
-    tt_workload *w;
+    lowered l = lower_steps("softmax:M=128,N=256", "[[\"AN\", 4, 0, 3], [\"AN\", 2, 0, 3]]");
+    const tt_workload *w = l.w;
+    const tt_program *prog = l.prog;
     tt_errbuf err = {{0}};
-    tt_step *s;
-    size_t n;
-    tt_state *st;
-    tt_program *prog;
-    assert_int_equal(tt_workload_parse(workload, &w, &err), TT_OK);
-    if (tt_steps_from_json("[[\"AN\", 4, 0, 3], [\"AN\", 2, 0, 3]]", &s, &n, &err) ||
-        tt_state_replay(&w->dag, s, n, &st, &err) || tt_lower(st, &prog, &err))
-        fail_msg("%s: %s", workload, err.msg);
     tt_target t;
     assert_int_equal(tt_target_parse("llvm", &t, &err), TT_OK);
     for (int object = 0; object < 2; object++) {
@@ -375,10 +384,7 @@ static void heap_buffers_are_kept_between_calls(void **state)
         free(got[1]);
         unlink(so);
     }
-    free(s);
-    tt_program_free(prog);
-    tt_state_free(st);
-    tt_workload_free(w);
+    free_lowered(&l);
 }
 
 /* Compilation is thread-safe: the tuner compiles candidates on every core at once. */
