@@ -480,15 +480,22 @@ static tt_status rd_src(tw *w, int x, const char *src, bool padded, const char *
     return TT_OK;
 }
 
-/* "i2*2+r1*2": the input position of output position i and tap r. */
-static void window_index(tt_strbuf *sb, const char *o, int64_t s, const char *r, int64_t d)
+#define TAP_LEN 80
+
+/* idx[2 + i] = "i2*2+r1*2": for each spatial dimension of the window, the input position of the
+ * output position (logical variable lv[2 + i]) and tap rs[i], written into taps[i]. */
+static void window_taps(const tt__window *win, const char *const *lv, const char (*rs)[NAME_LEN],
+                        char (*taps)[TAP_LEN], const char **idx)
 {
-    tt_strbuf_append(sb, o);
-    if (s != 1)
-        tt_strbuf_printf(sb, "*%lld", (long long)s);
-    tt_strbuf_printf(sb, "+%s", r);
-    if (d != 1)
-        tt_strbuf_printf(sb, "*%lld", (long long)d);
+    for (int i = 0; i < win->nk; i++) {
+        char st[32] = "", dl[32] = "";
+        if (win->stride[i] != 1)
+            snprintf(st, sizeof(st), "*%lld", (long long)win->stride[i]);
+        if (win->dilation[i] != 1)
+            snprintf(dl, sizeof(dl), "*%lld", (long long)win->dilation[i]);
+        snprintf(taps[i], TAP_LEN, "%s%s+%s%s", lv[2 + i], st, rs[i], dl);
+        idx[2 + i] = taps[i];
+    }
 }
 
 /* Adds the bias b[co] (if any) to tensor `src` into `out`, or names the result `out`. */
@@ -528,30 +535,20 @@ static tt_status w_conv(tw *w, const char *out, const tt_gtensor *o)
     for (int i = 0; i < win.nk; i++)
         red(w, win.kernel[i], rs[i]);
     /* input channel: rc (one group), co's group's first channel + rc */
-    char ci[80], taps[TT__MAX_WINDOW][80];
+    char ci[TAP_LEN], taps[TT__MAX_WINDOW][TAP_LEN], per[32] = "", off[48] = "";
     if (G == 1)
         snprintf(ci, sizeof(ci), "%s", rc);
-    else if (COg == 1 && CIg == 1)
-        snprintf(ci, sizeof(ci), "%s", lv[1]);
     else {
-        tt_strbuf c = {0};
-        tt_strbuf_append(&c, lv[1]);
         if (COg != 1)
-            tt_strbuf_printf(&c, "/%lld", (long long)COg);
+            snprintf(per, sizeof(per), "/%lld", (long long)COg);
         if (CIg != 1)
-            tt_strbuf_printf(&c, "*%lld+%s", (long long)CIg, rc);
-        snprintf(ci, sizeof(ci), "%s", tt_strbuf_cstr(&c));
-        tt_strbuf_free(&c);
+            snprintf(off, sizeof(off), "*%lld+%s", (long long)CIg, rc);
+        snprintf(ci, sizeof(ci), "%s%s%s", lv[1], per, off);
     }
     const char *xi[TT_GRAPH_MAX_RANK] = {lv[0], ci}, *wi[TT_GRAPH_MAX_RANK] = {lv[1], rc};
-    for (int i = 0; i < win.nk; i++) {
-        tt_strbuf t = {0};
-        window_index(&t, lv[2 + i], win.stride[i], rs[i], win.dilation[i]);
-        snprintf(taps[i], sizeof(taps[i]), "%s", tt_strbuf_cstr(&t));
-        tt_strbuf_free(&t);
-        xi[2 + i] = taps[i];
+    window_taps(&win, lv, (const char(*)[NAME_LEN])rs, taps, xi);
+    for (int i = 0; i < win.nk; i++)
         wi[2 + i] = rs[i];
-    }
     lhs(w, acc, o->dtype, o->rank, o->dims, "+=");
     if ((s = rd_src(w, x, src, padded, xi)))
         return s;
@@ -673,15 +670,9 @@ static tt_status w_pool(tw *w, const char *out, const tt_gtensor *o, bool max)
         tmp(w, acc);
     for (int i = 0; i < win.nk; i++)
         red(w, win.kernel[i], rs[i]);
-    char taps[TT__MAX_WINDOW][80];
+    char taps[TT__MAX_WINDOW][TAP_LEN];
     const char *xi[TT_GRAPH_MAX_RANK] = {lv[0], lv[1]};
-    for (int i = 0; i < win.nk; i++) {
-        tt_strbuf t = {0};
-        window_index(&t, lv[2 + i], win.stride[i], rs[i], win.dilation[i]);
-        snprintf(taps[i], sizeof(taps[i]), "%s", tt_strbuf_cstr(&t));
-        tt_strbuf_free(&t);
-        xi[2 + i] = taps[i];
-    }
+    window_taps(&win, lv, (const char(*)[NAME_LEN])rs, taps, xi);
     lhs(w, acc, o->dtype, o->rank, o->dims, max ? "max=" : "+=");
     if ((s = rd_src(w, x, src, padded, xi)) || max)
         return s;
