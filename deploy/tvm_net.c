@@ -276,8 +276,8 @@ static int profile(network *net, void *const *ins, void *const *outs, int warmup
     int nc = (int)json_array_size(calls), nt = (int)json_array_size(tasks);
     stamps st = {calloc((size_t)nc + 1, sizeof(double)), nc};
     double *per = calloc((size_t)(nc + 1) * (size_t)repeat, sizeof(double)); /* [call][run] */
-    double *task_s = calloc((size_t)nt + 1, sizeof(double)), *col = malloc(sizeof(double) * repeat);
-    int rc = st.at && per && task_s && col ? 0 : -1;
+    double *task_s = calloc((size_t)nt + 1, sizeof(double));
+    int rc = st.at && per && task_s ? 0 : -1;
     if (rc)
         fprintf(stderr, "tvm-net: out of memory\n");
     for (int r = -warmup; !rc && r < repeat; r++) {
@@ -291,15 +291,9 @@ static int profile(network *net, void *const *ins, void *const *outs, int warmup
         if (!rc && r >= 0)
             per[(size_t)nc * repeat + r] = st.at[nc] - st.at[0];
     }
-    double sum = 0, est_sum = 0, whole = 0;
-    for (int c = 0; !rc && c <= nc; c++) {
-        memcpy(col, per + (size_t)c * repeat, sizeof(double) * repeat);
-        qsort(col, (size_t)repeat, sizeof(double), cmp_double);
-        double med = tt_median(col, repeat);
-        if (c == nc) {
-            whole = med;
-            break;
-        }
+    double sum = 0, est_sum = 0, whole = rc ? 0 : tt_median(per + (size_t)nc * repeat, repeat);
+    for (int c = 0; !rc && c < nc; c++) {
+        double med = tt_median(per + (size_t)c * repeat, repeat);
         int t = (int)json_integer_value(json_array_get(calls, (size_t)c));
         if (t >= 0 && t < nt)
             task_s[t] += med;
@@ -349,7 +343,6 @@ static int profile(network *net, void *const *ins, void *const *outs, int warmup
     free(st.at);
     free(per);
     free(task_s);
-    free(col);
     return rc;
 }
 
