@@ -138,23 +138,28 @@ static void bad_files_are_refused_with_the_reason(void **state)
     memcpy(copy, buf, n);
     copy[1] = 'X';
     expect_refused(copy, n, TT_ERR_PARSE, "not a .npy file");
-    n = make_file(buf, 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", v,
-                  sizeof(v));
-    expect_refused(buf, n, TT_ERR_UNSUPPORTED, "Fortran order");
-    n = make_file(buf, 1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }", v,
-                  sizeof(v));
-    expect_refused(buf, n, TT_ERR_UNSUPPORTED, "'>f4'");
-    n = make_file(buf, 1, "{'descr': '<f2', 'fortran_order': False, 'shape': (2, 3), }", v,
-                  sizeof(v));
-    expect_refused(buf, n, TT_ERR_UNSUPPORTED, "'<f2'");
-    n = make_file(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, x), }", v,
-                  sizeof(v));
-    expect_refused(buf, n, TT_ERR_PARSE, "malformed dimension");
-    n = make_file(buf, 1, "{'descr': '<f4', 'fortran_order': False}", v, sizeof(v));
-    expect_refused(buf, n, TT_ERR_PARSE, "no descr, fortran_order or shape");
-    n = make_file(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (100000, 100000), }",
-                  v, sizeof(v));
-    expect_refused(buf, n, TT_ERR_LIMIT, "more than");
+    static const struct {
+        const char *header;
+        tt_status want;
+        const char *says;
+    } bad[] = {
+        {"{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", TT_ERR_UNSUPPORTED,
+         "Fortran order"},
+        {"{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }", TT_ERR_UNSUPPORTED,
+         "'>f4'"},
+        {"{'descr': '<f2', 'fortran_order': False, 'shape': (2, 3), }", TT_ERR_UNSUPPORTED,
+         "'<f2'"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, x), }", TT_ERR_PARSE,
+         "malformed dimension"},
+        {"{'descr': '<f4', 'fortran_order': False}", TT_ERR_PARSE,
+         "no descr, fortran_order or shape"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (100000, 100000), }", TT_ERR_LIMIT,
+         "more than"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        n = make_file(buf, 1, bad[i].header, v, sizeof(v));
+        expect_refused(buf, n, bad[i].want, bad[i].says);
+    }
     n = make_file(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", v,
                   sizeof(v));
     buf[6] = 9;
