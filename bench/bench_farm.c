@@ -202,8 +202,8 @@ static bool build_kernel(const char *wtext, kernel *k)
     for (int i = 0; i < k->nbufs; i++) {
         const tt_op *op = &w->dag.ops.data[params[i]];
         k->data[i] = calloc((size_t)tt_op_numel(op), 4);
-        k->bufs[i] = (tt_measure_buffer){TT_ELEM_F32, tt_op_numel(op),
-                                         i < k->ninputs ? k->data[i] : NULL, NULL, false};
+        k->bufs[i] = (tt_measure_buffer){
+            TT_ELEM_F32, tt_op_numel(op), i < k->ninputs ? k->data[i] : NULL, NULL, false, false};
     }
     tt_program_free(prog);
     tt_state_free(st);

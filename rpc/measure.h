@@ -3,7 +3,8 @@
  * Used by the local runner (tvm-tune run) and, later, by tvm-rpc-server on devices, so it depends
  * on base/ and codegen's loader only.  The semantics are TVM's time evaluator
  * (../shared/reference/measurement.md §2): one warm-up call, `repeat` samples of `number` calls,
- * `number` grown until a sample lasts `min_repeat_ms`, optional cooldown and cache flush.
+ * `number` grown until a sample lasts `min_repeat_ms`, optional cooldown and cache flush (of every
+ * input per sample as TVM, or of the constant inputs per call as a network finds them).
  *
  * A crash, an abort, a hang, a runaway allocation or a wrong answer is a result with TVM's error
  * code, never the caller's problem.  Thread-safe (each call forks its own child).
@@ -34,15 +35,31 @@ typedef struct tt_measure_buffer {
     /* data is a temporary copy (a weight packed for one candidate): a farm session must not
      * recognise it by its address, which a later copy may reuse with other contents */
     bool transient;
+    /* a constant input (a layer's weights, TT_OP_ATTR_CONSTANT): what TT_CACHE_FLUSH_CONSTANTS
+     * evicts */
+    bool constant;
 } tt_measure_buffer;
 
+/* What is evicted from the caches before the kernel is timed. */
+typedef enum tt_cache_flush {
+    TT_CACHE_FLUSH_OFF = 0,
+    /* TVM's enable_cpu_cache_flush: every input before each sample (meant for number = 1) */
+    TT_CACHE_FLUSH_INPUTS,
+    /* The constant inputs before every call, outside the timed region (each call timed alone and
+     * summed, so number and min_repeat_ms keep their meaning).  In a network a layer's weights
+     * were last read a whole inference ago and the other layers have evicted them since, while
+     * its activations were just written by the layer before: timed warm, a layer looks 1.2-2x
+     * faster than it runs in the network (docs/models.md). */
+    TT_CACHE_FLUSH_CONSTANTS,
+} tt_cache_flush;
+
 typedef struct tt_measure_options {
-    int number;           /* calls per sample (grown by min_repeat_ms), default 1 */
-    int repeat;           /* samples, default 3 */
-    double min_repeat_ms; /* 0 = off */
-    double cooldown_ms;   /* sleep between samples, 0 = none */
-    bool cache_flush;     /* flush every argument but the outputs before each sample */
-    double timeout_s;     /* whole child (load, check, timing), default 10 */
+    int number;                 /* calls per sample (grown by min_repeat_ms), default 1 */
+    int repeat;                 /* samples, default 3 */
+    double min_repeat_ms;       /* 0 = off */
+    double cooldown_ms;         /* sleep between samples, 0 = none */
+    tt_cache_flush cache_flush; /* default off */
+    double timeout_s;           /* whole child (load, check, timing), default 10 */
     int64_t memory_limit; /* bytes of address space the kernel may add to the measuring child's
                              own (RLIMIT_AS; CPU kernels), 0 = unlimited */
     double rtol, atol;    /* output check |got - want| <= atol + rtol * max|want| (normwise),

@@ -277,12 +277,46 @@ bool tt_elem_parse(const char *name, tt_elem *out)
     return false;
 }
 
+static const char *const cache_flush_names[] = {"off", "inputs", "constants"};
+
+const char *tt_cache_flush_name(tt_cache_flush f)
+{
+    return (unsigned)f < 3 ? cache_flush_names[f] : "off";
+}
+
+bool tt_cache_flush_parse(const char *s, tt_cache_flush *out)
+{
+    for (int i = 0; s && i < 3; i++)
+        if (!strcmp(s, cache_flush_names[i])) {
+            *out = (tt_cache_flush)i;
+            return true;
+        }
+    return false;
+}
+
+/* The flush as JSON: false and true for off and inputs (what peers before the constants mode
+ * read), a name otherwise. */
+json_t *tt_cache_flush_json(tt_cache_flush f)
+{
+    return f == TT_CACHE_FLUSH_CONSTANTS ? json_string(tt_cache_flush_name(f))
+                                         : json_boolean(f == TT_CACHE_FLUSH_INPUTS);
+}
+
+bool tt_cache_flush_from_json(const json_t *j, tt_cache_flush *out)
+{
+    if (json_is_boolean(j)) {
+        *out = json_is_true(j) ? TT_CACHE_FLUSH_INPUTS : TT_CACHE_FLUSH_OFF;
+        return true;
+    }
+    return tt_cache_flush_parse(json_string_value(j), out);
+}
+
 json_t *tt_measure_options_json(const tt_measure_options *o)
 {
-    return json_pack("{s:i, s:i, s:f, s:f, s:b, s:f, s:I, s:f, s:f}", "number", o->number, "repeat",
+    return json_pack("{s:i, s:i, s:f, s:f, s:o, s:f, s:I, s:f, s:f}", "number", o->number, "repeat",
                      o->repeat, "min_repeat_ms", o->min_repeat_ms, "cooldown_ms", o->cooldown_ms,
-                     "cache_flush", o->cache_flush, "timeout_s", o->timeout_s, "memory_limit",
-                     (json_int_t)o->memory_limit, "rtol", o->rtol, "atol", o->atol);
+                     "cache_flush", tt_cache_flush_json(o->cache_flush), "timeout_s", o->timeout_s,
+                     "memory_limit", (json_int_t)o->memory_limit, "rtol", o->rtol, "atol", o->atol);
 }
 
 static double num_or(const json_t *j, const char *k, double dflt)
@@ -297,9 +331,7 @@ void tt_measure_options_from_json(const json_t *j, tt_measure_options *o)
     o->repeat = (int)num_or(j, "repeat", o->repeat);
     o->min_repeat_ms = num_or(j, "min_repeat_ms", o->min_repeat_ms);
     o->cooldown_ms = num_or(j, "cooldown_ms", o->cooldown_ms);
-    const json_t *cf = json_object_get(j, "cache_flush");
-    if (json_is_boolean(cf))
-        o->cache_flush = json_is_true(cf);
+    tt_cache_flush_from_json(json_object_get(j, "cache_flush"), &o->cache_flush);
     o->timeout_s = num_or(j, "timeout_s", o->timeout_s);
     o->memory_limit = (int64_t)num_or(j, "memory_limit", (double)o->memory_limit);
     o->rtol = num_or(j, "rtol", o->rtol);

@@ -69,6 +69,13 @@ bool tt_artifact_id_parse(const char *id, uint64_t *hash, uint64_t *len);
 const char *tt_elem_name(tt_elem e);
 bool tt_elem_parse(const char *name, tt_elem *out);
 
+/* The cache flush modes by name: "off", "inputs", "constants"; parse is false for any other. */
+const char *tt_cache_flush_name(tt_cache_flush f);
+bool tt_cache_flush_parse(const char *s, tt_cache_flush *out);
+/* As options carry it: false, true (inputs) or "constants"; from_json is false for anything
+ * else and leaves *out alone. */
+json_t *tt_cache_flush_json(tt_cache_flush f);
+bool tt_cache_flush_from_json(const json_t *j, tt_cache_flush *out);
 /* Measurement options to and from their JSON object (absent members keep the defaults). */
 json_t *tt_measure_options_json(const tt_measure_options *o);
 void tt_measure_options_from_json(const json_t *j, tt_measure_options *o);

@@ -447,6 +447,8 @@ tt_status tt_remote_measure(tt_remote *r, const char *so_path, const char *entry
         int64_t bytes = bufs[i].count * (int64_t)tt_elem_bytes(bufs[i].elem);
         json_t *a = json_pack("{s:s, s:I}", "dtype", tt_elem_name(bufs[i].elem), "count",
                               (json_int_t)bufs[i].count);
+        if (bufs[i].constant)
+            json_object_set_new(a, "constant", json_true());
         const void *blobs[2] = {i < ninputs ? bufs[i].data : NULL,
                                 i >= ninputs ? bufs[i].expect : NULL};
         const char *names[2] = {"data", "expect"};

@@ -321,6 +321,7 @@ static tt_status op_measure(server *s, tt_mchan *ch, const json_t *msg, tt_errbu
             break;
         }
         bufs[i].count = json_integer_value(count);
+        bufs[i].constant = json_is_true(json_object_get(a, "constant"));
         int64_t bytes = bufs[i].count * (int64_t)tt_elem_bytes(bufs[i].elem);
         const char *fields[2] = {"data", "expect"};
         for (int f = 0; f < 2 && !bad; f++) {

@@ -8,6 +8,7 @@
 
 #include "../db/db.h"
 #include "../db/plot.h"
+#include "../rpc/measure_proto.h"
 #include "../schedule/target.h"
 #include "../schedule/workload.h"
 #include "../tuner/tune.h"
@@ -170,7 +171,15 @@ tt_status tt_jobs_check_params(const json_t *p, json_t **normalised, tt_errbuf *
                                   "diversity", diversity, "features", features ? features : "knob",
                                   "scheduler", scheduler ? scheduler : "gradient", "overlap_search",
                                   json_is_true(json_object_get(search, "overlap_search"))));
-    bool flush = json_is_true(json_object_get(m, "cache_flush"));
+    tt_cache_flush flush = TT_CACHE_FLUSH_OFF;
+    const json_t *flush_j = json_object_get(m, "cache_flush");
+    if (flush_j && !tt_cache_flush_from_json(flush_j, &flush)) {
+        json_decref(out);
+        return bad(err, "\"measure\".\"cache_flush\" is false, true (inputs), \"off\", "
+                        "\"inputs\" or \"constants\"");
+    }
+    /* TVM's flush of every input goes with one call per sample */
+    bool per_sample = flush == TT_CACHE_FLUSH_INPUTS;
     json_object_set_new(out, "target", json_string(target ? target : "llvm"));
     json_object_set_new(out, "key", json_string(key));
     json_object_set_new(out, "strategy", json_string(strategy ? strategy : "xgb"));
@@ -179,11 +188,11 @@ tt_status tt_jobs_check_params(const json_t *p, json_t **normalised, tt_errbuf *
     json_object_set_new(out, "priority", json_integer((json_int_t)priority));
     json_object_set_new(out, "parallel", json_integer((json_int_t)parallel));
     json_object_set_new(out, "device_wait", json_real(wait));
-    json_object_set_new(out, "measure",
-                        json_pack("{s:i, s:i, s:f, s:f, s:b, s:f}", "number",
-                                  flush ? 1 : (int)number, "repeat", (int)repeat, "min_repeat_ms",
-                                  flush ? 0.0 : min_ms, "cooldown_ms", cool_ms, "cache_flush",
-                                  flush, "timeout_s", timeout));
+    json_object_set_new(
+        out, "measure",
+        json_pack("{s:i, s:i, s:f, s:f, s:o, s:f}", "number", per_sample ? 1 : (int)number,
+                  "repeat", (int)repeat, "min_repeat_ms", per_sample ? 0.0 : min_ms, "cooldown_ms",
+                  cool_ms, "cache_flush", tt_cache_flush_json(flush), "timeout_s", timeout));
     *normalised = out;
     return TT_OK;
 }
@@ -280,7 +289,7 @@ static void run_job(tt_jobs *j, worker_slot *slot)
     o.measure.repeat = (int)json_integer_value(json_object_get(m, "repeat"));
     o.measure.min_repeat_ms = json_number_value(json_object_get(m, "min_repeat_ms"));
     o.measure.cooldown_ms = json_number_value(json_object_get(m, "cooldown_ms"));
-    o.measure.cache_flush = json_is_true(json_object_get(m, "cache_flush"));
+    tt_cache_flush_from_json(json_object_get(m, "cache_flush"), &o.measure.cache_flush);
     o.measure.timeout_s = json_number_value(json_object_get(m, "timeout_s"));
     o.measure.rtol = 1e-4;
     o.measure.atol = 1e-5;

@@ -174,6 +174,7 @@ static tt_status make_reference(task *t, tt_errbuf *err)
         t->bufs[i].count = tt_op_numel(op);
         t->bufs[i].data = i < t->ninputs ? t->data[i] : NULL;
         t->bufs[i].expect = i < t->ninputs ? NULL : t->data[i];
+        t->bufs[i].constant = i < t->ninputs && (op->attrs & TT_OP_ATTR_CONSTANT);
     }
     if (t->w->flops <= 2e7)
         return tt_dag_eval(d, t->data, err);

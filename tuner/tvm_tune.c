@@ -3,6 +3,7 @@
  * the operator library); `run`, `submit`, `watch` and `summary` arrive with the tuner and farm. */
 #include "codegen/codegen.h"
 #include "schedule/schedule.h"
+#include "rpc/measure_proto.h"
 #include "rpc/tracker_client.h"
 #include "tuner/tune.h"
 #include "tuner/tvm_tune_cli.h"
@@ -48,11 +49,13 @@ static void usage(FILE *f)
         "             [--scheduler gradient|round-robin] [--db PATH] [--db-max-mb N] [--seed S]\n"
         "             [--timeout SEC]\n"
         "             [--batch N] [--number N] [--repeat N] [--min-repeat-ms MS]\n"
-        "             [--cooldown-ms MS] [--cache-flush] [--opencl-device SPEC]\n"
+        "             [--cooldown-ms MS] [--cache-flush[=inputs|constants|off]]\n"
+        "             [--opencl-device SPEC]\n"
         "             [--tracker HOST:PORT --key K [--parallel N] [--priority P]\n"
         "              [--device-wait SEC] | --rpc HOST:PORT] [--auth-key-file F]\n"
         "  measures candidate schedules of each workload on this machine, each in a sandboxed\n"
-        "  child process, and records every result in the database (default ./tuning.db).\n"
+        "  child process, and records every result in the database (default ./tuning.db; or\n"
+        "  postgresql://[user@]host/db, shared with other runs and trackers: docs/database.md).\n"
         "  With --tracker the search stays here and candidates are measured on a device of key\n"
         "  K of the farm (tvm-rpc-server): every device of the key at once (--parallel N: at\n"
         "  most N), each candidate as soon as it is compiled, one session per device and batch;\n"
@@ -89,8 +92,11 @@ static void usage(FILE *f)
         "  states per generation, 2048; --overlap-search plans the next round in a niced child\n"
         "  while this one is measured), ga (genetic algorithm), random, grid.\n"
         "  Measurement: --number (calls per sample, 1), --repeat (samples, 5), --min-repeat-ms\n"
-        "  (20), --cooldown-ms (0), --cache-flush (flush inputs before each sample), --timeout\n"
-        "  (per candidate, 10 s).  docs/tuning.md and docs/search.md say more.\n"
+        "  (20), --cooldown-ms (0), --timeout (per candidate, 10 s), --cache-flush: inputs\n"
+        "  (the default value: every input evicted before each sample, one call per sample, as\n"
+        "  TVM), constants (the weights evicted before every call, untimed, as a network finds\n"
+        "  them; the default with --model) or off (the default for workloads).\n"
+        "  docs/tuning.md and docs/search.md say more.\n"
         "\n"
         "tvm-tune submit --tracker HOST:PORT --key K --workload W ... [--watch]\n"
         "  takes the options of run (workloads, weights, target, trials, strategy, search and\n"
@@ -352,7 +358,7 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
                                          {"repeat", required_argument, 0, 'R'},
                                          {"min-repeat-ms", required_argument, 0, 'M'},
                                          {"cooldown-ms", required_argument, 0, 'C'},
-                                         {"cache-flush", no_argument, 0, 'F'},
+                                         {"cache-flush", optional_argument, 0, 'F'},
                                          {"db-max-mb", required_argument, 0, 'x'},
                                          {"opencl-device", required_argument, 0, 'G'},
                                          {"weight", required_argument, 0, 'W'},
@@ -376,6 +382,7 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
                                          {0, 0, 0, 0}};
     memset(a, 0, sizeof(*a));
     const char *key_file = NULL;
+    bool flush_given = false;
     tt_tune_options *o = &a->o;
     tt_remote_options *remote = &a->remote;
     o->trials = 64;
@@ -568,10 +575,19 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
             break;
         }
         case 'F':
-            /* As auto_scheduler: flushing only means something with one call per sample. */
-            o->measure.cache_flush = true;
-            o->measure.number = 1;
-            o->measure.min_repeat_ms = 0;
+            if (!tt_cache_flush_parse(optarg ? optarg : "inputs", &o->measure.cache_flush)) {
+                fprintf(stderr,
+                        "tvm-tune %s: --cache-flush takes inputs, constants or off, got "
+                        "'%s'\n",
+                        cmd, optarg);
+                return 2;
+            }
+            flush_given = true;
+            if (o->measure.cache_flush == TT_CACHE_FLUSH_INPUTS) {
+                /* As auto_scheduler: flushing per sample only means something with one call. */
+                o->measure.number = 1;
+                o->measure.min_repeat_ms = 0;
+            }
             break;
         case 'A': a->watch = true; break;
         case 'm': a->model = optarg; break;
@@ -609,6 +625,9 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
             a->weights[a->nw++] = a->net->tasks.data[i].weight;
         }
         a->o.labels = a->labels;
+        /* A layer meets its weights cold in the network: time it so, or the estimate flatters. */
+        if (!flush_given)
+            o->measure.cache_flush = TT_CACHE_FLUSH_CONSTANTS;
     }
     if (a->nw == 0) {
         fprintf(stderr, "tvm-tune %s: give at least one --workload, or --model\n", cmd);

@@ -486,8 +486,8 @@ static tt_measure_result run_text(const char *text, double timeout_s)
     static float a[64], c[64];
     for (int i = 0; i < 64; i++)
         a[i] = c[i] = (float)i;
-    tt_measure_buffer bufs[2] = {{TT_ELEM_F32, 64, a, NULL, false},
-                                 {TT_ELEM_F32, 64, NULL, c, false}};
+    tt_measure_buffer bufs[2] = {{TT_ELEM_F32, 64, a, NULL, false, false},
+                                 {TT_ELEM_F32, 64, NULL, c, false, false}};
     tt_measure_options mo = {.repeat = 1, .timeout_s = timeout_s, .opencl_device = device_spec()};
     tt_measure_result r;
     tt_errbuf err = {{0}};

@@ -342,8 +342,8 @@ static void abandoned_ticket_regenerated(void **state)
 
 static tt_measure_result remote_measure(tt_remote *r, const char *entry, double timeout_s)
 {
-    tt_measure_buffer bufs[2] = {{TT_ELEM_F32, N, in, NULL, false},
-                                 {TT_ELEM_F32, N, NULL, expect, false}};
+    tt_measure_buffer bufs[2] = {{TT_ELEM_F32, N, in, NULL, false, false},
+                                 {TT_ELEM_F32, N, NULL, expect, false, false}};
     tt_measure_options o = {.number = 1, .repeat = 3, .timeout_s = timeout_s, .rtol = 1e-5};
     tt_measure_result res;
     tt_errbuf err = {{0}};
@@ -387,8 +387,8 @@ static void measurement_protocol(void **state)
             tin[i] = (float)(i % 7) * (round ? -0.5f : 0.25f);
             texpect[round][i] = tin[i] * 2.0f;
         }
-        tt_measure_buffer tb[2] = {{TT_ELEM_F32, N, tin, NULL, true},
-                                   {TT_ELEM_F32, N, NULL, texpect[round], false}};
+        tt_measure_buffer tb[2] = {{TT_ELEM_F32, N, tin, NULL, true, false},
+                                   {TT_ELEM_F32, N, NULL, texpect[round], false, false}};
         tt_measure_options mo = {.number = 1, .repeat = 1, .timeout_s = 10, .rtol = 1e-5};
         assert_int_equal(tt_remote_measure(r, PLANTED_SO, "good", tb, 2, 1, &mo, &res, &err),
                          TT_OK);
@@ -611,16 +611,26 @@ static void jobs(void **state)
     assert_non_null(strstr(out, "\"key\" must name the device key"));
 
     /* a job runs to the end on the farm, every measurement recorded with its id */
-    snprintf(
-        args, sizeof(args),
-        "submit --tracker 127.0.0.1:%d --key cpu --workload matmul:M=16,N=16,K=16 "
-        "--workload matmul:M=8,N=8,K=8 --trials 8 --strategy random --repeat 2 --watch " ONE_CORE,
-        tracker_port);
+    snprintf(args, sizeof(args),
+             "submit --tracker 127.0.0.1:%d --key cpu --workload matmul:M=16,N=16,K=16 "
+             "--workload matmul:M=8,N=8,K=8 --trials 8 --strategy random --repeat 2 "
+             "--cache-flush=constants --watch " ONE_CORE,
+             tracker_port);
     assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
     long long id = 0;
     assert_int_equal(sscanf(out, "job %lld submitted", &id), 1);
     assert_non_null(strstr(out, "done: 16/16 measured"));
     assert_int_equal(job_measured(id), 16);
+    /* the flush mode is part of the job (devices evict matmul's B before each call) */
+    snprintf(args, sizeof(args), "status --tracker 127.0.0.1:%d %lld --json", tracker_port, id);
+    assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
+    assert_non_null(strstr(out, "\"cache_flush\": \"constants\""));
+    snprintf(args, sizeof(args),
+             "submit --tracker 127.0.0.1:%d --key cpu --workload matmul:M=8,N=8,K=8 "
+             "--cache-flush=weights 2>&1",
+             tracker_port);
+    assert_int_equal(tvm_tune(args, out, sizeof(out)), 2);
+    assert_non_null(strstr(out, "--cache-flush takes inputs, constants or off, got 'weights'"));
     /* on a terminal, watch draws a bar in place (script gives it a pseudo-terminal) */
     if (system("command -v script > /dev/null") == 0) {
         char cmd[512];

@@ -10,18 +10,25 @@
 #include <cmocka.h>
 
 #include "rpc/measure.h"
+#include "rpc/measure_proto.h"
 
 #define N 1024
 static float in[N], expect[N];
 
-static tt_measure_result measure(const char *entry, const tt_measure_options *o)
+static tt_measure_result measure_const(const char *entry, const tt_measure_options *o,
+                                       bool constant)
 {
-    tt_measure_buffer bufs[2] = {{TT_ELEM_F32, N, in, NULL, false},
-                                 {TT_ELEM_F32, N, NULL, expect, false}};
+    tt_measure_buffer bufs[2] = {{TT_ELEM_F32, N, in, NULL, false, constant},
+                                 {TT_ELEM_F32, N, NULL, expect, false, false}};
     tt_measure_result r;
     tt_errbuf err;
     assert_int_equal(tt_measure_run(PLANTED_SO, entry, bufs, 2, 1, o, &r, &err), TT_OK);
     return r;
+}
+
+static tt_measure_result measure(const char *entry, const tt_measure_options *o)
+{
+    return measure_const(entry, o, false);
 }
 
 static void setup_data(void)
@@ -43,6 +50,64 @@ static void a_good_kernel_is_timed(void **state)
         assert_true(r.costs[i] > 0);
     /* number grew until a sample lasted at least 1 ms. */
     assert_true(r.number > 2);
+}
+
+static void every_flush_mode_times_a_checked_kernel(void **state)
+{
+    setup_data();
+    for (int f = TT_CACHE_FLUSH_OFF; f <= TT_CACHE_FLUSH_CONSTANTS; f++) {
+        tt_measure_options o = {.number = 1, .repeat = 3, .min_repeat_ms = 1, .cache_flush = f};
+        tt_measure_result r = measure_const("good", &o, true);
+        assert_int_equal(r.error_no, 0);
+        assert_int_equal(r.ncosts, 3);
+        for (int i = 0; i < 3; i++)
+            assert_true(r.costs[i] > 0);
+        /* Per-call flushing still grows number to min_repeat_ms of kernel time. */
+        assert_true(r.number > 1);
+    }
+    /* A wrong answer is caught whatever is flushed. */
+    tt_measure_options o = {.cache_flush = TT_CACHE_FLUSH_CONSTANTS};
+    assert_int_equal(measure_const("wrong", &o, true).error_no, 5);
+}
+
+static void flush_modes_travel_as_json(void **state)
+{
+    static const struct {
+        const char *json;
+        bool ok;
+        tt_cache_flush want;
+    } cases[] = {
+        {"false", true, TT_CACHE_FLUSH_OFF},
+        {"true", true, TT_CACHE_FLUSH_INPUTS},
+        {"\"off\"", true, TT_CACHE_FLUSH_OFF},
+        {"\"inputs\"", true, TT_CACHE_FLUSH_INPUTS},
+        {"\"constants\"", true, TT_CACHE_FLUSH_CONSTANTS},
+        {"\"weights\"", false, 0},
+        {"1", false, 0},
+        {"null", false, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *j = json_loads(cases[i].json, JSON_DECODE_ANY, NULL);
+        assert_non_null(j);
+        tt_cache_flush f = (tt_cache_flush)99;
+        assert_int_equal(tt_cache_flush_from_json(j, &f), cases[i].ok);
+        assert_int_equal(f, cases[i].ok ? cases[i].want : (tt_cache_flush)99);
+        json_decref(j);
+    }
+    /* Round trips through the options object; off and inputs stay booleans for older peers. */
+    for (int f = TT_CACHE_FLUSH_OFF; f <= TT_CACHE_FLUSH_CONSTANTS; f++) {
+        tt_measure_options o = {.number = 3, .cache_flush = f}, back = {0};
+        json_t *j = tt_measure_options_json(&o);
+        assert_int_equal(json_is_boolean(json_object_get(j, "cache_flush")),
+                         f != TT_CACHE_FLUSH_CONSTANTS);
+        tt_measure_options_from_json(j, &back);
+        assert_int_equal(back.cache_flush, f);
+        assert_int_equal(back.number, 3);
+        json_decref(j);
+        tt_cache_flush parsed;
+        assert_true(tt_cache_flush_parse(tt_cache_flush_name(f), &parsed));
+        assert_int_equal(parsed, f);
+    }
 }
 
 static void a_wrong_answer_is_wrong_answer(void **state)
@@ -87,8 +152,8 @@ static void runaway_allocation_hits_the_memory_limit(void **state)
 static void a_missing_library_or_symbol_is_reported(void **state)
 {
     setup_data();
-    tt_measure_buffer bufs[2] = {{TT_ELEM_F32, N, in, NULL, false},
-                                 {TT_ELEM_F32, N, NULL, expect, false}};
+    tt_measure_buffer bufs[2] = {{TT_ELEM_F32, N, in, NULL, false, false},
+                                 {TT_ELEM_F32, N, NULL, expect, false, false}};
     tt_measure_result r;
     tt_errbuf err;
     assert_int_equal(tt_measure_run("/nonexistent/k.so", "good", bufs, 2, 1, NULL, &r, &err),
@@ -125,6 +190,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_good_kernel_is_timed),
+        cmocka_unit_test(every_flush_mode_times_a_checked_kernel),
+        cmocka_unit_test(flush_modes_travel_as_json),
         cmocka_unit_test(a_wrong_answer_is_wrong_answer),
         cmocka_unit_test(a_crash_is_a_runtime_device_error),
         cmocka_unit_test(a_hang_is_killed_as_run_timeout),
