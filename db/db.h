@@ -1,7 +1,9 @@
-/* db/: the tuning-log database.  SQLite in WAL mode: one writer (the daemon or a tuning run) and
- * any number of readers (builds) at once; a reader never sees half a batch, and committed records
- * survive a kill -9 of the writer.  The schema is versioned (PRAGMA user_version) and migrated on
- * open; see docs/database.md.
+/* db/: the tuning-log database, on one of two backends chosen by the --db value: a SQLite file
+ * (a path, or sqlite:PATH) in WAL mode, one writer (the daemon or a tuning run) and any number of
+ * readers (builds) at once; or a PostgreSQL server (a postgresql:// URI) that several trackers,
+ * tuning runs and builds share.  Either way a reader never sees half a batch, committed records
+ * survive a kill -9 of the writer, and a record is stored once however often it is inserted.
+ * The schema is versioned and migrated on open; see docs/database.md.
  *
  * A tt_db handle belongs to one thread at a time.  Every function returns a tt_status; the
  * detailed text of the last error is kept on the handle (tt_db_errmsg). */
@@ -14,7 +16,7 @@
 
 #include "../base/base.h"
 
-#define TT_DB_SCHEMA_VERSION 2
+#define TT_DB_SCHEMA_VERSION 3
 
 typedef struct tt_db tt_db;
 
@@ -22,14 +24,23 @@ enum {
     TT_DB_READONLY = 1, /* open an existing database for queries only */
 };
 
-/* Opens (creating when absent, unless READONLY) and migrates the database at `path`.  Fails with
- * a clear message for a file that is not a database, is corrupt, belongs to another application,
- * or was written by a newer version of tvm-tune.  On failure *out is NULL and err says why. */
+/* Opens (creating when absent, unless READONLY) and migrates the database `path` names: a file,
+ * sqlite:FILE, or postgresql://[user@]host[:port]/dbname[?...] (the password from ~/.pgpass,
+ * PGPASSFILE or PGPASSWORD; a URI with one is refused).  Fails with a clear message for a file
+ * that is not a database, is corrupt, belongs to another application, a server that cannot be
+ * reached, or a schema written by a newer version of tvm-tune.  On failure *out is NULL and err
+ * says why. */
 tt_status tt_db_open(const char *path, int flags, tt_db **out, tt_errbuf *err);
 void tt_db_close(tt_db *db);
 /* Deletes a (closed) database file with its WAL and shared-memory files.  Missing files are not
  * an error. */
 void tt_db_remove(const char *path);
+/* How long an operation waits for a PostgreSQL server it lost (reconnecting with backoff) before
+ * failing; default 300 s, or $TVM_TUNE_DB_PATIENCE (seconds).  The batch that was being written
+ * is kept meanwhile and written once, when the server is back. */
+void tt_db_set_patience(tt_db *db, double seconds);
+/* "sqlite" or "postgresql": what the --db value chose. */
+const char *tt_db_backend(const tt_db *db);
 /* Text of the last error on this handle ("" if none).  Owned by the handle. */
 const char *tt_db_errmsg(const tt_db *db);
 /* Schema version stored in the file. */

@@ -2,9 +2,8 @@
 #ifndef TT_DB_DB_INT_H
 #define TT_DB_DB_INT_H
 
-#include <sqlite3.h>
-
 #include "db.h"
+#include "sql.h"
 
 /* Recently used key -> row id (direct-mapped by hash), so that a batch does not parse the same
  * workload key and look up the same target a thousand times.  A rolled-back batch clears it. */
@@ -15,10 +14,19 @@ typedef struct {
 } tt__db_cache;
 
 struct tt_db {
-    sqlite3 *sql;
-    char *path;
+    const tt__sql_backend *be;
+    void *conn;        /* the backend's connection */
+    char *path;        /* what --db said */
+    const char *where; /* the file or URI inside path */
     bool readonly;
     char errmsg[512];
+    /* the backend's last failure, for tt__db_failed */
+    tt_status cause;
+    char cause_msg[400];
+    /* the server aborted the transaction for another writer's (deadlock, serialization): run
+     * it again */
+    bool conflict;
+    double patience_s; /* how long to wait for a lost server (tt_db_set_patience) */
     tt__db_cache workloads, targets, devices;
 };
 
@@ -32,16 +40,14 @@ tt_status tt__db_fail(tt_db *db, tt_status s, const char *fmt, ...)
 /* Rolls back the open transaction (forgetting cached ids) and records "what: <last error>". */
 tt_status tt__db_abort(tt_db *db, tt_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Maps an SQLite result code to a status with a message naming `what`. */
-tt_status tt__db_sqlite(tt_db *db, int rc, const char *what);
-/* Prepares `sql`; on error records it. */
-tt_status tt__db_prepare(tt_db *db, const char *sql, sqlite3_stmt **st);
-/* Executes a statement without results. */
-tt_status tt__db_exec(tt_db *db, const char *sql);
+/* After a failed operation: true when it is worth running again, i.e. the server aborted it for
+ * a conflicting writer, or the connection was lost and is back (reconnecting with backoff, up
+ * to the handle's patience since `started`).  The handle's error still says why it failed. */
+bool tt__db_retry(tt_db *db, int attempt, double started);
 /* Median and mean of costs. */
 void tt__db_costs_summary(const double *c, int n, double *median, double *mean);
 /* Fills a row from a "SELECT <TT__DB_ROW_COLUMNS> ..." statement. */
-tt_status tt__db_row_read(sqlite3_stmt *st, tt_db_row *row);
+tt_status tt__db_row_read(tt__stmt *st, tt_db_row *row);
 void tt__db_row_clear(tt_db_row *row);
 
 #define TT__DB_ROW_COLUMNS                                                                         \
@@ -52,10 +58,8 @@ void tt__db_row_clear(tt_db_row *row);
     " FROM records r JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = "           \
     "r.target_id LEFT JOIN devices d ON d.id = r.device_id"
 
-/* Records measured on a device later found sick carry "suspect" in their extra JSON
- * (tt_db_mark_suspect): queries for the best leave them out. */
-#define TT__DB_SUSPECT(col)                                                                        \
-    "(CASE WHEN json_valid(" col ") THEN json_extract(" col ", '$.suspect') END IS NOT NULL)"
-#define TT__DB_TRUSTED " AND NOT " TT__DB_SUSPECT("r.extra")
+/* Records measured on a device later found sick carry why in `suspect` (tt_db_mark_suspect):
+ * queries for the best leave them out. */
+#define TT__DB_TRUSTED " AND r.suspect IS NULL"
 
 #endif

@@ -54,16 +54,25 @@ static void costs_json(tt_strbuf *sb, const double *c, int n)
 
 static tt_status lookup_id(tt_db *db, const char *sql, const char *key, int64_t *id)
 {
-    sqlite3_stmt *st;
+    tt__stmt *st;
     tt_status s = tt__db_prepare(db, sql, &st);
     if (s)
         return s;
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    *id = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        s = tt__db_sqlite(db, rc, "looking up");
-    sqlite3_finalize(st);
+    tt__stmt_bind_text(st, 1, key);
+    s = tt__stmt_run(st, "looking up", id);
+    tt__stmt_finalize(st);
+    return s;
+}
+
+/* Runs a bound "INSERT ... ON CONFLICT DO NOTHING RETURNING id" and finalizes it; when another
+ * writer stored the same key first (no row comes back), its id is looked up. */
+static tt_status insert_or_lookup(tt_db *db, tt__stmt *ins, const char *what, const char *lookup,
+                                  const char *key, int64_t *id)
+{
+    tt_status s = tt__stmt_run(ins, what, id);
+    tt__stmt_finalize(ins);
+    if (!s && !*id)
+        s = lookup_id(db, lookup, key, id);
     return s;
 }
 
@@ -131,24 +140,22 @@ static tt_status workload_id(tt_db *db, const char *key, bool create, int64_t *i
         return s;
     s = lookup_id(db, "SELECT id FROM workloads WHERE key = ?", wi.key, id);
     if (!s && !*id && create) {
-        sqlite3_stmt *st;
+        tt__stmt *st;
         char hex[17];
         tt_hash64_hex(tt_hash64_str(wi.key), hex);
         if (!(s = tt__db_prepare(db,
                                  "INSERT INTO workloads(key, hash, op, params, flops, origin) "
-                                 "VALUES (?, ?, ?, ?, ?, ?)",
+                                 "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO NOTHING "
+                                 "RETURNING id",
                                  &st))) {
-            sqlite3_bind_text(st, 1, wi.key, -1, SQLITE_STATIC);
-            sqlite3_bind_text(st, 2, hex, -1, SQLITE_STATIC);
-            sqlite3_bind_text(st, 3, wi.op, -1, SQLITE_STATIC);
-            sqlite3_bind_text(st, 4, wi.params, -1, SQLITE_STATIC);
-            sqlite3_bind_double(st, 5, wi.flops);
-            sqlite3_bind_text(st, 6, wi.origin, -1, SQLITE_STATIC);
-            int rc = sqlite3_step(st);
-            if (rc != SQLITE_DONE)
-                s = tt__db_sqlite(db, rc, "storing a workload");
-            *id = sqlite3_last_insert_rowid(db->sql);
-            sqlite3_finalize(st);
+            tt__stmt_bind_text(st, 1, wi.key);
+            tt__stmt_bind_text(st, 2, hex);
+            tt__stmt_bind_text(st, 3, wi.op);
+            tt__stmt_bind_text(st, 4, wi.params);
+            tt__stmt_bind_double(st, 5, wi.flops);
+            tt__stmt_bind_text(st, 6, wi.origin);
+            s = insert_or_lookup(db, st, "storing a workload",
+                                 "SELECT id FROM workloads WHERE key = ?", wi.key, id);
         }
     }
     if (!s && *id)
@@ -177,26 +184,26 @@ static tt_status target_id(tt_db *db, const char *text, bool create, int64_t *id
     } else {
         tt_target_family(&t, family, sizeof(family));
     }
-    sqlite3_stmt *st;
+    tt__stmt *st;
     if ((s = tt__db_prepare(db,
                             "INSERT INTO targets(target, kind, triple, cpu, attrs, keys, model, "
-                            "device, num_cores, family) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                            "device, num_cores, family) VALUES (?,?,?,?,?,?,?,?,?,?) "
+                            "ON CONFLICT(target) DO NOTHING RETURNING id",
                             &st)))
         return s;
     const char *f[] = {text, t.kind, t.triple, t.cpu, t.attrs, t.keys, t.model, t.device};
     for (int i = 0; i < 8; i++)
-        sqlite3_bind_text(st, i + 1, f[i], -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 9, t.num_cores);
-    sqlite3_bind_text(st, 10, family, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc != SQLITE_DONE)
-        s = tt__db_sqlite(db, rc, "storing a target");
-    *id = sqlite3_last_insert_rowid(db->sql);
-    sqlite3_finalize(st);
+        tt__stmt_bind_text(st, i + 1, f[i]);
+    tt__stmt_bind_int64(st, 9, t.num_cores);
+    tt__stmt_bind_text(st, 10, family);
+    s = insert_or_lookup(db, st, "storing a target", "SELECT id FROM targets WHERE target = ?",
+                         text, id);
     if (!s)
         tt__db_cache_put(&db->targets, text, *id);
     return s;
 }
+
+static tt_status device_upsert_once(tt_db *db, const tt_db_device *d);
 
 static tt_status device_id(tt_db *db, const char *fingerprint, bool create, int64_t *id)
 {
@@ -205,7 +212,7 @@ static tt_status device_id(tt_db *db, const char *fingerprint, bool create, int6
     tt_status s = lookup_id(db, "SELECT id FROM devices WHERE fingerprint = ?", fingerprint, id);
     if (!s && !*id && create) {
         tt_db_device d = {.fingerprint = fingerprint};
-        if (!(s = tt_db_device_upsert(db, &d)))
+        if (!(s = device_upsert_once(db, &d)))
             s = lookup_id(db, "SELECT id FROM devices WHERE fingerprint = ?", fingerprint, id);
     }
     if (!s && *id)
@@ -213,52 +220,52 @@ static tt_status device_id(tt_db *db, const char *fingerprint, bool create, int6
     return s;
 }
 
-tt_status tt_db_device_upsert(tt_db *db, const tt_db_device *d)
+static tt_status device_upsert_once(tt_db *db, const tt_db_device *d)
 {
     if (!d->fingerprint || !*d->fingerprint)
         return tt__db_fail(db, TT_ERR_INVALID_ARG, "a device needs a fingerprint");
-    sqlite3_stmt *st;
+    tt__stmt *st;
     tt_status s = tt__db_prepare(
         db,
         "INSERT INTO devices(fingerprint, key, cpu_model, cpu_features, cores, memory_bytes, "
         "opencl_device, opencl_driver, first_seen, last_seen) VALUES (?,?,?,?,?,?,?,?,?,?) "
-        "ON CONFLICT(fingerprint) DO UPDATE SET key = coalesce(excluded.key, key), "
-        "cpu_model = coalesce(excluded.cpu_model, cpu_model), "
-        "cpu_features = coalesce(excluded.cpu_features, cpu_features), "
-        "cores = coalesce(excluded.cores, cores), "
-        "memory_bytes = coalesce(excluded.memory_bytes, memory_bytes), "
-        "opencl_device = coalesce(excluded.opencl_device, opencl_device), "
-        "opencl_driver = coalesce(excluded.opencl_driver, opencl_driver), "
+        "ON CONFLICT(fingerprint) DO UPDATE SET key = coalesce(excluded.key, devices.key), "
+        "cpu_model = coalesce(excluded.cpu_model, devices.cpu_model), "
+        "cpu_features = coalesce(excluded.cpu_features, devices.cpu_features), "
+        "cores = coalesce(excluded.cores, devices.cores), "
+        "memory_bytes = coalesce(excluded.memory_bytes, devices.memory_bytes), "
+        "opencl_device = coalesce(excluded.opencl_device, devices.opencl_device), "
+        "opencl_driver = coalesce(excluded.opencl_driver, devices.opencl_driver), "
         "last_seen = excluded.last_seen",
         &st);
     if (s)
         return s;
     double now = tt_clock_wall();
-    sqlite3_bind_text(st, 1, d->fingerprint, -1, SQLITE_STATIC);
+    tt__stmt_bind_text(st, 1, d->fingerprint);
     const char *txt[] = {d->key, d->cpu_model, d->cpu_features};
     for (int i = 0; i < 3; i++)
         if (txt[i])
-            sqlite3_bind_text(st, 2 + i, txt[i], -1, SQLITE_STATIC);
+            tt__stmt_bind_text(st, 2 + i, txt[i]);
     if (d->cores)
-        sqlite3_bind_int(st, 5, d->cores);
+        tt__stmt_bind_int64(st, 5, d->cores);
     if (d->memory_bytes)
-        sqlite3_bind_int64(st, 6, d->memory_bytes);
+        tt__stmt_bind_int64(st, 6, d->memory_bytes);
     if (d->opencl_device)
-        sqlite3_bind_text(st, 7, d->opencl_device, -1, SQLITE_STATIC);
+        tt__stmt_bind_text(st, 7, d->opencl_device);
     if (d->opencl_driver)
-        sqlite3_bind_text(st, 8, d->opencl_driver, -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 9, now);
-    sqlite3_bind_double(st, 10, now);
-    int rc = sqlite3_step(st);
-    if (rc != SQLITE_DONE)
-        s = tt__db_sqlite(db, rc, "storing a device");
-    sqlite3_finalize(st);
+        tt__stmt_bind_text(st, 8, d->opencl_driver);
+    tt__stmt_bind_double(st, 9, now);
+    tt__stmt_bind_double(st, 10, now);
+    int rc = tt__stmt_step(st);
+    if (rc != TT__STEP_DONE)
+        s = tt__db_failed(db, "storing a device");
+    tt__stmt_finalize(st);
     return s;
 }
 
 /* ---- insert ---- */
 
-static tt_status insert_one(tt_db *db, sqlite3_stmt *ins, const tt_db_record *r, size_t index,
+static tt_status insert_one(tt_db *db, tt__stmt *ins, const tt_db_record *r, size_t index,
                             size_t *inserted)
 {
     int64_t wid, tid, did = 0;
@@ -302,60 +309,67 @@ static tt_status insert_one(tt_db *db, sqlite3_stmt *ins, const tt_db_record *r,
     for (size_t i = 0; i < TT_ARRAY_LEN(parts); i++)
         h = tt_hash64_update(h, parts[i], strlen(parts[i]));
     h = tt_hash64_update(h, &r->error_no, sizeof(r->error_no));
-    sqlite3_reset(ins);
-    sqlite3_clear_bindings(ins);
-    sqlite3_bind_int64(ins, 1, wid);
-    sqlite3_bind_int64(ins, 2, tid);
+    tt__stmt_reset(ins);
+    tt__stmt_bind_int64(ins, 1, wid);
+    tt__stmt_bind_int64(ins, 2, tid);
     if (did)
-        sqlite3_bind_int64(ins, 3, did);
-    sqlite3_bind_text(ins, 4, r->config, -1, SQLITE_STATIC);
-    sqlite3_bind_int(ins, 5, (int)r->config_kind);
-    sqlite3_bind_text(ins, 6, tt_strbuf_cstr(&costs), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_double(ins, 7, median);
-    sqlite3_bind_double(ins, 8, mean);
-    sqlite3_bind_int(ins, 9, r->error_no);
+        tt__stmt_bind_int64(ins, 3, did);
+    tt__stmt_bind_text(ins, 4, r->config);
+    tt__stmt_bind_int64(ins, 5, (int)r->config_kind);
+    tt__stmt_bind_text(ins, 6, tt_strbuf_cstr(&costs));
+    tt__stmt_bind_double(ins, 7, median);
+    tt__stmt_bind_double(ins, 8, mean);
+    tt__stmt_bind_int64(ins, 9, r->error_no);
     if (r->error_text)
-        sqlite3_bind_text(ins, 10, r->error_text, -1, SQLITE_STATIC);
-    sqlite3_bind_double(ins, 11, r->build_s);
-    sqlite3_bind_double(ins, 12, r->run_s);
-    sqlite3_bind_double(ins, 13, r->total_s);
+        tt__stmt_bind_text(ins, 10, r->error_text);
+    tt__stmt_bind_double(ins, 11, r->build_s);
+    tt__stmt_bind_double(ins, 12, r->run_s);
+    tt__stmt_bind_double(ins, 13, r->total_s);
     if (r->job)
-        sqlite3_bind_int64(ins, 14, r->job);
-    sqlite3_bind_double(ins, 15, r->timestamp);
+        tt__stmt_bind_int64(ins, 14, r->job);
+    tt__stmt_bind_double(ins, 15, r->timestamp);
     if (r->extra)
-        sqlite3_bind_text(ins, 16, r->extra, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(ins, 17, (int64_t)h);
-    int rc = sqlite3_step(ins);
+        tt__stmt_bind_text(ins, 16, r->extra);
+    tt__stmt_bind_int64(ins, 17, (int64_t)h);
+    /* The device's address and a suspect mark are columns, so queries need not parse JSON. */
+    json_t *extra = NULL;
+    if (r->extra && !tt_json_parse(r->extra, strlen(r->extra), &extra, NULL) &&
+        json_is_object(extra)) {
+        tt__stmt_bind_text(ins, 18, json_string_value(json_object_get(extra, "host")));
+        tt__stmt_bind_text(ins, 19, json_string_value(json_object_get(extra, "suspect")));
+    }
+    json_decref(extra);
+    int rc = tt__stmt_step(ins);
     tt_strbuf_free(&costs);
-    if (rc != SQLITE_DONE)
-        return tt__db_sqlite(db, rc, "storing a record");
-    *inserted += (size_t)sqlite3_changes(db->sql);
+    if (rc != TT__STEP_DONE)
+        return tt__db_failed(db, "storing a record");
+    *inserted += (size_t)tt__stmt_changes(ins);
     return TT_OK;
 }
 
-tt_status tt_db_insert(tt_db *db, const tt_db_record *recs, size_t n, size_t *inserted)
+static tt_status insert_once(tt_db *db, const tt_db_record *recs, size_t n, size_t *inserted)
 {
     size_t count = 0;
     if (inserted)
         *inserted = 0;
     if (db->readonly)
         return tt__db_fail(db, TT_ERR_IO, "the database is open read-only");
-    tt_status s = tt__db_exec(db, "BEGIN IMMEDIATE");
+    tt_status s = tt__db_begin(db);
     if (s)
         return s;
-    sqlite3_stmt *ins = NULL;
+    tt__stmt *ins = NULL;
     s = tt__db_prepare(
         db,
-        "INSERT OR IGNORE INTO records(workload_id, target_id, device_id, config, "
+        "INSERT INTO records(workload_id, target_id, device_id, config, "
         "config_kind, costs, median_s, mean_s, error_no, error_text, build_s, run_s, "
-        "total_s, job_id, timestamp, extra, dedup) "
-        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "total_s, job_id, timestamp, extra, dedup, host, suspect) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(dedup) DO NOTHING",
         &ins);
     for (size_t i = 0; i < n && !s; i++)
         s = insert_one(db, ins, &recs[i], i, &count);
-    sqlite3_finalize(ins);
+    tt__stmt_finalize(ins);
     if (!s)
-        s = tt__db_exec(db, "COMMIT");
+        s = tt__db_commit(db);
     /* All or nothing: the batch disappears, what was committed before stays. */
     if (s)
         return tt__db_abort(db, s, "batch of %zu records not stored", n);
@@ -365,12 +379,6 @@ tt_status tt_db_insert(tt_db *db, const tt_db_record *recs, size_t n, size_t *in
 }
 
 /* ---- rows ---- */
-
-static char *col_text(sqlite3_stmt *st, int i)
-{
-    const unsigned char *t = sqlite3_column_text(st, i);
-    return t ? strdup((const char *)t) : NULL;
-}
 
 void tt__db_row_clear(tt_db_row *row)
 {
@@ -384,27 +392,27 @@ void tt__db_row_clear(tt_db_row *row)
     memset(row, 0, sizeof(*row));
 }
 
-tt_status tt__db_row_read(sqlite3_stmt *st, tt_db_row *row)
+tt_status tt__db_row_read(tt__stmt *st, tt_db_row *row)
 {
     memset(row, 0, sizeof(*row));
-    row->id = sqlite3_column_int64(st, 0);
-    row->workload = col_text(st, 1);
-    row->target = col_text(st, 2);
-    row->device = col_text(st, 3);
-    row->config = col_text(st, 4);
-    row->config_kind = (tt_config_kind)sqlite3_column_int(st, 5);
-    const char *costs = (const char *)sqlite3_column_text(st, 6);
-    row->median_s = sqlite3_column_double(st, 7);
-    row->mean_s = sqlite3_column_double(st, 8);
-    row->flops = sqlite3_column_double(st, 9);
-    row->error_no = sqlite3_column_int(st, 10);
-    row->error_text = col_text(st, 11);
-    row->build_s = sqlite3_column_double(st, 12);
-    row->run_s = sqlite3_column_double(st, 13);
-    row->total_s = sqlite3_column_double(st, 14);
-    row->timestamp = sqlite3_column_double(st, 15);
-    row->job = sqlite3_column_int64(st, 16);
-    row->extra = col_text(st, 17);
+    row->id = tt__stmt_int64(st, 0);
+    row->workload = tt__stmt_text_dup(st, 1);
+    row->target = tt__stmt_text_dup(st, 2);
+    row->device = tt__stmt_text_dup(st, 3);
+    row->config = tt__stmt_text_dup(st, 4);
+    row->config_kind = (tt_config_kind)tt__stmt_int64(st, 5);
+    const char *costs = tt__stmt_text(st, 6);
+    row->median_s = tt__stmt_double(st, 7);
+    row->mean_s = tt__stmt_double(st, 8);
+    row->flops = tt__stmt_double(st, 9);
+    row->error_no = tt__stmt_int64(st, 10);
+    row->error_text = tt__stmt_text_dup(st, 11);
+    row->build_s = tt__stmt_double(st, 12);
+    row->run_s = tt__stmt_double(st, 13);
+    row->total_s = tt__stmt_double(st, 14);
+    row->timestamp = tt__stmt_double(st, 15);
+    row->job = tt__stmt_int64(st, 16);
+    row->extra = tt__stmt_text_dup(st, 17);
     json_t *arr = NULL;
     if (costs && !tt_json_parse(costs, strlen(costs), &arr, NULL) && json_is_array(arr)) {
         row->ncosts = (int)json_array_size(arr);
@@ -431,12 +439,12 @@ void tt_db_rows_free(tt_db_row *rows, size_t n)
 
 /* ---- best ---- */
 
-static tt_status collect(tt_db *db, sqlite3_stmt *st, tt_db_match match, int k, tt_db_row **rows,
+static tt_status collect(tt_db *db, tt__stmt *st, tt_db_match match, int k, tt_db_row **rows,
                          size_t *n)
 {
     int rc;
     tt_status s = TT_OK;
-    while ((int)*n < k && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((int)*n < k && (rc = tt__stmt_step(st)) == TT__STEP_ROW) {
         tt_db_row *grown = realloc(*rows, (*n + 1) * sizeof(tt_db_row));
         if (!grown)
             return tt__db_fail(db, TT_ERR_NOMEM, "out of memory");
@@ -445,13 +453,13 @@ static tt_status collect(tt_db *db, sqlite3_stmt *st, tt_db_match match, int k, 
             return tt__db_fail(db, s, "out of memory");
         (*rows)[(*n)++].match = match;
     }
-    if ((int)*n < k && rc != SQLITE_DONE)
-        s = tt__db_sqlite(db, rc, "querying the best records");
+    if ((int)*n < k && rc != TT__STEP_DONE)
+        s = tt__db_failed(db, "querying the best records");
     return s;
 }
 
-tt_status tt_db_best(tt_db *db, const char *workload, const char *target, const char *device, int k,
-                     bool fallback, tt_db_row **rows, size_t *n)
+static tt_status best_once(tt_db *db, const char *workload, const char *target, const char *device,
+                           int k, bool fallback, tt_db_row **rows, size_t *n)
 {
     *rows = NULL;
     *n = 0;
@@ -468,11 +476,12 @@ tt_status tt_db_best(tt_db *db, const char *workload, const char *target, const 
     static const char *const q_exact =
         "SELECT " TT__DB_ROW_COLUMNS TT__DB_ROW_FROM
         " WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.error_no = 0"
-        " AND (?3 = 0 OR r.device_id = ?3)" TT__DB_TRUSTED " ORDER BY r.median_s, r.id LIMIT ?4";
+        " AND (CAST(?3 AS BIGINT) = 0 OR r.device_id = ?3)" TT__DB_TRUSTED
+        " ORDER BY r.median_s, r.id LIMIT ?4";
     static const char *const q_other =
         "SELECT " TT__DB_ROW_COLUMNS TT__DB_ROW_FROM
         " WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.error_no = 0"
-        " AND r.device_id IS NOT ?3" TT__DB_TRUSTED " ORDER BY r.median_s, r.id LIMIT ?4";
+        " AND r.device_id IS DISTINCT FROM ?3" TT__DB_TRUSTED " ORDER BY r.median_s, r.id LIMIT ?4";
     static const char *const q_family =
         "SELECT " TT__DB_ROW_COLUMNS TT__DB_ROW_FROM
         " WHERE r.workload_id = ?1 AND r.error_no = 0 AND r.target_id != ?2"
@@ -486,26 +495,26 @@ tt_status tt_db_best(tt_db *db, const char *workload, const char *target, const 
             continue;
         if (stage == 1 && !device)
             continue;
-        sqlite3_stmt *st;
+        tt__stmt *st;
         if ((s = tt__db_prepare(db, stage == 0 ? q_exact : stage == 1 ? q_other : q_family, &st)))
             break;
-        sqlite3_bind_int64(st, 1, wid);
-        sqlite3_bind_int64(st, 2, tid);
+        tt__stmt_bind_int64(st, 1, wid);
+        tt__stmt_bind_int64(st, 2, tid);
         if (stage == 2) {
             tt_target t;
             char family[96];
             if (tt_target_parse(target, &t, NULL)) {
-                sqlite3_finalize(st);
+                tt__stmt_finalize(st);
                 break;
             }
             tt_target_family(&t, family, sizeof(family));
-            sqlite3_bind_text(st, 3, family, -1, SQLITE_TRANSIENT);
+            tt__stmt_bind_text(st, 3, family);
         } else {
-            sqlite3_bind_int64(st, 3, did);
+            tt__stmt_bind_int64(st, 3, did);
         }
-        sqlite3_bind_int(st, 4, k);
+        tt__stmt_bind_int64(st, 4, k);
         s = collect(db, st, (tt_db_match)stage, k, rows, n);
-        sqlite3_finalize(st);
+        tt__stmt_finalize(st);
     }
     if (s) {
         tt_db_rows_free(*rows, *n);
@@ -521,11 +530,12 @@ tt_status tt_db_history(tt_db *db, const tt_db_filter *f,
                         int (*fn)(void *ctx, const tt_db_row *row), void *ctx)
 {
     /* Fixed SQL; every filter is a bound parameter that may be NULL ("any"). */
-    static const char *const q =
-        "SELECT " TT__DB_ROW_COLUMNS TT__DB_ROW_FROM
-        " WHERE (?1 IS NULL OR w.key = ?1) AND (?2 IS NULL OR t.target = ?2)"
-        " AND (?3 IS NULL OR d.fingerprint = ?3) AND (?4 = 0 OR r.job_id = ?4)"
-        " ORDER BY r.id LIMIT ?5";
+    static const char *const q = "SELECT " TT__DB_ROW_COLUMNS TT__DB_ROW_FROM
+                                 " WHERE (CAST(?1 AS TEXT) IS NULL OR w.key = ?1)"
+                                 " AND (CAST(?2 AS TEXT) IS NULL OR t.target = ?2)"
+                                 " AND (CAST(?3 AS TEXT) IS NULL OR d.fingerprint = ?3)"
+                                 " AND (CAST(?4 AS BIGINT) = 0 OR r.job_id = ?4)"
+                                 " ORDER BY r.id LIMIT ?5";
     char *canon = NULL;
     if (f && f->workload) {
         workload_info wi;
@@ -535,22 +545,22 @@ tt_status tt_db_history(tt_db *db, const tt_db_filter *f,
         canon = wi.key;
         free(wi.params);
     }
-    sqlite3_stmt *st;
+    tt__stmt *st;
     tt_status s = tt__db_prepare(db, q, &st);
     if (s) {
         free(canon);
         return s;
     }
     if (canon)
-        sqlite3_bind_text(st, 1, canon, -1, SQLITE_STATIC);
+        tt__stmt_bind_text(st, 1, canon);
     if (f && f->target)
-        sqlite3_bind_text(st, 2, f->target, -1, SQLITE_STATIC);
+        tt__stmt_bind_text(st, 2, f->target);
     if (f && f->device)
-        sqlite3_bind_text(st, 3, f->device, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 4, f ? f->job : 0);
-    sqlite3_bind_int64(st, 5, f && f->limit > 0 ? f->limit : -1);
+        tt__stmt_bind_text(st, 3, f->device);
+    tt__stmt_bind_int64(st, 4, f ? f->job : 0);
+    tt__stmt_bind_int64(st, 5, f && f->limit > 0 ? f->limit : INT64_MAX);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = tt__stmt_step(st)) == TT__STEP_ROW) {
         tt_db_row row;
         if ((s = tt__db_row_read(st, &row))) {
             s = tt__db_fail(db, s, "out of memory");
@@ -561,123 +571,171 @@ tt_status tt_db_history(tt_db *db, const tt_db_filter *f,
         if (stop)
             break;
     }
-    if (!s && rc != SQLITE_ROW && rc != SQLITE_DONE)
-        s = tt__db_sqlite(db, rc, "reading history");
-    sqlite3_finalize(st);
+    if (!s && rc != TT__STEP_ROW && rc != TT__STEP_DONE)
+        s = tt__db_failed(db, "reading history");
+    tt__stmt_finalize(st);
     free(canon);
     return s;
 }
 
-tt_status tt_db_stats_get(tt_db *db, int64_t job, tt_db_stats *out)
+static tt_status stats_get_once(tt_db *db, int64_t job, tt_db_stats *out)
 {
     memset(out, 0, sizeof(*out));
-    sqlite3_stmt *st;
+    tt__stmt *st;
     tt_status s = tt__db_prepare(
         db,
         "SELECT count(*), count(DISTINCT workload_id), count(DISTINCT target_id), "
-        "coalesce(min(CASE WHEN error_no = 0 AND NOT " TT__DB_SUSPECT(
-            "extra") " THEN median_s "
-                     "END), 0), coalesce(min(timestamp), 0), coalesce(max(timestamp), 0), "
-                     "coalesce(sum(" TT__DB_SUSPECT(
-                         "extra") "), 0) "
-                                  "FROM records WHERE ?1 = 0 OR job_id = ?1",
+        "coalesce(min(CASE WHEN error_no = 0 AND suspect IS NULL THEN median_s END), 0), "
+        "coalesce(min(timestamp), 0), coalesce(max(timestamp), 0), count(suspect) "
+        "FROM records WHERE CAST(?1 AS BIGINT) = 0 OR job_id = ?1",
         &st);
     if (s)
         return s;
-    sqlite3_bind_int64(st, 1, job);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        out->records = sqlite3_column_int64(st, 0);
-        out->workloads = sqlite3_column_int64(st, 1);
-        out->targets = sqlite3_column_int64(st, 2);
-        out->best_median_s = sqlite3_column_double(st, 3);
-        out->first_timestamp = sqlite3_column_double(st, 4);
-        out->last_timestamp = sqlite3_column_double(st, 5);
-        out->suspect = sqlite3_column_int64(st, 6);
+    tt__stmt_bind_int64(st, 1, job);
+    int rc = tt__stmt_step(st);
+    if (rc == TT__STEP_ROW) {
+        out->records = tt__stmt_int64(st, 0);
+        out->workloads = tt__stmt_int64(st, 1);
+        out->targets = tt__stmt_int64(st, 2);
+        out->best_median_s = tt__stmt_double(st, 3);
+        out->first_timestamp = tt__stmt_double(st, 4);
+        out->last_timestamp = tt__stmt_double(st, 5);
+        out->suspect = tt__stmt_int64(st, 6);
     } else {
-        s = tt__db_sqlite(db, rc, "computing statistics");
+        s = tt__db_failed(db, "computing statistics");
     }
-    sqlite3_finalize(st);
-    if (s ||
-        (s = tt__db_prepare(db,
-                            "SELECT error_no, count(*) FROM records WHERE ?1 = 0 OR job_id = ?1 "
-                            "GROUP BY error_no",
-                            &st)))
+    tt__stmt_finalize(st);
+    if (s || (s = tt__db_prepare(db,
+                                 "SELECT error_no, count(*) FROM records "
+                                 "WHERE CAST(?1 AS BIGINT) = 0 OR job_id = ?1 "
+                                 "GROUP BY error_no",
+                                 &st)))
         return s;
-    sqlite3_bind_int64(st, 1, job);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int e = sqlite3_column_int(st, 0);
+    tt__stmt_bind_int64(st, 1, job);
+    while ((rc = tt__stmt_step(st)) == TT__STEP_ROW) {
+        int e = tt__stmt_int64(st, 0);
         if (e >= 0 && e < TT_MEASURE_ERROR_COUNT)
-            out->errors[e] = sqlite3_column_int64(st, 1);
+            out->errors[e] = tt__stmt_int64(st, 1);
     }
-    if (rc != SQLITE_DONE)
-        s = tt__db_sqlite(db, rc, "computing statistics");
-    sqlite3_finalize(st);
+    if (rc != TT__STEP_DONE)
+        s = tt__db_failed(db, "computing statistics");
+    tt__stmt_finalize(st);
     return s;
 }
 
-tt_status tt_db_mark_suspect(tt_db *db, const char *host, double since, const char *why,
-                             int64_t *marked)
+/* The extra JSON with "suspect": why, so that an export or a copy keeps the mark. */
+static char *extra_with_suspect(const char *extra, const char *why)
 {
-    if (marked)
-        *marked = 0;
-    sqlite3_stmt *st;
+    json_t *o = NULL;
+    if (!extra || tt_json_parse(extra, strlen(extra), &o, NULL) || !json_is_object(o)) {
+        json_decref(o);
+        o = json_object();
+    }
+    json_object_set_new(o, "suspect", json_string(why));
+    char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    return text;
+}
+
+static tt_status mark_suspect_rows(tt_db *db, const char *host, double since, const char *why,
+                                   int64_t *marked)
+{
+    tt__stmt *sel, *upd;
     tt_status s = tt__db_prepare(
-        db,
-        "UPDATE records SET extra = json_set(CASE WHEN json_valid(extra) THEN extra ELSE '{}' END, "
-        "'$.suspect', ?3) WHERE timestamp >= ?2 AND "
-        "CASE WHEN json_valid(extra) THEN json_extract(extra, '$.host') END = ?1",
-        &st);
+        db, "SELECT id, extra FROM records WHERE host = ?1 AND timestamp >= ?2 ORDER BY id", &sel);
     if (s)
         return s;
-    sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 2, since);
-    sqlite3_bind_text(st, 3, why, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE)
-        return tt__db_sqlite(db, rc, "marking a sick device's records");
+    if ((s = tt__db_prepare(db, "UPDATE records SET suspect = ?1, extra = ?2 WHERE id = ?3",
+                            &upd))) {
+        tt__stmt_finalize(sel);
+        return s;
+    }
+    tt__stmt_bind_text(sel, 1, host);
+    tt__stmt_bind_double(sel, 2, since);
+    /* Ids and new texts first: SQLite cannot update the rows a statement is still reading. */
+    TT_VEC(int64_t) ids = {0};
+    TT_VEC(char *) extras = {0};
+    int rc;
+    while (!s && (rc = tt__stmt_step(sel)) == TT__STEP_ROW) {
+        char *e = extra_with_suspect(tt__stmt_text(sel, 1), why);
+        if (!e || TT_VEC_PUSH(&ids, tt__stmt_int64(sel, 0)) || TT_VEC_PUSH(&extras, e)) {
+            free(e);
+            s = tt__db_fail(db, TT_ERR_NOMEM, "out of memory");
+        }
+    }
+    if (!s && rc != TT__STEP_DONE)
+        s = tt__db_failed(db, "finding a sick device's records");
+    for (size_t i = 0; !s && i < ids.len; i++) {
+        tt__stmt_reset(upd);
+        tt__stmt_bind_text(upd, 1, why);
+        tt__stmt_bind_text(upd, 2, extras.data[i]);
+        tt__stmt_bind_int64(upd, 3, ids.data[i]);
+        s = tt__stmt_run(upd, "marking a sick device's records", NULL);
+    }
+    if (!s)
+        *marked = (int64_t)ids.len;
+    for (size_t i = 0; i < extras.len; i++)
+        free(extras.data[i]);
+    TT_VEC_FREE(&extras);
+    TT_VEC_FREE(&ids);
+    tt__stmt_finalize(sel);
+    tt__stmt_finalize(upd);
+    return s;
+}
+
+static tt_status mark_suspect_once(tt_db *db, const char *host, double since, const char *why,
+                                   int64_t *marked)
+{
+    int64_t count = 0;
     if (marked)
-        *marked = sqlite3_changes(db->sql);
+        *marked = 0;
+    tt_status s = tt__db_begin(db);
+    if (!s)
+        s = mark_suspect_rows(db, host, since, why, &count);
+    if (!s)
+        s = tt__db_commit(db);
+    if (s)
+        return tt__db_abort(db, s, "marking %s's records suspect", host);
+    if (marked)
+        *marked = count;
     return TT_OK;
 }
 
-tt_status tt_db_leaderboard(tt_db *db, int64_t limit, tt_db_best_entry **out, size_t *n)
+static tt_status leaderboard_once(tt_db *db, int64_t limit, tt_db_best_entry **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
-    sqlite3_stmt *st;
-    /* SQLite gives the bare columns of the row that holds min(). */
+    tt__stmt *st;
     tt_status s = tt__db_prepare(
         db,
-        "SELECT w.key, t.target, min(r.median_s) AS best, w.flops, count(*) FROM records r "
+        "SELECT w.key, t.target, min(r.median_s), w.flops, count(*) FROM records r "
         "JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = r.target_id "
-        "WHERE r.error_no = 0 AND r.median_s > 0" TT__DB_TRUSTED " GROUP BY r.workload_id, "
-        "r.target_id "
-        "ORDER BY w.flops / best DESC, w.key LIMIT ?1",
+        "WHERE r.error_no = 0 AND r.median_s > 0" TT__DB_TRUSTED
+        " GROUP BY w.id, t.id, w.key, t.target, w.flops "
+        "ORDER BY w.flops / min(r.median_s) DESC, w.key LIMIT ?1",
         &st);
     if (s)
         return s;
-    sqlite3_bind_int64(st, 1, limit > 0 ? limit : -1);
+    tt__stmt_bind_int64(st, 1, limit > 0 ? limit : INT64_MAX);
     TT_VEC(tt_db_best_entry) v = {0};
-    int rc = SQLITE_DONE;
-    while (!s && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    int rc = TT__STEP_DONE;
+    while (!s && (rc = tt__stmt_step(st)) == TT__STEP_ROW) {
         tt_db_best_entry e;
-        e.workload = col_text(st, 0);
-        e.target = col_text(st, 1);
-        e.median_s = sqlite3_column_double(st, 2);
-        double flops = sqlite3_column_double(st, 3);
+        e.workload = tt__stmt_text_dup(st, 0);
+        e.target = tt__stmt_text_dup(st, 1);
+        e.median_s = tt__stmt_double(st, 2);
+        double flops = tt__stmt_double(st, 3);
         e.gflops = flops > 0 ? flops / e.median_s / 1e9 : 0;
-        e.records = sqlite3_column_int64(st, 4);
+        e.records = tt__stmt_int64(st, 4);
         if (!e.workload || !e.target || TT_VEC_PUSH(&v, e)) {
             free(e.workload);
             free(e.target);
-            s = tt__db_sqlite(db, SQLITE_NOMEM, "listing the best records");
+            s = tt__db_fail(db, TT_ERR_NOMEM, "listing the best records: out of memory");
         }
     }
-    if (!s && rc != SQLITE_DONE)
-        s = tt__db_sqlite(db, rc, "listing the best records");
-    sqlite3_finalize(st);
+    if (!s && rc != TT__STEP_DONE)
+        s = tt__db_failed(db, "listing the best records");
+    tt__stmt_finalize(st);
     if (s) {
         tt_db_leaderboard_free(v.data, v.len);
         return s;
@@ -698,31 +756,28 @@ void tt_db_leaderboard_free(tt_db_best_entry *e, size_t n)
 
 /* ---- jobs ---- */
 
-tt_status tt_db_job_create(tt_db *db, const char *params_json, int64_t trials_total, int64_t *id)
+static tt_status job_create_once(tt_db *db, const char *params_json, int64_t trials_total,
+                                 int64_t *id)
 {
-    sqlite3_stmt *st;
+    tt__stmt *st;
     tt_status s = tt__db_prepare(db,
                                  "INSERT INTO jobs(state, params, trials_total, created, updated) "
-                                 "VALUES ('queued', ?, ?, ?, ?)",
+                                 "VALUES ('queued', ?, ?, ?, ?) RETURNING id",
                                  &st);
     if (s)
         return s;
     double now = tt_clock_wall();
-    sqlite3_bind_text(st, 1, params_json ? params_json : "{}", -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, trials_total);
-    sqlite3_bind_double(st, 3, now);
-    sqlite3_bind_double(st, 4, now);
-    int rc = sqlite3_step(st);
-    if (rc != SQLITE_DONE)
-        s = tt__db_sqlite(db, rc, "creating a job");
-    else
-        *id = sqlite3_last_insert_rowid(db->sql);
-    sqlite3_finalize(st);
+    tt__stmt_bind_text(st, 1, params_json ? params_json : "{}");
+    tt__stmt_bind_int64(st, 2, trials_total);
+    tt__stmt_bind_double(st, 3, now);
+    tt__stmt_bind_double(st, 4, now);
+    s = tt__stmt_run(st, "creating a job", id);
+    tt__stmt_finalize(st);
     return s;
 }
 
-tt_status tt_db_job_update(tt_db *db, int64_t id, const char *state, int64_t trials_done,
-                           double best_s)
+static tt_status job_update_once(tt_db *db, int64_t id, const char *state, int64_t trials_done,
+                                 double best_s)
 {
     static const char *const states[] = {"queued", "running", "done", "failed", "cancelled"};
     bool known = false;
@@ -732,47 +787,47 @@ tt_status tt_db_job_update(tt_db *db, int64_t id, const char *state, int64_t tri
         return tt__db_fail(db, TT_ERR_INVALID_ARG,
                            "job state '%s' (queued, running, done, failed, cancelled)",
                            state ? state : "(null)");
-    sqlite3_stmt *st;
+    tt__stmt *st;
     tt_status s = tt__db_prepare(
         db, "UPDATE jobs SET state = ?, trials_done = ?, best_s = ?, updated = ? WHERE id = ?",
         &st);
     if (s)
         return s;
-    sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, trials_done);
-    sqlite3_bind_double(st, 3, best_s);
-    sqlite3_bind_double(st, 4, tt_clock_wall());
-    sqlite3_bind_int64(st, 5, id);
-    int rc = sqlite3_step(st);
-    if (rc != SQLITE_DONE)
-        s = tt__db_sqlite(db, rc, "updating a job");
-    else if (sqlite3_changes(db->sql) == 0)
+    tt__stmt_bind_text(st, 1, state);
+    tt__stmt_bind_int64(st, 2, trials_done);
+    tt__stmt_bind_double(st, 3, best_s);
+    tt__stmt_bind_double(st, 4, tt_clock_wall());
+    tt__stmt_bind_int64(st, 5, id);
+    int rc = tt__stmt_step(st);
+    if (rc != TT__STEP_DONE)
+        s = tt__db_failed(db, "updating a job");
+    else if (tt__stmt_changes(st) == 0)
         s = tt__db_fail(db, TT_ERR_NOT_FOUND, "no job %lld", (long long)id);
-    sqlite3_finalize(st);
+    tt__stmt_finalize(st);
     return s;
 }
 
-tt_status tt_db_job_set_message(tt_db *db, int64_t id, const char *message)
+static tt_status job_set_message_once(tt_db *db, int64_t id, const char *message)
 {
-    sqlite3_stmt *st;
+    tt__stmt *st;
     tt_status s = tt__db_prepare(db, "UPDATE jobs SET message = ?, updated = ? WHERE id = ?", &st);
     if (s)
         return s;
-    sqlite3_bind_text(st, 1, message ? message : "", -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 2, tt_clock_wall());
-    sqlite3_bind_int64(st, 3, id);
-    int rc = sqlite3_step(st);
-    if (rc != SQLITE_DONE)
-        s = tt__db_sqlite(db, rc, "updating a job");
-    sqlite3_finalize(st);
+    tt__stmt_bind_text(st, 1, message ? message : "");
+    tt__stmt_bind_double(st, 2, tt_clock_wall());
+    tt__stmt_bind_int64(st, 3, id);
+    int rc = tt__stmt_step(st);
+    if (rc != TT__STEP_DONE)
+        s = tt__db_failed(db, "updating a job");
+    tt__stmt_finalize(st);
     return s;
 }
 
-tt_status tt_db_jobs_list(tt_db *db, tt_db_job **jobs, size_t *n)
+static tt_status jobs_list_once(tt_db *db, tt_db_job **jobs, size_t *n)
 {
     *jobs = NULL;
     *n = 0;
-    sqlite3_stmt *st;
+    tt__stmt *st;
     tt_status s = tt__db_prepare(db,
                                  "SELECT id, state, params, trials_done, trials_total, best_s, "
                                  "created, updated, message FROM jobs ORDER BY id",
@@ -780,7 +835,7 @@ tt_status tt_db_jobs_list(tt_db *db, tt_db_job **jobs, size_t *n)
     if (s)
         return s;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = tt__stmt_step(st)) == TT__STEP_ROW) {
         tt_db_job *g = realloc(*jobs, (*n + 1) * sizeof(tt_db_job));
         if (!g) {
             s = tt__db_fail(db, TT_ERR_NOMEM, "out of memory");
@@ -788,19 +843,24 @@ tt_status tt_db_jobs_list(tt_db *db, tt_db_job **jobs, size_t *n)
         }
         *jobs = g;
         tt_db_job *j = &g[(*n)++];
-        j->id = sqlite3_column_int64(st, 0);
-        j->state = col_text(st, 1);
-        j->params = col_text(st, 2);
-        j->trials_done = sqlite3_column_int64(st, 3);
-        j->trials_total = sqlite3_column_int64(st, 4);
-        j->best_s = sqlite3_column_double(st, 5);
-        j->created = sqlite3_column_double(st, 6);
-        j->updated = sqlite3_column_double(st, 7);
-        j->message = col_text(st, 8);
+        j->id = tt__stmt_int64(st, 0);
+        j->state = tt__stmt_text_dup(st, 1);
+        j->params = tt__stmt_text_dup(st, 2);
+        j->trials_done = tt__stmt_int64(st, 3);
+        j->trials_total = tt__stmt_int64(st, 4);
+        j->best_s = tt__stmt_double(st, 5);
+        j->created = tt__stmt_double(st, 6);
+        j->updated = tt__stmt_double(st, 7);
+        j->message = tt__stmt_text_dup(st, 8);
     }
-    if (!s && rc != SQLITE_DONE)
-        s = tt__db_sqlite(db, rc, "listing jobs");
-    sqlite3_finalize(st);
+    if (!s && rc != TT__STEP_DONE)
+        s = tt__db_failed(db, "listing jobs");
+    tt__stmt_finalize(st);
+    if (s) {
+        tt_db_jobs_free(*jobs, *n);
+        *jobs = NULL;
+        *n = 0;
+    }
     return s;
 }
 
@@ -816,10 +876,10 @@ void tt_db_jobs_free(tt_db_job *jobs, size_t n)
 
 /* ---- cost models ---- */
 
-tt_status tt_db_model_save(tt_db *db, const char *name, int feature_schema, const void *blob,
-                           size_t len, const char *meta_json)
+static tt_status model_save_once(tt_db *db, const char *name, int feature_schema, const void *blob,
+                                 size_t len, const char *meta_json)
 {
-    sqlite3_stmt *st;
+    tt__stmt *st;
     tt_status s =
         tt__db_prepare(db,
                        "INSERT INTO cost_models(name, feature_schema, created, meta, model) "
@@ -827,27 +887,27 @@ tt_status tt_db_model_save(tt_db *db, const char *name, int feature_schema, cons
                        &st);
     if (s)
         return s;
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 2, feature_schema);
-    sqlite3_bind_double(st, 3, tt_clock_wall());
+    tt__stmt_bind_text(st, 1, name);
+    tt__stmt_bind_int64(st, 2, feature_schema);
+    tt__stmt_bind_double(st, 3, tt_clock_wall());
     if (meta_json)
-        sqlite3_bind_text(st, 4, meta_json, -1, SQLITE_STATIC);
-    sqlite3_bind_blob64(st, 5, blob, len, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc != SQLITE_DONE)
-        s = tt__db_sqlite(db, rc, "saving a cost model");
-    sqlite3_finalize(st);
+        tt__stmt_bind_text(st, 4, meta_json);
+    tt__stmt_bind_blob(st, 5, blob, len);
+    int rc = tt__stmt_step(st);
+    if (rc != TT__STEP_DONE)
+        s = tt__db_failed(db, "saving a cost model");
+    tt__stmt_finalize(st);
     return s;
 }
 
-tt_status tt_db_model_load(tt_db *db, const char *name, int feature_schema, void **blob,
-                           size_t *len, char **meta_json)
+static tt_status model_load_once(tt_db *db, const char *name, int feature_schema, void **blob,
+                                 size_t *len, char **meta_json)
 {
     *blob = NULL;
     *len = 0;
     if (meta_json)
         *meta_json = NULL;
-    sqlite3_stmt *st;
+    tt__stmt *st;
     tt_status s =
         tt__db_prepare(db,
                        "SELECT model, meta FROM cost_models WHERE name = ? AND feature_schema = ? "
@@ -855,28 +915,105 @@ tt_status tt_db_model_load(tt_db *db, const char *name, int feature_schema, void
                        &st);
     if (s)
         return s;
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 2, feature_schema);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        *len = (size_t)sqlite3_column_bytes(st, 0);
+    tt__stmt_bind_text(st, 1, name);
+    tt__stmt_bind_int64(st, 2, feature_schema);
+    int rc = tt__stmt_step(st);
+    if (rc == TT__STEP_ROW) {
+        const void *data = tt__stmt_blob(st, 0, len);
         *blob = malloc(*len ? *len : 1);
         if (!*blob)
             s = tt__db_fail(db, TT_ERR_NOMEM, "out of memory");
         else if (*len)
-            memcpy(*blob, sqlite3_column_blob(st, 0), *len);
-        const unsigned char *meta = sqlite3_column_text(st, 1);
+            memcpy(*blob, data, *len);
+        const char *meta = tt__stmt_text(st, 1);
         if (!s && meta && meta_json && !(*meta_json = strdup((const char *)meta))) {
             free(*blob);
             *blob = NULL;
             s = tt__db_fail(db, TT_ERR_NOMEM, "out of memory");
         }
-    } else if (rc == SQLITE_DONE) {
+    } else if (rc == TT__STEP_DONE) {
         s = tt__db_fail(db, TT_ERR_NOT_FOUND, "no cost model '%s' with feature schema %d", name,
                         feature_schema);
     } else {
-        s = tt__db_sqlite(db, rc, "loading a cost model");
+        s = tt__db_failed(db, "loading a cost model");
     }
-    sqlite3_finalize(st);
+    tt__stmt_finalize(st);
     return s;
+}
+
+/* ---- every operation, run again when the server lost it (tt__db_retry) ---- */
+
+#define RETRYING(call)                                                                             \
+    do {                                                                                           \
+        double started_ = tt_clock_monotonic();                                                    \
+        for (int attempt_ = 0;; attempt_++) {                                                      \
+            tt_status s_ = (call);                                                                 \
+            if (!s_ || !tt__db_retry(db, attempt_, started_))                                      \
+                return s_;                                                                         \
+        }                                                                                          \
+    } while (0)
+
+tt_status tt_db_device_upsert(tt_db *db, const tt_db_device *d)
+{
+    RETRYING(device_upsert_once(db, d));
+}
+
+tt_status tt_db_insert(tt_db *db, const tt_db_record *recs, size_t n, size_t *inserted)
+{
+    RETRYING(insert_once(db, recs, n, inserted));
+}
+
+tt_status tt_db_best(tt_db *db, const char *workload, const char *target, const char *device, int k,
+                     bool fallback, tt_db_row **rows, size_t *n)
+{
+    RETRYING(best_once(db, workload, target, device, k, fallback, rows, n));
+}
+
+tt_status tt_db_stats_get(tt_db *db, int64_t job, tt_db_stats *out)
+{
+    RETRYING(stats_get_once(db, job, out));
+}
+
+tt_status tt_db_mark_suspect(tt_db *db, const char *host, double since, const char *why,
+                             int64_t *marked)
+{
+    RETRYING(mark_suspect_once(db, host, since, why, marked));
+}
+
+tt_status tt_db_leaderboard(tt_db *db, int64_t limit, tt_db_best_entry **out, size_t *n)
+{
+    RETRYING(leaderboard_once(db, limit, out, n));
+}
+
+tt_status tt_db_job_create(tt_db *db, const char *params_json, int64_t trials_total, int64_t *id)
+{
+    RETRYING(job_create_once(db, params_json, trials_total, id));
+}
+
+tt_status tt_db_job_update(tt_db *db, int64_t id, const char *state, int64_t trials_done,
+                           double best_s)
+{
+    RETRYING(job_update_once(db, id, state, trials_done, best_s));
+}
+
+tt_status tt_db_job_set_message(tt_db *db, int64_t id, const char *message)
+{
+    RETRYING(job_set_message_once(db, id, message));
+}
+
+tt_status tt_db_jobs_list(tt_db *db, tt_db_job **jobs, size_t *n)
+{
+    RETRYING(jobs_list_once(db, jobs, n));
+}
+
+tt_status tt_db_model_save(tt_db *db, const char *name, int feature_schema, const void *blob,
+                           size_t len, const char *meta_json)
+{
+    RETRYING(model_save_once(db, name, feature_schema, blob, len, meta_json));
+}
+
+tt_status tt_db_model_load(tt_db *db, const char *name, int feature_schema, void **blob,
+                           size_t *len, char **meta_json)
+{
+    RETRYING(model_load_once(db, name, feature_schema, blob, len, meta_json));
 }

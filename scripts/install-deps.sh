@@ -7,6 +7,8 @@ PACKAGES=(
   build-essential cmake pkg-config git clang-format
   libuv1-dev libsqlite3-dev libjansson-dev libcmocka-dev libsodium-dev
   libxgboost-dev
+  # the shared database: libpq, and a PostgreSQL server the tests start privately
+  libpq-dev postgresql
   llvm-14-dev clang-14 lld-14
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
   libopenblas-dev libdnnl-dev

@@ -1,10 +1,16 @@
-/* db/: schema and migrations, bad files, batches, concurrency, crashes, full disk, queries. */
+/* db/: schema and migrations, bad files, batches, concurrency, crashes, full disk, queries.
+ *
+ * `test_store` runs them on SQLite files in a temporary directory; `test_store --postgresql STATE
+ * SCRIPT` on databases of the private server tests/db/pg_server.sh (SCRIPT) started and described
+ * in STATE, plus what only a server has: roles, passwords, concurrent writers, restarts. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <signal.h>
+#include <libpq-fe.h>
 #include <sqlite3.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +21,10 @@
 #include "db/db.h"
 
 static char dir[256];
+/* PostgreSQL: the server's URI up to the database name, the state file and the script */
+static char pg_base[512];
+static const char *pg_state, *pg_script;
+static bool on_pg;
 
 static int make_dir(void **state)
 {
@@ -29,10 +39,53 @@ static int remove_dir(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
+static void quiet(void *arg, const char *message)
+{
+    (void)arg, (void)message; /* "database ... does not exist, skipping" */
+}
+
+/* Runs SQL on a PostgreSQL database of the test server, as its superuser. */
+static void pg_sql(const char *database, const char *sql)
+{
+    char uri[600];
+    snprintf(uri, sizeof(uri), "%s%s", pg_base, database);
+    PGconn *c = PQconnectdb(uri);
+    if (PQstatus(c) != CONNECTION_OK)
+        fail_msg("%s: %s", uri, PQerrorMessage(c));
+    PQsetNoticeProcessor(c, quiet, NULL);
+    PGresult *r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQresultErrorMessage(r));
+    PQclear(r);
+    PQfinish(c);
+}
+
+/* The database a test calls `name`: a file, or a database of the server made fresh on first
+ * use in this process ("best.db" -> t_best_db). */
 static const char *path_of(const char *name)
 {
     static char p[512];
-    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    if (!on_pg) {
+        snprintf(p, sizeof(p), "%s/%s", dir, name);
+        return p;
+    }
+    static char made[64][64];
+    static int nmade;
+    char db[64] = "t_";
+    for (size_t i = 0; name[i] && i < 60; i++)
+        db[2 + i] = (char)(isalnum((unsigned char)name[i]) ? name[i] : '_');
+    bool fresh = true;
+    for (int i = 0; i < nmade; i++)
+        fresh &= strcmp(made[i], db) != 0;
+    if (fresh && nmade < 64) {
+        char sql[200];
+        snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s WITH (FORCE)", db);
+        pg_sql("tuning", sql);
+        snprintf(sql, sizeof(sql), "CREATE DATABASE %s", db);
+        pg_sql("tuning", sql);
+        snprintf(made[nmade++], sizeof(made[0]), "%s", db);
+    }
+    snprintf(p, sizeof(p), "%s%s", pg_base, db);
     return p;
 }
 
@@ -62,14 +115,28 @@ static tt_db_record rec(const char *wl, const char *target, const char *device, 
     return r;
 }
 
-static void raw_sql(const char *name, const char *sql)
+/* SQL behind the library's back: `sql` on a SQLite file, `pg` on the server's database. */
+static void raw_sql2(const char *name, const char *sql, const char *pg)
 {
+    if (on_pg) {
+        path_of(name);
+        char db[64] = "t_";
+        for (size_t i = 0; name[i] && i < 60; i++)
+            db[2 + i] = (char)(isalnum((unsigned char)name[i]) ? name[i] : '_');
+        pg_sql(db, pg);
+        return;
+    }
     sqlite3 *s;
     assert_int_equal(sqlite3_open(path_of(name), &s), SQLITE_OK);
     char *msg = NULL;
     if (sqlite3_exec(s, sql, NULL, NULL, &msg) != SQLITE_OK)
         fail_msg("%s: %s", sql, msg);
     sqlite3_close(s);
+}
+
+static void raw_sql(const char *name, const char *sql)
+{
+    raw_sql2(name, sql, sql);
 }
 
 static void new_database_gets_the_current_schema(void **state)
@@ -88,7 +155,9 @@ static void older_database_is_migrated(void **state)
 {
     /* Version 0: our application id, no tables yet (a file created by an interrupted first open).
      */
-    raw_sql("old.db", "PRAGMA application_id = 1414943828; PRAGMA user_version = 0;");
+    raw_sql2("old.db", "PRAGMA application_id = 1414943828; PRAGMA user_version = 0;",
+             "CREATE TABLE tt_meta (application TEXT NOT NULL, schema_version INTEGER NOT NULL);"
+             "INSERT INTO tt_meta VALUES ('tvm-tune', 0)");
     tt_db *db = open_or_fail("old.db");
     assert_int_equal(tt_db_user_version(db), TT_DB_SCHEMA_VERSION);
     tt_db_record r = rec("matmul:M=4,N=4,K=4", "llvm", NULL, "[]", one_cost, 1, 1.0);
@@ -113,7 +182,7 @@ static void newer_database_is_refused(void **state)
 {
     tt_db *db = open_or_fail("newer.db");
     tt_db_close(db);
-    raw_sql("newer.db", "PRAGMA user_version = 99;");
+    raw_sql2("newer.db", "PRAGMA user_version = 99;", "UPDATE tt_meta SET schema_version = 99");
     expect_open_error("newer.db", TT_ERR_UNSUPPORTED, "newer than this tvm-tune understands");
 }
 
@@ -230,6 +299,26 @@ static void writer_child(const char *name, int notify_fd, int batches, bool fore
     _exit(0);
 }
 
+/* A writer child on a new database `name`, returned once its first batch is committed. */
+static pid_t writer_under_way(const char *name, int batches, bool forever)
+{
+    tt_db *db = open_or_fail(name);
+    tt_db_close(db);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        writer_child(name, fds[1], batches, forever);
+    }
+    close(fds[1]);
+    char c;
+    assert_int_equal(read(fds[0], &c, 1), 1);
+    close(fds[0]);
+    return pid;
+}
+
 static void readers_never_see_half_a_batch(void **state)
 {
     tt_db *db = open_or_fail("conc.db");
@@ -260,26 +349,13 @@ static void readers_never_see_half_a_batch(void **state)
 
 static void committed_records_survive_kill_9(void **state)
 {
-    tt_db *db = open_or_fail("kill.db");
-    tt_db_close(db);
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        close(fds[0]);
-        writer_child("kill.db", fds[1], 0, true);
-    }
-    close(fds[1]);
-    char c;
-    assert_int_equal(read(fds[0], &c, 1), 1); /* the first batch is committed */
-    usleep(20000);                            /* let it be in the middle of later ones */
+    pid_t pid = writer_under_way("kill.db", 0, true);
+    usleep(20000); /* let it be in the middle of later batches */
     kill(pid, SIGKILL);
     int status;
     waitpid(pid, &status, 0);
-    close(fds[0]);
     assert_true(WIFSIGNALED(status));
-    db = open_or_fail("kill.db");
+    tt_db *db = open_or_fail("kill.db");
     assert_int_equal(tt_db_check(db), TT_OK);
     tt_db_stats st;
     assert_int_equal(tt_db_stats_get(db, 0, &st), TT_OK);
@@ -524,24 +600,176 @@ static void readonly_handle_refuses_writes(void **state)
     tt_db_record r = rec("relu:M=4,N=4", "llvm", NULL, "[]", one_cost, 1, 1);
     assert_int_equal(tt_db_insert(db, &r, 1, NULL), TT_ERR_IO);
     tt_db_close(db);
-    assert_int_equal(tt_db_open(path_of("missing.db"), TT_DB_READONLY, &db, &err),
-                     TT_ERR_NOT_FOUND);
+    if (!on_pg) {
+        assert_int_equal(tt_db_open(path_of("missing.db"), TT_DB_READONLY, &db, &err),
+                         TT_ERR_NOT_FOUND);
+        return;
+    }
+    char uri[600];
+    snprintf(uri, sizeof(uri), "%sno_such_database", pg_base);
+    assert_int_equal(tt_db_open(uri, TT_DB_READONLY, &db, &err), TT_ERR_IO);
+    assert_non_null(strstr(err.msg, "cannot connect to the database server"));
+    assert_non_null(strstr(err.msg, "no_such_database"));
 }
 
-int main(void)
+/* ---- only a server ---- */
+
+static void a_password_in_the_uri_is_refused(void **state)
 {
-    const struct CMUnitTest tests[] = {
+    char uri[600];
+    /* postgresql://tvmtune@host:port/ -> postgresql://tvmtune:hunter2@host:port/ */
+    const char *at = strchr(pg_base, '@');
+    snprintf(uri, sizeof(uri), "%.*s:hunter2%stuning", (int)(at - pg_base), pg_base, at);
+    tt_db *db;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_db_open(uri, 0, &db, &err), TT_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "~/.pgpass"));
+    assert_null(strstr(err.msg, "hunter2"));
+    snprintf(uri, sizeof(uri), "%stuning?password=hunter2", pg_base);
+    assert_int_equal(tt_db_open(uri, 0, &db, &err), TT_ERR_INVALID_ARG);
+    assert_null(strstr(err.msg, "hunter2"));
+}
+
+static void an_unreachable_server_is_a_clear_error(void **state)
+{
+    tt_db *db;
+    tt_errbuf err = {{0}};
+    /* port 1 on loopback: nothing listens there */
+    assert_int_equal(tt_db_open("postgresql://tvmtune@127.0.0.1:1/tuning", 0, &db, &err),
+                     TT_ERR_IO);
+    assert_null(db);
+    assert_non_null(strstr(err.msg, "cannot connect to the database server"));
+}
+
+/* Builds query with a role that may only read: enough for best records, refused writes. */
+static void a_read_only_role_queries_and_cannot_write(void **state)
+{
+    tt_db *db = open_or_fail("roles.db");
+    tt_db_record r = rec("relu:M=4,N=4", "llvm", NULL, "[]", one_cost, 1, 1);
+    assert_int_equal(tt_db_insert(db, &r, 1, NULL), TT_OK);
+    tt_db_close(db);
+    raw_sql("roles.db", "DROP ROLE IF EXISTS builder; CREATE ROLE builder LOGIN;"
+                        "GRANT SELECT ON ALL TABLES IN SCHEMA public TO builder");
+    char uri[600];
+    const char *at = strchr(pg_base, '@');
+    snprintf(uri, sizeof(uri), "postgresql://builder%st_roles_db", at);
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_db_open(uri, TT_DB_READONLY, &db, &err), TT_OK);
+    tt_db_row *rows;
+    size_t n;
+    assert_int_equal(tt_db_best(db, "relu:M=4,N=4", "llvm", NULL, 1, false, &rows, &n), TT_OK);
+    assert_int_equal(n, 1);
+    tt_db_rows_free(rows, n);
+    tt_db_close(db);
+    /* opened for writing, the role's limits speak */
+    assert_int_equal(tt_db_open(uri, 0, &db, &err), TT_OK);
+    r.timestamp = 2;
+    assert_int_equal(tt_db_insert(db, &r, 1, NULL), TT_ERR_IO);
+    assert_non_null(strstr(tt_db_errmsg(db), "permission denied"));
+    tt_db_close(db);
+}
+
+/* Writers at once: the same measurements stored once, every job id distinct. */
+static void concurrent_writers_store_each_record_once(void **state)
+{
+    tt_db *db = open_or_fail("many.db");
+    tt_db_close(db);
+    enum { WRITERS = 3, SHARED = 40, OWN = 40, JOBS = 5 };
+    pid_t pids[WRITERS];
+    for (int w = 0; w < WRITERS; w++) {
+        pids[w] = fork();
+        assert_true(pids[w] >= 0);
+        if (pids[w])
+            continue;
+        if (tt_db_open(path_of("many.db"), 0, &db, NULL))
+            _exit(3);
+        static char cfg[SHARED + OWN][48];
+        static double costs[SHARED + OWN];
+        tt_db_record r[SHARED + OWN];
+        for (int i = 0; i < SHARED + OWN; i++) {
+            /* shared: the same measurement from every writer (a retry, an import twice) */
+            snprintf(cfg[i], sizeof(cfg[i]), "[[\"CI\", %d]]", i < SHARED ? i : 1000 * (w + 1) + i);
+            costs[i] = 1e-4 * (i + 1);
+            /* each writer its own new workload too, all created at once */
+            r[i] = rec(i % 2 ? "matmul:M=8,N=8,K=8" : "relu:M=64,N=64", "llvm", "dev", cfg[i],
+                       &costs[i], 1, 5);
+        }
+        for (int i = 0; i < SHARED + OWN; i += 10)
+            if (tt_db_insert(db, r + i, 10, NULL))
+                _exit(4);
+        for (int j = 0; j < JOBS; j++) {
+            int64_t id;
+            if (tt_db_job_create(db, "{}", 1, &id))
+                _exit(5);
+        }
+        tt_db_close(db);
+        _exit(0);
+    }
+    for (int w = 0; w < WRITERS; w++) {
+        int status;
+        waitpid(pids[w], &status, 0);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    db = open_or_fail("many.db");
+    tt_db_stats st;
+    assert_int_equal(tt_db_stats_get(db, 0, &st), TT_OK);
+    assert_int_equal(st.records, SHARED + WRITERS * OWN);
+    assert_int_equal(st.workloads, 2);
+    tt_db_job *jobs;
+    size_t n;
+    assert_int_equal(tt_db_jobs_list(db, &jobs, &n), TT_OK);
+    assert_int_equal(n, WRITERS * JOBS);
+    for (size_t i = 1; i < n; i++)
+        assert_true(jobs[i].id > jobs[i - 1].id);
+    tt_db_jobs_free(jobs, n);
+    tt_db_close(db);
+}
+
+/* The server restarts under a writer: it waits, reconnects and goes on; nothing lost, nothing
+ * stored twice. */
+static void a_restarted_server_loses_nothing(void **state)
+{
+    pid_t pid = writer_under_way("restart.db", BATCHES, false);
+    char cmd[1200];
+    snprintf(cmd, sizeof(cmd), "bash %s restart %s", pg_script, pg_state);
+    assert_int_equal(system(cmd), 0);
+    int status;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    tt_db *db = open_or_fail("restart.db");
+    tt_db_stats st;
+    assert_int_equal(tt_db_stats_get(db, 0, &st), TT_OK);
+    assert_int_equal(st.records, BATCH * BATCHES);
+    tt_db_close(db);
+}
+
+/* The server's URI without its database name, from pg_server.sh's state file (line 2). */
+static bool read_pg_state(const char *state)
+{
+    FILE *f = fopen(state, "r");
+    char line[600];
+    bool ok = f && fgets(line, sizeof(line), f) && fgets(line, sizeof(line), f);
+    if (f)
+        fclose(f);
+    char *slash = ok ? strrchr(line, '/') : NULL;
+    if (!slash)
+        return false;
+    snprintf(pg_base, sizeof(pg_base), "%.*s", (int)(slash - line + 1), line);
+    return true;
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest common[] = {
         cmocka_unit_test(new_database_gets_the_current_schema),
         cmocka_unit_test(older_database_is_migrated),
         cmocka_unit_test(newer_database_is_refused),
         cmocka_unit_test(foreign_schema_is_refused),
-        cmocka_unit_test(garbage_file_is_not_a_database),
-        cmocka_unit_test(truncated_database_gives_a_clear_error),
         cmocka_unit_test(batch_is_all_or_nothing),
         cmocka_unit_test(duplicate_inserts_are_skipped),
         cmocka_unit_test(readers_never_see_half_a_batch),
         cmocka_unit_test(committed_records_survive_kill_9),
-        cmocka_unit_test(full_disk_loses_nothing_already_stored),
         cmocka_unit_test(best_prefers_exact_then_other_device_then_family),
         cmocka_unit_test(ties_go_to_the_earlier_record),
         cmocka_unit_test(suspect_records_are_marked_and_skipped),
@@ -549,5 +777,31 @@ int main(void)
         cmocka_unit_test(devices_and_cost_models),
         cmocka_unit_test(readonly_handle_refuses_writes),
     };
-    return cmocka_run_group_tests(tests, make_dir, remove_dir);
+    const struct CMUnitTest files[] = {
+        cmocka_unit_test(garbage_file_is_not_a_database),
+        cmocka_unit_test(truncated_database_gives_a_clear_error),
+        cmocka_unit_test(full_disk_loses_nothing_already_stored),
+    };
+    const struct CMUnitTest server[] = {
+        cmocka_unit_test(a_password_in_the_uri_is_refused),
+        cmocka_unit_test(an_unreachable_server_is_a_clear_error),
+        cmocka_unit_test(a_read_only_role_queries_and_cannot_write),
+        cmocka_unit_test(concurrent_writers_store_each_record_once),
+        cmocka_unit_test(a_restarted_server_loses_nothing),
+    };
+    if (argc == 4 && !strcmp(argv[1], "--postgresql")) {
+        pg_state = argv[2];
+        pg_script = argv[3];
+        if (!read_pg_state(pg_state)) {
+            fprintf(stderr, "test_store: no PostgreSQL server described in %s\n", pg_state);
+            return getenv("CI") && !strcmp(getenv("CI"), "true") ? 1 : 77;
+        }
+        on_pg = true;
+        /* a restart must not outlast the writer's patience */
+        setenv("TVM_TUNE_DB_PATIENCE", "60", 1);
+        int failed = cmocka_run_group_tests_name("postgresql", common, make_dir, remove_dir);
+        return failed + cmocka_run_group_tests_name("postgresql server", server, NULL, NULL);
+    }
+    return cmocka_run_group_tests_name("sqlite", common, make_dir, remove_dir) +
+           cmocka_run_group_tests_name("sqlite files", files, make_dir, remove_dir);
 }
