@@ -231,6 +231,24 @@ tt_status tt_db_check(tt_db *db);
 /* Rebuilds the file compactly (VACUUM) after checking it. */
 tt_status tt_db_vacuum(tt_db *db);
 
+/* ---- copying (copy.c) ---- */
+
+typedef struct tt_db_copy_report {
+    int64_t records;                    /* records read from the source */
+    int64_t inserted;                   /* stored in the target */
+    int64_t present;                    /* already there (the same measurement) */
+    int64_t devices, jobs, cost_models; /* new in the target */
+    uint64_t digest;                    /* sum of the source records' content digests */
+    bool verified; /* the target holds them: same content (target was empty), or counts */
+} tt_db_copy_report;
+
+/* Copies every device, job, record and cost model of `from` into `to` (any two databases,
+ * SQLite or PostgreSQL), then checks the target: into an empty one, every record's content
+ * (workload, target, device, config, times, error, timestamp, extra) equal to the source's;
+ * otherwise the record counts.  Idempotent: copying again adds nothing.  Job ids are the
+ * target's own (records follow their job); an error says which side failed. */
+tt_status tt_db_copy(tt_db *from, tt_db *to, tt_db_copy_report *rep, tt_errbuf *err);
+
 /* ---- TVM log formats (tvmlog.c) ---- */
 
 typedef struct tt_db_import_report {

@@ -41,7 +41,7 @@ static void usage(FILE *f)
 }
 
 typedef struct {
-    const char *db, *workload, *target, *device, *format, *output;
+    const char *db, *from, *to, *workload, *target, *device, *format, *output;
     long long job, limit;
     int k;
     bool json, no_fallback;
@@ -57,15 +57,18 @@ static int parse_options(int argc, char **argv, options *o)
         {"job", required_argument, 0, 'j'},    {"limit", required_argument, 0, 'l'},
         {"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
         {"json", no_argument, 0, 'J'},         {"no-fallback", no_argument, 0, 'F'},
+        {"from", required_argument, 0, 'A'},   {"to", required_argument, 0, 'B'},
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     memset(o, 0, sizeof(*o));
     o->k = 1;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "D:w:t:d:j:l:f:o:k:JFh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "D:w:t:d:j:l:f:o:k:A:B:JFh", opts, NULL)) != -1) {
         char *end;
         switch (c) {
         case 'D': o->db = optarg; break;
+        case 'A': o->from = optarg; break;
+        case 'B': o->to = optarg; break;
         case 'w': o->workload = optarg; break;
         case 't': o->target = optarg; break;
         case 'd': o->device = optarg; break;
@@ -96,8 +99,8 @@ static int parse_options(int argc, char **argv, options *o)
     }
     o->files = argv + optind;
     o->nfiles = argc - optind;
-    if (!o->db) {
-        fprintf(stderr, "tvm-db: --db PATH is required\n");
+    if (!o->db && !(o->from && o->to)) {
+        fprintf(stderr, "tvm-db: --db PATH is required (copy: --from A --to B)\n");
         return 2;
     }
     return 0;
@@ -445,6 +448,41 @@ static int cmd_export(tt_db *db, const options *o)
     return 0;
 }
 
+static int cmd_copy(const options *o)
+{
+    tt_db *from, *to;
+    tt_errbuf err = {{0}};
+    /* Read-write first, so that an older source is migrated; a read-only role reads as it is. */
+    if (tt_db_open(o->from, 0, &from, &err) && tt_db_open(o->from, TT_DB_READONLY, &from, &err)) {
+        fprintf(stderr, "tvm-db copy: %s\n", err.msg);
+        return 1;
+    }
+    if (tt_db_open(o->to, 0, &to, &err)) {
+        fprintf(stderr, "tvm-db copy: %s\n", err.msg);
+        tt_db_close(from);
+        return 1;
+    }
+    tt_db_copy_report r;
+    tt_status s = tt_db_copy(from, to, &r, &err);
+    tt_db_close(from);
+    tt_db_close(to);
+    if (s) {
+        fprintf(stderr, "tvm-db copy: %s\n", err.msg);
+        return 1;
+    }
+    if (o->json)
+        printf("{\"records\": %lld, \"inserted\": %lld, \"present\": %lld, \"devices\": %lld, "
+               "\"jobs\": %lld, \"cost_models\": %lld, \"verified\": true}\n",
+               (long long)r.records, (long long)r.inserted, (long long)r.present,
+               (long long)r.devices, (long long)r.jobs, (long long)r.cost_models);
+    else
+        printf("%s -> %s: %lld records (%lld new, %lld already there), %lld devices, %lld jobs, "
+               "%lld cost models new; checked\n",
+               o->from, o->to, (long long)r.records, (long long)r.inserted, (long long)r.present,
+               (long long)r.devices, (long long)r.jobs, (long long)r.cost_models);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -456,8 +494,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    static const char *const cmds[] = {"best",   "history", "stats", "jobs",  "plot",
-                                       "import", "export",  "check", "vacuum"};
+    static const char *const cmds[] = {"best",   "history", "stats", "jobs",   "plot",
+                                       "import", "export",  "check", "vacuum", "copy"};
     bool known = false;
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
         known |= !strcmp(cmd, cmds[i]);
@@ -470,6 +508,13 @@ int main(int argc, char **argv)
     int rc = parse_options(argc - 1, argv + 1, &o);
     if (rc)
         return rc;
+    if (!strcmp(cmd, "copy")) {
+        if (!o.from || !o.to) {
+            fprintf(stderr, "tvm-db copy: --from A and --to B are required\n");
+            return 2;
+        }
+        return cmd_copy(&o);
+    }
     bool writes = !strcmp(cmd, "import") || !strcmp(cmd, "vacuum");
     tt_db *db;
     tt_errbuf err = {{0}};

@@ -612,6 +612,79 @@ static void readonly_handle_refuses_writes(void **state)
     assert_non_null(strstr(err.msg, "no_such_database"));
 }
 
+/* tvm-db copy's library call: everything moves, the target is checked, a second copy adds
+ * nothing; on the PostgreSQL run the copy goes from a SQLite file to the server and back. */
+static void copy_moves_everything_once(void **state)
+{
+    char src[512], back[512];
+    snprintf(src, sizeof(src), "%s/copy-src.sqlite", dir);
+    snprintf(back, sizeof(back), "%s/copy-back.sqlite", dir);
+    tt_db *a, *b;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_db_open(src, 0, &a, &err), TT_OK);
+    int64_t job;
+    assert_int_equal(tt_db_job_create(a, "{\"trials\": 2}", 2, &job), TT_OK);
+    tt_db_device d = {.key = "cpu", .fingerprint = "dev-a", .cores = 2};
+    assert_int_equal(tt_db_device_upsert(a, &d), TT_OK);
+    double c1[2] = {2e-3, 1e-3}, c2[1] = {5e-4}, c3[1] = {1.0 / 3};
+    tt_db_record r[3] = {rec("matmul:M=4,N=4,K=4", "llvm", "dev-a", "[[\"CI\", 1]]", c1, 2, 1),
+                         rec("matmul:M=4,N=4,K=4", "llvm", "dev-a", "[[\"CI\", 2]]", c2, 1, 2),
+                         rec("relu:M=4,N=4", "llvm -mcpu=znver3", NULL, "[]", c3, 1, 3.25)};
+    r[0].job = r[1].job = job;
+    r[1].extra = "{\"host\":\"10.0.0.7:9090\"}";
+    r[2].error_no = 5;
+    r[2].error_text = "element 3: 1 != 2";
+    assert_int_equal(tt_db_insert(a, r, 3, NULL), TT_OK);
+    int64_t marked;
+    assert_int_equal(tt_db_mark_suspect(a, "10.0.0.7:9090", 0, "lied", &marked), TT_OK);
+    assert_int_equal(tt_db_model_save(a, "xgb", 1, "\x00\x01blob", 6, "{}"), TT_OK);
+    b = open_or_fail("copy.db");
+    tt_db_copy_report rep;
+    assert_int_equal(tt_db_copy(a, b, &rep, &err), TT_OK);
+    assert_true(rep.verified);
+    assert_int_equal(rep.records, 3);
+    assert_int_equal(rep.inserted, 3);
+    assert_int_equal(rep.devices, 1);
+    assert_int_equal(rep.jobs, 1);
+    assert_int_equal(rep.cost_models, 1);
+    uint64_t digest = rep.digest;
+    /* again: nothing new */
+    assert_int_equal(tt_db_copy(a, b, &rep, &err), TT_OK);
+    assert_int_equal(rep.inserted, 0);
+    assert_int_equal(rep.present, 3);
+    assert_int_equal(rep.jobs + rep.devices + rep.cost_models, 0);
+    /* the target answers as the source did: the suspect left out, the job's records its own */
+    tt_db_row *rows;
+    size_t n;
+    assert_int_equal(tt_db_best(b, "matmul:M=4,N=4,K=4", "llvm", NULL, 5, false, &rows, &n), TT_OK);
+    assert_int_equal(n, 1);
+    assert_true(rows[0].median_s == 1.5e-3);
+    tt_db_job *jobs;
+    size_t nj;
+    assert_int_equal(tt_db_jobs_list(b, &jobs, &nj), TT_OK);
+    assert_int_equal(nj, 1);
+    int count = 0;
+    tt_db_filter f = {.job = jobs[0].id};
+    assert_int_equal(tt_db_history(b, &f, count_rows, &count), TT_OK);
+    assert_int_equal(count, 2);
+    tt_db_jobs_free(jobs, nj);
+    tt_db_rows_free(rows, n);
+    void *blob;
+    size_t len;
+    assert_int_equal(tt_db_model_load(b, "xgb", 1, &blob, &len, NULL), TT_OK);
+    assert_int_equal(len, 6);
+    assert_memory_equal(blob, "\x00\x01blob", 6);
+    free(blob);
+    tt_db_close(a);
+    /* and back into a new file: the same content, bit for bit (times included) */
+    assert_int_equal(tt_db_open(back, 0, &a, &err), TT_OK);
+    assert_int_equal(tt_db_copy(b, a, &rep, &err), TT_OK);
+    assert_true(rep.verified);
+    assert_int_equal(rep.digest, digest);
+    tt_db_close(a);
+    tt_db_close(b);
+}
+
 /* ---- only a server ---- */
 
 static void a_password_in_the_uri_is_refused(void **state)
@@ -776,6 +849,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(jobs_history_and_stats),
         cmocka_unit_test(devices_and_cost_models),
         cmocka_unit_test(readonly_handle_refuses_writes),
+        cmocka_unit_test(copy_moves_everything_once),
     };
     const struct CMUnitTest files[] = {
         cmocka_unit_test(garbage_file_is_not_a_database),
