@@ -160,7 +160,8 @@ static tt_status copy_jobs(tt_db *from, copier *c)
     if (!s)
         s = tt__db_prepare(c->to,
                            "INSERT INTO jobs(state, params, trials_done, trials_total, best_s, "
-                           "created, updated, message) VALUES (?,?,?,?,?,?,?,?) RETURNING id",
+                           "created, updated, message, owner) VALUES (?,?,?,?,?,?,?,?,?) "
+                           "RETURNING id",
                            &ins);
     for (size_t i = 0; !s && i < n; i++) {
         const tt_db_job *j = &jobs[i];
@@ -179,6 +180,7 @@ static tt_status copy_jobs(tt_db *from, copier *c)
             tt__stmt_bind_double(ins, 6, j->created);
             tt__stmt_bind_double(ins, 7, j->updated);
             tt__stmt_bind_text(ins, 8, j->message ? j->message : "");
+            tt__stmt_bind_text(ins, 9, j->owner ? j->owner : "");
             if (!(s = tt__stmt_run(ins, "copying a job", &id)))
                 c->rep->jobs++;
         }

@@ -199,11 +199,18 @@ typedef struct tt_db_job {
     double best_s; /* 0 = none yet */
     double created, updated;
     char *message; /* why it failed or stopped; "" when nothing to say */
+    char *owner;   /* the tracker that runs it (its --name); "" for jobs of older versions */
 } tt_db_job;
 
-tt_status tt_db_job_create(tt_db *db, const char *params_json, int64_t trials_total, int64_t *id);
+/* A new queued job of tracker `owner` (NULL: none).  Ids are the database's: trackers sharing a
+ * PostgreSQL database never get the same one. */
+tt_status tt_db_job_create(tt_db *db, const char *owner, const char *params_json,
+                           int64_t trials_total, int64_t *id);
 tt_status tt_db_job_update(tt_db *db, int64_t id, const char *state, int64_t trials_done,
                            double best_s);
+/* Makes `owner` the job's tracker if it has none yet (a job of an older version); *claimed says
+ * whether it now is (false when another tracker claimed it first). */
+tt_status tt_db_job_claim(tt_db *db, int64_t id, const char *owner, bool *claimed);
 /* Sets the job's message (why it failed, what it is waiting for). */
 tt_status tt_db_job_set_message(tt_db *db, int64_t id, const char *message);
 tt_status tt_db_jobs_list(tt_db *db, tt_db_job **jobs, size_t *n);

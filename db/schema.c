@@ -83,7 +83,9 @@ static const struct {
      * validity) */
     {"ALTER TABLE records ADD COLUMN host TEXT;"
      "ALTER TABLE records ADD COLUMN suspect TEXT;"
-     "CREATE INDEX records_host ON records(host, timestamp);",
+     "CREATE INDEX records_host ON records(host, timestamp);"
+     /* and which tracker runs a job: trackers sharing a database resume only their own */
+     "ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT '';",
      "UPDATE records SET host = json_extract(extra, '$.host'), "
      "suspect = json_extract(extra, '$.suspect') WHERE json_valid(extra);"},
 };

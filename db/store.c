@@ -756,13 +756,13 @@ void tt_db_leaderboard_free(tt_db_best_entry *e, size_t n)
 
 /* ---- jobs ---- */
 
-static tt_status job_create_once(tt_db *db, const char *params_json, int64_t trials_total,
-                                 int64_t *id)
+static tt_status job_create_once(tt_db *db, const char *owner, const char *params_json,
+                                 int64_t trials_total, int64_t *id)
 {
     tt__stmt *st;
     tt_status s = tt__db_prepare(db,
-                                 "INSERT INTO jobs(state, params, trials_total, created, updated) "
-                                 "VALUES ('queued', ?, ?, ?, ?) RETURNING id",
+                                 "INSERT INTO jobs(state, params, trials_total, created, updated, "
+                                 "owner) VALUES ('queued', ?, ?, ?, ?, ?) RETURNING id",
                                  &st);
     if (s)
         return s;
@@ -771,6 +771,7 @@ static tt_status job_create_once(tt_db *db, const char *params_json, int64_t tri
     tt__stmt_bind_int64(st, 2, trials_total);
     tt__stmt_bind_double(st, 3, now);
     tt__stmt_bind_double(st, 4, now);
+    tt__stmt_bind_text(st, 5, owner ? owner : "");
     s = tt__stmt_run(st, "creating a job", id);
     tt__stmt_finalize(st);
     return s;
@@ -807,6 +808,20 @@ static tt_status job_update_once(tt_db *db, int64_t id, const char *state, int64
     return s;
 }
 
+static tt_status job_claim_once(tt_db *db, int64_t id, const char *owner, bool *claimed)
+{
+    tt__stmt *st;
+    tt_status s = tt__db_prepare(db, "UPDATE jobs SET owner = ? WHERE id = ? AND owner = ''", &st);
+    if (s)
+        return s;
+    tt__stmt_bind_text(st, 1, owner);
+    tt__stmt_bind_int64(st, 2, id);
+    s = tt__stmt_run(st, "claiming a job", NULL);
+    *claimed = !s && tt__stmt_changes(st) == 1;
+    tt__stmt_finalize(st);
+    return s;
+}
+
 static tt_status job_set_message_once(tt_db *db, int64_t id, const char *message)
 {
     tt__stmt *st;
@@ -830,7 +845,7 @@ static tt_status jobs_list_once(tt_db *db, tt_db_job **jobs, size_t *n)
     tt__stmt *st;
     tt_status s = tt__db_prepare(db,
                                  "SELECT id, state, params, trials_done, trials_total, best_s, "
-                                 "created, updated, message FROM jobs ORDER BY id",
+                                 "created, updated, message, owner FROM jobs ORDER BY id",
                                  &st);
     if (s)
         return s;
@@ -852,6 +867,7 @@ static tt_status jobs_list_once(tt_db *db, tt_db_job **jobs, size_t *n)
         j->created = tt__stmt_double(st, 6);
         j->updated = tt__stmt_double(st, 7);
         j->message = tt__stmt_text_dup(st, 8);
+        j->owner = tt__stmt_text_dup(st, 9);
     }
     if (!s && rc != TT__STEP_DONE)
         s = tt__db_failed(db, "listing jobs");
@@ -870,6 +886,7 @@ void tt_db_jobs_free(tt_db_job *jobs, size_t n)
         free(jobs[i].state);
         free(jobs[i].params);
         free(jobs[i].message);
+        free(jobs[i].owner);
     }
     free(jobs);
 }
@@ -985,15 +1002,21 @@ tt_status tt_db_leaderboard(tt_db *db, int64_t limit, tt_db_best_entry **out, si
     RETRYING(leaderboard_once(db, limit, out, n));
 }
 
-tt_status tt_db_job_create(tt_db *db, const char *params_json, int64_t trials_total, int64_t *id)
+tt_status tt_db_job_create(tt_db *db, const char *owner, const char *params_json,
+                           int64_t trials_total, int64_t *id)
 {
-    RETRYING(job_create_once(db, params_json, trials_total, id));
+    RETRYING(job_create_once(db, owner, params_json, trials_total, id));
 }
 
 tt_status tt_db_job_update(tt_db *db, int64_t id, const char *state, int64_t trials_done,
                            double best_s)
 {
     RETRYING(job_update_once(db, id, state, trials_done, best_s));
+}
+
+tt_status tt_db_job_claim(tt_db *db, int64_t id, const char *owner, bool *claimed)
+{
+    RETRYING(job_claim_once(db, id, owner, claimed));
 }
 
 tt_status tt_db_job_set_message(tt_db *db, int64_t id, const char *message)

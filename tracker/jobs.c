@@ -26,6 +26,7 @@ typedef struct {
 
 struct tt_jobs {
     char *db_path;
+    char name[300]; /* whose jobs these are in the database */
     char host[256];
     int port;
     const tt_auth_keyring *auth;
@@ -369,6 +370,7 @@ tt_status tt_jobs_open(const tt_jobs_config *cfg, tt_jobs **out, tt_errbuf *err)
              !strcmp(tracker_host, "0.0.0.0") ? "127.0.0.1"
              : !strcmp(tracker_host, "::")    ? "::1"
                                               : tracker_host);
+    snprintf(j->name, sizeof(j->name), "%s", cfg->name ? cfg->name : "");
     j->port = cfg->tracker_port;
     j->auth = cfg->auth;
     j->log = cfg->log;
@@ -382,16 +384,24 @@ tt_status tt_jobs_open(const tt_jobs_config *cfg, tt_jobs **out, tt_errbuf *err)
         free(j);
         return s;
     }
-    /* Jobs an earlier start left queued or running go first, in submission order. */
+    /* Jobs an earlier start of this tracker left queued or running go first, in submission
+     * order; other trackers' jobs in a shared database are theirs, and one of an older version
+     * (no owner) is claimed by the first tracker that starts. */
     tt_db_job *jobs;
     size_t n;
     if (!tt_db_jobs_list(j->db, &jobs, &n)) {
-        for (size_t i = 0; i < n; i++)
-            if (!strcmp(jobs[i].state, "queued") || !strcmp(jobs[i].state, "running")) {
+        for (size_t i = 0; i < n; i++) {
+            if (strcmp(jobs[i].state, "queued") && strcmp(jobs[i].state, "running"))
+                continue;
+            bool mine = !strcmp(jobs[i].owner, j->name);
+            if (!mine && !jobs[i].owner[0] && tt_db_job_claim(j->db, jobs[i].id, j->name, &mine))
+                mine = false;
+            if (mine) {
                 TT_VEC_PUSH(&j->queue, jobs[i].id);
                 say(j, TT_LOG_INFO, jobs[i].id, "resumes (%s when the daemon stopped)",
                     jobs[i].state);
             }
+        }
         tt_db_jobs_free(jobs, n);
     }
     int workers = cfg->workers;
@@ -485,16 +495,22 @@ static char *status(tt_jobs *j, int64_t id, bool all)
     if (tt_db_jobs_list(j->db, &jobs, &n))
         return reply_error("cannot read the jobs: %s", tt_db_errmsg(j->db));
     json_t *list = json_array(), *one = NULL;
+    char other[300] = "";
     for (size_t i = 0; i < n; i++) {
-        if (all)
+        bool mine = !strcmp(jobs[i].owner, j->name);
+        if (all && mine)
             json_array_append_new(list, job_json(j, &jobs[i]));
-        else if (jobs[i].id == id)
+        else if (!all && jobs[i].id == id && mine)
             one = job_json(j, &jobs[i]);
+        else if (!all && jobs[i].id == id)
+            snprintf(other, sizeof(other), "%s", jobs[i].owner);
     }
     tt_db_jobs_free(jobs, n);
     if (all)
         return reply_ok(list);
     json_decref(list);
+    if (other[0])
+        return reply_error("job %lld belongs to the tracker %s (ask it)", (long long)id, other);
     return one ? reply_ok(one) : reply_error("there is no job %lld", (long long)id);
 }
 
@@ -506,7 +522,8 @@ json_t *tt_jobs_overview(tt_jobs *j, int best_limit)
     size_t n;
     if (!tt_db_jobs_list(j->db, &jobs, &n)) {
         for (size_t i = n; i-- > 0;) /* newest first */
-            json_array_append_new(list, job_json(j, &jobs[i]));
+            if (!strcmp(jobs[i].owner, j->name))
+                json_array_append_new(list, job_json(j, &jobs[i]));
         tt_db_jobs_free(jobs, n);
     }
     tt_db_best_entry *e;
@@ -575,7 +592,7 @@ static char *submit(tt_jobs *j, const char *peer, const json_t *params)
     if (!text)
         return reply_error("out of memory");
     int64_t id = 0;
-    tt_status s = tt_db_job_create(j->db, text, total, &id);
+    tt_status s = tt_db_job_create(j->db, j->name, text, total, &id);
     free(text);
     if (s)
         return reply_error("cannot store the job: %s", tt_db_errmsg(j->db));
@@ -592,6 +609,13 @@ static char *cancel(tt_jobs *j, int64_t id)
     if (!params)
         return reply_error("there is no job %lld", (long long)id);
     free(params);
+    bool queued_here = false;
+    for (size_t i = 0; i < j->queue.len; i++)
+        queued_here |= j->queue.data[i] == id;
+    for (int k = 0; k < j->nworkers; k++)
+        queued_here |= j->slot[k].id == id;
+    if (!queued_here && (!strcmp(state, "queued") || !strcmp(state, "running")))
+        return status(j, id, false); /* another tracker's job: status says whose */
     for (size_t i = 0; i < j->queue.len; i++)
         if (j->queue.data[i] == id) {
             memmove(j->queue.data + i, j->queue.data + i + 1,
@@ -620,7 +644,8 @@ static int active_of(tt_jobs *j, const char *peer)
         return 0;
     int count = 0;
     for (size_t i = 0; i < n; i++) {
-        if (strcmp(jobs[i].state, "queued") && strcmp(jobs[i].state, "running"))
+        if ((strcmp(jobs[i].state, "queued") && strcmp(jobs[i].state, "running")) ||
+            strcmp(jobs[i].owner, j->name))
             continue;
         json_t *p = json_loads(jobs[i].params ? jobs[i].params : "{}", 0, NULL);
         const char *who = json_string_value(json_object_get(p, "submitter"));

@@ -20,6 +20,7 @@ typedef struct tt_jobs tt_jobs;
 
 typedef struct tt_jobs_config {
     const char *db_path;      /* the farm database */
+    const char *name;         /* whose jobs these are in a shared database (never NULL) */
     const char *tracker_host; /* this daemon, through which measurements go */
     int tracker_port;
     const tt_auth_keyring *auth; /* the farm's key (NULL: none); must outlive the jobs */

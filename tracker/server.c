@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "../base/io.h"
@@ -360,7 +361,16 @@ tt_status tt_tracker_run(const tt_tracker_options *o, tt_errbuf *err)
                                                  : ((struct sockaddr_in *)&addr)->sin_port);
     }
     if (o->db_path) {
+        char name[300];
+        if (o->name) {
+            snprintf(name, sizeof(name), "%s", o->name);
+        } else {
+            char hostname[256] = "localhost";
+            gethostname(hostname, sizeof(hostname) - 1);
+            snprintf(name, sizeof(name), "%s:%d", hostname, bound);
+        }
         tt_jobs_config jc = {o->db_path,
+                             name,
                              host,
                              bound,
                              keyed ? o->auth : NULL,

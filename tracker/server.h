@@ -9,11 +9,14 @@
 #include "../base/log.h"
 
 typedef struct tt_tracker_options {
-    const char *host;       /* default 127.0.0.1 */
-    int port, port_end;     /* the first free port in [port, port_end) is bound; port 0: any */
-    const char *stop_key;   /* the secret of STOP; NULL: STOP is refused (stop with a signal) */
-    const tt_logger *log;   /* connection errors and life-cycle lines; NULL: quiet */
-    const char *db_path;    /* the farm database of tuning jobs; NULL: no jobs */
+    const char *host;     /* default 127.0.0.1 */
+    int port, port_end;   /* the first free port in [port, port_end) is bound; port 0: any */
+    const char *stop_key; /* the secret of STOP; NULL: STOP is refused (stop with a signal) */
+    const tt_logger *log; /* connection errors and life-cycle lines; NULL: quiet */
+    const char *db_path;  /* the farm database of tuning jobs; NULL: no jobs */
+    /* this tracker's name in a shared database: it runs and resumes the jobs of that name;
+     * NULL: HOSTNAME:PORT */
+    const char *name;
     int job_workers;        /* jobs run at once, default 2 */
     int max_conns_per_peer; /* connections one address may hold, default 1024; more are closed */
     int max_pending;        /* waiting REQUESTs per connection, default 64 */

@@ -29,6 +29,8 @@ static void usage(FILE *f)
            "  --db PATH      the farm database: jobs and their measurements (default\n"
            "                 ./farm.db; tvm-db reads it), or postgresql://[user@]host/db to\n"
            "                 share one PostgreSQL database with other trackers (docs/database.md)\n"
+           "  --name N       this tracker's jobs in a shared database (default HOSTNAME:PORT):\n"
+           "                 it resumes only the jobs of its name after a restart\n"
            "  --no-jobs      only the tracker protocol: no database, no jobs\n"
            "  --job-workers N  jobs run at once (default 2); more wait in the queue\n"
            "  --max-conns-per-peer N  connections one address may hold (default 1024);\n"
@@ -93,6 +95,7 @@ int main(int argc, char **argv)
                                          {"quiet", no_argument, 0, 'q'},
                                          {"db", required_argument, 0, 'd'},
                                          {"no-jobs", no_argument, 0, 'J'},
+                                         {"name", required_argument, 0, 'N'},
                                          {"job-workers", required_argument, 0, 'w'},
                                          {"max-conns-per-peer", required_argument, 0, 'C'},
                                          {"max-pending", required_argument, 0, 'P'},
@@ -144,6 +147,7 @@ int main(int argc, char **argv)
             break;
         case 'd': o.db_path = optarg; break;
         case 'J': o.db_path = NULL; break;
+        case 'N': o.name = optarg; break;
         case 'w': {
             int v;
             if (parse_port("--job-workers", optarg, &v) || v < 1 || v > 16) {

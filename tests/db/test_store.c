@@ -47,7 +47,7 @@ static void quiet(void *arg, const char *message)
 /* Runs SQL on a PostgreSQL database of the test server, as its superuser. */
 static void pg_sql(const char *database, const char *sql)
 {
-    char uri[600];
+    char uri[1200];
     snprintf(uri, sizeof(uri), "%s%s", pg_base, database);
     PGconn *c = PQconnectdb(uri);
     if (PQstatus(c) != CONNECTION_OK)
@@ -64,7 +64,7 @@ static void pg_sql(const char *database, const char *sql)
  * use in this process ("best.db" -> t_best_db). */
 static const char *path_of(const char *name)
 {
-    static char p[512];
+    static char p[640];
     if (!on_pg) {
         snprintf(p, sizeof(p), "%s/%s", dir, name);
         return p;
@@ -529,7 +529,8 @@ static void jobs_history_and_stats(void **state)
 {
     tt_db *db = open_or_fail("jobs.db");
     int64_t job;
-    assert_int_equal(tt_db_job_create(db, "{\"workload\": \"relu:M=4,N=4\"}", 10, &job), TT_OK);
+    assert_int_equal(tt_db_job_create(db, NULL, "{\"workload\": \"relu:M=4,N=4\"}", 10, &job),
+                     TT_OK);
     assert_int_equal(tt_db_job_update(db, job, "running", 3, 1e-3), TT_OK);
     assert_int_equal(tt_db_job_update(db, job, "sleeping", 3, 1e-3), TT_ERR_INVALID_ARG);
     assert_int_equal(tt_db_job_update(db, 999, "done", 3, 1e-3), TT_ERR_NOT_FOUND);
@@ -605,7 +606,7 @@ static void readonly_handle_refuses_writes(void **state)
                          TT_ERR_NOT_FOUND);
         return;
     }
-    char uri[600];
+    char uri[1200];
     snprintf(uri, sizeof(uri), "%sno_such_database", pg_base);
     assert_int_equal(tt_db_open(uri, TT_DB_READONLY, &db, &err), TT_ERR_IO);
     assert_non_null(strstr(err.msg, "cannot connect to the database server"));
@@ -623,7 +624,7 @@ static void copy_moves_everything_once(void **state)
     tt_errbuf err = {{0}};
     assert_int_equal(tt_db_open(src, 0, &a, &err), TT_OK);
     int64_t job;
-    assert_int_equal(tt_db_job_create(a, "{\"trials\": 2}", 2, &job), TT_OK);
+    assert_int_equal(tt_db_job_create(a, "tracker-a", "{\"trials\": 2}", 2, &job), TT_OK);
     tt_db_device d = {.key = "cpu", .fingerprint = "dev-a", .cores = 2};
     assert_int_equal(tt_db_device_upsert(a, &d), TT_OK);
     double c1[2] = {2e-3, 1e-3}, c2[1] = {5e-4}, c3[1] = {1.0 / 3};
@@ -664,6 +665,7 @@ static void copy_moves_everything_once(void **state)
     assert_int_equal(tt_db_jobs_list(b, &jobs, &nj), TT_OK);
     assert_int_equal(nj, 1);
     int count = 0;
+    assert_string_equal(jobs[0].owner, "tracker-a");
     tt_db_filter f = {.job = jobs[0].id};
     assert_int_equal(tt_db_history(b, &f, count_rows, &count), TT_OK);
     assert_int_equal(count, 2);
@@ -689,7 +691,7 @@ static void copy_moves_everything_once(void **state)
 
 static void a_password_in_the_uri_is_refused(void **state)
 {
-    char uri[600];
+    char uri[1200];
     /* postgresql://tvmtune@host:port/ -> postgresql://tvmtune:hunter2@host:port/ */
     const char *at = strchr(pg_base, '@');
     snprintf(uri, sizeof(uri), "%.*s:hunter2%stuning", (int)(at - pg_base), pg_base, at);
@@ -723,7 +725,7 @@ static void a_read_only_role_queries_and_cannot_write(void **state)
     tt_db_close(db);
     raw_sql("roles.db", "DROP ROLE IF EXISTS builder; CREATE ROLE builder LOGIN;"
                         "GRANT SELECT ON ALL TABLES IN SCHEMA public TO builder");
-    char uri[600];
+    char uri[1200];
     const char *at = strchr(pg_base, '@');
     snprintf(uri, sizeof(uri), "postgresql://builder%st_roles_db", at);
     tt_errbuf err = {{0}};
@@ -772,7 +774,7 @@ static void concurrent_writers_store_each_record_once(void **state)
                 _exit(4);
         for (int j = 0; j < JOBS; j++) {
             int64_t id;
-            if (tt_db_job_create(db, "{}", 1, &id))
+            if (tt_db_job_create(db, NULL, "{}", 1, &id))
                 _exit(5);
         }
         tt_db_close(db);
@@ -821,7 +823,7 @@ static void a_restarted_server_loses_nothing(void **state)
 static bool read_pg_state(const char *state)
 {
     FILE *f = fopen(state, "r");
-    char line[600];
+    char line[500];
     bool ok = f && fgets(line, sizeof(line), f) && fgets(line, sizeof(line), f);
     if (f)
         fclose(f);
