@@ -1,12 +1,18 @@
 /* Database benchmark: insert throughput in batches and best-config query latency with 1,000,000
- * records.  Anchors measured in the same run: one-record-per-transaction inserts (what a naive
- * logger does) and a full scan of the records (what a query without the index costs).
+ * records, on SQLite and, given a server, on PostgreSQL side by side in one run.  Anchors measured
+ * in the same run: one-record-per-transaction inserts (what a naive logger does), a full scan of
+ * the records (what a query without the index costs), and SQLite for PostgreSQL.
  *
- * usage: bench_db [RECORDS] [BATCH] [DIR]      (defaults 1000000, 1000, /tmp) */
+ * usage: bench_db [RECORDS] [BATCH] [DIR] [--postgresql URI]   (defaults 1000000, 1000, /tmp)
+ * URI names an empty database, e.g. the one tests/db/pg_server.sh starts:
+ *     TT_PG_FSYNC=on bash tests/db/pg_server.sh start /tmp/pg.state
+ *     build/bench/bench_db --postgresql $(sed -n 2p /tmp/pg.state)
+ *     bash tests/db/pg_server.sh stop /tmp/pg.state */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <stdbool.h>
 #include <unistd.h>
 
 #include "db/db.h"
@@ -38,28 +44,35 @@ static void make_record(tt_db_record *r, char *cfg, double *costs, long i)
     r->timestamp = 1.7e9 + (double)i;
 }
 
-int main(int argc, char **argv)
+typedef struct {
+    double batched, single; /* inserts per second */
+    double round_ms;        /* storing 64 records, a tuning round's batch */
+    double median_us, p99_us, queries_per_s;
+    double scan_ms;
+    long long records;
+} result;
+
+static int fail(tt_db *db, const char *what)
 {
-    long total = argc > 1 ? atol(argv[1]) : 1000000;
-    long batch = argc > 2 ? atol(argv[2]) : 1000;
-    const char *dir = argc > 3 ? argv[3] : "/tmp";
-    if (total < batch || batch < 1) {
-        fprintf(stderr, "usage: bench_db [RECORDS] [BATCH] [DIR]\n");
-        return 2;
-    }
-    for (int w = 0; w < NWORKLOADS; w++)
-        snprintf(workloads[w], sizeof(workloads[w]), "matmul:M=%d,N=512,K=512", 16 * (w + 1));
-    for (int t = 0; t < NTARGETS; t++)
-        snprintf(targets[t], sizeof(targets[t]), "llvm -mcpu=cpu%d -num-cores=%d", t, 4 + t);
-    char path[512], anchor_path[512];
-    snprintf(path, sizeof(path), "%s/tt-bench-%d.db", dir, (int)getpid());
-    snprintf(anchor_path, sizeof(anchor_path), "%s/tt-bench-anchor-%d.db", dir, (int)getpid());
-    tt_db_remove(path);
-    tt_db_remove(anchor_path);
+    fprintf(stderr, "bench_db: %s: %s\n", what, tt_db_errmsg(db));
+    return 1;
+}
+
+/* Everything measured on the (empty) database `where`. */
+static int run(const char *where, long total, long batch, result *out)
+{
     tt_db *db;
     tt_errbuf err;
-    if (tt_db_open(path, 0, &db, &err)) {
+    if (tt_db_open(where, 0, &db, &err)) {
         fprintf(stderr, "bench_db: %s\n", err.msg);
+        return 1;
+    }
+    tt_db_stats st;
+    if (tt_db_stats_get(db, 0, &st))
+        return fail(db, "stats");
+    if (st.records) {
+        fprintf(stderr, "bench_db: %s already holds %lld records; give an empty database\n", where,
+                (long long)st.records);
         return 1;
     }
     tt_db_record *recs = calloc((size_t)batch, sizeof(*recs));
@@ -67,76 +80,145 @@ int main(int argc, char **argv)
     double(*costs)[3] = calloc((size_t)batch, sizeof(double[3]));
     if (!recs || !cfg || !costs)
         return 1;
-
-    /* Anchor: one record per transaction, 2,000 records. */
-    tt_db *anchor;
-    if (tt_db_open(anchor_path, 0, &anchor, &err)) {
-        fprintf(stderr, "bench_db: %s\n", err.msg);
-        return 1;
-    }
+    /* Anchor: one record per transaction, 2,000 records (timestamps of their own, so that the
+     * batches below are new measurements). */
     long anchor_n = 2000;
     double t0 = tt_clock_monotonic();
     for (long i = 0; i < anchor_n; i++) {
         make_record(&recs[0], cfg[0], costs[0], i);
-        if (tt_db_insert(anchor, recs, 1, NULL)) {
-            fprintf(stderr, "bench_db: %s\n", tt_db_errmsg(anchor));
-            return 1;
-        }
+        recs[0].timestamp += 1e8;
+        if (tt_db_insert(db, recs, 1, NULL))
+            return fail(db, "insert");
     }
-    double anchor_rate = (double)anchor_n / (tt_clock_monotonic() - t0);
-    tt_db_close(anchor);
-    tt_db_remove(anchor_path);
-
+    out->single = (double)anchor_n / (tt_clock_monotonic() - t0);
     t0 = tt_clock_monotonic();
     for (long b = 0; b < total / batch; b++) {
         for (long i = 0; i < batch; i++)
             make_record(&recs[i], cfg[i], costs[i], b * batch + i);
-        if (tt_db_insert(db, recs, (size_t)batch, NULL)) {
-            fprintf(stderr, "bench_db: %s\n", tt_db_errmsg(db));
-            return 1;
-        }
+        if (tt_db_insert(db, recs, (size_t)batch, NULL))
+            return fail(db, "insert");
     }
     double insert_s = tt_clock_monotonic() - t0;
-    double rate = (double)(total / batch * batch) / insert_s;
+    out->batched = (double)(total / batch * batch) / insert_s;
+    /* A tuning round's 64 records into the full database, 20 times. */
+    double round = 0;
+    for (int r = 0; r < 20; r++) {
+        for (long i = 0; i < 64 && i < batch; i++) {
+            make_record(&recs[i], cfg[i], costs[i], total + r * 64 + i);
+            recs[i].timestamp += 2e8;
+        }
+        double r0 = tt_clock_monotonic();
+        if (tt_db_insert(db, recs, batch < 64 ? (size_t)batch : 64, NULL))
+            return fail(db, "insert");
+        round += tt_clock_monotonic() - r0;
+    }
+    out->round_ms = round / 20 * 1e3;
 
     /* Best-config queries: random (workload, target) pairs. */
     enum { QUERIES = 2000 };
     static double lat[QUERIES];
     unsigned seed = 12345;
+    double q_all = tt_clock_monotonic();
     for (int q = 0; q < QUERIES; q++) {
         seed = seed * 1103515245u + 12345u;
         const char *w = workloads[(seed >> 8) % NWORKLOADS], *t = targets[(seed >> 20) % NTARGETS];
         tt_db_row *rows;
         size_t n;
         double q0 = tt_clock_monotonic();
-        if (tt_db_best(db, w, t, NULL, 1, true, &rows, &n) || n != 1) {
-            fprintf(stderr, "bench_db: best query failed: %s\n", tt_db_errmsg(db));
-            return 1;
-        }
+        if (tt_db_best(db, w, t, NULL, 1, true, &rows, &n) || n != 1)
+            return fail(db, "best query");
         lat[q] = tt_clock_monotonic() - q0;
         tt_db_rows_free(rows, n);
     }
+    out->queries_per_s = QUERIES / (tt_clock_monotonic() - q_all);
     qsort(lat, QUERIES, sizeof(double), cmp_double);
+    out->median_us = lat[QUERIES / 2] * 1e6;
+    out->p99_us = lat[QUERIES * 99 / 100] * 1e6;
     /* Anchor: a full scan of every record (statistics), what an unindexed query costs. */
-    tt_db_stats st;
     t0 = tt_clock_monotonic();
-    tt_db_stats_get(db, 0, &st);
-    double scan_s = tt_clock_monotonic() - t0;
-
-    printf("records stored            %lld (%d workloads x %d targets)\n", (long long)st.records,
-           NWORKLOADS, NTARGETS);
-    printf("insert, batches of %-6ld %.0f records/s (%.2f s)\n", batch, rate, insert_s);
-    printf("insert, one per commit    %.0f records/s (anchor, %ld records)\n", anchor_rate,
-           anchor_n);
-    printf("  ratio batched / anchor  %.1fx\n", rate / anchor_rate);
-    printf("best-config query         median %.1f us, p99 %.1f us (%d queries)\n",
-           lat[QUERIES / 2] * 1e6, lat[QUERIES * 99 / 100] * 1e6, QUERIES);
-    printf("full scan of all records  %.1f ms (anchor)\n", scan_s * 1e3);
-    printf("  ratio scan / median query %.0fx\n", scan_s / lat[QUERIES / 2]);
+    if (tt_db_stats_get(db, 0, &st))
+        return fail(db, "stats");
+    out->scan_ms = (tt_clock_monotonic() - t0) * 1e3;
+    out->records = st.records;
     tt_db_close(db);
-    tt_db_remove(path);
     free(recs);
     free(cfg);
     free(costs);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *pg = NULL;
+    long pos[2] = {1000000, 1000};
+    const char *dir = "/tmp";
+    int npos = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--postgresql") && i + 1 < argc)
+            pg = argv[++i];
+        else if (npos < 2)
+            pos[npos++] = atol(argv[i]);
+        else
+            dir = argv[i];
+    }
+    long total = pos[0], batch = pos[1];
+    if (total < batch || batch < 1) {
+        fprintf(stderr, "usage: bench_db [RECORDS] [BATCH] [DIR] [--postgresql URI]\n");
+        return 2;
+    }
+    for (int w = 0; w < NWORKLOADS; w++)
+        snprintf(workloads[w], sizeof(workloads[w]), "matmul:M=%d,N=512,K=512", 16 * (w + 1));
+    for (int t = 0; t < NTARGETS; t++)
+        snprintf(targets[t], sizeof(targets[t]), "llvm -mcpu=cpu%d -num-cores=%d", t, 4 + t);
+    char path[512];
+    snprintf(path, sizeof(path), "%s/tt-bench-%d.db", dir, (int)getpid());
+    tt_db_remove(path);
+    result r[2] = {{0}};
+    int rc = run(path, total, batch, &r[0]);
+    tt_db_remove(path);
+    if (!rc && pg)
+        rc = run(pg, total, batch, &r[1]);
+    if (rc)
+        return rc;
+    printf("bench_db: %ld records in batches of %ld (%d workloads x %d targets, 1 in 13 an "
+           "error), plus 2,000 single inserts and 20 rounds of 64\n",
+           total, batch, NWORKLOADS, NTARGETS);
+    printf("SQLite: %s (WAL, synchronous=FULL)%s%s\n", dir, pg ? "; PostgreSQL: " : "",
+           pg ? pg : "");
+    printf("\n| measure | SQLite |%s\n|---|---|%s\n",
+           pg ? " PostgreSQL | PostgreSQL / SQLite |" : "", pg ? "---|---|" : "");
+    const struct {
+        const char *name, *fmt;
+        double a, b;
+    } rows[] = {
+        {"insert, batches (records/s)", "%.0f", r[0].batched, r[1].batched},
+        {"insert, one per commit (records/s; anchor)", "%.0f", r[0].single, r[1].single},
+        {"a round's 64 records stored (ms)", "%.2f", r[0].round_ms, r[1].round_ms},
+        {"best-config query, median (us)", "%.1f", r[0].median_us, r[1].median_us},
+        {"best-config query, p99 (us)", "%.1f", r[0].p99_us, r[1].p99_us},
+        {"best-config queries per second", "%.0f", r[0].queries_per_s, r[1].queries_per_s},
+        {"full scan of all records (ms; anchor)", "%.1f", r[0].scan_ms, r[1].scan_ms},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        printf("| %s | ", rows[i].name);
+        printf(rows[i].fmt, rows[i].a);
+        if (pg) {
+            printf(" | ");
+            printf(rows[i].fmt, rows[i].b);
+            printf(" | %.2f", rows[i].a > 0 ? rows[i].b / rows[i].a : 0);
+        }
+        printf(" |\n");
+    }
+    printf("\nrecords stored: %lld", r[0].records);
+    if (pg)
+        printf(" and %lld", r[1].records);
+    printf("\n");
+    printf("ratio batched / one per commit: %.1fx", r[0].batched / r[0].single);
+    if (pg)
+        printf(" (SQLite), %.1fx (PostgreSQL)", r[1].batched / r[1].single);
+    printf("\nratio full scan / median best query: %.0fx", r[0].scan_ms * 1e3 / r[0].median_us);
+    if (pg)
+        printf(" (SQLite), %.0fx (PostgreSQL)", r[1].scan_ms * 1e3 / r[1].median_us);
+    printf("\n");
     return 0;
 }

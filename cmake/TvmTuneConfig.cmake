@@ -7,7 +7,9 @@
 # builds NAME.a and NAME.h from the database's best records (tvm-compile) into
 # ${CMAKE_CURRENT_BINARY_DIR}/tvm-tune and defines the imported library NAME, which carries the
 # header's directory and the libraries the kernels need.  The library is built again when the
-# database file changes (tvm-tune and tvm-tracker checkpoint it when they close it).
+# database file changes (tvm-tune and tvm-tracker checkpoint it when they close it).  DB may also
+# be a PostgreSQL URI (postgresql://builder@host/db, the password in ~/.pgpass): a server has no
+# file to watch, so the library is then built again at every build.
 #
 #   tvm_tune_add_network(NAME MODEL <model.onnx> [DB <tuning.db>] [TARGET <target>]
 #                        [DEVICE <fingerprint>] [SHAPES <input>=<dims> ...]
@@ -37,6 +39,25 @@ macro(_tvm_tune_options var)
   endif()
 endmacro()
 
+# The --db value for TT_DB in out_db and what the build depends on in out_deps: a SQLite file
+# (absolute), or a PostgreSQL URI as it is with a stamp that is touched at every build.
+function(_tvm_tune_db name out_db out_deps)
+  if(TT_DB MATCHES "^postgres(ql)?://")
+    set(stamp "${CMAKE_CURRENT_BINARY_DIR}/tvm-tune/${name}.db-stamp")
+    add_custom_target(${name}_tvm_db_stamp
+      COMMAND "${CMAKE_COMMAND}" -E touch "${stamp}"
+      BYPRODUCTS "${stamp}"
+      COMMENT "tvm-tune: ${name} reads a database server; checking it again")
+    set(${out_db} "${TT_DB}" PARENT_SCOPE)
+    set(${out_deps} "${stamp};${name}_tvm_db_stamp" PARENT_SCOPE)
+  else()
+    string(REGEX REPLACE "^sqlite:" "" file "${TT_DB}")
+    get_filename_component(db "${file}" ABSOLUTE)
+    set(${out_db} "${db}" PARENT_SCOPE)
+    set(${out_deps} "${db}" PARENT_SCOPE)
+  endif()
+endfunction()
+
 # The rule that runs tvm-compile ARGN into DIR/NAME.* when DEPS change, and the imported NAME.
 function(_tvm_tune_compile name dir comment deps)
   add_custom_command(
@@ -65,7 +86,7 @@ function(tvm_tune_add_library name)
   if(odd)
     message(FATAL_ERROR "tvm_tune_add_library(${name}): WORKLOADS takes workload/symbol pairs")
   endif()
-  get_filename_component(db "${TT_DB}" ABSOLUTE)
+  _tvm_tune_db(${name} db db_deps)
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/tvm-tune")
   set(args --db "${db}" -o "${dir}/${name}" --quiet)
   _tvm_tune_options(args)
@@ -76,7 +97,7 @@ function(tvm_tune_add_library name)
     list(GET TT_WORKLOADS ${j} symbol)
     list(APPEND args --workload "${workload}" --symbol "${symbol}")
   endforeach()
-  _tvm_tune_compile(${name} "${dir}" "tvm-compile ${name} from ${db}" "${db}" ${args})
+  _tvm_tune_compile(${name} "${dir}" "tvm-compile ${name} from ${db}" "${db_deps}" ${args})
 endfunction()
 
 function(tvm_tune_add_network name)
@@ -89,9 +110,9 @@ function(tvm_tune_add_network name)
   set(args --model "${model}" -o "${dir}/${name}" --quiet)
   set(deps "${model}")
   if(TT_DB)
-    get_filename_component(db "${TT_DB}" ABSOLUTE)
+    _tvm_tune_db(${name} db db_deps)
     list(APPEND args --db "${db}")
-    list(APPEND deps "${db}")
+    list(APPEND deps ${db_deps})
   endif()
   _tvm_tune_options(args)
   foreach(shape IN LISTS TT_SHAPES)

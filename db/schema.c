@@ -84,6 +84,10 @@ static const struct {
     {"ALTER TABLE records ADD COLUMN host TEXT;"
      "ALTER TABLE records ADD COLUMN suspect TEXT;"
      "CREATE INDEX records_host ON records(host, timestamp);"
+     /* the best query orders by (median, id): SQLite's indexes end in the rowid, PostgreSQL's
+      * must say so, or it sorts every record of the workload to find the first */
+     "DROP INDEX records_best;"
+     "CREATE INDEX records_best ON records(workload_id, target_id, error_no, median_s, id);"
      /* and which tracker runs a job: trackers sharing a database resume only their own */
      "ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT '';",
      "UPDATE records SET host = json_extract(extra, '$.host'), "

@@ -6,6 +6,8 @@
 # 127.0.0.1 only, a database `tuning` owned by the superuser `tvmtune`; writes the directory and
 # the URI (postgresql://tvmtune@127.0.0.1:PORT/tuning) to STATE, two lines.
 # Exit status 77 when no server can be started (skipped locally); under CI=true it is 1.
+# Tests run it with fsync off (nothing to lose); TT_PG_FSYNC=on makes commits durable, as a
+# benchmark against SQLite's synchronous=FULL must.
 set -euo pipefail
 
 cmd=${1:?usage: pg_server.sh start|stop|restart STATE}
@@ -31,7 +33,7 @@ start)
     > "$dir/initdb.log" 2>&1 || unavailable "initdb failed: $(tail -3 "$dir/initdb.log")"
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   "${as_server[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" \
+    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=${TT_PG_FSYNC:-off} -c max_connections=200" \
     start > /dev/null || unavailable "the server did not start: $(tail -3 "$dir/server.log")"
   "$bin/createdb" -h 127.0.0.1 -p "$port" -U tvmtune tuning
   printf '%s\npostgresql://tvmtune@127.0.0.1:%s/tuning\n' "$dir" "$port" > "$state"

@@ -3,6 +3,9 @@
 # tracker killed with -9 mid-job and started again; a fourth process reading the best records
 # throughout, as a build would.  Every job finishes with exactly its trials, nothing stored twice.
 #
+# Then a CMake project builds a library from the shared database (tvm_tune_add_library with a
+# PostgreSQL URI), and builds it again on the next build, since a server has no file to watch.
+#
 # usage: test_shared_farm.sh BUILD_DIR PG_STATE   (PG_STATE: tests/db/pg_server.sh's state file)
 set -euo pipefail
 build=$1
@@ -145,6 +148,29 @@ check "a tracker lists only its own jobs" 2 \
   "$("$bin/tvm-tune" jobs --tracker "127.0.0.1:${tport[3]}" --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')"
 other=$("$bin/tvm-tune" status --tracker "127.0.0.1:${tport[3]}" "$victim" 2>&1 || true)
 check "another tracker's job is named as such" 1 "$(grep -c "belongs to the tracker site2" <<< "$other")"
+# A build elsewhere: the installed CMake function, from the server.
+cmake --install "$build" --prefix "$work/prefix" > /dev/null
+mkdir -p "$work/app"
+cat > "$work/app/app.c" << 'C'
+#include "kernels.h"
+int main(void) { return 0; }
+C
+cat > "$work/app/CMakeLists.txt" << CMAKE
+cmake_minimum_required(VERSION 3.20)
+project(app C)
+find_package(TvmTune REQUIRED)
+tvm_tune_add_library(kernels DB "$db" TARGET "llvm -num-cores=1" STRICT
+  WORKLOADS "matmul:M=16,N=16,K=16" tuned_matmul "relu:M=64,N=64" tuned_relu)
+add_executable(app app.c)
+target_link_libraries(app PRIVATE kernels)
+CMAKE
+cmake -S "$work/app" -B "$work/app/build" -DCMAKE_PREFIX_PATH="$work/prefix" > /dev/null
+cmake --build "$work/app/build" > "$work/app/build1.log" 2>&1 || { cat "$work/app/build1.log"; exit 1; }
+check "CMake build from the server: tvm-compile ran" 1 "$(grep -c "tvm-compile kernels" "$work/app/build1.log")"
+check "both kernels from exact records of the farm" 2 "$(grep -c "exact match" "$work/app/build/tvm-tune/kernels.h")"
+cmake --build "$work/app/build" > "$work/app/build2.log" 2>&1
+check "the next build asks the server again" 1 "$(grep -c "tvm-compile kernels" "$work/app/build2.log")"
+
 read -r ok bad < "$work/reader.result"
 check "the build's reads that failed" 0 "$bad"
 [ "$ok" -gt 0 ] || { echo "FAIL: the build never read a best record" >&2; fail=1; }
