@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Three trackers, each with its own device and jobs, on one PostgreSQL database at once; one
-# tracker killed with -9 mid-job and started again; a fourth process reading the best records
-# throughout, as a build would.  Every job finishes with exactly its trials, nothing stored twice.
+# tracker killed with -9 mid-job and started again, then the database server restarted under the
+# running jobs; a fourth process reading the best records throughout, as a build would.  Every job
+# finishes with exactly its trials, nothing stored twice; TVM logs go in and out of the server.
 #
 # Then a CMake project builds a library from the shared database (tvm_tune_add_library with a
 # PostgreSQL URI), and builds it again on the next build, since a server has no file to watch.
@@ -12,6 +13,8 @@ build=$1
 state=$2
 bin=$build/bin
 pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+here=$(cd "$(dirname "$0")" && pwd)
+export PGOPTIONS="-c client_min_messages=warning"
 
 if [ ! -f "$state" ]; then
   echo "test_shared_farm: no PostgreSQL server ($state)" >&2
@@ -88,6 +91,8 @@ submit 3 relu:M=32,N=32 12
   while [ ! -f "$work/done" ]; do
     if out=$("$bin/tvm-db" best --db "$db" --workload matmul:M=16,N=16,K=16 --target 'llvm -num-cores=1' 2>&1); then
       ok=$((ok + 1))
+    elif grep -q "cannot connect to the database server\|lost the connection" <<< "$out"; then
+      : # the server's restart below: a build then fails to connect and says so
     elif ! grep -q "no records\|needs migrating\|no error-free" <<< "$out"; then
       bad=$((bad + 1))
       echo "$out" >> "$work/reader.errors"
@@ -111,6 +116,12 @@ kill -9 "${tpid[2]}"
 wait "${tpid[2]}" 2> /dev/null || true
 at_kill=$(sql "SELECT count(*) FROM records WHERE job_id = $victim")
 start_tracker 2
+
+# The database server restarts under the running jobs: they wait, reconnect, and go on.
+sleep 1
+running=$(sql "SELECT count(*) FROM jobs WHERE state = 'running'")
+bash "$here/pg_server.sh" restart "$state"
+echo "database server restarted with $running jobs running"
 
 # Every job finishes, each watched at its own tracker.
 for k in "${!jobs[@]}"; do
@@ -148,6 +159,15 @@ check "a tracker lists only its own jobs" 2 \
   "$("$bin/tvm-tune" jobs --tracker "127.0.0.1:${tport[3]}" --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')"
 other=$("$bin/tvm-tune" status --tracker "127.0.0.1:${tport[3]}" "$victim" 2>&1 || true)
 check "another tracker's job is named as such" 1 "$(grep -c "belongs to the tracker site2" <<< "$other")"
+# TVM's log formats in and out of the server; an import is idempotent there too.  (An exported
+# record carries no device fingerprint, so its first import is a record of its own.)
+"$bin/tvm-db" export --db "$db" -o "$work/farm.log"
+exported=$(wc -l < "$work/farm.log")
+check "records exported" "$(sql "SELECT count(*) FROM records")" "$exported"
+inserted() { python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["inserted"])'; }
+check "imported" "$exported" "$("$bin/tvm-db" import --db "$db" "$work/farm.log" --json | inserted)"
+check "imported again: nothing new" 0 "$("$bin/tvm-db" import --db "$db" "$work/farm.log" --json | inserted)"
+
 # A build elsewhere: the installed CMake function, from the server.
 cmake --install "$build" --prefix "$work/prefix" > /dev/null
 mkdir -p "$work/app"
