@@ -384,6 +384,11 @@ tt_status tt_jobs_open(const tt_jobs_config *cfg, tt_jobs **out, tt_errbuf *err)
         free(j);
         return s;
     }
+    /* This handle answers the event loop (submit, status, the dashboard): while a database
+     * server is away it must not hold the tracker's devices and clients for minutes, so it
+     * gives up after a few seconds and the request gets the reason.  The jobs' own tuning runs
+     * open handles of their own, which wait the full patience with their records kept. */
+    tt_db_set_patience(j->db, 5);
     /* Jobs an earlier start of this tracker left queued or running go first, in submission
      * order; other trackers' jobs in a shared database are theirs, and one of an older version
      * (no owner) is claimed by the first tracker that starts. */

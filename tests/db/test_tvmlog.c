@@ -1,5 +1,6 @@
 /* TVM log import and export: byte-exact round trips of real TVM records, malformed lines, mapping
- * onto our operators. */
+ * onto our operators.  `test_tvmlog --postgresql STATE` runs them on a database of the test
+ * server (tests/db/pg_server.sh) instead of a SQLite file. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <libpq-fe.h>
 
 #include "db/db.h"
 #include "schedule/schedule.h"
@@ -54,7 +56,7 @@ static const char *const reference_lines[] = {
     "\"v\": \"v0.3\"}",
 };
 
-static char path[256];
+static char path[640];
 
 static int setup(void **state)
 {
@@ -64,13 +66,45 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    tt_db_remove(path);
+    tt_db_remove(path); /* a file; nothing for a server's database */
     return 0;
+}
+
+/* PostgreSQL: the server's URI up to the database name; "" for SQLite. */
+static char pg_base[512];
+
+static void quiet(void *arg, const char *message)
+{
+    (void)arg, (void)message;
+}
+
+/* A new empty database t_tvmlog on the server. */
+static void pg_fresh(void)
+{
+    char uri[600];
+    snprintf(uri, sizeof(uri), "%stuning", pg_base);
+    PGconn *c = PQconnectdb(uri);
+    if (PQstatus(c) != CONNECTION_OK)
+        fail_msg("%s: %s", uri, PQerrorMessage(c));
+    PQsetNoticeProcessor(c, quiet, NULL);
+    const char *sql[] = {"DROP DATABASE IF EXISTS t_tvmlog WITH (FORCE)",
+                         "CREATE DATABASE t_tvmlog"};
+    for (int i = 0; i < 2; i++) {
+        PGresult *r = PQexec(c, sql[i]);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK)
+            fail_msg("%s: %s", sql[i], PQresultErrorMessage(r));
+        PQclear(r);
+    }
+    PQfinish(c);
+    snprintf(path, sizeof(path), "%st_tvmlog", pg_base);
 }
 
 static tt_db *fresh_db(void)
 {
-    teardown(NULL);
+    if (pg_base[0])
+        pg_fresh();
+    else
+        teardown(NULL);
     tt_db *db;
     tt_errbuf err;
     if (tt_db_open(path, 0, &db, &err))
@@ -324,7 +358,7 @@ static void our_records_export_as_auto_scheduler_lines(void **state)
     tt_db_close(db);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(reference_lines_come_back_byte_for_byte),
@@ -333,5 +367,20 @@ int main(void)
         cmocka_unit_test(known_auto_scheduler_workloads_map_onto_our_operators),
         cmocka_unit_test(our_records_export_as_auto_scheduler_lines),
     };
+    if (argc == 3 && !strcmp(argv[1], "--postgresql")) {
+        /* line 2 of the state file: postgresql://user@host:port/tuning */
+        FILE *f = fopen(argv[2], "r");
+        char line[500] = "";
+        bool ok = f && fgets(line, sizeof(line), f) && fgets(line, sizeof(line), f);
+        if (f)
+            fclose(f);
+        char *slash = ok ? strrchr(line, '/') : NULL;
+        if (!slash) {
+            fprintf(stderr, "test_tvmlog: no PostgreSQL server described in %s\n", argv[2]);
+            return getenv("CI") && !strcmp(getenv("CI"), "true") ? 1 : 77;
+        }
+        snprintf(pg_base, sizeof(pg_base), "%.*s", (int)(slash - line + 1), line);
+        return cmocka_run_group_tests_name("postgresql", tests, NULL, NULL);
+    }
     return cmocka_run_group_tests(tests, setup, teardown);
 }
