@@ -17,7 +17,8 @@ struct tt_db {
     const tt__sql_backend *be;
     void *conn;        /* the backend's connection */
     char *path;        /* what --db said */
-    const char *where; /* the file or URI inside path */
+    const char *where; /* the file or URI inside path, for messages (a URI with a password is
+                          refused, so it never holds one) */
     bool readonly;
     char errmsg[512];
     /* the backend's last failure, for tt__db_failed */

@@ -118,12 +118,6 @@ int tt_db_user_version(tt_db *db)
     return db->be->schema_read(db, &v, &foreign) ? -1 : v;
 }
 
-/* Where the database is, for messages: the file, or the URI (which never holds a password). */
-static const char *where(const tt_db *db)
-{
-    return db->where;
-}
-
 static tt_status migrate(tt_db *db)
 {
     int version = 0;
@@ -133,19 +127,19 @@ static tt_status migrate(tt_db *db)
     if (foreign)
         return tt__db_fail(db, TT_ERR_IO,
                            "%s holds another application's tables (%s); refusing to touch it",
-                           where(db), db->cause_msg);
+                           db->where, db->cause_msg);
     if (version > TT_DB_SCHEMA_VERSION)
         return tt__db_fail(
             db, TT_ERR_UNSUPPORTED,
             "%s has schema version %d, newer than this tvm-tune understands (%d): upgrade tvm-tune",
-            where(db), version, TT_DB_SCHEMA_VERSION);
+            db->where, version, TT_DB_SCHEMA_VERSION);
     if (version == TT_DB_SCHEMA_VERSION)
         return TT_OK;
     if (db->readonly)
         return tt__db_fail(
             db, TT_ERR_IO,
             "%s has schema version %d and needs migrating to %d; open it read-write once",
-            where(db), version, TT_DB_SCHEMA_VERSION);
+            db->where, version, TT_DB_SCHEMA_VERSION);
     /* Each migration and its version bump commit together; with the migrators' lock held the
      * version is read again, so processes starting together migrate once. */
     tt_status s = tt__db_begin(db);
@@ -169,7 +163,7 @@ static tt_status migrate(tt_db *db)
     if (!s)
         s = tt__db_commit(db);
     if (s)
-        return tt__db_abort(db, s, "migrating %s from schema %d to %d", where(db), version,
+        return tt__db_abort(db, s, "migrating %s from schema %d to %d", db->where, version,
                             TT_DB_SCHEMA_VERSION);
     return TT_OK;
 }

@@ -614,13 +614,6 @@ static char *cancel(tt_jobs *j, int64_t id)
     if (!params)
         return reply_error("there is no job %lld", (long long)id);
     free(params);
-    bool queued_here = false;
-    for (size_t i = 0; i < j->queue.len; i++)
-        queued_here |= j->queue.data[i] == id;
-    for (int k = 0; k < j->nworkers; k++)
-        queued_here |= j->slot[k].id == id;
-    if (!queued_here && (!strcmp(state, "queued") || !strcmp(state, "running")))
-        return status(j, id, false); /* another tracker's job: status says whose */
     for (size_t i = 0; i < j->queue.len; i++)
         if (j->queue.data[i] == id) {
             memmove(j->queue.data + i, j->queue.data + i + 1,
@@ -637,6 +630,10 @@ static char *cancel(tt_jobs *j, int64_t id)
             tt_db_job_set_message(j->db, id, "cancelling: stops after the candidates in flight");
             return status(j, id, false);
         }
+    /* Queued or running, but neither queued nor running here: another tracker's job, and the
+     * status says whose. */
+    if (!strcmp(state, "queued") || !strcmp(state, "running"))
+        return status(j, id, false);
     return reply_error("job %lld is %s, not queued or running", (long long)id, state);
 }
 

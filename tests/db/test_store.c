@@ -8,7 +8,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <signal.h>
-#include <libpq-fe.h>
 #include <sqlite3.h>
 #include <ctype.h>
 #include <stdio.h>
@@ -19,6 +18,7 @@
 #include <cmocka.h>
 
 #include "db/db.h"
+#include "db/pg_state.h"
 
 static char dir[256];
 /* PostgreSQL: the server's URI up to the database name, the state file and the script */
@@ -39,25 +39,21 @@ static int remove_dir(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
-static void quiet(void *arg, const char *message)
-{
-    (void)arg, (void)message; /* "database ... does not exist, skipping" */
-}
-
 /* Runs SQL on a PostgreSQL database of the test server, as its superuser. */
 static void pg_sql(const char *database, const char *sql)
 {
-    char uri[1200];
-    snprintf(uri, sizeof(uri), "%s%s", pg_base, database);
-    PGconn *c = PQconnectdb(uri);
-    if (PQstatus(c) != CONNECTION_OK)
-        fail_msg("%s: %s", uri, PQerrorMessage(c));
-    PQsetNoticeProcessor(c, quiet, NULL);
-    PGresult *r = PQexec(c, sql);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
-        fail_msg("%s: %s", sql, PQresultErrorMessage(r));
-    PQclear(r);
-    PQfinish(c);
+    tt_test_pg_sql(pg_base, database, sql);
+}
+
+/* The server's database for the test's `name`: "best.db" -> t_best_db. */
+static void pg_database(const char *name, char db[64])
+{
+    size_t n = 0;
+    db[n++] = 't';
+    db[n++] = '_';
+    for (size_t i = 0; name[i] && n < 63; i++)
+        db[n++] = (char)(isalnum((unsigned char)name[i]) ? name[i] : '_');
+    db[n] = 0;
 }
 
 /* The database a test calls `name`: a file, or a database of the server made fresh on first
@@ -71,9 +67,8 @@ static const char *path_of(const char *name)
     }
     static char made[64][64];
     static int nmade;
-    char db[64] = "t_";
-    for (size_t i = 0; name[i] && i < 60; i++)
-        db[2 + i] = (char)(isalnum((unsigned char)name[i]) ? name[i] : '_');
+    char db[64];
+    pg_database(name, db);
     bool fresh = true;
     for (int i = 0; i < nmade; i++)
         fresh &= strcmp(made[i], db) != 0;
@@ -120,9 +115,8 @@ static void raw_sql2(const char *name, const char *sql, const char *pg)
 {
     if (on_pg) {
         path_of(name);
-        char db[64] = "t_";
-        for (size_t i = 0; name[i] && i < 60; i++)
-            db[2 + i] = (char)(isalnum((unsigned char)name[i]) ? name[i] : '_');
+        char db[64];
+        pg_database(name, db);
         pg_sql(db, pg);
         return;
     }
@@ -819,21 +813,6 @@ static void a_restarted_server_loses_nothing(void **state)
     tt_db_close(db);
 }
 
-/* The server's URI without its database name, from pg_server.sh's state file (line 2). */
-static bool read_pg_state(const char *state)
-{
-    FILE *f = fopen(state, "r");
-    char line[500];
-    bool ok = f && fgets(line, sizeof(line), f) && fgets(line, sizeof(line), f);
-    if (f)
-        fclose(f);
-    char *slash = ok ? strrchr(line, '/') : NULL;
-    if (!slash)
-        return false;
-    snprintf(pg_base, sizeof(pg_base), "%.*s", (int)(slash - line + 1), line);
-    return true;
-}
-
 int main(int argc, char **argv)
 {
     const struct CMUnitTest common[] = {
@@ -868,10 +847,9 @@ int main(int argc, char **argv)
     if (argc == 4 && !strcmp(argv[1], "--postgresql")) {
         pg_state = argv[2];
         pg_script = argv[3];
-        if (!read_pg_state(pg_state)) {
-            fprintf(stderr, "test_store: no PostgreSQL server described in %s\n", pg_state);
-            return getenv("CI") && !strcmp(getenv("CI"), "true") ? 1 : 77;
-        }
+        int missing = tt_test_pg_base("test_store", pg_state, pg_base);
+        if (missing)
+            return missing;
         on_pg = true;
         /* a restart must not outlast the writer's patience */
         setenv("TVM_TUNE_DB_PATIENCE", "60", 1);

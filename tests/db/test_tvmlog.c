@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include <libpq-fe.h>
 
 #include "db/db.h"
+#include "db/pg_state.h"
 #include "schedule/schedule.h"
 
 #ifndef TT_TESTDATA
@@ -73,29 +73,11 @@ static int teardown(void **state)
 /* PostgreSQL: the server's URI up to the database name; "" for SQLite. */
 static char pg_base[512];
 
-static void quiet(void *arg, const char *message)
-{
-    (void)arg, (void)message;
-}
-
 /* A new empty database t_tvmlog on the server. */
 static void pg_fresh(void)
 {
-    char uri[600];
-    snprintf(uri, sizeof(uri), "%stuning", pg_base);
-    PGconn *c = PQconnectdb(uri);
-    if (PQstatus(c) != CONNECTION_OK)
-        fail_msg("%s: %s", uri, PQerrorMessage(c));
-    PQsetNoticeProcessor(c, quiet, NULL);
-    const char *sql[] = {"DROP DATABASE IF EXISTS t_tvmlog WITH (FORCE)",
-                         "CREATE DATABASE t_tvmlog"};
-    for (int i = 0; i < 2; i++) {
-        PGresult *r = PQexec(c, sql[i]);
-        if (PQresultStatus(r) != PGRES_COMMAND_OK)
-            fail_msg("%s: %s", sql[i], PQresultErrorMessage(r));
-        PQclear(r);
-    }
-    PQfinish(c);
+    tt_test_pg_sql(pg_base, "tuning", "DROP DATABASE IF EXISTS t_tvmlog WITH (FORCE)");
+    tt_test_pg_sql(pg_base, "tuning", "CREATE DATABASE t_tvmlog");
     snprintf(path, sizeof(path), "%st_tvmlog", pg_base);
 }
 
@@ -368,18 +350,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(our_records_export_as_auto_scheduler_lines),
     };
     if (argc == 3 && !strcmp(argv[1], "--postgresql")) {
-        /* line 2 of the state file: postgresql://user@host:port/tuning */
-        FILE *f = fopen(argv[2], "r");
-        char line[500] = "";
-        bool ok = f && fgets(line, sizeof(line), f) && fgets(line, sizeof(line), f);
-        if (f)
-            fclose(f);
-        char *slash = ok ? strrchr(line, '/') : NULL;
-        if (!slash) {
-            fprintf(stderr, "test_tvmlog: no PostgreSQL server described in %s\n", argv[2]);
-            return getenv("CI") && !strcmp(getenv("CI"), "true") ? 1 : 77;
-        }
-        snprintf(pg_base, sizeof(pg_base), "%.*s", (int)(slash - line + 1), line);
+        int missing = tt_test_pg_base("test_tvmlog", argv[2], pg_base);
+        if (missing)
+            return missing;
         return cmocka_run_group_tests_name("postgresql", tests, NULL, NULL);
     }
     return cmocka_run_group_tests(tests, setup, teardown);
