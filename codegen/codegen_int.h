@@ -59,6 +59,9 @@ typedef struct emitter {
     /* A select known to take its first branch (inside a padded update's guard): emitted as that
      * branch.  0 = none. */
     uint32_t taken_select;
+    /* The guard of the padded updates of the loop being emitted behind a branch on it (emit_for):
+     * they update unguarded.  0 = none. */
+    uint32_t taken_guard;
     bool in_parallel;
     int num_threads; /* 0 = libgomp's default */
     int outlined;    /* counter for names */

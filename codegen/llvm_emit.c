@@ -359,6 +359,43 @@ static bool has_load(emitter *e, tt_eid id)
     }
 }
 
+/* Builds, in the current block, the addresses that the loads of `id` will read: a guarded load's
+ * index arithmetic is pure, so it is computed where it dominates every guarded block after it and
+ * value numbering shares it among them.  Built inside each guard instead, an unrolled padded
+ * convolution repeated the same multiplies and adds under every tap: four fifths of its IR, which
+ * LLVM spent most of its optimisation time removing again.  Gathers and indirect indices are
+ * left where they are. */
+static void hoist_addresses(emitter *e, tt_eid id)
+{
+    const tt_expr *n = tt_expr_get(&e->p->pool, id);
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_INT:
+    case TT_EXPR_FLOAT:
+    case TT_EXPR_VAR:
+    case TT_EXPR_READ: return;
+    case TT_EXPR_LOAD: {
+        if (has_load(e, n->a))
+            return;
+        int64_t c = e->lanes ? tt_expr_coef(&e->p->pool, n->a, e->vec_var) : 0;
+        if (c == 0 || c == 1)
+            element_ptr(e, n->b, e->lanes ? emit_lane0(e, n->a) : emit(e, n->a).v);
+        return;
+    }
+    case TT_EXPR_CALL:
+    case TT_EXPR_CAST:
+    case TT_EXPR_NOT:
+    case TT_EXPR_NEG: hoist_addresses(e, n->a); return;
+    case TT_EXPR_SELECT:
+        hoist_addresses(e, n->b);
+        hoist_addresses(e, n->c);
+        return;
+    default:
+        hoist_addresses(e, n->a);
+        hoist_addresses(e, n->b);
+        return;
+    }
+}
+
 static val emit_select(emitter *e, const tt_expr *n)
 {
     tt_dtype rt = (tt_dtype)n->dtype;
@@ -385,6 +422,7 @@ static val emit_select(emitter *e, const tt_expr *n)
      * avoids the branches (and compiles faster) but ran padded convolutions at half the speed. */
     bool vec = e->lanes && (tt_expr_uses_var(&e->p->pool, n->b, e->vec_var) ||
                             tt_expr_uses_var(&e->p->pool, n->c, e->vec_var));
+    hoist_addresses(e, n->b);
     LLVMBasicBlockRef then_bb = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "sel.then");
     LLVMBasicBlockRef else_bb = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "sel.else");
     LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "sel.join");
@@ -575,10 +613,20 @@ static void emit_store(emitter *e, const tt_stmt *s)
         return;
     }
     const tt_expr *n = tt_expr_get(&e->p->pool, sel);
+    if (e->taken_guard && tt_expr_equal(&e->p->pool, n->a, e->taken_guard)) {
+        /* Inside a loop already branched around on this guard (emit_for). */
+        e->stats.padded_updates++;
+        e->taken_select = sel;
+        val sum = emit(e, s->value);
+        e->taken_select = 0;
+        store_value(e, s, sum);
+        return;
+    }
     val c = emit(e, n->a);
     LLVMValueRef cond = convert(e, c.v, dtype_of(e, n->a), TT_DT_BOOL, false);
     bool vec = e->lanes && tt_expr_uses_var(&e->p->pool, s->value, e->vec_var);
     val acc = widen(e, emit(e, acc_id), vec);
+    hoist_addresses(e, s->value);
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(e->b);
     LLVMBasicBlockRef then_bb = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "pad.then");
     LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "pad.end");
@@ -735,7 +783,63 @@ static void emit_serial_loop(emitter *e, const tt_stmt *s, LLVMValueRef begin, L
     LLVMPositionBuilderAtEnd(e->b, exit);
 }
 
+/* The guard that every store under `s` is a padded update of, when it does not depend on a loop
+ * variable bound at or under `s`; else 0. */
+static tt_eid loop_guard(emitter *e, const tt_stmt *s, tt_eid guard)
+{
+    const tt_expr_pool *pool = &e->p->pool;
+    switch (s->kind) {
+    case TT_STMT_STORE: {
+        tt_eid acc, sel = padded_update(e, s, &acc);
+        if (!sel)
+            return 0;
+        tt_eid c = tt_expr_get(pool, sel)->a;
+        return !guard || tt_expr_equal(pool, guard, c) ? c : 0;
+    }
+    case TT_STMT_SEQ:
+        for (uint32_t k = 0; k < s->n && (guard || !k); k++)
+            guard = loop_guard(e, &e->p->stmts.data[e->p->items.data[s->first + k]], guard);
+        return s->n ? guard : 0;
+    case TT_STMT_FOR:
+        if (s->ann == TT_ANN_PARALLEL)
+            return 0;
+        guard = loop_guard(e, &e->p->stmts.data[s->body], guard);
+        return guard && !tt_expr_uses_var(pool, guard, s->var) ? guard : 0;
+    default: return 0;
+    }
+}
+
+/* A loop whose padded updates all share one guard that does not change inside it is emitted
+ * behind one branch on that guard (LLVM's loop unswitching, done while the guard is still known
+ * to be one): where the guard is false each update would keep its value.  Unrolled, a branch
+ * per update on the same condition cost jump threading up to a third of the optimisation time,
+ * and the kernel as many branches. */
+static void emit_loop(emitter *e, const tt_stmt *s);
+
 static void emit_for(emitter *e, const tt_stmt *s)
+{
+    tt_eid guard = e->taken_guard ? 0 : loop_guard(e, s, 0);
+    if (!guard || contains_parallel(e, s->body)) {
+        emit_loop(e, s);
+        return;
+    }
+    val c = emit(e, guard);
+    LLVMValueRef cond = convert(e, c.v, dtype_of(e, guard), TT_DT_BOOL, false);
+    LLVMBasicBlockRef then_bb = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "guard.then");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "guard.end");
+    LLVMBuildCondBr(e->b, cond, then_bb, join);
+    LLVMPositionBuilderAtEnd(e->b, then_bb);
+    tt__vn_open(&e->vn);
+    e->taken_guard = guard;
+    emit_loop(e, s);
+    e->taken_guard = 0;
+    tt__vn_close(&e->vn);
+    LLVMBuildBr(e->b, join);
+    LLVMPositionBuilderAtEnd(e->b, join);
+    e->stats.guarded_loops++;
+}
+
+static void emit_loop(emitter *e, const tt_stmt *s)
 {
     LLVMValueRef zero = LLVMConstInt(e->i64, 0, 0),
                  ext = LLVMConstInt(e->i64, (unsigned long long)s->extent, 0);

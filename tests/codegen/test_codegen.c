@@ -258,23 +258,43 @@ static void unrolled_bodies_share_index_arithmetic(void **state)
 
 /* A padded input's multiply-add is skipped, not multiplied by 0, where the input is padding: a
  * convolution with the padding inlined, vectorised over output channels, and a depthwise one with
- * a tile of outputs unrolled, compute the definition. */
+ * a tile of outputs unrolled, compute the definition.  A loop of padded updates whose guard does
+ * not change inside it (a vector of output channels; the reduction over input channels unrolled
+ * under the taps) is one branch around the loop, not one per update; a loop over the padded axis
+ * is not. */
 static void padded_taps_are_skipped(void **state)
 {
     (void)state;
-    static const char *const cases[][2] = {
+    static const struct {
+        const char *workload, *steps;
+        bool guarded_loop;
+    } cases[] = {
         {"conv2d_nhwc:N=1,H=7,W=7,CI=8,CO=32,K=3,S=1,P=1",
          "[[\"CI\", 1], [\"SP\", 3, 3, 32, [16], 1], [\"RE\", 3, [0, 1, 2, 3, 5, 6, 7, 4]], "
-         "[\"AN\", 3, 7, 2]]"},
+         "[\"AN\", 3, 7, 2]]",
+         true},
         {"depthwise_conv2d_nhwc:N=1,H=8,W=8,C=32,K=3,S=2,P=1",
          "[[\"CI\", 1], [\"SP\", 3, 3, 32, [16], 1], [\"RE\", 3, [0, 1, 2, 3, 5, 6, 4]], "
-         "[\"AN\", 3, 6, 2]]"},
+         "[\"AN\", 3, 6, 2]]",
+         true},
+        {"conv2d_nhwc:N=1,H=7,W=7,CI=8,CO=16,K=3,S=1,P=1", "[[\"CI\", 1], [\"AN\", 3, 6, 1]]",
+         true},
+        {"conv2d_nhwc:N=1,H=6,W=6,CI=4,CO=16,K=3,S=1,P=1",
+         "[[\"CI\", 1], [\"RE\", 3, [0, 1, 2, 4, 5, 6, 3]], [\"AN\", 3, 5, 1], "
+         "[\"AN\", 3, 6, 2]]",
+         true},
+        {"conv2d_nhwc:N=1,H=6,W=6,CI=4,CO=4,K=3,S=1,P=1",
+         "[[\"CI\", 1], [\"RE\", 3, [0, 1, 3, 4, 5, 6, 2]], [\"AN\", 3, 6, 1]]", false},
     };
-    for (size_t i = 0; i < 2; i++) {
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         tt_codegen_stats stats;
-        check_steps(cases[i][0], cases[i][1], 13, i == 1, &stats);
+        check_steps(cases[i].workload, cases[i].steps, 13 + i, i % 2 == 1, &stats);
         assert_true(stats.padded_updates >= 1);
         assert_int_equal(stats.scalar_fallbacks, 0);
+        if (cases[i].guarded_loop)
+            assert_true(stats.guarded_loops >= 1);
+        else
+            assert_int_equal(stats.guarded_loops, 0);
     }
 }
 
