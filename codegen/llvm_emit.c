@@ -797,9 +797,10 @@ static tt_eid loop_guard(emitter *e, const tt_stmt *s, tt_eid guard)
         return !guard || tt_expr_equal(pool, guard, c) ? c : 0;
     }
     case TT_STMT_SEQ:
-        for (uint32_t k = 0; k < s->n && (guard || !k); k++)
-            guard = loop_guard(e, &e->p->stmts.data[e->p->items.data[s->first + k]], guard);
-        return s->n ? guard : 0;
+        for (uint32_t k = 0; k < s->n; k++)
+            if (!(guard = loop_guard(e, &e->p->stmts.data[e->p->items.data[s->first + k]], guard)))
+                return 0;
+        return guard;
     case TT_STMT_FOR:
         if (s->ann == TT_ANN_PARALLEL)
             return 0;
@@ -809,17 +810,17 @@ static tt_eid loop_guard(emitter *e, const tt_stmt *s, tt_eid guard)
     }
 }
 
+static void emit_loop(emitter *e, const tt_stmt *s);
+
 /* A loop whose padded updates all share one guard that does not change inside it is emitted
  * behind one branch on that guard (LLVM's loop unswitching, done while the guard is still known
  * to be one): where the guard is false each update would keep its value.  Unrolled, a branch
  * per update on the same condition cost jump threading up to a third of the optimisation time,
- * and the kernel as many branches. */
-static void emit_loop(emitter *e, const tt_stmt *s);
-
+ * and the kernel as many branches.  (loop_guard refuses nests with a parallel loop.) */
 static void emit_for(emitter *e, const tt_stmt *s)
 {
     tt_eid guard = e->taken_guard ? 0 : loop_guard(e, s, 0);
-    if (!guard || contains_parallel(e, s->body)) {
+    if (!guard) {
         emit_loop(e, s);
         return;
     }
