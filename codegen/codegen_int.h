@@ -69,6 +69,10 @@ typedef struct emitter {
     tt_codegen_stats stats;
     tt_status status;
     tt__vn vn;
+    /* Alias scopes (scoped-noalias metadata) of memory accesses: a stack buffer's, and every
+     * other's (parameters, heap buffers); built on first use (tt__codegen_alias_scopes). */
+    unsigned md_scope_kind, md_noalias_kind;
+    LLVMValueRef md_stack, md_memory;
 } emitter;
 
 void tt__codegen_emit_body(emitter *e, tt_sid root);

@@ -150,9 +150,30 @@ static LLVMValueRef element_ptr(emitter *e, uint32_t buf, LLVMValueRef index)
     return r;
 }
 
-static unsigned elem_align(emitter *e, uint32_t buf)
+/* A load or store of buffer `buf`: its element alignment, and its alias scope.  A buffer on the
+ * stack cannot alias a parameter or a heap buffer, but LLVM proves that only by tracking every
+ * use of the alloca, and gives up past 20 uses: an unrolled register tile of 14 rows has more, so
+ * its accumulators stayed in memory, every FMA a load and a store (conv2d C9 at 0.4 of its speed
+ * with 14x2 tiles).  Scoped-noalias metadata says it at no cost: stack accesses are in one scope
+ * and alias none of the other, and the other way round. */
+static void set_access(emitter *e, LLVMValueRef inst, uint32_t buf)
 {
-    return (unsigned)tt_dtype_bytes(e->p->bufs.data[buf].dtype);
+    LLVMSetAlignment(inst, (unsigned)tt_dtype_bytes(e->p->bufs.data[buf].dtype));
+    if (!e->md_stack) {
+        LLVMMetadataRef dom_name = LLVMMDStringInContext2(e->ctx, "tt.buffers", 10);
+        LLVMMetadataRef dom = LLVMMDNodeInContext2(e->ctx, &dom_name, 1);
+        LLVMMetadataRef stack[2] = {LLVMMDStringInContext2(e->ctx, "tt.stack", 8), dom};
+        LLVMMetadataRef memory[2] = {LLVMMDStringInContext2(e->ctx, "tt.memory", 9), dom};
+        LLVMMetadataRef s = LLVMMDNodeInContext2(e->ctx, stack, 2);
+        LLVMMetadataRef m = LLVMMDNodeInContext2(e->ctx, memory, 2);
+        e->md_stack = LLVMMetadataAsValue(e->ctx, LLVMMDNodeInContext2(e->ctx, &s, 1));
+        e->md_memory = LLVMMetadataAsValue(e->ctx, LLVMMDNodeInContext2(e->ctx, &m, 1));
+        e->md_scope_kind = LLVMGetMDKindIDInContext(e->ctx, "alias.scope", 11);
+        e->md_noalias_kind = LLVMGetMDKindIDInContext(e->ctx, "noalias", 7);
+    }
+    bool stack = LLVMIsAAllocaInst(e->bufs[buf]) != NULL;
+    LLVMSetMetadata(inst, e->md_scope_kind, stack ? e->md_stack : e->md_memory);
+    LLVMSetMetadata(inst, e->md_noalias_kind, stack ? e->md_memory : e->md_stack);
 }
 
 static val emit_load(emitter *e, const tt_expr *n)
@@ -165,14 +186,14 @@ static val emit_load(emitter *e, const tt_expr *n)
     if (c == 0) {
         LLVMValueRef idx = e->lanes ? emit_lane0(e, n->a) : emit(e, n->a).v;
         r.v = LLVMBuildLoad2(e->b, mt, element_ptr(e, buf, idx), "");
-        LLVMSetAlignment(r.v, elem_align(e, buf));
+        set_access(e, r.v, buf);
     } else if (c == 1) {
         LLVMValueRef base = emit_lane0(e, n->a);
         LLVMTypeRef vt = LLVMVectorType(mt, (unsigned)e->lanes);
         LLVMValueRef p =
             LLVMBuildBitCast(e->b, element_ptr(e, buf, base), LLVMPointerType(vt, 0), "");
         r.v = LLVMBuildLoad2(e->b, vt, p, "");
-        LLVMSetAlignment(r.v, elem_align(e, buf));
+        set_access(e, r.v, buf);
         r.vec = true;
     } else {
         /* Gather lane by lane. */
@@ -183,7 +204,7 @@ static val emit_load(emitter *e, const tt_expr *n)
             LLVMValueRef li = LLVMConstInt(e->i32, (unsigned)l, 0);
             LLVMValueRef x = LLVMBuildLoad2(
                 e->b, mt, element_ptr(e, buf, LLVMBuildExtractElement(e->b, idx.v, li, "")), "");
-            LLVMSetAlignment(x, elem_align(e, buf));
+            set_access(e, x, buf);
             acc = LLVMBuildInsertElement(e->b, acc, x, li, "");
         }
         r.v = acc;
@@ -670,7 +691,7 @@ static void store_value(emitter *e, const tt_stmt *s, val v)
         } else {
             LLVMValueRef idx = e->lanes ? emit_lane0(e, s->index) : emit(e, s->index).v;
             LLVMValueRef st = LLVMBuildStore(e->b, x, element_ptr(e, s->buf, idx));
-            LLVMSetAlignment(st, elem_align(e, s->buf));
+            set_access(e, st, s->buf);
             return;
         }
     }
@@ -680,7 +701,7 @@ static void store_value(emitter *e, const tt_stmt *s, val v)
         LLVMValueRef p =
             LLVMBuildBitCast(e->b, element_ptr(e, s->buf, base), LLVMPointerType(vt, 0), "");
         LLVMValueRef st = LLVMBuildStore(e->b, x, p);
-        LLVMSetAlignment(st, elem_align(e, s->buf));
+        set_access(e, st, s->buf);
         return;
     }
     val idx = widen(e, emit(e, s->index), true);
@@ -689,7 +710,7 @@ static void store_value(emitter *e, const tt_stmt *s, val v)
         LLVMValueRef st =
             LLVMBuildStore(e->b, LLVMBuildExtractElement(e->b, x, li, ""),
                            element_ptr(e, s->buf, LLVMBuildExtractElement(e->b, idx.v, li, "")));
-        LLVMSetAlignment(st, elem_align(e, s->buf));
+        set_access(e, st, s->buf);
     }
 }
 

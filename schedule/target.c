@@ -2,7 +2,9 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const kinds[] = {"llvm", "c", "opencl", "cuda", "rocm", "vulkan", "metal"};
 
@@ -162,4 +164,61 @@ void tt_target_vector_isa(const tt_target *t, const char *host_features, tt_vect
         set_isa(out, "avx", 32, 16, fma);
     else
         set_isa(out, "sse", 16, 16, fma);
+}
+
+void tt_cpu_caches_typical(tt_cpu_caches *out)
+{
+    out->l1d_bytes = 32 << 10;
+    out->l2_bytes = 1 << 20;
+}
+
+/* The size of cache `level` ("Data" or "Unified" type) of cpu0 from sysfs ("48K"), 0 if absent. */
+static int64_t sysfs_cache(int level)
+{
+    for (int i = 0; i < 8; i++) {
+        char path[96], text[32];
+        int64_t got = 0;
+        bool match = false;
+        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            return 0;
+        match = fscanf(f, "%31s", text) == 1 && atoi(text) == level;
+        fclose(f);
+        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+        if (match && (f = fopen(path, "r"))) {
+            match = fscanf(f, "%31s", text) == 1 && strcmp(text, "Instruction") != 0;
+            fclose(f);
+        }
+        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if (match && (f = fopen(path, "r"))) {
+            char unit = 0;
+            long long v = 0;
+            int n = fscanf(f, "%lld%c", &v, &unit);
+            fclose(f);
+            got = n >= 1 ? v << (unit == 'K' ? 10 : unit == 'M' ? 20 : 0) : 0;
+        }
+        if (got > 0)
+            return got;
+    }
+    return 0;
+}
+
+void tt_cpu_caches_host(tt_cpu_caches *out)
+{
+    tt_cpu_caches_typical(out);
+    int64_t l1 = 0, l2 = 0;
+#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE)
+    l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    if (l1 <= 0)
+        l1 = sysfs_cache(1);
+    if (l2 <= 0)
+        l2 = sysfs_cache(2);
+    /* Implausible readings (a hypervisor's zeros or garbage) keep the typical size. */
+    if (l1 >= (4 << 10) && l1 <= (4 << 20))
+        out->l1d_bytes = l1;
+    if (l2 >= (64 << 10) && l2 <= (256 << 20))
+        out->l2_bytes = l2;
 }

@@ -45,4 +45,18 @@ typedef struct tt_vector_isa {
  * baseline (x86-64: SSE, aarch64: NEON). */
 void tt_target_vector_isa(const tt_target *t, const char *host_features, tt_vector_isa *out);
 
+/* The data caches a core sees, which bound a schedule's cache tiles the way the vector registers
+ * bound its register tile. */
+typedef struct tt_cpu_caches {
+    int64_t l1d_bytes; /* level-1 data cache of one core */
+    int64_t l2_bytes;  /* level-2 cache of one core (or its share) */
+} tt_cpu_caches;
+
+/* Typical sizes (32 KiB L1d, 1 MiB L2) for a CPU whose caches are not known here: a farm device,
+ * a cross target. */
+void tt_cpu_caches_typical(tt_cpu_caches *out);
+/* This machine's caches (sysconf, then /sys/devices/system/cpu/cpu0/cache), each falling back to
+ * the typical size when the system does not say. */
+void tt_cpu_caches_host(tt_cpu_caches *out);
+
 #endif

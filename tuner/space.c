@@ -391,6 +391,88 @@ static void micro_tiles(const tt_space *s, int64_t mk, int64_t *tile)
     }
 }
 
+/* The position of choice `want` in knob `k` (-1: not offered). */
+static int choice_pos(const tt_knob *k, int64_t want)
+{
+    for (int c = 0; c < k->n; c++)
+        if (k->choice[c] == want)
+            return c;
+    return -1;
+}
+
+uint64_t tt_space_blocked_index(const tt_space *s, const tt_vector_isa *isa,
+                                const tt_cpu_caches *caches, int cores, bool inline_producers)
+{
+    uint64_t base = tt_space_default_index(s, isa);
+    if (!s->micro || s->gpu || s->nreduce == 0 || s->nspatial < 2)
+        return base;
+    const tt_op *m = &s->dag->ops.data[s->main_stage];
+    int n = s->nspatial, pos[TT_SPACE_MAX_KNOBS];
+    tt_space_decode(s, base, pos);
+    /* Register tile: the most rows by two vectors (each B vector feeds every row). */
+    const tt_knob *mk = &s->knobs[n + 7];
+    for (int c = 0, best = -1; c < mk->n; c++)
+        if ((mk->choice[c] & 0xffff) == 2 && (best < 0 || mk->choice[c] > mk->choice[best]))
+            pos[n + 7] = best = c;
+    int64_t rows, cols, esize = tt_dtype_bytes(m->dtype);
+    register_tile(s, mk->choice[pos[n + 7]], &rows, &cols);
+    if (esize <= 0 || rows < 1 || cols < 1)
+        return base;
+    /* Inner reduction: its slice of B (inner reduction x columns) fills half of L1. */
+    const tt_knob *kr = &s->knobs[n];
+    pos[n] = 0;
+    for (int c = 0; c < kr->n; c++)
+        if (kr->choice[c] * cols * esize <= caches->l1d_bytes / 2 &&
+            kr->choice[c] > kr->choice[pos[n]])
+            pos[n] = c;
+    int64_t rtile = kr->choice[pos[n]];
+    /* Rows of the cache tile: its accumulators fit half of L1 and its slice of A half of L2, so
+     * each slice of B is reused across all of them. */
+    int64_t budget = caches->l1d_bytes / 2 / (cols * esize);
+    if (budget > caches->l2_bytes / 2 / (rtile * esize))
+        budget = caches->l2_bytes / 2 / (rtile * esize);
+    pos[n - 1] = choice_pos(&s->knobs[n - 1], 1) < 0 ? 0 : choice_pos(&s->knobs[n - 1], 1);
+    int64_t tile[TT_MAX_DIMS];
+    for (;;) {
+        /* The row axis in register tiles, then each outer axis, as long as the budget lasts. */
+        int64_t inner = 1;
+        for (int d = n - 2; d >= 0; d--) {
+            const tt_knob *k = &s->knobs[d];
+            int best = 0;
+            int64_t best_len = 0;
+            for (int c = 0; c < k->n; c++) {
+                int64_t len = k->choice[c]; /* the smallest choice when none fits */
+                if (d == n - 2)
+                    len = rows * divisor_at_most(m->shape[d] / rows, len);
+                if (c == 0 || (inner * len <= budget && len > best_len)) {
+                    best = c;
+                    best_len = len;
+                }
+            }
+            pos[d] = best;
+            tile[d] = best_len;
+            inner *= tile[d];
+        }
+        tile[n - 1] = cols;
+        /* Enough cache tiles for every core twice over, else a smaller budget. */
+        int64_t tiles = 1;
+        for (int d = 0; d < n; d++)
+            tiles *= (m->shape[d] + tile[d] - 1) / tile[d];
+        if (tiles >= 2 * (int64_t)cores || budget <= rows)
+            break;
+        budget = inner / 2 > rows ? inner / 2 : rows;
+    }
+    int inl = choice_pos(&s->knobs[n + 8], inline_producers);
+    if (inl >= 0)
+        pos[n + 8] = inl;
+    uint64_t index = 0, mul = 1;
+    for (int k = 0; k < s->nknobs; k++) {
+        index += (uint64_t)pos[k] * mul;
+        mul *= (uint64_t)s->knobs[k].n;
+    }
+    return index;
+}
+
 /* The accumulation moved into a local buffer (cache write), copied out by the original stage,
  * which is tiled (parallel outer loops, vector inner loop) and computes the local stage at its
  * last outer tile loop.  Both accumulating layouts start from this. */

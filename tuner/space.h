@@ -79,6 +79,18 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
  * nearest smaller one.  `isa` may be NULL. */
 uint64_t tt_space_default_index(const tt_space *s, const tt_vector_isa *isa);
 
+/* A cache-blocked config, as BLAS libraries block a GEMM for the cache (what a search measures
+ * next to the default): the register tile with the most rows by two vectors; an inner reduction
+ * whose slice of the column operand fills half of L1; the cache tile one register tile wide and
+ * as many rows deep (the row axis first, then the outer spatial axes) as keep its accumulators in
+ * half of L1 and its slice of the row operand in half of L2, so that each slice of the columns
+ * (the weights of a convolution) is loaded once per cache tile and reused by all its rows; shrunk
+ * until there are at least two cache tiles per core.  `inline_producers` picks that knob (padding
+ * inlined or computed once).  Other knobs as tt_space_default_index, which is also what a space
+ * without register tiles gets. */
+uint64_t tt_space_blocked_index(const tt_space *s, const tt_vector_isa *isa,
+                                const tt_cpu_caches *caches, int cores, bool inline_producers);
+
 /* The config of `s` nearest to config `index` of `from` (another workload's space of the same
  * template): each knob takes the choice closest (in log scale) to the value of `from`'s knob of
  * the same name, or its first choice when `from` has none.  How a tuned config of one shape

@@ -60,6 +60,77 @@ static void sampled_configs_compute_the_definition(void **state)
     printf("space: %d sampled configs verified\n", checked);
 }
 
+/* The cache-blocked starting point: a register tile of the most rows by two vectors, an inner
+ * reduction whose slice of B fills half of L1, a cache tile one register tile wide and as deep as
+ * half of L1 (accumulators) and half of L2 (A's slice) allow, every core with two tiles; padding
+ * inlined or computed once as asked.  Each config computes the definition. */
+static void cache_blocked_configs_follow_the_caches(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *workload;
+        tt_cpu_caches caches;
+        bool inline_producers;
+        const char *want[4];
+    } cases[] = {
+        {"matmul:M=1024,N=1024,K=1024",
+         {48 << 10, 2 << 20},
+         true,
+         {"tile_i=16 ", "tile_j=1 ", "tile_k=128 ", "micro_kernel=[-1,8,2]"}},
+        /* Half the L1: half the inner reduction, then half the rows. */
+        {"matmul:M=1024,N=1024,K=1024",
+         {16 << 10, 256 << 10},
+         true,
+         {"tile_i=8 ", "tile_j=1 ", "tile_k=64 ", "micro_kernel=[-1,8,2]"}},
+        /* 64 x 64: four tiles of 32 x 32 for two cores, not two of 64 x 32. */
+        {"matmul:M=64,N=64,K=64", {48 << 10, 2 << 20}, true, {"tile_i=4 ", "tile_j=1 "}},
+        /* ResNet-18's last 3x3 layer: all 7 x 7 outputs in one tile, so each weight is loaded
+         * once; the padding computed once. */
+        {"conv2d_nhwc:N=1,H=7,W=7,CI=512,CO=512,K=3,S=1,P=1",
+         {48 << 10, 2 << 20},
+         false,
+         {"tile_o0=7 ", "micro_kernel=[-1,7,2]", "inline_producers=0"}},
+        {"conv2d_nhwc:N=1,H=7,W=7,CI=512,CO=512,K=3,S=1,P=1",
+         {48 << 10, 2 << 20},
+         true,
+         {"tile_o0=7 ", "inline_producers=1"}},
+        {"conv2d_nhwc:N=1,H=8,W=8,CI=4,CO=32,K=3,S=1,P=1", {32 << 10, 1 << 20}, false, {NULL}},
+        {"matmul:M=24,N=16,K=12", {32 << 10, 1 << 20}, true, {NULL}},
+    };
+    tt_vector_isa avx512 = {"avx512", 64, 32, true};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        tt_workload *w;
+        tt_errbuf err = {{0}};
+        if (tt_workload_parse(cases[i].workload, &w, &err))
+            fail_msg("%s", err.msg);
+        tt_space sp;
+        assert_int_equal(tt_space_init(&sp, &w->dag, 2, &avx512, &err), TT_OK);
+        uint64_t index =
+            tt_space_blocked_index(&sp, &avx512, &cases[i].caches, 2, cases[i].inline_producers);
+        char desc[512];
+        tt_space_describe(&sp, index, desc, sizeof(desc));
+        strcat(desc, " ");
+        for (int k = 0; k < 4 && cases[i].want[k]; k++)
+            if (!strstr(desc, cases[i].want[k]))
+                fail_msg("%s: want %s in %s", cases[i].workload, cases[i].want[k], desc);
+        if (w->flops < 1e7) { /* small enough for the interpreter */
+            tt_state *st;
+            tt_program *prog;
+            if (tt_space_apply(&sp, index, &st, &err) || tt_lower(st, &prog, &err))
+                fail_msg("%s: %s", cases[i].workload, err.msg);
+            if (tt_verify_program(&w->dag, prog, 5, 1e-4, 1e-5, NULL, &err))
+                fail_msg("%s (%s): %s", cases[i].workload, desc, err.msg);
+            tt_program_free(prog);
+            tt_state_free(st);
+        }
+        tt_workload_free(w);
+    }
+    /* This machine's caches are read, or the typical sizes stand in. */
+    tt_cpu_caches host;
+    tt_cpu_caches_host(&host);
+    assert_true(host.l1d_bytes >= 4096 && host.l2_bytes >= 65536);
+}
+
 static char db_path[256];
 
 static int count_records(void *ctx, const tt_db_row *r)
@@ -408,6 +479,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sampled_configs_compute_the_definition),
+        cmocka_unit_test(cache_blocked_configs_follow_the_caches),
         cmocka_unit_test(a_run_records_every_measurement_and_resumes),
         cmocka_unit_test(grid_search_exhausts_a_small_space),
         cmocka_unit_test(ga_and_xgb_strategies_pick_new_correct_configs),
