@@ -41,6 +41,7 @@ typedef struct tt_codegen_stats {
     int vector_loops, scalar_fallbacks, parallel_loops, unrolled_loops;
     int padded_updates; /* multiply-adds of padded inputs skipped where the input is padding */
     int guarded_loops;  /* loops of padded updates behind one branch on their shared guard */
+    int decided_guards; /* guards of padded updates and loads known while emitting (unrolled) */
     int64_t emitted_instructions; /* LLVM instructions before optimisation */
 } tt_codegen_stats;
 

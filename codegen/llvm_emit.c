@@ -268,7 +268,8 @@ static bool is_int_const(LLVMValueRef v, long long k)
     return LLVMIsAConstantInt(v) && LLVMConstIntGetSExtValue(v) == k;
 }
 
-/* x op y where an operand makes it x, y or 0 (x + 0, x * 1, x * 0, x / 1, x % 1), else NULL.
+/* x op y where an operand makes it x, y or 0 (x + 0, x * 1, x * 0, x / 1, x % 1, x && true,
+ * x && false, x || false, x || true), else NULL.
  * Unit loops and unrolled iterations bind loop variables to constants, and an index expression
  * built around them would otherwise leave LLVM thousands of adds of zero to clean up. */
 static LLVMValueRef int_identity(int kind, LLVMValueRef x, LLVMValueRef y)
@@ -282,6 +283,14 @@ static LLVMValueRef int_identity(int kind, LLVMValueRef x, LLVMValueRef y)
         return is_int_const(x, 1) || is_int_const(y, 0) ? y : NULL;
     case TT_EXPR_DIV: return is_int_const(y, 1) ? x : NULL;
     case TT_EXPR_MOD: return is_int_const(y, 1) ? LLVMConstNull(LLVMTypeOf(x)) : NULL;
+    case TT_EXPR_AND: /* a padding guard with its unrolled terms decided: x && true, x && false */
+        if (is_int_const(x, 0) || (LLVMIsAConstantInt(y) && !is_int_const(y, 0)))
+            return x;
+        return is_int_const(y, 0) || LLVMIsAConstantInt(x) ? y : NULL;
+    case TT_EXPR_OR:
+        if (is_int_const(y, 0) || (LLVMIsAConstantInt(x) && !is_int_const(x, 0)))
+            return x;
+        return is_int_const(x, 0) || LLVMIsAConstantInt(y) ? y : NULL;
     default: return NULL;
     }
 }
@@ -443,6 +452,14 @@ static val emit_select(emitter *e, const tt_expr *n)
      * avoids the branches (and compiles faster) but ran padded convolutions at half the speed. */
     bool vec = e->lanes && (tt_expr_uses_var(&e->p->pool, n->b, e->vec_var) ||
                             tt_expr_uses_var(&e->p->pool, n->c, e->vec_var));
+    if (!c.vec && LLVMIsAConstantInt(c.v)) {
+        /* Decided while emitting (every variable of the guard unrolled): only the taken side. */
+        e->stats.decided_guards++;
+        tt_eid arm = LLVMConstIntGetZExtValue(c.v) ? n->b : n->c;
+        val a = emit(e, arm);
+        a.v = convert(e, a.v, dtype_of(e, arm), rt, a.vec);
+        return widen(e, a, vec);
+    }
     hoist_addresses(e, n->b);
     LLVMBasicBlockRef then_bb = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "sel.then");
     LLVMBasicBlockRef else_bb = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "sel.else");
@@ -645,6 +662,19 @@ static void emit_store(emitter *e, const tt_stmt *s)
     }
     val c = emit(e, n->a);
     LLVMValueRef cond = convert(e, c.v, dtype_of(e, n->a), TT_DT_BOOL, false);
+    if (LLVMIsAConstantInt(cond)) {
+        /* Decided while emitting (a tap of an unrolled row known to be in the padding, or known
+         * to be inside): the update, or nothing. */
+        e->stats.padded_updates++;
+        e->stats.decided_guards++;
+        if (!LLVMConstIntGetZExtValue(cond))
+            return;
+        e->taken_select = sel;
+        val sum = emit(e, s->value);
+        e->taken_select = 0;
+        store_value(e, s, sum);
+        return;
+    }
     bool vec = e->lanes && tt_expr_uses_var(&e->p->pool, s->value, e->vec_var);
     val acc = widen(e, emit(e, acc_id), vec);
     hoist_addresses(e, s->value);
@@ -847,6 +877,17 @@ static void emit_for(emitter *e, const tt_stmt *s)
     }
     val c = emit(e, guard);
     LLVMValueRef cond = convert(e, c.v, dtype_of(e, guard), TT_DT_BOOL, false);
+    if (LLVMIsAConstantInt(cond)) {
+        /* Decided while emitting (a tap of an unrolled row in the padding, or inside it): the
+         * loop without its guard, or nothing, as its updates would keep their values. */
+        e->stats.decided_guards++;
+        if (LLVMConstIntGetZExtValue(cond)) {
+            e->taken_guard = guard;
+            emit_loop(e, s);
+            e->taken_guard = 0;
+        }
+        return;
+    }
     LLVMBasicBlockRef then_bb = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "guard.then");
     LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "guard.end");
     LLVMBuildCondBr(e->b, cond, then_bb, join);

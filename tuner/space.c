@@ -110,7 +110,7 @@ tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, const tt_vect
     const tt_op *m = &dag->ops.data[s->main_stage];
     s->nspatial = m->ndim;
     s->nreduce = m->nreduce;
-    if (m->ndim + 10 > TT_SPACE_MAX_KNOBS)
+    if (m->ndim + 11 > TT_SPACE_MAX_KNOBS)
         return tt_err(err, TT_ERR_UNSUPPORTED, "op '%s' has too many axes for the tiling space",
                       m->name);
     int64_t c[TT_SPACE_MAX_CHOICES], mks[TT_SPACE_MAX_CHOICES];
@@ -171,6 +171,12 @@ tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, const tt_vect
         constants |= rewritable(dag, (int)i, s->main_stage);
     int64_t lr[2] = {1, 0};
     tt__space_add_knob(s, "layout_rewrite", lr, constants && m->nreduce > 0 ? 2 : 1);
+    /* The window's column taps (the reduce axis before the inner one: a convolution's kw)
+     * inside the inner reduction, unrolled over the register tile: a padded tap of a row is then
+     * known when the kernel is built and costs nothing, not a branch per row and step. */
+    int64_t taps[2] = {0, 1};
+    if (s->micro && m->nreduce >= 2) /* only where offered: other spaces keep their identity */
+        tt__space_add_knob(s, "taps_inner", taps, 2);
     s->size = 1;
     for (int k = 0; k < s->nknobs; k++)
         s->size *= (uint64_t)s->knobs[k].n;
@@ -401,7 +407,8 @@ static int choice_pos(const tt_knob *k, int64_t want)
 }
 
 uint64_t tt_space_blocked_index(const tt_space *s, const tt_vector_isa *isa,
-                                const tt_cpu_caches *caches, int cores, bool inline_producers)
+                                const tt_cpu_caches *caches, int cores, bool inline_producers,
+                                bool taps_inner)
 {
     uint64_t base = tt_space_default_index(s, isa);
     if (!s->micro || s->gpu || s->nreduce == 0 || s->nspatial < 2)
@@ -409,11 +416,24 @@ uint64_t tt_space_blocked_index(const tt_space *s, const tt_vector_isa *isa,
     const tt_op *m = &s->dag->ops.data[s->main_stage];
     int n = s->nspatial, pos[TT_SPACE_MAX_KNOBS];
     tt_space_decode(s, base, pos);
-    /* Register tile: the most rows by two vectors (each B vector feeds every row). */
+    /* The window's column taps inside the register tile, where offered: their B vectors are
+     * live with the accumulators. */
+    int taps = 0;
+    if (taps_inner && s->nknobs > n + 10) {
+        pos[n + 10] = 1;
+        taps = (int)m->rextent[s->nreduce - 2];
+    }
+    /* Register tile: the most rows by two vectors (each B vector feeds every row) that leave
+     * room for the taps' B vectors. */
     const tt_knob *mk = &s->knobs[n + 7];
-    for (int c = 0, best = -1; c < mk->n; c++)
-        if ((mk->choice[c] & 0xffff) == 2 && (best < 0 || mk->choice[c] > mk->choice[best]))
+    int spare = isa->vector_bytes >= 64 ? 0 : 1; /* AVX-512 folds the broadcast into the FMA */
+    for (int c = 0, best = -1; c < mk->n; c++) {
+        int64_t r = mk->choice[c] >> 16;
+        if ((mk->choice[c] & 0xffff) == 2 &&
+            r * 2 + (taps ? taps : 1) * 2 + spare <= isa->vector_regs &&
+            (best < 0 || mk->choice[c] > mk->choice[best]))
             pos[n + 7] = best = c;
+    }
     int64_t rows, cols, esize = tt_dtype_bytes(m->dtype);
     register_tile(s, mk->choice[pos[n + 7]], &rows, &cols);
     if (esize <= 0 || rows < 1 || cols < 1)
@@ -496,8 +516,9 @@ static tt_status local_accumulator(tt_state *st, int main, int n, const int64_t 
  * (reduce_first: the spatial loops outside the reductions instead), rows unrolled and columns
  * vectorised.  *pack_pos: the local stage's outer reduction step, where packed inputs go. */
 static tt_status micro_kernel_layout(const tt_space *s, tt_state *st, int main, const int64_t *tile,
-                                     int64_t rtile, int64_t mk, bool reduce_first, bool parallel,
-                                     bool vectorize, int unroll, int *pack_pos, tt_errbuf *err)
+                                     int64_t rtile, int64_t mk, bool reduce_first, bool taps_inner,
+                                     bool parallel, bool vectorize, int unroll, int *pack_pos,
+                                     tt_errbuf *err)
 {
     int n = s->nspatial, nr = s->nreduce;
     tt_status r = local_accumulator(st, main, n, tile, parallel, vectorize, err);
@@ -544,16 +565,22 @@ static tt_status micro_kernel_layout(const tt_space *s, tt_state *st, int main, 
     if (row0 >= 0)
         outer_sp[nouter++] = row0;
     outer_sp[nouter++] = col0;
+    int taps = taps_inner && nr >= 2 ? base + nr - 2 : -1; /* the window's column axis */
     if (!reduce_first)
         for (int i = 0; i < nr; i++)
-            order[k++] = base + i; /* R0 .. R_last.0 */
+            if (base + i != taps)
+                order[k++] = base + i; /* R0 .. R_last.0 */
     for (int i = 0; i < nouter; i++)
         order[k++] = outer_sp[i];
     if (reduce_first)
         for (int i = 0; i < nr; i++)
-            order[k++] = base + i;
-    *pack_pos = reduce_first ? nouter + nr - 1 : nr - 1;
+            if (base + i != taps)
+                order[k++] = base + i;
+    *pack_pos = k - 1 - (reduce_first ? 0 : nouter);
     order[k++] = base + nr; /* R_last.1 */
+    int taps_pos = k;
+    if (taps >= 0)
+        order[k++] = taps;
     if (row1 >= 0)
         order[k++] = row1;
     order[k++] = col1;
@@ -561,6 +588,8 @@ static tt_status micro_kernel_layout(const tt_space *s, tt_state *st, int main, 
         return r;
     const tt_stage *sg = &st->stages.data[main];
     int last = sg->niters - 1;
+    if (taps >= 0 && (r = tt_sched_annotate(st, main, taps_pos, TT_ANN_UNROLL, err)))
+        return r;
     if (row1 >= 0 && rows > 1 && (r = tt_sched_annotate(st, main, last - 1, TT_ANN_UNROLL, err)))
         return r;
     if (cols > 1 &&
@@ -597,6 +626,7 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
     int unroll = (int)s->knobs[n + 6].choice[pos[n + 6]];
     bool inline_producers = s->knobs[n + 8].choice[pos[n + 8]];
     bool layout_rewrite = s->knobs[n + 9].choice[pos[n + 9]];
+    bool taps_inner = s->nknobs > n + 10 && s->knobs[n + 10].choice[pos[n + 10]];
     if (s->micro)
         cache_write = true; /* the register tile is a local accumulator */
     tt_state *st;
@@ -636,8 +666,8 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
         pack_target = main;
         pack_pos = (parallel ? 1 : n) + nr - 1;
     } else if (!r && nr > 0 && s->micro) {
-        r = micro_kernel_layout(s, st, main, tile, rtile, mk, reduce_first, parallel, vectorize,
-                                unroll, &pack_pos, err);
+        r = micro_kernel_layout(s, st, main, tile, rtile, mk, reduce_first, taps_inner, parallel,
+                                vectorize, unroll, &pack_pos, err);
         pack_target = main;
     } else if (!r && nr > 0) {
         /* cache_write: the accumulation happens in a tile-sized local buffer. */

@@ -10,7 +10,7 @@
 
 #include "../schedule/schedule.h"
 
-#define TT_SPACE_MAX_KNOBS   16
+#define TT_SPACE_MAX_KNOBS   20
 #define TT_SPACE_MAX_CHOICES 64
 
 typedef struct tt_knob {
@@ -49,7 +49,10 @@ typedef struct tt_space {
  * tile / register tile][inner reduction][rows, unrolled] [columns, vectorised], so LLVM keeps the
  * accumulators in registers across the inner reduction and every multiply-add is one FMA with a
  * broadcast operand.  The knob inline_producers (0) computes padding and other elementwise
- * producers once at the root instead of inlining them (a guarded load per multiply-add). */
+ * producers once at the root instead of inlining them (a guarded load per multiply-add); the knob
+ * taps_inner (1, with two reduce axes or more) moves the reduce axis before the inner one (a
+ * convolution's kernel column) inside the inner reduction, unrolled, so that a row's padded taps
+ * are known when the kernel is built. */
 tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, const tt_vector_isa *isa,
                         tt_errbuf *err);
 /* The GPU template, in the manner of TVM's direct CUDA/OpenCL templates (conv2d_nchw.cuda): each
@@ -80,7 +83,9 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
 uint64_t tt_space_default_index(const tt_space *s, const tt_vector_isa *isa);
 
 /* A cache-blocked config, as BLAS libraries block a GEMM for the cache (what a search measures
- * next to the default): the register tile with the most rows by two vectors; an inner reduction
+ * next to the default): the register tile with the most rows by two vectors (with `taps_inner`,
+ * where the space offers it, the window's column taps unrolled inside the tile, and rows few
+ * enough that their B vectors fit the registers too); an inner reduction
  * whose slice of the column operand fills half of L1; the cache tile one register tile wide and
  * as many rows deep (the row axis first, then the outer spatial axes) as keep its accumulators in
  * half of L1 and its slice of the row operand in half of L2, so that each slice of the columns
@@ -89,7 +94,8 @@ uint64_t tt_space_default_index(const tt_space *s, const tt_vector_isa *isa);
  * inlined or computed once).  Other knobs as tt_space_default_index, which is also what a space
  * without register tiles gets. */
 uint64_t tt_space_blocked_index(const tt_space *s, const tt_vector_isa *isa,
-                                const tt_cpu_caches *caches, int cores, bool inline_producers);
+                                const tt_cpu_caches *caches, int cores, bool inline_producers,
+                                bool taps_inner);
 
 /* The config of `s` nearest to config `index` of `from` (another workload's space of the same
  * template): each knob takes the choice closest (in log scale) to the value of `from`'s knob of

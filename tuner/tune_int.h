@@ -69,7 +69,7 @@ typedef struct {
     uint64_t grid_next;
     /* xgb, ga, evo: starting points measured first (the template's default and the best template
      * configs of similar workloads, mapped to this space) */
-    uint64_t seeds[16];
+    uint64_t seeds[24];
     int nseeds, seed_next;
     tt_rng rng;
     /* this run's measurements in index form, for the model and the genetic algorithm */

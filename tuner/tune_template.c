@@ -434,13 +434,14 @@ void tt__tune_load_seeds(task *t, int cores)
         /* Cache-blocked, with padding inlined and computed once: on an AVX-512 Xeon these
          * reached the vendors' speed on matmul 1024 and the 7x7 convolutions where 200 trials
          * from the default did not (docs/tuning.md). */
-        tt_cpu_caches caches;
-        if (t->farm || t->target.triple[0])
+        tt_cpu_caches caches; /* this machine's, when it measures (not a farm, a cross target
+                                 or an objective function) */
+        if (t->farm || t->target.triple[0] || t->o->objective)
             tt_cpu_caches_typical(&caches);
         else
             tt_cpu_caches_host(&caches);
-        seed_add(t, tt_space_blocked_index(&t->space, &t->isa, &caches, cores, false));
-        seed_add(t, tt_space_blocked_index(&t->space, &t->isa, &caches, cores, true));
+        for (int k = 0; k < 4; k++) /* padding computed once or inlined; taps inside or not */
+            seed_add(t, tt_space_blocked_index(&t->space, &t->isa, &caches, cores, k & 1, k & 2));
     }
     if (!tt__tune_op_prefix(t->w->key))
         return;

@@ -298,6 +298,31 @@ static void padded_taps_are_skipped(void **state)
     }
 }
 
+/* With a convolution's kernel columns unrolled inside a register tile that spans the output row
+ * (taps_inner), whether a row's tap lies in the left or right padding is known while emitting:
+ * the padded ones are not emitted, the others branch on no column term, and the kernel computes
+ * the definition. */
+static void padded_taps_of_unrolled_rows_are_decided_when_emitting(void **state)
+{
+    (void)state;
+    const char *conv = "conv2d_nhwc:N=1,H=7,W=7,CI=8,CO=32,K=3,S=1,P=1";
+    const char *steps =
+        "[[\"CI\", 1], [\"CHW\", 3, \"local\"], [\"SP\", 4, 3, 32, [32], 1], "
+        "[\"SP\", 4, 2, 7, [7], 1], [\"SP\", 4, 1, 7, [1], 1], [\"SP\", 4, 0, 1, [1], 1], "
+        "[\"RE\", 4, [0, 2, 4, 6, 1, 3, 5, 7]], [\"CA\", 3, 4, 3], [\"AN\", 4, 7, 2], "
+        "[\"SP\", 3, 6, 8, [8], 1], [\"SP\", 3, 3, 32, [32], 1], [\"SP\", 3, 2, 7, [7], 1], "
+        "[\"RE\", 3, [6, 8, 0, 1, 2, 4, 9, 7, 3, 5]], [\"AN\", 3, 7, 1], [\"AN\", 3, 8, 1], "
+        "[\"AN\", 3, 9, 2], [\"PR\", 3, 0, \"auto_unroll_max_step$16\"]]";
+    tt_codegen_stats stats;
+    check_steps(conv, steps, 23, true, &stats);
+    /* 7 rows x 3 taps per step of the reduction, each guard's column part decided: two taps are
+     * padding (row 0's left tap, row 6's right tap) and are not emitted; the other 19 keep only
+     * the guard of the output row (the kernel row's padding), one branch around each vector. */
+    assert_int_equal(stats.decided_guards, 2);
+    assert_int_equal(stats.guarded_loops, 19);
+    assert_int_equal(stats.scalar_fallbacks, 0);
+}
+
 /* A register tile of 14 rows by 2 vectors (28 of AVX-512's 32 registers) stays in registers across
  * the reduction: LLVM proves that the accumulators (a stack buffer) do not alias the inputs only
  * by tracking every use of the buffer, and gave up past 20, so every FMA of such a tile loaded and
@@ -719,6 +744,7 @@ int main(void)
         cmocka_unit_test(unit_loops_emit_nothing),
         cmocka_unit_test(padded_taps_are_skipped),
         cmocka_unit_test(large_register_tiles_stay_in_registers),
+        cmocka_unit_test(padded_taps_of_unrolled_rows_are_decided_when_emitting),
         cmocka_unit_test(concurrent_compilations_succeed),
         cmocka_unit_test(compiled_random_schedules_match_the_definition),
     };

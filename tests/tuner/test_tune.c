@@ -60,7 +60,8 @@ static void sampled_configs_compute_the_definition(void **state)
     printf("space: %d sampled configs verified\n", checked);
 }
 
-/* The cache-blocked starting point: a register tile of the most rows by two vectors, an inner
+/* The cache-blocked starting point: a register tile of the most rows by two vectors (fewer with
+ * a convolution's column taps unrolled inside it, whose B vectors need registers too), an inner
  * reduction whose slice of B fills half of L1, a cache tile one register tile wide and as deep as
  * half of L1 (accumulators) and half of L2 (A's slice) allow, every core with two tiles; padding
  * inlined or computed once as asked.  Each config computes the definition. */
@@ -70,32 +71,51 @@ static void cache_blocked_configs_follow_the_caches(void **state)
     static const struct {
         const char *workload;
         tt_cpu_caches caches;
-        bool inline_producers;
+        bool inline_producers, taps_inner;
         const char *want[4];
     } cases[] = {
         {"matmul:M=1024,N=1024,K=1024",
          {48 << 10, 2 << 20},
+         true,
          true,
          {"tile_i=16 ", "tile_j=1 ", "tile_k=128 ", "micro_kernel=[-1,8,2]"}},
         /* Half the L1: half the inner reduction, then half the rows. */
         {"matmul:M=1024,N=1024,K=1024",
          {16 << 10, 256 << 10},
          true,
+         false,
          {"tile_i=8 ", "tile_j=1 ", "tile_k=64 ", "micro_kernel=[-1,8,2]"}},
         /* 64 x 64: four tiles of 32 x 32 for two cores, not two of 64 x 32. */
-        {"matmul:M=64,N=64,K=64", {48 << 10, 2 << 20}, true, {"tile_i=4 ", "tile_j=1 "}},
+        {"matmul:M=64,N=64,K=64", {48 << 10, 2 << 20}, true, false, {"tile_i=4 ", "tile_j=1 "}},
         /* ResNet-18's last 3x3 layer: all 7 x 7 outputs in one tile, so each weight is loaded
-         * once; the padding computed once. */
+         * once; the padding computed once, or inlined with the column taps inside the tile. */
         {"conv2d_nhwc:N=1,H=7,W=7,CI=512,CO=512,K=3,S=1,P=1",
          {48 << 10, 2 << 20},
          false,
-         {"tile_o0=7 ", "micro_kernel=[-1,7,2]", "inline_producers=0"}},
+         false,
+         {"tile_o0=7 ", "micro_kernel=[-1,7,2]", "inline_producers=0", "taps_inner=0"}},
         {"conv2d_nhwc:N=1,H=7,W=7,CI=512,CO=512,K=3,S=1,P=1",
          {48 << 10, 2 << 20},
          true,
-         {"tile_o0=7 ", "inline_producers=1"}},
-        {"conv2d_nhwc:N=1,H=8,W=8,CI=4,CO=32,K=3,S=1,P=1", {32 << 10, 1 << 20}, false, {NULL}},
-        {"matmul:M=24,N=16,K=12", {32 << 10, 1 << 20}, true, {NULL}},
+         true,
+         {"tile_o0=7 ", "inline_producers=1", "taps_inner=1"}},
+        /* The taps' 3 x 2 B vectors leave room for 13 rows of 2 accumulators: 8 of 56. */
+        {"conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=64,K=3,S=1,P=1",
+         {48 << 10, 2 << 20},
+         true,
+         true,
+         {"micro_kernel=[-1,8,2]", "taps_inner=1"}},
+        {"conv2d_nhwc:N=1,H=8,W=8,CI=4,CO=32,K=3,S=1,P=1",
+         {32 << 10, 1 << 20},
+         false,
+         true,
+         {"taps_inner=1"}},
+        {"conv2d_nhwc:N=1,H=8,W=8,CI=4,CO=32,K=3,S=1,P=1",
+         {32 << 10, 1 << 20},
+         true,
+         false,
+         {"taps_inner=0"}},
+        {"matmul:M=24,N=16,K=12", {32 << 10, 1 << 20}, true, false, {NULL}},
     };
     tt_vector_isa avx512 = {"avx512", 64, 32, true};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -105,8 +125,8 @@ static void cache_blocked_configs_follow_the_caches(void **state)
             fail_msg("%s", err.msg);
         tt_space sp;
         assert_int_equal(tt_space_init(&sp, &w->dag, 2, &avx512, &err), TT_OK);
-        uint64_t index =
-            tt_space_blocked_index(&sp, &avx512, &cases[i].caches, 2, cases[i].inline_producers);
+        uint64_t index = tt_space_blocked_index(&sp, &avx512, &cases[i].caches, 2,
+                                                cases[i].inline_producers, cases[i].taps_inner);
         char desc[512];
         tt_space_describe(&sp, index, desc, sizeof(desc));
         strcat(desc, " ");
