@@ -42,6 +42,7 @@ typedef struct tt_codegen_stats {
     int padded_updates; /* multiply-adds of padded inputs skipped where the input is padding */
     int guarded_loops;  /* loops of padded updates behind one branch on their shared guard */
     int decided_guards; /* guards of padded updates and loads known while emitting (unrolled) */
+    int peeled_loops;   /* loops emitted as first iteration, middle, last for their padding */
     int64_t emitted_instructions; /* LLVM instructions before optimisation */
 } tt_codegen_stats;
 

@@ -73,6 +73,13 @@ typedef struct emitter {
      * other's (parameters, heap buffers); built on first use (tt__codegen_alias_scopes). */
     unsigned md_scope_kind, md_noalias_kind;
     LLVMValueRef md_stack, md_memory;
+    /* Loops being emitted over part of their range (the middle of a loop peeled for its padding,
+     * emit_loop): comparisons of index expressions are decided on these bounds where they can. */
+    struct {
+        uint32_t var;
+        int64_t lo, hi;
+    } ranges[4];
+    int nranges;
 } emitter;
 
 void tt__codegen_emit_body(emitter *e, tt_sid root);

@@ -295,6 +295,64 @@ static LLVMValueRef int_identity(int kind, LLVMValueRef x, LLVMValueRef y)
     }
 }
 
+/* The range [lo, hi] of integer expression `id`: constants, variables bound to constants
+ * (unrolled), variables of a loop emitted over part of its range, and their sums, differences
+ * and multiples by a constant.  false when it depends on anything else. */
+static bool expr_bounds(emitter *e, tt_eid id, int64_t *lo, int64_t *hi)
+{
+    const tt_expr *n = tt_expr_get(&e->p->pool, id);
+    int64_t alo, ahi, blo, bhi;
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_INT: *lo = *hi = n->imm.i; return true;
+    case TT_EXPR_VAR:
+        if (e->vars[n->a] && LLVMIsAConstantInt(e->vars[n->a])) {
+            *lo = *hi = LLVMConstIntGetSExtValue(e->vars[n->a]);
+            return true;
+        }
+        for (int k = e->nranges - 1; k >= 0; k--)
+            if (e->ranges[k].var == n->a) {
+                *lo = e->ranges[k].lo;
+                *hi = e->ranges[k].hi;
+                return true;
+            }
+        return false;
+    case TT_EXPR_ADD:
+    case TT_EXPR_SUB:
+        if (!expr_bounds(e, n->a, &alo, &ahi) || !expr_bounds(e, n->b, &blo, &bhi))
+            return false;
+        *lo = n->kind == TT_EXPR_ADD ? alo + blo : alo - bhi;
+        *hi = n->kind == TT_EXPR_ADD ? ahi + bhi : ahi - blo;
+        return true;
+    case TT_EXPR_MUL:
+        if (!expr_bounds(e, n->a, &alo, &ahi) || !expr_bounds(e, n->b, &blo, &bhi))
+            return false;
+        if (alo != ahi && blo != bhi)
+            return false; /* only multiples by a constant */
+        int64_t k = alo == ahi ? alo : blo, xlo = alo == ahi ? blo : alo,
+                x_hi = alo == ahi ? bhi : ahi;
+        *lo = k >= 0 ? k * xlo : k * x_hi;
+        *hi = k >= 0 ? k * x_hi : k * xlo;
+        return true;
+    default: return false;
+    }
+}
+
+/* A comparison of integer index expressions decided on the bounds of a partly emitted loop
+ * (the middle of a loop peeled for its padding): 1 true, 0 false, -1 unknown. */
+static int decide_compare(emitter *e, const tt_expr *n)
+{
+    int64_t alo, ahi, blo, bhi;
+    if (!e->nranges || n->kind < TT_EXPR_LT || n->kind > TT_EXPR_GE ||
+        !expr_bounds(e, n->a, &alo, &ahi) || !expr_bounds(e, n->b, &blo, &bhi))
+        return -1;
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_LT: return ahi < blo ? 1 : alo >= bhi ? 0 : -1;
+    case TT_EXPR_LE: return ahi <= blo ? 1 : alo > bhi ? 0 : -1;
+    case TT_EXPR_GT: return alo > bhi ? 1 : ahi <= blo ? 0 : -1;
+    default: return alo >= bhi ? 1 : ahi < blo ? 0 : -1; /* GE */
+    }
+}
+
 static val emit_binary(emitter *e, const tt_expr *n)
 {
     tt_dtype ot = tt_expr_operand_type(&e->p->pool, n);
@@ -305,6 +363,9 @@ static val emit_binary(emitter *e, const tt_expr *n)
         if (is_plain_fmul(e, n->a, ot))
             return emit_fmuladd(e, tt_expr_get(&e->p->pool, n->a), n->b, false, sub);
     }
+    int decided = !tt_dtype_is_float(ot) ? decide_compare(e, n) : -1;
+    if (decided >= 0)
+        return (val){LLVMConstInt(e->i1, (unsigned long long)decided, 0), false};
     val a = emit(e, n->a), b = emit(e, n->b);
     bool vec = a.vec || b.vec;
     a = widen(e, a, vec);
@@ -902,6 +963,118 @@ static void emit_for(emitter *e, const tt_stmt *s)
     e->stats.guarded_loops++;
 }
 
+/* Is `var` the variable of a loop under `id` that is emitted unrolled (a constant in each copy)? */
+static bool unrolled_inside(emitter *e, tt_sid id, uint32_t var)
+{
+    const tt_stmt *s = &e->p->stmts.data[id];
+    switch (s->kind) {
+    case TT_STMT_SEQ:
+        for (uint32_t k = 0; k < s->n; k++)
+            if (unrolled_inside(e, e->p->items.data[s->first + k], var))
+                return true;
+        return false;
+    case TT_STMT_FOR:
+        if (s->var == var)
+            return s->extent == 1 || (s->ann == TT_ANN_UNROLL && s->extent <= e->opt.unroll_limit);
+        return unrolled_inside(e, s->body, var);
+    case TT_STMT_ALLOC:
+    case TT_STMT_IF: return unrolled_inside(e, s->body, var);
+    default: return false;
+    }
+}
+
+/* Does comparison term `id` of a padding guard use `var`, with every other variable either
+ * bound to a constant or the variable of a loop under `body` that is unrolled? */
+static bool peelable_term(emitter *e, tt_sid body, tt_eid id, uint32_t var, bool *uses)
+{
+    const tt_expr *n = tt_expr_get(&e->p->pool, id);
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_INT: return true;
+    case TT_EXPR_VAR:
+        *uses |= n->a == var;
+        if (n->a == var || (e->vars[n->a] && LLVMIsAConstantInt(e->vars[n->a])))
+            return true;
+        return !e->vars[n->a] && unrolled_inside(e, body, n->a);
+    case TT_EXPR_ADD:
+    case TT_EXPR_SUB:
+    case TT_EXPR_MUL:
+    case TT_EXPR_LT:
+    case TT_EXPR_LE:
+    case TT_EXPR_GT:
+    case TT_EXPR_GE:
+        return peelable_term(e, body, n->a, var, uses) && peelable_term(e, body, n->b, var, uses);
+    default: return false;
+    }
+}
+
+/* Some padded update under `id` (within loop body `body`) has a guard term on `var` that the
+ * bounds of var's middle iterations and the unrolled loops inside decide. */
+static bool padding_depends_on(emitter *e, tt_sid body, tt_sid id, uint32_t var)
+{
+    const tt_stmt *s = &e->p->stmts.data[id];
+    switch (s->kind) {
+    case TT_STMT_SEQ:
+        for (uint32_t k = 0; k < s->n; k++)
+            if (padding_depends_on(e, body, e->p->items.data[s->first + k], var))
+                return true;
+        return false;
+    case TT_STMT_FOR:
+    case TT_STMT_ALLOC: return padding_depends_on(e, body, s->body, var);
+    case TT_STMT_STORE: {
+        tt_eid acc, sel = padded_update(e, s, &acc);
+        if (!sel)
+            return false;
+        tt_eid stack[32];
+        int sp = 0;
+        stack[sp++] = tt_expr_get(&e->p->pool, sel)->a;
+        while (sp) {
+            tt_eid term = stack[--sp];
+            const tt_expr *n = tt_expr_get(&e->p->pool, term);
+            if (n->kind == TT_EXPR_AND && sp + 2 <= 32) {
+                stack[sp++] = n->a;
+                stack[sp++] = n->b;
+                continue;
+            }
+            bool uses = false;
+            if (n->kind >= TT_EXPR_LT && n->kind <= TT_EXPR_GE &&
+                peelable_term(e, body, term, var, &uses) && uses)
+                return true;
+        }
+        return false;
+    }
+    default: return false;
+    }
+}
+
+/* A serial loop over register tiles whose padding guards depend on it (a row of 28 outputs in
+ * tiles of 7, the kernel's columns unrolled inside): its first and last iterations are emitted
+ * with the variable a constant, where the unrolled taps' guards are decided, and the middle ones
+ * as a loop whose guards are decided on its bounds: the interior tiles run without a branch per
+ * row and tap, as oneDNN's JIT emits its left, middle and right kernels. */
+static bool emit_peeled(emitter *e, const tt_stmt *s)
+{
+    if (s->extent < 2 || s->extent > 64 || e->lanes || e->nranges == 4 ||
+        contains_parallel(e, s->body) || !padding_depends_on(e, s->body, s->body, s->var))
+        return false;
+    LLVMValueRef saved = e->vars[s->var];
+    e->vars[s->var] = LLVMConstInt(e->i64, 0, 0);
+    emit_stmt(e, s->body);
+    if (s->extent > 2) {
+        e->ranges[e->nranges].var = s->var;
+        e->ranges[e->nranges].lo = 1;
+        e->ranges[e->nranges].hi = s->extent - 2;
+        e->nranges++;
+        emit_serial_loop(e, s, LLVMConstInt(e->i64, 1, 0),
+                         LLVMConstInt(e->i64, (unsigned long long)s->extent - 1, 0));
+        e->nranges--;
+    }
+    e->vars[s->var] = LLVMConstInt(e->i64, (unsigned long long)s->extent - 1, 0);
+    emit_stmt(e, s->body);
+    e->vars[s->var] = saved;
+    e->stats.peeled_loops++;
+    return true;
+}
+
 static void emit_loop(emitter *e, const tt_stmt *s)
 {
     LLVMValueRef zero = LLVMConstInt(e->i64, 0, 0),
@@ -943,7 +1116,7 @@ static void emit_loop(emitter *e, const tt_stmt *s)
         }
         e->vars[s->var] = saved;
         e->stats.unrolled_loops++;
-    } else {
+    } else if (s->ann == TT_ANN_VECTORIZE || !emit_peeled(e, s)) {
         if (s->ann == TT_ANN_VECTORIZE)
             e->stats.scalar_fallbacks++;
         emit_serial_loop(e, s, zero, ext);

@@ -323,6 +323,33 @@ static void padded_taps_of_unrolled_rows_are_decided_when_emitting(void **state)
     assert_int_equal(stats.scalar_fallbacks, 0);
 }
 
+/* A row of 28 outputs in register tiles of 7, the kernel's columns unrolled inside: the loop over
+ * the tiles is peeled, its first and last tiles emitted with their padded taps decided (one each)
+ * and the interior tiles as a loop whose column guards are decided on its bounds; the kernel
+ * computes the definition at both edges and inside. */
+static void loops_over_padded_tiles_are_peeled(void **state)
+{
+    (void)state;
+    const char *conv = "conv2d_nhwc:N=1,H=28,W=28,CI=8,CO=32,K=3,S=1,P=1";
+    const char *steps =
+        "[[\"CI\", 1], [\"CHW\", 3, \"local\"], [\"SP\", 4, 3, 32, [32], 1], "
+        "[\"SP\", 4, 2, 28, [28], 1], [\"SP\", 4, 1, 28, [1], 1], [\"SP\", 4, 0, 1, [1], 1], "
+        "[\"RE\", 4, [0, 2, 4, 6, 1, 3, 5, 7]], [\"CA\", 3, 4, 3], [\"AN\", 4, 7, 2], "
+        "[\"SP\", 3, 6, 8, [8], 1], [\"SP\", 3, 3, 32, [32], 1], [\"SP\", 3, 2, 28, [7], 1], "
+        "[\"RE\", 3, [6, 8, 0, 1, 2, 4, 9, 7, 3, 5]], [\"AN\", 3, 7, 1], [\"AN\", 3, 8, 1], "
+        "[\"AN\", 3, 9, 2]]";
+    tt_codegen_stats stats;
+    check_steps(conv, steps, 25, true, &stats);
+    assert_int_equal(stats.peeled_loops, 1);
+    assert_int_equal(stats.decided_guards, 2);
+    /* Without the taps inside (the kernel's column a loop outside the tile), nothing to peel. */
+    check_steps(conv,
+                "[[\"CI\", 1], [\"SP\", 3, 2, 28, [7], 1], "
+                "[\"RE\", 3, [0, 1, 2, 5, 6, 7, 3, 4]], [\"AN\", 3, 6, 1], [\"AN\", 3, 7, 2]]",
+                26, false, &stats);
+    assert_int_equal(stats.peeled_loops, 0);
+}
+
 /* A register tile of 14 rows by 2 vectors (28 of AVX-512's 32 registers) stays in registers across
  * the reduction: LLVM proves that the accumulators (a stack buffer) do not alias the inputs only
  * by tracking every use of the buffer, and gave up past 20, so every FMA of such a tile loaded and
@@ -745,6 +772,7 @@ int main(void)
         cmocka_unit_test(padded_taps_are_skipped),
         cmocka_unit_test(large_register_tiles_stay_in_registers),
         cmocka_unit_test(padded_taps_of_unrolled_rows_are_decided_when_emitting),
+        cmocka_unit_test(loops_over_padded_tiles_are_peeled),
         cmocka_unit_test(concurrent_compilations_succeed),
         cmocka_unit_test(compiled_random_schedules_match_the_definition),
     };
