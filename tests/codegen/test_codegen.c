@@ -298,6 +298,21 @@ static void padded_taps_are_skipped(void **state)
     }
 }
 
+/* The steps of a 3x3 convolution (8 -> 32 channels, `width` x `width` outputs, padding inlined)
+ * accumulated in register tiles of 7 rows by 32 channels with the kernel's columns unrolled
+ * inside them (the template's taps_inner), one output row per tile of the outer loop. */
+static void taps_inside_steps(int width, char *out, size_t n)
+{
+    snprintf(out, n,
+             "[[\"CI\", 1], [\"CHW\", 3, \"local\"], [\"SP\", 4, 3, 32, [32], 1], "
+             "[\"SP\", 4, 2, %d, [%d], 1], [\"SP\", 4, 1, %d, [1], 1], [\"SP\", 4, 0, 1, [1], 1], "
+             "[\"RE\", 4, [0, 2, 4, 6, 1, 3, 5, 7]], [\"CA\", 3, 4, 3], [\"AN\", 4, 7, 2], "
+             "[\"SP\", 3, 6, 8, [8], 1], [\"SP\", 3, 3, 32, [32], 1], [\"SP\", 3, 2, %d, [7], 1], "
+             "[\"RE\", 3, [6, 8, 0, 1, 2, 4, 9, 7, 3, 5]], [\"AN\", 3, 7, 1], [\"AN\", 3, 8, 1], "
+             "[\"AN\", 3, 9, 2]]",
+             width, width, width, width);
+}
+
 /* With a convolution's kernel columns unrolled inside a register tile that spans the output row
  * (taps_inner), whether a row's tap lies in the left or right padding is known while emitting:
  * the padded ones are not emitted, the others branch on no column term, and the kernel computes
@@ -306,13 +321,8 @@ static void padded_taps_of_unrolled_rows_are_decided_when_emitting(void **state)
 {
     (void)state;
     const char *conv = "conv2d_nhwc:N=1,H=7,W=7,CI=8,CO=32,K=3,S=1,P=1";
-    const char *steps =
-        "[[\"CI\", 1], [\"CHW\", 3, \"local\"], [\"SP\", 4, 3, 32, [32], 1], "
-        "[\"SP\", 4, 2, 7, [7], 1], [\"SP\", 4, 1, 7, [1], 1], [\"SP\", 4, 0, 1, [1], 1], "
-        "[\"RE\", 4, [0, 2, 4, 6, 1, 3, 5, 7]], [\"CA\", 3, 4, 3], [\"AN\", 4, 7, 2], "
-        "[\"SP\", 3, 6, 8, [8], 1], [\"SP\", 3, 3, 32, [32], 1], [\"SP\", 3, 2, 7, [7], 1], "
-        "[\"RE\", 3, [6, 8, 0, 1, 2, 4, 9, 7, 3, 5]], [\"AN\", 3, 7, 1], [\"AN\", 3, 8, 1], "
-        "[\"AN\", 3, 9, 2], [\"PR\", 3, 0, \"auto_unroll_max_step$16\"]]";
+    char steps[1024];
+    taps_inside_steps(7, steps, sizeof(steps));
     tt_codegen_stats stats;
     check_steps(conv, steps, 23, true, &stats);
     /* 7 rows x 3 taps per step of the reduction, each guard's column part decided: two taps are
@@ -331,13 +341,8 @@ static void loops_over_padded_tiles_are_peeled(void **state)
 {
     (void)state;
     const char *conv = "conv2d_nhwc:N=1,H=28,W=28,CI=8,CO=32,K=3,S=1,P=1";
-    const char *steps =
-        "[[\"CI\", 1], [\"CHW\", 3, \"local\"], [\"SP\", 4, 3, 32, [32], 1], "
-        "[\"SP\", 4, 2, 28, [28], 1], [\"SP\", 4, 1, 28, [1], 1], [\"SP\", 4, 0, 1, [1], 1], "
-        "[\"RE\", 4, [0, 2, 4, 6, 1, 3, 5, 7]], [\"CA\", 3, 4, 3], [\"AN\", 4, 7, 2], "
-        "[\"SP\", 3, 6, 8, [8], 1], [\"SP\", 3, 3, 32, [32], 1], [\"SP\", 3, 2, 28, [7], 1], "
-        "[\"RE\", 3, [6, 8, 0, 1, 2, 4, 9, 7, 3, 5]], [\"AN\", 3, 7, 1], [\"AN\", 3, 8, 1], "
-        "[\"AN\", 3, 9, 2]]";
+    char steps[1024];
+    taps_inside_steps(28, steps, sizeof(steps));
     tt_codegen_stats stats;
     check_steps(conv, steps, 25, true, &stats);
     assert_int_equal(stats.peeled_loops, 1);
