@@ -70,11 +70,11 @@ typedef struct emitter {
     tt_status status;
     tt__vn vn;
     /* Alias scopes (scoped-noalias metadata) of memory accesses: a stack buffer's, and every
-     * other's (parameters, heap buffers); built on first use (tt__codegen_alias_scopes). */
+     * other's (parameters, heap buffers); built on first use (set_access in llvm_emit.c). */
     unsigned md_scope_kind, md_noalias_kind;
     LLVMValueRef md_stack, md_memory;
     /* Loops being emitted over part of their range (the middle of a loop peeled for its padding,
-     * emit_loop): comparisons of index expressions are decided on these bounds where they can. */
+     * emit_peeled): comparisons of index expressions are decided on these bounds where they can. */
     struct {
         uint32_t var;
         int64_t lo, hi;

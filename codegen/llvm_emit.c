@@ -699,6 +699,16 @@ static tt_eid padded_update(emitter *e, const tt_stmt *s, tt_eid *acc)
 
 static void store_value(emitter *e, const tt_stmt *s, val v);
 
+/* Padded update `s` where its guard (select `sel`) is known to hold: the multiply-add, unguarded.
+ */
+static void emit_taken_update(emitter *e, const tt_stmt *s, tt_eid sel)
+{
+    e->taken_select = sel;
+    val sum = emit(e, s->value);
+    e->taken_select = 0;
+    store_value(e, s, sum);
+}
+
 /* A padded update branches around its whole multiply-add, not only around the load of the padded
  * input: B[i] = c ? B[i] + x * y : B[i].  Padded taps then cost no FMA (a 3x3 convolution's
  * border outputs skip a third of them, as oneDNN's do), and the guards of taps whose position is
@@ -715,10 +725,7 @@ static void emit_store(emitter *e, const tt_stmt *s)
     if (e->taken_guard && tt_expr_equal(&e->p->pool, n->a, e->taken_guard)) {
         /* Inside a loop already branched around on this guard (emit_for). */
         e->stats.padded_updates++;
-        e->taken_select = sel;
-        val sum = emit(e, s->value);
-        e->taken_select = 0;
-        store_value(e, s, sum);
+        emit_taken_update(e, s, sel);
         return;
     }
     val c = emit(e, n->a);
@@ -728,12 +735,8 @@ static void emit_store(emitter *e, const tt_stmt *s)
          * to be inside): the update, or nothing. */
         e->stats.padded_updates++;
         e->stats.decided_guards++;
-        if (!LLVMConstIntGetZExtValue(cond))
-            return;
-        e->taken_select = sel;
-        val sum = emit(e, s->value);
-        e->taken_select = 0;
-        store_value(e, s, sum);
+        if (LLVMConstIntGetZExtValue(cond))
+            emit_taken_update(e, s, sel);
         return;
     }
     bool vec = e->lanes && tt_expr_uses_var(&e->p->pool, s->value, e->vec_var);

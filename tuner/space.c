@@ -451,7 +451,8 @@ uint64_t tt_space_blocked_index(const tt_space *s, const tt_vector_isa *isa,
     int64_t budget = caches->l1d_bytes / 2 / (cols * esize);
     if (budget > caches->l2_bytes / 2 / (rtile * esize))
         budget = caches->l2_bytes / 2 / (rtile * esize);
-    pos[n - 1] = choice_pos(&s->knobs[n - 1], 1) < 0 ? 0 : choice_pos(&s->knobs[n - 1], 1);
+    int one_tile = choice_pos(&s->knobs[n - 1], 1); /* one register tile of columns */
+    pos[n - 1] = one_tile < 0 ? 0 : one_tile;
     int64_t tile[TT_MAX_DIMS];
     for (;;) {
         /* The row axis in register tiles, then each outer axis, as long as the budget lasts. */
