@@ -69,10 +69,12 @@ typedef struct emitter {
     tt_codegen_stats stats;
     tt_status status;
     tt__vn vn;
-    /* Alias scopes (scoped-noalias metadata) of memory accesses: a stack buffer's, and every
-     * other's (parameters, heap buffers); built on first use (set_access in llvm_emit.c). */
+    /* Alias scopes (scoped-noalias metadata) of memory accesses, one per buffer: its scope and
+     * the list of every other buffer's, built on first use (set_access in llvm_emit.c). */
     unsigned md_scope_kind, md_noalias_kind;
-    LLVMValueRef md_stack, md_memory;
+    LLVMMetadataRef md_domain;
+    LLVMMetadataRef *md_scopes; /* per buffer, NULL until built */
+    LLVMValueRef *md_scope, *md_noalias;
     /* Loops being emitted over part of their range (the middle of a loop peeled for its padding,
      * emit_peeled): comparisons of index expressions are decided on these bounds where they can. */
     struct {

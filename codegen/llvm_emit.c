@@ -150,30 +150,52 @@ static LLVMValueRef element_ptr(emitter *e, uint32_t buf, LLVMValueRef index)
     return r;
 }
 
-/* A load or store of buffer `buf`: its element alignment, and its alias scope.  A buffer on the
- * stack cannot alias a parameter or a heap buffer, but LLVM proves that only by tracking every
- * use of the alloca, and gives up past 20 uses: an unrolled register tile of 14 rows has more, so
- * its accumulators stayed in memory, every FMA a load and a store (conv2d C9 at 0.4 of its speed
- * with 14x2 tiles).  Scoped-noalias metadata says it at no cost: stack accesses are in one scope
- * and alias none of the other, and the other way round. */
+/* A load or store of buffer `buf`: its element alignment, and its alias scope.  Every buffer is
+ * its own scope and aliases none of the others: parameters are distinct tensors (an output never
+ * overlaps an input, as in TVM and BLAS), and local buffers are distinct allocations.  LLVM
+ * proves a stack buffer apart from the parameters only by tracking every use of the alloca and
+ * gives up past 20 uses, so an unrolled register tile of 14 rows stayed in memory, every FMA a
+ * load and a store (conv2d C9 at 0.4 of its speed with 14x2 tiles); and it cannot prove one
+ * parameter apart from another at all, so a kernel storing to its output reloaded every input
+ * after each store.  The metadata says both at no cost. */
 static void set_access(emitter *e, LLVMValueRef inst, uint32_t buf)
 {
     LLVMSetAlignment(inst, (unsigned)tt_dtype_bytes(e->p->bufs.data[buf].dtype));
-    if (!e->md_stack) {
+    size_t nb = e->p->bufs.len;
+    if (!e->md_scopes) {
+        e->md_scopes = calloc(nb, sizeof(*e->md_scopes));
+        e->md_scope = calloc(nb, sizeof(*e->md_scope));
+        e->md_noalias = calloc(nb, sizeof(*e->md_noalias));
+        if (!e->md_scopes || !e->md_scope || !e->md_noalias) {
+            e->status = TT_ERR_NOMEM;
+            return;
+        }
         LLVMMetadataRef dom_name = LLVMMDStringInContext2(e->ctx, "tt.buffers", 10);
-        LLVMMetadataRef dom = LLVMMDNodeInContext2(e->ctx, &dom_name, 1);
-        LLVMMetadataRef stack[2] = {LLVMMDStringInContext2(e->ctx, "tt.stack", 8), dom};
-        LLVMMetadataRef memory[2] = {LLVMMDStringInContext2(e->ctx, "tt.memory", 9), dom};
-        LLVMMetadataRef s = LLVMMDNodeInContext2(e->ctx, stack, 2);
-        LLVMMetadataRef m = LLVMMDNodeInContext2(e->ctx, memory, 2);
-        e->md_stack = LLVMMetadataAsValue(e->ctx, LLVMMDNodeInContext2(e->ctx, &s, 1));
-        e->md_memory = LLVMMetadataAsValue(e->ctx, LLVMMDNodeInContext2(e->ctx, &m, 1));
+        e->md_domain = LLVMMDNodeInContext2(e->ctx, &dom_name, 1);
+        /* Scope nodes are uniqued by content: the buffer's index keeps them apart. */
+        for (size_t b = 0; b < nb; b++) {
+            char name[32];
+            int len = snprintf(name, sizeof(name), "tt.buffer%zu", b);
+            LLVMMetadataRef ops[2] = {LLVMMDStringInContext2(e->ctx, name, (size_t)len),
+                                      e->md_domain};
+            e->md_scopes[b] = LLVMMDNodeInContext2(e->ctx, ops, 2);
+        }
         e->md_scope_kind = LLVMGetMDKindIDInContext(e->ctx, "alias.scope", 11);
         e->md_noalias_kind = LLVMGetMDKindIDInContext(e->ctx, "noalias", 7);
     }
-    bool stack = LLVMIsAAllocaInst(e->bufs[buf]) != NULL;
-    LLVMSetMetadata(inst, e->md_scope_kind, stack ? e->md_stack : e->md_memory);
-    LLVMSetMetadata(inst, e->md_noalias_kind, stack ? e->md_memory : e->md_stack);
+    if (!e->md_scope[buf]) {
+        LLVMMetadataRef others[64];
+        size_t n = 0;
+        for (size_t b = 0; b < nb && n < 64; b++)
+            if (b != buf)
+                others[n++] = e->md_scopes[b];
+        e->md_scope[buf] =
+            LLVMMetadataAsValue(e->ctx, LLVMMDNodeInContext2(e->ctx, &e->md_scopes[buf], 1));
+        e->md_noalias[buf] = LLVMMetadataAsValue(e->ctx, LLVMMDNodeInContext2(e->ctx, others, n));
+    }
+    LLVMSetMetadata(inst, e->md_scope_kind, e->md_scope[buf]);
+    if (nb > 1)
+        LLVMSetMetadata(inst, e->md_noalias_kind, e->md_noalias[buf]);
 }
 
 static val emit_load(emitter *e, const tt_expr *n)

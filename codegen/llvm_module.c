@@ -550,6 +550,9 @@ static void free_emitter(emitter *e)
     TT_VEC_FREE(&e->frees);
     TT_VEC_FREE(&e->ws_slots);
     tt__vn_free(&e->vn);
+    free(e->md_scopes);
+    free(e->md_scope);
+    free(e->md_noalias);
 }
 
 /* Emits the object of module e to `obj`. */

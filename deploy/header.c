@@ -95,7 +95,9 @@ tt_status tt__write_header(const char *path, const char *guard, const tt__kernel
         &sb, "'.\n"
              " * Buffers are dense row-major arrays of the element type, inputs first, outputs "
              "last,\n"
-             " * except inputs marked PACKED: pass what their SYM_pack_NAME function wrote.\n"
+             " * except inputs marked PACKED: pass what their SYM_pack_NAME function wrote.  An\n"
+             " * output must not overlap an input or another output (as in BLAS): kernels keep\n"
+             " * outputs in registers across the loops that read inputs.\n"
              " * Each function returns 0 on success (OpenCL builds: -1 no OpenCL device, -2 the\n"
              " * driver could not build the kernels, -3 the device failed to run them).  Do not "
              "edit. */\n");

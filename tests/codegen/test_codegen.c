@@ -402,6 +402,37 @@ static void large_register_tiles_stay_in_registers(void **state)
     check_steps(conv, steps, 21, true, NULL);
 }
 
+/* Each buffer is its own alias scope: a kernel that accumulates straight into its output (no
+ * cache_write) keeps the output row in registers across the reduction and loads an input element
+ * once for the four columns it feeds, which LLVM cannot do when a store to C may alias A. */
+static void stores_to_outputs_do_not_clobber_inputs(void **state)
+{
+    (void)state;
+    const char *mm = "matmul:M=64,N=64,K=64";
+    /* i, j.0, k, j.1 (4, unrolled): C[i, 4j.0 + j.1] += A[i, k] * B[k, 4j.0 + j.1] */
+    const char *steps =
+        "[[\"SP\", 2, 1, 64, [4], 1], [\"RE\", 2, [0, 1, 3, 2]], [\"AN\", 2, 3, 1]]";
+    lowered l = lower_steps(mm, steps);
+    tt_target t;
+    tt_errbuf err = {{0}};
+    tt_target_parse("llvm", &t, NULL);
+    char *ir = NULL;
+    if (tt_codegen_llvm_ir(l.prog, &t, "kernel", NULL, &ir, &err))
+        fail_msg("%s", err.msg);
+    int loads = 0, stores = 0;
+    for (const char *q = ir; (q = strstr(q, "load float,")); q++)
+        loads++;
+    for (const char *q = ir; (q = strstr(q, "store float ")); q++)
+        stores++;
+    free(ir);
+    free_lowered(&l);
+    /* A once and B four times per k, C's four elements stored once after the k loop; with one
+     * scope for all parameters, 8 loads and 8 stores: C loaded and stored in every k. */
+    if (loads != 5 || stores != 4)
+        fail_msg("%d loads and %d stores of floats; expected 5 and 4", loads, stores);
+    check_steps(mm, steps, 5, false, NULL);
+}
+
 /* A split by 1 leaves unit loops and index terms multiplied by 1 or added to 0: emitted code is
  * the same as without the split. */
 static void unit_loops_emit_nothing(void **state)
@@ -776,6 +807,7 @@ int main(void)
         cmocka_unit_test(unit_loops_emit_nothing),
         cmocka_unit_test(padded_taps_are_skipped),
         cmocka_unit_test(large_register_tiles_stay_in_registers),
+        cmocka_unit_test(stores_to_outputs_do_not_clobber_inputs),
         cmocka_unit_test(padded_taps_of_unrolled_rows_are_decided_when_emitting),
         cmocka_unit_test(loops_over_padded_tiles_are_peeled),
         cmocka_unit_test(concurrent_compilations_succeed),
