@@ -8,6 +8,11 @@
 #define MAX_SKETCHES 64
 #define MAX_STEPS    512
 
+/* tt_sketch.undefined: a split whose lengths are sampled; one of a multi-level tiling's spatial
+ * axes (where register tiles go). */
+#define UNDEF_OPEN    1
+#define UNDEF_SPATIAL 2
+
 void tt_sketch_params_cpu(tt_sketch_params *p, int num_cores)
 {
     memset(p, 0, sizeof(*p));
@@ -192,7 +197,7 @@ static tt_status multi_level_tiling(tt_state *st, int stage, const char *structu
                 return s;
             size_t id = st->steps.len - 1;
             if (id < MAX_STEPS)
-                undef[id] = 1;
+                undef[id] = spatial ? UNDEF_SPATIAL : UNDEF_OPEN;
             if (spatial)
                 split_steps[(*nsplit)++] = (int)id;
         }
@@ -826,7 +831,8 @@ static int unroll_value(const tt_sketch_space *sp, tt_rng *rng)
     return sp->params.gpu ? gpu_unroll[rand_below(rng, 5)] : cpu_unroll[rand_below(rng, 4)];
 }
 
-static tt_status init_unroll(tt_sketch_space *sp, tt_state *st, tt_rng *rng, tt_errbuf *err)
+static tt_status init_unroll(tt_sketch_space *sp, tt_state *st, tt_rng *rng, int min_step,
+                             tt_errbuf *err)
 {
     for (size_t s = 0; s < st->stages.len; s++) {
         const tt_stage *sg = &st->stages.data[s];
@@ -834,7 +840,9 @@ static tt_status init_unroll(tt_sketch_space *sp, tt_state *st, tt_rng *rng, tt_
             !tt_access_has_reduce(st, (int)s))
             continue;
         char pragma[64];
-        snprintf(pragma, sizeof(pragma), "auto_unroll_max_step$%d", unroll_value(sp, rng));
+        int step = unroll_value(sp, rng);
+        snprintf(pragma, sizeof(pragma), "auto_unroll_max_step$%d",
+                 step < min_step ? min_step : step);
         tt_status r = tt_sched_pragma(st, (int)s, 0, pragma, err);
         if (r)
             return r;
@@ -1135,6 +1143,82 @@ bool tt_state_nested_parallel(const tt_state *st)
     return false;
 }
 
+/* A random divisor of n (1 included). */
+static int64_t random_divisor(tt_rng *rng, int64_t n)
+{
+    int64_t d[256];
+    int nd = 0;
+    for (int64_t i = 1; i <= n && nd < 256; i++)
+        if (n % i == 0)
+            d[nd++] = i;
+    return d[rand_below(rng, nd)];
+}
+
+/* RegisterTile (ours, issue #16; see tt_sketch_sample): sets the lengths of the first multi-level
+ * tiling's spatial splits in `steps`.  Ansor samples every level uniformly, so a tile that keeps
+ * its accumulators in registers (rows by vectors, the level above it 1) is rare among its
+ * samples, and the template's fastest kernels are all of that form.  False when the stage has no
+ * vector axis that the vectors divide (the sample stays as drawn). */
+static bool register_tile(tt_sketch_space *sp, const tt_sketch *sk, tt_step *steps, size_t n,
+                          tt_rng *rng)
+{
+    int ids[TT_MAX_ITERS], m = 0, stage = -1;
+    for (size_t i = 0; i < n && m < TT_MAX_ITERS; i++)
+        if (sk->undefined[i] == UNDEF_SPATIAL && steps[i].kind == TT_STEP_SPLIT &&
+            (stage < 0 || steps[i].stage == stage)) {
+            stage = steps[i].stage;
+            ids[m++] = (int)i;
+        }
+    if (m == 0 || steps[ids[0]].nlen < 2)
+        return false;
+    int nl = steps[ids[0]].nlen;
+    const tt_step *vec = &steps[ids[m - 1]];
+    /* Stage ops index the state's own DAG, which holds the cache stages the sketch added. */
+    const tt_op *op = &sk->state->dag.ops.data[sk->state->stages.data[stage].op];
+    int bytes = tt_dtype_bytes(op->dtype);
+    int lanes = bytes > 0 ? sp->params.vector_lanes * 4 / bytes : 0;
+    int regs = sp->params.vector_regs;
+    if (lanes < 2 || vec->extent <= 0 || vec->extent % lanes)
+        return false;
+    int row = -1;
+    for (int i = m - 2; i >= 0 && row < 0; i--)
+        if (steps[ids[i]].extent > 1)
+            row = i;
+    /* The (rows, cols) that fit, drawn uniformly. */
+    int64_t pick_r[512], pick_c[512];
+    int np = 0;
+    for (int64_t c = 1; c <= 4 && c * lanes <= vec->extent; c++) {
+        if (vec->extent % (c * lanes))
+            continue;
+        int64_t rmax = row < 0 ? 1 : steps[ids[row]].extent;
+        for (int64_t r = 1; r <= rmax && r * c + c + 1 <= regs && np < 512; r++)
+            if (rmax % r == 0) {
+                pick_r[np] = r;
+                pick_c[np++] = c;
+            }
+    }
+    if (np == 0)
+        return false;
+    int k = rand_below(rng, np);
+    /* The consumer fused at level 1 holds the accumulators of levels 1 and up: those are 1 too. */
+    int level = 2;
+    for (size_t i = 0; i < n; i++)
+        if (steps[i].kind == TT_STEP_COMPUTE_AT && steps[i].stage == stage)
+            level = (steps[i].target_iter + 1) / m;
+    for (int i = 0; i < m; i++) {
+        tt_step *s = &steps[ids[i]];
+        int64_t inner = i == m - 1 ? pick_c[k] * lanes : i == row ? pick_r[k] : 1;
+        if (s->extent <= 0 || s->extent % inner)
+            return false;
+        for (int l = 0; l < nl; l++)
+            s->lengths[l] = 1;
+        s->lengths[nl - 1] = inner;
+        if (level >= 2 && nl >= 3)
+            s->lengths[0] = random_divisor(rng, s->extent / inner);
+    }
+    return true;
+}
+
 tt_status tt_sketch_sample(tt_sketch_space *sp, int k, tt_rng *rng, tt_state **out, tt_errbuf *err)
 {
     if (sp->nsketches == 0)
@@ -1163,6 +1247,8 @@ tt_status tt_sketch_sample(tt_sketch_space *sp, int k, tt_rng *rng, tt_state **o
         const int64_t *pick = fe->schemes + (int64_t)rand_below(rng, (int)fe->count) * s->nlen;
         memcpy(s->lengths, pick, sizeof(int64_t) * (size_t)s->nlen);
     }
+    bool reg_tile = !sp->params.gpu && sp->params.vector_lanes > 1 && rand_below(rng, 2) == 0 &&
+                    register_tile(sp, sk, steps, n, rng);
     tt_state *st;
     tt_status r = tt_state_replay(sp->dag, steps, n, &st, err);
     free(steps);
@@ -1173,7 +1259,7 @@ tt_status tt_sketch_sample(tt_sketch_space *sp, int k, tt_rng *rng, tt_state **o
     else
         r = change_compute_location(sp, st, rng, err);
     if (r || (!sp->params.gpu && (r = init_parallel(sp, st, err))) ||
-        (r = init_unroll(sp, st, rng, err)) ||
+        (r = init_unroll(sp, st, rng, reg_tile ? 16 : 0, err)) ||
         (!sp->params.gpu && (r = init_vectorize(sp, st, rng, err))) ||
         (!sp->params.gpu && (r = init_layout_rewrite(st)))) {
         tt_state_free(st);

@@ -22,6 +22,10 @@ typedef struct tt_sketch_params {
     int max_vthread;          /* GPU: largest vthread extent (warp / 4) */
     /* GPU: the CrossThreadReduction rule (Ansor's default; on). */
     bool cross_thread;
+    /* CPU register tiles (ours; 0 = off, Ansor's sampling): the target's float32 lanes per vector
+     * register and its vector registers.  With them, half of the samples get a register-blocked
+     * innermost tile (tt_sketch_sample). */
+    int vector_lanes, vector_regs;
 } tt_sketch_params;
 
 /* Ansor's CPU defaults (search.md C2) for `num_cores` cores. */
@@ -51,7 +55,12 @@ tt_status tt_sketch_space_init(tt_sketch_space *sp, const tt_dag *dag, const tt_
 void tt_sketch_space_free(tt_sketch_space *sp);
 
 /* A random complete candidate from sketch `k` (-1: a random sketch): tile sizes sampled, then
- * compute locations, parallel, auto-unroll and vectorisation annotated at random.  On GPU
+ * compute locations, parallel, auto-unroll and vectorisation annotated at random.  With
+ * `vector_lanes` set, half of the samples get a register tile, as the template's micro_kernel:
+ * the innermost spatial tile of the multi-level tiling is `rows` of its second-to-last spatial
+ * axis by `cols` vectors of its last (rows * cols + cols + 1 <= vector_regs: the accumulators, one
+ * row of the other operand and a broadcast), the level above it 1, so the accumulator tile is the
+ * register tile, and the tile is unrolled (auto_unroll_max_step >= 16).  On GPU
  * (Ansor's GPU init rules): tile sizes, then thread binding (tiled roots: outer tiles to
  * blockIdx.x, the next to vthread, the next to threadIdx.x; untiled roots split by the warp; shared
  * stages fetched cooperatively by the consumer's threads), then auto-unroll; a binding outside

@@ -285,6 +285,13 @@ tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db 
             sp.max_vthread = (int)t->lim.max_vthread;
         } else {
             tt_sketch_params_cpu(&sp, t->target.num_cores ? t->target.num_cores : (int)cores);
+            /* Register tiles of the target's vectors; vectors of up to 4 registers. */
+            if (t->isa.vector_bytes >= 16) {
+                sp.vector_lanes = t->isa.vector_bytes / 4;
+                sp.vector_regs = t->isa.vector_regs;
+                if (sp.max_vectorize < 4 * sp.vector_lanes)
+                    sp.max_vectorize = 4 * sp.vector_lanes;
+            }
         }
         if ((s = tt_sketch_space_init(&t->sketch, &t->w->dag, &sp, err)))
             return s;

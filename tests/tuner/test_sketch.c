@@ -285,6 +285,83 @@ static void samples_and_mutants_compute_the_definition(void **state)
     assert_true(kinds[TT_MUTATE_PARALLEL] > 0);
 }
 
+/* With the target's vectors, about half of the samples have a register tile: the multi-level
+ * tiling's innermost spatial lengths are rows by whole vectors within the registers, the level
+ * above them 1, the tile unrolled; they compute the definition like every sample. */
+static void register_tiles_fit_the_registers(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *w;
+        int lanes, regs;
+    } cases[] = {
+        {"matmul:M=24,N=32,K=12", 8, 16},
+        {"matmul:M=28,N=64,K=8", 16, 32},
+        {"conv2d_nhwc:N=1,H=6,W=8,CI=4,CO=16,K=3,S=1,P=1", 8, 16},
+        {"conv2d_nhwc:N=1,H=4,W=14,CI=4,CO=32,K=3,S=1,P=1", 16, 32},
+    };
+    for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++) {
+        tt_workload *w = parse(cases[ci].w);
+        tt_sketch_params p;
+        tt_sketch_params_cpu(&p, 2);
+        p.vector_lanes = cases[ci].lanes;
+        p.vector_regs = cases[ci].regs;
+        p.max_vectorize = 4 * p.vector_lanes;
+        tt_sketch_space sp;
+        tt_errbuf err = {{0}};
+        if (tt_sketch_space_init(&sp, &w->dag, &p, &err))
+            fail_msg("%s: %s", w->key, err.msg);
+        tt_rng rng;
+        tt_rng_seed(&rng, ci + 7);
+        int drawn = 0, tiled = 0, drawn_cached = 0, tiled_cached = 0;
+        for (int k = 0; k < 60; k++) {
+            const tt_sketch *sk = &sp.sketches[k % sp.nsketches];
+            tt_state *st;
+            if (tt_sketch_sample(&sp, k % sp.nsketches, &rng, &st, &err))
+                continue;
+            drawn++;
+            /* The first multi-level tiling's spatial splits (the sketch marks them 2). */
+            const tt_step *ax[TT_MAX_ITERS] = {NULL};
+            int m = 0, stage = -1;
+            for (size_t i = 0; i < sk->state->steps.len && m < TT_MAX_ITERS; i++)
+                if (sk->undefined[i] == 2 && (stage < 0 || st->steps.data[i].stage == stage)) {
+                    stage = st->steps.data[i].stage;
+                    ax[m++] = &st->steps.data[i];
+                }
+            assert_true(m >= 2);
+            int nl = ax[0]->nlen;
+            int64_t rows = 1, cols = ax[m - 1]->lengths[nl - 1];
+            bool reg = cols % cases[ci].lanes == 0 && cols <= 4 * cases[ci].lanes;
+            int others = 0;
+            for (int i = 0; i < m; i++) {
+                reg = reg && ax[i]->lengths[nl - 2] == 1;
+                if (i < m - 1 && ax[i]->lengths[nl - 1] > 1) {
+                    rows = ax[i]->lengths[nl - 1];
+                    others++;
+                }
+            }
+            int64_t vecs = cols / cases[ci].lanes;
+            reg = reg && others <= 1 && rows * vecs + vecs + 1 <= cases[ci].regs &&
+                  st->stages.data[stage].auto_unroll_max_step >= 16;
+            tiled += reg;
+            /* A cache-write sketch tiles a stage the sketch added to its own DAG. */
+            bool cached = sk->state->dag.ops.len > w->dag.ops.len;
+            drawn_cached += cached;
+            tiled_cached += cached && reg;
+            check(w, st, "sample with the target's vectors");
+            tt_state_free(st);
+        }
+        /* Half drawn as register tiles, and few of the rest by chance. */
+        if (tiled < drawn / 4 || tiled > drawn * 3 / 4)
+            fail_msg("%s: %d register tiles in %d samples", w->key, tiled, drawn);
+        if (drawn_cached < 8 || tiled_cached < drawn_cached / 4)
+            fail_msg("%s: %d register tiles in %d samples of cache-write sketches", w->key,
+                     tiled_cached, drawn_cached);
+        tt_sketch_space_free(&sp);
+        tt_workload_free(w);
+    }
+}
+
 /* A tile-size mutation keeps the product of the lengths and the innermost limit. */
 static void tile_mutation_moves_a_factor(void **state)
 {
@@ -341,6 +418,7 @@ int main(void)
         cmocka_unit_test(factor_schemes),
         cmocka_unit_test(sketch_structure),
         cmocka_unit_test(constant_index_on_unit_axis_still_fuses),
+        cmocka_unit_test(register_tiles_fit_the_registers),
         cmocka_unit_test(tile_mutation_moves_a_factor),
         cmocka_unit_test(samples_and_mutants_compute_the_definition),
     };
