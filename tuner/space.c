@@ -397,6 +397,17 @@ static void micro_tiles(const tt_space *s, int64_t mk, int64_t *tile)
     }
 }
 
+/* The index of the config whose knobs take choices `pos`. */
+static uint64_t index_of(const tt_space *s, const int *pos)
+{
+    uint64_t index = 0, mul = 1;
+    for (int k = 0; k < s->nknobs; k++) {
+        index += (uint64_t)pos[k] * mul;
+        mul *= (uint64_t)s->knobs[k].n;
+    }
+    return index;
+}
+
 /* The position of choice `want` in knob `k` (-1: not offered). */
 static int choice_pos(const tt_knob *k, int64_t want)
 {
@@ -486,12 +497,44 @@ uint64_t tt_space_blocked_index(const tt_space *s, const tt_vector_isa *isa,
     int inl = choice_pos(&s->knobs[n + 8], inline_producers);
     if (inl >= 0)
         pos[n + 8] = inl;
-    uint64_t index = 0, mul = 1;
-    for (int k = 0; k < s->nknobs; k++) {
-        index += (uint64_t)pos[k] * mul;
-        mul *= (uint64_t)s->knobs[k].n;
+    return index_of(s, pos);
+}
+
+uint64_t tt_space_window_index(const tt_space *s, const tt_vector_isa *isa, int64_t max_rows)
+{
+    uint64_t base = tt_space_default_index(s, isa);
+    if (!s->micro || s->gpu || s->nreduce == 0 || s->nspatial < 2)
+        return base;
+    const tt_op *m = &s->dag->ops.data[s->main_stage];
+    int64_t taps = 1;
+    for (int k = 0; k < s->nreduce; k++)
+        taps *= m->rextent[k];
+    if (taps > TT_SPACE_WINDOW_TAPS)
+        return base;
+    int n = s->nspatial, pos[TT_SPACE_MAX_KNOBS];
+    tt_space_decode(s, base, pos);
+    /* Register tile: one vector (or the partial one), the most rows up to max_rows. */
+    const tt_knob *mk = &s->knobs[n + 7];
+    int best = -1;
+    for (int c = 0; c < mk->n; c++) {
+        int64_t v = mk->choice[c] & 0xffff, r = mk->choice[c] >> 16;
+        if ((v == 1 || (v & 0x8000)) && r <= max_rows && (best < 0 || r > mk->choice[best] >> 16))
+            best = c;
     }
-    return index;
+    if (best < 0)
+        return base;
+    pos[n + 7] = best;
+    /* The cache tile is the register tile: one of it along the row and column axes, 1 along the
+     * others (the smallest choice). */
+    for (int d = 0; d < n; d++)
+        pos[d] = 0;
+    int want[3][2] = {{n + 2, 1}, {n + 6, 512}, {n + 10, 0}}; /* reduce_inner_first, unroll, taps */
+    for (int i = 0; i < 3; i++) {
+        int c = want[i][0] < s->nknobs ? choice_pos(&s->knobs[want[i][0]], want[i][1]) : -1;
+        if (c >= 0)
+            pos[want[i][0]] = c;
+    }
+    return index_of(s, pos);
 }
 
 /* The accumulation moved into a local buffer (cache write), copied out by the original stage,

@@ -97,6 +97,17 @@ uint64_t tt_space_blocked_index(const tt_space *s, const tt_vector_isa *isa,
                                 const tt_cpu_caches *caches, int cores, bool inline_producers,
                                 bool taps_inner);
 
+/* A register-tiled config for a window operator (a depthwise convolution, a pooling): one whose
+ * reductions hold at most TT_SPACE_WINDOW_TAPS taps in all, so that the accumulators of a register
+ * tile stay in registers over the whole window.  The spatial loops go outside the reductions
+ * (reduce_inner_first), the tile is one vector of columns by the most rows that divide the row
+ * axis, are offered by micro_kernel and are at most `max_rows`, the cache tile is that register
+ * tile, and the window is unrolled over it (auto_unroll_max_step 512), so the input vectors that
+ * neighbouring rows and taps share are loaded once.  Other knobs as tt_space_default_index, which
+ * is also what any other space gets. */
+#define TT_SPACE_WINDOW_TAPS 64
+uint64_t tt_space_window_index(const tt_space *s, const tt_vector_isa *isa, int64_t max_rows);
+
 /* The config of `s` nearest to config `index` of `from` (another workload's space of the same
  * template): each knob takes the choice closest (in log scale) to the value of `from`'s knob of
  * the same name, or its first choice when `from` has none.  How a tuned config of one shape

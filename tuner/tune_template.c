@@ -422,7 +422,8 @@ static void seed_add(task *t, uint64_t index)
         t->seeds[t->nseeds++] = index;
 }
 
-/* The template's default config and its cache-blocked configs (tt_space_blocked_index), then the
+/* The template's default config, its cache-blocked configs (tt_space_blocked_index) and, for
+ * window operators, its window configs (tt_space_window_index), then the
  * best configs of up to SEED_WORKLOADS similar workloads
  * measured on this target and device, each mapped to this workload's space knob by knob
  * (tt_space_nearest_index): good tiles and register tiles carry over between shapes of one
@@ -442,6 +443,11 @@ void tt__tune_load_seeds(task *t, int cores)
             tt_cpu_caches_host(&caches);
         for (int k = 0; k < 4; k++) /* padding computed once or inlined; taps inside or not */
             seed_add(t, tt_space_blocked_index(&t->space, &t->isa, &caches, cores, k & 1, k & 2));
+        /* Window operators (depthwise): the register tile over the whole window.  On the Xeon
+         * these ran at 1.0-1.5x oneDNN where 200 trials from the others stayed at 0.84 on some
+         * layers; rows up to 8 or up to 16, which neither wins everywhere (docs/tuning.md). */
+        seed_add(t, tt_space_window_index(&t->space, &t->isa, 8));
+        seed_add(t, tt_space_window_index(&t->space, &t->isa, 16));
     }
     if (!tt__tune_op_prefix(t->w->key))
         return;

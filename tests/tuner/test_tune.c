@@ -60,6 +60,40 @@ static void sampled_configs_compute_the_definition(void **state)
     printf("space: %d sampled configs verified\n", checked);
 }
 
+/* Workload `key` and its tiling space for 2 cores of `isa`. */
+static tt_workload *open_space(const char *key, const tt_vector_isa *isa, tt_space *sp)
+{
+    tt_workload *w;
+    tt_errbuf err = {{0}};
+    if (tt_workload_parse(key, &w, &err) || tt_space_init(sp, &w->dag, 2, isa, &err))
+        fail_msg("%s: %s", key, err.msg);
+    return w;
+}
+
+/* Config `index` of `sp` shows every string of `want` (up to 4, NULL-ended) in its description
+ * and, when small enough for the interpreter, computes the definition of `w`. */
+static void expect_config(const tt_space *sp, const tt_workload *w, uint64_t index,
+                          const char *const *want)
+{
+    char desc[512];
+    tt_space_describe(sp, index, desc, sizeof(desc));
+    strcat(desc, " ");
+    for (int k = 0; k < 4 && want[k]; k++)
+        if (!strstr(desc, want[k]))
+            fail_msg("%s: want %s in %s", w->key, want[k], desc);
+    if (w->flops >= 1e7)
+        return;
+    tt_state *st;
+    tt_program *prog;
+    tt_errbuf err = {{0}};
+    if (tt_space_apply(sp, index, &st, &err) || tt_lower(st, &prog, &err))
+        fail_msg("%s: %s", w->key, err.msg);
+    if (tt_verify_program(&w->dag, prog, 5, 1e-4, 1e-5, NULL, &err))
+        fail_msg("%s (%s): %s", w->key, desc, err.msg);
+    tt_program_free(prog);
+    tt_state_free(st);
+}
+
 /* The cache-blocked starting point: a register tile of the most rows by two vectors (fewer with
  * a convolution's column taps unrolled inside it, whose B vectors need registers too), an inner
  * reduction whose slice of B fills half of L1, a cache tile one register tile wide and as deep as
@@ -119,36 +153,53 @@ static void cache_blocked_configs_follow_the_caches(void **state)
     };
     tt_vector_isa avx512 = {"avx512", 64, 32, true};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        tt_workload *w;
-        tt_errbuf err = {{0}};
-        if (tt_workload_parse(cases[i].workload, &w, &err))
-            fail_msg("%s", err.msg);
         tt_space sp;
-        assert_int_equal(tt_space_init(&sp, &w->dag, 2, &avx512, &err), TT_OK);
+        tt_workload *w = open_space(cases[i].workload, &avx512, &sp);
         uint64_t index = tt_space_blocked_index(&sp, &avx512, &cases[i].caches, 2,
                                                 cases[i].inline_producers, cases[i].taps_inner);
-        char desc[512];
-        tt_space_describe(&sp, index, desc, sizeof(desc));
-        strcat(desc, " ");
-        for (int k = 0; k < 4 && cases[i].want[k]; k++)
-            if (!strstr(desc, cases[i].want[k]))
-                fail_msg("%s: want %s in %s", cases[i].workload, cases[i].want[k], desc);
-        if (w->flops < 1e7) { /* small enough for the interpreter */
-            tt_state *st;
-            tt_program *prog;
-            if (tt_space_apply(&sp, index, &st, &err) || tt_lower(st, &prog, &err))
-                fail_msg("%s: %s", cases[i].workload, err.msg);
-            if (tt_verify_program(&w->dag, prog, 5, 1e-4, 1e-5, NULL, &err))
-                fail_msg("%s (%s): %s", cases[i].workload, desc, err.msg);
-            tt_program_free(prog);
-            tt_state_free(st);
-        }
+        expect_config(&sp, w, index, cases[i].want);
         tt_workload_free(w);
     }
     /* This machine's caches are read, or the typical sizes stand in. */
     tt_cpu_caches host;
     tt_cpu_caches_host(&host);
     assert_true(host.l1d_bytes >= 4096 && host.l2_bytes >= 65536);
+}
+
+/* The window starting point: for operators whose reductions are a small window (depthwise), the
+ * register tile of one vector by the most rows up to the cap, outside the unrolled window; every
+ * other space gets the default.  Each config computes the definition. */
+static void window_configs_tile_the_whole_window(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *workload;
+        int64_t max_rows;
+        const char *want[4]; /* NULL first: the default config */
+    } cases[] = {
+        {"depthwise_conv2d_nhwc:N=1,H=56,W=56,C=144,K=3,S=1,P=1",
+         8,
+         {"micro_kernel=[-1,8,1]", "reduce_inner_first=1", "auto_unroll_max_step=512",
+          "tile_oh=1 "}},
+        {"depthwise_conv2d_nhwc:N=1,H=56,W=56,C=144,K=3,S=1,P=1", 16, {"micro_kernel=[-1,14,1]"}},
+        /* 14 output columns (stride 2) hold no 8: 7 rows. */
+        {"depthwise_conv2d_nhwc:N=1,H=28,W=28,C=192,K=3,S=2,P=1", 8, {"micro_kernel=[-1,7,1]"}},
+        {"depthwise_conv2d_nhwc:N=1,H=8,W=8,C=32,K=3,S=1,P=1", 8, {"micro_kernel=[-1,8,1]"}},
+        {"depthwise_conv2d_nhwc:N=1,H=6,W=6,C=24,K=3,S=2,P=1", 16, {"reduce_inner_first=1"}},
+        /* 576 taps (3 x 3 x 64) and a GEMM's 12: not windows, or windows that the default fits. */
+        {"conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=64,K=3,S=1,P=1", 8, {NULL}},
+        {"matmul:M=512,N=512,K=512", 8, {NULL}},
+    };
+    tt_vector_isa avx512 = {"avx512", 64, 32, true};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        tt_space sp;
+        tt_workload *w = open_space(cases[i].workload, &avx512, &sp);
+        uint64_t index = tt_space_window_index(&sp, &avx512, cases[i].max_rows);
+        if (!cases[i].want[0])
+            assert_true(index == tt_space_default_index(&sp, &avx512));
+        expect_config(&sp, w, index, cases[i].want);
+        tt_workload_free(w);
+    }
 }
 
 static char db_path[256];
@@ -500,6 +551,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sampled_configs_compute_the_definition),
         cmocka_unit_test(cache_blocked_configs_follow_the_caches),
+        cmocka_unit_test(window_configs_tile_the_whole_window),
         cmocka_unit_test(a_run_records_every_measurement_and_resumes),
         cmocka_unit_test(grid_search_exhausts_a_small_space),
         cmocka_unit_test(ga_and_xgb_strategies_pick_new_correct_configs),
