@@ -8,7 +8,9 @@
  * for convolutions) and timed in this process exactly as the vendor is: a warm-up call, then the
  * median of 5 samples of at least 20 ms (anchors.c). Vendors: OpenBLAS sgemm (the faster of 1 and
  * all threads, its kernel for this CPU), oneDNN's convolution with weights pre-packed in the layout
- * it prefers.  Percent of peak is against the FMA peak measured first (peak.c).
+ * it prefers.  Percent of peak is against the FMA peak measured first (peak.c).  Each row also
+ * says how long the search took to compile a candidate, and the table ends with that over all rows;
+ * the compile section (below) times random configs of the default space, phase by phase.
  *
  * usage: bench_vendor [--quick] [--trials A,B] [--strategy S] [--only SUBSTR] [--json FILE]
  *                     [--db PATH] [--no-compile-bench | --compile-only]
@@ -42,6 +44,8 @@ typedef struct {
     char workload[192];
     /* results, per budget */
     double tuned_s[2], ours_s[2], tune_wall[2], max_err[2];
+    double compile_s[2]; /* the tuner's mean compile time per candidate, each budget's run */
+    int64_t compiled[2]; /* candidates it compiled in that run */
     char config[2][8192];
     int64_t measured[2];
     double vendor_s, flops;
@@ -675,9 +679,13 @@ int main(int argc, char **argv)
             r->tuned_s[b] = sum.best_s;
             r->flops = sum.flops;
             r->measured[b] = sum.total;
+            r->compile_s[b] = sum.compile_s;
+            r->compiled[b] = sum.measured;
             snprintf(r->config[b], sizeof(r->config[b]), "%s", sum.best_config);
-            printf("tuned %-9s %-13s %5lld trials: %8.2f GFLOPS (%.0f s)\n", r->group, r->name,
-                   (long long)sum.total, sum.flops / sum.best_s / 1e9, r->tune_wall[b]);
+            printf("tuned %-9s %-13s %5lld trials: %8.2f GFLOPS (%.0f s; %.0f ms compile per "
+                   "candidate)\n",
+                   r->group, r->name, (long long)sum.total, sum.flops / sum.best_s / 1e9,
+                   r->tune_wall[b], sum.compile_s * 1e3);
             fflush(stdout);
         }
     }
@@ -753,6 +761,18 @@ int main(int argc, char **argv)
            "below 0.9 at %lld\n",
            g0, (long long)budget[0], g1, (long long)budget[1], low, nuse, (long long)budget[1]);
 
+    /* What the search compiled: every candidate of every row's runs, as the tuner timed them. */
+    double csum = 0;
+    int64_t cn = 0;
+    for (int u = 0; u < nuse; u++)
+        for (int b = 0; b < 2; b++) {
+            csum += use[u]->compile_s[b] * (double)use[u]->compiled[b];
+            cn += use[u]->compiled[b];
+        }
+    if (cn > 0 && csum > 0)
+        printf("the search compiled %lld candidates at %.1f ms each: %.1f candidates/s per core\n",
+               (long long)cn, csum / (double)cn * 1e3, (double)cn / csum);
+
     /* 4. Compile throughput. */
     compile_times ct[2] = {{0}};
     if (compile_section)
@@ -774,14 +794,15 @@ int main(int argc, char **argv)
     for (int u = 0; u < nuse; u++) {
         row *r = use[u];
         json_array_append_new(
-            arr, json_pack("{s:s, s:s, s:s, s:f, s:[f, f], s:[f, f], s:s, s:f, s:[f, f], "
-                           "s:[f, f], s:[s, s], s:[f, f]}",
-                           "group", r->group, "kernel", r->name, "workload", r->workload, "gflop",
-                           r->flops / 1e9, "ours_s", r->ours_s[0], r->ours_s[1], "tuned_s",
-                           r->tuned_s[0], r->tuned_s[1], "vendor", r->vendor, "vendor_s",
-                           r->vendor_s, "ratio", ratio[0][u], ratio[1][u], "tune_s",
-                           r->tune_wall[0], r->tune_wall[1], "config", r->config[0], r->config[1],
-                           "max_rel_err", r->max_err[0], r->max_err[1]));
+            arr,
+            json_pack("{s:s, s:s, s:s, s:f, s:[f, f], s:[f, f], s:s, s:f, s:[f, f], "
+                      "s:[f, f], s:[s, s], s:[f, f], s:[f, f]}",
+                      "group", r->group, "kernel", r->name, "workload", r->workload, "gflop",
+                      r->flops / 1e9, "ours_s", r->ours_s[0], r->ours_s[1], "tuned_s",
+                      r->tuned_s[0], r->tuned_s[1], "vendor", r->vendor, "vendor_s", r->vendor_s,
+                      "ratio", ratio[0][u], ratio[1][u], "tune_s", r->tune_wall[0], r->tune_wall[1],
+                      "config", r->config[0], r->config[1], "max_rel_err", r->max_err[0],
+                      r->max_err[1], "compile_ms", r->compile_s[0] * 1e3, r->compile_s[1] * 1e3));
     }
     json_object_set_new(root, "rows", arr);
     json_object_set_new(root, "geomean", json_pack("[f, f]", g0, g1));

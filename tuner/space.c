@@ -152,8 +152,10 @@ tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, const tt_vect
     }
     int64_t par[2] = {1, 0}; /* parallel first: it is what users want on a multi-core CPU */
     tt__space_add_knob(s, "parallel", par, cores > 1 ? 2 : 1);
+    /* Scalar code only without vectors: with them it ran 2.8-32x slower than the best vectorised
+     * config on each of 33 workloads, and took 4-8x as long to compile (docs/tuning.md). */
     int64_t vec[2] = {1, 0};
-    tt__space_add_knob(s, "vectorize", vec, 2);
+    tt__space_add_knob(s, "vectorize", vec, s->vector_lanes >= 2 ? 1 : 2);
     int64_t unroll[4] = {0, 16, 64, 512};
     tt__space_add_knob(s, "auto_unroll_max_step", unroll, 4);
     if (!nmk)
