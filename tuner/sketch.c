@@ -1143,15 +1143,20 @@ bool tt_state_nested_parallel(const tt_state *st)
     return false;
 }
 
+static int divisors(int64_t n, int64_t *out, int max)
+{
+    int k = 0;
+    for (int64_t d = 1; d <= n && k < max; d++)
+        if (n % d == 0)
+            out[k++] = d;
+    return k;
+}
+
 /* A random divisor of n (1 included). */
 static int64_t random_divisor(tt_rng *rng, int64_t n)
 {
     int64_t d[256];
-    int nd = 0;
-    for (int64_t i = 1; i <= n && nd < 256; i++)
-        if (n % i == 0)
-            d[nd++] = i;
-    return d[rand_below(rng, nd)];
+    return d[rand_below(rng, divisors(n, d, 256))];
 }
 
 /* RegisterTile (ours, issue #16; see tt_sketch_sample): sets the lengths of the first multi-level
@@ -1305,15 +1310,6 @@ static tt_step *copy_steps(const tt_state *st)
 static tt_status not_applicable(tt_errbuf *err, const char *what)
 {
     return tt_err(err, TT_ERR_ILLEGAL_STEP, "mutation does not apply: %s", what);
-}
-
-static int divisors(int64_t n, int64_t *out, int max)
-{
-    int k = 0;
-    for (int64_t d = 1; d <= n && k < max; d++)
-        if (n % d == 0)
-            out[k++] = d;
-    return k;
 }
 
 static tt_status mutate_tile_size(tt_sketch_space *sp, const tt_state *st, tt_rng *rng,

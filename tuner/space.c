@@ -518,10 +518,14 @@ uint64_t tt_space_window_index(const tt_space *s, const tt_vector_isa *isa, int6
     /* Register tile: one vector (or the partial one), the most rows up to max_rows. */
     const tt_knob *mk = &s->knobs[n + 7];
     int best = -1;
+    int64_t best_rows = 0;
     for (int c = 0; c < mk->n; c++) {
-        int64_t v = mk->choice[c] & 0xffff, r = mk->choice[c] >> 16;
-        if ((v == 1 || (v & 0x8000)) && r <= max_rows && (best < 0 || r > mk->choice[best] >> 16))
+        int64_t rows, cols;
+        register_tile(s, mk->choice[c], &rows, &cols);
+        if (cols <= s->vector_lanes && rows <= max_rows && rows > best_rows) {
             best = c;
+            best_rows = rows;
+        }
     }
     if (best < 0)
         return base;
