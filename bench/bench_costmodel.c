@@ -3,17 +3,20 @@
  *
  *   held-out records    each workload's programs split 80/20; one model trained on the 80% of
  *                       every workload ranks each workload's 20%.
- *   held-out workloads  (--holdout W, two workloads or more) a model trained on the other
- *                       workloads' programs ranks every program of W, a shape it never saw.
+ *   held-out workloads  a model trained on the other workloads' programs ranks every program
+ *                       of a workload, a shape it never saw: those named --holdout W, or
+ *                       with three workloads or more and no --holdout, each in turn.
  *
  * Each setting trains four variants, in one run on the same data:
  *   ansor        pack-sum; stops when the training RMSE stalls; labels throughput / best (Ansor's);
  *   validation   the same, stopped on held-out programs' pairwise accuracy;
  *   rank labels  validation stopping, labels the program's rank in its workload (evo's default);
  *   pairwise     the same program sums trained with a pairwise logistic loss (PACK_RANK).
- * and prints pairwise accuracy, top-1 and top-5 recall and TenSet's top-k score (best latency of
- * the ranked set over the best latency among the model's top k), averaged over workloads, next
- * to a random ranking (the anchor: mean of 200 shuffles).
+ * and prints pairwise accuracy (of all pairs, and of the pairs more than 5% apart), top-1 and
+ * top-5 recall and TenSet's top-k score (best latency of the ranked set over the best latency
+ * among the model's top k), averaged over workloads, next to two anchors: a random ranking (mean
+ * of 200 shuffles) and the measurement itself, one repeat sample of each program ranking
+ * another (the labels' own noise, which no model can rank beyond).
  *
  * usage: bench_costmodel [--db PATH] [--workload W]... [--holdout W]... [--trials N] [--seed S]
  *                        [--load K]
@@ -44,6 +47,7 @@ typedef struct {
     int *row_prog;
     int nrows, cap;
     double *lat;
+    double *sample[2]; /* two repeat samples of the measurement: the labels' own noise */
     int *wl;
     int nprog, capp;
     tt_workload *w; /* the workload being read */
@@ -78,9 +82,11 @@ static int add_row(void *ctx, const tt_db_row *r)
     if (d->nprog == d->capp) {
         d->capp = d->capp ? 2 * d->capp : 256;
         d->lat = realloc(d->lat, sizeof(double) * (size_t)d->capp);
+        d->sample[0] = realloc(d->sample[0], sizeof(double) * (size_t)d->capp);
+        d->sample[1] = realloc(d->sample[1], sizeof(double) * (size_t)d->capp);
         d->wl = realloc(d->wl, sizeof(int) * (size_t)d->capp);
     }
-    if (!d->rows || !d->row_prog || !d->lat || !d->wl)
+    if (!d->rows || !d->row_prog || !d->lat || !d->sample[0] || !d->sample[1] || !d->wl)
         return 1;
     memcpy(d->rows + (size_t)d->nrows * TT_STORE_FEATURES, rows,
            sizeof(float) * TT_STORE_FEATURES * (size_t)nr);
@@ -88,18 +94,26 @@ static int add_row(void *ctx, const tt_db_row *r)
         d->row_prog[d->nrows + i] = d->nprog;
     d->nrows += nr;
     d->wl[d->nprog] = d->cur;
+    /* The last two samples: the first of a measurement may still be warming caches. */
+    d->sample[0][d->nprog] = r->ncosts >= 2 ? r->costs[r->ncosts - 2] : r->median_s;
+    d->sample[1][d->nprog] = r->ncosts >= 2 ? r->costs[r->ncosts - 1] : r->median_s;
     d->lat[d->nprog++] = r->median_s;
     free(rows);
     return 0;
 }
 
 typedef struct {
-    double pairwise, top1, top5, score1, score5;
+    double pairwise, apart, top1, top5, score1, score5;
 } quality;
+
+/* Pairs at least this far apart (relative) count for the `apart` accuracy: beyond the 1-3%
+ * between a measurement's own repeat samples. */
+#define APART 0.05
 
 static void quality_add(quality *acc, quality q, double w)
 {
     acc->pairwise += q.pairwise * w;
+    acc->apart += q.apart * w;
     acc->top1 += q.top1 * w;
     acc->top5 += q.top5 * w;
     acc->score1 += q.score1 * w;
@@ -111,18 +125,25 @@ static void quality_add(quality *acc, quality q, double w)
 static quality evaluate(const double *lat, const double *score, const int *ids, int n)
 {
     quality q = {0};
-    int agree = 0, pairs = 0, best = 0;
+    int agree = 0, pairs = 0, best = 0, agree_apart = 0, pairs_apart = 0;
     for (int i = 0; i < n; i++) {
         if (lat[ids[i]] < lat[ids[best]])
             best = i;
         for (int j = i + 1; j < n; j++) {
-            if (lat[ids[i]] == lat[ids[j]])
+            double a = lat[ids[i]], b = lat[ids[j]];
+            if (a == b)
                 continue;
+            bool right = (a < b) == (score[i] > score[j]);
             pairs++;
-            agree += (lat[ids[i]] < lat[ids[j]]) == (score[i] > score[j]);
+            agree += right;
+            if (fabs(a - b) > APART * fmin(a, b)) {
+                pairs_apart++;
+                agree_apart += right;
+            }
         }
     }
     q.pairwise = pairs ? (double)agree / pairs : 0;
+    q.apart = pairs_apart ? (double)agree_apart / pairs_apart : 1;
     int top[5], nt = 0;
     for (int k = 0; k < 5 && k < n; k++) {
         int b = -1;
@@ -166,8 +187,8 @@ static const variant variants[] = {
 enum { NVARIANTS = sizeof(variants) / sizeof(variants[0]) };
 
 typedef struct {
-    quality q[NVARIANTS], random;
-    int rounds[NVARIANTS];
+    quality q[NVARIANTS], random, repeat;
+    double rounds[NVARIANTS];
     int ntrain, ntest, nsets;
 } result;
 
@@ -218,17 +239,19 @@ static int run_setting(const dataset *d, int nwl, const bool *train, const bool 
     tt_errbuf err = {{0}};
     for (int v = 0; v < NVARIANTS; v++) {
         tt_costmodel *m;
+        int rounds = 0;
         if (tt_costmodel_labels(variants[v].labels, thr, group, ntp, y, &err) ||
             tt_costmodel_create(variants[v].obj, 0, 43, &m, &err))
             goto fail;
         tt_costmodel_set_stopping(m, variants[v].stopping);
-        if (tt_costmodel_train_packed(m, tx, ntr, TT_STORE_FEATURES, tp, y, ntp, 1000,
-                                      &res->rounds[v], &err) ||
+        if (tt_costmodel_train_packed(m, tx, ntr, TT_STORE_FEATURES, tp, y, ntp, 1000, &rounds,
+                                      &err) ||
             tt_costmodel_predict_packed(m, ex, nte, TT_STORE_FEATURES, ep, nep, pred, &err)) {
             tt_costmodel_free(m);
             goto fail;
         }
         tt_costmodel_free(m);
+        res->rounds[v] = rounds;
         int sets = 0;
         for (int w = 0; w < nwl; w++) {
             int n = 0;
@@ -241,6 +264,15 @@ static int run_setting(const dataset *d, int nwl, const bool *train, const bool 
                 continue;
             sets++;
             quality_add(&res->q[v], evaluate(d->lat, score, ids, n), 1);
+            if (v == 0) {
+                double *own = malloc(sizeof(double) * (size_t)n);
+                if (!own)
+                    return 1;
+                for (int i = 0; i < n; i++)
+                    own[i] = -d->sample[1][ids[i]];
+                quality_add(&res->repeat, evaluate(d->sample[0], own, ids, n), 1);
+                free(own);
+            }
             if (v == 0)
                 for (int s = 0; s < SHUFFLES; s++) {
                     for (int i = 0; i < n; i++)
@@ -251,8 +283,10 @@ static int run_setting(const dataset *d, int nwl, const bool *train, const bool 
         if (!sets)
             goto fail_quiet;
         quality_add(&res->q[v], res->q[v], 1.0 / sets - 1);
-        if (v == 0)
+        if (v == 0) {
             quality_add(&res->random, res->random, 1.0 / sets - 1);
+            quality_add(&res->repeat, res->repeat, 1.0 / sets - 1);
+        }
         res->nsets = sets;
     }
     free(tx), free(ex), free(tp), free(ep), free(map), free(tids), free(eids), free(group);
@@ -264,17 +298,35 @@ fail_quiet:
     return 1;
 }
 
+/* acc += r / n, for means over several settings. */
+static void result_add(result *acc, const result *r, int n)
+{
+    for (int v = 0; v < NVARIANTS; v++) {
+        quality_add(&acc->q[v], r->q[v], 1.0 / n);
+        acc->rounds[v] += r->rounds[v] / n;
+    }
+    quality_add(&acc->random, r->random, 1.0 / n);
+    quality_add(&acc->repeat, r->repeat, 1.0 / n);
+    acc->ntrain += r->ntrain;
+    acc->ntest += r->ntest;
+    acc->nsets += r->nsets;
+}
+
 static void print_result(const char *title, const result *r)
 {
     printf("\n%s: %d programs trained on, %d ranked, mean over %d workload(s)\n", title, r->ntrain,
            r->ntest, r->nsets);
-    printf("%-12s %7s %9s %7s %7s %9s %9s\n", "model", "rounds", "pairwise", "top-1", "top-5",
-           "TenSet@1", "TenSet@5");
+    printf("%-14s %7s %9s %9s %7s %7s %9s %9s\n", "model", "rounds", "pairwise", "apart>5%",
+           "top-1", "top-5", "TenSet@1", "TenSet@5");
     for (int v = 0; v < NVARIANTS; v++)
-        printf("%-12s %7d %9.3f %7.3f %7.3f %9.3f %9.3f\n", variants[v].name, r->rounds[v],
-               r->q[v].pairwise, r->q[v].top1, r->q[v].top5, r->q[v].score1, r->q[v].score5);
-    printf("%-12s %7s %9.3f %7.3f %7.3f %9.3f %9.3f\n", "random", "-", r->random.pairwise,
-           r->random.top1, r->random.top5, r->random.score1, r->random.score5);
+        printf("%-14s %7.0f %9.3f %9.3f %7.3f %7.3f %9.3f %9.3f\n", variants[v].name, r->rounds[v],
+               r->q[v].pairwise, r->q[v].apart, r->q[v].top1, r->q[v].top5, r->q[v].score1,
+               r->q[v].score5);
+    printf("%-14s %7s %9.3f %9.3f %7.3f %7.3f %9.3f %9.3f\n", "random", "-", r->random.pairwise,
+           r->random.apart, r->random.top1, r->random.top5, r->random.score1, r->random.score5);
+    printf("%-14s %7s %9.3f %9.3f %7.3f %7.3f %9.3f %9.3f\n", "repeat sample", "-",
+           r->repeat.pairwise, r->repeat.apart, r->repeat.top1, r->repeat.top5, r->repeat.score1,
+           r->repeat.score5);
 }
 
 /* K processes that spin until killed: the load of a shared device. */
@@ -420,6 +472,20 @@ int main(int argc, char **argv)
         if (run_setting(&d, nwl, train, test, &rng, &r))
             return 1;
         print_result("held-out workloads", &r);
+    } else if (nwl >= 3) {
+        /* Each workload in turn, ranked by a model trained on all the others. */
+        result mean;
+        memset(&mean, 0, sizeof(mean));
+        for (int w = 0; w < nwl; w++) {
+            for (int p = 0; p < d.nprog; p++) {
+                train[p] = d.wl[p] != w;
+                test[p] = d.wl[p] == w;
+            }
+            if (run_setting(&d, nwl, train, test, &rng, &r))
+                return 1;
+            result_add(&mean, &r, nwl);
+        }
+        print_result("held-out workloads, each in turn (programs summed over the turns)", &mean);
     }
     if (tmp[0])
         tt_db_remove(tmp);
