@@ -184,14 +184,19 @@ static void set_access(emitter *e, LLVMValueRef inst, uint32_t buf)
         e->md_noalias_kind = LLVMGetMDKindIDInContext(e->ctx, "noalias", 7);
     }
     if (!e->md_scope[buf]) {
-        LLVMMetadataRef others[64];
+        LLVMMetadataRef *others = malloc(sizeof(*others) * nb);
+        if (!others) {
+            e->status = TT_ERR_NOMEM;
+            return;
+        }
         size_t n = 0;
-        for (size_t b = 0; b < nb && n < 64; b++)
+        for (size_t b = 0; b < nb; b++)
             if (b != buf)
                 others[n++] = e->md_scopes[b];
         e->md_scope[buf] =
             LLVMMetadataAsValue(e->ctx, LLVMMDNodeInContext2(e->ctx, &e->md_scopes[buf], 1));
         e->md_noalias[buf] = LLVMMetadataAsValue(e->ctx, LLVMMDNodeInContext2(e->ctx, others, n));
+        free(others);
     }
     LLVMSetMetadata(inst, e->md_scope_kind, e->md_scope[buf]);
     if (nb > 1)

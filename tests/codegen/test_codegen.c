@@ -13,7 +13,9 @@
 #include <cmocka.h>
 #include <pthread.h>
 
+#include "base/strbuf.h"
 #include "codegen/codegen.h"
+#include "schedule/state.h"
 #include "schedule/random_schedule.h"
 
 static char dir[128];
@@ -200,6 +202,19 @@ static void free_lowered(lowered *l)
     tt_workload_free(l->w);
 }
 
+/* A program's LLVM IR, or its assembly when as_asm, for target; the caller frees it. */
+static char *kernel_text(const tt_program *prog, const char *target, bool as_asm)
+{
+    tt_target t;
+    tt_errbuf err = {{0}};
+    if (tt_target_parse(target, &t, &err))
+        fail_msg("%s: %s", target, err.msg);
+    char *text = NULL;
+    if ((as_asm ? tt_codegen_llvm_asm : tt_codegen_llvm_ir)(prog, &t, "kernel", NULL, &text, &err))
+        fail_msg("%s", err.msg);
+    return text;
+}
+
 static void check_steps(const char *workload, const char *steps_json, uint64_t seed, bool object,
                         tt_codegen_stats *stats)
 {
@@ -375,12 +390,7 @@ static void large_register_tiles_stay_in_registers(void **state)
         "[\"RE\", 3, [6, 7, 8, 0, 1, 2, 4, 9, 3, 5]], [\"AN\", 3, 8, 1], [\"AN\", 3, 9, 2], "
         "[\"AN\", 1, 3, 2]]";
     lowered l = lower_steps(conv, steps);
-    tt_target t;
-    tt_errbuf err = {{0}};
-    tt_target_parse("llvm -mtriple=x86_64-linux-gnu -mcpu=skylake-avx512", &t, NULL);
-    char *text = NULL;
-    if (tt_codegen_llvm_asm(l.prog, &t, "kernel", NULL, &text, &err))
-        fail_msg("%s", err.msg);
+    char *text = kernel_text(l.prog, "llvm -mtriple=x86_64-linux-gnu -mcpu=skylake-avx512", true);
     int fmas = 0, from_stack = 0;
     for (const char *line = text; line && *line;) {
         const char *end = strchr(line, '\n');
@@ -413,12 +423,7 @@ static void stores_to_outputs_do_not_clobber_inputs(void **state)
     const char *steps =
         "[[\"SP\", 2, 1, 64, [4], 1], [\"RE\", 2, [0, 1, 3, 2]], [\"AN\", 2, 3, 1]]";
     lowered l = lower_steps(mm, steps);
-    tt_target t;
-    tt_errbuf err = {{0}};
-    tt_target_parse("llvm", &t, NULL);
-    char *ir = NULL;
-    if (tt_codegen_llvm_ir(l.prog, &t, "kernel", NULL, &ir, &err))
-        fail_msg("%s", err.msg);
+    char *ir = kernel_text(l.prog, "llvm", false);
     int loads = 0, stores = 0;
     for (const char *q = ir; (q = strstr(q, "load float,")); q++)
         loads++;
@@ -431,6 +436,41 @@ static void stores_to_outputs_do_not_clobber_inputs(void **state)
     if (loads != 5 || stores != 4)
         fail_msg("%d loads and %d stores of floats; expected 5 and 4", loads, stores);
     check_steps(mm, steps, 5, false, NULL);
+}
+
+/* A kernel of as many tensors as a workload may have (a network's fused kernel with its
+ * constants) states that every buffer is apart from all the others: the output's store carries
+ * a noalias list of every input. */
+static void every_other_buffer_is_in_the_noalias_list(void **state)
+{
+    (void)state;
+    enum { INPUTS = TT_MAX_STAGES - 1 }; /* the widest workload: one stage per buffer */
+    tt_strbuf sb = {0};
+    tt_strbuf_append(&sb, "te:C[i] = A0[i]");
+    for (int k = 1; k < INPUTS; k++)
+        tt_strbuf_printf(&sb, " + A%d[i]", k);
+    for (int k = 0; k < INPUTS; k++)
+        tt_strbuf_printf(&sb, "; A%d:float32[16]", k);
+    tt_strbuf_append(&sb, "; C:float32[16]");
+    lowered l = lower_steps(sb.data, "[]");
+    char *ir = kernel_text(l.prog, "llvm", false);
+    /* store float ..., !alias.scope !S, !noalias !N  ...  !N = !{!a, !b, ...} */
+    const char *store = strstr(ir, "store float ");
+    assert_non_null(store);
+    const char *na = strstr(store, "!noalias !");
+    assert_non_null(na);
+    char def[32];
+    snprintf(def, sizeof(def), "\n!%d = !{", atoi(na + strlen("!noalias !")));
+    const char *node = strstr(ir, def);
+    assert_non_null(node);
+    int scopes = 1;
+    for (const char *q = node + strlen(def); *q && *q != '}'; q++)
+        scopes += *q == ',';
+    assert_int_equal(scopes, INPUTS);
+    free(ir);
+    free_lowered(&l);
+    check_steps(sb.data, "[]", 7, false, NULL);
+    free(sb.data);
 }
 
 /* A split by 1 leaves unit loops and index terms multiplied by 1 or added to 0: emitted code is
@@ -808,6 +848,7 @@ int main(void)
         cmocka_unit_test(padded_taps_are_skipped),
         cmocka_unit_test(large_register_tiles_stay_in_registers),
         cmocka_unit_test(stores_to_outputs_do_not_clobber_inputs),
+        cmocka_unit_test(every_other_buffer_is_in_the_noalias_list),
         cmocka_unit_test(padded_taps_of_unrolled_rows_are_decided_when_emitting),
         cmocka_unit_test(loops_over_padded_tiles_are_peeled),
         cmocka_unit_test(concurrent_compilations_succeed),
