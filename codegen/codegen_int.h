@@ -7,7 +7,8 @@
 #include "codegen.h"
 
 /* Value numbering while emitting (llvm_vn.c). */
-#define TT_VN_MAX_DEPTH 256
+#define TT_VN_MAX_DEPTH    256
+#define TT_EMIT_MAX_RANGES 32
 typedef struct tt__vn_entry {
     int op;         /* an emitter-defined operation code */
     uint16_t depth; /* region it was built in */
@@ -75,13 +76,16 @@ typedef struct emitter {
     LLVMMetadataRef md_domain;
     LLVMMetadataRef *md_scopes; /* per buffer, NULL until built */
     LLVMValueRef *md_scope, *md_noalias;
-    /* Loops being emitted over part of their range (the middle of a loop peeled for its padding,
-     * emit_peeled): comparisons of index expressions are decided on these bounds where they can. */
+    /* The bounds of the variables of the rolled loops being emitted, innermost last (a loop over
+     * its whole range, or part of it: the middle of a loop peeled for its padding, emit_peeled):
+     * comparisons of index expressions are decided on them where they can be.  A nest deeper
+     * than the stack leaves its inner loops without bounds (nothing decided there). */
     struct {
         uint32_t var;
         int64_t lo, hi;
-    } ranges[4];
+    } ranges[TT_EMIT_MAX_RANGES];
     int nranges;
+    int npeeled; /* loops peeled around the code being emitted */
 } emitter;
 
 void tt__codegen_emit_body(emitter *e, tt_sid root);

@@ -323,8 +323,8 @@ static LLVMValueRef int_identity(int kind, LLVMValueRef x, LLVMValueRef y)
 }
 
 /* The range [lo, hi] of integer expression `id`: constants, variables bound to constants
- * (unrolled), variables of a loop emitted over part of its range, and their sums, differences
- * and multiples by a constant.  false when it depends on anything else. */
+ * (unrolled), variables of the rolled loops being emitted, and their sums, differences and
+ * multiples by a constant.  false when it depends on anything else. */
 static bool expr_bounds(emitter *e, tt_eid id, int64_t *lo, int64_t *hi)
 {
     const tt_expr *n = tt_expr_get(&e->p->pool, id);
@@ -364,13 +364,14 @@ static bool expr_bounds(emitter *e, tt_eid id, int64_t *lo, int64_t *hi)
     }
 }
 
-/* A comparison of integer index expressions decided on the bounds of a partly emitted loop
- * (the middle of a loop peeled for its padding): 1 true, 0 false, -1 unknown. */
+/* A comparison of integer index expressions decided on the bounds of the loops being emitted
+ * (a padding guard that no iteration of the enclosing loops fails, or the middle of a loop
+ * peeled for its padding): 1 true, 0 false, -1 unknown. */
 static int decide_compare(emitter *e, const tt_expr *n)
 {
     int64_t alo, ahi, blo, bhi;
-    if (!e->nranges || n->kind < TT_EXPR_LT || n->kind > TT_EXPR_GE ||
-        !expr_bounds(e, n->a, &alo, &ahi) || !expr_bounds(e, n->b, &blo, &bhi))
+    if (n->kind < TT_EXPR_LT || n->kind > TT_EXPR_GE || !expr_bounds(e, n->a, &alo, &ahi) ||
+        !expr_bounds(e, n->b, &blo, &bhi))
         return -1;
     switch ((tt_expr_kind)n->kind) {
     case TT_EXPR_LT: return ahi < blo ? 1 : alo >= bhi ? 0 : -1;
@@ -912,9 +913,21 @@ static void emit_serial_loop(emitter *e, const tt_stmt *s, LLVMValueRef begin, L
     LLVMPositionBuilderAtEnd(e->b, body);
     LLVMValueRef saved = e->vars[s->var];
     e->vars[s->var] = phi;
+    /* Its bounds: [begin, end) where they are constants (a parallel chunk's are not; the chunk
+     * lies within the loop's extent). */
+    bool bounded = e->nranges < TT_EMIT_MAX_RANGES;
+    if (bounded) {
+        e->ranges[e->nranges].var = s->var;
+        e->ranges[e->nranges].lo = LLVMIsAConstantInt(begin) ? LLVMConstIntGetSExtValue(begin) : 0;
+        e->ranges[e->nranges].hi =
+            (LLVMIsAConstantInt(end) ? LLVMConstIntGetSExtValue(end) : s->extent) - 1;
+        e->nranges++;
+    }
     tt__vn_open(&e->vn);
     emit_stmt(e, s->body);
     tt__vn_close(&e->vn);
+    if (bounded)
+        e->nranges--;
     e->vars[s->var] = saved;
     LLVMValueRef next = LLVMBuildAdd(e->b, phi, LLVMConstInt(e->i64, 1, 0), "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(e->b);
@@ -993,38 +1006,55 @@ static void emit_for(emitter *e, const tt_stmt *s)
     e->stats.guarded_loops++;
 }
 
-/* Is `var` the variable of a loop under `id` that is emitted unrolled (a constant in each copy)? */
-static bool unrolled_inside(emitter *e, tt_sid id, uint32_t var)
+/* The extent of the loop of `var` under `id` when it is emitted unrolled (a constant in each
+ * copy; 1 for a unit loop), else 0. */
+static int64_t unrolled_inside(emitter *e, tt_sid id, uint32_t var)
 {
     const tt_stmt *s = &e->p->stmts.data[id];
+    int64_t ext = 0;
     switch (s->kind) {
     case TT_STMT_SEQ:
-        for (uint32_t k = 0; k < s->n; k++)
-            if (unrolled_inside(e, e->p->items.data[s->first + k], var))
-                return true;
-        return false;
+        for (uint32_t k = 0; k < s->n && !ext; k++)
+            ext = unrolled_inside(e, e->p->items.data[s->first + k], var);
+        return ext;
     case TT_STMT_FOR:
-        if (s->var == var)
-            return s->extent == 1 || (s->ann == TT_ANN_UNROLL && s->extent <= e->opt.unroll_limit);
-        return unrolled_inside(e, s->body, var);
+        if (s->var != var)
+            return unrolled_inside(e, s->body, var);
+        return s->extent == 1 || (s->ann == TT_ANN_UNROLL && s->extent <= e->opt.unroll_limit)
+                   ? s->extent
+                   : 0;
     case TT_STMT_ALLOC:
     case TT_STMT_IF: return unrolled_inside(e, s->body, var);
-    default: return false;
+    default: return 0;
     }
 }
 
-/* Does comparison term `id` of a padding guard use `var`, with every other variable either
- * bound to a constant or the variable of a loop under `body` that is unrolled? */
-static bool peelable_term(emitter *e, tt_sid body, tt_eid id, uint32_t var, bool *uses)
+/* Does comparison term `id` of a padding guard use `var` (*uses), with every other variable bound
+ * to a constant, the variable of a loop under `body` that is unrolled (*tile), or the variable of
+ * an enclosing rolled loop, whose bounds may decide the term (*rolled)? */
+typedef struct {
+    bool uses, tile, rolled;
+} term_vars;
+
+static bool peelable_term(emitter *e, tt_sid body, tt_eid id, uint32_t var, term_vars *tv)
 {
     const tt_expr *n = tt_expr_get(&e->p->pool, id);
     switch ((tt_expr_kind)n->kind) {
     case TT_EXPR_INT: return true;
-    case TT_EXPR_VAR:
-        *uses |= n->a == var;
+    case TT_EXPR_VAR: {
+        tv->uses |= n->a == var;
         if (n->a == var || (e->vars[n->a] && LLVMIsAConstantInt(e->vars[n->a])))
             return true;
-        return !e->vars[n->a] && unrolled_inside(e, body, n->a);
+        if (e->vars[n->a]) {
+            for (int k = 0; k < e->nranges; k++)
+                if (e->ranges[k].var == n->a)
+                    return tv->rolled = true;
+            return false;
+        }
+        int64_t ext = unrolled_inside(e, body, n->a);
+        tv->tile |= ext > 1;
+        return ext > 0;
+    }
     case TT_EXPR_ADD:
     case TT_EXPR_SUB:
     case TT_EXPR_MUL:
@@ -1032,7 +1062,7 @@ static bool peelable_term(emitter *e, tt_sid body, tt_eid id, uint32_t var, bool
     case TT_EXPR_LE:
     case TT_EXPR_GT:
     case TT_EXPR_GE:
-        return peelable_term(e, body, n->a, var, uses) && peelable_term(e, body, n->b, var, uses);
+        return peelable_term(e, body, n->a, var, tv) && peelable_term(e, body, n->b, var, tv);
     default: return false;
     }
 }
@@ -1065,9 +1095,12 @@ static bool padding_depends_on(emitter *e, tt_sid body, tt_sid id, uint32_t var)
                 stack[sp++] = n->b;
                 continue;
             }
-            bool uses = false;
+            /* An enclosing rolled loop in the term only with the tile's columns unrolled inside
+             * (a stride-2 tile's taps over a rolled window column): peeling loops without them
+             * tripled their code for guards LLVM removes anyway. */
+            term_vars tv = {false, false, false};
             if (n->kind >= TT_EXPR_LT && n->kind <= TT_EXPR_GE &&
-                peelable_term(e, body, term, var, &uses) && uses)
+                peelable_term(e, body, term, var, &tv) && tv.uses && (tv.tile || !tv.rolled))
                 return true;
         }
         return false;
@@ -1083,24 +1116,20 @@ static bool padding_depends_on(emitter *e, tt_sid body, tt_sid id, uint32_t var)
  * row and tap, as oneDNN's JIT emits its left, middle and right kernels. */
 static bool emit_peeled(emitter *e, const tt_stmt *s)
 {
-    if (s->extent < 2 || s->extent > 64 || e->lanes || e->nranges == 4 ||
+    if (s->extent < 2 || s->extent > 64 || e->lanes || e->npeeled == 4 ||
         contains_parallel(e, s->body) || !padding_depends_on(e, s->body, s->body, s->var))
         return false;
     LLVMValueRef saved = e->vars[s->var];
+    e->npeeled++;
     e->vars[s->var] = LLVMConstInt(e->i64, 0, 0);
     emit_stmt(e, s->body);
-    if (s->extent > 2) {
-        e->ranges[e->nranges].var = s->var;
-        e->ranges[e->nranges].lo = 1;
-        e->ranges[e->nranges].hi = s->extent - 2;
-        e->nranges++;
+    if (s->extent > 2) /* the middle: bounded [1, extent - 2] by the loop's constant bounds */
         emit_serial_loop(e, s, LLVMConstInt(e->i64, 1, 0),
                          LLVMConstInt(e->i64, (unsigned long long)s->extent - 1, 0));
-        e->nranges--;
-    }
     e->vars[s->var] = LLVMConstInt(e->i64, (unsigned long long)s->extent - 1, 0);
     emit_stmt(e, s->body);
     e->vars[s->var] = saved;
+    e->npeeled--;
     e->stats.peeled_loops++;
     return true;
 }

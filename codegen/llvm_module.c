@@ -421,9 +421,12 @@ static void add_typed_entry(emitter *e, LLVMValueRef kernel, const tt_program *p
  *     loops the schedule left rolled by up to 8x, which cost half of the optimisation and two
  *     thirds of code generation, and the best kernels ran no faster for it (unrolling is the
  *     schedule's `unroll`; full unrolling of small constant loops stays);
- *   - loop-idiom (10-15% of optimisation; nothing to turn into memset once tiles are unrolled).
- * indvars and the jump threading after full unrolling stay: without either, padded convolutions
- * run 1.4-1.6x slower (their bounds checks fold only then). */
+ *   - loop-idiom (10-15% of optimisation; nothing to turn into memset once tiles are unrolled);
+ *   - indvars (a fifth to a third of optimisation on convolutions): the padding guards it once
+ *     folded are decided while emitting (peeled loops, guards decided on the bounds of the loops
+ *     around them), and the tuned kernels ran at the same speed without it (docs/codegen.md).
+ * The jump threading after full unrolling stays: without it padded convolutions ran 1.4-1.6x
+ * slower (their bounds checks fold only then). */
 #define TT_SIMPLIFYCFG                                                                             \
     "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;"              \
     "no-switch-to-lookup;keep-loops;no-hoist-common-insts;no-sink-common-insts>"
@@ -435,7 +438,7 @@ static const char kernel_pipeline[] =
     ",instcombine,aggressive-instcombine,tailcallelim," TT_SIMPLIFYCFG
     ",reassociate,loop-mssa(loop-instsimplify,loop-simplifycfg,licm,loop-rotate,"
     "licm,simple-loop-unswitch<nontrivial;trivial>)," TT_SIMPLIFYCFG ",instcombine,"
-    "loop(indvars,loop-deletion,loop-unroll-full),sroa,"
+    "loop(loop-deletion,loop-unroll-full),sroa,"
     "mldst-motion<no-split-footer-bb>,gvn<>,sccp,bdce,instcombine,jump-threading,"
     "correlated-propagation,adce,memcpyopt,dse,loop-mssa(licm)," TT_SIMPLIFYCFG ",instcombine),"
     "globaldce,function<eager-inv>(float2int,lower-constant-intrinsics,"

@@ -362,12 +362,42 @@ static void loops_over_padded_tiles_are_peeled(void **state)
     check_steps(conv, steps, 25, true, &stats);
     assert_int_equal(stats.peeled_loops, 1);
     assert_int_equal(stats.decided_guards, 2);
-    /* Without the taps inside (the kernel's column a loop outside the tile), nothing to peel. */
+    /* With the kernel's column a rolled loop outside the tile (r1, inside the rolled loop over
+     * tiles o1.0), the tile loop is not peeled; the column loop is, since the bounds of o1.0
+     * decide its middle tap's guard (o1.0 * 7 + o1.1 + 1 lies in 1..28). */
     check_steps(conv,
                 "[[\"CI\", 1], [\"SP\", 3, 2, 28, [7], 1], "
                 "[\"RE\", 3, [0, 1, 2, 5, 6, 7, 3, 4]], [\"AN\", 3, 6, 1], [\"AN\", 3, 7, 2]]",
                 26, false, &stats);
+    assert_int_equal(stats.peeled_loops, 1);
+    /* Nor is anything peeled when no unrolled column is in the guard: the bounds of enclosing
+     * loops alone would decide only the middle of a loop that tripled its code. */
+    check_steps(conv,
+                "[[\"CI\", 1], [\"SP\", 3, 2, 28, [7], 1], "
+                "[\"RE\", 3, [0, 1, 2, 5, 6, 7, 3, 4]], [\"AN\", 3, 7, 2]]",
+                28, false, &stats);
     assert_int_equal(stats.peeled_loops, 0);
+}
+
+/* A stride-2 depthwise kernel whose column guard, ow.0 * 14 + ow.1 * 2 + rw.0 >= 1, depends on
+ * the tile loop ow.0 and the tap loop rw.0 outside it, both rolled: the bounds of rw.0 (0..2)
+ * decide the guard in every tile but the first, so the tile loop is peeled, and the kernel still
+ * computes the definition. */
+static void guards_are_decided_on_enclosing_loop_bounds(void **state)
+{
+    (void)state;
+    const char *dw = "depthwise_conv2d_nhwc:N=1,H=56,W=56,C=144,K=3,S=2,P=1";
+    const char *steps =
+        "[[\"CI\", 1], [\"CHW\", 3, \"local\"], [\"SP\", 4, 3, 144, [16], 1], "
+        "[\"SP\", 4, 2, 28, [28], 1], [\"SP\", 4, 1, 28, [1], 1], [\"SP\", 4, 0, 1, [1], 1], "
+        "[\"RE\", 4, [0, 2, 4, 6, 1, 3, 5, 7]], [\"CA\", 3, 4, 3], [\"FU\", 4, [0, 1, 2, 3]], "
+        "[\"AN\", 4, 0, 3], [\"AN\", 4, 4, 2], [\"SP\", 3, 5, 3, [1], 1], "
+        "[\"SP\", 3, 3, 144, [16], 1], [\"SP\", 3, 2, 28, [7], 1], "
+        "[\"RE\", 3, [6, 7, 0, 1, 2, 4, 8, 3, 5]], [\"AN\", 3, 7, 1], [\"AN\", 3, 8, 2], "
+        "[\"PR\", 3, 0, \"auto_unroll_max_step$64\"], [\"LR\", 2]]";
+    tt_codegen_stats stats;
+    check_steps(dw, steps, 27, true, &stats);
+    assert_int_equal(stats.peeled_loops, 1);
 }
 
 /* A register tile of 14 rows by 2 vectors (28 of AVX-512's 32 registers) stays in registers across
@@ -851,6 +881,7 @@ int main(void)
         cmocka_unit_test(every_other_buffer_is_in_the_noalias_list),
         cmocka_unit_test(padded_taps_of_unrolled_rows_are_decided_when_emitting),
         cmocka_unit_test(loops_over_padded_tiles_are_peeled),
+        cmocka_unit_test(guards_are_decided_on_enclosing_loop_bounds),
         cmocka_unit_test(concurrent_compilations_succeed),
         cmocka_unit_test(compiled_random_schedules_match_the_definition),
     };
