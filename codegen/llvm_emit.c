@@ -322,6 +322,19 @@ static LLVMValueRef int_identity(int kind, LLVMValueRef x, LLVMValueRef y)
     }
 }
 
+/* The bounds [lo, hi] of `var` if it is the variable of a rolled loop being emitted (innermost
+ * first: the middle of a peeled loop is a loop of its own). */
+static bool loop_bounds(const emitter *e, uint32_t var, int64_t *lo, int64_t *hi)
+{
+    for (int k = e->nranges - 1; k >= 0; k--)
+        if (e->ranges[k].var == var) {
+            *lo = e->ranges[k].lo;
+            *hi = e->ranges[k].hi;
+            return true;
+        }
+    return false;
+}
+
 /* The range [lo, hi] of integer expression `id`: constants, variables bound to constants
  * (unrolled), variables of the rolled loops being emitted, and their sums, differences and
  * multiples by a constant.  false when it depends on anything else. */
@@ -336,13 +349,7 @@ static bool expr_bounds(emitter *e, tt_eid id, int64_t *lo, int64_t *hi)
             *lo = *hi = LLVMConstIntGetSExtValue(e->vars[n->a]);
             return true;
         }
-        for (int k = e->nranges - 1; k >= 0; k--)
-            if (e->ranges[k].var == n->a) {
-                *lo = e->ranges[k].lo;
-                *hi = e->ranges[k].hi;
-                return true;
-            }
-        return false;
+        return loop_bounds(e, n->a, lo, hi);
     case TT_EXPR_ADD:
     case TT_EXPR_SUB:
         if (!expr_bounds(e, n->a, &alo, &ahi) || !expr_bounds(e, n->b, &blo, &bhi))
@@ -1045,11 +1052,11 @@ static bool peelable_term(emitter *e, tt_sid body, tt_eid id, uint32_t var, term
         tv->uses |= n->a == var;
         if (n->a == var || (e->vars[n->a] && LLVMIsAConstantInt(e->vars[n->a])))
             return true;
-        if (e->vars[n->a]) {
-            for (int k = 0; k < e->nranges; k++)
-                if (e->ranges[k].var == n->a)
-                    return tv->rolled = true;
-            return false;
+        int64_t lo, hi;
+        if (e->vars[n->a]) { /* an enclosing rolled loop's, decided on its bounds if any */
+            if (!loop_bounds(e, n->a, &lo, &hi))
+                return false;
+            return tv->rolled = true;
         }
         int64_t ext = unrolled_inside(e, body, n->a);
         tv->tile |= ext > 1;
