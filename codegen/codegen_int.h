@@ -76,6 +76,7 @@ typedef struct emitter {
     LLVMMetadataRef md_domain;
     LLVMMetadataRef *md_scopes; /* per buffer, NULL until built */
     LLVMValueRef *md_scope, *md_noalias;
+    LLVMValueRef md_no_unroll; /* loop ID with llvm.loop.unroll.disable, NULL until built */
     /* The bounds of the variables of the rolled loops being emitted, innermost last (a loop over
      * its whole range, or part of it: the middle of a loop peeled for its padding, emit_peeled):
      * comparisons of index expressions are decided on them where they can be.  A nest deeper

@@ -9,6 +9,8 @@
  * every thread, each thread taking a contiguous chunk. */
 #include "codegen_int.h"
 
+#include <llvm-c/DebugInfo.h>
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -906,6 +908,53 @@ static bool contains_parallel(emitter *e, tt_sid id)
     }
 }
 
+/* A local buffer larger than this cannot live in registers (32 registers of 64 bytes). */
+#define TT_REGISTER_FILE_BYTES 2048
+
+/* Is the nest at `id` a copy between parameters and local buffers too large for registers (an
+ * input packed per reduction step, a tile of accumulators written back), possibly behind a select
+ * for padding?  A smaller local buffer is left out: unrolled, its copy lets LLVM keep the buffer
+ * in registers (a depthwise convolution's accumulators), rolled it could not. */
+static bool is_memory_copy(emitter *e, tt_sid id)
+{
+    const tt_stmt *s = &e->p->stmts.data[id];
+    switch (s->kind) {
+    case TT_STMT_FOR: return s->ann != TT_ANN_PARALLEL && is_memory_copy(e, s->body);
+    case TT_STMT_SEQ:
+        for (uint32_t k = 0; k < s->n; k++)
+            if (!is_memory_copy(e, e->p->items.data[s->first + k]))
+                return false;
+        return s->n > 0;
+    case TT_STMT_STORE: {
+        const tt_expr *v = tt_expr_get(&e->p->pool, s->value);
+        if (v->kind == TT_EXPR_SELECT)
+            v = tt_expr_get(&e->p->pool, v->b);
+        if (v->kind != TT_EXPR_LOAD)
+            return false;
+        const tt_buffer *to = &e->p->bufs.data[s->buf], *from = &e->p->bufs.data[v->b];
+        const tt_buffer *local = to->param < 0 ? to : from;
+        return (to->param < 0) != (from->param < 0) && !strcmp(local->scope, "local") &&
+               local->size * tt_dtype_bytes(local->dtype) > TT_REGISTER_FILE_BYTES;
+    }
+    default: return false;
+    }
+}
+
+/* The loop metadata that keeps LLVM from unrolling a loop (made once per module). */
+static LLVMValueRef no_unroll_md(emitter *e)
+{
+    if (!e->md_no_unroll) {
+        /* A loop ID is a node whose first operand is itself: built on a placeholder. */
+        LLVMMetadataRef self = LLVMTemporaryMDNode(e->ctx, NULL, 0);
+        LLVMMetadataRef name = LLVMMDStringInContext2(e->ctx, "llvm.loop.unroll.disable", 24);
+        LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(e->ctx, &name, 1)};
+        LLVMMetadataRef id = LLVMMDNodeInContext2(e->ctx, ops, 2);
+        LLVMMetadataReplaceAllUsesWith(self, id);
+        e->md_no_unroll = LLVMMetadataAsValue(e->ctx, id);
+    }
+    return e->md_no_unroll;
+}
+
 static void emit_serial_loop(emitter *e, const tt_stmt *s, LLVMValueRef begin, LLVMValueRef end)
 {
     /* while (i < end) { body; i++ } with the test at the top (parallel chunks may be empty). */
@@ -938,7 +987,14 @@ static void emit_serial_loop(emitter *e, const tt_stmt *s, LLVMValueRef begin, L
     e->vars[s->var] = saved;
     LLVMValueRef next = LLVMBuildAdd(e->b, phi, LLVMConstInt(e->i64, 1, 0), "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(e->b);
-    LLVMBuildBr(e->b, head);
+    LLVMValueRef back = LLVMBuildBr(e->b, head);
+    /* A copy through a local buffer too large for registers stays a loop: unrolled it gains
+     * nothing (its time is memory traffic), and LLVM's full unroller made a copy of a few vectors
+     * per iteration hundreds of instructions for the passes after it to work through. */
+    if (is_memory_copy(e, s->body)) {
+        LLVMSetMetadata(back, LLVMGetMDKindIDInContext(e->ctx, "llvm.loop", 9), no_unroll_md(e));
+        e->stats.rolled_copies++;
+    }
     LLVMValueRef vals[2] = {begin, next};
     LLVMBasicBlockRef bbs[2] = {pre, latch};
     LLVMAddIncoming(phi, vals, bbs, 2);

@@ -747,8 +747,15 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
         if (!r)
             r = finish_stage(st, main, n, parallel, vectorize, unroll, 0, err);
     }
-    for (int i = 0; i < npacks && !r && pack_target >= 0; i++)
-        r = tt_sched_compute_at(st, tt_state_stage_of_op(st, packs[i]), pack_target, pack_pos, err);
+    /* Each packed copy walks its input's innermost (contiguous) axis as one vector: a copy of
+     * scalars, unrolled, cost LLVM more than the kernel around it (60-250 ms per candidate). */
+    for (int i = 0; i < npacks && !r && pack_target >= 0; i++) {
+        int copy = tt_state_stage_of_op(st, packs[i]);
+        r = tt_sched_compute_at(st, copy, pack_target, pack_pos, err);
+        if (!r && vectorize)
+            r = tt_sched_annotate(st, copy, st->stages.data[copy].niters - 1, TT_ANN_VECTORIZE,
+                                  err);
+    }
     /* Weights in the order the accumulating loops read them (packed when the kernel is built). */
     for (size_t i = 0; i < s->dag->ops.len && !r && layout_rewrite && nr > 0; i++)
         if (rewritable(s->dag, (int)i, s->main_stage))

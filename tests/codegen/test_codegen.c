@@ -515,6 +515,43 @@ static void unit_loops_emit_nothing(void **state)
     assert_int_equal(unit.emitted_instructions, plain.emitted_instructions);
 }
 
+/* The steps of a 64^3 matmul that copies `rows` rows of B (a vector each) into B.local at every
+ * step of the outer reduction, then accumulates C in k.0, i, k.1, j (vector) order. */
+static void packed_b_steps(int rows, char *out, size_t n)
+{
+    snprintf(out, n,
+             "[[\"CHR\", 1, \"local\", [2]], [\"SP\", 3, 2, 64, [%d], 1], "
+             "[\"RE\", 3, [2, 0, 3, 1]], [\"AN\", 3, 3, 2], [\"CA\", 2, 3, 0], "
+             "[\"AN\", 2, 1, 2]]",
+             rows);
+}
+
+/* A copy through a local buffer larger than the registers stays a loop after optimisation (its
+ * loop ID asks LLVM not to unroll it); a smaller one is left to LLVM, which may keep such a
+ * buffer in registers once the copy is unrolled.  Both compute the definition. */
+static void copies_through_large_local_buffers_stay_loops(void **state)
+{
+    (void)state;
+    const char *mm = "matmul:M=64,N=64,K=64";
+    static const struct {
+        int rows, rolled; /* B.local: rows x 64 floats; 16 rows = 4 KiB, 8 rows = 2 KiB */
+    } cases[] = {{16, 1}, {8, 0}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        char steps[512];
+        packed_b_steps(cases[c].rows, steps, sizeof(steps));
+        lowered l = lower_steps(mm, steps);
+        char *ir = kernel_text(l.prog, "llvm", false);
+        bool kept = strstr(ir, "llvm.loop.unroll.disable") != NULL;
+        free(ir);
+        tt_codegen_stats stats;
+        check_compiled(&l.w->dag, l.prog, mm, 13, true, &stats);
+        free_lowered(&l);
+        if (kept != (cases[c].rolled > 0) || stats.rolled_copies != cases[c].rolled)
+            fail_msg("%d rows of B: %d rolled copies, loop ID %s in the optimised IR",
+                     cases[c].rows, stats.rolled_copies, kept ? "kept" : "absent");
+    }
+}
+
 /* Intermediates above the stack limit live on the heap; an outlined parallel body must neither
  * free nor touch the caller's heap buffers' lifetimes. */
 static void heap_buffers_and_parallel_loops(void **state)
@@ -882,6 +919,7 @@ int main(void)
         cmocka_unit_test(padded_taps_of_unrolled_rows_are_decided_when_emitting),
         cmocka_unit_test(loops_over_padded_tiles_are_peeled),
         cmocka_unit_test(guards_are_decided_on_enclosing_loop_bounds),
+        cmocka_unit_test(copies_through_large_local_buffers_stay_loops),
         cmocka_unit_test(concurrent_compilations_succeed),
         cmocka_unit_test(compiled_random_schedules_match_the_definition),
     };

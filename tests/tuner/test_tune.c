@@ -94,6 +94,81 @@ static void expect_config(const tt_space *sp, const tt_workload *w, uint64_t ind
     tt_state_free(st);
 }
 
+/* `index` with knob `name` set to the choice `value` (the index itself when there is none). */
+static uint64_t with_knob(const tt_space *sp, uint64_t index, const char *name, int64_t value)
+{
+    int pos[TT_SPACE_MAX_KNOBS];
+    tt_space_decode(sp, index, pos);
+    uint64_t out = 0, mul = 1;
+    for (int k = 0; k < sp->nknobs; k++) {
+        for (int c = 0; !strcmp(sp->knobs[k].name, name) && c < sp->knobs[k].n; c++)
+            if (sp->knobs[k].choice[c] == value)
+                pos[k] = c;
+        out += mul * (uint64_t)pos[k];
+        mul *= (uint64_t)sp->knobs[k].n;
+    }
+    return out;
+}
+
+/* Copies of parameters into local buffers under statement `id` whose innermost loop (`ann`) is
+ * not vectorised; counts all such copies in *copies. */
+static int unvectorised_copies(const tt_program *p, tt_sid id, tt_ann ann, int *copies)
+{
+    const tt_stmt *s = &p->stmts.data[id];
+    int bad = 0;
+    switch (s->kind) {
+    case TT_STMT_FOR: return unvectorised_copies(p, s->body, s->ann, copies);
+    case TT_STMT_ALLOC: return unvectorised_copies(p, s->body, ann, copies);
+    case TT_STMT_IF: return unvectorised_copies(p, s->body, ann, copies);
+    case TT_STMT_SEQ:
+        for (uint32_t k = 0; k < s->n; k++)
+            bad += unvectorised_copies(p, p->items.data[s->first + k], ann, copies);
+        return bad;
+    case TT_STMT_STORE: {
+        const tt_expr *v = tt_expr_get(&p->pool, s->value);
+        if (p->bufs.data[s->buf].param >= 0 || v->kind != TT_EXPR_LOAD ||
+            p->bufs.data[v->b].param < 0)
+            return 0;
+        (*copies)++;
+        return ann != TT_ANN_VECTORIZE;
+    }
+    default: return 0;
+    }
+}
+
+/* Packed inputs are copied a vector at a time: every copy of an input (both of them) into its
+ * local buffer is a vectorised loop over the input's contiguous axis, and the config computes the
+ * definition. */
+static void packed_copies_are_vector_loops(void **state)
+{
+    (void)state;
+    static const char *const keys[] = {"matmul:M=64,N=64,K=64",
+                                       "conv2d_nhwc:N=1,H=8,W=8,CI=16,CO=16,K=3,S=1,P=0"};
+    tt_vector_isa isa = {"avx2", 32, 16, true};
+    for (size_t w = 0; w < sizeof(keys) / sizeof(keys[0]); w++) {
+        tt_space sp;
+        tt_workload *wl = open_space(keys[w], &isa, &sp);
+        /* Weights passed row-major, so that both inputs are packed. */
+        uint64_t index = with_knob(&sp, tt_space_default_index(&sp, &isa), "pack_inputs", 1);
+        index = with_knob(&sp, index, "layout_rewrite", 0);
+        tt_state *st;
+        tt_program *prog;
+        tt_errbuf err = {{0}};
+        if (tt_space_apply(&sp, index, &st, &err) || tt_lower(st, &prog, &err))
+            fail_msg("%s: %s", keys[w], err.msg);
+        int copies = 0, bad = unvectorised_copies(prog, prog->root, TT_ANN_NONE, &copies);
+        if (bad || copies < 2) {
+            char *text = tt_program_print(prog);
+            fail_msg("%s: %d of %d packed copies not vectorised\n%s", keys[w], bad, copies, text);
+        }
+        if (tt_verify_program(&wl->dag, prog, 7, 1e-4, 1e-5, NULL, &err))
+            fail_msg("%s: %s", keys[w], err.msg);
+        tt_program_free(prog);
+        tt_state_free(st);
+        tt_workload_free(wl);
+    }
+}
+
 /* The cache-blocked starting point: a register tile of the most rows by two vectors (fewer with
  * a convolution's column taps unrolled inside it, whose B vectors need registers too), an inner
  * reduction whose slice of B fills half of L1, a cache tile one register tile wide and as deep as
@@ -551,6 +626,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sampled_configs_compute_the_definition),
         cmocka_unit_test(cache_blocked_configs_follow_the_caches),
+        cmocka_unit_test(packed_copies_are_vector_loops),
         cmocka_unit_test(window_configs_tile_the_whole_window),
         cmocka_unit_test(a_run_records_every_measurement_and_resumes),
         cmocka_unit_test(grid_search_exhausts_a_small_space),
