@@ -51,8 +51,9 @@ typedef struct emitter {
     TT_VEC(LLVMValueRef) ws_slots; /* the kernel's kept heap buffers (tt__codegen_alloc) */
     const tt_program *p;
     const char *entry_name;
-    LLVMValueRef *vars; /* current value of each variable (NULL = not bound) */
-    LLVMValueRef *bufs; /* element pointer of each live buffer */
+    LLVMValueRef *vars;   /* current value of each variable (NULL = not bound) */
+    LLVMValueRef *bufs;   /* element pointer of each live buffer */
+    LLVMValueRef *buf_fn; /* the function each local buffer was allocated in */
     LLVMTypeRef i1, i8, i32, i64, f32, f64, i8p, voidt;
     int lanes; /* > 0 inside an explicitly vectorised loop */
     uint32_t vec_var;

@@ -1257,7 +1257,13 @@ static void emit_stmt(emitter *e, tt_sid id)
         return;
     case TT_STMT_STORE: emit_store(e, s); return;
     case TT_STMT_ALLOC:
-        e->bufs[s->buf] = tt__codegen_alloc(e, s->buf);
+        /* Once per function, however often the statement is emitted (the body of an unrolled or
+         * peeled loop): the allocation is at the function's entry, and the loop IR reuses one
+         * buffer across iterations.  A copy per emission multiplied the stack a kernel needs. */
+        if (!e->bufs[s->buf] || e->buf_fn[s->buf] != e->fn) {
+            e->bufs[s->buf] = tt__codegen_alloc(e, s->buf);
+            e->buf_fn[s->buf] = e->fn;
+        }
         emit_stmt(e, s->body);
         return;
     case TT_STMT_IF: {

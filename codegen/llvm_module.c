@@ -475,7 +475,8 @@ static tt_status build_module(emitter *e, const tt_program *p, const tt_target *
     e->voidt = LLVMVoidTypeInContext(e->ctx);
     e->vars = calloc(p->pool.vars.len, sizeof(LLVMValueRef));
     e->bufs = calloc(p->bufs.len ? p->bufs.len : 1, sizeof(LLVMValueRef));
-    if (!e->vars || !e->bufs)
+    e->buf_fn = calloc(p->bufs.len ? p->bufs.len : 1, sizeof(LLVMValueRef));
+    if (!e->vars || !e->bufs || !e->buf_fn)
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
     char *triple = LLVMGetTargetMachineTriple(tm);
     LLVMSetTarget(e->mod, triple);
@@ -550,6 +551,7 @@ static void free_emitter(emitter *e)
         LLVMContextDispose(e->ctx);
     free(e->vars);
     free(e->bufs);
+    free(e->buf_fn);
     TT_VEC_FREE(&e->frees);
     TT_VEC_FREE(&e->ws_slots);
     tt__vn_free(&e->vn);

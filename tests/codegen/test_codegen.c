@@ -552,6 +552,36 @@ static void copies_through_large_local_buffers_stay_loops(void **state)
     }
 }
 
+/* A buffer allocated in the body of an unrolled loop is allocated once, not once per copy of the
+ * body (four copies of a 4 KiB stack buffer before), and the kernel computes the definition. */
+static void buffers_in_unrolled_loops_are_allocated_once(void **state)
+{
+    (void)state;
+    const char *mm = "matmul:M=64,N=64,K=64";
+    char steps[512];
+    packed_b_steps(16, steps, sizeof(steps));
+    /* ... and the outer reduction (4 steps, each allocating B.local) unrolled. */
+    strcpy(steps + strlen(steps) - 1, ", [\"AN\", 3, 0, 1]]");
+    lowered l = lower_steps(mm, steps);
+    tt_target t;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_target_parse("llvm", &t, &err), TT_OK);
+    tt_codegen_options unoptimised = {0, 64, 64, NULL, false};
+    char *ir = NULL;
+    if (tt_codegen_llvm_ir(l.prog, &t, "kernel", &unoptimised, &ir, &err))
+        fail_msg("%s", err.msg);
+    int allocas = 0;
+    for (const char *q = ir; (q = strstr(q, "%B.local")); q++)
+        allocas += !strncmp(q + strcspn(q, " "), " = alloca", 9);
+    free(ir);
+    tt_codegen_stats stats;
+    check_compiled(&l.w->dag, l.prog, mm, 17, false, &stats);
+    free_lowered(&l);
+    assert_int_equal(stats.unrolled_loops, 1);
+    if (allocas != 1)
+        fail_msg("B.local allocated %d times", allocas);
+}
+
 /* Intermediates above the stack limit live on the heap; an outlined parallel body must neither
  * free nor touch the caller's heap buffers' lifetimes. */
 static void heap_buffers_and_parallel_loops(void **state)
@@ -920,6 +950,7 @@ int main(void)
         cmocka_unit_test(loops_over_padded_tiles_are_peeled),
         cmocka_unit_test(guards_are_decided_on_enclosing_loop_bounds),
         cmocka_unit_test(copies_through_large_local_buffers_stay_loops),
+        cmocka_unit_test(buffers_in_unrolled_loops_are_allocated_once),
         cmocka_unit_test(concurrent_compilations_succeed),
         cmocka_unit_test(compiled_random_schedules_match_the_definition),
     };
