@@ -43,7 +43,8 @@ typedef struct tt_codegen_stats {
     int guarded_loops;  /* loops of padded updates behind one branch on their shared guard */
     int decided_guards; /* guards of padded updates and loads known while emitting (unrolled) */
     int peeled_loops;   /* loops emitted as first iteration, middle, last for their padding */
-    int rolled_copies;  /* copy loops (only moving loaded values) kept from LLVM's unrolling */
+    int rolled_copies;  /* loops copying through local buffers too large for registers, kept
+                         * from LLVM's unrolling */
     int64_t emitted_instructions; /* LLVM instructions before optimisation */
 } tt_codegen_stats;
 

@@ -399,8 +399,7 @@ static void micro_tiles(const tt_space *s, int64_t mk, int64_t *tile)
     }
 }
 
-/* The index of the config whose knobs take choices `pos`. */
-static uint64_t index_of(const tt_space *s, const int *pos)
+uint64_t tt_space_encode(const tt_space *s, const int *pos)
 {
     uint64_t index = 0, mul = 1;
     for (int k = 0; k < s->nknobs; k++) {
@@ -499,7 +498,7 @@ uint64_t tt_space_blocked_index(const tt_space *s, const tt_vector_isa *isa,
     int inl = choice_pos(&s->knobs[n + 8], inline_producers);
     if (inl >= 0)
         pos[n + 8] = inl;
-    return index_of(s, pos);
+    return tt_space_encode(s, pos);
 }
 
 uint64_t tt_space_window_index(const tt_space *s, const tt_vector_isa *isa, int64_t max_rows)
@@ -540,7 +539,7 @@ uint64_t tt_space_window_index(const tt_space *s, const tt_vector_isa *isa, int6
         if (c >= 0)
             pos[want[i][0]] = c;
     }
-    return index_of(s, pos);
+    return tt_space_encode(s, pos);
 }
 
 /* The accumulation moved into a local buffer (cache write), copied out by the original stage,

@@ -71,6 +71,8 @@ int tt_space_split_lengths(const tt_space *s, int k, int pos, int64_t *out);
 double tt_space_knob_feature(const tt_space *s, int k, int pos);
 /* Decodes config index `index` (mixed radix, first knob least significant) into knob positions. */
 void tt_space_decode(const tt_space *s, uint64_t index, int *pos);
+/* The index of the config whose knobs take choices `pos` (the inverse of tt_space_decode). */
+uint64_t tt_space_encode(const tt_space *s, const int *pos);
 /* The schedule state of config `index`; TT_ERR_ILLEGAL_STEP for a combination the state rejects
  * (rare).  *out owned by the caller. */
 tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_errbuf *err);

@@ -83,12 +83,7 @@ static uint64_t neighbour(task *t, uint64_t index)
         pos[k] = v;
         break;
     }
-    uint64_t out = 0, mul = 1;
-    for (int k = 0; k < t->space.nknobs; k++) {
-        out += (uint64_t)pos[k] * mul;
-        mul *= (uint64_t)t->space.knobs[k].n;
-    }
-    return out;
+    return tt_space_encode(&t->space, pos);
 }
 
 static int cmp_desc(const void *a, const void *b)
@@ -360,15 +355,13 @@ void tt__tune_ga_breed(task *t, int pop)
         tt_space_decode(&t->space, pool[parent[0]], a);
         tt_space_decode(&t->space, pool[parent[1]], b);
         int cut = (int)tt_rng_below(&t->rng, (uint64_t)nk);
-        uint64_t child = 0, mul = 1;
         for (int k = 0; k < nk; k++) {
-            int v = k < cut ? a[k] : b[k];
+            if (k >= cut)
+                a[k] = b[k];
             if (tt_rng_uniform(&t->rng) < 0.1)
-                v = (int)tt_rng_below(&t->rng, (uint64_t)t->space.knobs[k].n);
-            child += (uint64_t)v * mul;
-            mul *= (uint64_t)t->space.knobs[k].n;
+                a[k] = (int)tt_rng_below(&t->rng, (uint64_t)t->space.knobs[k].n);
         }
-        t->gen[t->ngen++] = child;
+        t->gen[t->ngen++] = tt_space_encode(&t->space, a);
     }
 }
 

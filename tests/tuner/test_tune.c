@@ -99,15 +99,11 @@ static uint64_t with_knob(const tt_space *sp, uint64_t index, const char *name, 
 {
     int pos[TT_SPACE_MAX_KNOBS];
     tt_space_decode(sp, index, pos);
-    uint64_t out = 0, mul = 1;
-    for (int k = 0; k < sp->nknobs; k++) {
+    for (int k = 0; k < sp->nknobs; k++)
         for (int c = 0; !strcmp(sp->knobs[k].name, name) && c < sp->knobs[k].n; c++)
             if (sp->knobs[k].choice[c] == value)
                 pos[k] = c;
-        out += mul * (uint64_t)pos[k];
-        mul *= (uint64_t)sp->knobs[k].n;
-    }
-    return out;
+    return tt_space_encode(sp, pos);
 }
 
 /* Copies of parameters into local buffers under statement `id` whose innermost loop (`ann`) is
