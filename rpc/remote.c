@@ -174,6 +174,19 @@ static tt_status authenticate(tt_remote *r, const tt_auth_keyring *auth, const j
     return st;
 }
 
+/* Whether the device of a session that closed before its hello is gone (its port refuses
+ * connections: killed or crashed after the handshake, a lost device the farm works around) rather
+ * than alive and silent to our hello (a TVM RPC server registered under our key, which no retry
+ * mends).  A process that dies closes its listening socket before the session's. */
+static bool device_gone(const tt_remote *r)
+{
+    int fd = dial(r->host, r->port, 2, NULL);
+    if (fd < 0)
+        return true;
+    close(fd);
+    return false;
+}
+
 static tt_status handshake(tt_remote *r, const char *matchkey, double session_s,
                            const tt_auth_keyring *auth, tt_errbuf *err)
 {
@@ -221,7 +234,9 @@ static tt_status handshake(tt_remote *r, const char *matchkey, double session_s,
     json_t *msg = NULL;
     uint64_t blob = 0;
     st = tt_mproto_recv(&r->ch, &msg, &blob, err);
-    if (st == TT_ERR_PARSE || (st == TT_ERR_IO && strstr(err->msg, "closed")))
+    if (st == TT_ERR_IO && device_gone(r))
+        return tt_err(err, TT_ERR_IO, "device %s went away during the handshake", r->peer);
+    if (st == TT_ERR_PARSE || st == TT_ERR_IO)
         return tt_err_prefix(err, TT_ERR_PARSE, "%s (key %.*s) is not a tvm-rpc-server", r->peer,
                              len, skey);
     if (st)

@@ -8,7 +8,8 @@
  * broken session (device died, network) is TT_ERR_IO and the candidate is re-queued on another
  * device; an unreachable tracker or device when opening is TT_ERR_IO too (try again later); no
  * device within the request deadline is TT_ERR_LIMIT; a peer that is not a tvm-rpc-server is
- * TT_ERR_PARSE.  One thread per session. */
+ * TT_ERR_PARSE (a session closed before the hello is TT_ERR_IO when the device's port is gone,
+ * TT_ERR_PARSE when it is still open).  One thread per session. */
 #ifndef TT_RPC_REMOTE_H
 #define TT_RPC_REMOTE_H
 

@@ -11,7 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -512,6 +516,58 @@ static void device_dies_mid_run(void **state)
     assert_null(strstr(first + 1, "\"key\": \"server:cpu\""));
 }
 
+/* A device that answers TVM's handshake and then closes the session before our hello: one that
+ * died in that instant (its port refuses connections) is a lost device, tried again elsewhere
+ * (TT_ERR_IO); one that is alive is not a tvm-rpc-server, and no retry mends it (TT_ERR_PARSE).
+ * A kill between the server's "session with" and its hello once stopped device_dies_mid_run. */
+static tt_status open_closing_device(bool dies, tt_errbuf *err)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof(a);
+    assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(lfd, 4), 0);
+    assert_int_equal(getsockname(lfd, (struct sockaddr *)&a, &alen), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = accept(lfd, NULL, NULL);
+        uint8_t h[8], key[512];
+        uint32_t kl = 0;
+        if (fd < 0 || !tt_read_all(fd, h, 8) || (kl = tt_get_le32(h + 4)) > sizeof(key) ||
+            !tt_read_all(fd, key, kl))
+            _exit(1);
+        uint8_t reply[8 + 10];
+        tt_put_le32(reply, TT_RPC_SUCCESS);
+        tt_put_le32(reply + 4, 10);
+        memcpy(reply + 8, "server:cpu", 10);
+        tt_write_all(fd, reply, sizeof(reply));
+        if (dies)
+            close(lfd);
+        close(fd);
+        pause(); /* killed by the test */
+        _exit(0);
+    }
+    close(lfd);
+    tt_remote_options o = {.host = "127.0.0.1", .port = ntohs(a.sin_port), .key = "cpu"};
+    tt_remote *r = NULL;
+    tt_status st = tt_remote_open(&o, &r, NULL, err);
+    assert_null(r);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return st;
+}
+
+static void device_gone_during_handshake(void **state)
+{
+    (void)state;
+    tt_errbuf err;
+    assert_int_equal(open_closing_device(true, &err), TT_ERR_IO);
+    assert_non_null(strstr(err.msg, "went away during the handshake"));
+    assert_int_equal(open_closing_device(false, &err), TT_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "(key server:cpu) is not a tvm-rpc-server"));
+}
+
 static void tracker_restarted_mid_run(void **state)
 {
     (void)state;
@@ -917,6 +973,7 @@ int main(void)
         cmocka_unit_test(abandoned_ticket_regenerated),
         cmocka_unit_test(measurement_protocol),
         cmocka_unit_test(device_dies_mid_run),
+        cmocka_unit_test(device_gone_during_handshake),
         cmocka_unit_test(tracker_restarted_mid_run),
         cmocka_unit_test(sick_device_quarantined),
         cmocka_unit_test(lying_device_quarantined),
