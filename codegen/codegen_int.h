@@ -9,6 +9,7 @@
 /* Value numbering while emitting (llvm_vn.c). */
 #define TT_VN_MAX_DEPTH    256
 #define TT_EMIT_MAX_RANGES 32
+#define TT_EMIT_MAX_LANES  256 /* widest vector (tt_codegen_options.max_vector) */
 typedef struct tt__vn_entry {
     int op;         /* an emitter-defined operation code */
     uint16_t depth; /* region it was built in */
@@ -57,7 +58,8 @@ typedef struct emitter {
     LLVMTypeRef i1, i8, i32, i64, f32, f64, i8p, voidt;
     int lanes; /* > 0 inside an explicitly vectorised loop */
     uint32_t vec_var;
-    int auto_unroll; /* auto_unroll_max_step in effect */
+    LLVMValueRef vec_base; /* the vector variable's lane 0: 0, or a strided loop's counter */
+    int auto_unroll;       /* auto_unroll_max_step in effect */
     /* A select known to take its first branch (inside a padded update's guard): emitted as that
      * branch.  0 = none. */
     uint32_t taken_select;

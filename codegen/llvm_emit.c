@@ -133,7 +133,7 @@ static LLVMValueRef emit_lane0(emitter *e, tt_eid id)
         return emit(e, id).v;
     int lanes = e->lanes;
     LLVMValueRef saved = e->vars[e->vec_var];
-    e->vars[e->vec_var] = LLVMConstInt(e->i64, 0, 0);
+    e->vars[e->vec_var] = e->vec_base;
     e->lanes = 0;
     LLVMValueRef v = emit(e, id).v;
     e->lanes = lanes;
@@ -955,7 +955,10 @@ static LLVMValueRef no_unroll_md(emitter *e)
     return e->md_no_unroll;
 }
 
-static void emit_serial_loop(emitter *e, const tt_stmt *s, LLVMValueRef begin, LLVMValueRef end)
+/* `lanes` > 1: a vectorised loop too long for one vector, `lanes` of its iterations at a time
+ * (the variable is the counter plus <0, 1, ..., lanes-1>); `lanes` divides the extent. */
+static void emit_serial_loop(emitter *e, const tt_stmt *s, LLVMValueRef begin, LLVMValueRef end,
+                             int lanes)
 {
     /* while (i < end) { body; i++ } with the test at the top (parallel chunks may be empty). */
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(e->b);
@@ -969,6 +972,16 @@ static void emit_serial_loop(emitter *e, const tt_stmt *s, LLVMValueRef begin, L
     LLVMPositionBuilderAtEnd(e->b, body);
     LLVMValueRef saved = e->vars[s->var];
     e->vars[s->var] = phi;
+    if (lanes > 1) {
+        LLVMValueRef offsets[TT_EMIT_MAX_LANES];
+        for (int l = 0; l < lanes; l++)
+            offsets[l] = LLVMConstInt(e->i64, (unsigned long long)l, 0);
+        e->lanes = lanes;
+        e->vec_var = s->var;
+        e->vec_base = phi;
+        e->vars[s->var] =
+            LLVMBuildAdd(e->b, splat(e, phi), LLVMConstVector(offsets, (unsigned)lanes), "");
+    }
     /* Its bounds: [begin, end) where they are constants (a parallel chunk's are not; the chunk
      * lies within the loop's extent). */
     bool bounded = e->nranges < TT_EMIT_MAX_RANGES;
@@ -985,7 +998,12 @@ static void emit_serial_loop(emitter *e, const tt_stmt *s, LLVMValueRef begin, L
     if (bounded)
         e->nranges--;
     e->vars[s->var] = saved;
-    LLVMValueRef next = LLVMBuildAdd(e->b, phi, LLVMConstInt(e->i64, 1, 0), "");
+    if (lanes > 1) {
+        e->lanes = 0;
+        e->vec_base = LLVMConstInt(e->i64, 0, 0);
+    }
+    LLVMValueRef next =
+        LLVMBuildAdd(e->b, phi, LLVMConstInt(e->i64, lanes > 1 ? (unsigned)lanes : 1, 0), "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(e->b);
     LLVMValueRef back = LLVMBuildBr(e->b, head);
     /* A copy through a local buffer too large for registers stays a loop: unrolled it gains
@@ -1188,13 +1206,24 @@ static bool emit_peeled(emitter *e, const tt_stmt *s)
     emit_stmt(e, s->body);
     if (s->extent > 2) /* the middle: bounded [1, extent - 2] by the loop's constant bounds */
         emit_serial_loop(e, s, LLVMConstInt(e->i64, 1, 0),
-                         LLVMConstInt(e->i64, (unsigned long long)s->extent - 1, 0));
+                         LLVMConstInt(e->i64, (unsigned long long)s->extent - 1, 0), 0);
     e->vars[s->var] = LLVMConstInt(e->i64, (unsigned long long)s->extent - 1, 0);
     emit_stmt(e, s->body);
     e->vars[s->var] = saved;
     e->npeeled--;
     e->stats.peeled_loops++;
     return true;
+}
+
+/* The lanes of each vector of a vectorised loop longer than the widest vector: the largest
+ * divisor of its extent that is at most max_vector, or 0 when that is under 4 (a prime extent:
+ * the loop stays scalar). */
+static int long_vector_lanes(const emitter *e, int64_t extent)
+{
+    for (int lanes = e->opt.max_vector; lanes >= 4; lanes--)
+        if (extent % lanes == 0)
+            return lanes;
+    return 0;
 }
 
 static void emit_loop(emitter *e, const tt_stmt *s)
@@ -1227,6 +1256,11 @@ static void emit_loop(emitter *e, const tt_stmt *s)
         e->lanes = 0;
         e->vars[s->var] = saved;
         e->stats.vector_loops++;
+    } else if (s->ann == TT_ANN_VECTORIZE && !e->lanes && s->extent > e->opt.max_vector &&
+               long_vector_lanes(e, s->extent) && vectorisable(e, s->body, s->var)) {
+        /* Too long for one vector (a packed copy's row of 128): a loop over vectors. */
+        emit_serial_loop(e, s, zero, ext, long_vector_lanes(e, s->extent));
+        e->stats.vector_loops++;
     } else if ((s->ann == TT_ANN_UNROLL && s->extent <= e->opt.unroll_limit) ||
                (e->auto_unroll && s->ann != TT_ANN_PARALLEL &&
                 tt_program_nest_trip(e->p, s->body) * s->extent <= e->auto_unroll &&
@@ -1241,7 +1275,7 @@ static void emit_loop(emitter *e, const tt_stmt *s)
     } else if (s->ann == TT_ANN_VECTORIZE || !emit_peeled(e, s)) {
         if (s->ann == TT_ANN_VECTORIZE)
             e->stats.scalar_fallbacks++;
-        emit_serial_loop(e, s, zero, ext);
+        emit_serial_loop(e, s, zero, ext, 0);
     }
     e->auto_unroll = saved_unroll;
 }
@@ -1300,5 +1334,5 @@ void tt__codegen_emit_body(emitter *e, tt_sid root)
 
 void tt__codegen_emit_serial(emitter *e, const tt_stmt *loop, LLVMValueRef begin, LLVMValueRef end)
 {
-    emit_serial_loop(e, loop, begin, end);
+    emit_serial_loop(e, loop, begin, end, 0);
 }

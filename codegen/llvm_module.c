@@ -471,6 +471,7 @@ static tt_status build_module(emitter *e, const tt_program *p, const tt_target *
     e->i64 = LLVMInt64TypeInContext(e->ctx);
     e->f32 = LLVMFloatTypeInContext(e->ctx);
     e->f64 = LLVMDoubleTypeInContext(e->ctx);
+    e->vec_base = LLVMConstInt(e->i64, 0, 0);
     e->i8p = LLVMPointerType(e->i8, 0);
     e->voidt = LLVMVoidTypeInContext(e->ctx);
     e->vars = calloc(p->pool.vars.len, sizeof(LLVMValueRef));

@@ -33,10 +33,10 @@ static int teardown(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
-/* Compiles (as a shared object, or as a relocatable object loaded in memory), runs and compares
- * with the reference evaluator; returns the stats. */
-static void check_compiled(const tt_dag *dag, const tt_program *prog, const char *what,
-                           uint64_t seed, bool object, tt_codegen_stats *stats)
+/* Compiles with options `co`, runs and compares with the reference evaluator; returns the stats. */
+static void check_compiled_with(const tt_dag *dag, const tt_program *prog, const char *what,
+                                uint64_t seed, const tt_codegen_options *co,
+                                tt_codegen_stats *stats)
 {
     static int counter;
     char so[256];
@@ -44,8 +44,7 @@ static void check_compiled(const tt_dag *dag, const tt_program *prog, const char
     tt_target t;
     tt_errbuf err = {{0}};
     assert_int_equal(tt_target_parse("llvm", &t, &err), TT_OK);
-    tt_codegen_options co = {3, 64, 64, NULL, object};
-    if (tt_codegen_llvm(prog, &t, "kernel", so, &co, stats, &err)) {
+    if (tt_codegen_llvm(prog, &t, "kernel", so, co, stats, &err)) {
         char *ir = tt_program_print(prog);
         fail_msg("%s: %s\n%s", what, err.msg, ir);
     }
@@ -83,6 +82,15 @@ static void check_compiled(const tt_dag *dag, const tt_program *prog, const char
     }
     tt_kernel_unload(k);
     unlink(so);
+}
+
+/* Compiles (as a shared object, or as a relocatable object loaded in memory), runs and compares
+ * with the reference evaluator; returns the stats. */
+static void check_compiled(const tt_dag *dag, const tt_program *prog, const char *what,
+                           uint64_t seed, bool object, tt_codegen_stats *stats)
+{
+    tt_codegen_options co = {3, 64, 64, NULL, object};
+    check_compiled_with(dag, prog, what, seed, &co, stats);
 }
 
 #define SCHEDULES 12
@@ -552,6 +560,33 @@ static void copies_through_large_local_buffers_stay_loops(void **state)
     }
 }
 
+/* A vectorised loop longer than the widest vector (max_vector, 64 lanes) is a loop over vectors
+ * that divide it, not a scalar loop: here C's initialisation, B.local's copy and the update, 128
+ * lanes each, at max_vector 64 and 32; a prime extent (67) stays scalar. */
+static void long_vector_loops_are_loops_over_vectors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *workload;
+        int max_vector, vector_loops, scalar_fallbacks;
+    } cases[] = {{"matmul:M=64,N=128,K=64", 64, 3, 0},
+                 {"matmul:M=64,N=128,K=64", 32, 3, 0},
+                 {"matmul:M=64,N=67,K=64", 64, 0, 3}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        char steps[512];
+        packed_b_steps(16, steps, sizeof(steps));
+        lowered l = lower_steps(cases[c].workload, steps);
+        tt_codegen_options o = {3, cases[c].max_vector, 64, NULL, true};
+        tt_codegen_stats stats;
+        check_compiled_with(&l.w->dag, l.prog, cases[c].workload, 29, &o, &stats);
+        free_lowered(&l);
+        if (stats.vector_loops != cases[c].vector_loops ||
+            stats.scalar_fallbacks != cases[c].scalar_fallbacks)
+            fail_msg("%s at %d lanes: %d vector loops, %d scalar fallbacks", cases[c].workload,
+                     cases[c].max_vector, stats.vector_loops, stats.scalar_fallbacks);
+    }
+}
+
 /* A buffer allocated in the body of an unrolled loop is allocated once, not once per copy of the
  * body (four copies of a 4 KiB stack buffer before), and the kernel computes the definition. */
 static void buffers_in_unrolled_loops_are_allocated_once(void **state)
@@ -950,6 +985,7 @@ int main(void)
         cmocka_unit_test(loops_over_padded_tiles_are_peeled),
         cmocka_unit_test(guards_are_decided_on_enclosing_loop_bounds),
         cmocka_unit_test(copies_through_large_local_buffers_stay_loops),
+        cmocka_unit_test(long_vector_loops_are_loops_over_vectors),
         cmocka_unit_test(buffers_in_unrolled_loops_are_allocated_once),
         cmocka_unit_test(concurrent_compilations_succeed),
         cmocka_unit_test(compiled_random_schedules_match_the_definition),
