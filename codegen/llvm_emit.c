@@ -955,6 +955,15 @@ static LLVMValueRef no_unroll_md(emitter *e)
     return e->md_no_unroll;
 }
 
+/* The constant vector <0, 1, ..., lanes-1> (i64). */
+static LLVMValueRef lane_numbers(emitter *e, int lanes)
+{
+    LLVMValueRef l[TT_EMIT_MAX_LANES];
+    for (int i = 0; i < lanes; i++)
+        l[i] = LLVMConstInt(e->i64, (unsigned long long)i, 0);
+    return LLVMConstVector(l, (unsigned)lanes);
+}
+
 /* `lanes` > 1: a vectorised loop too long for one vector, `lanes` of its iterations at a time
  * (the variable is the counter plus <0, 1, ..., lanes-1>); `lanes` divides the extent. */
 static void emit_serial_loop(emitter *e, const tt_stmt *s, LLVMValueRef begin, LLVMValueRef end,
@@ -973,14 +982,10 @@ static void emit_serial_loop(emitter *e, const tt_stmt *s, LLVMValueRef begin, L
     LLVMValueRef saved = e->vars[s->var];
     e->vars[s->var] = phi;
     if (lanes > 1) {
-        LLVMValueRef offsets[TT_EMIT_MAX_LANES];
-        for (int l = 0; l < lanes; l++)
-            offsets[l] = LLVMConstInt(e->i64, (unsigned long long)l, 0);
         e->lanes = lanes;
         e->vec_var = s->var;
         e->vec_base = phi;
-        e->vars[s->var] =
-            LLVMBuildAdd(e->b, splat(e, phi), LLVMConstVector(offsets, (unsigned)lanes), "");
+        e->vars[s->var] = LLVMBuildAdd(e->b, splat(e, phi), lane_numbers(e, lanes), "");
     }
     /* Its bounds: [begin, end) where they are constants (a parallel chunk's are not; the chunk
      * lies within the loop's extent). */
@@ -1231,6 +1236,9 @@ static void emit_loop(emitter *e, const tt_stmt *s)
     LLVMValueRef zero = LLVMConstInt(e->i64, 0, 0),
                  ext = LLVMConstInt(e->i64, (unsigned long long)s->extent, 0);
     int saved_unroll = e->auto_unroll;
+    int long_lanes = s->ann == TT_ANN_VECTORIZE && s->extent > e->opt.max_vector
+                         ? long_vector_lanes(e, s->extent)
+                         : 0;
     if (s->unroll_max_step)
         e->auto_unroll = s->unroll_max_step;
     if (s->extent == 1) {
@@ -1245,21 +1253,17 @@ static void emit_loop(emitter *e, const tt_stmt *s)
     } else if (s->ann == TT_ANN_VECTORIZE && !e->lanes && s->extent > 1 &&
                s->extent <= e->opt.max_vector && vectorisable(e, s->body, s->var)) {
         /* The whole loop is one vector of `extent` lanes. */
-        LLVMValueRef lanes[256];
-        for (int64_t l = 0; l < s->extent; l++)
-            lanes[l] = LLVMConstInt(e->i64, (unsigned long long)l, 0);
         LLVMValueRef saved = e->vars[s->var];
-        e->vars[s->var] = LLVMConstVector(lanes, (unsigned)s->extent);
+        e->vars[s->var] = lane_numbers(e, (int)s->extent);
         e->lanes = (int)s->extent;
         e->vec_var = s->var;
         emit_stmt(e, s->body);
         e->lanes = 0;
         e->vars[s->var] = saved;
         e->stats.vector_loops++;
-    } else if (s->ann == TT_ANN_VECTORIZE && !e->lanes && s->extent > e->opt.max_vector &&
-               long_vector_lanes(e, s->extent) && vectorisable(e, s->body, s->var)) {
+    } else if (long_lanes && !e->lanes && vectorisable(e, s->body, s->var)) {
         /* Too long for one vector (a packed copy's row of 128): a loop over vectors. */
-        emit_serial_loop(e, s, zero, ext, long_vector_lanes(e, s->extent));
+        emit_serial_loop(e, s, zero, ext, long_lanes);
         e->stats.vector_loops++;
     } else if ((s->ann == TT_ANN_UNROLL && s->extent <= e->opt.unroll_limit) ||
                (e->auto_unroll && s->ann != TT_ANN_PARALLEL &&
