@@ -36,6 +36,7 @@ typedef struct {
     int nstages;
     int64_t *var_ext; /* extent of every leaf/intermediate variable (0 = unknown) */
     tt_eid *root_val; /* value of every non-leaf variable in terms of leaves */
+    uint8_t *clamped; /* root variables split with their last tile moved back (clamped_tile) */
     tt_bounds bounds; /* loop variable ranges for the simplifier */
     size_t nvars;
     tt_status status;
@@ -136,6 +137,29 @@ static tt_eid expand(lower_ctx *c, tt_eid e, int depth)
 
 /* ---- relations: extents and root values ---- */
 
+/* The tile of a split whose last tile is moved back to end where its axis ends, overlapping
+ * the one before, instead of being guarded (0: guarded as usual).  An axis of 112 in register
+ * tiles of 6 then has 18 whole tiles and a 19th over rows 106-111: no guard inside the tile,
+ * so no branch per row in the micro-kernel, for two rows computed twice.  Only where computing
+ * an element twice writes the same value twice: a spatial axis of a stage without a reduction
+ * (a copy-out, an elementwise stage), whose tile fits the axis.  A reduction's tiles would add
+ * twice into the elements they share, and under a parallel loop race while doing it. */
+static int64_t clamped_tile(lower_ctx *c, int s, const tt_relation *rel)
+{
+    const tt_op *op = &c->st->dag.ops.data[c->st->stages.data[s].op];
+    int64_t ext = c->var_ext[rel->parent], tile = 1;
+    bool spatial_root = false;
+    for (int d = 0; d < op->ndim; d++)
+        spatial_root |= op->axis[d] == rel->parent;
+    if (!spatial_root || op->nreduce > 0 || rel->nchild < 2)
+        return 0;
+    for (int k = 1; k < rel->nchild; k++)
+        tile *= c->var_ext[rel->child[k]];
+    if (ext <= tile || ext % tile == 0 || c->var_ext[rel->child[0]] != (ext + tile - 1) / tile)
+        return 0;
+    return tile;
+}
+
 /* Re-derives extents of a stage's variables from its root extents, then the root variables'
  * values in terms of the leaves (stored in c->root_val). */
 static void derive(lower_ctx *c, int s)
@@ -186,12 +210,22 @@ static void derive(lower_ctx *c, int s)
     for (size_t r = sg->rels.len; r-- > 0;) {
         const tt_relation *rel = &sg->rels.data[r];
         if (rel->kind == TT_REL_SPLIT) {
+            int64_t tile = clamped_tile(c, s, rel);
             tt_eid acc = 0;
-            for (int k = 0; k < rel->nchild; k++) {
+            for (int k = tile ? 1 : 0; k < rel->nchild; k++) {
                 uint32_t ch = rel->child[k];
                 tt_eid v = c->root_val[ch] ? c->root_val[ch] : tt_expr_var(p, ch);
                 acc = acc ? tt_add(p, tt_mul(p, acc, tt_expr_int(p, c->var_ext[ch])), v) : v;
             }
+            if (tile) {
+                /* min(outer * tile, extent - tile) + inner: the last tile ends at the end. */
+                uint32_t ch = rel->child[0];
+                tt_eid o = c->root_val[ch] ? c->root_val[ch] : tt_expr_var(p, ch);
+                tt_eid start = tt_expr_binary(p, TT_EXPR_MIN, tt_mul(p, o, tt_expr_int(p, tile)),
+                                              tt_expr_int(p, c->var_ext[rel->parent] - tile));
+                acc = tt_add(p, start, acc);
+            }
+            c->clamped[rel->parent] = tile > 0;
             c->root_val[rel->parent] = acc;
         } else {
             tt_eid f =
@@ -848,7 +882,7 @@ static tt_eid guards(lower_ctx *c, int s, const tt_eid *sub, bool with_reduce)
             p,
             tt_expr_binary(p, TT_EXPR_LT, root_of(c, op->axis[d]), tt_expr_int(p, c->si[s].ext[d])),
             &c->bounds);
-        if (!tt_expr_is_const_int(p, g, NULL))
+        if (!tt_expr_is_const_int(p, g, NULL) && !c->clamped[op->axis[d]])
             cond = and_cond(p, cond, g);
         if (!c->si[s].full[d]) {
             tt_eid hi = tt_simplify(
@@ -1077,7 +1111,7 @@ tt_status tt_lower(const tt_state *st, tt_program **out, tt_errbuf *err)
 {
     *out = NULL;
     tt_program *p = calloc(1, sizeof(*p));
-    lower_ctx c = {st, p, err, NULL, (int)st->stages.len, NULL, NULL, {0}, 0, TT_OK};
+    lower_ctx c = {.st = st, .p = p, .err = err, .nstages = (int)st->stages.len, .status = TT_OK};
     tt_status r = TT_OK;
     if (!p || tt_expr_pool_clone(&st->dag.pool, &p->pool)) {
         free(p);
@@ -1090,12 +1124,13 @@ tt_status tt_lower(const tt_state *st, tt_program **out, tt_errbuf *err)
     c.nvars = p->pool.vars.len;
     c.var_ext = calloc(c.nvars, sizeof(int64_t));
     c.root_val = calloc(c.nvars, sizeof(tt_eid));
+    c.clamped = calloc(c.nvars, 1);
     c.bounds.lo = calloc(c.nvars, sizeof(int64_t));
     c.bounds.hi = calloc(c.nvars, sizeof(int64_t));
     c.bounds.known = calloc(c.nvars, 1);
     c.bounds.n = c.nvars;
-    if (!c.si || !c.var_ext || !c.root_val || !c.bounds.lo || !c.bounds.hi || !c.bounds.known ||
-        TT_VEC_PUSH(&p->stmts, none)) {
+    if (!c.si || !c.var_ext || !c.root_val || !c.clamped || !c.bounds.lo || !c.bounds.hi ||
+        !c.bounds.known || TT_VEC_PUSH(&p->stmts, none)) {
         r = tt_err(err, TT_ERR_NOMEM, "out of memory");
         goto out;
     }
@@ -1199,6 +1234,7 @@ out:
     free(c.si);
     free(c.var_ext);
     free(c.root_val);
+    free(c.clamped);
     free(c.bounds.lo);
     free(c.bounds.hi);
     free(c.bounds.known);

@@ -61,10 +61,47 @@ tt_status tt__space_pick_main(tt_space *s, const tt_dag *dag, tt_errbuf *err)
     return TT_OK;
 }
 
+/* Can register tiles of `rows` cover an axis of `extent`?  When they divide it; else when the
+ * last tile, moved back to end with the axis (schedule/lower.c clamps a copy-out's last tile),
+ * recomputes at most an eighth of it: 6 rows over 112 (OpenBLAS's 6x16 on AVX2, 2 rows again),
+ * not 6 over 7. */
+static bool rows_fit(int64_t extent, int64_t rows)
+{
+    if (extent % rows == 0)
+        return true;
+    int64_t tiles = (extent + rows - 1) / rows;
+    return extent > rows && (tiles * rows - extent) * 8 <= extent;
+}
+
+/* The largest divisor of `n` that is at most `max`. */
+static int64_t divisor_at_most(int64_t n, int64_t max)
+{
+    for (int64_t d = max < n ? max : n; d > 1; d--)
+        if (n % d == 0)
+            return d;
+    return 1;
+}
+
+/* The cache tile along the row axis (`extent`): at most `mult` register tiles of `rows`, a
+ * number that divides the axis's register tiles.  When the rows do not divide the axis, it is
+ * shorter than the axis, so that only its last copy is moved back and every register tile in
+ * it is whole. */
+static int64_t cache_rows(int64_t extent, int64_t rows, int64_t mult)
+{
+    if (extent % rows == 0)
+        return rows * divisor_at_most(extent / rows, mult);
+    int64_t tiles = (extent + rows - 1) / rows;
+    for (int64_t k = mult < tiles ? mult : tiles; k > 1; k--)
+        if (tiles % k == 0 && rows * k < extent)
+            return rows * k;
+    return rows;
+}
+
 /* The register tiles of the micro_kernel knob: [rows, vectors] pairs whose accumulators, one
- * vector of B per column vector and a broadcast of A fit the ISA's registers.  Rows must divide
- * the row axis; columns (vectors x lanes) the column axis, else one partial vector as wide as the
- * largest divisor below the vector width.  None when the ISA has no vectors. */
+ * vector of B per column vector and a broadcast of A fit the ISA's registers.  Rows divide the
+ * row axis, or are the most that fit (rows_fit: the last tile moved back); columns (vectors x
+ * lanes) divide the column axis, else one partial vector as wide as the largest divisor below
+ * the vector width.  None when the ISA has no vectors. */
 static int micro_kernels(const tt_vector_isa *isa, int64_t lanes, int64_t row_extent,
                          int64_t col_extent, int64_t *out)
 {
@@ -79,15 +116,25 @@ static int micro_kernels(const tt_vector_isa *isa, int64_t lanes, int64_t row_ex
     for (int64_t v = 1; v <= 4; v++) {
         if (partial ? v > 1 : col_extent % (v * lanes) != 0)
             continue;
+        int64_t most = 0; /* the most rows whose tile fits the registers */
         for (int64_t r = 1; r <= 16 && n < TT_SPACE_MAX_CHOICES; r++) {
             /* Accumulators and one B vector per column vector, plus a register for the
              * broadcast of A unless the ISA folds it into the FMA (AVX-512's {1toN}). */
             int64_t need = r * v + v + (isa->vector_bytes >= 64 ? 0 : 1);
-            if (need > isa->vector_regs || row_extent % r != 0)
+            if (need > isa->vector_regs)
+                break;
+            most = r;
+            if (row_extent % r != 0)
                 continue;
             /* [rows, vectors] as a split knob; a partial vector is 0x8000 | its width. */
             out[n++] = (r << 16) | (partial ? (0x8000 | partial) : v);
         }
+        /* Rows that divide the axis, and the most rows the registers hold where they do not
+         * (6 x 2 vectors over 112 on AVX2, where 4 is the most that divide): one more choice,
+         * not every row count, which grew the space for tiles no better than their divisors. */
+        if (most > 0 && row_extent % most != 0 && rows_fit(row_extent, most) &&
+            n < TT_SPACE_MAX_CHOICES)
+            out[n++] = (most << 16) | (partial ? (0x8000 | partial) : v);
     }
     return n;
 }
@@ -364,15 +411,6 @@ static tt_status finish_stage(tt_state *st, int stage, int nouter, bool parallel
     return TT_OK;
 }
 
-/* The largest divisor of `n` that is at most `max`. */
-static int64_t divisor_at_most(int64_t n, int64_t max)
-{
-    for (int64_t d = max < n ? max : n; d > 1; d--)
-        if (n % d == 0)
-            return d;
-    return 1;
-}
-
 /* The register tile of micro_kernel choice `mk` for the space's main stage. */
 static void register_tile(const tt_space *s, int64_t mk, int64_t *rows, int64_t *cols)
 {
@@ -382,7 +420,7 @@ static void register_tile(const tt_space *s, int64_t mk, int64_t *rows, int64_t 
 }
 
 /* Micro-kernel mode: the row and column tile knobs count register tiles; turn them into cache
- * tile lengths that divide their axes. */
+ * tile lengths (cache_rows; columns divide their axis). */
 static void micro_tiles(const tt_space *s, int64_t mk, int64_t *tile)
 {
     const tt_op *m = &s->dag->ops.data[s->main_stage];
@@ -394,8 +432,8 @@ static void micro_tiles(const tt_space *s, int64_t mk, int64_t *tile)
         int d = n - 2 + a;
         if (d < 0)
             continue;
-        int64_t per = m->shape[d] / reg[a]; /* register tiles along the axis */
-        tile[d] = reg[a] * divisor_at_most(per, tile[d]);
+        tile[d] = a == 0 ? cache_rows(m->shape[d], reg[a], tile[d])
+                         : reg[a] * divisor_at_most(m->shape[d] / reg[a], tile[d]);
     }
 }
 
@@ -436,12 +474,14 @@ uint64_t tt_space_blocked_index(const tt_space *s, const tt_vector_isa *isa,
         taps = (int)m->rextent[s->nreduce - 2];
     }
     /* Register tile: the most rows by two vectors (each B vector feeds every row) that leave
-     * room for the taps' B vectors. */
+     * room for the taps' B vectors, among rows that divide the row axis.  Rows with a moved-back
+     * last tile (rows_fit) are left to the search: with AVX-512's 32 registers the most of them,
+     * 15 x 2 over 1024, leave none spare and ran at 0.58 of 8 x 2 (docs/tuning.md). */
     const tt_knob *mk = &s->knobs[n + 7];
     int spare = isa->vector_bytes >= 64 ? 0 : 1; /* AVX-512 folds the broadcast into the FMA */
     for (int c = 0, best = -1; c < mk->n; c++) {
         int64_t r = mk->choice[c] >> 16;
-        if ((mk->choice[c] & 0xffff) == 2 &&
+        if ((mk->choice[c] & 0xffff) == 2 && m->shape[n - 2] % r == 0 &&
             r * 2 + (taps ? taps : 1) * 2 + spare <= isa->vector_regs &&
             (best < 0 || mk->choice[c] > mk->choice[best]))
             pos[n + 7] = best = c;
@@ -476,7 +516,7 @@ uint64_t tt_space_blocked_index(const tt_space *s, const tt_vector_isa *isa,
             for (int c = 0; c < k->n; c++) {
                 int64_t len = k->choice[c]; /* the smallest choice when none fits */
                 if (d == n - 2)
-                    len = rows * divisor_at_most(m->shape[d] / rows, len);
+                    len = cache_rows(m->shape[d], rows, len);
                 if (c == 0 || (inner * len <= budget && len > best_len)) {
                     best = c;
                     best_len = len;
@@ -514,14 +554,16 @@ uint64_t tt_space_window_index(const tt_space *s, const tt_vector_isa *isa, int6
         return base;
     int n = s->nspatial, pos[TT_SPACE_MAX_KNOBS];
     tt_space_decode(s, base, pos);
-    /* Register tile: one vector (or the partial one), the most rows up to max_rows. */
+    /* Register tile: one vector (or the partial one), the most rows up to max_rows that divide
+     * the row axis. */
     const tt_knob *mk = &s->knobs[n + 7];
     int best = -1;
     int64_t best_rows = 0;
     for (int c = 0; c < mk->n; c++) {
         int64_t rows, cols;
         register_tile(s, mk->choice[c], &rows, &cols);
-        if (cols <= s->vector_lanes && rows <= max_rows && rows > best_rows) {
+        if (cols <= s->vector_lanes && rows <= max_rows && rows > best_rows &&
+            m->shape[n - 2] % rows == 0) {
             best = c;
             best_rows = rows;
         }

@@ -587,6 +587,31 @@ static void long_vector_loops_are_loops_over_vectors(void **state)
     }
 }
 
+/* A register tile of 6 rows over 50, its last tile moved back to rows 44-49 (schedule/lower.c)
+ * and run by two threads next to the tile before it: compiled, it computes the definition, the
+ * rows both tiles write holding the same values, and its tile is vector code without a guard. */
+static void a_moved_back_last_tile_computes_the_definition(void **state)
+{
+    (void)state;
+    const char *mm = "matmul:M=50,N=32,K=24";
+    lowered l = lower_steps(
+        mm, "[[\"CHW\", 2, \"local\"], [\"SP\", 3, 0, 50, [6], 1], [\"SP\", 3, 2, 32, [16], 1], "
+            "[\"RE\", 3, [0, 2, 1, 3]], [\"CA\", 2, 3, 1], [\"FU\", 3, [0, 1]], "
+            "[\"AN\", 3, 0, 3], [\"AN\", 3, 2, 2], [\"SP\", 2, 2, 24, [8], 1], "
+            "[\"RE\", 2, [2, 3, 0, 1]], [\"AN\", 2, 2, 1], [\"AN\", 2, 3, 2]]");
+    char *ir = tt_program_print(l.prog);
+    if (!strstr(ir, "min(i.0@j.0@ / 2 * 6, 44)") || strstr(ir, " if "))
+        fail_msg("want the last tile moved back, no guard:\n%s", ir);
+    free(ir);
+    for (int object = 0; object < 2; object++) {
+        tt_codegen_stats stats;
+        check_compiled(&l.w->dag, l.prog, mm, 31 + (uint64_t)object, object, &stats);
+        assert_int_equal(stats.scalar_fallbacks, 0);
+        assert_int_equal(stats.parallel_loops, 1);
+    }
+    free_lowered(&l);
+}
+
 /* A buffer allocated in the body of an unrolled loop is allocated once, not once per copy of the
  * body (four copies of a 4 KiB stack buffer before), and the kernel computes the definition. */
 static void buffers_in_unrolled_loops_are_allocated_once(void **state)
@@ -986,6 +1011,7 @@ int main(void)
         cmocka_unit_test(guards_are_decided_on_enclosing_loop_bounds),
         cmocka_unit_test(copies_through_large_local_buffers_stay_loops),
         cmocka_unit_test(long_vector_loops_are_loops_over_vectors),
+        cmocka_unit_test(a_moved_back_last_tile_computes_the_definition),
         cmocka_unit_test(buffers_in_unrolled_loops_are_allocated_once),
         cmocka_unit_test(concurrent_compilations_succeed),
         cmocka_unit_test(compiled_random_schedules_match_the_definition),

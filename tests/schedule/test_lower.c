@@ -110,6 +110,29 @@ static void cache_write_gives_a_register_tile(void **state)
     lowered_free(&l);
 }
 
+/* A split that does not divide its axis: in a stage without a reduction (the copy out of a
+ * local accumulator) the last tile is moved back to end where the axis ends, recomputing rows
+ * of the tile before it, with no guard; in a reduction the overlap would be added twice, so
+ * the last tile is guarded.  Both compute the definition. */
+static void a_tail_tile_ends_where_its_axis_ends(void **state)
+{
+    lowered l;
+    lower_or_fail(&l, "matmul:M=14,N=16,K=8",
+                  "[[\"CHW\", 2, \"local\"], [\"SP\", 3, 0, 14, [6], 1], "
+                  "[\"SP\", 3, 2, 16, [8], 1], [\"RE\", 3, [0, 2, 1, 3]], [\"CA\", 2, 3, 1], "
+                  "[\"FU\", 3, [0, 1]], [\"AN\", 3, 0, 3]]");
+    expect_in(&l, "for i.0@j.0@ in 0..6 parallel:");
+    expect_in(&l, "C[min(i.0@j.0@ / 2 * 6, 8) * 16");
+    if (strstr(l.ir, " if "))
+        fail_msg("a guard in\n%s", l.ir);
+    lowered_free(&l);
+    lower_or_fail(&l, "matmul:M=14,N=16,K=8", "[[\"SP\", 2, 0, 14, [6], 1]]");
+    expect_in(&l, "if i.0 * 6 + i.1 < 14:");
+    if (strstr(l.ir, "min("))
+        fail_msg("a reduction's tile moved back in\n%s", l.ir);
+    lowered_free(&l);
+}
+
 static void cache_read_into_shared_memory_at_a_reduction_tile(void **state)
 {
     /* A.shared holds the 16x4 slice of A used by one k.0 iteration of a 16-row block. */
@@ -346,6 +369,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(simplifier_uses_loop_ranges),
         cmocka_unit_test(cache_write_gives_a_register_tile),
+        cmocka_unit_test(a_tail_tile_ends_where_its_axis_ends),
         cmocka_unit_test(cache_read_into_shared_memory_at_a_reduction_tile),
         cmocka_unit_test(rfactor_splits_a_reduction),
         cmocka_unit_test(storage_align_pads_the_stride),

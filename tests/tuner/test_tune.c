@@ -237,6 +237,78 @@ static void cache_blocked_configs_follow_the_caches(void **state)
     assert_true(host.l1d_bytes >= 4096 && host.l2_bytes >= 65536);
 }
 
+/* Where no row count that divides the row axis fills the registers, the space also offers the
+ * most rows that do (OpenBLAS's 6 x 16 on AVX2 over ResNet-18's first output rows of 112), its
+ * last tile moved back to end with the axis: whole register tiles, no guard (schedule/lower.c).
+ * Not where that would recompute more than an eighth of the axis (6 rows over 7), nor in the
+ * starting points, which keep dividing rows.  Each config computes the definition. */
+static void register_tiles_may_move_their_last_tile_back(void **state)
+{
+    (void)state;
+    tt_vector_isa avx2 = {"avx2", 32, 16, true}, avx512 = {"avx512", 64, 32, true};
+#define RV(r, v) (((int64_t)(r) << 16) | (v)) /* a micro_kernel choice: rows x vectors */
+    static const struct {
+        const char *workload;
+        bool avx512;
+        int64_t beyond[3]; /* register tiles offered whose rows do not divide the axis */
+    } offers[] = {
+        /* 4 is the most rows that divide 112 with two vectors (14 with one). */
+        {"conv2d_nhwc:N=1,H=224,W=224,CI=3,CO=64,K=7,S=2,P=3", false, {RV(6, 2)}},
+        {"matmul:M=512,N=512,K=512", false, {RV(14, 1), RV(6, 2)}},
+        {"matmul:M=512,N=512,K=512", true, {RV(15, 2), RV(7, 4)}},
+        {"conv2d_nhwc:N=1,H=7,W=7,CI=64,CO=64,K=3,S=1,P=1", false, {0}}, /* 6 over 7 */
+        {"matmul:M=48,N=48,K=48", false, {0}},                           /* 6 divides 48 */
+    };
+    for (size_t i = 0; i < sizeof(offers) / sizeof(offers[0]); i++) {
+        tt_space sp;
+        const tt_vector_isa *isa = offers[i].avx512 ? &avx512 : &avx2;
+        tt_workload *w = open_space(offers[i].workload, isa, &sp);
+        const tt_knob *mk = &sp.knobs[sp.nspatial + 7];
+        int64_t extent = w->dag.ops.data[sp.main_stage].shape[sp.nspatial - 2];
+        int beyond = 0;
+        for (int c = 0; c < mk->n; c++)
+            if (extent % (mk->choice[c] >> 16) != 0) {
+                assert_true(beyond < 3);
+                assert_int_equal(mk->choice[c], offers[i].beyond[beyond++]);
+            }
+        assert_true(beyond == 3 || offers[i].beyond[beyond] == 0);
+        /* The starting point keeps a dividing register tile. */
+        tt_cpu_caches caches = {48 << 10, 2 << 20};
+        uint64_t start = tt_space_blocked_index(&sp, isa, &caches, 2, true, false);
+        int pos[TT_SPACE_MAX_KNOBS];
+        tt_space_decode(&sp, start, pos);
+        assert_int_equal(extent % (mk->choice[pos[sp.nspatial + 7]] >> 16), 0);
+        tt_workload_free(w);
+    }
+    /* 6 rows over 50: 9 register tiles, in cache tiles of 1 or 3 of them (18 rows: 50 = 2 x 18
+     * + 14, the last from row 32); both compute the definition without a guard. */
+    tt_space sp;
+    tt_workload *w = open_space("matmul:M=50,N=32,K=24", &avx2, &sp);
+    uint64_t base =
+        with_knob(&sp, tt_space_default_index(&sp, &avx2), "micro_kernel", (6 << 16) | 2);
+    static const struct {
+        int64_t mult;
+        const char *start;
+    } tiles[] = {{1, "min(i.0@j.0@ * 6, 44)"}, {4, "min(i.0@j.0@ * 18, 32)"}};
+    for (size_t i = 0; i < sizeof(tiles) / sizeof(tiles[0]); i++) {
+        uint64_t index = with_knob(&sp, base, "tile_i", tiles[i].mult);
+        expect_config(&sp, w, index, (const char *const[]){"micro_kernel=[-1,6,2]", NULL});
+        tt_state *st;
+        tt_program *prog;
+        tt_errbuf err = {{0}};
+        assert_int_equal(tt_space_apply(&sp, index, &st, &err), TT_OK);
+        assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
+        char *ir = tt_program_print(prog);
+        if (!strstr(ir, tiles[i].start) || strstr(ir, " if "))
+            fail_msg("want %s and no guard in\n%s", tiles[i].start, ir);
+        free(ir);
+        tt_program_free(prog);
+        tt_state_free(st);
+    }
+    tt_workload_free(w);
+#undef RV
+}
+
 /* The window starting point: for operators whose reductions are a small window (depthwise), the
  * register tile of one vector by the most rows up to the cap, outside the unrolled window; every
  * other space gets the default.  Each config computes the definition. */
@@ -624,6 +696,7 @@ int main(void)
         cmocka_unit_test(cache_blocked_configs_follow_the_caches),
         cmocka_unit_test(packed_copies_are_vector_loops),
         cmocka_unit_test(window_configs_tile_the_whole_window),
+        cmocka_unit_test(register_tiles_may_move_their_last_tile_back),
         cmocka_unit_test(a_run_records_every_measurement_and_resumes),
         cmocka_unit_test(grid_search_exhausts_a_small_space),
         cmocka_unit_test(ga_and_xgb_strategies_pick_new_correct_configs),
