@@ -3,10 +3,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <ftw.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -37,6 +40,49 @@ static void harden(const char *dir)
         setenv("TMPDIR", dir, 1);
 }
 
+/* Closes every socket the child inherited (the server's connections to the tracker and to its
+ * clients, a listening socket): a kernel must not be able to write frames on them, and a hung
+ * child must not hold a connection open after the server has closed it.  Other descriptors
+ * (the pipe back, a GPU driver's) stay.  Lists /proc/self/fd with getdents64 into a stack buffer,
+ * as nothing that allocates is safe in the child of a threaded process; without /proc, tries
+ * the first 4096 descriptors. */
+static void close_sockets(void)
+{
+    struct stat st;
+    int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) {
+        for (int fd = 3; fd < 4096; fd++)
+            if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode))
+                close(fd);
+        return;
+    }
+    char buf[4096];
+    for (;;) {
+        long n = syscall(SYS_getdents64, dir, buf, sizeof(buf));
+        if (n <= 0)
+            break;
+        for (long off = 0; off < n;) {
+            /* struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name */
+            unsigned short reclen;
+            memcpy(&reclen, buf + off + 16, sizeof(reclen));
+            const char *name = buf + off + 19;
+            int fd = 0;
+            bool number = name[0] != 0;
+            for (const char *c = name; *c; c++) {
+                if (*c < '0' || *c > '9') {
+                    number = false;
+                    break;
+                }
+                fd = fd * 10 + (*c - '0');
+            }
+            if (number && fd > 2 && fd != dir && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode))
+                close(fd);
+            off += reclen;
+        }
+    }
+    close(dir);
+}
+
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st, (void)flag, (void)ftw;
@@ -62,6 +108,7 @@ pid_t tt__sandbox_start(int *fd, tt_errbuf *err)
     if (pid == 0) {
         setpgid(0, 0);
         close(fds[0]);
+        close_sockets();
         *fd = fds[1];
         harden(pid_dir(getpid()));
         return 0;

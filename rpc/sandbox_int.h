@@ -13,10 +13,10 @@
  * with the read end in *fd; -1 with the reason in err when the pipe or fork failed.
  *
  * The child drops what a kernel does not need: it leads a new process group (killing the group
- * ends everything it started), cannot gain privileges (PR_SET_NO_NEW_PRIVS, so a setuid program
- * it runs stays unprivileged), writes no core dumps, opens at most 256 files and writes no file
- * over 1 GiB, and works in a private temporary directory (its cwd and TMPDIR), which
- * tt__sandbox_finish removes with whatever the kernel left there. */
+ * ends everything it started), keeps none of the parent's sockets, cannot gain privileges
+ * (PR_SET_NO_NEW_PRIVS, so a setuid program it runs stays unprivileged), writes no core dumps,
+ * opens at most 256 files and writes no file over 1 GiB, and works in a private temporary directory
+ * (its cwd and TMPDIR), which tt__sandbox_finish removes with whatever the kernel left there. */
 pid_t tt__sandbox_start(int *fd, tt_errbuf *err);
 /* Reads up to n bytes from the child until it closes the pipe or the monotonic clock passes
  * `deadline` (*timed_out).  Returns the bytes read. */

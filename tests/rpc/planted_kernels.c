@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define N 1024
@@ -74,8 +75,9 @@ int32_t fails(void *const *args)
 }
 
 /* Computes what `good` does, but only inside the sandbox's restrictions: no new privileges, no
- * core dumps, a private writable TMPDIR that is the working directory.  Returns which check
- * failed (1..4), so a measurement outside the sandbox is a RUNTIME_DEVICE error. */
+ * core dumps, a private writable TMPDIR that is the working directory, no socket inherited from
+ * the measuring process.  Returns which check failed (1..5), so a measurement outside the
+ * sandbox is a RUNTIME_DEVICE error. */
 int32_t sandboxed(void *const *args)
 {
     if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
@@ -90,5 +92,9 @@ int32_t sandboxed(void *const *args)
     FILE *f = fopen("left-behind", "w"); /* removed with the directory */
     if (!f || fputs("x", f) < 0 || fclose(f))
         return 4;
+    struct stat st;
+    for (int fd = 0; fd < 1024; fd++)
+        if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode))
+            return 5;
     return good(args);
 }

@@ -6,6 +6,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -165,11 +168,19 @@ static void a_missing_library_or_symbol_is_reported(void **state)
     assert_non_null(strstr(r.error_text, "no function 'no_such_entry'"));
 }
 
-/* The measuring child drops what a kernel does not need, and its private directory goes away with
+/* The measuring child drops what a kernel does not need (the server's sockets among it: here a
+ * connected pair and a listening socket on loopback), and its private directory goes away with
  * it. */
 static void the_child_is_sandboxed(void **state)
 {
     setup_data();
+    int pair[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+    int listener = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(listener >= 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(listener, (struct sockaddr *)&addr, sizeof(addr)), 0);
+    assert_int_equal(listen(listener, 1), 0);
     char dir[] = "/tmp/tt-measure-XXXXXX";
     assert_non_null(mkdtemp(dir));
     char *saved = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
@@ -184,6 +195,13 @@ static void the_child_is_sandboxed(void **state)
     if (r.error_no)
         fail_msg("%d: %s", r.error_no, r.error_text);
     assert_int_equal(rmdir(dir), 0); /* empty: the child's directory was removed */
+    /* The parent's sockets are its own still. */
+    assert_int_equal(write(pair[0], "x", 1), 1);
+    char c = 0;
+    assert_int_equal(read(pair[1], &c, 1), 1);
+    close(pair[0]);
+    close(pair[1]);
+    close(listener);
 }
 
 int main(void)
