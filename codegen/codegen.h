@@ -39,12 +39,15 @@ typedef struct tt_codegen_stats {
     double object_s; /* machine code */
     double link_s;   /* object -> shared object */
     int vector_loops, scalar_fallbacks, parallel_loops, unrolled_loops;
-    int padded_updates; /* multiply-adds of padded inputs skipped where the input is padding */
-    int guarded_loops;  /* loops of padded updates behind one branch on their shared guard */
-    int decided_guards; /* guards of padded updates and loads known while emitting (unrolled) */
-    int peeled_loops;   /* loops emitted as first iteration, middle, last for their padding */
-    int rolled_copies;  /* loops copying through local buffers too large for registers, kept
-                         * from LLVM's unrolling */
+    int padded_updates;  /* multiply-adds of padded inputs skipped where the input is padding */
+    int guarded_loops;   /* loops of padded updates behind one branch on guard terms they share */
+    int guarded_updates; /* padded updates behind a branch of their own (terms that change
+                          * inside every loop around them) */
+    int decided_guards;  /* guards or guard terms of padded updates and loads known while
+                          * emitting (unrolled) */
+    int peeled_loops;    /* loops emitted as first iteration, middle, last for their padding */
+    int rolled_copies;   /* loops copying through local buffers too large for registers, kept
+                          * from LLVM's unrolling */
     int64_t emitted_instructions; /* LLVM instructions before optimisation */
 } tt_codegen_stats;
 

@@ -9,6 +9,7 @@
 /* Value numbering while emitting (llvm_vn.c). */
 #define TT_VN_MAX_DEPTH    256
 #define TT_EMIT_MAX_RANGES 32
+#define TT_EMIT_MAX_KNOWN  16
 #define TT_EMIT_MAX_LANES  256 /* widest vector (tt_codegen_options.max_vector) */
 typedef struct tt__vn_entry {
     int op;         /* an emitter-defined operation code */
@@ -63,9 +64,11 @@ typedef struct emitter {
     /* A select known to take its first branch (inside a padded update's guard): emitted as that
      * branch.  0 = none. */
     uint32_t taken_select;
-    /* The guard of the padded updates of the loop being emitted behind a branch on it (emit_for):
-     * they update unguarded.  0 = none. */
-    uint32_t taken_guard;
+    /* Terms of padded updates' guards (conjuncts of `c1 && c2 && ...`) known to hold where code is
+     * being emitted: a loop whose updates all share them is emitted behind one branch on them
+     * (emit_for), and inside it they are emitted as true. */
+    uint32_t known[TT_EMIT_MAX_KNOWN];
+    int nknown;
     bool in_parallel;
     int num_threads; /* 0 = libgomp's default */
     int outlined;    /* counter for names */

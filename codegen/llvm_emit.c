@@ -646,6 +646,24 @@ static val emit_call(emitter *e, const tt_expr *n)
     return r;
 }
 
+/* Is `id` one of the guard terms known to hold here (emit_for)? */
+static bool is_known(const emitter *e, tt_eid id)
+{
+    for (int k = 0; k < e->nknown; k++)
+        if (e->known[k] == id || tt_expr_equal(&e->p->pool, e->known[k], id))
+            return true;
+    return false;
+}
+
+/* Are all the terms of guard `c` known to hold here? */
+static bool all_known(const emitter *e, tt_eid c)
+{
+    const tt_expr *n = tt_expr_get(&e->p->pool, c);
+    if (n->kind == TT_EXPR_AND)
+        return all_known(e, n->a) && all_known(e, n->b);
+    return is_known(e, c);
+}
+
 static val emit(emitter *e, tt_eid id)
 {
     const tt_expr n = *tt_expr_get(&e->p->pool, id);
@@ -655,6 +673,8 @@ static val emit(emitter *e, tt_eid id)
         r.v = convert(e, r.v, dtype_of(e, n.b), (tt_dtype)n.dtype, r.vec);
         return r;
     }
+    if (e->nknown && n.dtype == TT_DT_BOOL && is_known(e, id))
+        return (val){LLVMConstInt(e->i1, 1, 0), false};
     switch ((tt_expr_kind)n.kind) {
     case TT_EXPR_INT:
         r.v = LLVMConstInt(elem_type(e, (tt_dtype)n.dtype), (unsigned long long)n.imm.i, 1);
@@ -759,7 +779,7 @@ static void emit_store(emitter *e, const tt_stmt *s)
         return;
     }
     const tt_expr *n = tt_expr_get(&e->p->pool, sel);
-    if (e->taken_guard && tt_expr_equal(&e->p->pool, n->a, e->taken_guard)) {
+    if (e->nknown && all_known(e, n->a)) {
         /* Inside a loop already branched around on this guard (emit_for). */
         e->stats.padded_updates++;
         emit_taken_update(e, s, sel);
@@ -785,6 +805,7 @@ static void emit_store(emitter *e, const tt_stmt *s)
     LLVMBuildCondBr(e->b, cond, then_bb, join);
     LLVMPositionBuilderAtEnd(e->b, then_bb);
     e->stats.padded_updates++;
+    e->stats.guarded_updates++;
     tt__vn_open(&e->vn);
     e->taken_select = sel;
     val sum = emit(e, s->value);
@@ -1024,57 +1045,105 @@ static void emit_serial_loop(emitter *e, const tt_stmt *s, LLVMValueRef begin, L
     LLVMPositionBuilderAtEnd(e->b, exit);
 }
 
-/* The guard that every store under `s` is a padded update of, when it does not depend on a loop
- * variable bound at or under `s`; else 0. */
-static tt_eid loop_guard(emitter *e, const tt_stmt *s, tt_eid guard)
+/* Does guard `c` (a conjunction) have a term equal to `term`? */
+static bool has_term(emitter *e, tt_eid c, tt_eid term)
 {
-    const tt_expr_pool *pool = &e->p->pool;
+    const tt_expr *n = tt_expr_get(&e->p->pool, c);
+    if (n->kind == TT_EXPR_AND)
+        return has_term(e, n->a, term) || has_term(e, n->b, term);
+    return c == term || tt_expr_equal(&e->p->pool, c, term);
+}
+
+/* Is every store under `s` a padded update whose guard has the term `term`, in which no loop
+ * variable bound at or under `s` appears?  (Not for nests with a parallel loop: its body is
+ * emitted in a function of its own.) */
+static bool guards_share(emitter *e, const tt_stmt *s, tt_eid term)
+{
     switch (s->kind) {
     case TT_STMT_STORE: {
         tt_eid acc, sel = padded_update(e, s, &acc);
-        if (!sel)
-            return 0;
-        tt_eid c = tt_expr_get(pool, sel)->a;
-        return !guard || tt_expr_equal(pool, guard, c) ? c : 0;
+        return sel && has_term(e, tt_expr_get(&e->p->pool, sel)->a, term);
     }
     case TT_STMT_SEQ:
         for (uint32_t k = 0; k < s->n; k++)
-            if (!(guard = loop_guard(e, &e->p->stmts.data[e->p->items.data[s->first + k]], guard)))
-                return 0;
-        return guard;
+            if (!guards_share(e, &e->p->stmts.data[e->p->items.data[s->first + k]], term))
+                return false;
+        return s->n > 0;
     case TT_STMT_FOR:
-        if (s->ann == TT_ANN_PARALLEL)
-            return 0;
-        guard = loop_guard(e, &e->p->stmts.data[s->body], guard);
-        return guard && !tt_expr_uses_var(pool, guard, s->var) ? guard : 0;
+        return s->ann != TT_ANN_PARALLEL && !tt_expr_uses_var(&e->p->pool, term, s->var) &&
+               guards_share(e, &e->p->stmts.data[s->body], term);
+    default: return false;
+    }
+}
+
+/* The guard of the first store under `s` when it is a padded update, else 0. */
+static tt_eid first_guard(emitter *e, const tt_stmt *s)
+{
+    switch (s->kind) {
+    case TT_STMT_STORE: {
+        tt_eid acc, sel = padded_update(e, s, &acc);
+        return sel ? tt_expr_get(&e->p->pool, sel)->a : 0;
+    }
+    case TT_STMT_SEQ:
+        return s->n ? first_guard(e, &e->p->stmts.data[e->p->items.data[s->first]]) : 0;
+    case TT_STMT_FOR: return first_guard(e, &e->p->stmts.data[s->body]);
     default: return 0;
     }
 }
 
+/* Collects into out the terms of guard `c` not yet known that every padded update under loop
+ * `s` shares and that do not change inside it; returns the count. */
+static int loop_terms(emitter *e, const tt_stmt *s, tt_eid c, tt_eid *out, int n, int max)
+{
+    const tt_expr *x = tt_expr_get(&e->p->pool, c);
+    if (x->kind == TT_EXPR_AND) {
+        n = loop_terms(e, s, x->a, out, n, max);
+        return loop_terms(e, s, x->b, out, n, max);
+    }
+    if (n < max && !is_known(e, c) && guards_share(e, s, c))
+        out[n++] = c;
+    return n;
+}
+
 static void emit_loop(emitter *e, const tt_stmt *s);
 
-/* A loop whose padded updates all share one guard that does not change inside it is emitted
- * behind one branch on that guard (LLVM's loop unswitching, done while the guard is still known
- * to be one): where the guard is false each update would keep its value.  Unrolled, a branch
- * per update on the same condition cost jump threading up to a third of the optimisation time,
- * and the kernel as many branches.  (loop_guard refuses nests with a parallel loop.) */
+/* A loop whose padded updates all share guard terms that do not change inside it is emitted
+ * behind one branch on those terms (LLVM's loop unswitching, done while the terms are still
+ * known to be shared): where they are false each update would keep its value.  The terms are
+ * hoisted to the outermost loop they are invariant in, so a convolution's row guard (`the input
+ * row of this output row and tap is not padding`) branches once around the tile's whole
+ * reduction, and the column terms of each unrolled column are decided further in.  Unrolled, a
+ * branch per update on the same condition cost jump threading up to a third of the optimisation
+ * time, and the kernel as many branches. */
 static void emit_for(emitter *e, const tt_stmt *s)
 {
-    tt_eid guard = e->taken_guard ? 0 : loop_guard(e, s, 0);
-    if (!guard) {
+    tt_eid terms[TT_EMIT_MAX_KNOWN];
+    tt_eid guard = first_guard(e, s);
+    int nterms = guard ? loop_terms(e, s, guard, terms, 0, TT_EMIT_MAX_KNOWN - e->nknown) : 0;
+    if (!nterms) {
         emit_loop(e, s);
         return;
     }
-    val c = emit(e, guard);
-    LLVMValueRef cond = convert(e, c.v, dtype_of(e, guard), TT_DT_BOOL, false);
-    if (LLVMIsAConstantInt(cond)) {
+    LLVMValueRef cond = NULL;
+    for (int k = 0; k < nterms; k++) {
+        val c = emit(e, terms[k]);
+        LLVMValueRef v = convert(e, c.v, dtype_of(e, terms[k]), TT_DT_BOOL, false);
+        if (LLVMIsAConstantInt(v) && LLVMConstIntGetZExtValue(v))
+            continue;
+        cond = !cond || LLVMIsAConstantInt(v) ? v : LLVMBuildAnd(e->b, cond, v, "");
+        if (LLVMIsAConstantInt(cond))
+            break; /* false */
+    }
+    int saved = e->nknown;
+    if (!cond || LLVMIsAConstantInt(cond)) {
         /* Decided while emitting (a tap of an unrolled row in the padding, or inside it): the
-         * loop without its guard, or nothing, as its updates would keep their values. */
+         * loop with these terms known, or nothing, as its updates would keep their values. */
         e->stats.decided_guards++;
-        if (LLVMConstIntGetZExtValue(cond)) {
-            e->taken_guard = guard;
+        if (!cond) {
+            memcpy(e->known + e->nknown, terms, (size_t)nterms * sizeof(terms[0]));
+            e->nknown += nterms;
             emit_loop(e, s);
-            e->taken_guard = 0;
+            e->nknown = saved;
         }
         return;
     }
@@ -1083,9 +1152,10 @@ static void emit_for(emitter *e, const tt_stmt *s)
     LLVMBuildCondBr(e->b, cond, then_bb, join);
     LLVMPositionBuilderAtEnd(e->b, then_bb);
     tt__vn_open(&e->vn);
-    e->taken_guard = guard;
+    memcpy(e->known + e->nknown, terms, (size_t)nterms * sizeof(terms[0]));
+    e->nknown += nterms;
     emit_loop(e, s);
-    e->taken_guard = 0;
+    e->nknown = saved;
     tt__vn_close(&e->vn);
     LLVMBuildBr(e->b, join);
     LLVMPositionBuilderAtEnd(e->b, join);

@@ -281,43 +281,46 @@ static void unrolled_bodies_share_index_arithmetic(void **state)
 
 /* A padded input's multiply-add is skipped, not multiplied by 0, where the input is padding: a
  * convolution with the padding inlined, vectorised over output channels, and a depthwise one with
- * a tile of outputs unrolled, compute the definition.  A loop of padded updates whose guard does
- * not change inside it (a vector of output channels; the reduction over input channels unrolled
- * under the taps) is one branch around the loop, not one per update; a loop over the padded axis
- * is not. */
+ * a tile of outputs unrolled, compute the definition.  Guard terms that do not change inside a
+ * loop of padded updates (the input row's, inside the loops over columns and channels) are one
+ * branch around the loop, not one per update; the column terms of a rolled loop over the padded
+ * columns stay a branch per update, and those of an unrolled one are decided. */
 static void padded_taps_are_skipped(void **state)
 {
     (void)state;
     static const struct {
         const char *workload, *steps;
-        bool guarded_loop;
+        bool per_update; /* some updates keep a branch of their own */
     } cases[] = {
         {"conv2d_nhwc:N=1,H=7,W=7,CI=8,CO=32,K=3,S=1,P=1",
          "[[\"CI\", 1], [\"SP\", 3, 3, 32, [16], 1], [\"RE\", 3, [0, 1, 2, 3, 5, 6, 7, 4]], "
          "[\"AN\", 3, 7, 2]]",
-         true},
+         false},
         {"depthwise_conv2d_nhwc:N=1,H=8,W=8,C=32,K=3,S=2,P=1",
          "[[\"CI\", 1], [\"SP\", 3, 3, 32, [16], 1], [\"RE\", 3, [0, 1, 2, 3, 5, 6, 4]], "
          "[\"AN\", 3, 6, 2]]",
-         true},
+         false},
         {"conv2d_nhwc:N=1,H=7,W=7,CI=8,CO=16,K=3,S=1,P=1", "[[\"CI\", 1], [\"AN\", 3, 6, 1]]",
-         true},
+         false},
         {"conv2d_nhwc:N=1,H=6,W=6,CI=4,CO=16,K=3,S=1,P=1",
          "[[\"CI\", 1], [\"RE\", 3, [0, 1, 2, 4, 5, 6, 3]], [\"AN\", 3, 5, 1], "
          "[\"AN\", 3, 6, 2]]",
-         true},
+         false},
         {"conv2d_nhwc:N=1,H=6,W=6,CI=4,CO=4,K=3,S=1,P=1",
          "[[\"CI\", 1], [\"RE\", 3, [0, 1, 3, 4, 5, 6, 2]], [\"AN\", 3, 6, 1]]", false},
+        {"conv2d_nhwc:N=1,H=6,W=6,CI=4,CO=4,K=3,S=1,P=1",
+         "[[\"CI\", 1], [\"RE\", 3, [0, 1, 3, 4, 5, 6, 2]]]", true},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         tt_codegen_stats stats;
         check_steps(cases[i].workload, cases[i].steps, 13 + i, i % 2 == 1, &stats);
         assert_true(stats.padded_updates >= 1);
         assert_int_equal(stats.scalar_fallbacks, 0);
-        if (cases[i].guarded_loop)
-            assert_true(stats.guarded_loops >= 1);
+        assert_true(stats.guarded_loops >= 1);
+        if (cases[i].per_update)
+            assert_true(stats.guarded_updates >= 1);
         else
-            assert_int_equal(stats.guarded_loops, 0);
+            assert_int_equal(stats.guarded_updates, 0);
     }
 }
 
@@ -348,11 +351,13 @@ static void padded_taps_of_unrolled_rows_are_decided_when_emitting(void **state)
     taps_inside_steps(7, steps, sizeof(steps));
     tt_codegen_stats stats;
     check_steps(conv, steps, 23, true, &stats);
-    /* 7 rows x 3 taps per step of the reduction, each guard's column part decided: two taps are
-     * padding (row 0's left tap, row 6's right tap) and are not emitted; the other 19 keep only
-     * the guard of the output row (the kernel row's padding), one branch around each vector. */
-    assert_int_equal(stats.decided_guards, 2);
-    assert_int_equal(stats.guarded_loops, 19);
+    /* 7 rows x 3 taps per step of the reduction, each tap's column terms decided: two taps are
+     * padding (row 0's left tap, row 6's right tap) and are not emitted; the other 19 update
+     * unguarded, behind one branch on the input row's terms around the tile's reduction. */
+    assert_int_equal(stats.decided_guards, 21);
+    assert_int_equal(stats.padded_updates, 19);
+    assert_int_equal(stats.guarded_loops, 1);
+    assert_int_equal(stats.guarded_updates, 0);
     assert_int_equal(stats.scalar_fallbacks, 0);
 }
 
@@ -369,7 +374,11 @@ static void loops_over_padded_tiles_are_peeled(void **state)
     tt_codegen_stats stats;
     check_steps(conv, steps, 25, true, &stats);
     assert_int_equal(stats.peeled_loops, 1);
-    assert_int_equal(stats.decided_guards, 2);
+    /* The first, middle and last tiles each decide the column terms of their 7 x 3 taps; the
+     * first tile's left tap of row 0 and the last tile's right tap of row 6 are padding. */
+    assert_int_equal(stats.decided_guards, 63);
+    assert_int_equal(stats.padded_updates, 61);
+    assert_int_equal(stats.guarded_updates, 0);
     /* With the kernel's column a rolled loop outside the tile (r1, inside the rolled loop over
      * tiles o1.0), the tile loop is not peeled; the column loop is, since the bounds of o1.0
      * decide its middle tap's guard (o1.0 * 7 + o1.1 + 1 lies in 1..28). */
