@@ -12,6 +12,7 @@
 #include "../base/strbuf.h"
 #include "../codegen/codegen.h"
 #include "../db/db.h"
+#include "../tuner/similar.h"
 #include "../tuner/sketch.h"
 #include "../tuner/space.h"
 #include "compile_int.h"
@@ -22,8 +23,14 @@ const char *tt_compile_source_name(tt_compile_source s)
     case TT_COMPILE_EXACT: return "exact";
     case TT_COMPILE_OTHER_DEVICE: return "other device";
     case TT_COMPILE_FAMILY: return "target family";
+    case TT_COMPILE_SIMILAR: return "similar workload";
     default: return "default schedule";
     }
+}
+
+bool tt_compile_source_tuned(tt_compile_source s)
+{
+    return s == TT_COMPILE_EXACT || s == TT_COMPILE_OTHER_DEVICE || s == TT_COMPILE_FAMILY;
 }
 
 /* ---- default schedules ---- */
@@ -137,6 +144,31 @@ void tt__picker_close(tt__picker *p)
     p->db = NULL;
 }
 
+/* The tuned template config of the nearest other shape of w's operator on this target, mapped to
+ * w's template space (tt_similar_config), as the search would start from it. */
+static tt_status similar_config(const tt__picker *p, const tt_workload *w, tt_state **st,
+                                tt_compile_report *rep)
+{
+    tt_vector_isa isa;
+    tt_codegen_vector_isa(&p->target, &isa);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    tt_space sp;
+    tt_similar sim;
+    tt_status s = tt_space_init(&sp, &w->dag, cores > 1 ? (int)cores : 2, &isa, NULL);
+    if (!s)
+        s = tt_similar_config(p->db, p->target_text, p->device, w, &sp, cores > 1 ? (int)cores : 2,
+                              &isa, &sim, NULL);
+    if (!s)
+        s = tt_space_apply(&sp, sim.index, st, NULL);
+    if (s)
+        return s;
+    rep->source = TT_COMPILE_SIMILAR;
+    rep->record = sim.record;
+    rep->median_s = sim.median_s;
+    snprintf(rep->similar, sizeof(rep->similar), "%s", sim.workload);
+    return TT_OK;
+}
+
 tt_status tt__compile_pick(const tt__picker *p, const tt_workload *w, tt_state **st,
                            tt_compile_report *rep, double *timestamp, tt_errbuf *err)
 {
@@ -195,6 +227,15 @@ tt_status tt__compile_pick(const tt__picker *p, const tt_workload *w, tt_state *
         snprintf(reason, sizeof(reason), "no database for %s", w->key);
     if (p->strict)
         return tt_err(err, TT_ERR_NOT_FOUND, "%s (--strict)", reason);
+    snprintf(rep->target, sizeof(rep->target), "%s", p->target_text);
+    if (p->db && !p->no_fallback && !p->gpu && similar_config(p, w, st, rep) == TT_OK) {
+        if (p->warnings)
+            fprintf(p->warnings,
+                    "tvm-compile: warning: %s: using the tuned config of the nearest shape, %s "
+                    "(record %lld), mapped to this one\n",
+                    reason, rep->similar, rep->record);
+        return TT_OK;
+    }
     if (p->warnings && p->db)
         fprintf(p->warnings, "tvm-compile: warning: %s: using the default schedule\n", reason);
     rep->source = TT_COMPILE_DEFAULT;
@@ -393,9 +434,12 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
             objs[nobjs++] = strdup(obj);
         if (!s && reports)
             reports[i] = k->rep;
-        if (!s && o->log && k->rep.record)
+        if (!s && o->log && tt_compile_source_tuned(k->rep.source))
             fprintf(o->log, "%s = %s: record %lld (%s), median %.6g s\n", k->symbol, k->w->key,
                     k->rep.record, tt_compile_source_name(k->rep.source), k->rep.median_s);
+        else if (!s && o->log && k->rep.source == TT_COMPILE_SIMILAR)
+            fprintf(o->log, "%s = %s: not tuned; the config of record %lld of %s, mapped\n",
+                    k->symbol, k->w->key, k->rep.record, k->rep.similar);
         else if (!s && o->log)
             fprintf(o->log, "%s = %s: default schedule\n", k->symbol, k->w->key);
     }

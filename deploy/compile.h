@@ -29,7 +29,8 @@ typedef struct tt_compile_options {
     const tt_compile_kernel *kernels;
     int nkernels;
     bool strict;      /* no tuned record for a kernel is an error, not a default schedule */
-    bool no_fallback; /* records of other devices or of the target's family do not count */
+    bool no_fallback; /* records of other devices, of the target's family or of similar shapes do
+                       * not count */
     FILE *log;        /* a line per kernel; NULL: quiet */
     FILE *warnings;   /* default schedules and fallbacks, one line each; NULL: none */
 } tt_compile_options;
@@ -39,15 +40,21 @@ typedef enum {
     TT_COMPILE_EXACT,        /* a record of this target (and device, when one was asked) */
     TT_COMPILE_OTHER_DEVICE, /* this target, measured on another device */
     TT_COMPILE_FAMILY,       /* another target of the same family */
+    TT_COMPILE_SIMILAR,      /* no record: the tuned template config of the nearest other shape
+                              * of the operator on this target, mapped to this shape */
     TT_COMPILE_DEFAULT,      /* no record: the documented default schedule */
 } tt_compile_source;
 
 const char *tt_compile_source_name(tt_compile_source s);
+/* A record of the kernel's own workload (this target, another device, the target's family): its
+ * median is the kernel's. */
+bool tt_compile_source_tuned(tt_compile_source s);
 
 typedef struct tt_compile_report {
     tt_compile_source source;
-    long long record; /* database record id, 0 for the default */
-    double median_s;  /* measured, 0 for the default */
+    long long record;  /* database record id, 0 for the default */
+    double median_s;   /* measured, 0 for the default (SIMILAR: on the similar workload) */
+    char similar[512]; /* SIMILAR: the workload whose record it is */
     char device[256];
     char target[256];
     bool parallel; /* uses libgomp */

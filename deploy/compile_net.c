@@ -84,6 +84,9 @@ static tt_status build_task(net_builder *b, int t, tt_errbuf *err)
         if (r->source == TT_COMPILE_DEFAULT)
             fprintf(b->o->log, "task %2d %-28s x%-3d default schedule\n", t, task->label,
                     task->weight);
+        else if (r->source == TT_COMPILE_SIMILAR)
+            fprintf(b->o->log, "task %2d %-28s x%-3d not tuned: record %lld of %s, mapped\n", t,
+                    task->label, task->weight, r->record, r->similar);
         else
             fprintf(b->o->log, "task %2d %-28s x%-3d record %lld (%s), median %.4g ms\n", t,
                     task->label, task->weight, r->record, tt_compile_source_name(r->source),
@@ -119,7 +122,7 @@ static tt_status write_library(net_builder *b, const char *dir, tt_compile_net_s
     int tuned = 0;
     for (size_t t = 0; t < net->tasks.len; t++) {
         estimate += net->tasks.data[t].weight * b->reps[t].median_s;
-        tuned += b->reps[t].source != TT_COMPILE_DEFAULT;
+        tuned += tt_compile_source_tuned(b->reps[t].source);
     }
     nb.estimate_s = tuned == (int)net->tasks.len ? estimate : 0;
     char params[4400], src[4400], obj[4400], path[4400];

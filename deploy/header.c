@@ -133,6 +133,13 @@ tt_status tt__write_header(const char *path, const char *guard, const tt__kernel
         const tt_compile_report *r = &kk->rep;
         if (r->source == TT_COMPILE_DEFAULT) {
             tt_strbuf_append(&sb, " * schedule: the DEFAULT schedule (no tuned record applied)\n");
+        } else if (r->source == TT_COMPILE_SIMILAR) {
+            tt_strbuf_printf(&sb,
+                             " * schedule: NOT TUNED for this shape: the tuned config of record "
+                             "%lld (median %.6g s) of\n *   ",
+                             r->record, r->median_s);
+            tt__comment_text(&sb, r->similar);
+            tt_strbuf_append(&sb, ", mapped to this shape\n");
         } else {
             char when[64];
             tt__utc(kk->timestamp, when, sizeof(when));
@@ -155,8 +162,10 @@ tt_status tt__write_header(const char *path, const char *guard, const tt__kernel
         for (const char *c = kk->symbol; *c && m + 1 < sizeof(upper); c++)
             upper[m++] = (char)toupper((unsigned char)*c);
         upper[m] = 0;
-        tt_strbuf_printf(&sb, "#define %s_TVM_RECORD %lldLL /* 0: the default schedule */\n", upper,
-                         r->record);
+        tt_strbuf_printf(&sb,
+                         "#define %s_TVM_RECORD %lldLL /* 0: no record of this workload (the "
+                         "default schedule, or a similar workload's config) */\n",
+                         upper, tt_compile_source_tuned(r->source) ? r->record : 0);
         for (int p = 0; kk->layouts && p < kk->ninputs; p++) {
             if (!kk->layouts[p].nparts)
                 continue;

@@ -371,11 +371,12 @@ tt_status tt__write_net_header(const char *path, const char *guard, const tt__ne
     tt__comment_text(&sb, b->target);
     int tuned = 0;
     for (size_t t = 0; t < net->tasks.len; t++)
-        tuned += b->reps[t].source != TT_COMPILE_DEFAULT;
+        tuned += tt_compile_source_tuned(b->reps[t].source);
     tt_strbuf_printf(&sb,
                      "'.  Do not edit.\n"
                      " *\n"
-                     " * %zu kernel calls of %zu tasks (%d tuned, %zu on the DEFAULT schedule), "
+                     " * %zu kernel calls of %zu tasks (%d tuned, %zu not: the DEFAULT schedule or "
+                     "a similar shape's), "
                      "%.4g GFLOP per run.\n"
                      " * Weights: %.2f MiB embedded in the library (%.2f MiB packed for the "
                      "kernels).\n",
@@ -405,7 +406,11 @@ tt_status tt__write_net_header(const char *path, const char *guard, const tt__ne
                          net->tasks.data[t].weight);
         if (r->source == TT_COMPILE_DEFAULT)
             tt_strbuf_append(&sb, "DEFAULT schedule (no tuned record)\n");
-        else {
+        else if (r->source == TT_COMPILE_SIMILAR) {
+            tt_strbuf_printf(&sb, "NOT TUNED: record %lld of ", r->record);
+            tt__comment_text(&sb, r->similar);
+            tt_strbuf_append(&sb, ", mapped\n");
+        } else {
             char when[64];
             tt__utc(b->timestamps[t], when, sizeof(when));
             tt_strbuf_printf(&sb, "record %lld (%s), median %.4g s, %s\n", r->record,

@@ -35,10 +35,12 @@ static void usage(FILE *f)
            "                   a C identifier; without --db every task gets the default schedule\n"
            "  --shape N=DIMS   the shape of input N (symbolic dimensions), as for tvm-tune\n"
            "  --layout L       channels-last (default) or model: as the tasks were tuned\n"
-           "  --strict         a workload without a tuned record is an error (default: a warning\n"
-           "                   and the default schedule)\n"
-           "  --no-fallback    only records of this target (and device): no records of other\n"
-           "                   devices or of other targets of the family\n"
+           "  --strict         a workload without a tuned record is an error (default: a warning,\n"
+           "                   then the tuned config of the nearest other shape of its operator\n"
+           "                   on this target, mapped to its shape, or else the default schedule)\n"
+           "  --no-fallback    only records of this target (and device) and workload: no records\n"
+           "                   of other devices, of other targets of the family or of similar\n"
+           "                   shapes\n"
            "  --quiet          no report lines (warnings still go to stderr)\n"
            "Exit status: 0 built, 1 failed (the reason on stderr), 2 bad arguments.\n");
 }

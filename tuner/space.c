@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../base/hash.h"
+
 enum { K_CACHE_WRITE, K_PARALLEL, K_VECTORIZE, K_UNROLL }; /* after the tile knobs */
 
 void tt__space_add_knob(tt_space *s, const char *name, const int64_t *c, int n)
@@ -380,6 +382,8 @@ static tt_status tile_stage(tt_state *st, int stage, int n, const int64_t *tile,
 }
 
 /* Parallel outer loops (fused) and a vector innermost loop for a stage laid out by tile_stage. */
+#define ROOT_PARALLEL_MIN 64 /* iterations of a root stage's parallel loop, when it has them */
+
 static tt_status finish_stage(tt_state *st, int stage, int nouter, bool parallel, bool vectorize,
                               int unroll, int64_t vector_extent, tt_errbuf *err)
 {
@@ -801,14 +805,22 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
     for (size_t i = 0; i < s->dag->ops.len && !r && layout_rewrite && nr > 0; i++)
         if (rewritable(s->dag, (int)i, s->main_stage))
             r = tt_sched_layout_rewrite(st, tt_state_stage_of_op(st, (int)i), err);
-    /* Every other stage at the root: parallel outer loop, vector inner loop. */
+    /* Every other stage at the root: parallel outer loop, vector inner loop.  The parallel loop
+     * is the leading spatial loops fused until there are ROOT_PARALLEL_MIN iterations: a batch
+     * of 1 alone left padding computed once (inline_producers 0) on one core while the others
+     * waited for it. */
     for (size_t i = 0; i < st->stages.len && !r; i++) {
         const tt_stage *sg = &st->stages.data[i];
         const tt_op *op = &st->dag.ops.data[sg->op];
         if (op->is_placeholder || sg->at != TT_AT_ROOT || sg->transformed || sg->niters == 0)
             continue;
-        r = finish_stage(st, (int)i, 1, parallel && sg->iters[0].kind == TT_ITER_SPATIAL, vectorize,
-                         0, 0, err);
+        int nouter = 1;
+        for (int64_t ext = sg->iters[0].extent; nouter < sg->niters - 1 &&
+                                                ext < ROOT_PARALLEL_MIN &&
+                                                sg->iters[nouter].kind == TT_ITER_SPATIAL;)
+            ext *= sg->iters[nouter++].extent;
+        r = finish_stage(st, (int)i, nouter, parallel && sg->iters[0].kind == TT_ITER_SPATIAL,
+                         vectorize, 0, 0, err);
     }
     if (r) {
         tt_state_free(st);
@@ -816,4 +828,14 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
     }
     *out = st;
     return TT_OK;
+}
+
+void tt_space_signature(const tt_space *s, char *out, size_t n)
+{
+    uint64_t sig = tt_hash64_str(s->gpu ? "gpu-template-1" : "tiling-space-4");
+    for (int k = 0; k < s->nknobs; k++) {
+        sig = tt_hash64_update(sig, s->knobs[k].name, strlen(s->knobs[k].name));
+        sig = tt_hash64_update(sig, s->knobs[k].choice, sizeof(int64_t) * (size_t)s->knobs[k].n);
+    }
+    snprintf(out, n, "%s:%016llx", s->gpu ? "gpu" : "tiling", (unsigned long long)sig);
 }

@@ -116,6 +116,11 @@ uint64_t tt_space_window_index(const tt_space *s, const tt_vector_isa *isa, int6
  * becomes a starting point for another. */
 uint64_t tt_space_nearest_index(const tt_space *s, const tt_space *from, uint64_t index);
 
+/* The identity of a template space (its knobs and their choices), "tiling:<hex>" or "gpu:<hex>":
+ * records keep it beside their config index, so that an index is decoded only under the space it
+ * was made in. */
+void tt_space_signature(const tt_space *s, char *out, size_t n);
+
 /* "tile_i=8 tile_j=16 ..." for people. */
 void tt_space_describe(const tt_space *s, uint64_t index, char *buf, size_t n);
 

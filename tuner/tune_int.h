@@ -154,7 +154,6 @@ bool tt__tune_seen_has(const task *t, uint64_t h);
 void tt__tune_seen_add(task *t, uint64_t h);
 void tt__tune_note_result(task *t, const char *config, double median, int error_no);
 void tt__tune_run_add(task *t, uint64_t index, double thr);
-void tt__tune_space_signature(const tt_space *sp, char *out, size_t n);
 void tt__tune_history_add(task *t, const char *config, const float *rows, int nrows, double thr,
                           int group);
 tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db *db, farm *fm,

@@ -84,18 +84,6 @@ void tt__tune_run_add(task *t, uint64_t index, double thr)
     t->run_score[t->nrun++] = thr;
 }
 
-/* The identity of a template space (its knobs and their choices), kept with each record's index
- * so that a later run decodes the index only under the same space. */
-void tt__tune_space_signature(const tt_space *sp, char *out, size_t n)
-{
-    uint64_t sig = tt_hash64_str(sp->gpu ? "gpu-template-1" : "tiling-space-3");
-    for (int k = 0; k < sp->nknobs; k++) {
-        sig = tt_hash64_update(sig, sp->knobs[k].name, strlen(sp->knobs[k].name));
-        sig = tt_hash64_update(sig, sp->knobs[k].choice, sizeof(int64_t) * (size_t)sp->knobs[k].n);
-    }
-    snprintf(out, n, "%s:%016llx", sp->gpu ? "gpu" : "tiling", (unsigned long long)sig);
-}
-
 /* The template index a record carries in its extra JSON, when it is of this task's space. */
 static bool record_index(const task *t, const char *extra, uint64_t *index)
 {
@@ -277,7 +265,7 @@ tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db 
                                     t->target.num_cores ? t->target.num_cores : (int)cores, &t->isa,
                                     err)))
         return s;
-    tt__tune_space_signature(&t->space, t->space_sig, sizeof(t->space_sig));
+    tt_space_signature(&t->space, t->space_sig, sizeof(t->space_sig));
     if (o->strategy == TT_STRATEGY_EVO) {
         tt_sketch_params sp;
         if (t->gpu) {

@@ -464,7 +464,7 @@ void tt__tune_load_seeds(task *t, int cores)
                                                (int)t->lim.max_vthread, NULL)
                            : tt_space_init(&sp, &w->dag, cores, &t->isa, NULL));
         if (ok)
-            tt__tune_space_signature(&sp, sig, sizeof(sig));
+            tt_space_signature(&sp, sig, sizeof(sig));
         for (int pick = 0; ok && pick < SEED_PER_WORKLOAD; pick++) {
             int best = -1;
             for (int k = i; k < x->n; k++)

@@ -16,7 +16,10 @@
 
 #include "db/db.h"
 #include "deploy/compile.h"
+#include "codegen/codegen.h"
 #include "schedule/schedule.h"
+#include "tuner/similar.h"
+#include "tuner/space.h"
 
 static char dir[256], db_path[300];
 
@@ -360,6 +363,143 @@ static void cross_target_library(void **state)
     assert_int_equal(h[18] | h[19] << 8, 183); /* EM_AARCH64 */
 }
 
+/* The tiling space of `workload` for this machine, as tvm-tune and tvm-compile build it; returns
+ * the cores it was built for. */
+static int host_space(const char *workload, tt_workload **w, tt_space *sp, tt_vector_isa *isa)
+{
+    assert_int_equal(tt_workload_parse(workload, w, NULL), TT_OK);
+    tt_target t;
+    assert_int_equal(tt_target_parse("llvm", &t, NULL), TT_OK);
+    tt_codegen_vector_isa(&t, isa);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    int cores = n > 1 ? (int)n : 2;
+    assert_int_equal(tt_space_init(sp, &(*w)->dag, cores, isa, NULL), TT_OK);
+    return cores;
+}
+
+/* A template record of `workload` on llvm: config `pick` of its space (0: the default, 1: a
+ * cache-blocked one), with the space's signature and the index in its extra JSON, as the tuner
+ * stores them.  *steps (optional) gets the config. */
+static long long add_template_record(const char *workload, int pick, double seconds, char **steps)
+{
+    tt_workload *w;
+    tt_space sp;
+    tt_vector_isa isa;
+    host_space(workload, &w, &sp, &isa);
+    tt_cpu_caches caches;
+    tt_cpu_caches_typical(&caches);
+    uint64_t index = pick ? tt_space_blocked_index(&sp, &isa, &caches, 2, false, false)
+                          : tt_space_default_index(&sp, &isa);
+    tt_state *st;
+    assert_int_equal(tt_space_apply(&sp, index, &st, NULL), TT_OK);
+    char *config = tt_steps_to_json(st->steps.data, st->steps.len);
+    char sig[64], extra[200];
+    tt_space_signature(&sp, sig, sizeof(sig));
+    snprintf(extra, sizeof(extra), "{\"space\": \"%s\", \"index\": %llu}", sig,
+             (unsigned long long)index);
+    tt_db *db;
+    assert_int_equal(tt_db_open(db_path, 0, &db, NULL), TT_OK);
+    double costs[3] = {seconds, seconds, seconds};
+    static double stamp = 1.8e9;
+    tt_db_record r = {.workload = workload,
+                      .target = "llvm",
+                      .device = "dev-a",
+                      .config = config,
+                      .config_kind = TT_CONFIG_STEPS,
+                      .costs = costs,
+                      .ncosts = 3,
+                      .timestamp = stamp += 1,
+                      .extra = extra};
+    assert_int_equal(tt_db_insert(db, &r, 1, NULL), TT_OK);
+    tt_db_row *rows;
+    size_t n;
+    assert_int_equal(tt_db_best(db, workload, "llvm", NULL, 8, false, &rows, &n), TT_OK);
+    long long id = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(rows[i].config, config))
+            id = rows[i].id;
+    tt_db_rows_free(rows, n);
+    tt_db_close(db);
+    if (steps)
+        *steps = config;
+    else
+        free(config);
+    tt_state_free(st);
+    tt_workload_free(w);
+    return id;
+}
+
+/* A workload nobody tuned gets the tuned template config of the nearest other shape of its
+ * operator, mapped to its own shape (not the fastest record of any shape, nor one that is not a
+ * template config), and says so; --no-fallback and --strict keep the default and the error. */
+static void an_untuned_shape_gets_its_nearest_shapes_config(void **state)
+{
+    const char *want = "conv2d_nhwc:N=1,H=14,W=14,CI=16,CO=32,K=3,S=1,P=1";
+    const char *near = "conv2d_nhwc:N=1,H=12,W=12,CI=16,CO=32,K=3,S=1,P=1";
+    const char *far = "conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=64,K=3,S=1,P=1";
+    assert_true(tt_workload_distance(want, near) > 0);
+    assert_true(tt_workload_distance(want, near) < tt_workload_distance(want, far));
+    assert_true(tt_workload_distance(want, want) == 0);
+    assert_true(tt_workload_distance(want, MM) < 0); /* another operator */
+    assert_true(tt_workload_distance("te:x", "te:x") < 0);
+    assert_true(tt_workload_distance("matmul:M=8,N=8,K=8", "matmul:M=8,N=8,K=8,dtype=float16") >=
+                8);
+    add_template_record(near, 0, 9e-4, NULL); /* the near shape's slower config */
+    long long id = add_template_record(near, 1, 3e-4, NULL);
+    add_template_record(far, 1, 1e-5, NULL);       /* faster, but of a farther shape */
+    add_record(near, "llvm", "dev-a", "[]", 1e-6); /* its fastest, not a template config */
+    tt_compile_kernel k[1] = {{want, "conv14"}};
+    tt_compile_report rep[1];
+    char warn[4096];
+    tt_errbuf err = {{0}};
+    if (compile("llvm", k, 1, false, false, NULL, "libsimilar", rep, warn, sizeof(warn), &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(rep[0].source, TT_COMPILE_SIMILAR);
+    assert_int_equal(rep[0].record, id);
+    assert_string_equal(rep[0].similar, near);
+    assert_false(tt_compile_source_tuned(rep[0].source));
+    assert_non_null(strstr(warn, "warning: no record of conv2d_nhwc:N=1,H=14"));
+    assert_non_null(strstr(warn, "using the tuned config of the nearest shape, "
+                                 "conv2d_nhwc:N=1,H=12"));
+    /* Built from the near shape's blocked config, mapped to this shape knob by knob. */
+    tt_workload *w;
+    tt_space sp;
+    tt_vector_isa isa;
+    int cores = host_space(want, &w, &sp, &isa);
+    tt_similar sim;
+    tt_db *db;
+    assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, NULL), TT_OK);
+    assert_int_equal(tt_similar_config(db, "llvm", NULL, w, &sp, cores, &isa, &sim, &err), TT_OK);
+    tt_db_close(db);
+    assert_int_equal(sim.record, id);
+    tt_state *st;
+    assert_int_equal(tt_space_apply(&sp, sim.index, &st, NULL), TT_OK);
+    char *config = tt_steps_to_json(st->steps.data, st->steps.len);
+    char path[400];
+    snprintf(path, sizeof(path), "%s/out/libsimilar.h", dir);
+    char *h = read_text(path);
+    assert_non_null(strstr(h, config));
+    assert_non_null(strstr(h, "NOT TUNED for this shape"));
+    assert_non_null(strstr(h, "#define CONV14_TVM_RECORD 0LL"));
+    free(config);
+    tt_state_free(st);
+    tt_workload_free(w);
+    snprintf(path, sizeof(path), "%s/out/libsimilar.so", dir);
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        fail_msg("%s", dlerror());
+    check_function(lib, h, "conv14", want);
+    dlclose(lib);
+    /* Only this workload's records count under --no-fallback; none is an error under --strict. */
+    assert_int_equal(
+        compile("llvm", k, 1, false, true, NULL, "libnosimilar", rep, warn, sizeof(warn), &err),
+        TT_OK);
+    assert_int_equal(rep[0].source, TT_COMPILE_DEFAULT);
+    assert_int_equal(
+        compile("llvm", k, 1, true, false, NULL, "libstrict2", rep, warn, sizeof(warn), &err),
+        TT_ERR_NOT_FOUND);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -369,6 +509,7 @@ int main(void)
         cmocka_unit_test(strict_and_fallbacks),
         cmocka_unit_test(errors_are_clear),
         cmocka_unit_test(cross_target_library),
+        cmocka_unit_test(an_untuned_shape_gets_its_nearest_shapes_config),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

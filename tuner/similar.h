@@ -1,0 +1,35 @@
+/* Tuned configs of similar workloads: for a shape with no records of its own, the best template
+ * config of the nearest other shape of the same operator, mapped into its space knob by knob.
+ * What tvm-compile builds for a kernel nobody tuned (docs/compile.md), and the same carrying-over
+ * of register and cache tiles between shapes that the search starts from (docs/search.md). */
+#ifndef TT_TUNER_SIMILAR_H
+#define TT_TUNER_SIMILAR_H
+
+#include "../db/db.h"
+#include "space.h"
+
+typedef struct tt_similar {
+    char workload[512]; /* the workload whose record it is */
+    long long record;   /* that record's id */
+    double median_s;    /* its median, on that workload */
+    double distance;    /* tt_workload_distance to the asked workload */
+    uint64_t index;     /* the config mapped into the asked space */
+} tt_similar;
+
+/* How far apart two workload keys of one operator are: the sum over their parameters of
+ * |ln((a + 1) / (b + 1))| for numeric values, and 8 for each parameter that one lacks or that
+ * differs and is not a number (a dtype).  Negative when their operators differ or either is a
+ * tensor expression (`te:`). */
+double tt_workload_distance(const char *a, const char *b);
+
+/* The best record of `target` (and `device` when not NULL) among the workloads of `w`'s operator
+ * other than w, taken from the nearest of them (tt_workload_distance; the next when the nearest
+ * has no record of its current template space), whose config is a template config of that
+ * workload's space (built with `cores` and `isa`, as `space` was); its index mapped into `space`
+ * with tt_space_nearest_index.  TT_ERR_NOT_FOUND when there is none; TT_ERR_IO and the like
+ * with the database's message. */
+tt_status tt_similar_config(tt_db *db, const char *target, const char *device, const tt_workload *w,
+                            const tt_space *space, int cores, const tt_vector_isa *isa,
+                            tt_similar *out, tt_errbuf *err);
+
+#endif
