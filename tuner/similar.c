@@ -132,6 +132,45 @@ static bool mapped_best(tt_db *db, const char *key, const char *target, const ch
     return found;
 }
 
+tt_status tt_similar_workloads(tt_db *db, const char *target, const char *key, char **out, int max,
+                               int *count, tt_errbuf *err)
+{
+    *count = 0;
+    tt_db_best_entry *e;
+    size_t n;
+    tt_status s = tt_db_leaderboard(db, 0, &e, &n);
+    if (s)
+        return tt_err(err, s, "%s", tt_db_errmsg(db));
+    double *dist = malloc(sizeof(double) * (size_t)(max > 0 ? max : 1));
+    if (!dist) {
+        tt_db_leaderboard_free(e, n);
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    }
+    int kept = 0;
+    for (size_t i = 0; i < n && max > 0; i++) {
+        double d = strcmp(e[i].target, target) ? -1 : tt_workload_distance(key, e[i].workload);
+        if (d <= 0 || (kept == max && dist[max - 1] <= d))
+            continue; /* another operator or target, this workload itself, or farther */
+        char *copy = strdup(e[i].workload);
+        if (!copy)
+            break;
+        if (kept == max) /* the farthest kept makes room */
+            free(out[--kept]);
+        int at = kept++;
+        while (at > 0 && dist[at - 1] > d) {
+            out[at] = out[at - 1];
+            dist[at] = dist[at - 1];
+            at--;
+        }
+        out[at] = copy;
+        dist[at] = d;
+        *count = kept;
+    }
+    free(dist);
+    tt_db_leaderboard_free(e, n);
+    return TT_OK;
+}
+
 tt_status tt_similar_config(tt_db *db, const char *target, const char *device, const tt_workload *w,
                             const tt_space *space, int cores, const tt_vector_isa *isa,
                             tt_similar *out, tt_errbuf *err)
@@ -139,37 +178,19 @@ tt_status tt_similar_config(tt_db *db, const char *target, const char *device, c
     memset(out, 0, sizeof(*out));
     if (!op_length(w->key) || space->gpu)
         return tt_err(err, TT_ERR_NOT_FOUND, "no similar workload of %s", w->key);
-    tt_db_best_entry *e;
-    size_t n;
-    tt_status s = tt_db_leaderboard(db, 0, &e, &n);
+    char *near[CANDIDATES];
+    int nnear;
+    tt_status s = tt_similar_workloads(db, target, w->key, near, CANDIDATES, &nnear, err);
     if (s)
-        return tt_err(err, s, "%s", tt_db_errmsg(db));
-    /* The nearest CANDIDATES workloads of this operator with records of this target. */
-    struct {
-        size_t entry;
-        double d;
-    } near[CANDIDATES];
-    int nnear = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = strcmp(e[i].target, target) ? -1 : tt_workload_distance(w->key, e[i].workload);
-        if (d <= 0) /* another operator or target, or this workload itself */
-            continue;
-        int at = nnear < CANDIDATES ? nnear++ : CANDIDATES;
-        while (at > 0 && near[at - 1].d > d) {
-            if (at < CANDIDATES)
-                near[at] = near[at - 1];
-            at--;
-        }
-        if (at < CANDIDATES)
-            near[at].entry = i, near[at].d = d;
-    }
+        return s;
     bool found = false;
-    for (int k = 0; k < nnear && !found; k++)
-        if (mapped_best(db, e[near[k].entry].workload, target, device, space, cores, isa, out)) {
-            out->distance = near[k].d;
+    for (int k = 0; k < nnear; k++) {
+        if (!found && mapped_best(db, near[k], target, device, space, cores, isa, out)) {
+            out->distance = tt_workload_distance(w->key, near[k]);
             found = true;
         }
-    tt_db_leaderboard_free(e, n);
+        free(near[k]);
+    }
     return found ? TT_OK
                  : tt_err(err, TT_ERR_NOT_FOUND, "no tuned template config of a workload like %s",
                           w->key);

@@ -22,6 +22,12 @@ typedef struct tt_similar {
  * tensor expression (`te:`). */
 double tt_workload_distance(const char *a, const char *b);
 
+/* The workloads of `key`'s operator other than key with error-free records of `target` in `db`,
+ * the nearest `max` of them (tt_workload_distance), nearest first: *count keys into `out`, each
+ * malloc'ed for the caller to free. */
+tt_status tt_similar_workloads(tt_db *db, const char *target, const char *key, char **out, int max,
+                               int *count, tt_errbuf *err);
+
 /* The best record of `target` (and `device` when not NULL) among the workloads of `w`'s operator
  * other than w, taken from the nearest of them (tt_workload_distance; the next when the nearest
  * has no record of its current template space), whose config is a template config of that

@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "similar.h"
+
 /* ---- evolutionary search (search.md C6), in a child process like the XGB plan ---- */
 
 static bool evo_seen(void *ctx, const char *config)
@@ -210,6 +212,8 @@ static int transfer_row(void *ctx, const tt_db_row *row)
     return 0;
 }
 
+/* Records of the nearest shapes first (tt_similar_workloads), up to TRANSFER_MAX: in a large
+ * database the first records in time may all be of one far shape. */
 void tt__tune_load_transfer(task *t)
 {
     if (!tt__tune_op_prefix(t->w->key))
@@ -217,8 +221,16 @@ void tt__tune_load_transfer(task *t)
     transfer_ctx x;
     memset(&x, 0, sizeof(x));
     x.t = t;
-    tt_db_filter f = {NULL, t->target_text, t->device, 0, 0};
-    tt_db_history(t->db, &f, transfer_row, &x);
+    char *near[32];
+    int nnear = 0;
+    if (tt_similar_workloads(t->db, t->target_text, t->w->key, near, 32, &nnear, NULL))
+        nnear = 0;
+    for (int k = 0; k < nnear; k++) {
+        tt_db_filter f = {near[k], t->target_text, t->device, 0, 0};
+        if (x.added < TRANSFER_MAX)
+            tt_db_history(t->db, &f, transfer_row, &x);
+        free(near[k]);
+    }
     if (x.added && t->log)
         fprintf(t->log, "%s: the cost model starts from %d records of %d similar workload%s\n",
                 t->w->key, x.added, x.nkeys, x.nkeys == 1 ? "" : "s");

@@ -470,8 +470,21 @@ static void an_untuned_shape_gets_its_nearest_shapes_config(void **state)
     tt_db *db;
     assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, NULL), TT_OK);
     assert_int_equal(tt_similar_config(db, "llvm", NULL, w, &sp, cores, &isa, &sim, &err), TT_OK);
-    tt_db_close(db);
     assert_int_equal(sim.record, id);
+    /* The shapes of this operator with records, nearest first (what transfer learning reads). */
+    char *keys[4];
+    int nkeys;
+    assert_int_equal(tt_similar_workloads(db, "llvm", want, keys, 4, &nkeys, &err), TT_OK);
+    assert_int_equal(nkeys, 2);
+    assert_string_equal(keys[0], near);
+    assert_string_equal(keys[1], far);
+    free(keys[0]);
+    free(keys[1]);
+    assert_int_equal(tt_similar_workloads(db, "llvm", want, keys, 1, &nkeys, &err), TT_OK);
+    assert_int_equal(nkeys, 1);
+    assert_string_equal(keys[0], near);
+    free(keys[0]);
+    tt_db_close(db);
     tt_state *st;
     assert_int_equal(tt_space_apply(&sp, sim.index, &st, NULL), TT_OK);
     char *config = tt_steps_to_json(st->steps.data, st->steps.len);
