@@ -35,6 +35,17 @@ bool tt_compile_source_tuned(tt_compile_source s)
 
 /* ---- default schedules ---- */
 
+/* The CPU tiling space of `dag` for `target` as tvm-tune builds it on this machine, for *cores
+ * cores. */
+static tt_status template_space(const tt_dag *dag, const tt_target *target, tt_space *sp,
+                                tt_vector_isa *isa, int *cores, tt_errbuf *err)
+{
+    tt_codegen_vector_isa(target, isa);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    *cores = n > 1 ? (int)n : 2;
+    return tt_space_init(sp, dag, *cores, isa, err);
+}
+
 tt_status tt__compile_default_schedule(const tt_dag *dag, const tt_target *target, bool gpu,
                                        tt_state **out, tt_errbuf *err)
 {
@@ -42,9 +53,8 @@ tt_status tt__compile_default_schedule(const tt_dag *dag, const tt_target *targe
         return tt_sketch_gpu_default(dag, 32, out, err);
     tt_space sp;
     tt_vector_isa isa;
-    tt_codegen_vector_isa(target, &isa);
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    tt_status s = tt_space_init(&sp, dag, cores > 1 ? (int)cores : 2, &isa, err);
+    int cores;
+    tt_status s = template_space(dag, target, &sp, &isa, &cores, err);
     if (!s)
         s = tt_space_apply(&sp, tt_space_default_index(&sp, &isa), out, err);
     if (s) /* a workload the template cannot tile: the naive schedule */
@@ -150,14 +160,12 @@ static tt_status similar_config(const tt__picker *p, const tt_workload *w, tt_st
                                 tt_compile_report *rep)
 {
     tt_vector_isa isa;
-    tt_codegen_vector_isa(&p->target, &isa);
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
     tt_space sp;
     tt_similar sim;
-    tt_status s = tt_space_init(&sp, &w->dag, cores > 1 ? (int)cores : 2, &isa, NULL);
+    int cores;
+    tt_status s = template_space(&w->dag, &p->target, &sp, &isa, &cores, NULL);
     if (!s)
-        s = tt_similar_config(p->db, p->target_text, p->device, w, &sp, cores > 1 ? (int)cores : 2,
-                              &isa, &sim, NULL);
+        s = tt_similar_config(p->db, p->target_text, p->device, w, &sp, cores, &isa, &sim, NULL);
     if (!s)
         s = tt_space_apply(&sp, sim.index, st, NULL);
     if (s)

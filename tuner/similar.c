@@ -15,8 +15,7 @@ typedef struct {
     char name[32], value[64];
 } param;
 
-/* The operator's length in key ("matmul" of "matmul:M=..."); 0 for te: or no operator. */
-static size_t op_length(const char *key)
+size_t tt_workload_op_length(const char *key)
 {
     const char *c = strchr(key, ':');
     return c && strncmp(key, "te:", 3) ? (size_t)(c - key) : 0;
@@ -66,8 +65,8 @@ static double one_way(const param *a, int na, const param *b, int nb)
 
 double tt_workload_distance(const char *a, const char *b)
 {
-    size_t n = op_length(a);
-    if (!n || op_length(b) != n || strncmp(a, b, n))
+    size_t n = tt_workload_op_length(a);
+    if (!n || tt_workload_op_length(b) != n || strncmp(a, b, n))
         return -1;
     param pa[MAX_PARAMS], pb[MAX_PARAMS];
     int na = parse_params(a, pa), nb = parse_params(b, pb);
@@ -176,7 +175,7 @@ tt_status tt_similar_config(tt_db *db, const char *target, const char *device, c
                             tt_similar *out, tt_errbuf *err)
 {
     memset(out, 0, sizeof(*out));
-    if (!op_length(w->key) || space->gpu)
+    if (!tt_workload_op_length(w->key) || space->gpu)
         return tt_err(err, TT_ERR_NOT_FOUND, "no similar workload of %s", w->key);
     char *near[CANDIDATES];
     int nnear;

@@ -16,6 +16,10 @@ typedef struct tt_similar {
     uint64_t index;     /* the config mapped into the asked space */
 } tt_similar;
 
+/* The length of the operator name of workload `key` ("matmul" of "matmul:M=..."); 0 for a tensor
+ * expression (`te:`) or a key without one. */
+size_t tt_workload_op_length(const char *key);
+
 /* How far apart two workload keys of one operator are: the sum over their parameters of
  * |ln((a + 1) / (b + 1))| for numeric values, and 8 for each parameter that one lacks or that
  * differs and is not a number (a dtype).  Negative when their operators differ or either is a

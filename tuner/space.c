@@ -381,9 +381,9 @@ static tt_status tile_stage(tt_state *st, int stage, int n, const int64_t *tile,
     return tt_sched_reorder(st, stage, order, k, err);
 }
 
-/* Parallel outer loops (fused) and a vector innermost loop for a stage laid out by tile_stage. */
 #define ROOT_PARALLEL_MIN 64 /* iterations of a root stage's parallel loop, when it has them */
 
+/* Parallel outer loops (fused) and a vector innermost loop for a stage laid out by tile_stage. */
 static tt_status finish_stage(tt_state *st, int stage, int nouter, bool parallel, bool vectorize,
                               int unroll, int64_t vector_extent, tt_errbuf *err)
 {

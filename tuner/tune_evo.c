@@ -165,23 +165,13 @@ typedef struct {
     int added;
 } transfer_ctx;
 
-/* The operator name of a workload key ("matmul" of "matmul:M=..."); 0 for te: workloads. */
-size_t tt__tune_op_prefix(const char *key)
-{
-    const char *c = strchr(key, ':');
-    if (!c || !strncmp(key, "te:", 3))
-        return 0;
-    return (size_t)(c - key);
-}
-
 static int transfer_row(void *ctx, const tt_db_row *row)
 {
     transfer_ctx *x = ctx;
     task *t = x->t;
-    size_t n = tt__tune_op_prefix(t->w->key);
-    if (x->added >= TRANSFER_MAX || !strcmp(row->workload, t->w->key) ||
-        tt__tune_op_prefix(row->workload) != n || strncmp(row->workload, t->w->key, n) ||
-        row->config_kind != TT_CONFIG_STEPS || !strcmp(row->config, "[]"))
+    /* rows of the workloads tt_similar_workloads named: the same operator, not this shape */
+    if (x->added >= TRANSFER_MAX || row->config_kind != TT_CONFIG_STEPS ||
+        !strcmp(row->config, "[]"))
         return 0;
     int g = 0;
     while (g < x->nkeys && strcmp(x->keys[g], row->workload))
@@ -216,7 +206,7 @@ static int transfer_row(void *ctx, const tt_db_row *row)
  * database the first records in time may all be of one far shape. */
 void tt__tune_load_transfer(task *t)
 {
-    if (!tt__tune_op_prefix(t->w->key))
+    if (!tt_workload_op_length(t->w->key))
         return;
     transfer_ctx x;
     memset(&x, 0, sizeof(x));

@@ -183,7 +183,6 @@ void tt__tune_load_seeds(task *t, int cores);
 void tt__tune_evo_start(task *t, int want);
 void tt__tune_evo_finish(task *t);
 void tt__tune_evo_preload(task *t);
-size_t tt__tune_op_prefix(const char *key);
 void tt__tune_load_transfer(task *t);
 
 /* tune_farm.c: the farm */

@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "similar.h"
+
 /* ---- strategies ---- */
 
 /* Knob features of a config: log2(1 + value) per knob (AutoTVM's "knob" features). */
@@ -385,9 +387,9 @@ static int seed_row(void *ctx, const tt_db_row *row)
 {
     seed_ctx *x = ctx;
     task *t = x->t;
-    size_t n = tt__tune_op_prefix(t->w->key);
+    size_t n = tt_workload_op_length(t->w->key);
     if (x->n >= (int)TT_ARRAY_LEN(x->rows) || row->error_no || row->median_s <= 0 || !row->extra ||
-        !strcmp(row->workload, t->w->key) || tt__tune_op_prefix(row->workload) != n ||
+        !strcmp(row->workload, t->w->key) || tt_workload_op_length(row->workload) != n ||
         strncmp(row->workload, t->w->key, n))
         return 0;
     json_t *j = json_loads(row->extra, 0, NULL);
@@ -442,7 +444,7 @@ void tt__tune_load_seeds(task *t, int cores)
         seed_add(t, tt_space_window_index(&t->space, &t->isa, 8));
         seed_add(t, tt_space_window_index(&t->space, &t->isa, 16));
     }
-    if (!tt__tune_op_prefix(t->w->key))
+    if (!tt_workload_op_length(t->w->key))
         return;
     seed_ctx *x = calloc(1, sizeof(*x));
     if (!x)
