@@ -48,6 +48,9 @@ typedef struct tt_codegen_stats {
     int peeled_loops;    /* loops emitted as first iteration, middle, last for their padding */
     int rolled_copies;   /* loops copying through local buffers too large for registers, kept
                           * from LLVM's unrolling */
+    int rolled_bodies;   /* loops kept from LLVM's unrollers: around a promoted tile, or
+                          * reductions with large bodies (llvm_emit.c) */
+    int promoted_tiles;  /* loops across which an accumulator tile was kept in values */
     int64_t emitted_instructions; /* LLVM instructions before optimisation */
 } tt_codegen_stats;
 

@@ -42,6 +42,8 @@ typedef struct tt__heap_buf {
     LLVMValueRef raw, slot, busy;
 } tt__heap_buf;
 
+struct tt__promo; /* llvm_promote.c */
+
 typedef struct emitter {
     LLVMContextRef ctx;
     LLVMModuleRef mod;
@@ -93,9 +95,54 @@ typedef struct emitter {
     } ranges[TT_EMIT_MAX_RANGES];
     int nranges;
     int npeeled; /* loops peeled around the code being emitted */
+    /* The accumulator tile kept in SSA values across the rolled loop being emitted, NULL when
+     * none (llvm_promote.c). */
+    struct tt__promo *promo;
 } emitter;
 
 void tt__codegen_emit_body(emitter *e, tt_sid root);
+
+/* How emit_loop emits loop `s`, given the auto-unroll step in effect there and whether it is
+ * inside a vector loop (llvm_emit.c). */
+typedef enum {
+    TT__LOOP_UNIT,        /* extent 1: the body, the variable 0 */
+    TT__LOOP_PARALLEL,    /* outlined, run on every thread */
+    TT__LOOP_VECTOR,      /* one vector of `extent` lanes */
+    TT__LOOP_LONG_VECTOR, /* a rolled loop over vectors */
+    TT__LOOP_UNROLLED,    /* the body once per iteration, the variable a constant in each */
+    TT__LOOP_ROLLED       /* a loop (or peeled: first, middle, last) */
+} tt__loop_form;
+tt__loop_form tt__codegen_loop_form(emitter *e, const tt_stmt *s, int auto_unroll, bool in_vector);
+bool tt__codegen_contains_parallel(emitter *e, tt_sid id);
+/* Alignment and alias scope of a load or store of buffer `buf`. */
+void tt__codegen_set_access(emitter *e, LLVMValueRef inst, uint32_t buf);
+
+/* Accumulators in SSA values (llvm_promote.c).  A float buffer stored inside a rolled loop, whose
+ * every access there is at an index that the loop does not change (the outer loops' variables
+ * with the same coefficients everywhere, plus constants of unrolled loops and lane 0 of a vector
+ * loop), is read and written as values while the loop is emitted: loaded before it on first use,
+ * carried through every rolled loop inside by phis and through guarded code by phis at the
+ * join, stored once after it. */
+
+/* Called at the top of a rolled loop with constant bounds (the builder at the end of its
+ * preheader, before the branch to `head`): begins promoting a buffer if one qualifies; true if
+ * this loop is now the promotion's root. */
+bool tt__promo_try(emitter *e, const tt_stmt *loop, LLVMBasicBlockRef head);
+/* A rolled loop inside the root (its preheader is the current block) and its end (the builder
+ * at the start of its exit block; `latch` branches back to `head`).  At the root's end the
+ * written values are stored. */
+void tt__promo_loop_begin(emitter *e, LLVMBasicBlockRef head);
+void tt__promo_loop_end(emitter *e, LLVMBasicBlockRef latch);
+/* Code under a branch inside the root: `arm_end` and `other` (the block that skips it) meet at the
+ * current block, where the values written under the branch get phis. */
+void tt__promo_arm_begin(emitter *e);
+void tt__promo_arm_end(emitter *e, LLVMBasicBlockRef arm_end, LLVMBasicBlockRef other);
+/* Is this a load or store of the promoted buffer? */
+bool tt__promo_buffer(const emitter *e, uint32_t buf);
+/* The value of the promoted buffer at `index` (the loop IR's index expression: lanes of the vector
+ * loop being emitted where it moves by one element per lane), and a new one. */
+LLVMValueRef tt__promo_read(emitter *e, tt_eid index);
+void tt__promo_write(emitter *e, tt_eid index, LLVMValueRef v);
 void tt__codegen_emit_serial(emitter *e, const tt_stmt *loop, LLVMValueRef begin, LLVMValueRef end);
 void tt__codegen_parallel(emitter *e, const tt_stmt *loop);
 LLVMValueRef tt__codegen_alloc(emitter *e, uint32_t buf);

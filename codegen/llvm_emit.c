@@ -160,7 +160,7 @@ static LLVMValueRef element_ptr(emitter *e, uint32_t buf, LLVMValueRef index)
  * load and a store (conv2d C9 at 0.4 of its speed with 14x2 tiles); and it cannot prove one
  * parameter apart from another at all, so a kernel storing to its output reloaded every input
  * after each store.  The metadata says both at no cost. */
-static void set_access(emitter *e, LLVMValueRef inst, uint32_t buf)
+void tt__codegen_set_access(emitter *e, LLVMValueRef inst, uint32_t buf)
 {
     LLVMSetAlignment(inst, (unsigned)tt_dtype_bytes(e->p->bufs.data[buf].dtype));
     size_t nb = e->p->bufs.len;
@@ -212,17 +212,23 @@ static val emit_load(emitter *e, const tt_expr *n)
     LLVMTypeRef mt = mem_type(e, t);
     int64_t c = e->lanes ? tt_expr_coef(&e->p->pool, n->a, e->vec_var) : 0;
     val r = {0, false};
+    if (tt__promo_buffer(e, buf)) {
+        /* An accumulator kept in a value (llvm_promote.c). */
+        r.v = tt__promo_read(e, n->a);
+        r.vec = c == 1;
+        return r;
+    }
     if (c == 0) {
         LLVMValueRef idx = e->lanes ? emit_lane0(e, n->a) : emit(e, n->a).v;
         r.v = LLVMBuildLoad2(e->b, mt, element_ptr(e, buf, idx), "");
-        set_access(e, r.v, buf);
+        tt__codegen_set_access(e, r.v, buf);
     } else if (c == 1) {
         LLVMValueRef base = emit_lane0(e, n->a);
         LLVMTypeRef vt = LLVMVectorType(mt, (unsigned)e->lanes);
         LLVMValueRef p =
             LLVMBuildBitCast(e->b, element_ptr(e, buf, base), LLVMPointerType(vt, 0), "");
         r.v = LLVMBuildLoad2(e->b, vt, p, "");
-        set_access(e, r.v, buf);
+        tt__codegen_set_access(e, r.v, buf);
         r.vec = true;
     } else {
         /* Gather lane by lane. */
@@ -233,7 +239,7 @@ static val emit_load(emitter *e, const tt_expr *n)
             LLVMValueRef li = LLVMConstInt(e->i32, (unsigned)l, 0);
             LLVMValueRef x = LLVMBuildLoad2(
                 e->b, mt, element_ptr(e, buf, LLVMBuildExtractElement(e->b, idx.v, li, "")), "");
-            set_access(e, x, buf);
+            tt__codegen_set_access(e, x, buf);
             acc = LLVMBuildInsertElement(e->b, acc, x, li, "");
         }
         r.v = acc;
@@ -502,7 +508,7 @@ static void hoist_addresses(emitter *e, tt_eid id)
     case TT_EXPR_VAR:
     case TT_EXPR_READ: return;
     case TT_EXPR_LOAD: {
-        if (has_load(e, n->a))
+        if (has_load(e, n->a) || tt__promo_buffer(e, n->b))
             return;
         int64_t c = e->lanes ? tt_expr_coef(&e->p->pool, n->a, e->vec_var) : 0;
         if (c == 0 || c == 1)
@@ -840,12 +846,19 @@ static void store_value(emitter *e, const tt_stmt *s, val v)
         if (c != 0) {
             x = splat(e, x);
             v.vec = true;
+        } else if (tt__promo_buffer(e, s->buf)) {
+            tt__promo_write(e, s->index, x);
+            return;
         } else {
             LLVMValueRef idx = e->lanes ? emit_lane0(e, s->index) : emit(e, s->index).v;
             LLVMValueRef st = LLVMBuildStore(e->b, x, element_ptr(e, s->buf, idx));
-            set_access(e, st, s->buf);
+            tt__codegen_set_access(e, st, s->buf);
             return;
         }
+    }
+    if (c == 1 && tt__promo_buffer(e, s->buf)) {
+        tt__promo_write(e, s->index, x);
+        return;
     }
     if (c == 1) {
         LLVMValueRef base = emit_lane0(e, s->index);
@@ -853,7 +866,7 @@ static void store_value(emitter *e, const tt_stmt *s, val v)
         LLVMValueRef p =
             LLVMBuildBitCast(e->b, element_ptr(e, s->buf, base), LLVMPointerType(vt, 0), "");
         LLVMValueRef st = LLVMBuildStore(e->b, x, p);
-        set_access(e, st, s->buf);
+        tt__codegen_set_access(e, st, s->buf);
         return;
     }
     val idx = widen(e, emit(e, s->index), true);
@@ -862,7 +875,7 @@ static void store_value(emitter *e, const tt_stmt *s, val v)
         LLVMValueRef st =
             LLVMBuildStore(e->b, LLVMBuildExtractElement(e->b, x, li, ""),
                            element_ptr(e, s->buf, LLVMBuildExtractElement(e->b, idx.v, li, "")));
-        set_access(e, st, s->buf);
+        tt__codegen_set_access(e, st, s->buf);
     }
 }
 
@@ -913,18 +926,18 @@ static bool vectorisable(emitter *e, tt_sid id, uint32_t var)
     }
 }
 
-static bool contains_parallel(emitter *e, tt_sid id)
+bool tt__codegen_contains_parallel(emitter *e, tt_sid id)
 {
     const tt_stmt *s = &e->p->stmts.data[id];
     switch (s->kind) {
-    case TT_STMT_FOR: return s->ann == TT_ANN_PARALLEL || contains_parallel(e, s->body);
+    case TT_STMT_FOR: return s->ann == TT_ANN_PARALLEL || tt__codegen_contains_parallel(e, s->body);
     case TT_STMT_SEQ:
         for (uint32_t k = 0; k < s->n; k++)
-            if (contains_parallel(e, e->p->items.data[s->first + k]))
+            if (tt__codegen_contains_parallel(e, e->p->items.data[s->first + k]))
                 return true;
         return false;
     case TT_STMT_ALLOC:
-    case TT_STMT_IF: return contains_parallel(e, s->body);
+    case TT_STMT_IF: return tt__codegen_contains_parallel(e, s->body);
     default: return false;
     }
 }
@@ -985,6 +998,210 @@ static LLVMValueRef lane_numbers(emitter *e, int lanes)
     return LLVMConstVector(l, (unsigned)lanes);
 }
 
+/* The loops inside a rolled loop's body, for reduction_loop. */
+typedef struct {
+    uint32_t var[64];
+    int64_t extent[64];
+    int n;
+    bool ok; /* false: too many to tell */
+} inner_loops;
+
+static void collect_loops(emitter *e, tt_sid id, inner_loops *in)
+{
+    const tt_stmt *s = &e->p->stmts.data[id];
+    switch (s->kind) {
+    case TT_STMT_SEQ:
+        for (uint32_t k = 0; k < s->n; k++)
+            collect_loops(e, e->p->items.data[s->first + k], in);
+        return;
+    case TT_STMT_FOR:
+        if (in->n == 64) {
+            in->ok = false;
+            return;
+        }
+        in->var[in->n] = s->var;
+        in->extent[in->n++] = s->extent;
+        collect_loops(e, s->body, in);
+        return;
+    case TT_STMT_ALLOC:
+    case TT_STMT_IF: collect_loops(e, s->body, in); return;
+    default: return;
+    }
+}
+
+/* Do two iterations of the loop over `var` (coefficient cv, `extent` iterations) read a common
+ * element of a load at `index` through a loop inside it: a sliding window (an output column and a
+ * kernel column: x + r), whose loads LLVM shares between the iterations once it unrolls them. */
+static bool window_overlap(emitter *e, tt_eid index, uint32_t var, int64_t cv, int64_t extent,
+                           const inner_loops *in)
+{
+    for (int k = 0; k < in->n; k++) {
+        int64_t cu = tt_expr_coef(&e->p->pool, index, in->var[k]);
+        if (cu == INT64_MIN)
+            return true;
+        if (cu == 0 || in->var[k] == var)
+            continue;
+        if ((cu % cv == 0 && llabs(cu / cv) < extent) ||
+            (cv % cu == 0 && llabs(cv / cu) < in->extent[k]))
+            return true;
+    }
+    return false;
+}
+
+/* Does any load under expression `id` read an element that two iterations of the loop share? */
+static bool loads_overlap(emitter *e, tt_eid id, uint32_t var, int64_t extent,
+                          const inner_loops *in)
+{
+    const tt_expr *n = tt_expr_get(&e->p->pool, id);
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_INT:
+    case TT_EXPR_FLOAT:
+    case TT_EXPR_VAR:
+    case TT_EXPR_READ: return false;
+    case TT_EXPR_LOAD: {
+        int64_t cv = tt_expr_coef(&e->p->pool, n->a, var);
+        return cv == INT64_MIN || (cv && window_overlap(e, n->a, var, cv, extent, in)) ||
+               loads_overlap(e, n->a, var, extent, in);
+    }
+    case TT_EXPR_CALL:
+    case TT_EXPR_CAST:
+    case TT_EXPR_NOT:
+    case TT_EXPR_NEG: return loads_overlap(e, n->a, var, extent, in);
+    case TT_EXPR_SELECT:
+        return loads_overlap(e, n->a, var, extent, in) || loads_overlap(e, n->b, var, extent, in) ||
+               loads_overlap(e, n->c, var, extent, in);
+    default:
+        return loads_overlap(e, n->a, var, extent, in) || loads_overlap(e, n->b, var, extent, in);
+    }
+}
+
+/* Does a select (a padding guard) under expression `id` test `var`? */
+static bool guard_uses(emitter *e, tt_eid id, uint32_t var)
+{
+    const tt_expr *n = tt_expr_get(&e->p->pool, id);
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_INT:
+    case TT_EXPR_FLOAT:
+    case TT_EXPR_VAR:
+    case TT_EXPR_READ:
+    case TT_EXPR_LOAD: return false;
+    case TT_EXPR_CALL:
+    case TT_EXPR_CAST:
+    case TT_EXPR_NOT:
+    case TT_EXPR_NEG: return guard_uses(e, n->a, var);
+    case TT_EXPR_SELECT:
+        return tt_expr_uses_var(&e->p->pool, n->a, var) || guard_uses(e, n->b, var) ||
+               guard_uses(e, n->c, var);
+    default: return guard_uses(e, n->a, var) || guard_uses(e, n->b, var);
+    }
+}
+
+/* Is every store under `id` at an index without `var`, and no load a window sliding with it? */
+static bool reduces_over(emitter *e, tt_sid id, uint32_t var, int64_t extent, const inner_loops *in)
+{
+    const tt_stmt *s = &e->p->stmts.data[id];
+    switch (s->kind) {
+    case TT_STMT_SEQ:
+        for (uint32_t k = 0; k < s->n; k++)
+            if (!reduces_over(e, e->p->items.data[s->first + k], var, extent, in))
+                return false;
+        return true;
+    case TT_STMT_FOR:
+    case TT_STMT_ALLOC: return reduces_over(e, s->body, var, extent, in);
+    case TT_STMT_STORE:
+        return !tt_expr_uses_var(&e->p->pool, s->index, var) &&
+               !loads_overlap(e, s->value, var, extent, in) &&
+               !loads_overlap(e, s->index, var, extent, in);
+    default: return false; /* an `if`: left to LLVM */
+    }
+}
+
+/* Loops kept from LLVM's unrollers (llvm.loop.unroll.disable) while emitting, unrolling being the
+ * schedule's (`unroll`, auto_unroll_max_step):
+ *   - a loop around an accumulator tile kept in values (llvm_promote.c): the tile's loads and
+ *     stores, which made its body too large for LLVM's full unroller, are gone, and it then
+ *     took the loops around the tile apart (a stride-2 depthwise candidate's code generation
+ *     from 64 ms to 740);
+ *   - a reduction whose iterations share nothing (a convolution's input channels around a
+ *     register tile, a matmul's k) with a large body: at least TT_ROLLED_BODY_FLOPS
+ *     floating-point operations per iteration, or TT_ROLLED_BODY_MIN instructions, at least
+ *     TT_ROLLED_BODY_FLOPS_GUARDLESS of them multiply-adds, and no padding guard on its variable.
+ *     Its counter costs a few instructions per iteration against these, and unrolled it
+ *     multiplied what every pass after it and code generation worked through.
+ * Left to LLVM: small bodies (a tile of 7 accumulators, one multiply-add each per step, ran 1.16x
+ * slower rolled), loops whose variable a padding guard tests (unrolled, the guards fold: a
+ * depthwise tile's rows of taps ran up to 1.3x slower rolled), loops over the elements a body
+ * stores, and sliding windows (unrolled, neighbouring columns share their loads). */
+#define TT_ROLLED_BODY_FLOPS           32
+#define TT_ROLLED_BODY_MIN             64
+#define TT_ROLLED_BODY_FLOPS_GUARDLESS 8
+
+/* Are there at least `min` instructions in block `body` and the blocks after it (a loop body's
+ * own: emission appends blocks in order)? */
+static bool body_size_at_least(LLVMBasicBlockRef body, int min)
+{
+    int n = 0;
+    for (LLVMBasicBlockRef bb = body; bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
+            if (++n >= min)
+                return true;
+    return false;
+}
+
+/* Are there at least `min` floating-point operations (fadd, fsub, fmul, fmuladd; a vector
+ * counts once) in block `body` and the blocks after it? */
+static bool body_flops_at_least(LLVMBasicBlockRef body, int min)
+{
+    int n = 0;
+    for (LLVMBasicBlockRef bb = body; bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
+            LLVMOpcode op = LLVMGetInstructionOpcode(i);
+            if (op == LLVMFAdd || op == LLVMFSub || op == LLVMFMul) {
+                n++;
+            } else if (op == LLVMCall) {
+                size_t len = 0;
+                LLVMValueRef callee = LLVMGetCalledValue(i);
+                const char *name = callee ? LLVMGetValueName2(callee, &len) : "";
+                n += !strncmp(name, "llvm.fmuladd", 12);
+            }
+            if (n >= min)
+                return true;
+        }
+    return false;
+}
+
+static bool reduction_loop(emitter *e, const tt_stmt *s)
+{
+    inner_loops in = {.ok = true};
+    collect_loops(e, s->body, &in);
+    return in.ok && reduces_over(e, s->body, s->var, s->extent, &in);
+}
+
+/* Does any padded store under `id` guard on `var`? */
+static bool guarded_on(emitter *e, tt_sid id, uint32_t var)
+{
+    const tt_stmt *s = &e->p->stmts.data[id];
+    switch (s->kind) {
+    case TT_STMT_SEQ:
+        for (uint32_t k = 0; k < s->n; k++)
+            if (guarded_on(e, e->p->items.data[s->first + k], var))
+                return true;
+        return false;
+    case TT_STMT_FOR:
+    case TT_STMT_ALLOC: return guarded_on(e, s->body, var);
+    case TT_STMT_STORE: return guard_uses(e, s->value, var);
+    default: return true;
+    }
+}
+
+/* Large enough to stay rolled (above). */
+static bool large_body(emitter *e, const tt_stmt *s, LLVMBasicBlockRef body)
+{
+    return body_flops_at_least(body, TT_ROLLED_BODY_FLOPS) ||
+           (body_size_at_least(body, TT_ROLLED_BODY_MIN) && !guarded_on(e, s->body, s->var) &&
+            body_flops_at_least(body, TT_ROLLED_BODY_FLOPS_GUARDLESS));
+}
+
 /* `lanes` > 1: a vectorised loop too long for one vector, `lanes` of its iterations at a time
  * (the variable is the counter plus <0, 1, ..., lanes-1>); `lanes` divides the extent. */
 static void emit_serial_loop(emitter *e, const tt_stmt *s, LLVMValueRef begin, LLVMValueRef end,
@@ -995,6 +1212,14 @@ static void emit_serial_loop(emitter *e, const tt_stmt *s, LLVMValueRef begin, L
     LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "loop");
     LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "body");
     LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "exit");
+    /* Accumulators kept in values across the loop (llvm_promote.c): from here, or from a loop
+     * around it. */
+    bool inside = e->promo != NULL, root = false;
+    if (inside)
+        tt__promo_loop_begin(e, head);
+    else if (!lanes && LLVMIsAConstantInt(begin) && LLVMIsAConstantInt(end))
+        root = tt__promo_try(e, s, head);
+    int tiles = e->stats.promoted_tiles;
     LLVMBuildBr(e->b, head);
     LLVMPositionBuilderAtEnd(e->b, head);
     LLVMValueRef phi = LLVMBuildPhi(e->b, e->i64, tt_var_name(&e->p->pool, s->var));
@@ -1032,17 +1257,25 @@ static void emit_serial_loop(emitter *e, const tt_stmt *s, LLVMValueRef begin, L
         LLVMBuildAdd(e->b, phi, LLVMConstInt(e->i64, lanes > 1 ? (unsigned)lanes : 1, 0), "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(e->b);
     LLVMValueRef back = LLVMBuildBr(e->b, head);
+    bool around_tile = !inside && !root && e->stats.promoted_tiles > tiles;
     /* A copy through a local buffer too large for registers stays a loop: unrolled it gains
      * nothing (its time is memory traffic), and LLVM's full unroller made a copy of a few vectors
      * per iteration hundreds of instructions for the passes after it to work through. */
     if (is_memory_copy(e, s->body)) {
         LLVMSetMetadata(back, LLVMGetMDKindIDInContext(e->ctx, "llvm.loop", 9), no_unroll_md(e));
         e->stats.rolled_copies++;
+    } else if (lanes <= 1 &&
+               ((around_tile && body_flops_at_least(body, TT_ROLLED_BODY_FLOPS_GUARDLESS)) ||
+                (large_body(e, s, body) && reduction_loop(e, s)))) {
+        LLVMSetMetadata(back, LLVMGetMDKindIDInContext(e->ctx, "llvm.loop", 9), no_unroll_md(e));
+        e->stats.rolled_bodies++;
     }
     LLVMValueRef vals[2] = {begin, next};
     LLVMBasicBlockRef bbs[2] = {pre, latch};
     LLVMAddIncoming(phi, vals, bbs, 2);
     LLVMPositionBuilderAtEnd(e->b, exit);
+    if ((inside || root) && e->promo)
+        tt__promo_loop_end(e, latch);
 }
 
 /* Does guard `c` (a conjunction) have a term equal to `term`? */
@@ -1147,18 +1380,25 @@ static void emit_for(emitter *e, const tt_stmt *s)
         }
         return;
     }
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(e->b);
     LLVMBasicBlockRef then_bb = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "guard.then");
     LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "guard.end");
     LLVMBuildCondBr(e->b, cond, then_bb, join);
     LLVMPositionBuilderAtEnd(e->b, then_bb);
+    bool promoted = e->promo != NULL;
+    if (promoted)
+        tt__promo_arm_begin(e);
     tt__vn_open(&e->vn);
     memcpy(e->known + e->nknown, terms, (size_t)nterms * sizeof(terms[0]));
     e->nknown += nterms;
     emit_loop(e, s);
     e->nknown = saved;
     tt__vn_close(&e->vn);
+    LLVMBasicBlockRef then_end = LLVMGetInsertBlock(e->b);
     LLVMBuildBr(e->b, join);
     LLVMPositionBuilderAtEnd(e->b, join);
+    if (promoted && e->promo)
+        tt__promo_arm_end(e, then_end, pre);
     e->stats.guarded_loops++;
 }
 
@@ -1273,7 +1513,8 @@ static bool padding_depends_on(emitter *e, tt_sid body, tt_sid id, uint32_t var)
 static bool emit_peeled(emitter *e, const tt_stmt *s)
 {
     if (s->extent < 2 || s->extent > 64 || e->lanes || e->npeeled == 4 ||
-        contains_parallel(e, s->body) || !padding_depends_on(e, s->body, s->body, s->var))
+        tt__codegen_contains_parallel(e, s->body) ||
+        !padding_depends_on(e, s->body, s->body, s->var))
         return false;
     LLVMValueRef saved = e->vars[s->var];
     e->npeeled++;
@@ -1301,29 +1542,48 @@ static int long_vector_lanes(const emitter *e, int64_t extent)
     return 0;
 }
 
+tt__loop_form tt__codegen_loop_form(emitter *e, const tt_stmt *s, int auto_unroll, bool in_vector)
+{
+    if (s->extent == 1)
+        return TT__LOOP_UNIT;
+    if (s->ann == TT_ANN_PARALLEL && !e->in_parallel)
+        return TT__LOOP_PARALLEL;
+    if (s->ann == TT_ANN_VECTORIZE && !in_vector) {
+        if (s->extent <= e->opt.max_vector && vectorisable(e, s->body, s->var))
+            return TT__LOOP_VECTOR;
+        if (s->extent > e->opt.max_vector && long_vector_lanes(e, s->extent) &&
+            vectorisable(e, s->body, s->var))
+            return TT__LOOP_LONG_VECTOR;
+    }
+    if ((s->ann == TT_ANN_UNROLL && s->extent <= e->opt.unroll_limit) ||
+        (auto_unroll && s->ann != TT_ANN_PARALLEL &&
+         tt_program_nest_trip(e->p, s->body) * s->extent <= auto_unroll &&
+         !tt__codegen_contains_parallel(e, s->body)))
+        return TT__LOOP_UNROLLED;
+    return TT__LOOP_ROLLED;
+}
+
 static void emit_loop(emitter *e, const tt_stmt *s)
 {
     LLVMValueRef zero = LLVMConstInt(e->i64, 0, 0),
                  ext = LLVMConstInt(e->i64, (unsigned long long)s->extent, 0);
     int saved_unroll = e->auto_unroll;
-    int long_lanes = s->ann == TT_ANN_VECTORIZE && s->extent > e->opt.max_vector
-                         ? long_vector_lanes(e, s->extent)
-                         : 0;
     if (s->unroll_max_step)
         e->auto_unroll = s->unroll_max_step;
-    if (s->extent == 1) {
+    LLVMValueRef saved = e->vars[s->var];
+    switch (tt__codegen_loop_form(e, s, e->auto_unroll, e->lanes > 0)) {
+    case TT__LOOP_UNIT:
         /* A unit loop (a split by 1) is its body with the variable 0. */
-        LLVMValueRef saved = e->vars[s->var];
         e->vars[s->var] = zero;
         emit_stmt(e, s->body);
         e->vars[s->var] = saved;
-    } else if (s->ann == TT_ANN_PARALLEL && !e->in_parallel && s->extent > 1) {
+        break;
+    case TT__LOOP_PARALLEL:
         tt__codegen_parallel(e, s);
         e->stats.parallel_loops++;
-    } else if (s->ann == TT_ANN_VECTORIZE && !e->lanes && s->extent > 1 &&
-               s->extent <= e->opt.max_vector && vectorisable(e, s->body, s->var)) {
+        break;
+    case TT__LOOP_VECTOR:
         /* The whole loop is one vector of `extent` lanes. */
-        LLVMValueRef saved = e->vars[s->var];
         e->vars[s->var] = lane_numbers(e, (int)s->extent);
         e->lanes = (int)s->extent;
         e->vec_var = s->var;
@@ -1331,25 +1591,27 @@ static void emit_loop(emitter *e, const tt_stmt *s)
         e->lanes = 0;
         e->vars[s->var] = saved;
         e->stats.vector_loops++;
-    } else if (long_lanes && !e->lanes && vectorisable(e, s->body, s->var)) {
+        break;
+    case TT__LOOP_LONG_VECTOR:
         /* Too long for one vector (a packed copy's row of 128): a loop over vectors. */
-        emit_serial_loop(e, s, zero, ext, long_lanes);
+        emit_serial_loop(e, s, zero, ext, long_vector_lanes(e, s->extent));
         e->stats.vector_loops++;
-    } else if ((s->ann == TT_ANN_UNROLL && s->extent <= e->opt.unroll_limit) ||
-               (e->auto_unroll && s->ann != TT_ANN_PARALLEL &&
-                tt_program_nest_trip(e->p, s->body) * s->extent <= e->auto_unroll &&
-                !contains_parallel(e, s->body))) {
-        LLVMValueRef saved = e->vars[s->var];
+        break;
+    case TT__LOOP_UNROLLED:
         for (int64_t i = 0; i < s->extent; i++) {
             e->vars[s->var] = LLVMConstInt(e->i64, (unsigned long long)i, 0);
             emit_stmt(e, s->body);
         }
         e->vars[s->var] = saved;
         e->stats.unrolled_loops++;
-    } else if (s->ann == TT_ANN_VECTORIZE || !emit_peeled(e, s)) {
-        if (s->ann == TT_ANN_VECTORIZE)
-            e->stats.scalar_fallbacks++;
-        emit_serial_loop(e, s, zero, ext, 0);
+        break;
+    case TT__LOOP_ROLLED:
+        if (s->ann == TT_ANN_VECTORIZE || !emit_peeled(e, s)) {
+            if (s->ann == TT_ANN_VECTORIZE)
+                e->stats.scalar_fallbacks++;
+            emit_serial_loop(e, s, zero, ext, 0);
+        }
+        break;
     }
     e->auto_unroll = saved_unroll;
 }

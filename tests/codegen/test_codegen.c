@@ -17,6 +17,7 @@
 #include "codegen/codegen.h"
 #include "schedule/state.h"
 #include "schedule/random_schedule.h"
+#include "tuner/space.h"
 
 static char dir[128];
 
@@ -130,6 +131,8 @@ static void compiled_random_schedules_match_the_definition(void **state)
                 total.parallel_loops += s.parallel_loops;
                 total.unrolled_loops += s.unrolled_loops;
                 total.scalar_fallbacks += s.scalar_fallbacks;
+                total.promoted_tiles += s.promoted_tiles;
+                total.rolled_bodies += s.rolled_bodies;
                 compiled++;
                 tt_program_free(prog);
             }
@@ -138,9 +141,10 @@ static void compiled_random_schedules_match_the_definition(void **state)
         tt_workload_free(wl);
     }
     printf("codegen: %d compiled schedules matched (%d loaded as objects); %d vector loops, %d "
-           "parallel, %d unrolled, %d vectorize fallbacks\n",
+           "parallel, %d unrolled, %d vectorize fallbacks, %d tiles in values, %d loops kept "
+           "rolled\n",
            compiled, objects, total.vector_loops, total.parallel_loops, total.unrolled_loops,
-           total.scalar_fallbacks);
+           total.scalar_fallbacks, total.promoted_tiles, total.rolled_bodies);
     assert_true(total.vector_loops > 0);
     assert_true(total.parallel_loops > 0);
     assert_true(total.unrolled_loops > 0);
@@ -361,6 +365,139 @@ static void padded_taps_of_unrolled_rows_are_decided_when_emitting(void **state)
     assert_int_equal(stats.scalar_fallbacks, 0);
 }
 
+/* Configs of the tuner's tiling template for this machine (register-blocked micro-kernels, the
+ * padding inlined or computed once, taps inside the tile, packed inputs), compiled, compute the
+ * definition; among them are tiles kept in values (llvm_promote.c) and loops kept rolled. */
+static void template_configs_compute_the_definition(void **state)
+{
+    (void)state;
+    static const char *const workloads[] = {
+        "conv2d_nhwc:N=1,H=14,W=14,CI=16,CO=32,K=3,S=1,P=1",
+        "conv2d_nhwc:N=1,H=14,W=14,CI=16,CO=32,K=3,S=2,P=1",
+        "depthwise_conv2d_nhwc:N=1,H=14,W=14,C=32,K=3,S=1,P=1",
+        "depthwise_conv2d_nhwc:N=1,H=14,W=14,C=32,K=3,S=2,P=1",
+        "matmul:M=64,N=64,K=64",
+    };
+    tt_target host;
+    tt_vector_isa isa;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_target_parse("llvm", &host, &err), TT_OK);
+    tt_codegen_vector_isa(&host, &isa);
+    int compiled = 0, promoted = 0, rolled = 0;
+    for (size_t w = 0; w < sizeof(workloads) / sizeof(workloads[0]); w++) {
+        tt_workload *wl;
+        tt_space sp;
+        if (tt_workload_parse(workloads[w], &wl, &err) ||
+            tt_space_init(&sp, &wl->dag, 2, &isa, &err))
+            fail_msg("%s: %s", workloads[w], err.msg);
+        tt_rng rng;
+        tt_rng_seed(&rng, 700 + w);
+        for (int k = 0; k < 16; k++) {
+            uint64_t idx = tt_rng_below(&rng, sp.size);
+            tt_state *st;
+            tt_program *prog;
+            if (tt_space_apply(&sp, idx, &st, &err) || tt_lower(st, &prog, &err))
+                fail_msg("%s config %llu: %s", workloads[w], (unsigned long long)idx, err.msg);
+            char what[300];
+            snprintf(what, sizeof(what), "%s config %llu", workloads[w], (unsigned long long)idx);
+            tt_codegen_stats s;
+            check_compiled(&wl->dag, prog, what, (uint64_t)k, k % 2, &s);
+            compiled++;
+            promoted += s.promoted_tiles;
+            rolled += s.rolled_bodies;
+            tt_program_free(prog);
+            tt_state_free(st);
+        }
+        tt_workload_free(wl);
+    }
+    printf("template: %d configs matched, %d tiles in values, %d loops kept rolled\n", compiled,
+           promoted, rolled);
+    assert_true(promoted > 0);
+    assert_true(rolled > 0);
+}
+
+/* taps_inside_steps(7), or with the tile's rows (o1.1) a rolled loop instead of unrolled. */
+static void tile_steps(bool rows_unrolled, char *out, size_t n)
+{
+    taps_inside_steps(7, out, n);
+    const char *rows = "[\"AN\", 3, 8, 1], ";
+    char *at = strstr(out, rows);
+    assert_non_null(at);
+    if (!rows_unrolled)
+        memmove(at, at + strlen(rows), strlen(at + strlen(rows)) + 1);
+}
+
+/* Lines of the unoptimised IR of `prog` that contain `what`. */
+static int unoptimised_lines(const tt_program *prog, const char *what)
+{
+    tt_target t;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_target_parse("llvm", &t, &err), TT_OK);
+    tt_codegen_options o0 = {0, 64, 64, NULL, false};
+    char *ir = NULL;
+    if (tt_codegen_llvm_ir(prog, &t, "kernel", &o0, &ir, &err))
+        fail_msg("%s", err.msg);
+    int n = 0;
+    for (const char *q = strstr(ir, what); q; q = strstr(q + 1, what))
+        n++;
+    free(ir);
+    return n;
+}
+
+/* A register tile's accumulators are values across the reduction (llvm_promote.c): loaded once
+ * before the loop over the kernel's rows, carried by phis through the rolled loop over input
+ * channels inside it and through the branch on the input row around that loop (padding inlined),
+ * stored once after it.  Before, they were loads and stores per multiply-add that LLVM promoted
+ * itself, and failed to where the padding's branches were in the way.  The kernel computes the
+ * definition.  With the tile's rows a rolled loop inside the reduction, an accumulator's index
+ * changes there: nothing is promoted, and the kernel still computes the definition. */
+static void accumulator_tiles_are_kept_in_values(void **state)
+{
+    (void)state;
+    const char *conv = "conv2d_nhwc:N=1,H=7,W=7,CI=8,CO=32,K=3,S=1,P=1";
+    char steps[1024];
+    tile_steps(true, steps, sizeof(steps));
+    tt_codegen_stats stats;
+    lowered l = lower_steps(conv, steps);
+    check_compiled(&l.w->dag, l.prog, conv, 31, true, &stats);
+    assert_int_equal(stats.promoted_tiles, 1);
+    assert_int_equal(stats.guarded_loops, 1);
+    /* The tile's 7 rows of 32 lanes: a phi each at the headers of the loops over kernel rows and
+     * input channels, and one at the join of the row's branch. */
+    assert_int_equal(unoptimised_lines(l.prog, "= phi <32 x float>"), 21);
+    /* Vector stores: the tile's 7 zeros, its 7 values written back once after the reduction and
+     * the copy-out's row; stored at each update, the 19 updates would be 19 more. */
+    assert_int_equal(unoptimised_lines(l.prog, "store <32 x float>"), 7 + 7 + 1);
+    free_lowered(&l);
+    tile_steps(false, steps, sizeof(steps));
+    check_steps(conv, steps, 33, true, &stats);
+    assert_int_equal(stats.promoted_tiles, 0);
+}
+
+/* A rolled reduction loop with a large body stays a loop after optimisation (its loop ID keeps
+ * LLVM's unrollers away): here the loop over 8 input channels around the tile's 19 multiply-adds,
+ * whose iterations share no input, and the loop around the promoted tile.  It computes the
+ * definition.  (A sliding window is left to LLVM: guards_are_decided_on_enclosing_loop_bounds.) */
+static void large_reduction_bodies_stay_loops(void **state)
+{
+    (void)state;
+    const char *conv = "conv2d_nhwc:N=1,H=7,W=7,CI=8,CO=32,K=3,S=1,P=1";
+    char steps[1024];
+    tile_steps(true, steps, sizeof(steps));
+    lowered l = lower_steps(conv, steps);
+    char *ir = kernel_text(l.prog, "llvm", false);
+    bool kept = strstr(ir, "llvm.loop.unroll.disable") != NULL;
+    free(ir);
+    tt_codegen_stats stats;
+    check_compiled(&l.w->dag, l.prog, conv, 35, true, &stats);
+    free_lowered(&l);
+    /* The loop over input channels, and the loop over output rows around the promoted tile
+     * (accumulator_tiles_are_kept_in_values), whose body is now small enough for LLVM to take
+     * apart. */
+    assert_int_equal(stats.rolled_bodies, 2);
+    assert_true(kept);
+}
+
 /* A row of 28 outputs in register tiles of 7, the kernel's columns unrolled inside: the loop over
  * the tiles is peeled, its first and last tiles emitted with their padded taps decided (one each)
  * and the interior tiles as a loop whose column guards are decided on its bounds; the kernel
@@ -415,6 +552,10 @@ static void guards_are_decided_on_enclosing_loop_bounds(void **state)
     tt_codegen_stats stats;
     check_steps(dw, steps, 27, true, &stats);
     assert_int_equal(stats.peeled_loops, 1);
+    /* The loop over kernel columns is a window sliding with the tile's output columns
+     * (neighbouring columns read an input element at neighbouring taps): left to LLVM, which
+     * shares those loads once it unrolls it. */
+    assert_int_equal(stats.rolled_bodies, 0);
 }
 
 /* A register tile of 14 rows by 2 vectors (28 of AVX-512's 32 registers) stays in registers across
@@ -1017,6 +1158,9 @@ int main(void)
         cmocka_unit_test(every_other_buffer_is_in_the_noalias_list),
         cmocka_unit_test(padded_taps_of_unrolled_rows_are_decided_when_emitting),
         cmocka_unit_test(loops_over_padded_tiles_are_peeled),
+        cmocka_unit_test(accumulator_tiles_are_kept_in_values),
+        cmocka_unit_test(template_configs_compute_the_definition),
+        cmocka_unit_test(large_reduction_bodies_stay_loops),
         cmocka_unit_test(guards_are_decided_on_enclosing_loop_bounds),
         cmocka_unit_test(copies_through_large_local_buffers_stay_loops),
         cmocka_unit_test(long_vector_loops_are_loops_over_vectors),
