@@ -26,6 +26,7 @@
 
 #define PROMO_MAX_BYTES   4096
 #define PROMO_MIN_UPDATES 8
+#define PROMO_MAX_SLOTS   65536 /* keys summed over accesses, an upper bound of the slots */
 #define PROMO_MAX_OUTER   16
 #define PROMO_MAX_FRAMES  64
 
@@ -62,15 +63,15 @@ typedef struct {
     emitter *e;
     uint32_t buf, loop_var;
     bool ok;
-    int stores;
     int lanes; /* -1 until the first access */
     int64_t residue;
     int nouter;
     uint32_t outer_var[PROMO_MAX_OUTER];
     int64_t outer_coef[PROMO_MAX_OUTER];
-    int64_t max_keys;
-    int64_t updates; /* stores to the buffer emitted per iteration of the loop */
-    uint8_t *status; /* per variable bound inside the loop */
+    int64_t max_keys; /* elements one access touches, at most (the tile's size) */
+    int64_t sum_keys; /* over all accesses: room for every slot */
+    int64_t updates;  /* stores to the buffer emitted per iteration of the loop */
+    uint8_t *status;  /* per variable bound inside the loop */
     int64_t *extent;
     uint32_t vec_var;
     int vec_lanes; /* > 0 inside a vector loop */
@@ -227,6 +228,7 @@ static void scan_access(scan *sc, tt_eid index)
     }
     if (keys > sc->max_keys)
         sc->max_keys = keys;
+    sc->sum_keys += keys;
 }
 
 static void scan_expr(scan *sc, tt_eid id)
@@ -271,7 +273,6 @@ static void scan_stmt(scan *sc, tt_sid id, int auto_unroll, bool in_vector, int6
         return;
     case TT_STMT_STORE:
         if (s->buf == sc->buf) {
-            sc->stores++;
             sc->updates += copies;
             scan_access(sc, s->index);
         }
@@ -498,14 +499,14 @@ bool tt__promo_try(emitter *e, const tt_stmt *loop, LLVMBasicBlockRef head)
         size_t bytes = (size_t)tt_dtype_bytes(e->p->bufs.data[sc.buf].dtype) *
                        (size_t)(sc.lanes > 0 ? sc.lanes : 1);
         found = sc.ok && sc.updates >= PROMO_MIN_UPDATES &&
-                sc.max_keys * (int64_t)bytes <= PROMO_MAX_BYTES;
+                sc.max_keys * (int64_t)bytes <= PROMO_MAX_BYTES && sc.sum_keys <= PROMO_MAX_SLOTS;
     }
     free(status);
     free(extent);
     if (!found)
         return false;
     tt__promo *pr = calloc(1, sizeof(*pr));
-    int max_slots = (int)sc.max_keys;
+    int max_slots = (int)sc.sum_keys;
     if (!pr)
         return false;
     pr->key = malloc((size_t)max_slots * (sizeof(int64_t) + sizeof(LLVMValueRef) + sizeof(bool)));
