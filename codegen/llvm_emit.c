@@ -1048,31 +1048,31 @@ static bool window_overlap(emitter *e, tt_eid index, uint32_t var, int64_t cv, i
     return false;
 }
 
+/* A loop over `var` of `extent` iterations, for shares_load. */
+typedef struct {
+    emitter *e;
+    uint32_t var;
+    int64_t extent;
+    const inner_loops *in;
+} loop_ctx;
+
+/* Is `id` a load of an element that two iterations of the loop share? */
+static bool shared_load(void *ctx, tt_eid id)
+{
+    const loop_ctx *l = ctx;
+    const tt_expr *n = tt_expr_get(&l->e->p->pool, id);
+    if (n->kind != TT_EXPR_LOAD)
+        return false;
+    int64_t cv = tt_expr_coef(&l->e->p->pool, n->a, l->var);
+    return cv == INT64_MIN || (cv && window_overlap(l->e, n->a, l->var, cv, l->extent, l->in));
+}
+
 /* Does any load under expression `id` read an element that two iterations of the loop share? */
 static bool loads_overlap(emitter *e, tt_eid id, uint32_t var, int64_t extent,
                           const inner_loops *in)
 {
-    const tt_expr *n = tt_expr_get(&e->p->pool, id);
-    switch ((tt_expr_kind)n->kind) {
-    case TT_EXPR_INT:
-    case TT_EXPR_FLOAT:
-    case TT_EXPR_VAR:
-    case TT_EXPR_READ: return false;
-    case TT_EXPR_LOAD: {
-        int64_t cv = tt_expr_coef(&e->p->pool, n->a, var);
-        return cv == INT64_MIN || (cv && window_overlap(e, n->a, var, cv, extent, in)) ||
-               loads_overlap(e, n->a, var, extent, in);
-    }
-    case TT_EXPR_CALL:
-    case TT_EXPR_CAST:
-    case TT_EXPR_NOT:
-    case TT_EXPR_NEG: return loads_overlap(e, n->a, var, extent, in);
-    case TT_EXPR_SELECT:
-        return loads_overlap(e, n->a, var, extent, in) || loads_overlap(e, n->b, var, extent, in) ||
-               loads_overlap(e, n->c, var, extent, in);
-    default:
-        return loads_overlap(e, n->a, var, extent, in) || loads_overlap(e, n->b, var, extent, in);
-    }
+    loop_ctx l = {e, var, extent, in};
+    return tt_expr_any(&e->p->pool, id, shared_load, &l);
 }
 
 /* Does a select (a padding guard) under expression `id` test `var`? */
@@ -1136,38 +1136,30 @@ static bool reduces_over(emitter *e, tt_sid id, uint32_t var, int64_t extent, co
 #define TT_ROLLED_BODY_MIN             64
 #define TT_ROLLED_BODY_FLOPS_GUARDLESS 8
 
-/* Are there at least `min` instructions in block `body` and the blocks after it (a loop body's
- * own: emission appends blocks in order)? */
-static bool body_size_at_least(LLVMBasicBlockRef body, int min)
+/* The instructions and floating-point operations (fadd, fsub, fmul, fmuladd; a vector counts
+ * once) in block `body` and the blocks after it (a loop body's own: emission appends blocks in
+ * order), counted until there are TT_ROLLED_BODY_MIN and TT_ROLLED_BODY_FLOPS. */
+static void body_size(LLVMBasicBlockRef body, int *instructions, int *flops)
 {
-    int n = 0;
-    for (LLVMBasicBlockRef bb = body; bb; bb = LLVMGetNextBasicBlock(bb))
-        for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
-            if (++n >= min)
-                return true;
-    return false;
-}
-
-/* Are there at least `min` floating-point operations (fadd, fsub, fmul, fmuladd; a vector
- * counts once) in block `body` and the blocks after it? */
-static bool body_flops_at_least(LLVMBasicBlockRef body, int min)
-{
-    int n = 0;
+    int n = 0, f = 0;
     for (LLVMBasicBlockRef bb = body; bb; bb = LLVMGetNextBasicBlock(bb))
         for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
             LLVMOpcode op = LLVMGetInstructionOpcode(i);
+            n++;
             if (op == LLVMFAdd || op == LLVMFSub || op == LLVMFMul) {
-                n++;
+                f++;
             } else if (op == LLVMCall) {
                 size_t len = 0;
                 LLVMValueRef callee = LLVMGetCalledValue(i);
                 const char *name = callee ? LLVMGetValueName2(callee, &len) : "";
-                n += !strncmp(name, "llvm.fmuladd", 12);
+                f += !strncmp(name, "llvm.fmuladd", 12);
             }
-            if (n >= min)
-                return true;
+            if (n >= TT_ROLLED_BODY_MIN && f >= TT_ROLLED_BODY_FLOPS)
+                goto done;
         }
-    return false;
+done:
+    *instructions = n;
+    *flops = f;
 }
 
 static bool reduction_loop(emitter *e, const tt_stmt *s)
@@ -1195,11 +1187,11 @@ static bool guarded_on(emitter *e, tt_sid id, uint32_t var)
 }
 
 /* Large enough to stay rolled (above). */
-static bool large_body(emitter *e, const tt_stmt *s, LLVMBasicBlockRef body)
+static bool large_body(emitter *e, const tt_stmt *s, int instructions, int flops)
 {
-    return body_flops_at_least(body, TT_ROLLED_BODY_FLOPS) ||
-           (body_size_at_least(body, TT_ROLLED_BODY_MIN) && !guarded_on(e, s->body, s->var) &&
-            body_flops_at_least(body, TT_ROLLED_BODY_FLOPS_GUARDLESS));
+    return flops >= TT_ROLLED_BODY_FLOPS ||
+           (instructions >= TT_ROLLED_BODY_MIN && flops >= TT_ROLLED_BODY_FLOPS_GUARDLESS &&
+            !guarded_on(e, s->body, s->var));
 }
 
 /* `lanes` > 1: a vectorised loop too long for one vector, `lanes` of its iterations at a time
@@ -1258,15 +1250,17 @@ static void emit_serial_loop(emitter *e, const tt_stmt *s, LLVMValueRef begin, L
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(e->b);
     LLVMValueRef back = LLVMBuildBr(e->b, head);
     bool around_tile = !inside && !root && e->stats.promoted_tiles > tiles;
+    int instructions = 0, flops = 0;
+    if (lanes <= 1)
+        body_size(body, &instructions, &flops);
     /* A copy through a local buffer too large for registers stays a loop: unrolled it gains
      * nothing (its time is memory traffic), and LLVM's full unroller made a copy of a few vectors
      * per iteration hundreds of instructions for the passes after it to work through. */
     if (is_memory_copy(e, s->body)) {
         LLVMSetMetadata(back, LLVMGetMDKindIDInContext(e->ctx, "llvm.loop", 9), no_unroll_md(e));
         e->stats.rolled_copies++;
-    } else if (lanes <= 1 &&
-               ((around_tile && body_flops_at_least(body, TT_ROLLED_BODY_FLOPS_GUARDLESS)) ||
-                (large_body(e, s, body) && reduction_loop(e, s)))) {
+    } else if (lanes <= 1 && ((around_tile && flops >= TT_ROLLED_BODY_FLOPS_GUARDLESS) ||
+                              (large_body(e, s, instructions, flops) && reduction_loop(e, s)))) {
         LLVMSetMetadata(back, LLVMGetMDKindIDInContext(e->ctx, "llvm.loop", 9), no_unroll_md(e));
         e->stats.rolled_bodies++;
     }
@@ -1274,7 +1268,7 @@ static void emit_serial_loop(emitter *e, const tt_stmt *s, LLVMValueRef begin, L
     LLVMBasicBlockRef bbs[2] = {pre, latch};
     LLVMAddIncoming(phi, vals, bbs, 2);
     LLVMPositionBuilderAtEnd(e->b, exit);
-    if ((inside || root) && e->promo)
+    if (inside || root)
         tt__promo_loop_end(e, latch);
 }
 
@@ -1397,7 +1391,7 @@ static void emit_for(emitter *e, const tt_stmt *s)
     LLVMBasicBlockRef then_end = LLVMGetInsertBlock(e->b);
     LLVMBuildBr(e->b, join);
     LLVMPositionBuilderAtEnd(e->b, join);
-    if (promoted && e->promo)
+    if (promoted)
         tt__promo_arm_end(e, then_end, pre);
     e->stats.guarded_loops++;
 }

@@ -52,6 +52,7 @@ typedef struct tt__promo {
     LLVMValueRef *ptr;
     bool *written;
     int nframes;
+    int lost; /* loops and arms inside that got no frame (an error is set): their ends pop none */
     frame frames[PROMO_MAX_FRAMES];
 } tt__promo;
 
@@ -231,33 +232,19 @@ static void scan_access(scan *sc, tt_eid index)
     sc->sum_keys += keys;
 }
 
+/* Scans `id` if it is a load of the buffer; stops the walk once the buffer is refused. */
+static bool scan_load(void *ctx, tt_eid id)
+{
+    scan *sc = ctx;
+    const tt_expr *n = tt_expr_get(&sc->e->p->pool, id);
+    if (n->kind == TT_EXPR_LOAD && n->b == sc->buf)
+        scan_access(sc, n->a);
+    return !sc->ok;
+}
+
 static void scan_expr(scan *sc, tt_eid id)
 {
-    const tt_expr *n = tt_expr_get(&sc->e->p->pool, id);
-    switch ((tt_expr_kind)n->kind) {
-    case TT_EXPR_INT:
-    case TT_EXPR_FLOAT:
-    case TT_EXPR_VAR:
-    case TT_EXPR_READ: return;
-    case TT_EXPR_LOAD:
-        if (n->b == sc->buf)
-            scan_access(sc, n->a);
-        scan_expr(sc, n->a);
-        return;
-    case TT_EXPR_CALL:
-    case TT_EXPR_CAST:
-    case TT_EXPR_NOT:
-    case TT_EXPR_NEG: scan_expr(sc, n->a); return;
-    case TT_EXPR_SELECT:
-        scan_expr(sc, n->a);
-        scan_expr(sc, n->b);
-        scan_expr(sc, n->c);
-        return;
-    default:
-        scan_expr(sc, n->a);
-        scan_expr(sc, n->b);
-        return;
-    }
+    tt_expr_any(&sc->e->p->pool, id, scan_load, sc);
 }
 
 /* Walks the loop's body as emit_loop will emit it (tt__codegen_loop_form). */
@@ -349,6 +336,7 @@ static frame *push(emitter *e, bool loop)
     tt__promo *pr = e->promo;
     if (pr->nframes == PROMO_MAX_FRAMES) {
         e->status = TT_ERR_LIMIT;
+        pr->lost++;
         return NULL;
     }
     frame *f = &pr->frames[pr->nframes];
@@ -356,6 +344,7 @@ static frame *push(emitter *e, bool loop)
     f->cur = calloc((size_t)pr->max_slots * 2, sizeof(LLVMValueRef));
     if (!f->cur) {
         e->status = TT_ERR_NOMEM;
+        pr->lost++;
         return NULL;
     }
     f->phi = f->cur + pr->max_slots;
@@ -494,8 +483,7 @@ bool tt__promo_try(emitter *e, const tt_stmt *loop, LLVMBasicBlockRef head)
         sc.status = status;
         sc.extent = extent;
         sc.vec_var = UINT32_MAX;
-        int au = loop->unroll_max_step ? loop->unroll_max_step : e->auto_unroll;
-        scan_stmt(&sc, loop->body, au, false, 1);
+        scan_stmt(&sc, loop->body, e->auto_unroll, false, 1); /* emit_loop set the loop's own */
         size_t bytes = (size_t)tt_dtype_bytes(e->p->bufs.data[sc.buf].dtype) *
                        (size_t)(sc.lanes > 0 ? sc.lanes : 1);
         found = sc.ok && sc.updates >= PROMO_MIN_UPDATES &&
@@ -558,6 +546,10 @@ void tt__promo_loop_begin(emitter *e, LLVMBasicBlockRef head)
 void tt__promo_loop_end(emitter *e, LLVMBasicBlockRef latch)
 {
     tt__promo *pr = e->promo;
+    if (pr->lost) {
+        pr->lost--;
+        return;
+    }
     int fi = pr->nframes - 1;
     frame *f = &pr->frames[fi];
     for (int k = 0; k < pr->nslots; k++)
@@ -588,6 +580,10 @@ void tt__promo_arm_begin(emitter *e)
 void tt__promo_arm_end(emitter *e, LLVMBasicBlockRef arm_end, LLVMBasicBlockRef other)
 {
     tt__promo *pr = e->promo;
+    if (pr->lost) {
+        pr->lost--;
+        return;
+    }
     int fi = pr->nframes - 1;
     frame *f = &pr->frames[fi], *up = &pr->frames[fi - 1];
     for (int k = 0; k < pr->nslots; k++) {

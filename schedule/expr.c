@@ -393,6 +393,29 @@ bool tt_expr_reads_tensor_at_vars(const tt_expr_pool *p, tt_eid e, uint32_t tens
     return c.found && c.plain;
 }
 
+bool tt_expr_any(const tt_expr_pool *p, tt_eid e, bool (*pred)(void *ctx, tt_eid id), void *ctx)
+{
+    if (!e)
+        return false;
+    if (pred(ctx, e))
+        return true;
+    const tt_expr *n = &p->nodes.data[e];
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_READ:
+        for (int i = 0; i < n->n; i++)
+            if (tt_expr_any(p, p->args.data[n->b + (uint32_t)i], pred, ctx))
+                return true;
+        return false;
+    case TT_EXPR_LOAD:
+    case TT_EXPR_CALL: return tt_expr_any(p, n->a, pred, ctx);
+    default: break;
+    }
+    int nc = kinds[n->kind].nchild;
+    return (nc >= 1 && tt_expr_any(p, n->a, pred, ctx)) ||
+           (nc >= 2 && tt_expr_any(p, n->b, pred, ctx)) ||
+           (nc >= 3 && tt_expr_any(p, n->c, pred, ctx));
+}
+
 bool tt_expr_uses_var(const tt_expr_pool *p, tt_eid e, uint32_t var)
 {
     if (!e)

@@ -169,6 +169,9 @@ tt_eid tt_expr_substitute(tt_expr_pool *p, tt_eid e, const tt_eid *subst, size_t
 /* Calls fn(ctx, read_node_id) for every READ node in `e`, outermost first. */
 void tt_expr_visit_reads(const tt_expr_pool *p, tt_eid e, void (*fn)(void *ctx, tt_eid read),
                          void *ctx);
+/* True if pred(ctx, id) holds for some node of `e`, visited outermost first (a LOAD's index and
+ * a READ's indices included); stops at the first. */
+bool tt_expr_any(const tt_expr_pool *p, tt_eid e, bool (*pred)(void *ctx, tt_eid id), void *ctx);
 /* True if `e` contains a READ of tensor `tensor`. */
 bool tt_expr_reads_tensor(const tt_expr_pool *p, tt_eid e, uint32_t tensor);
 /* True if e reads `tensor` and indexes it by plain variables only (A[i, k], not A[i + r, k]). */

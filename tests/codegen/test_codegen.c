@@ -416,6 +416,20 @@ static void template_configs_compute_the_definition(void **state)
     assert_true(rolled > 0);
 }
 
+/* Compiles the schedule and checks it computes the definition; does its optimised IR keep a loop
+ * that LLVM was asked not to unroll? */
+static bool keeps_a_rolled_loop(const char *workload, const char *steps, uint64_t seed,
+                                tt_codegen_stats *stats)
+{
+    lowered l = lower_steps(workload, steps);
+    char *ir = kernel_text(l.prog, "llvm", false);
+    bool kept = strstr(ir, "llvm.loop.unroll.disable") != NULL;
+    free(ir);
+    check_compiled(&l.w->dag, l.prog, workload, seed, true, stats);
+    free_lowered(&l);
+    return kept;
+}
+
 /* taps_inside_steps(7), or with the tile's rows (o1.1) a rolled loop instead of unrolled. */
 static void tile_steps(bool rows_unrolled, char *out, size_t n)
 {
@@ -484,13 +498,8 @@ static void large_reduction_bodies_stay_loops(void **state)
     const char *conv = "conv2d_nhwc:N=1,H=7,W=7,CI=8,CO=32,K=3,S=1,P=1";
     char steps[1024];
     tile_steps(true, steps, sizeof(steps));
-    lowered l = lower_steps(conv, steps);
-    char *ir = kernel_text(l.prog, "llvm", false);
-    bool kept = strstr(ir, "llvm.loop.unroll.disable") != NULL;
-    free(ir);
     tt_codegen_stats stats;
-    check_compiled(&l.w->dag, l.prog, conv, 35, true, &stats);
-    free_lowered(&l);
+    bool kept = keeps_a_rolled_loop(conv, steps, 35, &stats);
     /* The loop over input channels, and the loop over output rows around the promoted tile
      * (accumulator_tiles_are_kept_in_values), whose body is now small enough for LLVM to take
      * apart. */
@@ -697,13 +706,8 @@ static void copies_through_large_local_buffers_stay_loops(void **state)
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         char steps[512];
         packed_b_steps(cases[c].rows, steps, sizeof(steps));
-        lowered l = lower_steps(mm, steps);
-        char *ir = kernel_text(l.prog, "llvm", false);
-        bool kept = strstr(ir, "llvm.loop.unroll.disable") != NULL;
-        free(ir);
         tt_codegen_stats stats;
-        check_compiled(&l.w->dag, l.prog, mm, 13, true, &stats);
-        free_lowered(&l);
+        bool kept = keeps_a_rolled_loop(mm, steps, 13, &stats);
         if (kept != (cases[c].rolled > 0) || stats.rolled_copies != cases[c].rolled)
             fail_msg("%d rows of B: %d rolled copies, loop ID %s in the optimised IR",
                      cases[c].rows, stats.rolled_copies, kept ? "kept" : "absent");
