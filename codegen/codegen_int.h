@@ -113,6 +113,12 @@ typedef enum {
     TT__LOOP_ROLLED       /* a loop (or peeled: first, middle, last) */
 } tt__loop_form;
 tt__loop_form tt__codegen_loop_form(emitter *e, const tt_stmt *s, int auto_unroll, bool in_vector);
+/* The lanes of each vector a TT__LOOP_VECTOR loop of `extent` lanes is emitted as: the extent if a
+ * power of two, else the largest power of two dividing it if at least TT_VECTOR_MIN_PIECE.  LLVM
+ * 14 legalises other widths slowly: a depthwise candidate's <48 x float> code took 223 ms in
+ * code generation, 50 ms as <64 x float>. */
+#define TT_VECTOR_MIN_PIECE 4
+int tt__codegen_vector_piece(int64_t extent);
 bool tt__codegen_contains_parallel(emitter *e, tt_sid id);
 /* Alignment and alias scope of a load or store of buffer `buf`. */
 void tt__codegen_set_access(emitter *e, LLVMValueRef inst, uint32_t buf);

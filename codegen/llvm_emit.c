@@ -989,12 +989,12 @@ static LLVMValueRef no_unroll_md(emitter *e)
     return e->md_no_unroll;
 }
 
-/* The constant vector <0, 1, ..., lanes-1> (i64). */
-static LLVMValueRef lane_numbers(emitter *e, int lanes)
+/* The constant vector <first, first + 1, ..., first + lanes - 1> (i64). */
+static LLVMValueRef lane_numbers(emitter *e, int64_t first, int lanes)
 {
     LLVMValueRef l[TT_EMIT_MAX_LANES];
     for (int i = 0; i < lanes; i++)
-        l[i] = LLVMConstInt(e->i64, (unsigned long long)i, 0);
+        l[i] = LLVMConstInt(e->i64, (unsigned long long)(first + i), 0);
     return LLVMConstVector(l, (unsigned)lanes);
 }
 
@@ -1223,7 +1223,7 @@ static void emit_serial_loop(emitter *e, const tt_stmt *s, LLVMValueRef begin, L
         e->lanes = lanes;
         e->vec_var = s->var;
         e->vec_base = phi;
-        e->vars[s->var] = LLVMBuildAdd(e->b, splat(e, phi), lane_numbers(e, lanes), "");
+        e->vars[s->var] = LLVMBuildAdd(e->b, splat(e, phi), lane_numbers(e, 0, lanes), "");
     }
     /* Its bounds: [begin, end) where they are constants (a parallel chunk's are not; the chunk
      * lies within the loop's extent). */
@@ -1525,11 +1525,20 @@ static bool emit_peeled(emitter *e, const tt_stmt *s)
     return true;
 }
 
-/* The lanes of each vector of a vectorised loop longer than the widest vector: the largest
- * divisor of its extent that is at most max_vector, or 0 when that is under 4 (a prime extent:
- * the loop stays scalar). */
+int tt__codegen_vector_piece(int64_t extent)
+{
+    int64_t piece = extent & -extent; /* the largest power of two dividing it */
+    return piece == extent || piece < TT_VECTOR_MIN_PIECE ? (int)extent : (int)piece;
+}
+
+/* The lanes of each vector of a vectorised loop longer than the widest vector: the largest power
+ * of two (tt__codegen_vector_piece) or else the largest divisor of its extent that is at most
+ * max_vector, or 0 when that is under 4 (a prime extent: the loop stays scalar). */
 static int long_vector_lanes(const emitter *e, int64_t extent)
 {
+    for (int lanes = e->opt.max_vector; lanes >= 4; lanes /= 2)
+        if (extent % lanes == 0 && (lanes & (lanes - 1)) == 0)
+            return lanes;
     for (int lanes = e->opt.max_vector; lanes >= 4; lanes--)
         if (extent % lanes == 0)
             return lanes;
@@ -1576,16 +1585,22 @@ static void emit_loop(emitter *e, const tt_stmt *s)
         tt__codegen_parallel(e, s);
         e->stats.parallel_loops++;
         break;
-    case TT__LOOP_VECTOR:
-        /* The whole loop is one vector of `extent` lanes. */
-        e->vars[s->var] = lane_numbers(e, (int)s->extent);
-        e->lanes = (int)s->extent;
+    case TT__LOOP_VECTOR: {
+        /* The whole loop as vectors of `lanes`: one, or pieces of a power of two lanes each. */
+        int lanes = tt__codegen_vector_piece(s->extent);
+        e->lanes = lanes;
         e->vec_var = s->var;
-        emit_stmt(e, s->body);
+        for (int64_t at = 0; at < s->extent; at += lanes) {
+            e->vec_base = LLVMConstInt(e->i64, (unsigned long long)at, 0);
+            e->vars[s->var] = lane_numbers(e, at, lanes);
+            emit_stmt(e, s->body);
+        }
         e->lanes = 0;
+        e->vec_base = zero;
         e->vars[s->var] = saved;
         e->stats.vector_loops++;
         break;
+    }
     case TT__LOOP_LONG_VECTOR:
         /* Too long for one vector (a packed copy's row of 128): a loop over vectors. */
         emit_serial_loop(e, s, zero, ext, long_vector_lanes(e, s->extent));

@@ -104,7 +104,11 @@ static int64_t constant_part(const emitter *e, tt_eid id, bool bound_constants)
     case TT_EXPR_INT: return n->imm.i;
     case TT_EXPR_VAR: {
         LLVMValueRef v = e->vars[n->a];
-        if (!bound_constants || !v || !LLVMIsAConstantInt(v) || (e->lanes && n->a == e->vec_var))
+        if (e->lanes && n->a == e->vec_var) /* lane 0: 0, or where this piece starts */
+            return bound_constants && LLVMIsAConstantInt(e->vec_base)
+                       ? LLVMConstIntGetSExtValue(e->vec_base)
+                       : 0;
+        if (!bound_constants || !v || !LLVMIsAConstantInt(v))
             return 0;
         return LLVMConstIntGetSExtValue(v);
     }
@@ -179,6 +183,7 @@ static void scan_access(scan *sc, tt_eid index)
                 return;
             }
             lanes = sc->vec_lanes;
+            keys *= sc->extent[v] / lanes; /* its pieces */
             break;
         case VAR_ROLLED: sc->ok = false; return;
         default: {
@@ -287,7 +292,8 @@ static void scan_stmt(scan *sc, tt_sid id, int auto_unroll, bool in_vector, int6
         case TT__LOOP_VECTOR:
             sc->status[s->var] = VAR_VECTOR;
             sc->vec_var = s->var;
-            sc->vec_lanes = (int)s->extent;
+            sc->vec_lanes = tt__codegen_vector_piece(s->extent);
+            sc->extent[s->var] = s->extent;
             in_vector = true;
             break;
         case TT__LOOP_ROLLED: sc->status[s->var] = VAR_ROLLED; break;

@@ -331,16 +331,21 @@ static void padded_taps_are_skipped(void **state)
 /* The steps of a 3x3 convolution (8 -> 32 channels, `width` x `width` outputs, padding inlined)
  * accumulated in register tiles of 7 rows by 32 channels with the kernel's columns unrolled
  * inside them (the template's taps_inner), one output row per tile of the outer loop. */
-static void taps_inside_steps(int width, char *out, size_t n)
+static void taps_inside_channels(int width, int channels, char *out, size_t n)
 {
     snprintf(out, n,
-             "[[\"CI\", 1], [\"CHW\", 3, \"local\"], [\"SP\", 4, 3, 32, [32], 1], "
+             "[[\"CI\", 1], [\"CHW\", 3, \"local\"], [\"SP\", 4, 3, %d, [%d], 1], "
              "[\"SP\", 4, 2, %d, [%d], 1], [\"SP\", 4, 1, %d, [1], 1], [\"SP\", 4, 0, 1, [1], 1], "
              "[\"RE\", 4, [0, 2, 4, 6, 1, 3, 5, 7]], [\"CA\", 3, 4, 3], [\"AN\", 4, 7, 2], "
-             "[\"SP\", 3, 6, 8, [8], 1], [\"SP\", 3, 3, 32, [32], 1], [\"SP\", 3, 2, %d, [7], 1], "
+             "[\"SP\", 3, 6, 8, [8], 1], [\"SP\", 3, 3, %d, [%d], 1], [\"SP\", 3, 2, %d, [7], 1], "
              "[\"RE\", 3, [6, 8, 0, 1, 2, 4, 9, 7, 3, 5]], [\"AN\", 3, 7, 1], [\"AN\", 3, 8, 1], "
              "[\"AN\", 3, 9, 2]]",
-             width, width, width, width);
+             channels, channels, width, width, width, channels, channels, width);
+}
+
+static void taps_inside_steps(int width, char *out, size_t n)
+{
+    taps_inside_channels(width, 32, out, n);
 }
 
 /* With a convolution's kernel columns unrolled inside a register tile that spans the output row
@@ -486,6 +491,43 @@ static void accumulator_tiles_are_kept_in_values(void **state)
     tile_steps(false, steps, sizeof(steps));
     check_steps(conv, steps, 33, true, &stats);
     assert_int_equal(stats.promoted_tiles, 0);
+}
+
+/* A vector loop whose lanes are not a power of two is emitted as vectors of the largest power of
+ * two that divides them, at least 4: LLVM 14 legalised a <48 x float> slowly (a depthwise
+ * candidate's code generation 223 ms against 50 for <64 x float>) and into slow code (tuned
+ * depthwise configs with 48 channels to a vector ran up to 8x slower).  Here the 7-row register
+ * tile of taps_inside_steps with 48, 24 and 12 output channels: every vector is a piece, the
+ * pieces of a row are kept in values as slots of their own (a phi each at the three places of
+ * accumulator_tiles_are_kept_in_values), and the kernel computes the definition; 6 channels
+ * (pieces of 2) stay one vector. */
+static void odd_vector_widths_are_emitted_as_power_of_two_pieces(void **state)
+{
+    (void)state;
+    static const struct {
+        int channels, piece;
+    } cases[] = {{48, 16}, {24, 8}, {12, 4}, {6, 6}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        char conv[96], steps[1024], whole[32], piece[32];
+        snprintf(conv, sizeof(conv), "conv2d_nhwc:N=1,H=7,W=7,CI=8,CO=%d,K=3,S=1,P=1",
+                 cases[c].channels);
+        taps_inside_channels(7, cases[c].channels, steps, sizeof(steps));
+        snprintf(whole, sizeof(whole), "<%d x float>", cases[c].channels);
+        snprintf(piece, sizeof(piece), "= phi <%d x float>", cases[c].piece);
+        lowered l = lower_steps(conv, steps);
+        tt_codegen_stats stats;
+        check_compiled(&l.w->dag, l.prog, conv, 37 + c, true, &stats);
+        int pieces = cases[c].channels / cases[c].piece;
+        int wholes = cases[c].piece == cases[c].channels ? -1 : unoptimised_lines(l.prog, whole);
+        int phis = unoptimised_lines(l.prog, piece);
+        free_lowered(&l);
+        if (stats.promoted_tiles != 1 || wholes > 0 || phis != 21 * pieces ||
+            stats.scalar_fallbacks)
+            fail_msg("%d channels: %d tiles in values, %d lines with %s vectors, %d phis of %d "
+                     "lanes (want %d), %d scalar fallbacks",
+                     cases[c].channels, stats.promoted_tiles, wholes, whole, phis, cases[c].piece,
+                     21 * pieces, stats.scalar_fallbacks);
+    }
 }
 
 /* A rolled reduction loop with a large body stays a loop after optimisation (its loop ID keeps
@@ -1163,6 +1205,7 @@ int main(void)
         cmocka_unit_test(padded_taps_of_unrolled_rows_are_decided_when_emitting),
         cmocka_unit_test(loops_over_padded_tiles_are_peeled),
         cmocka_unit_test(accumulator_tiles_are_kept_in_values),
+        cmocka_unit_test(odd_vector_widths_are_emitted_as_power_of_two_pieces),
         cmocka_unit_test(template_configs_compute_the_definition),
         cmocka_unit_test(large_reduction_bodies_stay_loops),
         cmocka_unit_test(guards_are_decided_on_enclosing_loop_bounds),
