@@ -46,8 +46,8 @@ typedef struct tt_codegen_stats {
     int decided_guards;  /* guards or guard terms of padded updates and loads known while
                           * emitting (unrolled) */
     int peeled_loops;    /* loops emitted as first iteration, middle, last for their padding */
-    int rolled_copies;   /* loops copying through local buffers too large for registers, kept
-                          * from LLVM's unrolling */
+    int rolled_copies;   /* loops copying through or filling local buffers too large for
+                          * registers, kept from LLVM's unrolling */
     int rolled_bodies;   /* loops kept from LLVM's unrollers: around a promoted tile, or
                           * reductions with large bodies (llvm_emit.c) */
     int promoted_tiles;  /* loops across which an accumulator tile was kept in values */

@@ -947,8 +947,9 @@ bool tt__codegen_contains_parallel(emitter *e, tt_sid id)
 
 /* Is the nest at `id` a copy between parameters and local buffers too large for registers (an
  * input packed per reduction step, a tile of accumulators written back), possibly behind a select
- * for padding?  A smaller local buffer is left out: unrolled, its copy lets LLVM keep the buffer
- * in registers (a depthwise convolution's accumulators), rolled it could not. */
+ * for padding, or a fill of such a buffer with a constant (accumulators set to 0)?  A smaller
+ * local buffer is left out: unrolled, its copy lets LLVM keep the buffer in registers (a
+ * depthwise convolution's accumulators), rolled it could not. */
 static bool is_memory_copy(emitter *e, tt_sid id)
 {
     const tt_stmt *s = &e->p->stmts.data[id];
@@ -961,11 +962,15 @@ static bool is_memory_copy(emitter *e, tt_sid id)
         return s->n > 0;
     case TT_STMT_STORE: {
         const tt_expr *v = tt_expr_get(&e->p->pool, s->value);
+        const tt_buffer *to = &e->p->bufs.data[s->buf];
+        if (v->kind == TT_EXPR_FLOAT || v->kind == TT_EXPR_INT)
+            return to->param < 0 && !strcmp(to->scope, "local") &&
+                   to->size * tt_dtype_bytes(to->dtype) > TT_REGISTER_FILE_BYTES;
         if (v->kind == TT_EXPR_SELECT)
             v = tt_expr_get(&e->p->pool, v->b);
         if (v->kind != TT_EXPR_LOAD)
             return false;
-        const tt_buffer *to = &e->p->bufs.data[s->buf], *from = &e->p->bufs.data[v->b];
+        const tt_buffer *from = &e->p->bufs.data[v->b];
         const tt_buffer *local = to->param < 0 ? to : from;
         return (to->param < 0) != (from->param < 0) && !strcmp(local->scope, "local") &&
                local->size * tt_dtype_bytes(local->dtype) > TT_REGISTER_FILE_BYTES;

@@ -756,6 +756,31 @@ static void copies_through_large_local_buffers_stay_loops(void **state)
     }
 }
 
+/* A local buffer too large for registers set to 0 stays a loop too: here C.local of 16 rows x 64
+ * (4 KiB), whose fill LLVM's full unroller had made 64 vector stores (448 in a conv2d candidate,
+ * which every pass after it then walked).  The copy out of it was kept rolled before (two loops);
+ * the fill is the third.  With 4 rows (1 KiB) nothing is kept.  Both compute the definition. */
+static void fills_of_large_local_buffers_stay_loops(void **state)
+{
+    (void)state;
+    static const struct {
+        int rows, rolled;
+    } cases[] = {{16, 3}, {4, 0}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        char steps[512];
+        snprintf(steps, sizeof(steps),
+                 "[[\"CHW\", 2, \"local\"], [\"SP\", 3, 0, 64, [%d], 1], [\"RE\", 3, [0, 2, 1]], "
+                 "[\"CA\", 2, 3, 0], [\"SP\", 2, 1, 64, [16], 1], [\"RE\", 2, [0, 3, 1, 2]], "
+                 "[\"AN\", 2, 3, 2]]",
+                 cases[c].rows);
+        tt_codegen_stats stats;
+        bool kept = keeps_a_rolled_loop("matmul:M=64,N=64,K=64", steps, 41 + c, &stats);
+        if (kept != (cases[c].rolled > 0) || stats.rolled_copies != cases[c].rolled)
+            fail_msg("%d rows of C.local: %d rolled copies and fills, loop ID %s", cases[c].rows,
+                     stats.rolled_copies, kept ? "kept" : "absent");
+    }
+}
+
 /* A vectorised loop longer than the widest vector (max_vector, 64 lanes) is a loop over vectors
  * that divide it, not a scalar loop: here C's initialisation, B.local's copy and the update, 128
  * lanes each, at max_vector 64 and 32; a prime extent (67) stays scalar. */
@@ -1210,6 +1235,7 @@ int main(void)
         cmocka_unit_test(large_reduction_bodies_stay_loops),
         cmocka_unit_test(guards_are_decided_on_enclosing_loop_bounds),
         cmocka_unit_test(copies_through_large_local_buffers_stay_loops),
+        cmocka_unit_test(fills_of_large_local_buffers_stay_loops),
         cmocka_unit_test(long_vector_loops_are_loops_over_vectors),
         cmocka_unit_test(a_moved_back_last_tile_computes_the_definition),
         cmocka_unit_test(buffers_in_unrolled_loops_are_allocated_once),
