@@ -422,12 +422,63 @@ static double geomean(const double *v, int n)
 
 /* ---- compile throughput ---- */
 
+/* Per candidate, in seconds: the phases of its faster pass. */
 typedef struct {
     double lower, emit, opt, object, link, load;
-    int n;
+} compile_phases;
+
+typedef struct {
+    compile_phases best; /* sums over candidates of each one's faster pass */
+    double all;          /* sum over every pass of every candidate */
+    int n, passes;
 } compile_times;
 
-static void compile_bench(const char *workload, int count, const char *so, compile_times *ct)
+static double phases_total(const compile_phases *p)
+{
+    return p->lower + p->emit + p->opt + p->object + p->link + p->load;
+}
+
+/* Lowers and compiles config `index` of `sp` as the tuner compiles what it measures here (an
+ * unlinked object on x86-64), then loads it; false if the config does not apply. */
+static bool compile_one(const tt_space *sp, const tt_target *host, uint64_t index, const char *so,
+                        compile_phases *ph)
+{
+    tt_errbuf err = {{0}};
+    tt_state *st;
+    tt_program *prog;
+    if (tt_space_apply(sp, index, &st, &err))
+        return false;
+    double t0 = tt_clock_monotonic();
+    tt_status s = tt_lower(st, &prog, &err);
+    double t1 = tt_clock_monotonic();
+    tt_state_free(st);
+    if (s)
+        return false;
+    tt_codegen_stats cs;
+    tt_codegen_options co = {3, 64, 64, NULL, false};
+#if defined(__x86_64__)
+    co.object_only = true;
+#endif
+    s = tt_codegen_llvm(prog, host, "kernel", so, &co, &cs, &err);
+    tt_program_free(prog);
+    if (s)
+        return false;
+    double t2 = tt_clock_monotonic();
+    tt_kernel *k;
+    if (tt_kernel_load(so, "kernel", &k, &err) == TT_OK)
+        tt_kernel_unload(k);
+    *ph = (compile_phases){t1 - t0,     cs.emit_s, cs.opt_s,
+                           cs.object_s, cs.link_s, tt_clock_monotonic() - t2};
+    unlink(so);
+    return true;
+}
+
+/* `count` random configs of the default space of `workload` (seed 3), each compiled `passes`
+ * times, one pass over all of them after another.  Compile times on a shared machine drift by
+ * 20% and more from one second to the next (docs/codegen.md), so each candidate's faster pass is
+ * what is summed; `all` keeps every pass. */
+static void compile_bench(const char *workload, int count, int passes, const char *so,
+                          compile_times *ct)
 {
     memset(ct, 0, sizeof(*ct));
     tt_workload *w;
@@ -440,70 +491,73 @@ static void compile_bench(const char *workload, int count, const char *so, compi
     tt_codegen_vector_isa(&host, &isa);
     tt_space sp;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (tt_space_init(&sp, &w->dag, (int)cores, &isa, &err)) {
+    uint64_t *picked = calloc((size_t)count, sizeof(uint64_t));
+    compile_phases *best = calloc((size_t)count, sizeof(compile_phases));
+    if (!picked || !best || tt_space_init(&sp, &w->dag, (int)cores, &isa, &err)) {
+        free(picked);
+        free(best);
         tt_workload_free(w);
         return;
     }
     tt_rng rng;
     tt_rng_seed(&rng, 3);
     for (int tries = 0; ct->n < count && tries < 10 * count; tries++) {
-        tt_state *st;
-        tt_program *prog;
-        if (tt_space_apply(&sp, tt_rng_below(&rng, sp.size), &st, &err))
-            continue;
-        double t0 = tt_clock_monotonic();
-        tt_status s = tt_lower(st, &prog, &err);
-        double t1 = tt_clock_monotonic();
-        tt_state_free(st);
-        if (s)
-            continue;
-        /* As the tuner compiles what it measures here: an unlinked object on x86-64. */
-        tt_codegen_stats cs;
-        tt_codegen_options co = {3, 64, 64, NULL, false};
-#if defined(__x86_64__)
-        co.object_only = true;
-#endif
-        s = tt_codegen_llvm(prog, &host, "kernel", so, &co, &cs, &err);
-        tt_program_free(prog);
-        if (s)
-            continue;
-        double t2 = tt_clock_monotonic();
-        tt_kernel *k;
-        if (tt_kernel_load(so, "kernel", &k, &err) == TT_OK)
-            tt_kernel_unload(k);
-        ct->load += tt_clock_monotonic() - t2;
-        unlink(so);
-        ct->lower += t1 - t0;
-        ct->emit += cs.emit_s;
-        ct->opt += cs.opt_s;
-        ct->object += cs.object_s;
-        ct->link += cs.link_s;
-        ct->n++;
+        uint64_t index = tt_rng_below(&rng, sp.size);
+        if (compile_one(&sp, &host, index, so, &best[ct->n])) {
+            ct->all += phases_total(&best[ct->n]);
+            picked[ct->n++] = index;
+        }
     }
+    ct->passes = 1;
+    for (int p = 1; p < passes; p++, ct->passes++)
+        for (int i = 0; i < ct->n; i++) {
+            compile_phases ph;
+            if (!compile_one(&sp, &host, picked[i], so, &ph))
+                continue;
+            ct->all += phases_total(&ph);
+            if (phases_total(&ph) < phases_total(&best[i]))
+                best[i] = ph;
+        }
+    for (int i = 0; i < ct->n; i++) {
+        ct->best.lower += best[i].lower;
+        ct->best.emit += best[i].emit;
+        ct->best.opt += best[i].opt;
+        ct->best.object += best[i].object;
+        ct->best.link += best[i].link;
+        ct->best.load += best[i].load;
+    }
+    free(picked);
+    free(best);
     tt_workload_free(w);
 }
 
-static const char *const compile_workloads[2] = {
-    "matmul:M=512,N=512,K=512", "conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=64,K=3,S=1,P=1"};
+/* The goal's two (#16: 25 candidates/s per core), then a depthwise and an NCHWc convolution. */
+#define NCOMPILE 4
+static const char *const compile_workloads[NCOMPILE] = {
+    "matmul:M=512,N=512,K=512", "conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=64,K=3,S=1,P=1",
+    "depthwise_conv2d_nhwc:N=1,H=56,W=56,C=144,K=3,S=1,P=1",
+    "conv2d_nchwc:N=1,CI=64,H=56,W=56,CO=64,K=3,S=1,P=1"};
 
 /* Measures and prints compile throughput on one thread: random configs of the default space of
  * each of compile_workloads, compiled as the tuner compiles what it measures here. */
-static void compile_section_print(bool quick, const char *so, compile_times ct[2])
+static void compile_section_print(bool quick, const char *so, compile_times ct[NCOMPILE])
 {
-    printf("\ncompile throughput (one thread, random configs of the default space, compiled as "
-           "the tuner compiles what it measures here):\n");
-    for (int i = 0; i < 2; i++) {
-        compile_bench(compile_workloads[i], quick ? 4 : 24, so, &ct[i]);
+    int count = quick ? 4 : 48, passes = quick ? 1 : 2;
+    printf("\ncompile throughput (one thread; %d random configs of the default space each, "
+           "compiled as the tuner compiles what it measures here; each config's faster of %d "
+           "passes, in brackets the mean of all %d):\n",
+           count, passes, passes);
+    for (int i = 0; i < NCOMPILE; i++) {
+        compile_bench(compile_workloads[i], count, passes, so, &ct[i]);
         if (!ct[i].n)
             continue;
-        double n = ct[i].n, total = (ct[i].lower + ct[i].emit + ct[i].opt + ct[i].object +
-                                     ct[i].link + ct[i].load) /
-                                    n;
-        printf("  %-48s %5.1f candidates/s per core (%.1f ms: lower %.1f, emit %.1f, "
-               "optimise %.1f, codegen %.1f, link %.1f, load %.1f)\n",
-               compile_workloads[i], 1 / total, total * 1e3, ct[i].lower / n * 1e3,
-               ct[i].emit / n * 1e3, ct[i].opt / n * 1e3, ct[i].object / n * 1e3,
-               ct[i].link / n * 1e3, ct[i].load / n * 1e3);
+        double n = ct[i].n, total = phases_total(&ct[i].best) / n,
+               mean = ct[i].all / (n * ct[i].passes);
+        printf("  %-54s %5.1f candidates/s per core (%.1f ms: lower %.1f, emit %.1f, "
+               "optimise %.1f, codegen %.1f, link %.1f, load %.1f) [%.1f/s, %.1f ms]\n",
+               compile_workloads[i], 1 / total, total * 1e3, ct[i].best.lower / n * 1e3,
+               ct[i].best.emit / n * 1e3, ct[i].best.opt / n * 1e3, ct[i].best.object / n * 1e3,
+               ct[i].best.link / n * 1e3, ct[i].best.load / n * 1e3, 1 / mean, mean * 1e3);
     }
     fflush(stdout);
 }
@@ -538,7 +592,7 @@ static void usage(FILE *f)
         "  --isa avx2   on an AVX-512 CPU, run as an AVX2 machine would: ours tuned for\n"
         "               'llvm -mattr=-avx512f', OpenBLAS's Haswell kernels, oneDNN capped at\n"
         "               AVX2, the peak probed with 32-byte FMAs\n"
-        "  --compile-only  only the compile throughput section (24 candidates per workload,\n"
+        "  --compile-only  only the compile throughput section (48 candidates per workload,\n"
         "               4 with --quick)\n");
 }
 
@@ -606,7 +660,8 @@ int main(int argc, char **argv)
         snprintf(so, sizeof(so), "/tmp/bench-vendor-%d.so", (int)getpid());
         printf("bench_vendor: %s, %ld cores, target '%s'\n", tt_bench_cpu_name(cpu, sizeof(cpu)),
                sysconf(_SC_NPROCESSORS_ONLN), target_text);
-        compile_times ct[2] = {{0}};
+        compile_times ct[NCOMPILE];
+        memset(ct, 0, sizeof(ct));
         compile_section_print(quick, so, ct);
         return ct[0].n && ct[1].n ? 0 : 1;
     }
@@ -774,7 +829,8 @@ int main(int argc, char **argv)
                (long long)cn, csum / (double)cn * 1e3, (double)cn / csum);
 
     /* 4. Compile throughput. */
-    compile_times ct[2] = {{0}};
+    compile_times ct[NCOMPILE];
+    memset(ct, 0, sizeof(ct));
     if (compile_section)
         compile_section_print(quick, so, ct);
 
@@ -808,14 +864,16 @@ int main(int argc, char **argv)
     json_object_set_new(root, "geomean", json_pack("[f, f]", g0, g1));
     if (compile_section && ct[0].n) {
         json_t *c = json_array();
-        for (int i = 0; i < 2; i++) {
-            double n = ct[i].n ? ct[i].n : 1;
+        for (int i = 0; i < NCOMPILE; i++) {
+            double n = ct[i].n ? ct[i].n : 1, passes = ct[i].passes ? ct[i].passes : 1;
             json_array_append_new(
-                c, json_pack("{s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:f}", "workload",
-                             compile_workloads[i], "candidates", ct[i].n, "lower_ms",
-                             ct[i].lower / n * 1e3, "emit_ms", ct[i].emit / n * 1e3, "opt_ms",
-                             ct[i].opt / n * 1e3, "codegen_ms", ct[i].object / n * 1e3, "link_ms",
-                             ct[i].link / n * 1e3, "load_ms", ct[i].load / n * 1e3));
+                c, json_pack("{s:s, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "workload",
+                             compile_workloads[i], "candidates", ct[i].n, "passes", ct[i].passes,
+                             "lower_ms", ct[i].best.lower / n * 1e3, "emit_ms",
+                             ct[i].best.emit / n * 1e3, "opt_ms", ct[i].best.opt / n * 1e3,
+                             "codegen_ms", ct[i].best.object / n * 1e3, "link_ms",
+                             ct[i].best.link / n * 1e3, "load_ms", ct[i].best.load / n * 1e3,
+                             "mean_all_passes_ms", ct[i].all / (n * passes) * 1e3));
         }
         json_object_set_new(root, "compile", c);
     }
