@@ -294,6 +294,7 @@ static void scan_stmt(scan *sc, tt_sid id, int auto_unroll, bool in_vector, int6
             sc->vec_var = s->var;
             sc->vec_lanes = tt__codegen_vector_piece(s->extent);
             sc->extent[s->var] = s->extent;
+            copies *= s->extent / sc->vec_lanes; /* its pieces, each a store */
             in_vector = true;
             break;
         case TT__LOOP_ROLLED: sc->status[s->var] = VAR_ROLLED; break;

@@ -372,7 +372,8 @@ static void padded_taps_of_unrolled_rows_are_decided_when_emitting(void **state)
 
 /* Configs of the tuner's tiling template for this machine (register-blocked micro-kernels, the
  * padding inlined or computed once, taps inside the tile, packed inputs), compiled, compute the
- * definition; among them are tiles kept in values (llvm_promote.c) and loops kept rolled. */
+ * definition; among them are tiles kept in values (llvm_promote.c) and loops kept rolled, and
+ * vectors of 48 lanes emitted in pieces. */
 static void template_configs_compute_the_definition(void **state)
 {
     (void)state;
@@ -382,6 +383,9 @@ static void template_configs_compute_the_definition(void **state)
         "depthwise_conv2d_nhwc:N=1,H=14,W=14,C=32,K=3,S=1,P=1",
         "depthwise_conv2d_nhwc:N=1,H=14,W=14,C=32,K=3,S=2,P=1",
         "matmul:M=64,N=64,K=64",
+        /* 48 channels: vectors of 48 lanes in pieces (tt__codegen_vector_piece) */
+        "conv2d_nhwc:N=1,H=14,W=14,CI=16,CO=48,K=3,S=1,P=1",
+        "depthwise_conv2d_nhwc:N=1,H=14,W=14,C=48,K=3,S=2,P=1",
     };
     tt_target host;
     tt_vector_isa isa;
