@@ -508,8 +508,8 @@ static void compile_bench(const char *workload, int count, int passes, const cha
             picked[ct->n++] = index;
         }
     }
-    ct->passes = 1;
-    for (int p = 1; p < passes; p++, ct->passes++)
+    ct->passes = passes;
+    for (int p = 1; p < passes; p++)
         for (int i = 0; i < ct->n; i++) {
             compile_phases ph;
             if (!compile_one(&sp, &host, picked[i], so, &ph))

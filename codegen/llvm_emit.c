@@ -945,6 +945,12 @@ bool tt__codegen_contains_parallel(emitter *e, tt_sid id)
 /* A local buffer larger than this cannot live in registers (32 registers of 64 bytes). */
 #define TT_REGISTER_FILE_BYTES 2048
 
+static bool too_large_for_registers(const tt_buffer *b)
+{
+    return !strcmp(b->scope, "local") &&
+           b->size * tt_dtype_bytes(b->dtype) > TT_REGISTER_FILE_BYTES;
+}
+
 /* Is the nest at `id` a copy between parameters and local buffers too large for registers (an
  * input packed per reduction step, a tile of accumulators written back), possibly behind a select
  * for padding, or a fill of such a buffer with a constant (accumulators set to 0)?  A smaller
@@ -964,16 +970,14 @@ static bool is_memory_copy(emitter *e, tt_sid id)
         const tt_expr *v = tt_expr_get(&e->p->pool, s->value);
         const tt_buffer *to = &e->p->bufs.data[s->buf];
         if (v->kind == TT_EXPR_FLOAT || v->kind == TT_EXPR_INT)
-            return to->param < 0 && !strcmp(to->scope, "local") &&
-                   to->size * tt_dtype_bytes(to->dtype) > TT_REGISTER_FILE_BYTES;
+            return to->param < 0 && too_large_for_registers(to);
         if (v->kind == TT_EXPR_SELECT)
             v = tt_expr_get(&e->p->pool, v->b);
         if (v->kind != TT_EXPR_LOAD)
             return false;
         const tt_buffer *from = &e->p->bufs.data[v->b];
         const tt_buffer *local = to->param < 0 ? to : from;
-        return (to->param < 0) != (from->param < 0) && !strcmp(local->scope, "local") &&
-               local->size * tt_dtype_bytes(local->dtype) > TT_REGISTER_FILE_BYTES;
+        return (to->param < 0) != (from->param < 0) && too_large_for_registers(local);
     }
     default: return false;
     }
@@ -1537,8 +1541,9 @@ int tt__codegen_vector_piece(int64_t extent)
 }
 
 /* The lanes of each vector of a vectorised loop longer than the widest vector: the largest power
- * of two (tt__codegen_vector_piece) or else the largest divisor of its extent that is at most
- * max_vector, or 0 when that is under 4 (a prime extent: the loop stays scalar). */
+ * of two dividing its extent that is at most max_vector (odd widths legalise slowly: see
+ * tt__codegen_vector_piece), else its largest such divisor, or 0 when that is under 4 (a prime
+ * extent: the loop stays scalar). */
 static int long_vector_lanes(const emitter *e, int64_t extent)
 {
     for (int lanes = e->opt.max_vector; lanes >= 4; lanes /= 2)
