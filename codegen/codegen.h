@@ -46,6 +46,7 @@ typedef struct tt_codegen_stats {
     int decided_guards;  /* guards or guard terms of padded updates and loads known while
                           * emitting (unrolled) */
     int peeled_loops;    /* loops emitted as first iteration, middle, last for their padding */
+    int unpeeled_loops;  /* loops left unpeeled: their copies would pass the code budget */
     int rolled_copies;   /* loops copying through or filling local buffers too large for
                           * registers, kept from LLVM's unrolling */
     int rolled_bodies;   /* loops kept from LLVM's unrollers: around a promoted tile, or

@@ -95,6 +95,9 @@ typedef struct emitter {
     } ranges[TT_EMIT_MAX_RANGES];
     int nranges;
     int npeeled; /* loops peeled around the code being emitted */
+    /* How often the code being emitted is emitted: the product of the unrolled loops', vector
+     * pieces' and peeled loops' copies around it (emit_peeled's code budget). */
+    int64_t copies;
     /* The accumulator tile kept in SSA values across the rolled loop being emitted, NULL when
      * none (llvm_promote.c). */
     struct tt__promo *promo;

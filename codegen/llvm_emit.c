@@ -1508,18 +1508,63 @@ static bool padding_depends_on(emitter *e, tt_sid body, tt_sid id, uint32_t var)
     }
 }
 
+/* The statements emitting `id` produces: each store once per iteration of the loops around it
+ * (within id) that are unrolled and once per vector piece, the body of a rolled loop once. */
+static int64_t emitted_stores(emitter *e, tt_sid id, int auto_unroll, bool in_vector)
+{
+    const tt_stmt *s = &e->p->stmts.data[id];
+    switch (s->kind) {
+    case TT_STMT_SEQ: {
+        int64_t n = 0;
+        for (uint32_t k = 0; k < s->n; k++)
+            n += emitted_stores(e, e->p->items.data[s->first + k], auto_unroll, in_vector);
+        return n;
+    }
+    case TT_STMT_STORE: return 1;
+    case TT_STMT_ALLOC: return emitted_stores(e, s->body, auto_unroll, in_vector);
+    case TT_STMT_IF:
+        return emitted_stores(e, s->body, auto_unroll, in_vector) +
+               (s->orelse ? emitted_stores(e, s->orelse, auto_unroll, in_vector) : 0);
+    case TT_STMT_FOR: {
+        int au = s->unroll_max_step ? s->unroll_max_step : auto_unroll;
+        switch (tt__codegen_loop_form(e, s, au, in_vector)) {
+        case TT__LOOP_VECTOR:
+            return s->extent / tt__codegen_vector_piece(s->extent) *
+                   emitted_stores(e, s->body, au, true);
+        case TT__LOOP_UNROLLED: return s->extent * emitted_stores(e, s->body, au, in_vector);
+        default: return emitted_stores(e, s->body, au, in_vector);
+        }
+    }
+    default: return 0;
+    }
+}
+
 /* A serial loop over register tiles whose padding guards depend on it (a row of 28 outputs in
  * tiles of 7, the kernel's columns unrolled inside): its first and last iterations are emitted
  * with the variable a constant, where the unrolled taps' guards are decided, and the middle ones
  * as a loop whose guards are decided on its bounds: the interior tiles run without a branch per
- * row and tap, as oneDNN's JIT emits its left, middle and right kernels. */
+ * row and tap, as oneDNN's JIT emits its left, middle and right kernels.
+ *
+ * Peeling triples the body, and a peeled loop inside a peeled loop makes it nine copies: not past
+ * TT_PEEL_BUDGET stores in all, counting every copy the loops around it make (unrolled
+ * iterations, vector pieces, peeled loops), the outer loop first.  A depthwise candidate's tile of
+ * 8 columns by 48 channels by 3 rows of taps (72 vector multiply-adds) peeled over rows and
+ * columns became 648, and took 0.7 s to compile; no tuned kernel's peeled code was above 168
+ * (the top three configs of each row of ten tuned databases). */
+#define TT_PEEL_BUDGET 256
 static bool emit_peeled(emitter *e, const tt_stmt *s)
 {
     if (s->extent < 2 || s->extent > 64 || e->lanes || e->npeeled == 4 ||
         tt__codegen_contains_parallel(e, s->body) ||
         !padding_depends_on(e, s->body, s->body, s->var))
         return false;
+    if (3 * e->copies * emitted_stores(e, s->body, e->auto_unroll, false) > TT_PEEL_BUDGET) {
+        e->stats.unpeeled_loops++;
+        return false;
+    }
     LLVMValueRef saved = e->vars[s->var];
+    int64_t saved_copies = e->copies;
+    e->copies *= 3;
     e->npeeled++;
     e->vars[s->var] = LLVMConstInt(e->i64, 0, 0);
     emit_stmt(e, s->body);
@@ -1529,6 +1574,7 @@ static bool emit_peeled(emitter *e, const tt_stmt *s)
     e->vars[s->var] = LLVMConstInt(e->i64, (unsigned long long)s->extent - 1, 0);
     emit_stmt(e, s->body);
     e->vars[s->var] = saved;
+    e->copies = saved_copies;
     e->npeeled--;
     e->stats.peeled_loops++;
     return true;
@@ -1598,6 +1644,8 @@ static void emit_loop(emitter *e, const tt_stmt *s)
     case TT__LOOP_VECTOR: {
         /* The whole loop as vectors of `lanes`: one, or pieces of a power of two lanes each. */
         int lanes = tt__codegen_vector_piece(s->extent);
+        int64_t saved_copies = e->copies;
+        e->copies *= s->extent / lanes;
         e->lanes = lanes;
         e->vec_var = s->var;
         for (int64_t at = 0; at < s->extent; at += lanes) {
@@ -1608,6 +1656,7 @@ static void emit_loop(emitter *e, const tt_stmt *s)
         e->lanes = 0;
         e->vec_base = zero;
         e->vars[s->var] = saved;
+        e->copies = saved_copies;
         e->stats.vector_loops++;
         break;
     }
@@ -1616,14 +1665,18 @@ static void emit_loop(emitter *e, const tt_stmt *s)
         emit_serial_loop(e, s, zero, ext, long_vector_lanes(e, s->extent));
         e->stats.vector_loops++;
         break;
-    case TT__LOOP_UNROLLED:
+    case TT__LOOP_UNROLLED: {
+        int64_t saved_copies = e->copies;
+        e->copies *= s->extent;
         for (int64_t i = 0; i < s->extent; i++) {
             e->vars[s->var] = LLVMConstInt(e->i64, (unsigned long long)i, 0);
             emit_stmt(e, s->body);
         }
+        e->copies = saved_copies;
         e->vars[s->var] = saved;
         e->stats.unrolled_loops++;
         break;
+    }
     case TT__LOOP_ROLLED:
         if (s->ann == TT_ANN_VECTORIZE || !emit_peeled(e, s)) {
             if (s->ann == TT_ANN_VECTORIZE)

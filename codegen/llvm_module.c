@@ -463,6 +463,7 @@ static tt_status build_module(emitter *e, const tt_program *p, const tt_target *
 {
     double t0 = tt_clock_monotonic();
     memset(e, 0, sizeof(*e));
+    e->copies = 1;
     e->opt = opt ? *opt : (tt_codegen_options){3, 64, 64, NULL, false};
     if (e->opt.max_vector <= 0 || e->opt.max_vector > 256)
         e->opt.max_vector = 64;

@@ -588,6 +588,36 @@ static void loops_over_padded_tiles_are_peeled(void **state)
     assert_int_equal(stats.peeled_loops, 0);
 }
 
+/* A depthwise tile of 8 columns by 48 channels (three 16-lane pieces) by 3 rows of taps, in a
+ * nest whose rows and column tiles are both guarded on the padding: peeled over both, the 72
+ * multiply-adds of its body would be copied 9 times, past the code budget (TT_PEEL_BUDGET), so
+ * only the rows are peeled.  With 16 channels (24 multiply-adds) both are: the rows, then the
+ * column tiles in each of the row's three copies.  Both compute the definition. */
+static void peeling_stays_within_a_code_budget(void **state)
+{
+    (void)state;
+    const char *dw = "depthwise_conv2d_nhwc:N=1,H=16,W=32,C=48,K=3,S=1,P=1";
+    char steps[1024];
+    for (int wide = 1; wide >= 0; wide--) {
+        snprintf(steps, sizeof(steps),
+                 "[[\"CHR\", 2, \"local\", [3]], [\"CI\", 1], [\"CHW\", 4, \"local\"], "
+                 "[\"SP\", 5, 3, 48, [48], 1], [\"SP\", 5, 2, 32, [32], 1], "
+                 "[\"SP\", 5, 1, 16, [4], 1], [\"SP\", 5, 0, 1, [1], 1], "
+                 "[\"RE\", 5, [0, 2, 4, 6, 1, 3, 5, 7]], [\"CA\", 4, 5, 3], "
+                 "[\"FU\", 5, [0, 1, 2, 3]], [\"AN\", 5, 0, 3], [\"SP\", 4, 5, 3, [1], 1], "
+                 "[\"SP\", 4, 3, 48, [%d], 1], [\"SP\", 4, 2, 32, [8], 1], "
+                 "[\"RE\", 4, [7, 0, 1, 2, 4, 8, 6, 3, 5]], [\"AN\", 4, 6, 1], "
+                 "[\"AN\", 4, 7, 1], [\"AN\", 4, 8, 2], "
+                 "[\"PR\", 4, 0, \"auto_unroll_max_step$64\"], [\"CA\", 3, 4, 0], "
+                 "[\"AN\", 3, 2, 2]]",
+                 wide ? 48 : 16);
+        tt_codegen_stats stats;
+        check_steps(dw, steps, 29, false, &stats);
+        assert_int_equal(stats.peeled_loops, wide ? 1 : 4);
+        assert_int_equal(stats.unpeeled_loops, wide ? 3 : 0);
+    }
+}
+
 /* A stride-2 depthwise kernel whose column guard, ow.0 * 14 + ow.1 * 2 + rw.0 >= 1, depends on
  * the tile loop ow.0 and the tap loop rw.0 outside it, both rolled: the bounds of rw.0 (0..2)
  * decide the guard in every tile but the first, so the tile loop is peeled, and the kernel still
@@ -1233,6 +1263,7 @@ int main(void)
         cmocka_unit_test(every_other_buffer_is_in_the_noalias_list),
         cmocka_unit_test(padded_taps_of_unrolled_rows_are_decided_when_emitting),
         cmocka_unit_test(loops_over_padded_tiles_are_peeled),
+        cmocka_unit_test(peeling_stays_within_a_code_budget),
         cmocka_unit_test(accumulator_tiles_are_kept_in_values),
         cmocka_unit_test(odd_vector_widths_are_emitted_as_power_of_two_pieces),
         cmocka_unit_test(template_configs_compute_the_definition),
