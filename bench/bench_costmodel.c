@@ -6,6 +6,8 @@
  *   held-out workloads  a model trained on the other workloads' programs ranks every program
  *                       of a workload, a shape it never saw: those named --holdout W, or
  *                       with three workloads or more and no --holdout, each in turn.
+ *                       Workloads named --train W are only trained on, in both settings
+ *                       (does more history, other shapes and operators, help?).
  *
  * Each setting trains four variants, in one run on the same data:
  *   ansor        pack-sum; stops when the training RMSE stalls; labels throughput / best (Ansor's);
@@ -18,8 +20,8 @@
  * of 200 shuffles) and the measurement itself, one repeat sample of each program ranking
  * another (the labels' own noise, which no model can rank beyond).
  *
- * usage: bench_costmodel [--db PATH] [--workload W]... [--holdout W]... [--trials N] [--seed S]
- *                        [--load K]
+ * usage: bench_costmodel [--db PATH] [--workload W]... [--holdout W]... [--train W]...
+ *                        [--trials N] [--seed S] [--load K]
  * Without --db it first measures N (400) programs of each workload (default
  * matmul:M=128,N=128,K=128) with `tvm-tune run --strategy evo`'s search into a temporary
  * database; --load K runs K busy processes meanwhile, as a shared farm device would (the labels
@@ -354,7 +356,7 @@ static void stop_load(pid_t *pids, int k)
 int main(int argc, char **argv)
 {
     const char *db_path = NULL, *names[MAX_WORKLOADS];
-    bool holdout[MAX_WORKLOADS] = {false};
+    bool holdout[MAX_WORKLOADS] = {false}, train_only[MAX_WORKLOADS] = {false};
     int nwl = 0, load = 0;
     int64_t trials = 400;
     uint64_t seed = 1;
@@ -362,9 +364,11 @@ int main(int argc, char **argv)
         bool more = i + 1 < argc;
         if (!strcmp(argv[i], "--db") && more)
             db_path = argv[++i];
-        else if ((!strcmp(argv[i], "--workload") || !strcmp(argv[i], "--holdout")) && more &&
-                 nwl < MAX_WORKLOADS) {
+        else if ((!strcmp(argv[i], "--workload") || !strcmp(argv[i], "--holdout") ||
+                  !strcmp(argv[i], "--train")) &&
+                 more && nwl < MAX_WORKLOADS) {
             holdout[nwl] = !strcmp(argv[i], "--holdout");
+            train_only[nwl] = !strcmp(argv[i], "--train");
             names[nwl++] = argv[++i];
         } else if (!strcmp(argv[i], "--trials") && more)
             trials = atoll(argv[++i]);
@@ -374,12 +378,23 @@ int main(int argc, char **argv)
             load = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: bench_costmodel [--db PATH] [--workload W]... [--holdout W]... "
-                            "[--trials N] [--seed S] [--load K]\n");
+                            "[--train W]... [--trials N] [--seed S] [--load K]\n");
             return 2;
         }
     }
     if (!nwl)
         names[nwl++] = "matmul:M=128,N=128,K=128";
+    int nheld = 0, nranked = 0;
+    for (int w = 0; w < nwl; w++) {
+        nheld += holdout[w];
+        nranked += !train_only[w];
+    }
+    if (nheld == nranked) {
+        fprintf(stderr, "bench_costmodel: %s\n",
+                nheld == nwl ? "every workload is held out; nothing to train on"
+                             : "no --workload whose records are split 80/20; nothing to rank");
+        return 2;
+    }
     char tmp[128] = "";
     tt_errbuf err = {{0}};
     if (!db_path) {
@@ -420,7 +435,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_costmodel: %s\n", err.msg);
         return 1;
     }
-    int nheld = 0;
     for (int w = 0; w < nwl; w++) {
         int before = d.nprog;
         d.cur = w;
@@ -433,20 +447,19 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench_costmodel: reading %s failed\n", db_path);
             return 1;
         }
-        printf("%s%s: %d programs\n", d.w->key, holdout[w] ? " (held out)" : "", d.nprog - before);
+        printf("%s%s: %d programs\n", d.w->key,
+               holdout[w]      ? " (held out)"
+               : train_only[w] ? " (only trained on)"
+                               : "",
+               d.nprog - before);
         if (d.nprog - before < 50) {
             fprintf(stderr, "bench_costmodel: only %d valid programs of %s in %s (need 50)\n",
                     d.nprog - before, d.w->key, db_path);
             return 1;
         }
-        nheld += holdout[w];
         tt_workload_free(d.w);
     }
     tt_db_close(db);
-    if (nheld && nheld == nwl) {
-        fprintf(stderr, "bench_costmodel: every workload is held out; nothing to train on\n");
-        return 1;
-    }
     char cpu[128];
     printf("\ncost model: XGBoost %s, pack-sum, %d features per store; CPU %s; %s\n",
            tt_costmodel_backend_version(), TT_STORE_FEATURES, tt_bench_cpu_name(cpu, sizeof cpu),
@@ -458,8 +471,8 @@ int main(int argc, char **argv)
     /* Held-out records: 80/20 within each trained-on workload. */
     for (int p = 0; p < d.nprog; p++) {
         bool in = !holdout[d.wl[p]], t = tt_rng_below(&rng, 5) == 0;
-        train[p] = in && !t;
-        test[p] = in && t;
+        train[p] = in && (!t || train_only[d.wl[p]]);
+        test[p] = in && t && !train_only[d.wl[p]];
     }
     if (run_setting(&d, nwl, train, test, &rng, &r))
         return 1;
@@ -477,13 +490,19 @@ int main(int argc, char **argv)
         result mean;
         memset(&mean, 0, sizeof(mean));
         for (int w = 0; w < nwl; w++) {
+            if (train_only[w])
+                continue;
             for (int p = 0; p < d.nprog; p++) {
                 train[p] = d.wl[p] != w;
                 test[p] = d.wl[p] == w;
             }
             if (run_setting(&d, nwl, train, test, &rng, &r))
                 return 1;
-            result_add(&mean, &r, nwl);
+            printf("  %s held out: pairwise", names[w]);
+            for (int v = 0; v < NVARIANTS; v++)
+                printf(" %s %.3f", variants[v].name, r.q[v].pairwise);
+            printf("\n");
+            result_add(&mean, &r, nranked);
         }
         print_result("held-out workloads, each in turn (programs summed over the turns)", &mean);
     }
