@@ -81,9 +81,7 @@ double tt_workload_distance(const char *a, const char *b)
     return d;
 }
 
-/* The template index of record `row` when it is of the space with signature `sig` (size
- * `size`). */
-static bool record_index(const tt_db_row *row, const char *sig, uint64_t size, uint64_t *index)
+bool tt_similar_record_index(const tt_db_row *row, const char *sig, uint64_t size, uint64_t *index)
 {
     if (!row->extra)
         return false;
@@ -117,7 +115,7 @@ static bool mapped_best(tt_db *db, const char *key, const char *target, const ch
             uint64_t index;
             for (size_t i = 0; i < n && !found; i++)
                 if (rows[i].config_kind == TT_CONFIG_STEPS &&
-                    record_index(&rows[i], sig, sp.size, &index)) {
+                    tt_similar_record_index(&rows[i], sig, sp.size, &index)) {
                     snprintf(out->workload, sizeof(out->workload), "%s", key);
                     out->record = rows[i].id;
                     out->median_s = rows[i].median_s;

@@ -26,6 +26,10 @@ size_t tt_workload_op_length(const char *key);
  * tensor expression (`te:`). */
 double tt_workload_distance(const char *a, const char *b);
 
+/* The template index of record `row` when it is a config of the template space with signature
+ * `sig` (tt_space_signature) and size `size` (its extra JSON's "space" and "index"). */
+bool tt_similar_record_index(const tt_db_row *row, const char *sig, uint64_t size, uint64_t *index);
+
 /* The workloads of `key`'s operator other than key with error-free records of `target` in `db`,
  * the nearest `max` of them (tt_workload_distance), nearest first: *count keys into `out`, each
  * malloc'ed for the caller to free. */

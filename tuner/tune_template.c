@@ -369,44 +369,9 @@ void tt__tune_ga_breed(task *t, int pop)
 
 /* ---- starting points of the template strategies ---- */
 
-#define SEED_WORKLOADS    8 /* similar workloads consulted */
-#define SEED_PER_WORKLOAD 2
-
-typedef struct {
-    task *t;
-    int n;
-    struct {
-        char *workload, *space;
-        uint64_t index;
-        double median;
-    } rows[512];
-} seed_ctx;
-
-/* Collects the error-free template records of other workloads of the same operator. */
-static int seed_row(void *ctx, const tt_db_row *row)
-{
-    seed_ctx *x = ctx;
-    task *t = x->t;
-    size_t n = tt_workload_op_length(t->w->key);
-    if (x->n >= (int)TT_ARRAY_LEN(x->rows) || row->error_no || row->median_s <= 0 || !row->extra ||
-        !strcmp(row->workload, t->w->key) || tt_workload_op_length(row->workload) != n ||
-        strncmp(row->workload, t->w->key, n))
-        return 0;
-    json_t *j = json_loads(row->extra, 0, NULL);
-    const char *sig = json_string_value(json_object_get(j, "space"));
-    json_t *ix = json_object_get(j, "index");
-    if (sig && json_is_integer(ix) && json_integer_value(ix) >= 0 &&
-        !strncmp(sig, t->space_sig, strcspn(t->space_sig, ":") + 1)) {
-        x->rows[x->n].workload = strdup(row->workload);
-        x->rows[x->n].space = strdup(sig);
-        x->rows[x->n].index = (uint64_t)json_integer_value(ix);
-        x->rows[x->n].median = row->median_s;
-        if (x->rows[x->n].workload && x->rows[x->n].space)
-            x->n++;
-    }
-    json_decref(j);
-    return 0;
-}
+#define SEED_WORKLOADS    8  /* the nearest similar workloads consulted */
+#define SEED_PER_WORKLOAD 2  /* configs taken from each */
+#define SEED_CANDIDATES   16 /* its best records read to find them */
 
 static void seed_add(task *t, uint64_t index)
 {
@@ -417,12 +382,48 @@ static void seed_add(task *t, uint64_t index)
         t->seeds[t->nseeds++] = index;
 }
 
+/* Seeds the best SEED_PER_WORKLOAD distinct template configs of workload `key` measured on this
+ * target and device, each mapped into this task's space; how many it added. */
+static int seed_from(task *t, const char *key, int cores)
+{
+    tt_workload *w;
+    if (tt_workload_parse(key, &w, NULL))
+        return 0;
+    tt_space sp;
+    int added = 0;
+    if (!(t->gpu
+              ? tt_space_init_gpu(&sp, &w->dag, t->lim.max_threads, (int)t->lim.max_vthread, NULL)
+              : tt_space_init(&sp, &w->dag, cores, &t->isa, NULL))) {
+        char sig[64];
+        tt_space_signature(&sp, sig, sizeof(sig));
+        tt_db_row *rows = NULL;
+        size_t n = 0;
+        uint64_t taken[SEED_PER_WORKLOAD];
+        if (!tt_db_best(t->db, key, t->target_text, t->device, SEED_CANDIDATES, false, &rows, &n)) {
+            for (size_t i = 0; i < n && added < SEED_PER_WORKLOAD; i++) {
+                uint64_t index;
+                if (rows[i].config_kind != TT_CONFIG_STEPS ||
+                    !tt_similar_record_index(&rows[i], sig, sp.size, &index) ||
+                    (added && taken[added - 1] == index))
+                    continue; /* not of its template space, or the config measured again */
+                taken[added++] = index;
+                seed_add(t, tt_space_nearest_index(&t->space, &sp, index));
+            }
+            tt_db_rows_free(rows, n);
+        }
+    }
+    tt_workload_free(w);
+    return added;
+}
+
 /* The template's default config, its cache-blocked configs (tt_space_blocked_index) and, for
- * window operators, its window configs (tt_space_window_index), then the
- * best configs of up to SEED_WORKLOADS similar workloads
- * measured on this target and device, each mapped to this workload's space knob by knob
+ * window operators, its window configs (tt_space_window_index), then the best configs of the
+ * SEED_WORKLOADS nearest other shapes of its operator (tt_similar_workloads) measured on this
+ * target and device, each mapped to this workload's space knob by knob
  * (tt_space_nearest_index): good tiles and register tiles carry over between shapes of one
- * operator, so the first round already measures strong candidates. */
+ * operator, so the first round already measures strong candidates.  (It once read the target's
+ * whole history and kept the first 512 records of the operator, so a shape tuned 1000 trials
+ * before filled them alone, and not with its best.) */
 void tt__tune_load_seeds(task *t, int cores)
 {
     if (!t->gpu) {
@@ -446,57 +447,16 @@ void tt__tune_load_seeds(task *t, int cores)
     }
     if (!tt_workload_op_length(t->w->key))
         return;
-    seed_ctx *x = calloc(1, sizeof(*x));
-    if (!x)
-        return;
-    x->t = t;
-    tt_db_filter f = {NULL, t->target_text, t->device, 0, 0};
-    tt_db_history(t->db, &f, seed_row, x);
-    int used = 0, mapped = 0;
-    for (int i = 0; i < x->n && used < SEED_WORKLOADS; i++) {
-        if (!x->rows[i].workload)
-            continue;
-        /* This workload's rows: the best SEED_PER_WORKLOAD of its space. */
-        const char *key = x->rows[i].workload;
-        tt_workload *w = NULL;
-        tt_space sp;
-        char sig[40];
-        bool ok = !tt_workload_parse(key, &w, NULL) &&
-                  !(t->gpu ? tt_space_init_gpu(&sp, &w->dag, t->lim.max_threads,
-                                               (int)t->lim.max_vthread, NULL)
-                           : tt_space_init(&sp, &w->dag, cores, &t->isa, NULL));
-        if (ok)
-            tt_space_signature(&sp, sig, sizeof(sig));
-        for (int pick = 0; ok && pick < SEED_PER_WORKLOAD; pick++) {
-            int best = -1;
-            for (int k = i; k < x->n; k++)
-                if (x->rows[k].workload && !strcmp(x->rows[k].workload, key) &&
-                    !strcmp(x->rows[k].space, sig) && x->rows[k].median < INFINITY &&
-                    (best < 0 || x->rows[k].median < x->rows[best].median))
-                    best = k;
-            if (best < 0)
-                break;
-            seed_add(t, tt_space_nearest_index(&t->space, &sp, x->rows[best].index));
-            mapped++;
-            x->rows[best].median = INFINITY; /* taken */
-        }
-        char *owned = x->rows[i].workload;  /* `key`: freed last */
-        for (int k = x->n - 1; k >= i; k--) /* done with this workload */
-            if (k == i || (x->rows[k].workload && !strcmp(x->rows[k].workload, key))) {
-                if (k != i)
-                    free(x->rows[k].workload);
-                free(x->rows[k].space);
-                x->rows[k].workload = x->rows[k].space = NULL;
-            }
-        free(owned);
-        tt_workload_free(w);
-        used += ok;
+    char *near[SEED_WORKLOADS];
+    int nnear = 0, used = 0, mapped = 0;
+    if (tt_similar_workloads(t->db, t->target_text, t->w->key, near, SEED_WORKLOADS, &nnear, NULL))
+        nnear = 0;
+    for (int k = 0; k < nnear; k++) {
+        int added = seed_from(t, near[k], cores);
+        mapped += added;
+        used += added > 0;
+        free(near[k]);
     }
-    for (int i = 0; i < x->n; i++) {
-        free(x->rows[i].workload);
-        free(x->rows[i].space);
-    }
-    free(x);
     if (mapped && t->log)
         fprintf(t->log,
                 "%s: starting from the template's default and %d configs of %d similar "

@@ -656,6 +656,34 @@ static void default_among_first_records(const char *workload, const tt_vector_is
     tt_workload_free(w);
 }
 
+/* The log of `trials` xgb trials of `workload` (hashed costs), malloc'ed. */
+static char *xgb_run_log(const char *workload, int64_t trials)
+{
+    const char *w[1] = {workload};
+    tt_tune_options o = options(w, trials, NULL);
+    o.strategy = TT_STRATEGY_XGB;
+    o.objective = hashed_cost;
+    char *log = NULL;
+    size_t loglen = 0;
+    FILE *lf = open_memstream(&log, &loglen);
+    tt_tune_summary sum;
+    tt_errbuf err = {{0}};
+    if (tt_tune_run(&o, &sum, lf, &err))
+        fail_msg("%s", err.msg);
+    fclose(lf);
+    return log;
+}
+
+/* Fails unless `workload`'s first xgb trials say that they start from `what`. */
+static void xgb_starts_from(const char *workload, const char *what)
+{
+    char *log = xgb_run_log(workload, 6), want[256];
+    snprintf(want, sizeof(want), "starting from %s", what);
+    if (!strstr(log, want))
+        fail_msg("log: %s", log);
+    free(log);
+}
+
 /* The searches start from good points: the template's default config right after the baseline,
  * then the best configs of a similar workload measured before, mapped to the new shape (xgb); the
  * evolutionary search measures the default in its first round.  A different operator's records
@@ -673,18 +701,7 @@ static void xgb_starts_from_the_default_and_similar_workloads(void **state)
         fail_msg("%s", err.msg);
     /* The new shape's run says where it starts from. */
     const char *second[1] = {"matmul:M=128,N=64,K=64"};
-    o = options(second, 6, NULL);
-    o.strategy = TT_STRATEGY_XGB;
-    o.objective = hashed_cost;
-    char *log = NULL;
-    size_t loglen = 0;
-    FILE *lf = open_memstream(&log, &loglen);
-    if (tt_tune_run(&o, &sum, lf, &err))
-        fail_msg("%s", err.msg);
-    fclose(lf);
-    if (!strstr(log, "starting from the template's default and 2 configs of 1 similar workload"))
-        fail_msg("log: %s", log);
-    free(log);
+    xgb_starts_from(second[0], "the template's default and 2 configs of 1 similar workload");
     /* Its first records: the naive baseline, then the default config (xgb, then evo). */
     tt_target host;
     tt_target_parse("llvm", &host, NULL);
@@ -699,17 +716,36 @@ static void xgb_starts_from_the_default_and_similar_workloads(void **state)
         fail_msg("%s", err.msg);
     default_among_first_records(evo[0], &isa);
     /* Another operator starts from its own default only. */
-    const char *other[1] = {"batch_matmul:B=2,M=32,N=32,K=32"};
-    o = options(other, 4, NULL);
-    o.strategy = TT_STRATEGY_XGB;
-    o.objective = hashed_cost;
-    log = NULL;
-    lf = open_memstream(&log, &loglen);
-    if (tt_tune_run(&o, &sum, lf, &err))
-        fail_msg("%s", err.msg);
-    fclose(lf);
+    char *log = xgb_run_log("batch_matmul:B=2,M=32,N=32,K=32", 4);
     assert_null(strstr(log, "similar workload"));
     free(log);
+    tt_db_remove(db_path);
+}
+
+/* The configs a search starts from come from the nearest shapes' best records, however much
+ * history came before them: a far shape tuned for 600 trials first (more than the 512 records the
+ * seeds were once read from, in history order) does not crowd out a near one tuned for 8. */
+static void seeds_come_from_the_nearest_shapes(void **state)
+{
+    (void)state;
+    snprintf(db_path, sizeof(db_path), "/tmp/tt-tune-near-%d.db", (int)getpid());
+    const char *far[1] = {"matmul:M=512,N=512,K=16"};
+    const char *near[1] = {"matmul:M=64,N=64,K=64"};
+    const char *const *before[2] = {far, near};
+    int64_t trials[2] = {600, 8};
+    tt_tune_summary sum;
+    tt_errbuf err = {{0}};
+    for (int i = 0; i < 2; i++) {
+        tt_tune_options o = options(before[i], trials[i], NULL);
+        o.strategy = TT_STRATEGY_RANDOM;
+        o.objective = hashed_cost;
+        o.batch = 32;
+        if (tt_tune_run(&o, &sum, NULL, &err))
+            fail_msg("%s", err.msg);
+        assert_int_equal(sum.measured, trials[i]);
+    }
+    xgb_starts_from("matmul:M=64,N=64,K=32",
+                    "the template's default and 4 configs of 2 similar workloads");
     tt_db_remove(db_path);
 }
 
@@ -759,6 +795,7 @@ int main(void)
         cmocka_unit_test(evolutionary_search_resumes_with_its_model),
         cmocka_unit_test(run_deadline_adapts_to_the_best_time),
         cmocka_unit_test(xgb_starts_from_the_default_and_similar_workloads),
+        cmocka_unit_test(seeds_come_from_the_nearest_shapes),
         cmocka_unit_test(bad_workloads_and_targets_are_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
