@@ -403,9 +403,13 @@ static int seed_from(task *t, const char *key, int cores)
             for (size_t i = 0; i < n && added < SEED_PER_WORKLOAD; i++) {
                 uint64_t index;
                 if (rows[i].config_kind != TT_CONFIG_STEPS ||
-                    !tt_similar_record_index(&rows[i], sig, sp.size, &index) ||
-                    (added && taken[added - 1] == index))
-                    continue; /* not of its template space, or the config measured again */
+                    !tt_similar_record_index(&rows[i], sig, sp.size, &index))
+                    continue; /* not of its template space */
+                int k = 0;
+                while (k < added && taken[k] != index)
+                    k++;
+                if (k < added)
+                    continue; /* the config measured again */
                 taken[added++] = index;
                 seed_add(t, tt_space_nearest_index(&t->space, &sp, index));
             }
