@@ -8,8 +8,8 @@
 #include <string.h>
 
 #define MAX_PARAMS   32
-#define CANDIDATES   8 /* nearest workloads consulted */
-#define PER_WORKLOAD 16
+#define CANDIDATES   8  /* nearest workloads consulted */
+#define PER_WORKLOAD 16 /* best records read to find a shape's best template configs */
 
 typedef struct {
     char name[32], value[64];
@@ -81,7 +81,9 @@ double tt_workload_distance(const char *a, const char *b)
     return d;
 }
 
-bool tt_similar_record_index(const tt_db_row *row, const char *sig, uint64_t size, uint64_t *index)
+/* The template index of record `row` when it is of the space with signature `sig` (size
+ * `size`). */
+static bool record_index(const tt_db_row *row, const char *sig, uint64_t size, uint64_t *index)
 {
     if (!row->extra)
         return false;
@@ -96,6 +98,37 @@ bool tt_similar_record_index(const tt_db_row *row, const char *sig, uint64_t siz
     return ok;
 }
 
+int tt_similar_best_of(tt_db *db, const char *key, const char *target, const char *device,
+                       const tt_space *sp, tt_similar *out, int max)
+{
+    char sig[64];
+    tt_space_signature(sp, sig, sizeof(sig));
+    tt_db_row *rows = NULL;
+    size_t n = 0;
+    int found = 0;
+    if (tt_db_best(db, key, target, device, PER_WORKLOAD, false, &rows, &n))
+        return 0;
+    for (size_t i = 0; i < n && found < max; i++) {
+        uint64_t index;
+        if (rows[i].config_kind != TT_CONFIG_STEPS ||
+            !record_index(&rows[i], sig, sp->size, &index))
+            continue; /* not of its template space */
+        int k = 0;
+        while (k < found && out[k].index != index)
+            k++;
+        if (k < found)
+            continue; /* the config measured again */
+        tt_similar *o = &out[found++];
+        snprintf(o->workload, sizeof(o->workload), "%s", key);
+        o->record = rows[i].id;
+        o->median_s = rows[i].median_s;
+        o->distance = 0;
+        o->index = index;
+    }
+    tt_db_rows_free(rows, n);
+    return found;
+}
+
 /* The best record of workload `key` that is a template config of its current space, mapped into
  * `space`; false when it has none. */
 static bool mapped_best(tt_db *db, const char *key, const char *target, const char *device,
@@ -105,26 +138,10 @@ static bool mapped_best(tt_db *db, const char *key, const char *target, const ch
     if (tt_workload_parse(key, &w, NULL))
         return false;
     tt_space sp;
-    bool found = false;
-    if (!tt_space_init(&sp, &w->dag, cores, isa, NULL)) {
-        char sig[64];
-        tt_space_signature(&sp, sig, sizeof(sig));
-        tt_db_row *rows = NULL;
-        size_t n = 0;
-        if (!tt_db_best(db, key, target, device, PER_WORKLOAD, false, &rows, &n)) {
-            uint64_t index;
-            for (size_t i = 0; i < n && !found; i++)
-                if (rows[i].config_kind == TT_CONFIG_STEPS &&
-                    tt_similar_record_index(&rows[i], sig, sp.size, &index)) {
-                    snprintf(out->workload, sizeof(out->workload), "%s", key);
-                    out->record = rows[i].id;
-                    out->median_s = rows[i].median_s;
-                    out->index = tt_space_nearest_index(space, &sp, index);
-                    found = true;
-                }
-            tt_db_rows_free(rows, n);
-        }
-    }
+    bool found = !tt_space_init(&sp, &w->dag, cores, isa, NULL) &&
+                 tt_similar_best_of(db, key, target, device, &sp, out, 1) == 1;
+    if (found)
+        out->index = tt_space_nearest_index(space, &sp, out->index);
     tt_workload_free(w);
     return found;
 }

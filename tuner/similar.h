@@ -26,9 +26,12 @@ size_t tt_workload_op_length(const char *key);
  * tensor expression (`te:`). */
 double tt_workload_distance(const char *a, const char *b);
 
-/* The template index of record `row` when it is a config of the template space with signature
- * `sig` (tt_space_signature) and size `size` (its extra JSON's "space" and "index"). */
-bool tt_similar_record_index(const tt_db_row *row, const char *sig, uint64_t size, uint64_t *index);
+/* The best `max` distinct template configs of workload `key` measured on `target` (and `device`
+ * when not NULL), best first: records whose config is of `sp`, key's template space as
+ * tt_space_init or tt_space_init_gpu built it.  Fills out[0..) (index in sp, not mapped; distance
+ * 0) and returns how many. */
+int tt_similar_best_of(tt_db *db, const char *key, const char *target, const char *device,
+                       const tt_space *sp, tt_similar *out, int max);
 
 /* The workloads of `key`'s operator other than key with error-free records of `target` in `db`,
  * the nearest `max` of them (tt_workload_distance), nearest first: *count keys into `out`, each

@@ -369,9 +369,8 @@ void tt__tune_ga_breed(task *t, int pop)
 
 /* ---- starting points of the template strategies ---- */
 
-#define SEED_WORKLOADS    8  /* the nearest similar workloads consulted */
-#define SEED_PER_WORKLOAD 2  /* configs taken from each */
-#define SEED_CANDIDATES   16 /* its best records read to find them */
+#define SEED_WORKLOADS    8 /* the nearest similar workloads consulted */
+#define SEED_PER_WORKLOAD 2 /* configs taken from each */
 
 static void seed_add(task *t, uint64_t index)
 {
@@ -390,34 +389,16 @@ static int seed_from(task *t, const char *key, int cores)
     if (tt_workload_parse(key, &w, NULL))
         return 0;
     tt_space sp;
-    int added = 0;
+    tt_similar best[SEED_PER_WORKLOAD];
+    int n = 0;
     if (!(t->gpu
               ? tt_space_init_gpu(&sp, &w->dag, t->lim.max_threads, (int)t->lim.max_vthread, NULL)
-              : tt_space_init(&sp, &w->dag, cores, &t->isa, NULL))) {
-        char sig[64];
-        tt_space_signature(&sp, sig, sizeof(sig));
-        tt_db_row *rows = NULL;
-        size_t n = 0;
-        uint64_t taken[SEED_PER_WORKLOAD];
-        if (!tt_db_best(t->db, key, t->target_text, t->device, SEED_CANDIDATES, false, &rows, &n)) {
-            for (size_t i = 0; i < n && added < SEED_PER_WORKLOAD; i++) {
-                uint64_t index;
-                if (rows[i].config_kind != TT_CONFIG_STEPS ||
-                    !tt_similar_record_index(&rows[i], sig, sp.size, &index))
-                    continue; /* not of its template space */
-                int k = 0;
-                while (k < added && taken[k] != index)
-                    k++;
-                if (k < added)
-                    continue; /* the config measured again */
-                taken[added++] = index;
-                seed_add(t, tt_space_nearest_index(&t->space, &sp, index));
-            }
-            tt_db_rows_free(rows, n);
-        }
-    }
+              : tt_space_init(&sp, &w->dag, cores, &t->isa, NULL)))
+        n = tt_similar_best_of(t->db, key, t->target_text, t->device, &sp, best, SEED_PER_WORKLOAD);
+    for (int i = 0; i < n; i++)
+        seed_add(t, tt_space_nearest_index(&t->space, &sp, best[i].index));
     tt_workload_free(w);
-    return added;
+    return n;
 }
 
 /* The template's default config, its cache-blocked configs (tt_space_blocked_index) and, for
