@@ -4,8 +4,10 @@
  * device is this CPU, so the last ratio says what the OpenCL route costs against native code; on
  * a GPU machine it says what the GPU buys.
  *
- * usage: bench_opencl [--trials N] [--strategy evo|xgb|...] [--device SPEC] [WORKLOAD ...]
- *        (defaults: 64 trials of evo; matmul 256 and a 3x3 conv2d of 64 channels at 28x28) */
+ * usage: bench_opencl [--trials N] [--strategy evo|xgb|...] [--device SPEC] [--db PATH]
+ *                     [WORKLOAD ...]
+ *        (defaults: 64 trials of evo; matmul 256 and a 3x3 conv2d of 64 channels at 28x28; the
+ *        records go to a temporary database unless --db names one to keep) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +51,7 @@ int main(int argc, char **argv)
     int64_t trials = 64;
     tt_strategy strategy = TT_STRATEGY_EVO;
     const char *device = NULL;
+    const char *keep_db = NULL;
     const char *workloads[16];
     int n = 0;
     for (int i = 1; i < argc; i++) {
@@ -61,6 +64,8 @@ int main(int argc, char **argv)
             }
         } else if (!strcmp(argv[i], "--device") && i + 1 < argc)
             device = argv[++i];
+        else if (!strcmp(argv[i], "--db") && i + 1 < argc)
+            keep_db = argv[++i];
         else if (n < 16)
             workloads[n++] = argv[i];
     }
@@ -80,14 +85,16 @@ int main(int argc, char **argv)
            cl->vendor, cl->version, cl->compute_units, dev.model, dev.cores);
     printf("%lld trials of %s per workload and target\n\n", (long long)trials,
            tt_strategy_name(strategy));
-    char db[128];
-    snprintf(db, sizeof(db), "/tmp/bench-opencl-%d.db", (int)getpid());
+    char tmp_db[128];
+    snprintf(tmp_db, sizeof(tmp_db), "/tmp/bench-opencl-%d.db", (int)getpid());
+    const char *db = keep_db ? keep_db : tmp_db;
     for (int i = 0; i < n; i++) {
         tt_tune_summary gpu, cpu;
         double gpu_s, cpu_s;
         if (tune(workloads[i], "opencl", trials, strategy, device, db, &gpu, &gpu_s) ||
             tune(workloads[i], "llvm", trials, strategy, NULL, db, &cpu, &cpu_s)) {
-            tt_db_remove(db);
+            if (!keep_db)
+                tt_db_remove(db);
             return 1;
         }
         double gflops = gpu.flops / gpu.best_s * 1e-9;
@@ -100,6 +107,7 @@ int main(int argc, char **argv)
                cpu.best_s * 1e3, cpu.best_s / gpu.best_s, cpu_s);
         printf("  best OpenCL config %s\n\n", gpu.best_config);
     }
-    tt_db_remove(db);
+    if (!keep_db)
+        tt_db_remove(db);
     return 0;
 }

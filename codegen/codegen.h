@@ -138,4 +138,9 @@ typedef struct tt_opencl_stats {
 tt_status tt_codegen_opencl(const tt_program *p, const char *entry, const tt_gpu_limits *lim,
                             char **text, size_t *len, tt_opencl_stats *stats, tt_errbuf *err);
 
+/* What tt_codegen_opencl would say of `p` against `lim`, without keeping the text: the search
+ * asks it before it offers a GPU candidate, so what it offers is what the build accepts (about the
+ * cost of lowering). */
+tt_status tt_codegen_opencl_check(const tt_program *p, const tt_gpu_limits *lim, tt_errbuf *err);
+
 #endif

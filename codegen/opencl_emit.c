@@ -1204,3 +1204,11 @@ out:
     tt_strbuf_free(&e.source);
     return e.status;
 }
+
+tt_status tt_codegen_opencl_check(const tt_program *p, const tt_gpu_limits *lim, tt_errbuf *err)
+{
+    char *text = NULL;
+    tt_status s = tt_codegen_opencl(p, "kernel", lim, &text, NULL, NULL, err);
+    free(text);
+    return s;
+}

@@ -15,6 +15,7 @@ void tt_evo_params_default(tt_evo_params *p)
     p->max_rounds = 1000;
     p->objective = TT_COSTMODEL_PACK_SUM;
     p->labels = TT_LABELS_RANK;
+    p->gpu_limits = NULL;
 }
 
 static void *grow(void *ptr, int *cap, int need, size_t elem)
@@ -88,12 +89,16 @@ void tt_evo_history_free(tt_evo_history *h)
     memset(h, 0, sizeof(*h));
 }
 
-int tt_evo_features(const tt_state *st, float **rows)
+int tt_evo_features(const tt_state *st, const tt_gpu_limits *gpu_limits, float **rows)
 {
     tt_program *prog;
     *rows = NULL;
     if (tt_lower(st, &prog, NULL))
         return -1;
+    if (gpu_limits && tt_codegen_opencl_check(prog, gpu_limits, NULL)) {
+        tt_program_free(prog);
+        return -1;
+    }
     int n = tt_features_per_store(prog, NULL, 0);
     if (n > 0 && (*rows = malloc(sizeof(float) * TT_STORE_FEATURES * (size_t)n)))
         tt_features_per_store(prog, *rows, n);
@@ -189,6 +194,7 @@ static bool hset_add(hset *s, uint64_t h)
 typedef struct {
     tt_costmodel *model; /* NULL: random scores */
     tt_rng *rng;
+    const tt_gpu_limits *gpu_limits; /* programs beyond them score -inf */
 } scorer;
 
 static tt_status score_all(scorer *sc, pop *p, tt_errbuf *err)
@@ -201,7 +207,7 @@ static tt_status score_all(scorer *sc, pop *p, tt_errbuf *err)
     tt_status s = TT_OK;
     for (int i = 0; i < p->n; i++) {
         float *r;
-        int n = tt_evo_features(p->v[i].st, &r);
+        int n = tt_evo_features(p->v[i].st, sc->gpu_limits, &r);
         ok[i] = n > 0;
         if (n <= 0 || !sc->model) {
             free(r);
@@ -371,7 +377,7 @@ int tt_evo_search_round(tt_sketch_space *sp, const tt_evo_params *p, const tt_ev
         if (model && model_blob)
             tt_costmodel_save(model, model_blob, model_len, NULL);
     }
-    scorer sc = {model, rng};
+    scorer sc = {model, rng, p->gpu_limits};
     pop cur = {0}, next = {0};
     hset uniq = {0};
     best_set best = {0};
@@ -422,25 +428,26 @@ int tt_evo_search_round(tt_sketch_space *sp, const tt_evo_params *p, const tt_ev
         found = -1;
         goto out;
     }
-    /* Random picks for the epsilon-greedy share, from the initial population. */
     int nrandom = (int)(p->eps_greedy * n), nrand_found = 0;
     char **random = calloc((size_t)(nrandom + 1), sizeof(char *));
     if (!random)
         goto out;
-    for (int tries = 0; nrand_found < nrandom && tries < 8 * nrandom + 8; tries++) {
-        const indiv *x = &cur.v[tt_rng_below(rng, (uint64_t)cur.n)];
-        bool dup = seen(ctx, x->json);
-        for (int k = 0; k < nrand_found && !dup; k++)
-            dup = !strcmp(random[k], x->json);
-        if (!dup)
-            random[nrand_found++] = strdup(x->json);
-    }
     /* Evolution. */
     int iters = model ? p->iterations : (p->iterations < 2 ? p->iterations : 2);
     for (int k = 0;; k++) {
         if (score_all(&sc, &cur, err)) {
             found = -1;
             break;
+        }
+        /* Random picks for the epsilon-greedy share, from the initial population's valid
+         * programs (a score of -inf: does not lower, or beyond the GPU's limits). */
+        for (int tries = 0; k == 0 && nrand_found < nrandom && tries < 8 * nrandom + 8; tries++) {
+            const indiv *x = &cur.v[tt_rng_below(rng, (uint64_t)cur.n)];
+            bool dup = !isfinite(x->score) || seen(ctx, x->json);
+            for (int j = 0; j < nrand_found && !dup; j++)
+                dup = !strcmp(random[j], x->json);
+            if (!dup)
+                random[nrand_found++] = strdup(x->json);
         }
         for (int i = 0; i < cur.n; i++)
             if (!seen(ctx, cur.v[i].json))

@@ -8,6 +8,7 @@
 #ifndef TT_TUNER_EVOLUTION_H
 #define TT_TUNER_EVOLUTION_H
 
+#include "../codegen/codegen.h"
 #include "../costmodel/costmodel.h"
 #include "../costmodel/features.h"
 #include "sketch.h"
@@ -24,6 +25,10 @@ typedef struct tt_evo_params {
      * same program sums with a pairwise loss (bench_costmodel compares them). */
     tt_costmodel_objective objective;
     tt_costmodel_labels_kind labels;
+    /* GPU searches: the device's limits.  A program whose OpenCL kernel would exceed them (local
+     * memory, work-group size, private arrays) scores -inf and is never offered, as Ansor's
+     * feature extraction runs VerifyGPUCode; NULL on CPUs. */
+    const tt_gpu_limits *gpu_limits;
 } tt_evo_params;
 
 void tt_evo_params_default(tt_evo_params *p);
@@ -48,8 +53,8 @@ tt_status tt_evo_history_add(tt_evo_history *h, const char *config, const float 
 void tt_evo_history_free(tt_evo_history *h);
 
 /* Feature rows of a state (lowered here): a malloc'ed array in *rows, the count returned; -1 when
- * the state does not lower. */
-int tt_evo_features(const tt_state *st, float **rows);
+ * the state does not lower, or (with `gpu_limits`) when its OpenCL kernel exceeds them. */
+int tt_evo_features(const tt_state *st, const tt_gpu_limits *gpu_limits, float **rows);
 
 /* One search round.  Writes up to `n` distinct configs (malloc'ed step JSON), best first, into
  * out and returns how many; `seen(ctx, config)` says whether a config was measured already.

@@ -67,6 +67,10 @@ typedef struct tt_tune_options {
      * of the run).  Everything else (records, resume, strategies) is unchanged. */
     double (*objective)(void *ctx, const char *config);
     void *objective_ctx;
+    /* OpenCL targets: limits tighter than the device's own (the smaller of each field counts; 0
+     * leaves a field to the device), e.g. kernels that must also fit a smaller GPU of the family,
+     * or a test of the search on pocl's generous device.  NULL: the device's. */
+    const tt_gpu_limits *gpu_limits;
 } tt_tune_options;
 
 typedef struct tt_tune_summary {

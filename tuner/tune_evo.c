@@ -28,6 +28,8 @@ static void evo_child(task *t, int fd, void *arg)
     p.warmup = 64; /* what Ansor's task scheduler sets for one task of 64 measures per round */
     if (t->o->population > 0)
         p.population = t->o->population;
+    if (t->gpu)
+        p.gpu_limits = &t->lim;
     char *plan[256];
     void *model = NULL;
     size_t mlen = 0;
@@ -189,7 +191,7 @@ static int transfer_row(void *ctx, const tt_db_row *row)
         return 0;
     if (!tt_state_replay(&x->w[g]->dag, steps, ns, &st, NULL)) {
         float *rows;
-        int nr = tt_evo_features(st, &rows);
+        int nr = tt_evo_features(st, NULL, &rows);
         double thr = row->error_no == 0 && row->median_s > 0 ? x->w[g]->flops / row->median_s : 0;
         if (nr > 0) {
             tt__tune_history_add(t, row->config, rows, nr, thr, g + 1);

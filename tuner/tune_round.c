@@ -208,6 +208,9 @@ void tt__tune_store_now(task *t, candidate *c)
     pthread_mutex_unlock(&t->farm->mu);
 }
 
+/* The steps of a template config; NULL when it does not apply or (GPU) when its kernel exceeds
+ * the device's limits, which the template's knobs cannot see (local memory grows with the tiles):
+ * such a config is never offered, as the evolutionary search never offers one. */
 static char *config_of(task *t, uint64_t index)
 {
     if (index == UINT64_MAX)
@@ -215,6 +218,15 @@ static char *config_of(task *t, uint64_t index)
     tt_state *st;
     if (tt_space_apply(&t->space, index, &st, NULL))
         return NULL;
+    tt_program *prog;
+    if (t->gpu && !tt_lower(st, &prog, NULL)) {
+        tt_status s = tt_codegen_opencl_check(prog, &t->lim, NULL);
+        tt_program_free(prog);
+        if (s == TT_ERR_LIMIT || s == TT_ERR_ILLEGAL_STEP) {
+            tt_state_free(st);
+            return NULL;
+        }
+    }
     char *j = tt_steps_to_json(st->steps.data, st->steps.len);
     tt_state_free(st);
     return j;

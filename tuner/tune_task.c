@@ -129,7 +129,7 @@ static int load_history(void *ctx, const tt_db_row *row)
         !tt_steps_from_json(row->config, &steps, &n, NULL)) {
         if (!tt_state_replay(&t->w->dag, steps, n, &st, NULL)) {
             float *rows;
-            int nr = tt_evo_features(st, &rows);
+            int nr = tt_evo_features(st, NULL, &rows);
             double thr = row->error_no == 0 && row->median_s > 0 ? t->w->flops / row->median_s : 0;
             tt__tune_history_add(t, row->config, rows, nr > 0 ? nr : 0, thr, 0);
             free(rows);
@@ -217,7 +217,13 @@ static tt_status make_reference(task *t, tt_errbuf *err)
 }
 
 /* What an OpenCL device allows one kernel, from what it reported. */
-static void limits_of(const tt_cl_device_info *c, tt_gpu_limits *lim)
+static int64_t tighter(int64_t device, int64_t asked)
+{
+    return asked > 0 && (device <= 0 || asked < device) ? asked : device;
+}
+
+/* The device's limits, tightened by the options' own (tt_tune_options.gpu_limits). */
+static void limits_of(const tt_cl_device_info *c, const tt_gpu_limits *asked, tt_gpu_limits *lim)
 {
     tt_gpu_limits_default(lim);
     if (c->max_work_group > 0)
@@ -227,6 +233,14 @@ static void limits_of(const tt_cl_device_info *c, tt_gpu_limits *lim)
             lim->max_block[d] = c->max_item[d];
     if (c->local_mem > 0)
         lim->max_shared_bytes = c->local_mem;
+    if (!asked)
+        return;
+    lim->max_threads = tighter(lim->max_threads, asked->max_threads);
+    for (int d = 0; d < 3; d++)
+        lim->max_block[d] = tighter(lim->max_block[d], asked->max_block[d]);
+    lim->max_shared_bytes = tighter(lim->max_shared_bytes, asked->max_shared_bytes);
+    lim->max_private_bytes = tighter(lim->max_private_bytes, asked->max_private_bytes);
+    lim->max_vthread = tighter(lim->max_vthread, asked->max_vthread);
 }
 
 /* Sets up one workload's task: its space, what was measured before (resume), the reference.
@@ -256,7 +270,7 @@ tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db 
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     t->gpu = cl != NULL;
     if (t->gpu)
-        limits_of(cl, &t->lim);
+        limits_of(cl, o->gpu_limits, &t->lim);
     else
         tt_codegen_vector_isa(&t->target, &t->isa);
     if ((s = t->gpu ? tt_space_init_gpu(&t->space, &t->w->dag, t->lim.max_threads,
