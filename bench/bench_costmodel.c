@@ -72,7 +72,7 @@ static int add_row(void *ctx, const tt_db_row *r)
     if (!ok)
         return 0;
     float *rows;
-    int nr = tt_evo_features(st, NULL, &rows);
+    int nr = tt_evo_features(st, NULL, &rows, NULL);
     tt_state_free(st);
     if (nr <= 0)
         return 0;

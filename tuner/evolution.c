@@ -32,7 +32,7 @@ static void *grow(void *ptr, int *cap, int need, size_t elem)
 }
 
 tt_status tt_evo_history_add(tt_evo_history *h, const char *config, const float *rows, int nrows,
-                             double throughput, int group)
+                             double throughput, int group, uint64_t program)
 {
     if (nrows > 0) {
         int cap = h->caprows;
@@ -47,7 +47,7 @@ tt_status tt_evo_history_add(tt_evo_history *h, const char *config, const float 
         h->row_prog = p;
         h->caprows = cap < cap2 ? cap : cap2;
     }
-    int capp = h->capprog, capc = h->capprog, capg = h->capprog;
+    int capp = h->capprog, capc = h->capprog, capg = h->capprog, caph = h->capprog;
     double *t = grow(h->throughput, &capp, h->nprog + 1, sizeof(double));
     if (!t)
         return TT_ERR_NOMEM;
@@ -56,11 +56,16 @@ tt_status tt_evo_history_add(tt_evo_history *h, const char *config, const float 
     if (!gr)
         return TT_ERR_NOMEM;
     h->group = gr;
+    uint64_t *ph = grow(h->program, &caph, h->nprog + 1, sizeof(uint64_t));
+    if (!ph)
+        return TT_ERR_NOMEM;
+    h->program = ph;
     char **c = grow(h->configs, &capc, h->nprog + 1, sizeof(char *));
     if (!c)
         return TT_ERR_NOMEM;
     h->configs = c;
     h->capprog = capp < capc ? capp : capc;
+    h->capprog = caph < h->capprog ? caph : h->capprog;
     char *copy = strdup(config);
     if (!copy)
         return TT_ERR_NOMEM;
@@ -73,6 +78,7 @@ tt_status tt_evo_history_add(tt_evo_history *h, const char *config, const float 
     }
     h->configs[h->nprog] = copy;
     h->group[h->nprog] = group;
+    h->program[h->nprog] = program;
     h->throughput[h->nprog++] = throughput;
     return TT_OK;
 }
@@ -84,17 +90,31 @@ void tt_evo_history_free(tt_evo_history *h)
     free(h->configs);
     free(h->throughput);
     free(h->group);
+    free(h->program);
     free(h->rows);
     free(h->row_prog);
     memset(h, 0, sizeof(*h));
 }
 
-int tt_evo_features(const tt_state *st, const tt_gpu_limits *gpu_limits, float **rows)
+uint64_t tt_evo_program_hash(const tt_program *prog)
+{
+    char *text = tt_program_print(prog);
+    uint64_t h = text ? tt_hash64_str(text) | 1 : 0;
+    free(text);
+    return h;
+}
+
+int tt_evo_features(const tt_state *st, const tt_gpu_limits *gpu_limits, float **rows,
+                    uint64_t *program)
 {
     tt_program *prog;
     *rows = NULL;
+    if (program)
+        *program = 0;
     if (tt_lower(st, &prog, NULL))
         return -1;
+    if (program)
+        *program = tt_evo_program_hash(prog);
     if (gpu_limits && tt_codegen_opencl_check(prog, gpu_limits, NULL)) {
         tt_program_free(prog);
         return -1;
@@ -189,6 +209,29 @@ static bool hset_add(hset *s, uint64_t h)
     }
 }
 
+/* Whether the program of the config `json` is new to `programs` (then added).  A config that does
+ * not lower counts as new: its build says what is wrong. */
+static bool new_program(const tt_sketch_space *sp, hset *programs, const char *json)
+{
+    tt_step *steps;
+    size_t n;
+    tt_state *st;
+    tt_program *prog;
+    if (tt_steps_from_json(json, &steps, &n, NULL))
+        return true;
+    tt_status s = tt_state_replay(sp->dag, steps, n, &st, NULL);
+    free(steps);
+    if (s)
+        return true;
+    s = tt_lower(st, &prog, NULL);
+    tt_state_free(st);
+    if (s)
+        return true;
+    uint64_t h = tt_evo_program_hash(prog);
+    tt_program_free(prog);
+    return hset_add(programs, h);
+}
+
 /* ---- scoring ---- */
 
 typedef struct {
@@ -207,7 +250,7 @@ static tt_status score_all(scorer *sc, pop *p, tt_errbuf *err)
     tt_status s = TT_OK;
     for (int i = 0; i < p->n; i++) {
         float *r;
-        int n = tt_evo_features(p->v[i].st, sc->gpu_limits, &r);
+        int n = tt_evo_features(p->v[i].st, sc->gpu_limits, &r, NULL);
         ok[i] = n > 0;
         if (n <= 0 || !sc->model) {
             free(r);
@@ -500,25 +543,37 @@ int tt_evo_search_round(tt_sketch_space *sp, const tt_evo_params *p, const tt_ev
                     best.hash[i] = best.hash[j];
                     best.hash[j] = hh;
                 }
+        /* No program twice: not one measured before, not two of this round. */
+        hset programs = {0};
+        for (int i = 0; i < h->nprog; i++)
+            if (h->group[i] == 0 && h->program[i])
+                hset_add(&programs, h->program[i]);
         int from_best = n - nrand_found;
         for (int i = 0; i < best.n && found < from_best; i++) {
-            out[found++] = best.json[i];
+            if (new_program(sp, &programs, best.json[i]))
+                out[found++] = best.json[i];
+            else
+                free(best.json[i]);
             best.json[i] = NULL;
         }
         for (int i = 0; i < nrand_found && found < n; i++) {
             bool dup = false;
             for (int k = 0; k < found && !dup; k++)
                 dup = !strcmp(out[k], random[i]);
-            if (!dup) {
+            if (!dup && new_program(sp, &programs, random[i])) {
                 out[found++] = random[i];
                 random[i] = NULL;
             }
         }
         for (int i = 0; i < best.n && found < n; i++)
             if (best.json[i]) {
-                out[found++] = best.json[i];
+                if (new_program(sp, &programs, best.json[i]))
+                    out[found++] = best.json[i];
+                else
+                    free(best.json[i]);
                 best.json[i] = NULL;
             }
+        free(programs.slot);
     }
     for (int i = 0; i < nrand_found; i++)
         free(random[i]);

@@ -43,18 +43,26 @@ typedef struct tt_evo_history {
     double *throughput; /* per program; 0 for a failure */
     int *group;         /* per program */
     char **configs;     /* per program */
+    uint64_t *program;  /* per program: tt_evo_program_hash of its lowered program, 0 unknown */
     int nprog, capprog;
 } tt_evo_history;
 
 /* Adds one measured program (rows may be NULL with nrows 0 for a program that failed to lower).
  * Takes a copy of everything. */
 tt_status tt_evo_history_add(tt_evo_history *h, const char *config, const float *rows, int nrows,
-                             double throughput, int group);
+                             double throughput, int group, uint64_t program);
 void tt_evo_history_free(tt_evo_history *h);
 
 /* Feature rows of a state (lowered here): a malloc'ed array in *rows, the count returned; -1 when
- * the state does not lower, or (with `gpu_limits`) when its OpenCL kernel exceeds them. */
-int tt_evo_features(const tt_state *st, const tt_gpu_limits *gpu_limits, float **rows);
+ * the state does not lower, or (with `gpu_limits`) when its OpenCL kernel exceeds them.  With
+ * `program`, also its tt_evo_program_hash. */
+int tt_evo_features(const tt_state *st, const tt_gpu_limits *gpu_limits, float **rows,
+                    uint64_t *program);
+
+/* A hash of a lowered program's text (never 0).  Different steps often lower to one program (a
+ * compute_at among loops of extent 1, a split whose factors leave the same nest): 3-6% of an
+ * evolutionary search's trials measured such a twin again; a round offers none of them. */
+uint64_t tt_evo_program_hash(const tt_program *prog);
 
 /* One search round.  Writes up to `n` distinct configs (malloc'ed step JSON), best first, into
  * out and returns how many; `seen(ctx, config)` says whether a config was measured already.

@@ -191,10 +191,10 @@ static int transfer_row(void *ctx, const tt_db_row *row)
         return 0;
     if (!tt_state_replay(&x->w[g]->dag, steps, ns, &st, NULL)) {
         float *rows;
-        int nr = tt_evo_features(st, NULL, &rows);
+        int nr = tt_evo_features(st, NULL, &rows, NULL);
         double thr = row->error_no == 0 && row->median_s > 0 ? x->w[g]->flops / row->median_s : 0;
         if (nr > 0) {
-            tt__tune_history_add(t, row->config, rows, nr, thr, g + 1);
+            tt__tune_history_add(t, row->config, rows, nr, thr, g + 1, 0);
             x->added++;
         }
         free(rows);

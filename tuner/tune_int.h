@@ -124,6 +124,7 @@ typedef struct candidate {
     int requeued; /* farm: times moved off a device found sick */
     float *rows;  /* per-store features (evolutionary search) */
     int nrows;
+    uint64_t program;   /* tt_evo_program_hash of its lowered program (evolutionary search), 0 */
     tt_layout *layouts; /* per parameter, when some constant input is passed packed (LR) */
 } candidate;
 
@@ -155,7 +156,7 @@ void tt__tune_seen_add(task *t, uint64_t h);
 void tt__tune_note_result(task *t, const char *config, double median, int error_no);
 void tt__tune_run_add(task *t, uint64_t index, double thr);
 void tt__tune_history_add(task *t, const char *config, const float *rows, int nrows, double thr,
-                          int group);
+                          int group, uint64_t program);
 tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db *db, farm *fm,
                              const tt_cl_device_info *cl, FILE *log, task **out, tt_errbuf *err);
 void tt__tune_task_close(task *t, const char *wtext, tt_tune_summary *sum);

@@ -71,6 +71,7 @@ void tt__tune_compile_one(candidate *c)
         int n = tt_features_per_store(prog, NULL, 0);
         if (n > 0 && (c->rows = malloc(sizeof(float) * TT_STORE_FEATURES * (size_t)n)))
             c->nrows = tt_features_per_store(prog, c->rows, n);
+        c->program = tt_evo_program_hash(prog);
     }
     if (!c->error_no && !t->o->objective && t->gpu)
         compile_opencl(t, c, prog, &err);
@@ -435,7 +436,7 @@ tt_status tt__tune_round_trip(task *t, candidate *c, int n, tt_errbuf *err)
             thr = med > 0 ? t->w->flops / med : 0;
         }
         if (c[i].index == STEPS_INDEX)
-            tt__tune_history_add(t, recs[r].config, c[i].rows, c[i].nrows, thr, 0);
+            tt__tune_history_add(t, recs[r].config, c[i].rows, c[i].nrows, thr, 0, c[i].program);
         if (c[i].index != UINT64_MAX && c[i].index != STEPS_INDEX)
             tt__tune_run_add(t, c[i].index, thr);
         tt__tune_progress(t, false);

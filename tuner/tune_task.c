@@ -102,9 +102,9 @@ static bool record_index(const task *t, const char *extra, uint64_t *index)
 
 /* Adds a measured program to the evolutionary search's training data. */
 void tt__tune_history_add(task *t, const char *config, const float *rows, int nrows, double thr,
-                          int group)
+                          int group, uint64_t program)
 {
-    if (tt_evo_history_add(&t->hist, config, rows, nrows, thr, group) && t->log)
+    if (tt_evo_history_add(&t->hist, config, rows, nrows, thr, group, program) && t->log)
         fprintf(t->log, "note: out of memory for the cost model's training data\n");
 }
 
@@ -129,9 +129,10 @@ static int load_history(void *ctx, const tt_db_row *row)
         !tt_steps_from_json(row->config, &steps, &n, NULL)) {
         if (!tt_state_replay(&t->w->dag, steps, n, &st, NULL)) {
             float *rows;
-            int nr = tt_evo_features(st, NULL, &rows);
+            uint64_t program;
+            int nr = tt_evo_features(st, NULL, &rows, &program);
             double thr = row->error_no == 0 && row->median_s > 0 ? t->w->flops / row->median_s : 0;
-            tt__tune_history_add(t, row->config, rows, nr > 0 ? nr : 0, thr, 0);
+            tt__tune_history_add(t, row->config, rows, nr > 0 ? nr : 0, thr, 0, program);
             free(rows);
             tt_state_free(st);
         }

@@ -305,6 +305,94 @@ static void gpu_search_offers_only_kernels_within_the_device(void **state)
     tt_workload_free(w);
 }
 
+/* The program of a config (tt_evo_program_hash of the lowered state). */
+static uint64_t program_of(const tt_workload *w, const char *json)
+{
+    tt_step *steps;
+    size_t ns;
+    tt_state *st;
+    tt_program *prog;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_steps_from_json(json, &steps, &ns, &err), TT_OK);
+    assert_int_equal(tt_state_replay(&w->dag, steps, ns, &st, &err), TT_OK);
+    assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
+    uint64_t h = tt_evo_program_hash(prog);
+    tt_program_free(prog);
+    tt_state_free(st);
+    free(steps);
+    return h;
+}
+
+/* Configs that lower to one program (a compute_at among loops of extent 1, say) are one
+ * measurement: a round offers no program measured before and none twice.  The history here is
+ * 48 sampled programs plus their twins found by mutation, so the round's evolution, which breeds
+ * from the measured ones, meets them. */
+static void search_rounds_offer_each_program_once(void **state)
+{
+    (void)state;
+    tt_workload *w = parse("conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=64,K=3,S=1,P=1");
+    tt_sketch_params p;
+    tt_sketch_params_cpu(&p, 2);
+    tt_sketch_space sp;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_sketch_space_init(&sp, &w->dag, &p, &err), TT_OK);
+    tt_evo_history h;
+    memset(&h, 0, sizeof(h));
+    tt_rng rng;
+    tt_rng_seed(&rng, 11);
+    int twins = 0;
+    for (int tries = 0; h.nprog < 48 && tries < 1000; tries++) {
+        tt_state *st;
+        if (tt_sketch_sample(&sp, -1, &rng, &st, NULL))
+            continue;
+        char *json = tt_steps_to_json(st->steps.data, st->steps.len);
+        uint64_t prog = program_of(w, json);
+        assert_int_equal(tt_evo_history_add(&h, json, NULL, 0, 1.0 + h.nprog, 0, prog), TT_OK);
+        free(json);
+        /* a twin: a mutant of another config with the same program */
+        for (int m = 0; m < 32; m++) {
+            tt_state *mu;
+            if (tt_sketch_mutate(&sp, st, &rng, &mu, NULL))
+                continue;
+            char *mj = tt_steps_to_json(mu->steps.data, mu->steps.len);
+            tt_state_free(mu);
+            if (program_of(w, mj) == prog && strcmp(mj, h.configs[h.nprog - 1])) {
+                twins++;
+                free(mj);
+                break;
+            }
+            free(mj);
+        }
+        tt_state_free(st);
+    }
+    tt_evo_params ep;
+    tt_evo_params_default(&ep);
+    ep.population = 256;
+    char *out[64];
+    int n = tt_evo_search_round(&sp, &ep, &h, NULL, 0, never_seen, NULL, &rng, out, 64, NULL, NULL,
+                                &err);
+    assert_true(n >= 32);
+    uint64_t seen[64 + 48];
+    int nseen = 0;
+    for (int i = 0; i < h.nprog; i++)
+        seen[nseen++] = h.program[i];
+    int repeated = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t prog = program_of(w, out[i]);
+        for (int k = 0; k < nseen; k++)
+            repeated += seen[k] == prog;
+        seen[nseen++] = prog;
+        free(out[i]);
+    }
+    printf("sketch: %d of 48 measured programs have a twin config; a round of %d repeats %d\n",
+           twins, n, repeated);
+    assert_true(twins > 0);        /* the search space has twins... */
+    assert_int_equal(repeated, 0); /* ...and a round never offers one */
+    tt_evo_history_free(&h);
+    tt_sketch_space_free(&sp);
+    tt_workload_free(w);
+}
+
 static void check(const tt_workload *w, const tt_state *st, const char *what)
 {
     tt_program *prog;
@@ -493,6 +581,7 @@ int main(void)
         cmocka_unit_test(counts_match_tvm),
         cmocka_unit_test(gpu_counts_match_tvm),
         cmocka_unit_test(gpu_search_offers_only_kernels_within_the_device),
+        cmocka_unit_test(search_rounds_offer_each_program_once),
         cmocka_unit_test(factor_schemes),
         cmocka_unit_test(sketch_structure),
         cmocka_unit_test(constant_index_on_unit_axis_still_fuses),
