@@ -237,28 +237,32 @@ static bool never_seen(void *ctx, const char *config)
     return false;
 }
 
+/* The lowered program of a config (step JSON) of `w`. */
+static tt_program *lower_config(const tt_workload *w, const char *json)
+{
+    tt_step *steps;
+    size_t ns;
+    tt_state *st;
+    tt_program *prog;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_steps_from_json(json, &steps, &ns, &err), TT_OK);
+    assert_int_equal(tt_state_replay(&w->dag, steps, ns, &st, &err), TT_OK);
+    assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
+    tt_state_free(st);
+    free(steps);
+    return prog;
+}
+
 /* How many of a search round's configs have an OpenCL kernel beyond `lim`. */
 static int beyond_limits(const tt_workload *w, char **configs, int n, const tt_gpu_limits *lim)
 {
     int over = 0;
     for (int i = 0; i < n; i++) {
-        tt_step *steps;
-        size_t ns;
-        tt_state *st;
-        tt_program *prog;
-        tt_errbuf err = {{0}};
-        assert_int_equal(tt_steps_from_json(configs[i], &steps, &ns, &err), TT_OK);
-        assert_int_equal(tt_state_replay(&w->dag, steps, ns, &st, &err), TT_OK);
-        assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
-        char *text = NULL;
-        size_t len;
-        tt_status s = tt_codegen_opencl(prog, "k", lim, &text, &len, NULL, &err);
+        tt_program *prog = lower_config(w, configs[i]);
+        tt_status s = tt_codegen_opencl_check(prog, lim, NULL);
         assert_true(s == TT_OK || s == TT_ERR_LIMIT);
         over += s != TT_OK;
-        free(text);
         tt_program_free(prog);
-        tt_state_free(st);
-        free(steps);
     }
     return over;
 }
@@ -308,18 +312,9 @@ static void gpu_search_offers_only_kernels_within_the_device(void **state)
 /* The program of a config (tt_evo_program_hash of the lowered state). */
 static uint64_t program_of(const tt_workload *w, const char *json)
 {
-    tt_step *steps;
-    size_t ns;
-    tt_state *st;
-    tt_program *prog;
-    tt_errbuf err = {{0}};
-    assert_int_equal(tt_steps_from_json(json, &steps, &ns, &err), TT_OK);
-    assert_int_equal(tt_state_replay(&w->dag, steps, ns, &st, &err), TT_OK);
-    assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
+    tt_program *prog = lower_config(w, json);
     uint64_t h = tt_evo_program_hash(prog);
     tt_program_free(prog);
-    tt_state_free(st);
-    free(steps);
     return h;
 }
 
