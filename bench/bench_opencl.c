@@ -81,6 +81,10 @@ int main(int argc, char **argv)
         return 1;
     }
     const tt_cl_device_info *cl = &dev.opencl[dev.opencl_selected];
+    char hint[1024];
+    tt_cl_driver_hint(cl, NULL, hint, sizeof(hint));
+    if (hint[0])
+        printf("note: %s\n", hint);
     printf("OpenCL device: %s (%s, %s, %d compute units); CPU: %s, %d cores\n", cl->name,
            cl->vendor, cl->version, cl->compute_units, dev.model, dev.cores);
     printf("%lld trials of %s per workload and target\n\n", (long long)trials,

@@ -1,4 +1,5 @@
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
@@ -227,4 +228,76 @@ int tt_cl_select(const tt_cl_device_info *devs, int n, const char *spec, tt_errb
             return i;
     tt_err(err, TT_ERR_NOT_FOUND, "no OpenCL device named like '%s' here", spec);
     return -1;
+}
+
+/* Whether an .icd file in `dir` names the driver `file` (by its name or a path ending in it). */
+static bool icd_names(const char *dir, const char *file)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return false;
+    bool found = false;
+    struct dirent *e;
+    while (!found && (e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 4, ".icd"))
+            continue;
+        char path[4096], line[4096];
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fgets(line, sizeof(line), f)) {
+            line[strcspn(line, "\r\n")] = 0;
+            const char *base = strrchr(line, '/');
+            found = strcmp(base ? base + 1 : line, file) == 0;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return found;
+}
+
+bool tt_cl_unregistered_driver(const char *const *lib_dirs, const char *vendors_dir, char *path,
+                               size_t n)
+{
+    static const char *const usual[] = {
+        "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",    "/usr/lib",
+        "/usr/local/nvidia/lib64",   "/usr/local/nvidia/lib",      "/opt/rocm/lib", NULL};
+    static const char *const drivers[] = {"libnvidia-opencl.so.1", "libamdocl64.so", "libigdrcl.so",
+                                          NULL};
+    if (!lib_dirs)
+        lib_dirs = usual;
+    if (!vendors_dir) {
+        const char *env = getenv("OCL_ICD_VENDORS");
+        vendors_dir = env && env[0] ? env : "/etc/OpenCL/vendors";
+    }
+    for (int k = 0; drivers[k]; k++)
+        for (int i = 0; lib_dirs[i]; i++) {
+            char p[4096];
+            snprintf(p, sizeof(p), "%s/%s", lib_dirs[i], drivers[k]);
+            if (access(p, R_OK) == 0 && !icd_names(vendors_dir, drivers[k])) {
+                snprintf(path, n, "%s", p);
+                return true;
+            }
+        }
+    return false;
+}
+
+void tt_cl_driver_hint(const tt_cl_device_info *selected, const char *const *lib_dirs, char *out,
+                       size_t n)
+{
+    out[0] = 0;
+    char drv[4096];
+    if (selected && !strcmp(selected->type, "gpu"))
+        return;
+    if (!tt_cl_unregistered_driver(lib_dirs, NULL, drv, sizeof(drv)))
+        return;
+    const char *env = getenv("OCL_ICD_VENDORS");
+    snprintf(out, n,
+             "%s is installed but no ICD file registers it, so its GPU is not offered%s%s%s: "
+             "write its path into a .icd file in %s (or point OCL_ICD_VENDORS at a folder with "
+             "one)",
+             drv, selected ? " (measuring on " : "", selected ? selected->name : "",
+             selected ? " instead)" : "", env && env[0] ? env : "/etc/OpenCL/vendors");
 }

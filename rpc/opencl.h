@@ -42,4 +42,19 @@ tt_status tt_cl_probe(tt_cl_device_info *out, int max, int *n, tt_errbuf *err);
  * else the first device.  Returns the list index, or -1 with the reason in err. */
 int tt_cl_select(const tt_cl_device_info *devs, int n, const char *spec, tt_errbuf *err);
 
+/* A GPU vendor's OpenCL driver installed here that no ICD file registers (the loader then never
+ * offers its GPU: a container with NVIDIA's driver mounted but no nvidia.icd, where pocl's CPU
+ * device is all a run sees).  Looks for the drivers of NVIDIA, AMD and Intel in `lib_dirs` (NULL:
+ * the usual library folders) and for their names in the .icd files of `vendors_dir` (NULL:
+ * $OCL_ICD_VENDORS, else /etc/OpenCL/vendors).  Writes the driver's path into `path` and returns
+ * true when one is unregistered.  Reads files only; loads nothing. */
+bool tt_cl_unregistered_driver(const char *const *lib_dirs, const char *vendors_dir, char *path,
+                               size_t n);
+
+/* A note for the log when the selected device (NULL: none) is not a GPU and
+ * tt_cl_unregistered_driver(lib_dirs, NULL, ...) finds a driver: what to write where.  Empty when
+ * there is nothing to say. */
+void tt_cl_driver_hint(const tt_cl_device_info *selected, const char *const *lib_dirs, char *out,
+                       size_t n);
+
 #endif

@@ -793,6 +793,11 @@ tt_status tt_rpc_server_run(const tt_rpc_server_options *o, tt_errbuf *err)
             return tt_err_prefix(err, cs, "--opencl-device %s", o->opencl_device);
         if (cs)
             say(&s, TT_LOG_INFO, "no OpenCL devices: %s", err->msg);
+        char hint[1024];
+        tt_cl_driver_hint(s.dev.opencl_selected >= 0 ? &s.dev.opencl[s.dev.opencl_selected] : NULL,
+                          NULL, hint, sizeof(hint));
+        if (hint[0])
+            say(&s, TT_LOG_WARN, "%s", hint);
         if (s.dev.opencl_selected >= 0) {
             const tt_cl_device_info *c = &s.dev.opencl[s.dev.opencl_selected];
             snprintf(s.cl_spec, sizeof(s.cl_spec), "%d:%d", c->platform, c->device);

@@ -238,14 +238,21 @@ tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE
         tt_device_probe(&here);
         if ((s = tt_device_probe_opencl(&here, o->measure.opencl_device, err)))
             return tt_err_prefix(err, s, "OpenCL");
+        char hint[1024];
+        tt_cl_driver_hint(here.opencl_selected < 0 ? NULL : &here.opencl[here.opencl_selected],
+                          NULL, hint, sizeof(hint));
         if (here.opencl_selected < 0)
             return tt_err(err, TT_ERR_NOT_FOUND,
-                          "the target is OpenCL but this machine has no OpenCL device (install "
-                          "the GPU's OpenCL driver, or pocl-opencl-icd for the CPU)");
+                          "the target is OpenCL but this machine has no OpenCL device (%s)",
+                          hint[0] ? hint
+                                  : "install the GPU's OpenCL driver, or pocl-opencl-icd for the "
+                                    "CPU");
         fm.cl = here.opencl[here.opencl_selected];
         if (log)
             fprintf(log, "measuring on OpenCL device %d:%d, %s (%s)\n", fm.cl.platform,
                     fm.cl.device, fm.cl.name, fm.cl.version);
+        if (log && hint[0])
+            fprintf(log, "note: %s\n", hint);
     } else if (t.triple[0]) {
         const char *host, *cpu, *features;
         tt_codegen_host(&host, &cpu, &features);

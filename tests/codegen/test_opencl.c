@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -301,6 +302,56 @@ static void gpu_template_configs_match(void **state)
         tt_workload_free(w);
     }
     printf("opencl: %d GPU template configs matched on the device\n", ran);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A GPU driver that no ICD file registers is named, so a run does not silently measure on pocl's
+ * CPU device (the H100 machine had NVIDIA's libnvidia-opencl.so.1 and only pocl.icd).  Needs no
+ * device: folders made here stand for the library folder and the ICD vendors folder. */
+static void unregistered_gpu_drivers_are_named(void **state)
+{
+    (void)state;
+    char libs[300], vendors[300], drv[400], path[4096];
+    snprintf(libs, sizeof(libs), "%s/lib", dir);
+    snprintf(vendors, sizeof(vendors), "%s/vendors", dir);
+    assert_int_equal(mkdir(libs, 0700), 0);
+    assert_int_equal(mkdir(vendors, 0700), 0);
+    const char *const dirs[] = {libs, NULL};
+    write_text(strcat(strcpy(drv, vendors), "/pocl.icd"), "libpocl.so.2\n");
+    assert_false(tt_cl_unregistered_driver(dirs, vendors, path, sizeof(path)));
+    snprintf(drv, sizeof(drv), "%s/libnvidia-opencl.so.1", libs);
+    write_text(drv, "");
+    assert_true(tt_cl_unregistered_driver(dirs, vendors, path, sizeof(path)));
+    assert_string_equal(path, drv);
+    /* registered by its name, or by a full path */
+    char icd[400];
+    snprintf(icd, sizeof(icd), "%s/nvidia.icd", vendors);
+    write_text(icd, "libnvidia-opencl.so.1\n");
+    assert_false(tt_cl_unregistered_driver(dirs, vendors, path, sizeof(path)));
+    write_text(icd, "/usr/local/nvidia/lib64/libnvidia-opencl.so.1");
+    assert_false(tt_cl_unregistered_driver(dirs, vendors, path, sizeof(path)));
+    unlink(icd);
+    /* the hint says what to do, unless a GPU is selected anyway */
+    setenv("OCL_ICD_VENDORS", vendors, 1);
+    tt_cl_device_info cpu = {.name = "pthread-cpu", .type = "cpu"};
+    char hint[1024];
+    tt_cl_driver_hint(&cpu, dirs, hint, sizeof(hint));
+    assert_non_null(strstr(hint, drv));
+    assert_non_null(strstr(hint, "measuring on pthread-cpu instead"));
+    assert_non_null(strstr(hint, vendors));
+    tt_cl_driver_hint(NULL, dirs, hint, sizeof(hint));
+    assert_non_null(strstr(hint, drv));
+    tt_cl_device_info gpu = {.name = "gpu", .type = "gpu"};
+    tt_cl_driver_hint(&gpu, dirs, hint, sizeof(hint));
+    assert_string_equal(hint, "");
+    unsetenv("OCL_ICD_VENDORS");
 }
 
 /* What a template search offered, checked against the device as the tuner sees it. */
@@ -652,6 +703,7 @@ int main(void)
         cmocka_unit_test(vectorised_loops_use_vector_types),
         cmocka_unit_test(limits_refused_before_the_device),
         cmocka_unit_test(device_errors_are_results),
+        cmocka_unit_test(unregistered_gpu_drivers_are_named),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
