@@ -67,6 +67,12 @@ typedef struct tt_measure_options {
     /* OpenCL artifacts: which device (opencl.h's tt_cl_select: "P:D", an index or a name;
      * NULL = the first GPU, else the first device). */
     const char *opencl_device;
+    /* OpenCL artifacts: only build the program with the device's driver and run nothing (no
+     * buffers needed): error 0 with no costs, or COMPILE_DEVICE with the build log.  Drivers
+     * cache what they built by source (pocl's kernel cache, NVIDIA's compute cache), so builds
+     * done in parallel before the measurements, which run one at a time, take the driver's
+     * compiler off the measuring path (TVM's builder and runner). */
+    bool build_only;
 } tt_measure_options;
 
 #define TT_MEASURE_MAX_REPEAT 64

@@ -146,10 +146,12 @@ void tt__measure_opencl(int fd, tt__child_msg *m, const char *path, const tt_mea
     tt_errbuf err;
     if (tt_cl_artifact_parse(src, len, &art, &err))
         tt__measure_fail(fd, m, TT__E_COMPILE_DEVICE, "%s", err.msg);
-    if (art.nparams != nbufs)
+    if (o->build_only)
+        nbufs = art.nparams; /* nothing is run: no buffers to match */
+    else if (art.nparams != nbufs)
         tt__measure_fail(fd, m, TT__E_RUNTIME_DEVICE,
                          "the artifact takes %d buffers, the workload has %d", art.nparams, nbufs);
-    for (int i = 0; i < nbufs; i++)
+    for (int i = 0; i < nbufs && !o->build_only; i++)
         if (art.params[i].count != bufs[i].count || art.params[i].elem != elem_to_cl(bufs[i].elem))
             tt__measure_fail(fd, m, TT__E_RUNTIME_DEVICE,
                              "buffer %d: the artifact wants %lld x %s, the workload has %lld x %s",
@@ -185,6 +187,17 @@ void tt__measure_opencl(int fd, tt__child_msg *m, const char *path, const tt_mea
         api.clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, sizeof(log) - 1, log, NULL);
         tt__measure_fail(fd, m, TT__E_COMPILE_DEVICE, "OpenCL build failed on %s (%s): %s",
                          devs[which].name, tt__cl_error_name(e), log);
+    }
+    if (o->build_only) {
+        for (int k = 0; k < art.nkernels; k++) {
+            cl_kernel kk = api.clCreateKernel(prog, art.kernels[k].name, &e);
+            if (!kk)
+                tt__measure_fail(fd, m, TT__E_COMPILE_DEVICE, "kernel %s: %s", art.kernels[k].name,
+                                 tt__cl_error_name(e));
+            api.clReleaseKernel(kk);
+        }
+        tt__measure_send(fd, m); /* built: error 0, no costs */
+        return;
     }
     cl_run run = {&api, q, {0}, &art, fd, m};
     int nall = nbufs + art.nworkspace;
@@ -257,8 +270,10 @@ void tt__measure_opencl(int fd, tt__child_msg *m, const char *path, const tt_mea
 
 #define JOB_MAGIC 0x434d5454u /* "TTMC" */
 
+#define JOB_BUILD_ONLY 1u /* job_header.flags */
+
 typedef struct {
-    uint32_t magic, nbufs, ninputs, pad;
+    uint32_t magic, nbufs, ninputs, flags;
     int32_t number, repeat;
     double min_repeat_ms, cooldown_ms, timeout_s, rtol, atol;
     char opencl_device[64];
@@ -319,8 +334,11 @@ void tt__measure_opencl_exec(int fd, tt__child_msg *m, const char *path,
     job_header h;
     memset(&h, 0, sizeof(h));
     h.magic = JOB_MAGIC;
+    if (o->build_only)
+        nbufs = ninputs = 0; /* nothing runs: the data stays here */
     h.nbufs = (uint32_t)nbufs;
     h.ninputs = (uint32_t)ninputs;
+    h.flags = o->build_only ? JOB_BUILD_ONLY : 0;
     h.number = o->number;
     h.repeat = o->repeat;
     h.min_repeat_ms = o->min_repeat_ms;
@@ -386,7 +404,8 @@ int tt__measure_cl_main(int argc, char **argv)
                             .cooldown_ms = h.cooldown_ms,
                             .timeout_s = h.timeout_s,
                             .rtol = h.rtol,
-                            .atol = h.atol};
+                            .atol = h.atol,
+                            .build_only = (h.flags & JOB_BUILD_ONLY) != 0};
     h.opencl_device[sizeof(h.opencl_device) - 1] = 0;
     o.opencl_device = h.opencl_device[0] ? h.opencl_device : NULL;
     tt_measure_buffer bufs[TT_CL_MAX_BUFFERS];

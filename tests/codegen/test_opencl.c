@@ -117,6 +117,14 @@ static tt_measure_result run_on_device(const tt_dag *dag, const tt_program *prog
     return res;
 }
 
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
 static tt_state *replay(const tt_workload *w, const char *steps_json)
 {
     tt_step *s;
@@ -302,14 +310,6 @@ static void gpu_template_configs_match(void **state)
         tt_workload_free(w);
     }
     printf("opencl: %d GPU template configs matched on the device\n", ran);
-}
-
-static void write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
 }
 
 /* A GPU driver that no ICD file registers is named, so a run does not silently measure on pocl's
@@ -649,6 +649,33 @@ static const char copy_kernel[] = HEAD(
     "4, 1, 1", "16, 1, 1") "__kernel void k(__global float *a, __global float *c) {\n"
                            "  int i = get_group_id(0) * 16 + get_local_id(0); c[i] = a[i];\n}\n";
 
+/* The tuner's build before the measurements (tt_measure_options.build_only): the driver builds
+ * the artifact and nothing runs, so no buffers are needed; a build error is COMPILE_DEVICE with
+ * the log, as when measuring.  A second build of the same source is the driver's cache. */
+static void builds_alone_before_the_measurement(void **state)
+{
+    need_device();
+    char path[256];
+    snprintf(path, sizeof(path), "%s/build_only.cl", dir);
+    tt_measure_options mo = {.timeout_s = 60, .opencl_device = device_spec(), .build_only = true};
+    tt_measure_result r;
+    tt_errbuf err = {{0}};
+    write_text(path, copy_kernel);
+    assert_int_equal(tt_measure_run(path, "kernel", NULL, 0, 0, &mo, &r, &err), TT_OK);
+    assert_int_equal(r.error_no, 0);
+    assert_int_equal(r.ncosts, 0);
+    write_text(path, HEAD("4, 1, 1", "16, 1, 1") "__kernel void k(__global float *a, __global "
+                                                 "float *c) { c[0] = undeclared_name; }\n");
+    assert_int_equal(tt_measure_run(path, "kernel", NULL, 0, 0, &mo, &r, &err), TT_OK);
+    assert_int_equal(r.error_no, 3);
+    assert_non_null(strstr(r.error_text, "undeclared_name"));
+    /* a kernel the artifact names but the source lacks */
+    write_text(path, HEAD("4, 1, 1", "16, 1, 1") "__kernel void other(__global float *a) { }\n");
+    assert_int_equal(tt_measure_run(path, "kernel", NULL, 0, 0, &mo, &r, &err), TT_OK);
+    assert_int_equal(r.error_no, 3);
+    assert_non_null(strstr(r.error_text, "kernel k"));
+}
+
 /* What the device does wrong is a result with TVM's error code, and the next candidate runs in a
  * fresh process: a build error (COMPILE_DEVICE, with the driver's log), a launch the device
  * refuses (INSTANTIATION), a wrong answer, a crash (RUNTIME_DEVICE), a hang (RUN_TIMEOUT). */
@@ -703,6 +730,7 @@ int main(void)
         cmocka_unit_test(vectorised_loops_use_vector_types),
         cmocka_unit_test(limits_refused_before_the_device),
         cmocka_unit_test(device_errors_are_results),
+        cmocka_unit_test(builds_alone_before_the_measurement),
         cmocka_unit_test(unregistered_gpu_drivers_are_named),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
