@@ -230,6 +230,13 @@ int tt_cl_select(const tt_cl_device_info *devs, int n, const char *spec, tt_errb
     return -1;
 }
 
+/* Where the ICD loader reads its .icd files: $OCL_ICD_VENDORS, else /etc/OpenCL/vendors. */
+static const char *icd_vendors_dir(void)
+{
+    const char *env = getenv("OCL_ICD_VENDORS");
+    return env && env[0] ? env : "/etc/OpenCL/vendors";
+}
+
 /* Whether an .icd file in `dir` names the driver `file` (by its name or a path ending in it). */
 static bool icd_names(const char *dir, const char *file)
 {
@@ -268,10 +275,8 @@ bool tt_cl_unregistered_driver(const char *const *lib_dirs, const char *vendors_
                                           NULL};
     if (!lib_dirs)
         lib_dirs = usual;
-    if (!vendors_dir) {
-        const char *env = getenv("OCL_ICD_VENDORS");
-        vendors_dir = env && env[0] ? env : "/etc/OpenCL/vendors";
-    }
+    if (!vendors_dir)
+        vendors_dir = icd_vendors_dir();
     for (int k = 0; drivers[k]; k++)
         for (int i = 0; lib_dirs[i]; i++) {
             char p[4096];
@@ -293,11 +298,10 @@ void tt_cl_driver_hint(const tt_cl_device_info *selected, const char *const *lib
         return;
     if (!tt_cl_unregistered_driver(lib_dirs, NULL, drv, sizeof(drv)))
         return;
-    const char *env = getenv("OCL_ICD_VENDORS");
     snprintf(out, n,
              "%s is installed but no ICD file registers it, so its GPU is not offered%s%s%s: "
              "write its path into a .icd file in %s (or point OCL_ICD_VENDORS at a folder with "
              "one)",
              drv, selected ? " (measuring on " : "", selected ? selected->name : "",
-             selected ? " instead)" : "", env && env[0] ? env : "/etc/OpenCL/vendors");
+             selected ? " instead)" : "", icd_vendors_dir());
 }

@@ -623,10 +623,7 @@ static tt_measure_result run_text(const char *text, double timeout_s)
 {
     char path[256];
     snprintf(path, sizeof(path), "%s/hand.cl", dir);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
+    write_text(path, text);
     static float a[64], c[64];
     for (int i = 0; i < 64; i++)
         a[i] = c[i] = (float)i;
