@@ -62,14 +62,8 @@ static int add_row(void *ctx, const tt_db_row *r)
     if (r->error_no || r->median_s <= 0 || r->config_kind != TT_CONFIG_STEPS ||
         !strcmp(r->config, "[]"))
         return 0;
-    tt_step *steps;
-    size_t n;
     tt_state *st;
-    if (tt_steps_from_json(r->config, &steps, &n, NULL))
-        return 0;
-    int ok = !tt_state_replay(&d->w->dag, steps, n, &st, NULL);
-    free(steps);
-    if (!ok)
+    if (tt_state_from_json(&d->w->dag, r->config, &st, NULL))
         return 0;
     float *rows;
     int nr = tt_evo_features(st, NULL, &rows, NULL);

@@ -54,27 +54,22 @@ static tt_status compile_config(const char *workload, const char *config, const 
                                 tt_layout *b_layout, tt_errbuf *err)
 {
     tt_workload *w;
-    tt_step *steps;
-    size_t n;
     tt_state *st;
     tt_program *prog;
     tt_target t;
     tt_status s = tt_workload_parse(workload, &w, err);
     if (s)
         return s;
-    if (!(s = tt_steps_from_json(config, &steps, &n, err))) {
-        if (!(s = tt_state_replay(&w->dag, steps, n, &st, err))) {
-            if (!(s = tt_lower(st, &prog, err))) {
-                tt_target_parse("llvm", &t, NULL);
-                s = tt_codegen_llvm(prog, &t, "kernel", so, NULL, NULL, err);
-                memset(b_layout, 0, sizeof(*b_layout));
-                if (tt_program_param(prog, 1))
-                    *b_layout = tt_program_param(prog, 1)->layout;
-                tt_program_free(prog);
-            }
-            tt_state_free(st);
+    if (!(s = tt_state_from_json(&w->dag, config, &st, err))) {
+        if (!(s = tt_lower(st, &prog, err))) {
+            tt_target_parse("llvm", &t, NULL);
+            s = tt_codegen_llvm(prog, &t, "kernel", so, NULL, NULL, err);
+            memset(b_layout, 0, sizeof(*b_layout));
+            if (tt_program_param(prog, 1))
+                *b_layout = tt_program_param(prog, 1)->layout;
+            tt_program_free(prog);
         }
-        free(steps);
+        tt_state_free(st);
     }
     tt_workload_free(w);
     return s;

@@ -185,17 +185,13 @@ static tt_status build(const char *workload, const char *config, const char *so,
                        tt_errbuf *err)
 {
     memset(b, 0, sizeof(*b));
-    tt_step *steps = NULL;
-    size_t nsteps = 0;
     tt_state *st = NULL;
     tt_program *prog = NULL;
     tt_target host;
     tt_target_parse(target_text, &host, NULL);
     tt_status s = tt_workload_parse(workload, &b->w, err);
     if (!s)
-        s = tt_steps_from_json(config, &steps, &nsteps, err);
-    if (!s)
-        s = tt_state_replay(&b->w->dag, steps, nsteps, &st, err);
+        s = tt_state_from_json(&b->w->dag, config, &st, err);
     if (!s)
         s = tt_lower(st, &prog, err);
     if (!s)
@@ -203,7 +199,6 @@ static tt_status build(const char *workload, const char *config, const char *so,
     if (!s)
         s = tt_kernel_load(so, "kernel", &b->kern, err);
     unlink(so);
-    free(steps);
     tt_state_free(st);
     if (s) {
         tt_program_free(prog);

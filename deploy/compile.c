@@ -96,14 +96,7 @@ static tt_status record_state(const tt_workload *w, const tt_db_row *row, tt_sta
         return tt_err(err, TT_ERR_PARSE,
                       "record %lld of %s is an AutoTVM config, which only TVM's templates build",
                       (long long)row->id, w->key);
-    tt_step *steps;
-    size_t n;
-    tt_status s = tt_steps_from_json(row->config, &steps, &n, err);
-    if (!s) {
-        s = tt_state_replay(&w->dag, steps, n, st, err);
-        free(steps);
-    }
-    if (s)
+    if (tt_state_from_json(&w->dag, row->config, st, err))
         return tt_err_prefix(err, TT_ERR_PARSE,
                              "record %lld of %s (target '%s') is corrupt: its config does not "
                              "replay",

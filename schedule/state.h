@@ -200,5 +200,8 @@ tt_status tt_steps_from_json(const char *text, tt_step **out, size_t *n, tt_errb
 /* Same, from a jansson array (used by the log importers). */
 struct json_t;
 tt_status tt_steps_from_jarray(const struct json_t *arr, tt_step **out, size_t *n, tt_errbuf *err);
+/* The state the steps of step text (a record's config) build from `dag`'s initial state:
+ * tt_steps_from_json, then tt_state_replay. */
+tt_status tt_state_from_json(const tt_dag *dag, const char *text, tt_state **out, tt_errbuf *err);
 
 #endif

@@ -298,3 +298,16 @@ tt_status tt_steps_from_json(const char *text, tt_step **out, size_t *n, tt_errb
     json_decref(root);
     return r;
 }
+
+tt_status tt_state_from_json(const tt_dag *dag, const char *text, tt_state **out, tt_errbuf *err)
+{
+    tt_step *steps;
+    size_t n;
+    *out = NULL;
+    tt_status s = tt_steps_from_json(text, &steps, &n, err);
+    if (s)
+        return s;
+    s = tt_state_replay(dag, steps, n, out, err);
+    free(steps);
+    return s;
+}

@@ -213,17 +213,11 @@ static bool hset_add(hset *s, uint64_t h)
  * not lower counts as new: its build says what is wrong. */
 static bool new_program(const tt_sketch_space *sp, hset *programs, const char *json)
 {
-    tt_step *steps;
-    size_t n;
     tt_state *st;
     tt_program *prog;
-    if (tt_steps_from_json(json, &steps, &n, NULL))
+    if (tt_state_from_json(sp->dag, json, &st, NULL))
         return true;
-    tt_status s = tt_state_replay(sp->dag, steps, n, &st, NULL);
-    free(steps);
-    if (s)
-        return true;
-    s = tt_lower(st, &prog, NULL);
+    tt_status s = tt_lower(st, &prog, NULL);
     tt_state_free(st);
     if (s)
         return true;
@@ -456,14 +450,9 @@ int tt_evo_search_round(tt_sketch_space *sp, const tt_evo_params *p, const tt_ev
     qsort(order, (size_t)nm, sizeof(ranked), cmp_ranked_desc);
     int want = (int)(p->measured_ratio * p->population);
     for (int i = 0; i < nm && i < want; i++) {
-        tt_step *steps;
-        size_t ns;
         tt_state *st;
-        if (tt_steps_from_json(h->configs[order[i].prog], &steps, &ns, NULL))
-            continue;
-        if (!tt_state_replay(sp->dag, steps, ns, &st, NULL))
+        if (!tt_state_from_json(sp->dag, h->configs[order[i].prog], &st, NULL))
             pop_add(&cur, st);
-        free(steps);
     }
     if (cur.n == 0) {
         tt_err(err, TT_ERR_ILLEGAL_STEP, "no valid program could be sampled from %d sketches",

@@ -184,12 +184,8 @@ static int transfer_row(void *ctx, const tt_db_row *row)
         x->keys[g] = strdup(row->workload);
         x->nkeys++;
     }
-    tt_step *steps;
-    size_t ns;
     tt_state *st;
-    if (tt_steps_from_json(row->config, &steps, &ns, NULL))
-        return 0;
-    if (!tt_state_replay(&x->w[g]->dag, steps, ns, &st, NULL)) {
+    if (!tt_state_from_json(&x->w[g]->dag, row->config, &st, NULL)) {
         float *rows;
         int nr = tt_evo_features(st, NULL, &rows, NULL);
         double thr = row->error_no == 0 && row->median_s > 0 ? x->w[g]->flops / row->median_s : 0;
@@ -200,7 +196,6 @@ static int transfer_row(void *ctx, const tt_db_row *row)
         free(rows);
         tt_state_free(st);
     }
-    free(steps);
     return 0;
 }
 

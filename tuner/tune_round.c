@@ -68,15 +68,8 @@ void tt__tune_compile_one(candidate *c)
                    : tt_state_create(&t->w->dag, &st, &err))
             c->error_no = 1;
     } else if (c->index == STEPS_INDEX) {
-        tt_step *steps;
-        size_t n;
-        if (tt_steps_from_json(c->config, &steps, &n, &err)) {
+        if (tt_state_from_json(&t->w->dag, c->config, &st, &err))
             c->error_no = 1;
-        } else {
-            if (tt_state_replay(&t->w->dag, steps, n, &st, &err))
-                c->error_no = 1;
-            free(steps);
-        }
     } else if (tt_space_apply(&t->space, c->index, &st, &err)) {
         c->error_no = 1; /* INSTANTIATION_ERROR */
     }

@@ -122,21 +122,16 @@ static int load_history(void *ctx, const tt_db_row *row)
         tt__tune_run_add(t, index,
                          row->error_no == 0 && row->median_s > 0 ? t->w->flops / row->median_s : 0);
     /* The model retrains on everything measured before (search.md C11). */
-    tt_step *steps;
-    size_t n;
     tt_state *st;
     if (t->have_sketch && strcmp(row->config, "[]") &&
-        !tt_steps_from_json(row->config, &steps, &n, NULL)) {
-        if (!tt_state_replay(&t->w->dag, steps, n, &st, NULL)) {
-            float *rows;
-            uint64_t program;
-            int nr = tt_evo_features(st, NULL, &rows, &program);
-            double thr = row->error_no == 0 && row->median_s > 0 ? t->w->flops / row->median_s : 0;
-            tt__tune_history_add(t, row->config, rows, nr > 0 ? nr : 0, thr, 0, program);
-            free(rows);
-            tt_state_free(st);
-        }
-        free(steps);
+        !tt_state_from_json(&t->w->dag, row->config, &st, NULL)) {
+        float *rows;
+        uint64_t program;
+        int nr = tt_evo_features(st, NULL, &rows, &program);
+        double thr = row->error_no == 0 && row->median_s > 0 ? t->w->flops / row->median_s : 0;
+        tt__tune_history_add(t, row->config, rows, nr > 0 ? nr : 0, thr, 0, program);
+        free(rows);
+        tt_state_free(st);
     }
     return 0;
 }

@@ -127,13 +127,10 @@ static void write_text(const char *path, const char *text)
 
 static tt_state *replay(const tt_workload *w, const char *steps_json)
 {
-    tt_step *s;
-    size_t n;
     tt_state *st;
     tt_errbuf err = {{0}};
-    if (tt_steps_from_json(steps_json, &s, &n, &err) || tt_state_replay(&w->dag, s, n, &st, &err))
+    if (tt_state_from_json(&w->dag, steps_json, &st, &err))
         fail_msg("%s: %s", steps_json, err.msg);
-    free(s);
     return st;
 }
 

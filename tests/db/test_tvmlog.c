@@ -275,18 +275,14 @@ static void known_auto_scheduler_workloads_map_onto_our_operators(void **state)
     assert_true(rows[0].gflops > 0);
     /* Its config replays and lowers. */
     tt_workload *w;
-    tt_step *steps;
-    size_t ns;
     tt_state *st;
     tt_program *prog;
     tt_errbuf err;
     assert_int_equal(tt_workload_parse(te, &w, &err), TT_OK);
-    assert_int_equal(tt_steps_from_json(rows[0].config, &steps, &ns, &err), TT_OK);
-    assert_int_equal(tt_state_replay(&w->dag, steps, ns, &st, &err), TT_OK);
+    assert_int_equal(tt_state_from_json(&w->dag, rows[0].config, &st, &err), TT_OK);
     assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
     tt_program_free(prog);
     tt_state_free(st);
-    free(steps);
     tt_workload_free(w);
     tt_db_rows_free(rows, n);
     tt_db_close(db);

@@ -71,13 +71,10 @@ typedef struct {
 static void lower_or_fail(lowered *l, const char *workload, const char *steps)
 {
     tt_errbuf err = {{0}};
-    tt_step *s = NULL;
-    size_t n = 0;
     memset(l, 0, sizeof(*l));
-    if (tt_workload_parse(workload, &l->w, &err) || tt_steps_from_json(steps, &s, &n, &err) ||
-        tt_state_replay(&l->w->dag, s, n, &l->st, &err) || tt_lower(l->st, &l->prog, &err))
+    if (tt_workload_parse(workload, &l->w, &err) ||
+        tt_state_from_json(&l->w->dag, steps, &l->st, &err) || tt_lower(l->st, &l->prog, &err))
         fail_msg("%s / %s: %s", workload, steps, err.msg);
-    free(s);
     l->ir = tt_program_print(l->prog);
     if (tt_verify_program(&l->w->dag, l->prog, 5, 1e-4, 1e-5, NULL, &err))
         fail_msg("%s / %s: %s\n%s", workload, steps, err.msg, l->ir);

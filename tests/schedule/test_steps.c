@@ -127,11 +127,8 @@ static void ansor_v06_conv2d_record_replays_with_tvm_stage_ids(void **state)
     assert_int_equal(w->dag.ops.len, 7);
     for (int i = 0; i < 7; i++)
         assert_string_equal(w->dag.ops.data[i].name, names[i]);
-    tt_step *steps;
-    size_t n;
-    assert_int_equal(tt_steps_from_json(lists[0], &steps, &n, &err), TT_OK);
     tt_state *st;
-    if (tt_state_replay(&w->dag, steps, n, &st, &err))
+    if (tt_state_from_json(&w->dag, lists[0], &st, &err))
         fail_msg("replay: %s", err.msg);
     assert_int_equal(st->stages.data[5].at, TT_AT_INLINE);
     assert_int_equal(st->stages.data[3].at, TT_AT_ITER);
@@ -152,7 +149,6 @@ static void ansor_v06_conv2d_record_replays_with_tvm_stage_ids(void **state)
     free(ir);
     tt_program_free(prog);
     tt_state_free(st);
-    free(steps);
     tt_workload_free(w);
 }
 
@@ -269,19 +265,14 @@ static void illegal_steps_fail_with_a_precise_message(void **state)
         tt_workload *w;
         tt_errbuf err = {{0}};
         assert_int_equal(tt_workload_parse(bad[i].workload, &w, &err), TT_OK);
-        tt_step *steps = NULL;
-        size_t n = 0;
         tt_state *st = NULL;
-        tt_status s = tt_steps_from_json(bad[i].steps, &steps, &n, &err);
-        if (!s)
-            s = tt_state_replay(&w->dag, steps, n, &st, &err);
+        tt_status s = tt_state_from_json(&w->dag, bad[i].steps, &st, &err);
         if (s != bad[i].status)
             fail_msg("case %zu %s: expected %s, got %s (%s)", i, bad[i].steps,
                      tt_status_name(bad[i].status), tt_status_name(s), err.msg);
         if (!strstr(err.msg, bad[i].fragment))
             fail_msg("case %zu: message '%s' lacks '%s'", i, err.msg, bad[i].fragment);
         assert_null(st);
-        free(steps);
         tt_workload_free(w);
     }
 }
