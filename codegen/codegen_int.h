@@ -11,6 +11,7 @@
 #define TT_EMIT_MAX_RANGES 32
 #define TT_EMIT_MAX_KNOWN  16
 #define TT_EMIT_MAX_LANES  256 /* widest vector (tt_codegen_options.max_vector) */
+#define TT_BODY_MAX_PARAMS 256 /* values a function body takes from its caller (llvm_module.c) */
 typedef struct tt__vn_entry {
     int op;         /* an emitter-defined operation code */
     uint16_t depth; /* region it was built in */

@@ -200,6 +200,45 @@ static void begin_function(emitter *e, LLVMValueRef fn)
     LLVMPositionBuilderAtEnd(e->b, body);
 }
 
+/* Ends the current function with a call to a new internal function `name` of the `n` values
+ * `args` (returning its `ret` value) and begins that one; its parameters go to `params`.  The
+ * pointers among them are `noalias` parameters, so that to LLVM's alias analysis every buffer is
+ * an identified object: BasicAA, which LLVM asks before the scoped-noalias metadata that already
+ * keeps buffers apart, answers a query between two of them at once, where between two loaded
+ * pointers (the kernel's arguments, a parallel body's captured buffers) it decomposed both
+ * addresses first, for every pair MemorySSA, GVN and DSE asked about (docs/codegen.md, sixteenth
+ * round).  It is inlined back at the end of the pipeline (`alwaysinline`). */
+static LLVMValueRef call_body(emitter *e, const char *name, LLVMTypeRef ret, LLVMValueRef *args,
+                              int n, LLVMValueRef *params)
+{
+    LLVMTypeRef types[TT_BODY_MAX_PARAMS];
+    if (n > TT_BODY_MAX_PARAMS) {
+        e->status = TT_ERR_LIMIT;
+        n = TT_BODY_MAX_PARAMS;
+    }
+    for (int i = 0; i < n; i++)
+        types[i] = LLVMTypeOf(args[i]);
+    LLVMTypeRef fty = LLVMFunctionType(ret, types, (unsigned)n, 0);
+    LLVMValueRef f = LLVMAddFunction(e->mod, name, fty);
+    LLVMSetLinkage(f, LLVMInternalLinkage);
+    unsigned inl = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+    unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(e->ctx, inl, 0));
+    for (int i = 0; i < n; i++)
+        if (LLVMGetTypeKind(types[i]) == LLVMPointerTypeKind)
+            LLVMAddAttributeAtIndex(f, (unsigned)i + 1,
+                                    LLVMCreateEnumAttribute(e->ctx, noalias, 0));
+    LLVMValueRef r = LLVMBuildCall2(e->b, fty, f, args, (unsigned)n, "");
+    if (LLVMGetTypeKind(ret) == LLVMVoidTypeKind)
+        LLVMBuildRetVoid(e->b);
+    else
+        LLVMBuildRet(e->b, r);
+    begin_function(e, f);
+    for (int i = 0; i < n; i++)
+        params[i] = LLVMGetParam(f, (unsigned)i);
+    return f;
+}
+
 void tt__codegen_parallel(emitter *e, const tt_stmt *loop)
 {
     size_t nv = e->p->pool.vars.len, nb = e->p->bufs.len;
@@ -269,6 +308,31 @@ void tt__codegen_parallel(emitter *e, const tt_stmt *loop)
                 LLVMBuildLoad2(e->b, e->i64, LLVMBuildGEP2(e->b, arr, in, idx, 2, ""), "");
             e->bufs[b] = LLVMBuildIntToPtr(e->b, x, LLVMTypeOf(saved_bufs[b]), "");
         }
+    /* The body proper, with the captured values as parameters (call_body). */
+    LLVMValueRef *vals = malloc((size_t)(nslots ? nslots : 1) * 2 * sizeof(LLVMValueRef));
+    if (!vals) {
+        e->status = TT_ERR_NOMEM;
+    } else {
+        LLVMValueRef *params = vals + (nslots ? nslots : 1);
+        int nvals = 0;
+        for (size_t v = 0; v < nv; v++)
+            if (saved_vars[v])
+                vals[nvals++] = e->vars[v];
+        for (size_t b = 0; b < nb; b++)
+            if (saved_bufs[b])
+                vals[nvals++] = e->bufs[b];
+        char body_name[320];
+        snprintf(body_name, sizeof(body_name), "%s.body", name);
+        call_body(e, body_name, e->voidt, vals, nvals, params);
+        nvals = 0;
+        for (size_t v = 0; v < nv; v++)
+            if (saved_vars[v])
+                e->vars[v] = params[nvals++];
+        for (size_t b = 0; b < nb; b++)
+            if (saved_bufs[b])
+                e->bufs[b] = params[nvals++];
+        free(vals);
+    }
     /* Static schedule: thread t runs [t*chunk, min((t+1)*chunk, extent)). */
     LLVMTypeRef ity = LLVMFunctionType(e->i32, NULL, 0, 0);
     LLVMValueRef tid = LLVMBuildSExt(
@@ -325,9 +389,12 @@ static void init_llvm(void)
      * machine instruction schedulers (before and after register allocation) took half of code
      * generation; out-of-order x86 and ARM cores reorder them anyway, and the best tuned kernels
      * ran at the same speed without them (docs/codegen.md).  The unroll threshold is O3's
-     * (300): the textual kernel pipeline below cannot pass O3's level to its full unroller. */
+     * (300): the textual kernel pipeline below cannot pass O3's level to its full unroller.  The
+     * inliner, which puts each body back into its caller at the end of the pipeline (call_body),
+     * would turn the body's `noalias` parameters into scopes that every access already has. */
     static const char *const args[] = {"tvm-tune", "-enable-misched=false",
-                                       "-post-RA-scheduler=false", "-unroll-threshold-default=300"};
+                                       "-post-RA-scheduler=false", "-unroll-threshold-default=300",
+                                       "-enable-noalias-to-md-conversion=false"};
     LLVMParseCommandLineOptions((int)(sizeof(args) / sizeof(args[0])), args, NULL);
     host_triple = LLVMGetDefaultTargetTriple();
     host_cpu = LLVMGetHostCPUName();
@@ -435,7 +502,8 @@ static void add_typed_entry(emitter *e, LLVMValueRef kernel, const tt_program *p
  *     loop strength reduction went through a nest cloned three times); 165 tuned kernels ran at
  *     the same speed without it, two depthwise layers 1.1-1.4x faster (thirteenth round).
  * The jump threading after full unrolling stays: without it padded convolutions ran 1.4-1.6x
- * slower (their bounds checks fold only then). */
+ * slower (their bounds checks fold only then).  `always-inline` at the end puts each function
+ * body back into its caller (call_body). */
 #define TT_SIMPLIFYCFG                                                                             \
     "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;"              \
     "no-switch-to-lookup;keep-loops;no-hoist-common-insts;no-sink-common-insts>"
@@ -454,7 +522,7 @@ static const char kernel_pipeline[] =
     "loop(loop-rotate,loop-deletion)," TT_SIMPLIFYCFG ",vector-combine,"
     "loop-unroll<O3;no-partial;no-runtime;no-upperbound;no-peeling>,instcombine,loop-mssa(licm),"
     "alignment-from-assumptions,loop-sink,"
-    "instsimplify,div-rem-pairs," TT_SIMPLIFYCFG "),globaldce,constmerge";
+    "instsimplify,div-rem-pairs," TT_SIMPLIFYCFG "),always-inline,globaldce,constmerge";
 
 /* Builds the module of `p` into e (caller disposes ctx). */
 static tt_status build_module(emitter *e, const tt_program *p, const tt_target *t,
@@ -502,15 +570,30 @@ static tt_status build_module(emitter *e, const tt_program *p, const tt_target *
     e->entry_fn = fn;
     begin_function(e, fn);
     LLVMValueRef args = LLVMGetParam(fn, 0);
+    LLVMValueRef raws[TT_BODY_MAX_PARAMS], params[TT_BODY_MAX_PARAMS];
+    int nraw = 0;
     for (size_t b = 0; b < p->bufs.len; b++) {
         const tt_buffer *bf = &p->bufs.data[b];
         if (bf->param < 0)
             continue;
+        if (nraw == TT_BODY_MAX_PARAMS) {
+            e->status = TT_ERR_LIMIT;
+            break;
+        }
         LLVMValueRef idx = LLVMConstInt(e->i64, (unsigned long long)bf->param, 0);
-        LLVMValueRef raw =
-            LLVMBuildLoad2(e->b, e->i8p, LLVMBuildGEP2(e->b, e->i8p, args, &idx, 1, ""), bf->name);
-        e->bufs[b] = LLVMBuildBitCast(e->b, raw, LLVMPointerType(mem_type(e, bf->dtype), 0), "");
+        raws[nraw++] = LLVMBuildBitCast(
+            e->b,
+            LLVMBuildLoad2(e->b, e->i8p, LLVMBuildGEP2(e->b, e->i8p, args, &idx, 1, ""), bf->name),
+            LLVMPointerType(mem_type(e, bf->dtype), 0), "");
     }
+    /* The body proper, with the buffers as parameters (call_body). */
+    char body_name[300];
+    snprintf(body_name, sizeof(body_name), "%s.body", entry);
+    e->entry_fn = call_body(e, body_name, e->i32, raws, nraw, params);
+    nraw = 0;
+    for (size_t b = 0; b < p->bufs.len; b++)
+        if (p->bufs.data[b].param >= 0 && nraw < TT_BODY_MAX_PARAMS)
+            e->bufs[b] = params[nraw++];
     tt__codegen_emit_body(e, p->root);
     emit_frees(e, 0);
     LLVMBuildRet(e->b, LLVMConstInt(e->i32, 0, 0));
