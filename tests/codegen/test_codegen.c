@@ -618,6 +618,18 @@ static void peeling_stays_within_a_code_budget(void **state)
     }
 }
 
+/* A stride-2 depthwise kernel: a parallel nest of register tiles of 7 columns by 16 channels,
+ * the taps unrolled (auto_unroll_max_step), the weights packed. */
+static const char stride2_dw[] = "depthwise_conv2d_nhwc:N=1,H=56,W=56,C=144,K=3,S=2,P=1";
+static const char stride2_dw_steps[] =
+    "[[\"CI\", 1], [\"CHW\", 3, \"local\"], [\"SP\", 4, 3, 144, [16], 1], "
+    "[\"SP\", 4, 2, 28, [28], 1], [\"SP\", 4, 1, 28, [1], 1], [\"SP\", 4, 0, 1, [1], 1], "
+    "[\"RE\", 4, [0, 2, 4, 6, 1, 3, 5, 7]], [\"CA\", 3, 4, 3], [\"FU\", 4, [0, 1, 2, 3]], "
+    "[\"AN\", 4, 0, 3], [\"AN\", 4, 4, 2], [\"SP\", 3, 5, 3, [1], 1], "
+    "[\"SP\", 3, 3, 144, [16], 1], [\"SP\", 3, 2, 28, [7], 1], "
+    "[\"RE\", 3, [6, 7, 0, 1, 2, 4, 8, 3, 5]], [\"AN\", 3, 7, 1], [\"AN\", 3, 8, 2], "
+    "[\"PR\", 3, 0, \"auto_unroll_max_step$64\"], [\"LR\", 2]]";
+
 /* A stride-2 depthwise kernel whose column guard, ow.0 * 14 + ow.1 * 2 + rw.0 >= 1, depends on
  * the tile loop ow.0 and the tap loop rw.0 outside it, both rolled: the bounds of rw.0 (0..2)
  * decide the guard in every tile but the first, so the tile loop is peeled, and the kernel still
@@ -625,17 +637,8 @@ static void peeling_stays_within_a_code_budget(void **state)
 static void guards_are_decided_on_enclosing_loop_bounds(void **state)
 {
     (void)state;
-    const char *dw = "depthwise_conv2d_nhwc:N=1,H=56,W=56,C=144,K=3,S=2,P=1";
-    const char *steps =
-        "[[\"CI\", 1], [\"CHW\", 3, \"local\"], [\"SP\", 4, 3, 144, [16], 1], "
-        "[\"SP\", 4, 2, 28, [28], 1], [\"SP\", 4, 1, 28, [1], 1], [\"SP\", 4, 0, 1, [1], 1], "
-        "[\"RE\", 4, [0, 2, 4, 6, 1, 3, 5, 7]], [\"CA\", 3, 4, 3], [\"FU\", 4, [0, 1, 2, 3]], "
-        "[\"AN\", 4, 0, 3], [\"AN\", 4, 4, 2], [\"SP\", 3, 5, 3, [1], 1], "
-        "[\"SP\", 3, 3, 144, [16], 1], [\"SP\", 3, 2, 28, [7], 1], "
-        "[\"RE\", 3, [6, 7, 0, 1, 2, 4, 8, 3, 5]], [\"AN\", 3, 7, 1], [\"AN\", 3, 8, 2], "
-        "[\"PR\", 3, 0, \"auto_unroll_max_step$64\"], [\"LR\", 2]]";
     tt_codegen_stats stats;
-    check_steps(dw, steps, 27, true, &stats);
+    check_steps(stride2_dw, stride2_dw_steps, 27, true, &stats);
     assert_int_equal(stats.peeled_loops, 1);
     /* The loop over kernel columns is a window sliding with the tile's output columns
      * (neighbouring columns read an input element at neighbouring taps): left to LLVM, which
@@ -720,16 +723,7 @@ static void stores_to_outputs_do_not_clobber_inputs(void **state)
 static void buffers_are_distinct_objects_to_alias_analysis(void **state)
 {
     (void)state;
-    const char *dw = "depthwise_conv2d_nhwc:N=1,H=56,W=56,C=144,K=3,S=2,P=1";
-    const char *steps =
-        "[[\"CI\", 1], [\"CHW\", 3, \"local\"], [\"SP\", 4, 3, 144, [16], 1], "
-        "[\"SP\", 4, 2, 28, [28], 1], [\"SP\", 4, 1, 28, [1], 1], [\"SP\", 4, 0, 1, [1], 1], "
-        "[\"RE\", 4, [0, 2, 4, 6, 1, 3, 5, 7]], [\"CA\", 3, 4, 3], [\"FU\", 4, [0, 1, 2, 3]], "
-        "[\"AN\", 4, 0, 3], [\"AN\", 4, 4, 2], [\"SP\", 3, 5, 3, [1], 1], "
-        "[\"SP\", 3, 3, 144, [16], 1], [\"SP\", 3, 2, 28, [7], 1], "
-        "[\"RE\", 3, [6, 7, 0, 1, 2, 4, 8, 3, 5]], [\"AN\", 3, 7, 1], [\"AN\", 3, 8, 2], "
-        "[\"PR\", 3, 0, \"auto_unroll_max_step$64\"]]";
-    lowered l = lower_steps(dw, steps);
+    lowered l = lower_steps(stride2_dw, stride2_dw_steps);
     assert_int_equal(unoptimised_lines(l.prog, "define internal i32 @kernel.body("), 1);
     assert_int_equal(unoptimised_lines(l.prog, "define internal void @kernel.parallel.0.body("), 1);
     assert_int_equal(unoptimised_lines(l.prog, "* noalias %"), 3 + 3);
@@ -737,7 +731,7 @@ static void buffers_are_distinct_objects_to_alias_analysis(void **state)
     assert_null(strstr(ir, "@kernel.body"));
     assert_null(strstr(ir, "@kernel.parallel.0.body"));
     free(ir);
-    check_compiled(&l.w->dag, l.prog, dw, 41, true, NULL);
+    check_compiled(&l.w->dag, l.prog, stride2_dw, 41, true, NULL);
     free_lowered(&l);
 }
 
