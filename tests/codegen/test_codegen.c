@@ -714,6 +714,26 @@ static void stores_to_outputs_do_not_clobber_inputs(void **state)
     check_steps(mm, steps, 5, false, NULL);
 }
 
+/* Index arithmetic (64-bit: loop variables and the indices built from them) carries `nsw`, which
+ * InstCombine otherwise proved for each add by itself (docs/codegen.md, seventeenth round); a
+ * tensor's own integer arithmetic keeps wrapping semantics.  Both compute the definition. */
+static void index_arithmetic_is_said_not_to_overflow(void **state)
+{
+    (void)state;
+    lowered mm = lower_steps("matmul:M=8,N=8,K=8", "[]");
+    assert_true(unoptimised_lines(mm.prog, "= mul nsw i64 ") > 0);
+    assert_true(unoptimised_lines(mm.prog, "= add nsw i64 ") > 0);
+    check_compiled(&mm.w->dag, mm.prog, "matmul", 43, false, NULL);
+    free_lowered(&mm);
+    const char *ints = "te:C[i] = A[i] * B[i] + A[i]; A:int32[16]; B:int32[16]; C:int32[16]";
+    lowered l = lower_steps(ints, "[]");
+    assert_int_equal(unoptimised_lines(l.prog, "= mul i32 "), 1);
+    assert_int_equal(unoptimised_lines(l.prog, "= add i32 "), 1);
+    assert_int_equal(unoptimised_lines(l.prog, " nsw i32 "), 0);
+    check_compiled(&l.w->dag, l.prog, ints, 44, false, NULL);
+    free_lowered(&l);
+}
+
 /* Every buffer reaches LLVM's alias analysis as an identified object, a `noalias` parameter of the
  * function that holds the code: the kernel's three parameters in its body, the three captured by
  * its parallel body in that one's.  BasicAA, which LLVM asks first, then tells two buffers apart at
@@ -1285,6 +1305,7 @@ int main(void)
         cmocka_unit_test(large_register_tiles_stay_in_registers),
         cmocka_unit_test(stores_to_outputs_do_not_clobber_inputs),
         cmocka_unit_test(buffers_are_distinct_objects_to_alias_analysis),
+        cmocka_unit_test(index_arithmetic_is_said_not_to_overflow),
         cmocka_unit_test(every_other_buffer_is_in_the_noalias_list),
         cmocka_unit_test(padded_taps_of_unrolled_rows_are_decided_when_emitting),
         cmocka_unit_test(loops_over_padded_tiles_are_peeled),
