@@ -484,14 +484,10 @@ static void add_typed_entry(emitter *e, LLVMValueRef kernel, const tt_program *p
  * `vectorize`), which took half of the optimisation time in loop access analysis.  O3's order is
  * kept: the register tile is promoted to registers only when its small loops are fully unrolled
  * before SROA runs again.  Also left out, measured on random candidates and tuned kernels:
- *   - the late unroller (and the InstCombine and LICM after it): its partial, runtime,
- *     upper-bound unrolling and peeling multiplied the loops the schedule left rolled by up to 8x,
- *     which cost half of the optimisation and two thirds of code generation, and the best
- *     kernels ran no faster for it (unrolling is the schedule's `unroll`); its full unrolling,
- *     of loops the early full unroller had left, cost 8-15% of compile time and changed none of
- *     40 tuned matmul and convolution kernels (21 of 100 depthwise ones, at the same speed;
- *     docs/codegen.md, eighteenth round), so only the early full unroller of small constant
- *     loops stays;
+ *   - the late unroller's partial, runtime, upper-bound unrolling and peeling: it multiplied the
+ *     loops the schedule left rolled by up to 8x, which cost half of the optimisation and two
+ *     thirds of code generation, and the best kernels ran no faster for it (unrolling is the
+ *     schedule's `unroll`; full unrolling of small constant loops stays);
  *   - loop-idiom (10-15% of optimisation; nothing to turn into memset once tiles are unrolled);
  *   - indvars (a fifth to a third of optimisation on convolutions): the padding guards it once
  *     folded are decided while emitting (peeled loops, guards decided on the bounds of the loops
@@ -524,6 +520,7 @@ static const char kernel_pipeline[] =
     "correlated-propagation,adce,memcpyopt,dse,loop-mssa(licm)," TT_SIMPLIFYCFG ",instcombine),"
     "globaldce,function<eager-inv>(float2int,lower-constant-intrinsics,"
     "loop(loop-rotate,loop-deletion)," TT_SIMPLIFYCFG ",vector-combine,"
+    "loop-unroll<O3;no-partial;no-runtime;no-upperbound;no-peeling>,instcombine,loop-mssa(licm),"
     "alignment-from-assumptions,loop-sink,"
     "instsimplify,div-rem-pairs," TT_SIMPLIFYCFG "),always-inline,globaldce,constmerge";
 
