@@ -437,7 +437,7 @@ static LLVMValueRef build_binary(emitter *e, const tt_expr *n, tt_dtype ot, LLVM
     bool fl = tt_dtype_is_float(ot);
     val r = {0, vec};
     /* 64-bit integers are indices and loop variables, which stay far from overflow: said with
-     * `nsw`, which InstCombine otherwise spent a tenth of its time proving add by add
+     * `nsw`, which InstCombine otherwise spent a third of its time proving add by add
      * (docs/codegen.md, seventeenth round).  Other integer types keep wrapping arithmetic. */
     bool nsw = ot == TT_DT_INT64;
     switch ((tt_expr_kind)n->kind) {

@@ -212,7 +212,7 @@ static LLVMValueRef call_body(emitter *e, const char *name, LLVMTypeRef ret, LLV
                               int n, LLVMValueRef *params)
 {
     LLVMTypeRef types[TT_BODY_MAX_PARAMS];
-    if (n > TT_BODY_MAX_PARAMS) {
+    if (n > TT_BODY_MAX_PARAMS) { /* the build fails; params past the limit keep their values */
         e->status = TT_ERR_LIMIT;
         n = TT_BODY_MAX_PARAMS;
     }
@@ -278,13 +278,17 @@ void tt__codegen_parallel(emitter *e, const tt_stmt *loop)
     LLVMBasicBlockRef saved_bb = LLVMGetInsertBlock(e->b);
     LLVMValueRef *saved_vars = malloc(nv * sizeof(LLVMValueRef));
     LLVMValueRef *saved_bufs = malloc((nb ? nb : 1) * sizeof(LLVMValueRef));
+    /* The captured values as loaded, then as the body's parameters (call_body), slot by slot. */
+    LLVMValueRef *vals = malloc((size_t)(nslots ? nslots : 1) * 2 * sizeof(LLVMValueRef));
     size_t saved_frees = e->frees.len;
-    if (!saved_vars || !saved_bufs) {
+    if (!saved_vars || !saved_bufs || !vals) {
         free(saved_vars);
         free(saved_bufs);
+        free(vals);
         e->status = TT_ERR_NOMEM;
         return;
     }
+    LLVMValueRef *params = vals + (nslots ? nslots : 1);
     memcpy(saved_vars, e->vars, nv * sizeof(LLVMValueRef));
     memcpy(saved_bufs, e->bufs, nb * sizeof(LLVMValueRef));
     /* Values of the caller are not values of the outlined function. */
@@ -297,42 +301,30 @@ void tt__codegen_parallel(emitter *e, const tt_stmt *loop)
     for (size_t v = 0; v < nv; v++)
         if (saved_vars[v]) {
             LLVMValueRef idx[2] = {LLVMConstInt(e->i32, 0, 0),
-                                   LLVMConstInt(e->i32, (unsigned)k++, 0)};
-            e->vars[v] = LLVMBuildLoad2(e->b, e->i64, LLVMBuildGEP2(e->b, arr, in, idx, 2, ""), "");
+                                   LLVMConstInt(e->i32, (unsigned)k, 0)};
+            vals[k++] = LLVMBuildLoad2(e->b, e->i64, LLVMBuildGEP2(e->b, arr, in, idx, 2, ""), "");
         }
     for (size_t b = 0; b < nb; b++)
         if (saved_bufs[b]) {
             LLVMValueRef idx[2] = {LLVMConstInt(e->i32, 0, 0),
-                                   LLVMConstInt(e->i32, (unsigned)k++, 0)};
+                                   LLVMConstInt(e->i32, (unsigned)k, 0)};
             LLVMValueRef x =
                 LLVMBuildLoad2(e->b, e->i64, LLVMBuildGEP2(e->b, arr, in, idx, 2, ""), "");
-            e->bufs[b] = LLVMBuildIntToPtr(e->b, x, LLVMTypeOf(saved_bufs[b]), "");
+            vals[k++] = LLVMBuildIntToPtr(e->b, x, LLVMTypeOf(saved_bufs[b]), "");
         }
     /* The body proper, with the captured values as parameters (call_body). */
-    LLVMValueRef *vals = malloc((size_t)(nslots ? nslots : 1) * 2 * sizeof(LLVMValueRef));
-    if (!vals) {
-        e->status = TT_ERR_NOMEM;
-    } else {
-        LLVMValueRef *params = vals + (nslots ? nslots : 1);
-        int nvals = 0;
-        for (size_t v = 0; v < nv; v++)
-            if (saved_vars[v])
-                vals[nvals++] = e->vars[v];
-        for (size_t b = 0; b < nb; b++)
-            if (saved_bufs[b])
-                vals[nvals++] = e->bufs[b];
-        char body_name[320];
-        snprintf(body_name, sizeof(body_name), "%s.body", name);
-        call_body(e, body_name, e->voidt, vals, nvals, params);
-        nvals = 0;
-        for (size_t v = 0; v < nv; v++)
-            if (saved_vars[v])
-                e->vars[v] = params[nvals++];
-        for (size_t b = 0; b < nb; b++)
-            if (saved_bufs[b])
-                e->bufs[b] = params[nvals++];
-        free(vals);
-    }
+    char body_name[320];
+    snprintf(body_name, sizeof(body_name), "%s.body", name);
+    memcpy(params, vals, (size_t)nslots * sizeof(*params));
+    call_body(e, body_name, e->voidt, vals, nslots, params);
+    k = 0;
+    for (size_t v = 0; v < nv; v++)
+        if (saved_vars[v])
+            e->vars[v] = params[k++];
+    for (size_t b = 0; b < nb; b++)
+        if (saved_bufs[b])
+            e->bufs[b] = params[k++];
+    free(vals);
     /* Static schedule: thread t runs [t*chunk, min((t+1)*chunk, extent)). */
     LLVMTypeRef ity = LLVMFunctionType(e->i32, NULL, 0, 0);
     LLVMValueRef tid = LLVMBuildSExt(
@@ -571,6 +563,7 @@ static tt_status build_module(emitter *e, const tt_program *p, const tt_target *
     begin_function(e, fn);
     LLVMValueRef args = LLVMGetParam(fn, 0);
     LLVMValueRef raws[TT_BODY_MAX_PARAMS], params[TT_BODY_MAX_PARAMS];
+    size_t raw_buf[TT_BODY_MAX_PARAMS];
     int nraw = 0;
     for (size_t b = 0; b < p->bufs.len; b++) {
         const tt_buffer *bf = &p->bufs.data[b];
@@ -581,6 +574,7 @@ static tt_status build_module(emitter *e, const tt_program *p, const tt_target *
             break;
         }
         LLVMValueRef idx = LLVMConstInt(e->i64, (unsigned long long)bf->param, 0);
+        raw_buf[nraw] = b;
         raws[nraw++] = LLVMBuildBitCast(
             e->b,
             LLVMBuildLoad2(e->b, e->i8p, LLVMBuildGEP2(e->b, e->i8p, args, &idx, 1, ""), bf->name),
@@ -590,10 +584,8 @@ static tt_status build_module(emitter *e, const tt_program *p, const tt_target *
     char body_name[300];
     snprintf(body_name, sizeof(body_name), "%s.body", entry);
     e->entry_fn = call_body(e, body_name, e->i32, raws, nraw, params);
-    nraw = 0;
-    for (size_t b = 0; b < p->bufs.len; b++)
-        if (p->bufs.data[b].param >= 0 && nraw < TT_BODY_MAX_PARAMS)
-            e->bufs[b] = params[nraw++];
+    for (int i = 0; i < nraw; i++)
+        e->bufs[raw_buf[i]] = params[i];
     tt__codegen_emit_body(e, p->root);
     emit_frees(e, 0);
     LLVMBuildRet(e->b, LLVMConstInt(e->i32, 0, 0));
