@@ -476,15 +476,19 @@ static void add_typed_entry(emitter *e, LLVMValueRef kernel, const tt_program *p
  * `vectorize`), which took half of the optimisation time in loop access analysis.  O3's order is
  * kept: the register tile is promoted to registers only when its small loops are fully unrolled
  * before SROA runs again.  Also left out, measured on random candidates and tuned kernels:
- *   - the late unroller's partial, runtime, upper-bound unrolling and peeling: it multiplied the
- *     loops the schedule left rolled by up to 8x, which cost half of the optimisation and two
- *     thirds of code generation, and the best kernels ran no faster for it (unrolling is the
- *     schedule's `unroll`; full unrolling of small constant loops stays);
+ *   - O3's second, late unroller with the InstCombine and LICM after it: 8-15% of compile time.
+ *     Its partial, runtime, upper-bound unrolling and peeling multiplied the loops the schedule
+ *     left rolled by up to 8x and the best kernels ran no faster for it; what was left, full
+ *     unrolling of loops that earlier passes had made small, changed none of the top configs of
+ *     an AVX2 search (150) or of eight tuned AVX-512 matmul and convolution rows (40), and the
+ *     tuned depthwise kernels it changed on AVX-512 ran at the same speed (docs/codegen.md,
+ *     eighteenth and nineteenth rounds).  Unrolling is the schedule's (`unroll`,
+ *     auto_unroll_max_step) and the early full unroller's;
  *   - loop-idiom (10-15% of optimisation; nothing to turn into memset once tiles are unrolled);
  *   - indvars (a fifth to a third of optimisation on convolutions): the padding guards it once
  *     folded are decided while emitting (peeled loops, guards decided on the bounds of the loops
  *     around them), and the tuned kernels ran at the same speed without it (docs/codegen.md).
- *   - the two InstCombine runs of the late function pipeline before the late unroller (O3 has
+ *   - the two InstCombine runs of the late function pipeline before that unroller (O3 has
  *     eight in all; InstCombine was 30% of optimisation): without them the machine code was byte
  *     for byte the same on 64 random candidates and 59 tuned kernels, and optimisation 9% shorter
  *     (docs/codegen.md, eleventh round);
@@ -512,7 +516,6 @@ static const char kernel_pipeline[] =
     "correlated-propagation,adce,memcpyopt,dse,loop-mssa(licm)," TT_SIMPLIFYCFG ",instcombine),"
     "globaldce,function<eager-inv>(float2int,lower-constant-intrinsics,"
     "loop(loop-rotate,loop-deletion)," TT_SIMPLIFYCFG ",vector-combine,"
-    "loop-unroll<O3;no-partial;no-runtime;no-upperbound;no-peeling>,instcombine,loop-mssa(licm),"
     "alignment-from-assumptions,loop-sink,"
     "instsimplify,div-rem-pairs," TT_SIMPLIFYCFG "),always-inline,globaldce,constmerge";
 
