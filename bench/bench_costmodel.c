@@ -18,7 +18,10 @@
  * top-5 recall and TenSet's top-k score (best latency of the ranked set over the best latency
  * among the model's top k), averaged over workloads, next to two anchors: a random ranking (mean
  * of 200 shuffles) and the measurement itself, one repeat sample of each program ranking
- * another (the labels' own noise, which no model can rank beyond).
+ * another (the labels' own noise).  From that agreement a it prints the range in which a model
+ * that knew the true times would agree with one sample, [a, (1 + sqrt(2a - 1)) / 2], and each
+ * model's pairwise accuracy by how far apart the two programs' labels are (<1% to >30%): where
+ * a ranking errs, on near-ties the measurement cannot order or on pairs it can.
  *
  * usage: bench_costmodel [--db PATH] [--workload W]... [--holdout W]... [--train W]...
  *                        [--trials N] [--seed S] [--load K]
@@ -98,8 +101,14 @@ static int add_row(void *ctx, const tt_db_row *r)
     return 0;
 }
 
+/* Pairs by how far apart their latencies are (relative to the faster): where a ranking errs. */
+enum { NGAPS = 6 };
+static const double gap_upper[NGAPS] = {0.01, 0.02, 0.05, 0.10, 0.30, INFINITY};
+static const char *const gap_name[NGAPS] = {"<1%", "1-2%", "2-5%", "5-10%", "10-30%", ">30%"};
+
 typedef struct {
     double pairwise, apart, top1, top5, score1, score5;
+    double gap_pairs[NGAPS], gap_agree[NGAPS]; /* counts, pooled over workloads */
 } quality;
 
 /* Pairs at least this far apart (relative) count for the `apart` accuracy: beyond the 1-3%
@@ -114,6 +123,10 @@ static void quality_add(quality *acc, quality q, double w)
     acc->top5 += q.top5 * w;
     acc->score1 += q.score1 * w;
     acc->score5 += q.score5 * w;
+    for (int g = 0; g < NGAPS; g++) {
+        acc->gap_pairs[g] += q.gap_pairs[g] * w;
+        acc->gap_agree[g] += q.gap_agree[g] * w;
+    }
 }
 
 /* The ranking `score` (higher = predicted faster) of the programs ids[0..n) against their
@@ -132,10 +145,16 @@ static quality evaluate(const double *lat, const double *score, const int *ids, 
             bool right = (a < b) == (score[i] > score[j]);
             pairs++;
             agree += right;
-            if (fabs(a - b) > APART * fmin(a, b)) {
+            double gap = fabs(a - b) / fmin(a, b);
+            if (gap > APART) {
                 pairs_apart++;
                 agree_apart += right;
             }
+            int g = 0;
+            while (gap >= gap_upper[g])
+                g++;
+            q.gap_pairs[g]++;
+            q.gap_agree[g] += right;
         }
     }
     q.pairwise = pairs ? (double)agree / pairs : 0;
@@ -323,6 +342,31 @@ static void print_result(const char *title, const result *r)
     printf("%-14s %7s %9.3f %9.3f %7.3f %7.3f %9.3f %9.3f\n", "repeat sample", "-",
            r->repeat.pairwise, r->repeat.apart, r->repeat.top1, r->repeat.top5, r->repeat.score1,
            r->repeat.score5);
+    /* One sample ranks another with agreement a = mean(p^2 + (1-p)^2), p the chance that one
+     * sample orders a pair as the true times do; a model that knew the true times would agree
+     * with one sample on mean(p) of the pairs, which lies in [a, (1 + sqrt(2a - 1)) / 2]
+     * (p^2 + (1-p)^2 is convex, and below p on [1/2, 1]).  The labels are medians of several
+     * samples, which that model would order at least as well. */
+    double a = r->repeat.pairwise;
+    printf("a model that knew the true times would agree with one sample on %.3f-%.3f of the "
+           "pairs (from the repeat samples' %.3f), with the median labels at least as often\n",
+           a, (1 + sqrt(fmax(2 * a - 1, 0))) / 2, a);
+    printf("pairwise by the gap between the two programs' labels (the repeat sample: between "
+           "its samples): share of pairs, then");
+    for (int v = 0; v < NVARIANTS; v++)
+        printf(" %s /", variants[v].name);
+    printf(" repeat sample\n");
+    for (int g = 0; g < NGAPS; g++) {
+        double all = 0;
+        for (int k = 0; k < NGAPS; k++)
+            all += r->q[0].gap_pairs[k];
+        printf("  %-7s %5.1f%%:", gap_name[g], all > 0 ? 100 * r->q[0].gap_pairs[g] / all : 0);
+        for (int v = 0; v < NVARIANTS; v++)
+            printf(" %6.3f",
+                   r->q[v].gap_pairs[g] > 0 ? r->q[v].gap_agree[g] / r->q[v].gap_pairs[g] : NAN);
+        printf(" %6.3f\n",
+               r->repeat.gap_pairs[g] > 0 ? r->repeat.gap_agree[g] / r->repeat.gap_pairs[g] : NAN);
+    }
 }
 
 /* K processes that spin until killed: the load of a shared device. */
