@@ -1,4 +1,4 @@
-/* base/: status codes, logging, arena, vectors, strings, hashing, RNG, JSON helpers.
+/* base/: status codes, logging, arena, vectors, strings, hashing, RNG, JSON helpers, tensor memory.
  * Depends on nothing in the project (jansson outside it). */
 #ifndef TT_BASE_BASE_H
 #define TT_BASE_BASE_H
@@ -13,6 +13,7 @@
 #include "rng.h"
 #include "status.h"
 #include "strbuf.h"
+#include "tensor_mem.h"
 #include "vec.h"
 
 #define TT_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))

@@ -156,6 +156,7 @@ typedef struct {
     void *data[64]; /* dense: what the reference reads */
     void *args[64]; /* what the kernel is called with: data, or a weight packed (LR) */
     size_t bytes[64];
+    tt_program *prog; /* what packed args (tt_program_args) */
     tt_kernel *kern;
     tt_kernel_fn fn;
 } built;
@@ -170,11 +171,12 @@ static void built_free(built *b)
 {
     if (b->kern)
         tt_kernel_unload(b->kern);
-    for (int i = 0; i < b->nparams; i++) {
-        if (b->args[i] != b->data[i])
-            free(b->args[i]);
-        free(b->data[i]);
+    if (b->prog) {
+        tt_program_args_free(b->prog, b->data, b->args);
+        tt_program_free(b->prog);
     }
+    for (int i = 0; i < b->nparams; i++)
+        tt_tensor_free(b->data[i], b->bytes[i]);
     tt_workload_free(b->w);
     memset(b, 0, sizeof(*b));
 }
@@ -210,7 +212,8 @@ static tt_status build(const char *workload, const char *config, const char *so,
     for (int i = 0; i < b->nparams && i < 64; i++) {
         const tt_op *op = &b->w->dag.ops.data[ops[i]];
         b->bytes[i] = (size_t)tt_op_numel(op) * (size_t)tt_dtype_bytes(op->dtype);
-        if (posix_memalign(&b->data[i], 64, b->bytes[i])) {
+        /* placed as the tuner's measurement places them (base/tensor_mem.h) */
+        if (!(b->data[i] = tt_tensor_alloc(b->bytes[i]))) {
             tt_program_free(prog);
             return tt_err(err, TT_ERR_NOMEM, "out of memory");
         }
@@ -222,7 +225,10 @@ static tt_status build(const char *workload, const char *config, const char *so,
     }
     /* a weight the schedule reads packed is packed once, outside the timing (deployment) */
     s = tt_program_args(&b->w->dag, prog, b->data, b->args, err);
-    tt_program_free(prog);
+    if (s)
+        tt_program_free(prog);
+    else
+        b->prog = prog;
     return s;
 }
 

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../base/tensor_mem.h"
 #include "../codegen/loader.h"
 #include "measure_int.h"
 #include "sandbox_int.h"
@@ -211,7 +212,9 @@ static void child(int fd, const char *so, const char *entry, const tt_measure_bu
         tt__measure_fail(fd, &m, TT__E_UNKNOWN, "too many parameters");
     for (int i = 0; i < nbufs; i++) {
         size_t bytes = (size_t)bufs[i].count * tt_elem_bytes(bufs[i].elem);
-        if (posix_memalign(&args[i], 64, bytes ? bytes : 64))
+        /* At the page offset a deployment's allocator gives them, not wherever this heap's
+         * history leaves room: a kernel's speed can depend on it (base/tensor_mem.h). */
+        if (!(args[i] = tt_tensor_alloc(bytes)))
             tt__measure_fail(fd, &m, TT__E_RUNTIME_DEVICE,
                              "cannot allocate %zu bytes for argument %d", bytes, i);
         if (i < ninputs && bufs[i].data)

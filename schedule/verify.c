@@ -1,5 +1,7 @@
 #include "verify.h"
 
+#include "../base/tensor_mem.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,7 +139,7 @@ tt_status tt_program_args(const tt_dag *dag, const tt_program *prog, void *const
             continue;
         const tt_op *op = &dag->ops.data[params[i]];
         size_t esize = (size_t)tt_dtype_bytes(op->dtype);
-        if (posix_memalign(&out[i], 64, (size_t)b->layout.size * esize + 64)) {
+        if (!(out[i] = tt_tensor_alloc((size_t)b->layout.size * esize + 64))) {
             out[i] = args[i];
             tt_program_args_free(prog, args, out);
             return tt_err(err, TT_ERR_NOMEM, "out of memory packing '%s'", op->name);
@@ -151,7 +153,8 @@ void tt_program_args_free(const tt_program *prog, void *const *args, void **out)
 {
     for (int i = 0; i < prog->nparams && i < 64; i++)
         if (out[i] != args[i]) {
-            free(out[i]);
+            const tt_buffer *b = tt_program_param(prog, i);
+            tt_tensor_free(out[i], (size_t)b->layout.size * (size_t)tt_dtype_bytes(b->dtype) + 64);
             out[i] = args[i];
         }
 }

@@ -31,7 +31,8 @@ tt_status tt_verify_program(const tt_dag *dag, const tt_program *prog, uint64_t 
 
 /* The arguments of `prog` for dense parameter arrays `args` (tt_dag_params() order): the same
  * pointers, except for constant inputs the program reads packed (the LR step), packed into new
- * 64-byte aligned buffers.  Release with tt_program_args_free. */
+ * buffers placed as a measurement places them (base/tensor_mem.h).  Release with
+ * tt_program_args_free. */
 tt_status tt_program_args(const tt_dag *dag, const tt_program *prog, void *const *args, void **out,
                           tt_errbuf *err);
 /* Frees what tt_program_args allocated (the out[i] that differ from args[i]). */

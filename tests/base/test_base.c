@@ -229,12 +229,30 @@ static void daemon_logs_are_structured(void **state)
     fclose(f);
 }
 
+static void tensor_memory_starts_at_the_page_offset(void **state)
+{
+    (void)state;
+    size_t sizes[] = {0, 1, 4096 - TT_TENSOR_PAGE_OFFSET, 4096, 3 << 20};
+    for (size_t k = 0; k < TT_ARRAY_LEN(sizes); k++) {
+        unsigned char *p = tt_tensor_alloc(sizes[k]);
+        assert_non_null(p);
+        assert_int_equal((uintptr_t)p % 4096, TT_TENSOR_PAGE_OFFSET);
+        if (sizes[k]) { /* every byte is there to use */
+            memset(p, 0xab, sizes[k]);
+            assert_int_equal(p[sizes[k] - 1], 0xab);
+        }
+        tt_tensor_free(p, sizes[k]);
+    }
+    tt_tensor_free(NULL, 16);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_status_has_a_name_and_a_message),
         cmocka_unit_test(errbuf_formats_and_prefixes),
         cmocka_unit_test(arena_allocations_are_aligned_and_zeroed),
+        cmocka_unit_test(tensor_memory_starts_at_the_page_offset),
         cmocka_unit_test(vectors_grow_and_keep_their_elements),
         cmocka_unit_test(strbuf_builds_text),
         cmocka_unit_test(hashes_are_stable_fnv1a),

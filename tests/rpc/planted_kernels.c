@@ -21,6 +21,7 @@ int32_t hangs(void *const *args);
 int32_t hogs(void *const *args);
 int32_t fails(void *const *args);
 int32_t sandboxed(void *const *args);
+int32_t placement(void *const *args);
 
 int32_t good(void *const *args)
 {
@@ -97,4 +98,14 @@ int32_t sandboxed(void *const *args)
         if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode))
             return 5;
     return good(args);
+}
+
+/* Where its buffers start within their pages: out[0] and out[1], the rest 0. */
+int32_t placement(void *const *args)
+{
+    float *out = args[1];
+    memset(out, 0, sizeof(float) * N);
+    out[0] = (float)((uintptr_t)args[0] % 4096);
+    out[1] = (float)((uintptr_t)args[1] % 4096);
+    return 0;
 }

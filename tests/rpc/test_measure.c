@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "base/tensor_mem.h"
 #include "rpc/measure.h"
 #include "rpc/measure_proto.h"
 
@@ -113,6 +114,25 @@ static void flush_modes_travel_as_json(void **state)
     }
 }
 
+/* Every buffer starts where a deployment's allocator puts a large tensor, 64 bytes into a page,
+ * whatever the measuring process allocated before (base/tensor_mem.h): a kernel's speed can
+ * depend on it.  The planted kernel writes its buffers' page offsets as its output. */
+static void buffers_are_placed_as_deployments_place_them(void **state)
+{
+    (void)state;
+    setup_data();
+    memset(expect, 0, sizeof(expect));
+    expect[0] = expect[1] = (float)TT_TENSOR_PAGE_OFFSET;
+    void *noise[64];
+    for (int i = 0; i < 64; i++) /* a heap with a history: posix_memalign would fall anywhere */
+        noise[i] = malloc((size_t)(i * 97 + 13));
+    tt_measure_options o = {.number = 1, .repeat = 1};
+    tt_measure_result r = measure("placement", &o);
+    assert_int_equal(r.error_no, 0);
+    for (int i = 0; i < 64; i++)
+        free(noise[i]);
+}
+
 static void a_wrong_answer_is_wrong_answer(void **state)
 {
     setup_data();
@@ -210,6 +230,7 @@ int main(void)
         cmocka_unit_test(a_good_kernel_is_timed),
         cmocka_unit_test(every_flush_mode_times_a_checked_kernel),
         cmocka_unit_test(flush_modes_travel_as_json),
+        cmocka_unit_test(buffers_are_placed_as_deployments_place_them),
         cmocka_unit_test(a_wrong_answer_is_wrong_answer),
         cmocka_unit_test(a_crash_is_a_runtime_device_error),
         cmocka_unit_test(a_hang_is_killed_as_run_timeout),
