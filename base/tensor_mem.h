@@ -1,11 +1,11 @@
 /* Memory for the tensors a kernel is measured on, placed where deployments place them.
  *
- * A kernel's speed can depend on where its buffers start within a page: a depthwise convolution
- * whose input and output rows lie 4 KiB apart in address bits stalls on false store-to-load
- * dependencies (4K aliasing), and one tuned MobileNet-V2 kernel ran in 42 us or 94 us depending
- * on the page offsets of its input and output alone.  posix_memalign puts a large block wherever
- * the process's heap history leaves room, so the tuner's measuring child, forked from a process
- * that has allocated and freed for hours, and an application calling the built library saw
+ * A kernel's speed can depend on where its buffers start within a page: one tuned MobileNet-V2
+ * depthwise kernel ran in 42 us or 94 us depending on the page offsets of its buffers alone
+ * (likely 4K aliasing: loads of input rows that match pending output stores in their low 12
+ * address bits wait for them; not proven with counters).  posix_memalign puts a large block
+ * wherever the process's heap history leaves room, so the tuner's measuring child, forked from a
+ * process that has allocated and freed for hours, and an application calling the built library saw
  * different offsets.  Every measurement (rpc/measure.c) and benchmark timing therefore takes its
  * buffers from here: each at TT_TENSOR_PAGE_OFFSET bytes past the start of pages of its own,
  * which is where glibc's posix_memalign(64), and with it PyTorch's and TVM's CPU allocators,

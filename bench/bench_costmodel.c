@@ -356,10 +356,10 @@ static void print_result(const char *title, const result *r)
     for (int v = 0; v < NVARIANTS; v++)
         printf(" %s /", variants[v].name);
     printf(" repeat sample\n");
+    double all = 0;
+    for (int g = 0; g < NGAPS; g++)
+        all += r->q[0].gap_pairs[g];
     for (int g = 0; g < NGAPS; g++) {
-        double all = 0;
-        for (int k = 0; k < NGAPS; k++)
-            all += r->q[0].gap_pairs[k];
         printf("  %-7s %5.1f%%:", gap_name[g], all > 0 ? 100 * r->q[0].gap_pairs[g] / all : 0);
         for (int v = 0; v < NVARIANTS; v++)
             printf(" %6.3f",

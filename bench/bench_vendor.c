@@ -156,7 +156,7 @@ typedef struct {
     void *data[64]; /* dense: what the reference reads */
     void *args[64]; /* what the kernel is called with: data, or a weight packed (LR) */
     size_t bytes[64];
-    tt_program *prog; /* what packed args (tt_program_args) */
+    tt_program *prog; /* whose packed weights args holds (tt_program_args_free) */
     tt_kernel *kern;
     tt_kernel_fn fn;
 } built;

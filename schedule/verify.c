@@ -126,6 +126,12 @@ tt_status tt_verify_outputs(const tt_dag *dag, void *const *got, void *const *wa
     return r;
 }
 
+/* Bytes of the packed buffer of parameter `b` (64 past its end for vector reads). */
+static size_t packed_bytes(const tt_buffer *b)
+{
+    return (size_t)b->layout.size * (size_t)tt_dtype_bytes(b->dtype) + 64;
+}
+
 tt_status tt_program_args(const tt_dag *dag, const tt_program *prog, void *const *args, void **out,
                           tt_errbuf *err)
 {
@@ -139,7 +145,7 @@ tt_status tt_program_args(const tt_dag *dag, const tt_program *prog, void *const
             continue;
         const tt_op *op = &dag->ops.data[params[i]];
         size_t esize = (size_t)tt_dtype_bytes(op->dtype);
-        if (!(out[i] = tt_tensor_alloc((size_t)b->layout.size * esize + 64))) {
+        if (!(out[i] = tt_tensor_alloc(packed_bytes(b)))) {
             out[i] = args[i];
             tt_program_args_free(prog, args, out);
             return tt_err(err, TT_ERR_NOMEM, "out of memory packing '%s'", op->name);
@@ -153,8 +159,7 @@ void tt_program_args_free(const tt_program *prog, void *const *args, void **out)
 {
     for (int i = 0; i < prog->nparams && i < 64; i++)
         if (out[i] != args[i]) {
-            const tt_buffer *b = tt_program_param(prog, i);
-            tt_tensor_free(out[i], (size_t)b->layout.size * (size_t)tt_dtype_bytes(b->dtype) + 64);
+            tt_tensor_free(out[i], packed_bytes(tt_program_param(prog, i)));
             out[i] = args[i];
         }
 }
