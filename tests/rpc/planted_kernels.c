@@ -1,6 +1,8 @@
 /* Kernels that misbehave on purpose, for the measurement sandbox tests.  Each follows the kernel
  * ABI: int32_t f(void *const *args); args = {float a[n], float out[n]} with n = 1024. */
 #define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +24,7 @@ int32_t hogs(void *const *args);
 int32_t fails(void *const *args);
 int32_t sandboxed(void *const *args);
 int32_t placement(void *const *args);
+int32_t spreads(void *const *args);
 
 int32_t good(void *const *args)
 {
@@ -108,4 +111,49 @@ int32_t placement(void *const *args)
     out[0] = (float)((uintptr_t)args[0] % 4096);
     out[1] = (float)((uintptr_t)args[1] % 4096);
     return 0;
+}
+
+/* A kernel with a worker thread, as an OpenMP kernel's first call creates one.  Every later
+ * call (the timed ones) aborts unless it and the worker are each pinned to one core, different
+ * cores where the process could use two. */
+static volatile pid_t worker_tid;
+static int first_cores;
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    worker_tid = gettid();
+    for (;;)
+        pause();
+    return NULL;
+}
+
+static int cores_of(pid_t tid, int *core)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(tid, sizeof(set), &set))
+        return -1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set))
+            *core = c;
+    return CPU_COUNT(&set);
+}
+
+int32_t spreads(void *const *args)
+{
+    if (!worker_tid) {
+        int core;
+        first_cores = cores_of(0, &core);
+        pthread_t t;
+        if (pthread_create(&t, NULL, worker, NULL))
+            return 9;
+        while (!worker_tid)
+            sched_yield();
+        return good(args);
+    }
+    int mine = -1, theirs = -1;
+    if (cores_of(0, &mine) != 1 || cores_of(worker_tid, &theirs) != 1 ||
+        (first_cores > 1 && mine == theirs))
+        abort();
+    return good(args);
 }

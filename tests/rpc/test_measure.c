@@ -133,6 +133,15 @@ static void buffers_are_placed_as_deployments_place_them(void **state)
         free(noise[i]);
 }
 
+static void kernel_threads_are_pinned_before_timing(void **state)
+{
+    setup_data();
+    /* `spreads` aborts in any timed call whose threads share a core or may move. */
+    tt_measure_result r = measure("spreads", NULL);
+    assert_int_equal(r.error_no, 0);
+    assert_int_equal(r.ncosts, 3);
+}
+
 static void a_wrong_answer_is_wrong_answer(void **state)
 {
     setup_data();
@@ -231,6 +240,7 @@ int main(void)
         cmocka_unit_test(every_flush_mode_times_a_checked_kernel),
         cmocka_unit_test(flush_modes_travel_as_json),
         cmocka_unit_test(buffers_are_placed_as_deployments_place_them),
+        cmocka_unit_test(kernel_threads_are_pinned_before_timing),
         cmocka_unit_test(a_wrong_answer_is_wrong_answer),
         cmocka_unit_test(a_crash_is_a_runtime_device_error),
         cmocka_unit_test(a_hang_is_killed_as_run_timeout),
