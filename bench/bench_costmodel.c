@@ -9,11 +9,14 @@
  *                       Workloads named --train W are only trained on, in both settings
  *                       (does more history, other shapes and operators, help?).
  *
- * Each setting trains four variants, in one run on the same data:
+ * Each setting trains five variants, in one run on the same data:
  *   ansor        pack-sum; stops when the training RMSE stalls; labels throughput / best (Ansor's);
  *   validation   the same, stopped on held-out programs' pairwise accuracy;
- *   rank labels  validation stopping, labels the program's rank in its workload (evo's default);
- *   pairwise     the same program sums trained with a pairwise logistic loss (PACK_RANK).
+ *   rank labels  validation stopping, labels the program's rank in its workload (evo's model
+ *                until 2026-11-27);
+ *   pairwise     the same program sums trained with a pairwise logistic loss (PACK_RANK);
+ *   program rank one row per program, its stores side by side, XGBoost's pairwise ranking
+ *                objective (PROG_RANK): evo's model.
  * and prints pairwise accuracy (of all pairs, and of the pairs more than 5% apart), top-1 and
  * top-5 recall and TenSet's top-k score (best latency of the ranked set over the best latency
  * among the model's top k), averaged over workloads, next to two anchors: a random ranking (mean
@@ -198,6 +201,7 @@ static const variant variants[] = {
     {"validation", TT_COSTMODEL_PACK_SUM, TT_STOP_VALIDATION, TT_LABELS_RATIO},
     {"rank labels", TT_COSTMODEL_PACK_SUM, TT_STOP_VALIDATION, TT_LABELS_RANK},
     {"pairwise", TT_COSTMODEL_PACK_RANK, TT_STOP_VALIDATION, TT_LABELS_RANK},
+    {"program rank", TT_COSTMODEL_PROG_RANK, TT_STOP_VALIDATION, TT_LABELS_RANK},
 };
 enum { NVARIANTS = sizeof(variants) / sizeof(variants[0]) };
 

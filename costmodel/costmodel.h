@@ -18,11 +18,21 @@ typedef enum {
                                trained with throughput-weighted squared error (search.md C8) */
     TT_COSTMODEL_PACK_RANK, /* the same program sums trained with a pairwise logistic loss on the
                                order of the labels (RankNet's), so only their order matters */
+    TT_COSTMODEL_PROG_RANK, /* one row per program, its stores' rows side by side (below), trained
+                               with XGBoost's pairwise ranking objective: trees see how the stores
+                               of one program combine, which a sum over stores cannot */
 } tt_costmodel_objective;
+
+/* PROG_RANK's program row: TT_COSTMODEL_PROG_SLOTS slots of a store row each, the program's last
+ * store in the last slot and the ones before it leftwards, so the output store always shares a
+ * slot whatever stages precede it; slots without a store are missing values, and stores beyond
+ * the slots (the earliest) are added into the first. */
+#define TT_COSTMODEL_PROG_SLOTS 4
 
 /* REG and RANK use AutoTVM's XGBoost parameters (search.md B4): max_depth 3, gamma 1e-4,
  * min_child_weight 1, eta 0.3, lambda 1, alpha 0.  PACK_SUM uses Ansor's (C8): max_depth 10,
- * gamma 1e-3, min_child_weight 0, eta 0.2, base_score 0.  `nthreads` 0 = XGBoost's default. */
+ * gamma 1e-3, min_child_weight 0, eta 0.2, base_score 0.  PROG_RANK: max_depth 6, eta 0.1, the
+ * rest XGBoost's defaults.  `nthreads` 0 = XGBoost's default. */
 tt_status tt_costmodel_create(tt_costmodel_objective obj, int nthreads, uint64_t seed,
                               tt_costmodel **out, tt_errbuf *err);
 void tt_costmodel_free(tt_costmodel *m);
@@ -48,14 +58,16 @@ double tt_costmodel_a_recall(const float *pred, const float *y, int nrows, int n
 /* Predicts `nrows` rows into out (higher = faster).  The model must have been trained. */
 tt_status tt_costmodel_predict(tt_costmodel *m, const float *x, int nrows, int ncols, float *out,
                                tt_errbuf *err);
-/* PACK_SUM training: rows belong to programs (row_prog[r] in [0, nprog), non-decreasing), y holds
- * one label per program (tt_costmodel_labels; 0 for failures).  With at least
- * 5 x TT_COSTMODEL_MIN_VALIDATION programs, a fifth of them (drawn by the model's seed) is held
- * out: boosting stops when their pairwise ranking accuracy has not improved for
- * TT_COSTMODEL_PATIENCE rounds (checked every second round, `max_rounds` at most), and the model
- * is then boosted again on every program for the rounds that scored best.  With fewer programs
- * it boosts until the training RMSE stalls for 50 rounds.  *rounds (may be NULL) gets the
- * rounds kept. */
+/* PACK_SUM, PACK_RANK and PROG_RANK training: rows belong to programs (row_prog[r] in
+ * [0, nprog), non-decreasing), y holds one label per program (tt_costmodel_labels; 0 for
+ * failures).  With at least 5 x TT_COSTMODEL_MIN_VALIDATION programs, a fifth of them (drawn by
+ * the model's seed) is held out: boosting stops when their pairwise ranking accuracy has not
+ * improved for TT_COSTMODEL_PATIENCE rounds (checked every second round, `max_rounds` at most),
+ * and the model is then boosted again on every program for the rounds that scored best.  With
+ * fewer programs the pack-sum objectives boost until the training RMSE stalls for 50 rounds and
+ * PROG_RANK boosts TT_COSTMODEL_PROG_ROUNDS (or `max_rounds`, if fewer).  *rounds (may be NULL)
+ * gets the rounds kept. */
+#define TT_COSTMODEL_PROG_ROUNDS    100
 #define TT_COSTMODEL_MIN_VALIDATION 16
 #define TT_COSTMODEL_PATIENCE       20
 tt_status tt_costmodel_train_packed(tt_costmodel *m, const float *x, int nrows, int ncols,
@@ -83,7 +95,8 @@ typedef enum {
  * TT_ERR_NOMEM only. */
 tt_status tt_costmodel_labels(tt_costmodel_labels_kind kind, const double *throughput,
                               const int *group, int n, float *y, tt_errbuf *err);
-/* Sum of the raw row predictions of each program into out[nprog]. */
+/* Each program's score into out[nprog] (higher = faster): the sum of its rows' raw predictions,
+ * or for PROG_RANK the prediction of its program row. */
 tt_status tt_costmodel_predict_packed(tt_costmodel *m, const float *x, int nrows, int ncols,
                                       const int *row_prog, int nprog, float *out, tt_errbuf *err);
 
@@ -92,6 +105,9 @@ tt_status tt_costmodel_save(tt_costmodel *m, void **blob, size_t *len, tt_errbuf
 /* A model from tt_costmodel_save's bytes; predictions equal the saved model's. */
 tt_status tt_costmodel_load(tt_costmodel_objective obj, int nthreads, const void *blob, size_t len,
                             tt_costmodel **out, tt_errbuf *err);
+
+/* The objective's name: "reg", "rank", "pack-sum", "pack-rank", "prog-rank". */
+const char *tt_costmodel_objective_name(tt_costmodel_objective obj);
 
 /* The XGBoost version this was built against ("1.7.4"). */
 const char *tt_costmodel_backend_version(void);

@@ -22,6 +22,18 @@ static tt_status xgb_fail(tt_errbuf *err, const char *what)
     return tt_err(err, TT_ERR_RUNTIME, "XGBoost %s: %s", what, XGBGetLastError());
 }
 
+const char *tt_costmodel_objective_name(tt_costmodel_objective obj)
+{
+    switch (obj) {
+    case TT_COSTMODEL_REG: return "reg";
+    case TT_COSTMODEL_RANK: return "rank";
+    case TT_COSTMODEL_PACK_SUM: return "pack-sum";
+    case TT_COSTMODEL_PACK_RANK: return "pack-rank";
+    case TT_COSTMODEL_PROG_RANK: return "prog-rank";
+    }
+    return "unknown";
+}
+
 const char *tt_costmodel_backend_version(void)
 {
     static char v[32];
@@ -75,6 +87,12 @@ static tt_status set_params(tt_costmodel *m, tt_errbuf *err)
             (s = set(b, "min_child_weight", "0", err)) || (s = set(b, "eta", "0.2", err)) ||
             (s = set(b, "base_score", "0", err)) ||
             (s = set(b, "disable_default_eval_metric", "1", err)))
+            return s;
+    } else if (m->obj == TT_COSTMODEL_PROG_RANK) {
+        /* Shallower and slower than pack-sum's: on six ResNet-18 layers, depth 4-8 and eta
+         * 0.05-0.1 ranked within 0.01 of each other (docs/search.md). */
+        if ((s = set(b, "max_depth", "6", err)) || (s = set(b, "eta", "0.1", err)) ||
+            (s = set(b, "objective", "rank:pairwise", err)))
             return s;
     } else {
         if ((s = set(b, "max_depth", "3", err)) || (s = set(b, "gamma", "0.0001", err)) ||
@@ -143,16 +161,16 @@ tt_status tt_costmodel_train(tt_costmodel *m, const float *x, int nrows, int nco
     return tt_costmodel_train_recall(m, x, nrows, ncols, y, rounds, 0, 0, NULL, err);
 }
 
-/* Pairwise accuracy of `score` against labels `y` over the items i with held[i] (pairs with
- * equal labels do not count).  0.5 when there is no pair. */
+/* Pairwise accuracy of `score` against labels `y` over the items i with held[i] (every item
+ * when held is NULL; pairs with equal labels do not count).  0.5 when there is no pair. */
 static double held_out_pairwise(const double *score, const float *y, const bool *held, int n)
 {
     long agree = 0, pairs = 0;
     for (int i = 0; i < n; i++) {
-        if (!held[i])
+        if (held && !held[i])
             continue;
         for (int j = i + 1; j < n; j++) {
-            if (!held[j] || y[i] == y[j])
+            if ((held && !held[j]) || y[i] == y[j])
                 continue;
             pairs++;
             agree += (y[i] > y[j]) == (score[i] > score[j]);
@@ -161,16 +179,37 @@ static double held_out_pairwise(const double *score, const float *y, const bool 
     return pairs ? (double)agree / (double)pairs : 0.5;
 }
 
-/* One boosting run of a built-in objective on `d`.  With `held` (rows with weight 0 in `d`), stops
- * when the held-out rows' pairwise accuracy has not improved for `patience` rounds; without, when
- * the training a-recall@top_n has not (AutoTVM's rule; patience 0: exactly max_rounds).  *kept
- * gets the rounds up to the best validation score, or the rounds run. */
-static tt_status boost_builtin(tt_costmodel *m, DMatrixHandle d, int nrows, const float *y,
-                               const bool *held, int max_rounds, int top_n, int patience, int *kept,
-                               tt_errbuf *err)
+/* Raw (margin) predictions of every row of `d`. */
+static tt_status margins(tt_costmodel *m, DMatrixHandle d, int nrows, bool training,
+                         const float **res, tt_errbuf *err)
 {
-    double *score = held ? malloc(sizeof(double) * (size_t)nrows) : NULL;
-    if (held && !score)
+    bst_ulong len;
+    if (XGBoosterPredict(m->booster, d, 1, 0, training, &len, res))
+        return xgb_fail(err, "prediction");
+    if ((int)len != nrows)
+        return tt_err(err, TT_ERR_RUNTIME, "XGBoost returned %llu predictions for %d rows",
+                      (unsigned long long)len, nrows);
+    return TT_OK;
+}
+
+/* Held-out rows in a matrix of their own, with their labels. */
+typedef struct {
+    DMatrixHandle d;
+    const float *y;
+    int n;
+} validation;
+
+/* One boosting run of a built-in objective on `d`.  With `held` (rows with weight 0 in `d`) or
+ * `val`, stops when the held-out rows' pairwise accuracy has not improved for `patience` rounds;
+ * without, when the training a-recall@top_n has not (AutoTVM's rule; patience 0: exactly
+ * max_rounds).  *kept gets the rounds up to the best validation score, or the rounds run. */
+static tt_status boost_builtin(tt_costmodel *m, DMatrixHandle d, int nrows, const float *y,
+                               const bool *held, const validation *val, int max_rounds, int top_n,
+                               int patience, int *kept, tt_errbuf *err)
+{
+    int nscore = val ? val->n : held ? nrows : 0;
+    double *score = nscore ? malloc(sizeof(double) * (size_t)nscore) : NULL;
+    if (nscore && !score)
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
     tt_status s = TT_OK;
     if (m->booster) {
@@ -195,12 +234,17 @@ static tt_status boost_builtin(tt_costmodel *m, DMatrixHandle d, int nrows, cons
             continue;
         bst_ulong len;
         const float *pred;
-        if (XGBoosterPredict(m->booster, d, 0, 0, 1, &len, &pred) || (int)len != nrows) {
+        double r;
+        if (val) {
+            if ((s = margins(m, val->d, val->n, false, &pred, err)))
+                goto out;
+            for (int k = 0; k < val->n; k++)
+                score[k] = pred[k];
+            r = held_out_pairwise(score, val->y, NULL, val->n);
+        } else if (XGBoosterPredict(m->booster, d, 0, 0, 1, &len, &pred) || (int)len != nrows) {
             s = xgb_fail(err, "prediction");
             goto out;
-        }
-        double r;
-        if (held) {
+        } else if (held) {
             for (int k = 0; k < nrows; k++)
                 score[k] = pred[k];
             r = held_out_pairwise(score, y, held, nrows);
@@ -215,7 +259,7 @@ static tt_status boost_builtin(tt_costmodel *m, DMatrixHandle d, int nrows, cons
             break;
         }
     }
-    *kept = held ? best_round + 1 : i;
+    *kept = held || val ? best_round + 1 : i;
     m->trained = true;
 out:
     free(score);
@@ -268,7 +312,8 @@ tt_status tt_costmodel_train_recall(tt_costmodel *m, const float *x, int nrows, 
             s = xgb_fail(err, "weights");
             goto out;
         }
-        if ((s = boost_builtin(m, d, nrows, y, held, max_rounds, top_n, patience, &kept, err)))
+        if ((s = boost_builtin(m, d, nrows, y, held, NULL, max_rounds, top_n, patience, &kept,
+                               err)))
             goto out;
         for (int i = 0; i < nrows; i++)
             weight[i] = 1.0f;
@@ -276,9 +321,9 @@ tt_status tt_costmodel_train_recall(tt_costmodel *m, const float *x, int nrows, 
             s = xgb_fail(err, "weights");
             goto out;
         }
-        s = boost_builtin(m, d, nrows, y, NULL, kept, top_n, 0, &kept, err);
+        s = boost_builtin(m, d, nrows, y, NULL, NULL, kept, top_n, 0, &kept, err);
     } else {
-        s = boost_builtin(m, d, nrows, y, NULL, max_rounds, top_n, patience, &kept, err);
+        s = boost_builtin(m, d, nrows, y, NULL, NULL, max_rounds, top_n, patience, &kept, err);
     }
     if (!s && rounds_run)
         *rounds_run = kept;
@@ -309,19 +354,6 @@ tt_status tt_costmodel_predict(tt_costmodel *m, const float *x, int nrows, int n
         memcpy(out, res, sizeof(float) * (size_t)nrows);
     XGDMatrixFree(d);
     return s;
-}
-
-/* Raw (margin) predictions of every row of `d`. */
-static tt_status margins(tt_costmodel *m, DMatrixHandle d, int nrows, bool training,
-                         const float **res, tt_errbuf *err)
-{
-    bst_ulong len;
-    if (XGBoosterPredict(m->booster, d, 1, 0, training, &len, res))
-        return xgb_fail(err, "prediction");
-    if ((int)len != nrows)
-        return tt_err(err, TT_ERR_RUNTIME, "XGBoost returned %llu predictions for %d rows",
-                      (unsigned long long)len, nrows);
-    return TT_OK;
 }
 
 /* The pairwise logistic loss of program scores (RankNet's): for every pair of training programs
@@ -437,11 +469,145 @@ out:
     return s;
 }
 
+/* PROG_RANK's program rows (costmodel.h) of the programs p with keep[p] (all when keep is NULL),
+ * in program order, into a malloc'ed matrix of *n rows; NULL when out of memory. */
+static float *program_matrix(const float *x, int nrows, int ncols, const int *row_prog, int nprog,
+                             const bool *keep, int *n)
+{
+    enum { K = TT_COSTMODEL_PROG_SLOTS };
+    int *count = calloc((size_t)nprog * 2, sizeof(int)), *seen = count + nprog;
+    int *slot_of = malloc(sizeof(int) * (size_t)nprog);
+    float *out = NULL;
+    if (!count || !slot_of)
+        goto out;
+    *n = 0;
+    for (int p = 0; p < nprog; p++)
+        slot_of[p] = keep && !keep[p] ? -1 : (*n)++;
+    for (int r = 0; r < nrows; r++)
+        count[row_prog[r]]++;
+    size_t width = (size_t)K * (size_t)ncols;
+    if (!(out = malloc(sizeof(float) * width * (size_t)(*n ? *n : 1))))
+        goto out;
+    for (size_t i = 0; i < width * (size_t)*n; i++)
+        out[i] = NAN;
+    for (int r = 0; r < nrows; r++) {
+        int p = row_prog[r], k = seen[p]++;
+        if (slot_of[p] < 0)
+            continue;
+        int slot = K - count[p] + k;
+        float *dst = out + (size_t)slot_of[p] * width + (size_t)(slot > 0 ? slot : 0) * ncols;
+        const float *src = x + (size_t)r * ncols;
+        for (int f = 0; f < ncols; f++)
+            dst[f] = slot >= 1 || isnan(dst[f]) ? src[f] : dst[f] + src[f];
+    }
+out:
+    free(count);
+    free(slot_of);
+    return out;
+}
+
+/* A DMatrix of program rows with their labels, all in one query group. */
+static tt_status program_dmatrix(const float *px, int n, int ncols, const float *y,
+                                 DMatrixHandle *d, tt_errbuf *err)
+{
+    if (XGDMatrixCreateFromMat(px, (bst_ulong)n, (bst_ulong)ncols * TT_COSTMODEL_PROG_SLOTS, NAN,
+                               d))
+        return xgb_fail(err, "matrix");
+    unsigned group = (unsigned)n;
+    if ((y && XGDMatrixSetFloatInfo(*d, "label", y, (bst_ulong)n)) ||
+        XGDMatrixSetUIntInfo(*d, "group", &group, 1)) {
+        XGDMatrixFree(*d);
+        return xgb_fail(err, "labels");
+    }
+    return TT_OK;
+}
+
+/* PROG_RANK training.  Ranking objectives weigh query groups, not rows, so the validation set is
+ * a matrix of its own rather than rows of weight 0. */
+static tt_status train_programs(tt_costmodel *m, const float *x, int nrows, int ncols,
+                                const int *row_prog, const float *y, int nprog, int max_rounds,
+                                int *rounds, tt_errbuf *err)
+{
+    bool validate = m->stopping == TT_STOP_VALIDATION && nprog >= TT_COSTMODEL_MIN_VALIDATION * 5;
+    bool *held = validate ? draw_validation(m, nprog) : NULL;
+    bool *fit = malloc(sizeof(bool) * (size_t)nprog);
+    float *yfit = malloc(sizeof(float) * (size_t)nprog * 2), *yheld = yfit + nprog;
+    float *pfit = NULL, *pheld = NULL, *pall = NULL;
+    DMatrixHandle dfit = NULL, dheld = NULL, dall = NULL;
+    tt_status s = TT_OK;
+    int nfit = 0, nheld = 0, nall = 0;
+    int kept = max_rounds < TT_COSTMODEL_PROG_ROUNDS ? max_rounds : TT_COSTMODEL_PROG_ROUNDS;
+    if ((validate && !held) || !fit || !yfit) {
+        s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    if (validate) {
+        for (int p = 0; p < nprog; p++) {
+            fit[p] = !held[p];
+            if (held[p])
+                yheld[nheld++] = y[p];
+            else
+                yfit[nfit++] = y[p];
+        }
+        if (!(pfit = program_matrix(x, nrows, ncols, row_prog, nprog, fit, &nfit)) ||
+            !(pheld = program_matrix(x, nrows, ncols, row_prog, nprog, held, &nheld))) {
+            s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        if ((s = program_dmatrix(pfit, nfit, ncols, yfit, &dfit, err)) ||
+            (s = program_dmatrix(pheld, nheld, ncols, NULL, &dheld, err)))
+            goto out;
+        validation val = {dheld, yheld, nheld};
+        if ((s = boost_builtin(m, dfit, nfit, yfit, NULL, &val, max_rounds, 0,
+                               TT_COSTMODEL_PATIENCE, &kept, err)))
+            goto out;
+    }
+    /* The model kept: every program, for the rounds that ranked the held-out ones best. */
+    if (!(pall = program_matrix(x, nrows, ncols, row_prog, nprog, NULL, &nall))) {
+        s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    if ((s = program_dmatrix(pall, nall, ncols, y, &dall, err)))
+        goto out;
+    s = boost_builtin(m, dall, nall, y, NULL, NULL, kept, 0, 0, &kept, err);
+    if (!s && rounds)
+        *rounds = kept;
+out:
+    if (dfit)
+        XGDMatrixFree(dfit);
+    if (dheld)
+        XGDMatrixFree(dheld);
+    if (dall)
+        XGDMatrixFree(dall);
+    free(held), free(fit), free(yfit), free(pfit), free(pheld), free(pall);
+    return s;
+}
+
+static tt_status predict_programs(tt_costmodel *m, const float *x, int nrows, int ncols,
+                                  const int *row_prog, int nprog, float *out, tt_errbuf *err)
+{
+    int n;
+    float *px = program_matrix(x, nrows, ncols, row_prog, nprog, NULL, &n);
+    if (!px)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    DMatrixHandle d;
+    tt_status s = program_dmatrix(px, n, ncols, NULL, &d, err);
+    free(px);
+    if (s)
+        return s;
+    const float *pred;
+    if (!(s = margins(m, d, n, false, &pred, err)))
+        memcpy(out, pred, sizeof(float) * (size_t)n);
+    XGDMatrixFree(d);
+    return s;
+}
+
 tt_status tt_costmodel_train_packed(tt_costmodel *m, const float *x, int nrows, int ncols,
                                     const int *row_prog, const float *y, int nprog, int max_rounds,
                                     int *rounds, tt_errbuf *err)
 {
-    if (m->obj != TT_COSTMODEL_PACK_SUM && m->obj != TT_COSTMODEL_PACK_RANK)
+    if (m->obj != TT_COSTMODEL_PACK_SUM && m->obj != TT_COSTMODEL_PACK_RANK &&
+        m->obj != TT_COSTMODEL_PROG_RANK)
         return tt_err(err, TT_ERR_INVALID_ARG, "packed training needs a pack-sum objective");
     if (nrows < 1 || ncols < 1 || nprog < 1)
         return tt_err(err, TT_ERR_INVALID_ARG, "no training data");
@@ -451,6 +617,8 @@ tt_status tt_costmodel_train_packed(tt_costmodel *m, const float *x, int nrows, 
                           "row %d: program ids must be in [0, %d) and "
                           "non-decreasing",
                           r, nprog);
+    if (m->obj == TT_COSTMODEL_PROG_RANK)
+        return train_programs(m, x, nrows, ncols, row_prog, y, nprog, max_rounds, rounds, err);
     DMatrixHandle d;
     if (XGDMatrixCreateFromMat(x, (bst_ulong)nrows, (bst_ulong)ncols, NAN, &d))
         return xgb_fail(err, "matrix");
@@ -489,19 +657,19 @@ tt_status tt_costmodel_predict_packed(tt_costmodel *m, const float *x, int nrows
         out[p] = 0;
     if (nrows == 0)
         return TT_OK;
+    for (int r = 0; r < nrows; r++)
+        if (row_prog[r] < 0 || row_prog[r] >= nprog)
+            return tt_err(err, TT_ERR_INVALID_ARG, "row %d: program id %d out of range", r,
+                          row_prog[r]);
+    if (m->obj == TT_COSTMODEL_PROG_RANK)
+        return predict_programs(m, x, nrows, ncols, row_prog, nprog, out, err);
     DMatrixHandle d;
     if (XGDMatrixCreateFromMat(x, (bst_ulong)nrows, (bst_ulong)ncols, NAN, &d))
         return xgb_fail(err, "matrix");
     const float *pred;
     tt_status s = margins(m, d, nrows, false, &pred, err);
-    for (int r = 0; !s && r < nrows; r++) {
-        if (row_prog[r] < 0 || row_prog[r] >= nprog) {
-            s = tt_err(err, TT_ERR_INVALID_ARG, "row %d: program id %d out of range", r,
-                       row_prog[r]);
-            break;
-        }
+    for (int r = 0; !s && r < nrows; r++)
         out[row_prog[r]] += pred[r];
-    }
     XGDMatrixFree(d);
     return s;
 }

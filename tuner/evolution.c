@@ -13,7 +13,7 @@ void tt_evo_params_default(tt_evo_params *p)
     p->eps_greedy = 0.05;
     p->warmup = 100;
     p->max_rounds = 1000;
-    p->objective = TT_COSTMODEL_PACK_SUM;
+    p->objective = TT_COSTMODEL_PROG_RANK;
     p->labels = TT_LABELS_RANK;
     p->gpu_limits = NULL;
 }
@@ -405,8 +405,7 @@ int tt_evo_search_round(tt_sketch_space *sp, const tt_evo_params *p, const tt_ev
         *model_len = 0;
     }
     tt_costmodel *model = NULL;
-    if (preload &&
-        !tt_costmodel_load(TT_COSTMODEL_PACK_SUM, 0, preload, preload_len, &model, NULL)) {
+    if (preload && !tt_costmodel_load(p->objective, 0, preload, preload_len, &model, NULL)) {
         /* the saved model of this very history: no need to train again */
     } else {
         if (train_model(p, h, &model, err))
@@ -494,7 +493,7 @@ int tt_evo_search_round(tt_sketch_space *sp, const tt_evo_params *p, const tt_ev
             top = isfinite(cur.v[i].score) && cur.v[i].score > top ? cur.v[i].score : top;
         for (int i = 0; i < cur.n; i++) {
             double f = cur.v[i].score;
-            if (p->objective == TT_COSTMODEL_PACK_RANK)
+            if (p->objective == TT_COSTMODEL_PACK_RANK || p->objective == TT_COSTMODEL_PROG_RANK)
                 f = isfinite(f) ? exp(f - top) : 0;
             acc += f > 0 ? f : 0;
             cum[i] = acc;

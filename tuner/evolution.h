@@ -1,7 +1,7 @@
 /* Ansor's search round (search.md C6): an initial population sampled from the sketches plus the
  * best measured programs, evolved for a few generations by mutation and roulette selection under
- * the pack-sum XGBoost model trained on every measured program, then an epsilon-greedy mix of the
- * best predicted and random programs, none measured before.
+ * an XGBoost model trained on every measured program (costmodel.h PROG_RANK), then an
+ * epsilon-greedy mix of the best predicted and random programs, none measured before.
  *
  * The model uses OpenMP threads; callers that fork afterwards run a round in a child process
  * (tune.c does). */
@@ -21,8 +21,9 @@ typedef struct tt_evo_params {
     double eps_greedy;     /* share of random picks in a round's output (0.05) */
     int warmup;            /* measured programs before the model is trusted (Ansor: 100) */
     int max_rounds;        /* boosting rounds at most */
-    /* The model: pack-sum (Ansor's objective) on rank labels by default; PACK_RANK trains the
-     * same program sums with a pairwise loss (bench_costmodel compares them). */
+    /* The model: PROG_RANK (one row per program, pairwise ranking) on rank labels by default;
+     * PACK_SUM is Ansor's objective and PACK_RANK its program sums with a pairwise loss
+     * (bench_costmodel compares them; docs/search.md). */
     tt_costmodel_objective objective;
     tt_costmodel_labels_kind labels;
     /* GPU searches: the device's limits.  A program whose OpenCL kernel would exceed them (local
@@ -66,7 +67,7 @@ uint64_t tt_evo_program_hash(const tt_program *prog);
 
 /* One search round.  Writes up to `n` distinct configs (malloc'ed step JSON), best first, into
  * out and returns how many; `seen(ctx, config)` says whether a config was measured already.
- * `preload` (may be NULL) is a saved pack-sum model trained on (most of) this history: it is
+ * `preload` (may be NULL) is a saved model of p->objective trained on (most of) this history: it is
  * loaded instead of training a new one.  model_blob and model_len (when not NULL) get the model
  * trained here (malloc'ed), or NULL when none was. */
 int tt_evo_search_round(tt_sketch_space *sp, const tt_evo_params *p, const tt_evo_history *h,

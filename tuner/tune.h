@@ -19,7 +19,7 @@ typedef enum {
     TT_STRATEGY_GRID,   /* index order */
     TT_STRATEGY_GA,     /* genetic algorithm (AutoTVM's GATuner) */
     TT_STRATEGY_XGB,    /* XGBoost cost model + simulated annealing (AutoTVM's XGBTuner) */
-    TT_STRATEGY_EVO,    /* sketches + evolutionary search + pack-sum model (Ansor) */
+    TT_STRATEGY_EVO,    /* sketches + evolutionary search + XGBoost model (Ansor's form) */
 } tt_strategy;
 
 /* A strategy's name ("random", "grid", "ga", "xgb", "evo") and back; false for an unknown one. */

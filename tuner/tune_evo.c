@@ -18,6 +18,16 @@ static bool evo_seen(void *ctx, const char *config)
     return tt__tune_seen_has(ctx, tt_hash64_str(config));
 }
 
+/* The database name of a task's saved model: "<objective>:<target>:<workload>", so that a model
+ * of another objective (an older database's pack-sum) is never loaded as this one. */
+static void model_name(const task *t, char *name, size_t size)
+{
+    tt_evo_params p;
+    tt_evo_params_default(&p);
+    snprintf(name, size, "%s:%s:%s", tt_costmodel_objective_name(p.objective), t->target_text,
+             t->w->key);
+}
+
 /* Child side: runs the round and writes [int32 n][n strings, each uint32 length + bytes]
  * [uint64 model length][model], or [int32 -1][uint32 length][message]. */
 static void evo_child(task *t, int fd, void *arg)
@@ -119,7 +129,7 @@ void tt__tune_evo_finish(task *t)
                 /* Saved with the size of its training set, so a resumed run with nothing new
                  * reloads it instead of training again. */
                 char name[1200], meta[64];
-                snprintf(name, sizeof(name), "pack-sum:%s:%s", t->target_text, t->w->key);
+                model_name(t, name, sizeof(name));
                 snprintf(meta, sizeof(meta), "{\"programs\": %d}", t->evo_programs);
                 tt_db_model_save(t->db, name, TT_FEATURES_VERSION, model, mlen, meta);
             }
@@ -134,7 +144,7 @@ void tt__tune_evo_finish(task *t)
 void tt__tune_evo_preload(task *t)
 {
     char name[1200], *meta = NULL;
-    snprintf(name, sizeof(name), "pack-sum:%s:%s", t->target_text, t->w->key);
+    model_name(t, name, sizeof(name));
     void *blob;
     size_t len;
     if (tt_db_model_load(t->db, name, TT_FEATURES_VERSION, &blob, &len, &meta))

@@ -247,6 +247,83 @@ static void validation_stopping_does_not_fit_noise(void **state)
     assert_true(acc[0] >= acc[1] - 0.02);
 }
 
+/* Programs whose speed depends on how two stores fit together: the output store (the last row)
+ * is fast when its first feature matches that of the store before it, as a cache stage's tile
+ * must match its consumer's.  A sum over stores cannot express that; program rows can. */
+static int make_matched_programs(tt_rng *rng, int nprog, int max_rows, float *x, int *prog,
+                                 float *y)
+{
+    int r = 0;
+    for (int p = 0; p < nprog; p++) {
+        int rows = 2 + (int)tt_rng_below(rng, (uint64_t)max_rows - 1);
+        for (int k = 0; k < rows; k++, r++) {
+            for (int f = 0; f < PF; f++)
+                x[r * PF + f] = (float)(tt_rng_uniform(rng) * 8.0);
+            prog[r] = p;
+        }
+        const float *last = &x[(r - 1) * PF], *before = &x[(r - 2) * PF];
+        y[p] = (float)(1.0 / (1.0 + fabs(last[0] - before[0])) + 0.1 * last[1] / 8.0);
+    }
+    return r;
+}
+
+static void program_rank_model_learns_how_stores_combine(void **state)
+{
+    (void)state;
+    enum { N = 600, T = 150, MAXR = 6 };
+    static float x[N * MAXR * PF], y[N], tx[T * MAXR * PF], ty[T], pred[T], pred2[T];
+    static int prog[N * MAXR], tprog[T * MAXR], group[N];
+    static double thr[N];
+    tt_rng rng;
+    tt_rng_seed(&rng, 21);
+    /* up to 6 stores: more than the 4 slots, the earliest added into the first */
+    int nrows = make_matched_programs(&rng, N, MAXR, x, prog, y);
+    int trows = make_matched_programs(&rng, T, MAXR, tx, tprog, ty);
+    for (int p = 0; p < N; p++) {
+        thr[p] = y[p];
+        group[p] = 0;
+    }
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_costmodel_labels(TT_LABELS_RANK, thr, group, N, y, &err), TT_OK);
+    double acc[2];
+    tt_costmodel *m[2];
+    tt_costmodel_objective obj[2] = {TT_COSTMODEL_PROG_RANK, TT_COSTMODEL_PACK_SUM};
+    for (int v = 0; v < 2; v++) {
+        int rounds = 0;
+        assert_int_equal(tt_costmodel_create(obj[v], 1, 43, &m[v], &err), TT_OK);
+        if (tt_costmodel_train_packed(m[v], x, nrows, PF, prog, y, N, 400, &rounds, &err))
+            fail_msg("%s", err.msg);
+        assert_true(rounds >= 2 && rounds <= 400);
+        assert_int_equal(tt_costmodel_predict_packed(m[v], tx, trows, PF, tprog, T, pred, &err),
+                         TT_OK);
+        acc[v] = pairwise_vs_truth(pred, ty, T);
+    }
+    printf("stores that must match: program rank %.3f, pack-sum %.3f pairwise on %d held-out "
+           "programs\n",
+           acc[0], acc[1], T);
+    assert_true(acc[0] > 0.8);
+    assert_true(acc[0] > acc[1] + 0.05);
+    /* Saved and loaded, it predicts the same; bad program ids are refused. */
+    assert_int_equal(tt_costmodel_predict_packed(m[0], tx, trows, PF, tprog, T, pred, &err), TT_OK);
+    void *blob;
+    size_t len;
+    assert_int_equal(tt_costmodel_save(m[0], &blob, &len, &err), TT_OK);
+    tt_costmodel *loaded;
+    if (tt_costmodel_load(TT_COSTMODEL_PROG_RANK, 1, blob, len, &loaded, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(tt_costmodel_predict_packed(loaded, tx, trows, PF, tprog, T, pred2, &err),
+                     TT_OK);
+    for (int i = 0; i < T; i++)
+        assert_float_equal(pred[i], pred2[i], 1e-6);
+    int bad[2] = {0, T};
+    assert_int_equal(tt_costmodel_predict_packed(loaded, tx, 2, PF, bad, T, pred2, &err),
+                     TT_ERR_INVALID_ARG);
+    free(blob);
+    tt_costmodel_free(loaded);
+    tt_costmodel_free(m[0]);
+    tt_costmodel_free(m[1]);
+}
+
 static void labels_ratio_and_rank(void **state)
 {
     (void)state;
@@ -277,6 +354,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(model_learns_to_rank_unseen_points),
         cmocka_unit_test(pack_sum_model_learns_program_scores),
+        cmocka_unit_test(program_rank_model_learns_how_stores_combine),
         cmocka_unit_test(a_recall_and_early_stopping),
         cmocka_unit_test(validation_stopping_does_not_fit_noise),
         cmocka_unit_test(labels_ratio_and_rank),

@@ -548,7 +548,7 @@ static void evolutionary_search_resumes_with_its_model(void **state)
     void *blob;
     size_t len;
     char name[256];
-    snprintf(name, sizeof(name), "pack-sum:llvm:%s", w[0]);
+    snprintf(name, sizeof(name), "prog-rank:llvm:%s", w[0]);
     assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, &err), TT_OK);
     assert_int_equal(tt_db_model_load(db, name, TT_FEATURES_VERSION, &blob, &len, NULL),
                      TT_ERR_NOT_FOUND);
@@ -600,7 +600,7 @@ static void evolutionary_search_resumes_with_its_model(void **state)
         fail_msg("%s", err.msg);
     assert_int_equal(sum.total, 8);
     assert_int_equal(sum.errors, 0);
-    snprintf(name, sizeof(name), "pack-sum:llvm:%s", w2[0]);
+    snprintf(name, sizeof(name), "prog-rank:llvm:%s", w2[0]);
     assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, &err), TT_OK);
     assert_int_equal(tt_db_model_load(db, name, TT_FEATURES_VERSION, &blob, &len, NULL), TT_OK);
     free(blob);
