@@ -196,23 +196,18 @@ static int pin_threads(void)
     cpu_set_t allowed;
     if (sched_getaffinity(0, sizeof(allowed), &allowed))
         return 0;
-    int cpus[CPU_SETSIZE], ncpu = 0;
-    for (int c = 0; c < CPU_SETSIZE; c++)
-        if (CPU_ISSET(c, &allowed))
-            cpus[ncpu++] = c;
     int here = sched_getcpu();
-    DIR *dir = opendir("/proc/self/task");
-    if (!dir || ncpu == 0 || here < 0) {
-        if (dir)
-            closedir(dir);
+    if (here < 0)
         return 0;
-    }
     /* The other threads take the other cores first, then all of them in turn. */
     int order[CPU_SETSIZE], n = 0;
-    for (int i = 0; i < ncpu; i++)
-        if (cpus[i] != here)
-            order[n++] = cpus[i];
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (c != here && CPU_ISSET(c, &allowed))
+            order[n++] = c;
     order[n++] = here;
+    DIR *dir = opendir("/proc/self/task");
+    if (!dir)
+        return 0;
     pid_t self = gettid();
     int others = 0, nthreads = 0;
     struct dirent *e;
