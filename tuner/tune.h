@@ -91,6 +91,12 @@ typedef struct tt_tune_summary {
 /* The measurement element type of a schedule dtype (what tt_measure_buffer.elem says). */
 tt_elem tt_tune_measure_elem(tt_dtype t);
 
+/* What the cost models learn from a measurement (evo's history, the template strategies' runs):
+ * `flops` over its fastest sample (over `median_s` when there are none), 0 for an error.  A
+ * busy device only adds time, so its fastest sample is the one least delayed (docs/search.md,
+ * "Against a re-measurement"); "best" still compares medians. */
+double tt_tune_label(double flops, const double *costs, int ncosts, double median_s, int error_no);
+
 /* Tunes every workload in turn; fills summaries[i] for each.  Writes progress and notes to `log`
  * (may be NULL). */
 tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE *log,

@@ -198,7 +198,8 @@ static int transfer_row(void *ctx, const tt_db_row *row)
     if (!tt_state_from_json(&x->w[g]->dag, row->config, &st, NULL)) {
         float *rows;
         int nr = tt_evo_features(st, NULL, &rows, NULL);
-        double thr = row->error_no == 0 && row->median_s > 0 ? x->w[g]->flops / row->median_s : 0;
+        double thr =
+            tt_tune_label(x->w[g]->flops, row->costs, row->ncosts, row->median_s, row->error_no);
         if (nr > 0) {
             tt__tune_history_add(t, row->config, rows, nr, thr, g + 1, 0);
             x->added++;

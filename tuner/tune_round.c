@@ -452,7 +452,7 @@ tt_status tt__tune_round_trip(task *t, candidate *c, int n, tt_errbuf *err)
         } else {
             double med = tt_median(recs[r].costs, recs[r].ncosts);
             tt__tune_note_result(t, recs[r].config, med, 0);
-            thr = med > 0 ? t->w->flops / med : 0;
+            thr = tt_tune_label(t->w->flops, recs[r].costs, recs[r].ncosts, med, 0);
         }
         if (c[i].index == STEPS_INDEX)
             tt__tune_history_add(t, recs[r].config, c[i].rows, c[i].nrows, thr, 0, c[i].program);

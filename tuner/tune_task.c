@@ -100,6 +100,15 @@ static bool record_index(const task *t, const char *extra, uint64_t *index)
     return ok;
 }
 
+double tt_tune_label(double flops, const double *costs, int ncosts, double median_s, int error_no)
+{
+    double fastest = median_s;
+    for (int i = 0; i < ncosts; i++)
+        if (costs[i] > 0 && (fastest <= 0 || costs[i] < fastest))
+            fastest = costs[i];
+    return error_no == 0 && fastest > 0 ? flops / fastest : 0;
+}
+
 /* Adds a measured program to the evolutionary search's training data. */
 void tt__tune_history_add(task *t, const char *config, const float *rows, int nrows, double thr,
                           int group, uint64_t program)
@@ -119,8 +128,9 @@ static int load_history(void *ctx, const tt_db_row *row)
     /* Template strategies: the model and the GA continue from what was measured. */
     uint64_t index;
     if (record_index(t, row->extra, &index))
-        tt__tune_run_add(t, index,
-                         row->error_no == 0 && row->median_s > 0 ? t->w->flops / row->median_s : 0);
+        tt__tune_run_add(
+            t, index,
+            tt_tune_label(t->w->flops, row->costs, row->ncosts, row->median_s, row->error_no));
     /* The model retrains on everything measured before (search.md C11). */
     tt_state *st;
     if (t->have_sketch && strcmp(row->config, "[]") &&
@@ -128,7 +138,8 @@ static int load_history(void *ctx, const tt_db_row *row)
         float *rows;
         uint64_t program;
         int nr = tt_evo_features(st, NULL, &rows, &program);
-        double thr = row->error_no == 0 && row->median_s > 0 ? t->w->flops / row->median_s : 0;
+        double thr =
+            tt_tune_label(t->w->flops, row->costs, row->ncosts, row->median_s, row->error_no);
         tt__tune_history_add(t, row->config, rows, nr > 0 ? nr : 0, thr, 0, program);
         free(rows);
         tt_state_free(st);

@@ -1,5 +1,6 @@
 /* The tiling space and the tuning loop: every sampled config computes the right thing; a run
  * records its measurements, resumes, honours a stop request, and exhausts a small space. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -764,6 +765,19 @@ static void run_deadline_adapts_to_the_best_time(void **state)
     assert_true(tt_tune_deadline(&m, 1.0) == 10);
 }
 
+/* The models learn from a measurement's fastest sample: a busy device only adds time, so the
+ * median of a measurement that a busy process interrupted reads slow. */
+static void models_learn_from_the_fastest_sample(void **state)
+{
+    (void)state;
+    const double interrupted[5] = {3e-3, 1e-3, 2.5e-3, 0, 4e-3};
+    /* the fastest positive sample, not the median (2.5 ms) and not the empty one */
+    assert_true(fabs(tt_tune_label(2e9, interrupted, 5, 2.5e-3, 0) - 2e12) < 1);
+    assert_true(fabs(tt_tune_label(2e9, NULL, 0, 4e-3, 0) - 5e11) < 1); /* no samples: median */
+    assert_true(tt_tune_label(2e9, interrupted, 5, 2.5e-3, 4) == 0);    /* an error */
+    assert_true(tt_tune_label(2e9, NULL, 0, 0, 0) == 0);
+}
+
 static void bad_workloads_and_targets_are_errors(void **state)
 {
     snprintf(db_path, sizeof(db_path), "/tmp/tt-tune-bad-%d.db", (int)getpid());
@@ -796,6 +810,7 @@ int main(void)
         cmocka_unit_test(run_deadline_adapts_to_the_best_time),
         cmocka_unit_test(xgb_starts_from_the_default_and_similar_workloads),
         cmocka_unit_test(seeds_come_from_the_nearest_shapes),
+        cmocka_unit_test(models_learn_from_the_fastest_sample),
         cmocka_unit_test(bad_workloads_and_targets_are_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
