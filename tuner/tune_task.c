@@ -125,12 +125,11 @@ static int load_history(void *ctx, const tt_db_row *row)
     if (row->error_no)
         t->errors++;
     tt__tune_note_result(t, row->config, row->median_s, row->error_no);
+    double thr = tt_tune_label(t->w->flops, row->costs, row->ncosts, row->median_s, row->error_no);
     /* Template strategies: the model and the GA continue from what was measured. */
     uint64_t index;
     if (record_index(t, row->extra, &index))
-        tt__tune_run_add(
-            t, index,
-            tt_tune_label(t->w->flops, row->costs, row->ncosts, row->median_s, row->error_no));
+        tt__tune_run_add(t, index, thr);
     /* The model retrains on everything measured before (search.md C11). */
     tt_state *st;
     if (t->have_sketch && strcmp(row->config, "[]") &&
@@ -138,8 +137,6 @@ static int load_history(void *ctx, const tt_db_row *row)
         float *rows;
         uint64_t program;
         int nr = tt_evo_features(st, NULL, &rows, &program);
-        double thr =
-            tt_tune_label(t->w->flops, row->costs, row->ncosts, row->median_s, row->error_no);
         tt__tune_history_add(t, row->config, rows, nr > 0 ? nr : 0, thr, 0, program);
         free(rows);
         tt_state_free(st);
