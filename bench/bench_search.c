@@ -35,7 +35,7 @@ static int collect(void *ctx, const tt_db_row *r)
         c->best = g;
         c->cap = cap;
     }
-    double g = r->error_no == 0 && r->median_s > 0 ? c->flops / r->median_s / 1e9 : 0;
+    double g = r->error_no == 0 && r->fastest_s > 0 ? c->flops / r->fastest_s / 1e9 : 0;
     double prev = c->n ? c->best[c->n - 1] : 0;
     c->best[c->n++] = g > prev ? g : prev;
     return 0;

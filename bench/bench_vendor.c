@@ -720,9 +720,10 @@ int main(int argc, char **argv)
             o.db_path = db_path;
             o.seed = 1;
             o.threads = (int)cores;
-            o.measure.repeat = 5;
-            o.measure.min_repeat_ms = 20;
-            o.measure.timeout_s = 10;
+            /* tvm-tune run's measurement for this target */
+            o.measure.number = o.measure.repeat = -1;
+            o.measure.min_repeat_ms = o.measure.repeat_budget_ms = o.measure.timeout_s = -1;
+            tt_tune_measure_defaults(target_text, &o.measure);
             tt_tune_summary sum;
             tt_errbuf err = {{0}};
             double t0 = tt_clock_monotonic();

@@ -16,7 +16,7 @@
 
 #include "../base/base.h"
 
-#define TT_DB_SCHEMA_VERSION 3
+#define TT_DB_SCHEMA_VERSION 4
 
 typedef struct tt_db tt_db;
 
@@ -117,8 +117,9 @@ typedef struct tt_db_row {
     double *costs;
     int ncosts;
     double median_s, mean_s;
-    double flops;  /* of the workload, 0 if unknown */
-    double gflops; /* flops / median / 1e9, 0 if unknown or errored */
+    double fastest_s; /* the fastest sample: the record's time, what queries rank by */
+    double flops;     /* of the workload, 0 if unknown */
+    double gflops;    /* flops / fastest / 1e9, 0 if unknown or errored */
     int error_no;
     double build_s, run_s, total_s, timestamp;
     int64_t job;
@@ -127,7 +128,11 @@ typedef struct tt_db_row {
 
 void tt_db_rows_free(tt_db_row *rows, size_t n);
 
-/* The best `k` error-free records (lowest median; the earlier record wins a tie) for a workload
+/* A record's time is its fastest sample (decision 56): a busy device only ever adds time, so of
+ * a measurement's samples the fastest is the one its delays touched least, and of single-call
+ * samples the most repeatable.  The median and mean are kept for display and export.
+ *
+ * The best `k` error-free records (fastest; the earlier record wins a tie) for a workload
  * on a target, and on a device when `device` is not NULL.  With `fallback`, when there is none:
  * the same target on other devices, then other targets of the same family; each row says which
  * (row.match).  *rows is malloc'ed (NULL when nothing matched, *n = 0). */
@@ -150,7 +155,7 @@ typedef struct tt_db_stats {
     int64_t records;
     int64_t errors[TT_MEASURE_ERROR_COUNT]; /* count per error code */
     int64_t workloads, targets;
-    double best_median_s; /* 0 if no error-free record (suspect ones left out) */
+    double best_s; /* fastest sample of any error-free record, 0 if none (suspect ones left out) */
     double first_timestamp, last_timestamp;
     int64_t suspect; /* records of devices later found sick (tt_db_mark_suspect) */
 } tt_db_stats;
@@ -170,8 +175,8 @@ tt_status tt_db_mark_suspect(tt_db *db, const char *host, double since, const ch
  * (the tracker's dashboard and /metrics).  Best GFLOPS first; at most `limit` (0 = all). */
 typedef struct tt_db_best_entry {
     char *workload, *target;
-    double median_s, gflops; /* gflops 0 when the workload's flops are unknown */
-    int64_t records;         /* error-free records of this workload and target */
+    double best_s, gflops; /* the fastest sample; gflops 0 when the workload's flops are unknown */
+    int64_t records;       /* error-free records of this workload and target */
 } tt_db_best_entry;
 tt_status tt_db_leaderboard(tt_db *db, int64_t limit, tt_db_best_entry **out, size_t *n);
 void tt_db_leaderboard_free(tt_db_best_entry *e, size_t n);

@@ -45,8 +45,8 @@ tt_status tt__db_abort(tt_db *db, tt_status s, const char *fmt, ...)
  * a conflicting writer, or the connection was lost and is back (reconnecting with backoff, up
  * to the handle's patience since `started`).  The handle's error still says why it failed. */
 bool tt__db_retry(tt_db *db, int attempt, double started);
-/* Median and mean of costs. */
-void tt__db_costs_summary(const double *c, int n, double *median, double *mean);
+/* Median, mean and fastest of costs. */
+void tt__db_costs_summary(const double *c, int n, double *median, double *mean, double *fastest);
 /* Fills a row from a "SELECT <TT__DB_ROW_COLUMNS> ..." statement. */
 tt_status tt__db_row_read(tt__stmt *st, tt_db_row *row);
 void tt__db_row_clear(tt_db_row *row);
@@ -54,7 +54,7 @@ void tt__db_row_clear(tt_db_row *row);
 #define TT__DB_ROW_COLUMNS                                                                         \
     "r.id, w.key, t.target, d.fingerprint, r.config, r.config_kind, r.costs, r.median_s, "         \
     "r.mean_s, w.flops, r.error_no, r.error_text, r.build_s, r.run_s, r.total_s, r.timestamp, "    \
-    "r.job_id, r.extra"
+    "r.job_id, r.extra, r.fastest_s"
 #define TT__DB_ROW_FROM                                                                            \
     " FROM records r JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = "           \
     "r.target_id LEFT JOIN devices d ON d.id = r.device_id"

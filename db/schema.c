@@ -7,10 +7,11 @@
 #include <unistd.h>
 
 /* Migration i takes a database from schema version i to i+1.  The DDL is written once, in
- * SQLite's words; PostgreSQL gets it through tt__sql_ddl_postgresql.  `sqlite_backfill` moves
- * data that only files older than PostgreSQL support can hold. */
+ * SQLite's words; PostgreSQL gets it through tt__sql_ddl_postgresql.  The backfills, one in each
+ * backend's own words (JSON functions differ), fill new columns from the data already stored;
+ * NULL where a backend has nothing to move (migration 2's data predates PostgreSQL support). */
 static const struct {
-    const char *ddl, *sqlite_backfill;
+    const char *ddl, *sqlite_backfill, *postgresql_backfill;
 } migrations[] = {
     /* 0 -> 1: the first schema. */
     {"CREATE TABLE workloads ("
@@ -75,9 +76,9 @@ static const struct {
      "  model BLOB NOT NULL"
      ");"
      "CREATE INDEX cost_models_name ON cost_models(name, feature_schema);",
-     NULL},
+     NULL, NULL},
     /* 1 -> 2: why a job failed or stopped, for tvm-tune status */
-    {"ALTER TABLE jobs ADD COLUMN message TEXT NOT NULL DEFAULT '';", NULL},
+    {"ALTER TABLE jobs ADD COLUMN message TEXT NOT NULL DEFAULT '';", NULL, NULL},
     /* 2 -> 3: the measuring device's address and the suspect mark as columns (they were only in
      * the extra JSON, which a query had to parse on every row and PostgreSQL cannot test for
      * validity) */
@@ -91,7 +92,20 @@ static const struct {
      /* and which tracker runs a job: trackers sharing a database resume only their own */
      "ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT '';",
      "UPDATE records SET host = json_extract(extra, '$.host'), "
-     "suspect = json_extract(extra, '$.suspect') WHERE json_valid(extra);"},
+     "suspect = json_extract(extra, '$.suspect') WHERE json_valid(extra);",
+     NULL},
+    /* 3 -> 4: a record's time is its fastest sample (decision 56): a busy device only ever adds
+     * time, and of many single-call samples the fastest is the most repeatable statistic, so
+     * the best-record queries rank by it instead of the median */
+    {"ALTER TABLE records ADD COLUMN fastest_s REAL NOT NULL DEFAULT 0;"
+     "UPDATE records SET fastest_s = median_s;"
+     "DROP INDEX records_best;"
+     "CREATE INDEX records_best ON records(workload_id, target_id, error_no, fastest_s, id);",
+     "UPDATE records SET fastest_s = (SELECT min(CAST(value AS REAL)) FROM json_each(costs)) "
+     "WHERE json_valid(costs) AND json_array_length(costs) > 0;",
+     "UPDATE records SET fastest_s = (SELECT min(CAST(v AS DOUBLE PRECISION)) "
+     "FROM json_array_elements_text(CAST(costs AS json)) AS v) "
+     "WHERE costs LIKE '[%]' AND costs <> '[]';"},
 };
 _Static_assert(TT_ARRAY_LEN(migrations) == TT_DB_SCHEMA_VERSION, "one migration per version");
 
@@ -155,8 +169,11 @@ static tt_status migrate(tt_db *db)
         if (!s)
             s = tt__db_exec(db, ddl);
         free(ddl);
-        if (!s && migrations[v].sqlite_backfill && db->be->dialect == TT__SQL_SQLITE)
-            s = tt__db_exec(db, migrations[v].sqlite_backfill);
+        const char *backfill = db->be->dialect == TT__SQL_SQLITE
+                                   ? migrations[v].sqlite_backfill
+                                   : migrations[v].postgresql_backfill;
+        if (!s && backfill)
+            s = tt__db_exec(db, backfill);
         if (!s && db->be->schema_write(db, v + 1))
             s = tt__db_failed(db, "recording the schema version");
     }

@@ -30,11 +30,14 @@ const char *tt_db_match_name(tt_db_match m)
     }
 }
 
-void tt__db_costs_summary(const double *c, int n, double *median, double *mean)
+void tt__db_costs_summary(const double *c, int n, double *median, double *mean, double *fastest)
 {
     double sum = 0;
-    for (int i = 0; i < n; i++)
+    *fastest = n > 0 ? c[0] : 0;
+    for (int i = 0; i < n; i++) {
         sum += c[i];
+        *fastest = c[i] < *fastest ? c[i] : *fastest;
+    }
     *mean = n > 0 ? sum / n : 0;
     *median = tt_median(c, n);
 }
@@ -287,8 +290,8 @@ static tt_status insert_one(tt_db *db, tt__stmt *ins, const tt_db_record *r, siz
         return s;
     if (r->device && *r->device && (s = device_id(db, r->device, true, &did)))
         return s;
-    double median, mean;
-    tt__db_costs_summary(r->costs, r->ncosts, &median, &mean);
+    double median, mean, fastest;
+    tt__db_costs_summary(r->costs, r->ncosts, &median, &mean, &fastest);
     tt_strbuf costs = {0};
     costs_json(&costs, r->costs, r->ncosts);
     /* The identity of a measurement, for idempotent imports. */
@@ -339,6 +342,7 @@ static tt_status insert_one(tt_db *db, tt__stmt *ins, const tt_db_record *r, siz
         tt__stmt_bind_text(ins, 19, json_string_value(json_object_get(extra, "suspect")));
     }
     json_decref(extra);
+    tt__stmt_bind_double(ins, 20, fastest);
     int rc = tt__stmt_step(ins);
     tt_strbuf_free(&costs);
     if (rc != TT__STEP_DONE)
@@ -362,8 +366,8 @@ static tt_status insert_once(tt_db *db, const tt_db_record *recs, size_t n, size
         db,
         "INSERT INTO records(workload_id, target_id, device_id, config, "
         "config_kind, costs, median_s, mean_s, error_no, error_text, build_s, run_s, "
-        "total_s, job_id, timestamp, extra, dedup, host, suspect) "
-        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(dedup) DO NOTHING",
+        "total_s, job_id, timestamp, extra, dedup, host, suspect, fastest_s) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(dedup) DO NOTHING",
         &ins);
     for (size_t i = 0; i < n && !s; i++)
         s = insert_one(db, ins, &recs[i], i, &count);
@@ -413,6 +417,7 @@ tt_status tt__db_row_read(tt__stmt *st, tt_db_row *row)
     row->timestamp = tt__stmt_double(st, 15);
     row->job = tt__stmt_int64(st, 16);
     row->extra = tt__stmt_text_dup(st, 17);
+    row->fastest_s = tt__stmt_double(st, 18);
     json_t *arr = NULL;
     if (costs && !tt_json_parse(costs, strlen(costs), &arr, NULL) && json_is_array(arr)) {
         row->ncosts = (int)json_array_size(arr);
@@ -421,8 +426,8 @@ tt_status tt__db_row_read(tt__stmt *st, tt_db_row *row)
             row->costs[i] = json_number_value(json_array_get(arr, (size_t)i));
     }
     json_decref(arr);
-    if (row->error_no == 0 && row->median_s > 0 && row->flops > 0)
-        row->gflops = row->flops / row->median_s / 1e9;
+    if (row->error_no == 0 && row->fastest_s > 0 && row->flops > 0)
+        row->gflops = row->flops / row->fastest_s / 1e9;
     if (!row->workload || !row->target || !row->config || (row->ncosts && !row->costs)) {
         tt__db_row_clear(row);
         return TT_ERR_NOMEM;
@@ -477,15 +482,16 @@ static tt_status best_once(tt_db *db, const char *workload, const char *target, 
         "SELECT " TT__DB_ROW_COLUMNS TT__DB_ROW_FROM
         " WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.error_no = 0"
         " AND (CAST(?3 AS BIGINT) = 0 OR r.device_id = ?3)" TT__DB_TRUSTED
-        " ORDER BY r.median_s, r.id LIMIT ?4";
+        " ORDER BY r.fastest_s, r.id LIMIT ?4";
     static const char *const q_other =
         "SELECT " TT__DB_ROW_COLUMNS TT__DB_ROW_FROM
         " WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.error_no = 0"
-        " AND r.device_id IS DISTINCT FROM ?3" TT__DB_TRUSTED " ORDER BY r.median_s, r.id LIMIT ?4";
+        " AND r.device_id IS DISTINCT FROM ?3" TT__DB_TRUSTED
+        " ORDER BY r.fastest_s, r.id LIMIT ?4";
     static const char *const q_family =
         "SELECT " TT__DB_ROW_COLUMNS TT__DB_ROW_FROM
         " WHERE r.workload_id = ?1 AND r.error_no = 0 AND r.target_id != ?2"
-        " AND t.family = ?3" TT__DB_TRUSTED " ORDER BY r.median_s, r.id LIMIT ?4";
+        " AND t.family = ?3" TT__DB_TRUSTED " ORDER BY r.fastest_s, r.id LIMIT ?4";
     /* An unknown device or target has no exact records, but may have fallbacks. */
     bool exact_possible = tid && (!device || did);
     for (int stage = 0; stage < 3 && *n == 0 && !s; stage++) {
@@ -585,7 +591,7 @@ static tt_status stats_get_once(tt_db *db, int64_t job, tt_db_stats *out)
     tt_status s = tt__db_prepare(
         db,
         "SELECT count(*), count(DISTINCT workload_id), count(DISTINCT target_id), "
-        "coalesce(min(CASE WHEN error_no = 0 AND suspect IS NULL THEN median_s END), 0), "
+        "coalesce(min(CASE WHEN error_no = 0 AND suspect IS NULL THEN fastest_s END), 0), "
         "coalesce(min(timestamp), 0), coalesce(max(timestamp), 0), count(suspect) "
         "FROM records WHERE CAST(?1 AS BIGINT) = 0 OR job_id = ?1",
         &st);
@@ -597,7 +603,7 @@ static tt_status stats_get_once(tt_db *db, int64_t job, tt_db_stats *out)
         out->records = tt__stmt_int64(st, 0);
         out->workloads = tt__stmt_int64(st, 1);
         out->targets = tt__stmt_int64(st, 2);
-        out->best_median_s = tt__stmt_double(st, 3);
+        out->best_s = tt__stmt_double(st, 3);
         out->first_timestamp = tt__stmt_double(st, 4);
         out->last_timestamp = tt__stmt_double(st, 5);
         out->suspect = tt__stmt_int64(st, 6);
@@ -708,11 +714,11 @@ static tt_status leaderboard_once(tt_db *db, int64_t limit, tt_db_best_entry **o
     tt__stmt *st;
     tt_status s = tt__db_prepare(
         db,
-        "SELECT w.key, t.target, min(r.median_s), w.flops, count(*) FROM records r "
+        "SELECT w.key, t.target, min(r.fastest_s), w.flops, count(*) FROM records r "
         "JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = r.target_id "
-        "WHERE r.error_no = 0 AND r.median_s > 0" TT__DB_TRUSTED
+        "WHERE r.error_no = 0 AND r.fastest_s > 0" TT__DB_TRUSTED
         " GROUP BY w.id, t.id, w.key, t.target, w.flops "
-        "ORDER BY w.flops / min(r.median_s) DESC, w.key LIMIT ?1",
+        "ORDER BY w.flops / min(r.fastest_s) DESC, w.key LIMIT ?1",
         &st);
     if (s)
         return s;
@@ -723,9 +729,9 @@ static tt_status leaderboard_once(tt_db *db, int64_t limit, tt_db_best_entry **o
         tt_db_best_entry e;
         e.workload = tt__stmt_text_dup(st, 0);
         e.target = tt__stmt_text_dup(st, 1);
-        e.median_s = tt__stmt_double(st, 2);
+        e.best_s = tt__stmt_double(st, 2);
         double flops = tt__stmt_double(st, 3);
-        e.gflops = flops > 0 ? flops / e.median_s / 1e9 : 0;
+        e.gflops = flops > 0 ? flops / e.best_s / 1e9 : 0;
         e.records = tt__stmt_int64(st, 4);
         if (!e.workload || !e.target || TT_VEC_PUSH(&v, e)) {
             free(e.workload);

@@ -119,6 +119,7 @@ static json_t *row_json(const tt_db_row *r)
     json_object_set_new(o, "config", json_string(r->config));
     json_object_set_new(o, "config_kind",
                         json_string(r->config_kind == TT_CONFIG_AUTOTVM ? "autotvm" : "steps"));
+    json_object_set_new(o, "fastest_s", json_real(r->fastest_s));
     json_object_set_new(o, "median_s", json_real(r->median_s));
     json_object_set_new(o, "mean_s", json_real(r->mean_s));
     json_object_set_new(o, "gflops", json_real(r->gflops));
@@ -192,7 +193,7 @@ static int cmd_best(tt_db *db, const options *o)
             if (r->match != TT_DB_MATCH_EXACT)
                 printf("note: fallback (%s): measured for %s on %s\n", tt_db_match_name(r->match),
                        r->target, r->device ? r->device : "an unknown device");
-            printf("%s#%zu median %.6g s", n > 1 ? "" : "", i + 1, r->median_s);
+            printf("#%zu fastest %.6g s (median %.6g s)", i + 1, r->fastest_s, r->median_s);
             if (r->gflops > 0)
                 printf(", %.2f GFLOPS", r->gflops);
             printf(" (record %lld, %d runs, %s, device %s)\n", (long long)r->id, r->ncosts, when,
@@ -218,8 +219,9 @@ static int print_row(void *vctx, const tt_db_row *r)
     }
     char when[64];
     print_time(r->timestamp, when, sizeof(when));
-    printf("%lld  %s  %-14s median %.6g s  %s  %s  %s\n", (long long)r->id, when,
-           tt_measure_error_name(r->error_no), r->median_s, r->workload, r->target, r->config);
+    printf("%lld  %s  %-14s fastest %.6g s  median %.6g s  %s  %s  %s\n", (long long)r->id, when,
+           tt_measure_error_name(r->error_no), r->fastest_s, r->median_s, r->workload, r->target,
+           r->config);
     return 0;
 }
 
@@ -250,7 +252,7 @@ static int cmd_stats(tt_db *db, const options *o)
             json_object_set_new(e, tt_measure_error_name(i), json_integer(st.errors[i]));
         print_json(json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:I, s:o}", "records",
                              (json_int_t)st.records, "workloads", (json_int_t)st.workloads,
-                             "targets", (json_int_t)st.targets, "best_median_s", st.best_median_s,
+                             "targets", (json_int_t)st.targets, "best_s", st.best_s,
                              "first_timestamp", st.first_timestamp, "last_timestamp",
                              st.last_timestamp, "suspect", (json_int_t)st.suspect, "errors", e));
         return 0;
@@ -263,8 +265,8 @@ static int cmd_stats(tt_db *db, const options *o)
     if (st.suspect)
         printf("  %-20s %lld (measured on devices later found sick; left out of best)\n", "suspect",
                (long long)st.suspect);
-    if (st.best_median_s > 0)
-        printf("best median %.6g s\n", st.best_median_s);
+    if (st.best_s > 0)
+        printf("best %.6g s (fastest sample)\n", st.best_s);
     return 0;
 }
 

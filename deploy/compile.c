@@ -165,7 +165,7 @@ static tt_status similar_config(const tt__picker *p, const tt_workload *w, tt_st
         return s;
     rep->source = TT_COMPILE_SIMILAR;
     rep->record = sim.record;
-    rep->median_s = sim.median_s;
+    rep->fastest_s = sim.fastest_s;
     snprintf(rep->similar, sizeof(rep->similar), "%s", sim.workload);
     return TT_OK;
 }
@@ -193,7 +193,7 @@ tt_status tt__compile_pick(const tt__picker *p, const tt_workload *w, tt_state *
                           : rows[0].match == TT_DB_MATCH_OTHER_DEVICE ? TT_COMPILE_OTHER_DEVICE
                                                                       : TT_COMPILE_FAMILY;
             rep->record = rows[0].id;
-            rep->median_s = rows[0].median_s;
+            rep->fastest_s = rows[0].fastest_s;
             snprintf(rep->device, sizeof(rep->device), "%s", rows[0].device ? rows[0].device : "");
             snprintf(rep->target, sizeof(rep->target), "%s", rows[0].target);
             *timestamp = rows[0].timestamp;
@@ -436,8 +436,8 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
         if (!s && reports)
             reports[i] = k->rep;
         if (!s && o->log && tt_compile_source_tuned(k->rep.source))
-            fprintf(o->log, "%s = %s: record %lld (%s), median %.6g s\n", k->symbol, k->w->key,
-                    k->rep.record, tt_compile_source_name(k->rep.source), k->rep.median_s);
+            fprintf(o->log, "%s = %s: record %lld (%s), fastest %.6g s\n", k->symbol, k->w->key,
+                    k->rep.record, tt_compile_source_name(k->rep.source), k->rep.fastest_s);
         else if (!s && o->log && k->rep.source == TT_COMPILE_SIMILAR)
             fprintf(o->log, "%s = %s: not tuned; the config of record %lld of %s, mapped\n",
                     k->symbol, k->w->key, k->rep.record, k->rep.similar);

@@ -6,8 +6,9 @@
  *     OUT.h           one function per workload, int SYM(inputs..., outputs...), returning 0
  *     OUT.pc          pkg-config: what to link besides (libgomp, libm, libdl)
  *
- * Every function is traceable: the header names the record it came from (id, config, median
- * time, device, date, and whether it was an exact match or a fallback).  docs/compile.md. */
+ * Every function is traceable: the header names the record it came from (id, config, time
+ * (its fastest sample), device, date, and whether it was an exact match or a fallback).
+ * docs/compile.md. */
 #ifndef TT_DEPLOY_COMPILE_H
 #define TT_DEPLOY_COMPILE_H
 
@@ -47,13 +48,14 @@ typedef enum {
 
 const char *tt_compile_source_name(tt_compile_source s);
 /* A record of the kernel's own workload (this target, another device, the target's family): its
- * median is the kernel's. */
+ * time is the kernel's. */
 bool tt_compile_source_tuned(tt_compile_source s);
 
 typedef struct tt_compile_report {
     tt_compile_source source;
     long long record;  /* database record id, 0 for the default */
-    double median_s;   /* measured, 0 for the default (SIMILAR: on the similar workload) */
+    double fastest_s;  /* the record's time (its fastest sample), 0 for the default (SIMILAR: on the
+                          similar workload) */
     char similar[512]; /* SIMILAR: the workload whose record it is */
     char device[256];
     char target[256];
@@ -97,7 +99,7 @@ typedef struct tt_compile_net_options {
 /* Summary of a built network. */
 typedef struct tt_compile_net_summary {
     int tasks, tuned;     /* tasks, and those with a record */
-    double estimate_s;    /* sum over tasks of weight x record median; 0 unless all tuned */
+    double estimate_s;    /* sum over tasks of weight x record time; 0 unless all tuned */
     int64_t weight_bytes; /* embedded, packed copies included */
     int64_t packed_bytes; /* of those, packed for kernels */
     int64_t workspace_bytes;

@@ -112,7 +112,7 @@ typedef struct tt__net_build {
     const double *timestamps;      /* per task: when its record was measured, 0: default */
     char (*in_names)[64];          /* C identifiers of the graph's inputs */
     char (*out_names)[64];         /* ... and outputs */
-    double estimate_s;             /* sum of weight x median when every task is tuned, else 0 */
+    double estimate_s; /* sum of weight x record time when every task is tuned, else 0 */
 } tt__net_build;
 
 /* The C identifiers of the graph's inputs and outputs (sanitized, unique), caller frees. */

@@ -88,9 +88,9 @@ static tt_status build_task(net_builder *b, int t, tt_errbuf *err)
             fprintf(b->o->log, "task %2d %-28s x%-3d not tuned: record %lld of %s, mapped\n", t,
                     task->label, task->weight, r->record, r->similar);
         else
-            fprintf(b->o->log, "task %2d %-28s x%-3d record %lld (%s), median %.4g ms\n", t,
+            fprintf(b->o->log, "task %2d %-28s x%-3d record %lld (%s), fastest %.4g ms\n", t,
                     task->label, task->weight, r->record, tt_compile_source_name(r->source),
-                    r->median_s * 1e3);
+                    r->fastest_s * 1e3);
     }
     tt__net_task_free(&code);
     return s;
@@ -121,7 +121,7 @@ static tt_status write_library(net_builder *b, const char *dir, tt_compile_net_s
     double estimate = 0;
     int tuned = 0;
     for (size_t t = 0; t < net->tasks.len; t++) {
-        estimate += net->tasks.data[t].weight * b->reps[t].median_s;
+        estimate += net->tasks.data[t].weight * b->reps[t].fastest_s;
         tuned += tt_compile_source_tuned(b->reps[t].source);
     }
     nb.estimate_s = tuned == (int)net->tasks.len ? estimate : 0;

@@ -136,16 +136,16 @@ tt_status tt__write_header(const char *path, const char *guard, const tt__kernel
         } else if (r->source == TT_COMPILE_SIMILAR) {
             tt_strbuf_printf(&sb,
                              " * schedule: NOT TUNED for this shape: the tuned config of record "
-                             "%lld (median %.6g s) of\n *   ",
-                             r->record, r->median_s);
+                             "%lld (fastest %.6g s) of\n *   ",
+                             r->record, r->fastest_s);
             tt__comment_text(&sb, r->similar);
             tt_strbuf_append(&sb, ", mapped to this shape\n");
         } else {
             char when[64];
             tt__utc(kk->timestamp, when, sizeof(when));
             tt_strbuf_printf(&sb,
-                             " * schedule: record %lld (%s match), median %.6g s, measured %s\n",
-                             r->record, tt_compile_source_name(r->source), r->median_s, when);
+                             " * schedule: record %lld (%s match), fastest %.6g s, measured %s\n",
+                             r->record, tt_compile_source_name(r->source), r->fastest_s, when);
             tt_strbuf_append(&sb, " *   target ");
             tt__comment_text(&sb, r->target);
             tt_strbuf_append(&sb, "\n *   device ");

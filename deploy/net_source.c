@@ -90,11 +90,11 @@ static char *info_json(const tt__net_build *b)
     for (size_t t = 0; t < net->tasks.len; t++) {
         const tt_net_task *task = &net->tasks.data[t];
         const tt_compile_report *r = &b->reps[t];
-        json_array_append_new(tasks,
-                              json_pack("{s:s, s:s, s:i, s:f, s:s, s:I, s:f}", "label", task->label,
-                                        "workload", task->workload, "weight", task->weight, "flops",
-                                        task->flops, "source", tt_compile_source_name(r->source),
-                                        "record", (json_int_t)r->record, "median_s", r->median_s));
+        json_array_append_new(tasks, json_pack("{s:s, s:s, s:i, s:f, s:s, s:I, s:f}", "label",
+                                               task->label, "workload", task->workload, "weight",
+                                               task->weight, "flops", task->flops, "source",
+                                               tt_compile_source_name(r->source), "record",
+                                               (json_int_t)r->record, "fastest_s", r->fastest_s));
     }
     /* the task of each kernel call, in order (what tvm-net profile attributes times by) */
     for (size_t c = 0; c < net->calls.len; c++)
@@ -384,10 +384,11 @@ tt_status tt__write_net_header(const char *path, const char *guard, const tt__ne
                      net->flops / 1e9, (double)b->weights->bytes / 1048576.0,
                      (double)b->weights->packed_bytes / 1048576.0);
     if (b->estimate_s > 0)
-        tt_strbuf_printf(&sb,
-                         " * Estimated latency: %.4g ms (the records' medians times the calls; "
-                         "tvm-net time measures it).\n",
-                         b->estimate_s * 1e3);
+        tt_strbuf_printf(
+            &sb,
+            " * Estimated latency: %.4g ms (the records' fastest samples times the calls; "
+            "tvm-net time measures it).\n",
+            b->estimate_s * 1e3);
     tt_strbuf_append(
         &sb, " *\n"
              " * Buffers are dense row-major arrays of the element type.  Both functions return "
@@ -413,8 +414,8 @@ tt_status tt__write_net_header(const char *path, const char *guard, const tt__ne
         } else {
             char when[64];
             tt__utc(b->timestamps[t], when, sizeof(when));
-            tt_strbuf_printf(&sb, "record %lld (%s), median %.4g s, %s\n", r->record,
-                             tt_compile_source_name(r->source), r->median_s, when);
+            tt_strbuf_printf(&sb, "record %lld (%s), fastest %.4g s, %s\n", r->record,
+                             tt_compile_source_name(r->source), r->fastest_s, when);
         }
     }
     tt_strbuf_printf(&sb,

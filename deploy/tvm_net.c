@@ -31,7 +31,7 @@ static void usage(FILE *f)
             "            not given are uniform in [-1, 1) (floats) or 0 (integers)\n"
             "  profile   as time, and each kernel call timed in the network (NAME_run_profiled):\n"
             "            per task its calls' median time, its share, the database's estimate\n"
-            "            (median x calls) and in-network / estimate, to see where time goes and\n"
+            "            (fastest x calls) and in-network / estimate, to see where time goes and\n"
             "            which kernels run slower in the network than alone (cold weights)\n"
             "  --name NAME   the functions' prefix, when the file was renamed (default: the\n"
             "                file's name without .so)\n"
@@ -259,6 +259,14 @@ static void stamp(void *ctx, int call)
         s->at[call] = tt_clock_monotonic();
 }
 
+/* A task's record time in a library's metadata: "fastest_s" (libraries built before schema 4 say
+ * "median_s"). */
+static double task_time(json_t *task)
+{
+    json_t *v = json_object_get(task, "fastest_s");
+    return json_number_value(v ? v : json_object_get(task, "median_s"));
+}
+
 /* tvm-net profile: the median time of every kernel call in the running network, summed per
  * task beside the database's estimate for it. */
 static int profile(network *net, void *const *ins, void *const *outs, int warmup, int repeat,
@@ -309,8 +317,8 @@ static int profile(network *net, void *const *ins, void *const *outs, int warmup
     for (int t = 0; !rc && t < nt; t++) {
         json_t *task = json_array_get(tasks, (size_t)t);
         double w = (double)json_integer_value(json_object_get(task, "weight"));
-        double med = json_number_value(json_object_get(task, "median_s"));
-        double est = med > 0 ? med * w : 0;
+        double rec_s = task_time(task);
+        double est = rec_s > 0 ? rec_s * w : 0;
         est_sum += est;
         const char *label = json_string_value(json_object_get(task, "label"));
         json_array_append_new(rows, json_pack("{s:i, s:s, s:i, s:f, s:f}", "task", t, "label",
@@ -380,8 +388,7 @@ static int print_info(network *net, bool json)
                (long long)json_integer_value(json_object_get(t, "weight")), src);
         if (json_integer_value(json_object_get(t, "record")))
             printf(" (record %lld, %.4g ms)",
-                   (long long)json_integer_value(json_object_get(t, "record")),
-                   json_number_value(json_object_get(t, "median_s")) * 1e3);
+                   (long long)json_integer_value(json_object_get(t, "record")), task_time(t) * 1e3);
         printf("\n");
     }
     json_t *e = json_object_get(i, "estimate_s");
@@ -538,7 +545,7 @@ int main(int argc, char **argv)
                        net.name, med * 1e3, repeat, p10 * 1e3, p90 * 1e3, t[0] * 1e3, warmup,
                        flops / med / 1e9);
                 if (est > 0)
-                    printf("estimate %.4g ms (the records' medians): measured / estimate = "
+                    printf("estimate %.4g ms (the records' fastest samples): measured / estimate = "
                            "%.3f\n",
                            est * 1e3, med / est);
                 else

@@ -117,7 +117,11 @@ void tt__measure_time(int fd, tt__child_msg *m, const tt_measure_options *o,
     int number = o->number > 0 ? o->number : 1;
     int repeat =
         o->repeat > 0 ? (o->repeat > TT_MEASURE_MAX_REPEAT ? TT_MEASURE_MAX_REPEAT : o->repeat) : 3;
+    double sampled_ms = 0;
     for (int r = 0; r < repeat; r++) {
+        if (o->repeat_budget_ms > 0 && sampled_ms >= o->repeat_budget_ms &&
+            r >= TT_MEASURE_MIN_SAMPLES)
+            break;
         double dur;
         int zero_tries = 0;
         for (;;) {
@@ -138,6 +142,7 @@ void tt__measure_time(int fd, tt__child_msg *m, const tt_measure_options *o,
             }
         }
         m->costs[m->ncosts++] = dur / number;
+        sampled_ms += dur * 1e3;
         if (o->cooldown_ms > 0)
             usleep((useconds_t)(o->cooldown_ms * 1000));
     }

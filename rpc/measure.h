@@ -54,9 +54,13 @@ typedef enum tt_cache_flush {
 } tt_cache_flush;
 
 typedef struct tt_measure_options {
-    int number;                 /* calls per sample (grown by min_repeat_ms), default 1 */
-    int repeat;                 /* samples, default 3 */
-    double min_repeat_ms;       /* 0 = off */
+    int number;           /* calls per sample (grown by min_repeat_ms), default 1 */
+    int repeat;           /* samples, default 3 */
+    double min_repeat_ms; /* 0 = off */
+    /* Ours, not TVM's: stop taking samples once they add up to this (ms), when at least
+     * TT_MEASURE_MIN_SAMPLES are taken; 0 = off (all `repeat`).  With single-call samples it
+     * bounds a slow kernel's measurement: 64 samples of a 1 ms kernel, 5 of a 50 ms one. */
+    double repeat_budget_ms;
     double cooldown_ms;         /* sleep between samples, 0 = none */
     tt_cache_flush cache_flush; /* default off */
     double timeout_s;           /* whole child (load, check, timing), default 10 */
@@ -75,7 +79,8 @@ typedef struct tt_measure_options {
     bool build_only;
 } tt_measure_options;
 
-#define TT_MEASURE_MAX_REPEAT 64
+#define TT_MEASURE_MAX_REPEAT  64
+#define TT_MEASURE_MIN_SAMPLES 5 /* taken whatever repeat_budget_ms says (if repeat allows) */
 
 typedef struct tt_measure_result {
     int error_no; /* 0..8 (db.h's tt_measure_error) */

@@ -275,7 +275,7 @@ void tt__measure_opencl(int fd, tt__child_msg *m, const char *path, const tt_mea
 typedef struct {
     uint32_t magic, nbufs, ninputs, flags;
     int32_t number, repeat;
-    double min_repeat_ms, cooldown_ms, timeout_s, rtol, atol;
+    double min_repeat_ms, repeat_budget_ms, cooldown_ms, timeout_s, rtol, atol;
     char opencl_device[64];
 } job_header;
 
@@ -342,6 +342,7 @@ void tt__measure_opencl_exec(int fd, tt__child_msg *m, const char *path,
     h.number = o->number;
     h.repeat = o->repeat;
     h.min_repeat_ms = o->min_repeat_ms;
+    h.repeat_budget_ms = o->repeat_budget_ms;
     h.cooldown_ms = o->cooldown_ms;
     h.timeout_s = o->timeout_s;
     h.rtol = o->rtol;
@@ -401,6 +402,7 @@ int tt__measure_cl_main(int argc, char **argv)
     tt_measure_options o = {.number = h.number,
                             .repeat = h.repeat,
                             .min_repeat_ms = h.min_repeat_ms,
+                            .repeat_budget_ms = h.repeat_budget_ms,
                             .cooldown_ms = h.cooldown_ms,
                             .timeout_s = h.timeout_s,
                             .rtol = h.rtol,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Quick start, step 1: install what is needed, build, and run the main job: an embedded tuning run
-# of a 256x256x256 matmul on this machine (about 15 s after the build), recorded in ./tuning.db, then the
+# of a 256x256x256 matmul on this machine (about 3 s after the build), recorded in ./tuning.db, then the
 # question a build asks of the database.  Running it again resumes instead of starting over.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -119,7 +119,7 @@ static const char page_js[] =
     "  });\n"
     "  for (const img of Array.from(curves.children)) if (!keep.has(img.id)) img.remove();\n"
     "  rows('best', st.best, (tr, b) => { cell(tr, b.workload); cell(tr, b.target);"
-    " cell(tr, time(b.median_s), 'num'); cell(tr, b.gflops ? b.gflops.toFixed(1) : '-', 'num');"
+    " cell(tr, time(b.best_s), 'num'); cell(tr, b.gflops ? b.gflops.toFixed(1) : '-', 'num');"
     " cell(tr, b.records, 'num'); });\n"
     "  document.body.dataset.loaded = 'yes';\n"
     "}\n"
@@ -253,7 +253,8 @@ static char *metrics_text(const tt_dashboard *d)
     static const char *const jm[][3] = {
         {"tvm_tracker_job_measured", "measured", "Records measured for a job."},
         {"tvm_tracker_job_trials", "trials_total", "Trials a job asked for."},
-        {"tvm_tracker_job_best_seconds", "best_s", "Best error-free median time of a job."},
+        {"tvm_tracker_job_best_seconds", "best_s",
+         "Best error-free time (fastest sample) of a job."},
     };
     for (int m = 0; m < 3; m++) {
         metric_head(&sb, jm[m][0], "gauge", jm[m][2]);

@@ -134,13 +134,19 @@ tt_status tt_jobs_check_params(const json_t *p, json_t **normalised, tt_errbuf *
     const json_t *m = json_object_get(p, "measure");
     if (!s && m && !json_is_object(m))
         s = bad(err, "\"measure\" must be an object");
-    double number, repeat, min_ms, cool_ms, timeout;
+    double number, repeat, min_ms, budget_ms, cool_ms, timeout;
+    /* what the job leaves out is what tvm-tune run would use on its target */
+    tt_measure_options d = {
+        .number = -1, .repeat = -1, .min_repeat_ms = -1, .repeat_budget_ms = -1, .timeout_s = -1};
+    tt_tune_measure_defaults(target ? target : "llvm", &d);
     if (!s)
-        s = number_field(m, "number", 1, 1e6, 1, &number, err);
+        s = number_field(m, "number", 1, 1e6, d.number, &number, err);
     if (!s)
-        s = number_field(m, "repeat", 1, TT_MEASURE_MAX_REPEAT, 5, &repeat, err);
+        s = number_field(m, "repeat", 1, TT_MEASURE_MAX_REPEAT, d.repeat, &repeat, err);
     if (!s)
-        s = number_field(m, "min_repeat_ms", 0, 1e6, 20, &min_ms, err);
+        s = number_field(m, "min_repeat_ms", 0, 1e6, d.min_repeat_ms, &min_ms, err);
+    if (!s)
+        s = number_field(m, "repeat_budget_ms", 0, 1e6, d.repeat_budget_ms, &budget_ms, err);
     if (!s)
         s = number_field(m, "cooldown_ms", 0, 1e6, 0, &cool_ms, err);
     if (!s)
@@ -189,11 +195,12 @@ tt_status tt_jobs_check_params(const json_t *p, json_t **normalised, tt_errbuf *
     json_object_set_new(out, "priority", json_integer((json_int_t)priority));
     json_object_set_new(out, "parallel", json_integer((json_int_t)parallel));
     json_object_set_new(out, "device_wait", json_real(wait));
-    json_object_set_new(
-        out, "measure",
-        json_pack("{s:i, s:i, s:f, s:f, s:o, s:f}", "number", per_sample ? 1 : (int)number,
-                  "repeat", (int)repeat, "min_repeat_ms", per_sample ? 0.0 : min_ms, "cooldown_ms",
-                  cool_ms, "cache_flush", tt_cache_flush_json(flush), "timeout_s", timeout));
+    json_object_set_new(out, "measure",
+                        json_pack("{s:i, s:i, s:f, s:f, s:f, s:o, s:f}", "number",
+                                  per_sample ? 1 : (int)number, "repeat", (int)repeat,
+                                  "min_repeat_ms", per_sample ? 0.0 : min_ms, "repeat_budget_ms",
+                                  budget_ms, "cooldown_ms", cool_ms, "cache_flush",
+                                  tt_cache_flush_json(flush), "timeout_s", timeout));
     *normalised = out;
     return TT_OK;
 }
@@ -289,6 +296,7 @@ static void run_job(tt_jobs *j, worker_slot *slot)
     o.measure.number = (int)json_integer_value(json_object_get(m, "number"));
     o.measure.repeat = (int)json_integer_value(json_object_get(m, "repeat"));
     o.measure.min_repeat_ms = json_number_value(json_object_get(m, "min_repeat_ms"));
+    o.measure.repeat_budget_ms = json_number_value(json_object_get(m, "repeat_budget_ms"));
     o.measure.cooldown_ms = json_number_value(json_object_get(m, "cooldown_ms"));
     tt_cache_flush_from_json(json_object_get(m, "cache_flush"), &o.measure.cache_flush);
     o.measure.timeout_s = json_number_value(json_object_get(m, "timeout_s"));
@@ -318,7 +326,7 @@ static void run_job(tt_jobs *j, worker_slot *slot)
                         : j->closing    ? "running" /* the daemon stops: resume at next start */
                         : s             ? "failed"
                                         : "done";
-    tt_db_job_update(j->db, id, state, st.records, st.best_median_s);
+    tt_db_job_update(j->db, id, state, st.records, st.best_s);
     if (s && !slot->cancelled && !j->closing)
         tt_db_job_set_message(j->db, id, err.msg);
     else if (slot->cancelled)
@@ -489,7 +497,7 @@ static json_t *job_json(tt_jobs *j, const tt_db_job *g)
                      "state", state, "message", g->message ? g->message : "", "params", params,
                      "measured", (json_int_t)st.records, "errors",
                      (json_int_t)(st.records - st.errors[0]), "trials_total",
-                     (json_int_t)g->trials_total, "best_s", st.best_median_s, "created", g->created,
+                     (json_int_t)g->trials_total, "best_s", st.best_s, "created", g->created,
                      "updated", g->updated);
 }
 
@@ -534,10 +542,10 @@ json_t *tt_jobs_overview(tt_jobs *j, int best_limit)
     tt_db_best_entry *e;
     if (!tt_db_leaderboard(j->db, best_limit, &e, &n)) {
         for (size_t i = 0; i < n; i++)
-            json_array_append_new(best, json_pack("{s:s, s:s, s:f, s:f, s:I}", "workload",
-                                                  e[i].workload, "target", e[i].target, "median_s",
-                                                  e[i].median_s, "gflops", e[i].gflops, "records",
-                                                  (json_int_t)e[i].records));
+            json_array_append_new(best,
+                                  json_pack("{s:s, s:s, s:f, s:f, s:I}", "workload", e[i].workload,
+                                            "target", e[i].target, "best_s", e[i].best_s, "gflops",
+                                            e[i].gflops, "records", (json_int_t)e[i].records));
         tt_db_leaderboard_free(e, n);
     }
     pthread_mutex_unlock(&j->mu);

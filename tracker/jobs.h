@@ -38,7 +38,7 @@ tt_status tt_jobs_open(const tt_jobs_config *cfg, tt_jobs **out, tt_errbuf *err)
  * and joins the workers. */
 void tt_jobs_close(tt_jobs *j);
 /* The dashboard's view: {"jobs": [{job}, ... newest first], "best": [{workload, target,
- * median_s, gflops, records}, ... at most best_limit]}.  Caller decrefs. */
+ * best_s (the fastest sample), gflops, records}, ... at most best_limit]}.  Caller decrefs. */
 json_t *tt_jobs_overview(tt_jobs *j, int best_limit);
 /* Job `id`'s tuning curve (best GFLOPS against trials, a line per workload) as SVG; NULL when the
  * job has no records yet.  Caller frees. */

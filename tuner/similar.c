@@ -121,7 +121,7 @@ int tt_similar_best_of(tt_db *db, const char *key, const char *target, const cha
         tt_similar *o = &out[found++];
         snprintf(o->workload, sizeof(o->workload), "%s", key);
         o->record = rows[i].id;
-        o->median_s = rows[i].median_s;
+        o->fastest_s = rows[i].fastest_s;
         o->distance = 0;
         o->index = index;
     }

@@ -11,7 +11,7 @@
 typedef struct tt_similar {
     char workload[512]; /* the workload whose record it is */
     long long record;   /* that record's id */
-    double median_s;    /* its median, on that workload */
+    double fastest_s;   /* its time (fastest sample), on that workload */
     double distance;    /* tt_workload_distance to the asked workload */
     uint64_t index;     /* the config mapped into the asked space */
 } tt_similar;

@@ -54,6 +54,21 @@ bool tt_strategy_parse(const char *name, tt_strategy *out)
     return false;
 }
 
+void tt_tune_measure_defaults(const char *target, tt_measure_options *m)
+{
+    bool gpu = target && !strncmp(target, "opencl", 6);
+    if (m->number < 0)
+        m->number = 1;
+    if (m->repeat < 0)
+        m->repeat = gpu ? 5 : TT_MEASURE_MAX_REPEAT;
+    if (m->min_repeat_ms < 0)
+        m->min_repeat_ms = gpu ? 20 : 0.01;
+    if (m->repeat_budget_ms < 0)
+        m->repeat_budget_ms = gpu ? 0 : 100;
+    if (m->timeout_s < 0)
+        m->timeout_s = 10;
+}
+
 double tt_tune_deadline(const tt_measure_options *m, double best_s)
 {
     double limit = m->timeout_s > 0 ? m->timeout_s : 10;
@@ -62,7 +77,12 @@ double tt_tune_deadline(const tt_measure_options *m, double best_s)
     int reps = m->repeat > 0 ? m->repeat : 3, number = m->number > 0 ? m->number : 1;
     /* A sample lasts at least min_repeat_ms whatever the kernel's speed. */
     double sample = fmax(50 * best_s * number, m->min_repeat_ms / 1000.0 * 1.618);
-    double d = 50 * best_s + reps * sample + 1.0;
+    double sampling = reps * sample;
+    /* A budget stops the samples once they pass it, after TT_MEASURE_MIN_SAMPLES. */
+    if (m->repeat_budget_ms > 0)
+        sampling = fmin(
+            sampling, fmax(TT_MEASURE_MIN_SAMPLES * sample, m->repeat_budget_ms / 1000.0 + sample));
+    double d = 50 * best_s + sampling + 1.0;
     return d < 1.0 ? 1.0 : d > limit ? limit : d;
 }
 

@@ -94,13 +94,24 @@ tt_elem tt_tune_measure_elem(tt_dtype t);
 /* What the cost models learn from a measurement (evo's history, the template strategies' runs):
  * `flops` over its fastest sample (over `median_s` when there are none), 0 for an error.  A
  * busy device only adds time, so its fastest sample is the one least delayed (docs/search.md,
- * "Against a re-measurement"); "best" still compares medians. */
+ * "Against a re-measurement"); "best" compares the same sample (db.h, decision 56). */
 double tt_tune_label(double flops, const double *costs, int ncosts, double median_s, int error_no);
 
 /* Tunes every workload in turn; fills summaries[i] for each.  Writes progress and notes to `log`
  * (may be NULL). */
 tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE *log,
                       tt_errbuf *err);
+
+/* Fills the fields of `m` that are negative (not given) with the defaults for `target`
+ * (docs/tuning.md, "Measurement"):
+ * - a CPU: single-call samples (`number` 1, grown only for a kernel under 10 us, so the clock's
+ *   tens of nanoseconds stay under 1%), up to 64 of them until they add up to 100 ms and at
+ *   least 5.  A record's time is its fastest sample (db.h), and the fastest of many single calls
+ *   is both the most repeatable statistic idle and the idle time on a busy device;
+ * - OpenCL: 5 samples of calls grown to 20 ms each (TVM's advice for GPU timers, whose
+ *   resolution can be a microsecond or coarser), no budget.
+ * `timeout_s` (10 s) likewise. */
+void tt_tune_measure_defaults(const char *target, tt_measure_options *m);
 
 /* The run deadline of a candidate (measurement.md §4, rule 5): a candidate slower than 50x the
  * best so far is not worth waiting for, so the deadline is what 50x the best would need for the

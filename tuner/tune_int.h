@@ -153,7 +153,7 @@ typedef struct {
 /* tune_task.c: a task, its history and its records */
 bool tt__tune_seen_has(const task *t, uint64_t h);
 void tt__tune_seen_add(task *t, uint64_t h);
-void tt__tune_note_result(task *t, const char *config, double median, int error_no);
+void tt__tune_note_result(task *t, const char *config, double fastest, int error_no);
 void tt__tune_run_add(task *t, uint64_t index, double thr);
 void tt__tune_history_add(task *t, const char *config, const float *rows, int nrows, double thr,
                           int group, uint64_t program);

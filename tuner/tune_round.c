@@ -450,9 +450,11 @@ tt_status tt__tune_round_trip(task *t, candidate *c, int n, tt_errbuf *err)
         if (recs[r].error_no) {
             t->errors++;
         } else {
-            double med = tt_median(recs[r].costs, recs[r].ncosts);
-            tt__tune_note_result(t, recs[r].config, med, 0);
-            thr = tt_tune_label(t->w->flops, recs[r].costs, recs[r].ncosts, med, 0);
+            double fastest = recs[r].costs[0];
+            for (int k = 1; k < recs[r].ncosts; k++)
+                fastest = recs[r].costs[k] < fastest ? recs[r].costs[k] : fastest;
+            tt__tune_note_result(t, recs[r].config, fastest, 0);
+            thr = tt_tune_label(t->w->flops, recs[r].costs, recs[r].ncosts, fastest, 0);
         }
         if (c[i].index == STEPS_INDEX)
             tt__tune_history_add(t, recs[r].config, c[i].rows, c[i].nrows, thr, 0, c[i].program);

@@ -52,12 +52,12 @@ void tt__tune_seen_add(task *t, uint64_t h)
     t->nseen++;
 }
 
-void tt__tune_note_result(task *t, const char *config, double median, int error_no)
+void tt__tune_note_result(task *t, const char *config, double fastest, int error_no)
 {
     if (!strcmp(config, "[]") && error_no == 0)
-        t->naive_s = median;
-    if (error_no == 0 && (t->best_s == 0 || median < t->best_s)) {
-        t->best_s = median;
+        t->naive_s = fastest;
+    if (error_no == 0 && (t->best_s == 0 || fastest < t->best_s)) {
+        t->best_s = fastest;
         free(t->best_config);
         t->best_config = strdup(config);
     }
@@ -124,7 +124,7 @@ static int load_history(void *ctx, const tt_db_row *row)
     t->total++;
     if (row->error_no)
         t->errors++;
-    tt__tune_note_result(t, row->config, row->median_s, row->error_no);
+    tt__tune_note_result(t, row->config, row->fastest_s, row->error_no);
     double thr = tt_tune_label(t->w->flops, row->costs, row->ncosts, row->median_s, row->error_no);
     /* Template strategies: the model and the GA continue from what was measured. */
     uint64_t index;

@@ -49,7 +49,8 @@ static void usage(FILE *f)
         "             [--scheduler gradient|round-robin] [--db PATH] [--db-max-mb N] [--seed S]\n"
         "             [--timeout SEC]\n"
         "             [--batch N] [--number N] [--repeat N] [--min-repeat-ms MS]\n"
-        "             [--cooldown-ms MS] [--cache-flush[=inputs|constants|off]]\n"
+        "             [--repeat-budget-ms MS] [--cooldown-ms MS]\n"
+        "             [--cache-flush[=inputs|constants|off]]\n"
         "             [--opencl-device SPEC]\n"
         "             [--tracker HOST:PORT --key K [--parallel N] [--priority P]\n"
         "              [--device-wait SEC] | --rpc HOST:PORT] [--auth-key-file F]\n"
@@ -91,13 +92,18 @@ static void usage(FILE *f)
         "  evolutionary search, per-store features and a ranking model of whole programs;\n"
         "  --population states per generation, 2048; --overlap-search plans the next round in a\n"
         "  niced child while this one is measured), ga (genetic algorithm), random, grid.\n"
-        "  Measurement: --number (calls per sample, 1), --repeat (samples, 5), --min-repeat-ms\n"
-        "  (20), --cooldown-ms (0), --timeout (per candidate, 10 s), --cache-flush: inputs\n"
-        "  (the default value: every input evicted before each sample, one call per sample, as\n"
-        "  TVM), constants (the weights evicted before every call, untimed, as a network finds\n"
-        "  them; the default with --model) or off (the default for workloads).  The cost\n"
-        "  models learn from each measurement's fastest sample; on a device other work shares,\n"
-        "  --number 1 --repeat 30 --min-repeat-ms 0 makes that sample the kernel's idle time.\n"
+        "  Measurement (TVM's options): --number (calls per sample), --repeat (samples),\n"
+        "  --min-repeat-ms (number grown until a sample lasts this long), and ours:\n"
+        "  --repeat-budget-ms (stop sampling once the samples add up to this, after 5).\n"
+        "  Defaults on a CPU: single calls (grown for kernels under 10 us), up to 64 of them\n"
+        "  within 100 ms: --number 1 --repeat 64 --min-repeat-ms 0.01 --repeat-budget-ms 100;\n"
+        "  on OpenCL: --repeat 5 --min-repeat-ms 20, no budget.  A record's time is its fastest\n"
+        "  sample (what \"best\", the database and the cost models use): a busy device only adds\n"
+        "  time, so the fastest single call is the kernel's idle time even on a device other\n"
+        "  work shares.  --cooldown-ms (0), --timeout (per candidate, 10 s), --cache-flush:\n"
+        "  inputs (the default value: every input evicted before each sample, one call per\n"
+        "  sample, as TVM), constants (the weights evicted before every call, untimed, as a\n"
+        "  network finds them; the default with --model) or off (the default for workloads).\n"
         "  docs/tuning.md and docs/search.md say more.\n"
         "\n"
         "tvm-tune submit --tracker HOST:PORT --key K --workload W ... [--watch]\n"
@@ -360,6 +366,7 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
                                          {"repeat", required_argument, 0, 'R'},
                                          {"min-repeat-ms", required_argument, 0, 'M'},
                                          {"cooldown-ms", required_argument, 0, 'C'},
+                                         {"repeat-budget-ms", required_argument, 0, 'B'},
                                          {"cache-flush", optional_argument, 0, 'F'},
                                          {"db-max-mb", required_argument, 0, 'x'},
                                          {"opencl-device", required_argument, 0, 'G'},
@@ -393,8 +400,9 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
     o->db_path = "tuning.db";
     a->watch = false;
     o->target = "llvm";
-    o->measure.repeat = 5;
-    o->measure.min_repeat_ms = 20;
+    /* negative: not given; tt_tune_measure_defaults fills them for the target after parsing */
+    o->measure.number = o->measure.repeat = -1;
+    o->measure.min_repeat_ms = o->measure.repeat_budget_ms = -1;
     o->measure.timeout_s = 10;
     o->measure.memory_limit = 0;
     int c;
@@ -513,6 +521,7 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
         case 'N':
         case 'R':
         case 'M':
+        case 'B':
         case 'C': {
             double v = strtod(optarg, &end);
             if (*end || v < 0 || ((c == 'N' || c == 'R') && (v < 1 || v > 1e6))) {
@@ -526,6 +535,8 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
                 o->measure.repeat = (int)v;
             else if (c == 'M')
                 o->measure.min_repeat_ms = v;
+            else if (c == 'B')
+                o->measure.repeat_budget_ms = v;
             else
                 o->measure.cooldown_ms = v;
             break;
@@ -631,6 +642,7 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
         if (!flush_given)
             o->measure.cache_flush = TT_CACHE_FLUSH_CONSTANTS;
     }
+    tt_tune_measure_defaults(o->target, &o->measure);
     if (a->nw == 0) {
         fprintf(stderr, "tvm-tune %s: give at least one --workload, or --model\n", cmd);
         return 2;

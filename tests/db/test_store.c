@@ -388,6 +388,75 @@ static void full_disk_loses_nothing_already_stored(void **state)
     tt_db_close(db);
 }
 
+static const char *const fastest_wl = "matmul:M=64,N=64,K=64";
+
+/* Two records: one steady (every sample 1 ms), one whose median a busy moment inflated (4 ms)
+ * and whose fastest sample (0.5 ms) beats the steady one's. */
+static void insert_steady_and_interrupted(tt_db *db)
+{
+    double steady[3] = {1e-3, 1e-3, 1e-3}, interrupted[3] = {4e-3, 5e-4, 4e-3};
+    tt_db_record r[2] = {rec(fastest_wl, "llvm", NULL, "[[\"CI\", 1]]", steady, 3, 1),
+                         rec(fastest_wl, "llvm", NULL, "[[\"CI\", 2]]", interrupted, 3, 2)};
+    assert_int_equal(tt_db_insert(db, r, 2, NULL), TT_OK);
+}
+
+/* Both best records of insert_steady_and_interrupted, the interrupted one first. */
+static tt_db_row *best_two_fastest_first(tt_db *db)
+{
+    tt_db_row *rows;
+    size_t n;
+    assert_int_equal(tt_db_best(db, fastest_wl, "llvm", NULL, 2, false, &rows, &n), TT_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(rows[0].config, "[[\"CI\", 2]]");
+    assert_true(rows[0].fastest_s == 5e-4);
+    assert_true(rows[1].fastest_s == 1e-3);
+    return rows;
+}
+
+/* A record's time is its fastest sample: a record whose median a busy moment inflated, and
+ * whose fastest sample beats every other record's, is the best; GFLOPS, the statistics and the
+ * leaderboard say the same. */
+static void best_ranks_records_by_their_fastest_sample(void **state)
+{
+    tt_db *db = open_or_fail("fastest.db");
+    insert_steady_and_interrupted(db);
+    tt_db_row *rows = best_two_fastest_first(db);
+    assert_true(rows[0].median_s == 4e-3);
+    assert_true(rows[0].gflops == 2.0 * 64 * 64 * 64 / 5e-4 / 1e9);
+    tt_db_rows_free(rows, 2);
+    size_t n;
+    tt_db_stats st;
+    assert_int_equal(tt_db_stats_get(db, 0, &st), TT_OK);
+    assert_true(st.best_s == 5e-4);
+    tt_db_best_entry *e;
+    assert_int_equal(tt_db_leaderboard(db, 0, &e, &n), TT_OK);
+    assert_int_equal(n, 1);
+    assert_true(e[0].best_s == 5e-4);
+    tt_db_leaderboard_free(e, n);
+    tt_db_close(db);
+}
+
+/* A database of schema 3 ranked by the median: migrating fills each record's fastest sample from
+ * its stored samples, and the best is then the record with the fastest. */
+static void migration_fills_the_fastest_sample_from_the_costs(void **state)
+{
+    tt_db *db = open_or_fail("v3.db");
+    insert_steady_and_interrupted(db);
+    tt_db_close(db);
+    /* back to schema 3: no fastest_s, the best index on the median */
+    raw_sql2("v3.db",
+             "DROP INDEX records_best; ALTER TABLE records DROP COLUMN fastest_s;"
+             "CREATE INDEX records_best ON records(workload_id, target_id, error_no, median_s, id);"
+             "PRAGMA user_version = 3;",
+             "DROP INDEX records_best; ALTER TABLE records DROP COLUMN fastest_s;"
+             "CREATE INDEX records_best ON records(workload_id, target_id, error_no, median_s, id);"
+             "UPDATE tt_meta SET schema_version = 3;");
+    db = open_or_fail("v3.db");
+    assert_int_equal(tt_db_user_version(db), TT_DB_SCHEMA_VERSION);
+    tt_db_rows_free(best_two_fastest_first(db), 2);
+    tt_db_close(db);
+}
+
 static void best_prefers_exact_then_other_device_then_family(void **state)
 {
     tt_db *db = open_or_fail("best.db");
@@ -413,6 +482,7 @@ static void best_prefers_exact_then_other_device_then_family(void **state)
     assert_string_equal(rows[0].config, "[[\"CI\", 2]]");
     assert_int_equal(rows[0].match, TT_DB_MATCH_EXACT);
     assert_true(rows[1].median_s == 2e-3);
+    assert_true(rows[1].fastest_s == 1e-3);
     assert_true(rows[0].gflops > 0);
     assert_true(rows[0].gflops == 2.0 * 64 * 64 * 64 / 5e-4 / 1e9);
     tt_db_rows_free(rows, n);
@@ -499,7 +569,7 @@ static void suspect_records_are_marked_and_skipped(void **state)
     assert_int_equal(tt_db_stats_get(db, 0, &st), TT_OK);
     assert_int_equal(st.records, 4);
     assert_int_equal(st.suspect, 1);
-    assert_true(st.best_median_s == 1e-4);
+    assert_true(st.best_s == 1e-4);
     /* the marked record keeps what it had, and says why */
     int found = 0;
     tt_db_filter f = {0};
@@ -539,7 +609,7 @@ static void jobs_history_and_stats(void **state)
     assert_int_equal(tt_db_stats_get(db, job, &st), TT_OK);
     assert_int_equal(st.records, 2);
     assert_int_equal(st.errors[TT_MEASURE_RUN_TIMEOUT], 1);
-    assert_true(st.best_median_s == 2e-3);
+    assert_true(st.best_s == 1e-3); /* the fastest sample (the median is 2e-3) */
     int n = 0;
     tt_db_filter f = {.job = job};
     assert_int_equal(tt_db_history(db, &f, count_rows, &n), TT_OK);
@@ -825,6 +895,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(readers_never_see_half_a_batch),
         cmocka_unit_test(committed_records_survive_kill_9),
         cmocka_unit_test(best_prefers_exact_then_other_device_then_family),
+        cmocka_unit_test(best_ranks_records_by_their_fastest_sample),
+        cmocka_unit_test(migration_fills_the_fastest_sample_from_the_costs),
         cmocka_unit_test(ties_go_to_the_earlier_record),
         cmocka_unit_test(suspect_records_are_marked_and_skipped),
         cmocka_unit_test(jobs_history_and_stats),

@@ -56,6 +56,34 @@ static void a_good_kernel_is_timed(void **state)
     assert_true(r.number > 2);
 }
 
+/* repeat_budget_ms stops the samples once they add up to it, after at least
+ * TT_MEASURE_MIN_SAMPLES.  Samples of at least 2 ms (min_repeat_ms) make the counts exact
+ * whatever the machine's speed. */
+static void the_sample_budget_bounds_a_measurement(void **state)
+{
+    setup_data();
+    tt_measure_options o = {.number = 1, .repeat = 64, .min_repeat_ms = 2, .repeat_budget_ms = 30};
+    tt_measure_result r = measure("good", &o);
+    assert_int_equal(r.error_no, 0);
+    /* 30 ms of samples of at least 2 ms: at most 15, then one that crosses the budget */
+    assert_true(r.ncosts >= TT_MEASURE_MIN_SAMPLES && r.ncosts <= 16);
+    /* a budget the first sample exceeds still gets the minimum */
+    o.repeat_budget_ms = 0.5;
+    r = measure("good", &o);
+    assert_int_equal(r.ncosts, TT_MEASURE_MIN_SAMPLES);
+    /* ... and never more than repeat */
+    o.repeat = 3;
+    r = measure("good", &o);
+    assert_int_equal(r.ncosts, 3);
+    /* no budget: every sample repeat asks for */
+    o.repeat = 20;
+    o.repeat_budget_ms = 0;
+    r = measure("good", &o);
+    assert_int_equal(r.ncosts, 20);
+    for (int i = 0; i < r.ncosts; i++)
+        assert_true(r.costs[i] > 0);
+}
+
 static void every_flush_mode_times_a_checked_kernel(void **state)
 {
     setup_data();
@@ -100,13 +128,14 @@ static void flush_modes_travel_as_json(void **state)
     }
     /* Round trips through the options object; off and inputs stay booleans for older peers. */
     for (int f = TT_CACHE_FLUSH_OFF; f <= TT_CACHE_FLUSH_CONSTANTS; f++) {
-        tt_measure_options o = {.number = 3, .cache_flush = f}, back = {0};
+        tt_measure_options o = {.number = 3, .repeat_budget_ms = 100, .cache_flush = f}, back = {0};
         json_t *j = tt_measure_options_json(&o);
         assert_int_equal(json_is_boolean(json_object_get(j, "cache_flush")),
                          f != TT_CACHE_FLUSH_CONSTANTS);
         tt_measure_options_from_json(j, &back);
         assert_int_equal(back.cache_flush, f);
         assert_int_equal(back.number, 3);
+        assert_true(back.repeat_budget_ms == 100);
         json_decref(j);
         tt_cache_flush parsed;
         assert_true(tt_cache_flush_parse(tt_cache_flush_name(f), &parsed));
@@ -237,6 +266,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_good_kernel_is_timed),
+        cmocka_unit_test(the_sample_budget_bounds_a_measurement),
         cmocka_unit_test(every_flush_mode_times_a_checked_kernel),
         cmocka_unit_test(flush_modes_travel_as_json),
         cmocka_unit_test(buffers_are_placed_as_deployments_place_them),

@@ -763,6 +763,27 @@ static void run_deadline_adapts_to_the_best_time(void **state)
     assert_true(d > 3.9 && d < 4.1);
     /* Never more than the configured timeout. */
     assert_true(tt_tune_deadline(&m, 1.0) == 10);
+    /* The CPU's defaults: 64 single calls within a 100 ms budget.  A best of 10 ms: 50x is
+     * 0.5 s a call, so the budget stops after the minimum 5 samples: 0.5 + 2.5 + 1 = 4 s, not
+     * the 33 s that 64 samples would need. */
+    tt_measure_options cpu = {
+        .number = -1, .repeat = -1, .min_repeat_ms = -1, .repeat_budget_ms = -1, .timeout_s = 60};
+    tt_tune_measure_defaults("llvm -mcpu=znver4", &cpu);
+    assert_int_equal(cpu.number, 1);
+    assert_int_equal(cpu.repeat, TT_MEASURE_MAX_REPEAT);
+    assert_true(cpu.min_repeat_ms == 0.01 && cpu.repeat_budget_ms == 100);
+    assert_true(cpu.timeout_s == 60); /* given: kept */
+    d = tt_tune_deadline(&cpu, 0.01);
+    assert_true(d > 3.9 && d < 4.1);
+    /* A best of 10 us: 64 calls of 0.5 ms fit the budget: 0.5 ms + 32 ms + 1 s. */
+    d = tt_tune_deadline(&cpu, 1e-5);
+    assert_true(d > 1.03 && d < 1.04);
+    /* OpenCL keeps TVM's GPU advice: samples of calls grown to 20 ms, no budget. */
+    tt_measure_options gpu = {
+        .number = -1, .repeat = 7, .min_repeat_ms = -1, .repeat_budget_ms = -1, .timeout_s = -1};
+    tt_tune_measure_defaults("opencl -device=mali", &gpu);
+    assert_int_equal(gpu.repeat, 7); /* given: kept */
+    assert_true(gpu.min_repeat_ms == 20 && gpu.repeat_budget_ms == 0 && gpu.timeout_s == 10);
 }
 
 /* The models learn from a measurement's fastest sample: a busy device only adds time, so the
