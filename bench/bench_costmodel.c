@@ -28,7 +28,7 @@
  * a ranking errs, on near-ties the measurement cannot order or on pairs it can.
  *
  * With --remeasure N, up to N held-out programs of each workload are built again and measured
- * three more times, idle, as the tuner measures by default (5 samples of at least 20 ms, a fresh
+ * three more times, idle, as the tuner measures by default (tvm-tune run's CPU defaults, a fresh
  * child each time).  Every model, the recorded labels and one round are then also scored against
  * the median of those rounds: over all pairs, and over the resolved pairs, those every round
  * orders alike.  One round ranking another shows how far two measurements of the same programs
@@ -39,9 +39,10 @@
  * usage: bench_costmodel [--db PATH] [--workload W]... [--holdout W]... [--train W]...
  *                        [--trials N] [--seed S] [--load K] [--remeasure N]
  * Without --db it first measures N (400) programs of each workload (default
- * matmul:M=128,N=128,K=128) with `tvm-tune run --strategy evo`'s search into a temporary
- * database; --load K runs K busy processes meanwhile, as a shared farm device would (the labels
- * of training and held-out programs are then both noisy). */
+ * matmul:M=128,N=128,K=128) with `tvm-tune run --strategy evo`'s search and measurement into a
+ * temporary database, or into --db PATH when that file does not exist yet (kept, for another
+ * run with --db); --load K runs K busy processes meanwhile, as a shared farm device would (the
+ * labels of training and held-out programs are then both noisy). */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -76,8 +77,8 @@ typedef struct {
     int nprog, capp;
     tt_workload *w; /* the workload being read */
     int cur;
-    /* --remeasure: each round's median of the programs measured again (0 = not), and their
-     * median, the reference the models are also scored against */
+    /* --remeasure: each round's time (fastest sample) of the programs measured again (0 = not), and
+     * their median, the reference the models are also scored against */
     double *round[REMEASURE_ROUNDS], *truth;
 } dataset;
 
@@ -585,7 +586,10 @@ static int remeasure(dataset *d, tt_workload *const *wls, const bool *chosen)
         if (s)
             goto out;
     }
-    tt_measure_options mo = {.repeat = 5, .min_repeat_ms = 20, .timeout_s = 10};
+    /* as the tuner measures (tvm-tune run's CPU defaults), a round's time the fastest sample */
+    tt_measure_options mo = {
+        .number = -1, .repeat = -1, .min_repeat_ms = -1, .repeat_budget_ms = -1, .timeout_s = -1};
+    tt_tune_measure_defaults("llvm", &mo);
     for (int k = 0; k < REMEASURE_ROUNDS; k++)
         for (int p = 0; p < d->nprog; p++) {
             tt_measure_result m;
@@ -597,7 +601,7 @@ static int remeasure(dataset *d, tt_workload *const *wls, const bool *chosen)
                 fprintf(stderr, "bench_costmodel: program %d measured again: %s\n", p,
                         m.error_text);
             else
-                d->round[k][p] = tt_median(m.costs, m.ncosts);
+                d->round[k][p] = 1.0 / tt_tune_label(1.0, m.costs, m.ncosts, 0, 0);
         }
     for (int p = 0; p < d->nprog; p++) {
         double r[REMEASURE_ROUNDS];
@@ -688,9 +692,13 @@ int main(int argc, char **argv)
     }
     char tmp[128] = "";
     tt_errbuf err = {{0}};
-    if (!db_path) {
-        snprintf(tmp, sizeof(tmp), "/tmp/bench-costmodel-%d.db", (int)getpid());
-        db_path = tmp;
+    /* --db naming a file that does not exist yet: measure into it and keep it */
+    bool measure_into_db = db_path && access(db_path, F_OK) != 0;
+    if (!db_path || measure_into_db) {
+        if (!db_path) {
+            snprintf(tmp, sizeof(tmp), "/tmp/bench-costmodel-%d.db", (int)getpid());
+            db_path = tmp;
+        }
         tt_tune_options o;
         memset(&o, 0, sizeof(o));
         o.workloads = names;
@@ -702,9 +710,9 @@ int main(int argc, char **argv)
         o.db_path = db_path;
         o.seed = seed;
         o.threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-        o.measure.repeat = 3;
-        o.measure.min_repeat_ms = 10;
-        o.measure.timeout_s = 10;
+        o.measure.number = o.measure.repeat = -1;
+        o.measure.min_repeat_ms = o.measure.repeat_budget_ms = o.measure.timeout_s = -1;
+        tt_tune_measure_defaults("llvm", &o.measure); /* what tvm-tune run measures with */
         tt_tune_summary sum[MAX_WORKLOADS];
         pid_t pids[64] = {0};
         load = load > 64 ? 64 : load;
