@@ -15,6 +15,7 @@
 #include "strbuf.h"
 #include "tensor_mem.h"
 #include "vec.h"
+#include "workdir.h"
 
 #define TT_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -60,7 +60,11 @@ static tt_status lite_open(tt_db *db)
         tt__db_set_cause(db, TT_ERR_NOT_FOUND, "%s: no such database", db->where);
         return TT_ERR_NOT_FOUND;
     }
-    int flags = db->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    /* A reader opens read-write (never creating) and is then made query-only: SQLite deletes a
+     * WAL database's -wal and -shm files when its last connection closes, which a connection
+     * opened SQLITE_OPEN_READONLY cannot do, so every `tvm-db` query or build left them beside the
+     * database.  A file the OS write-protects is still opened read-only by SQLite. */
+    int flags = db->readonly ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
     sqlite3 *conn = NULL;
     int rc = sqlite3_open_v2(db->where, &conn, flags | SQLITE_OPEN_NOMUTEX, NULL);
     db->conn = conn;
@@ -76,6 +80,8 @@ static tt_status lite_open(tt_db *db)
     if (!db->readonly)
         s = lite_exec(db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; "
                           "PRAGMA cache_size = -65536");
+    else
+        s = lite_exec(db, "PRAGMA query_only = ON");
     if (!s)
         s = lite_exec(db, "PRAGMA foreign_keys = ON");
     return s;

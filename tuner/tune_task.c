@@ -2,6 +2,8 @@
  * the task's opening and closing summary. */
 #include "tune_int.h"
 
+#include "../base/workdir.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -263,11 +265,8 @@ tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db 
     t->log = log;
     t->target_text = o->target ? o->target : "llvm";
     tt_rng_seed(&t->rng, o->seed);
-    snprintf(t->dir, sizeof(t->dir), "/tmp/tvm-tune-XXXXXX");
-    if (!mkdtemp(t->dir)) {
-        t->dir[0] = 0;
-        return tt_err(err, TT_ERR_IO, "cannot create a work directory: %s", strerror(errno));
-    }
+    if ((s = tt_workdir_create("tvm-tune", t->dir, sizeof(t->dir), err)))
+        return s;
     if ((s = tt_workload_parse(wtext, &t->w, err)) ||
         (s = tt_target_parse(t->target_text, &t->target, err)))
         return s;
@@ -381,7 +380,7 @@ void tt__tune_task_close(task *t, const char *wtext, tt_tune_summary *sum)
     free(t->plan);
     free(t->sched_hist);
     tt_workload_free(t->w);
-    if (t->dir[0])
-        rmdir(t->dir);
+    /* with whatever a stopped round, a failed link or the farm's canary left in it */
+    tt_workdir_remove(t->dir);
     free(t);
 }

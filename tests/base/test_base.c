@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -246,6 +249,112 @@ static void tensor_memory_starts_at_the_page_offset(void **state)
     tt_tensor_free(NULL, 16);
 }
 
+/* A directory of `base`, with a file inside and its time set `age` seconds back. */
+static void make_dir(const char *base, const char *name, double age, char *path, size_t size)
+{
+    snprintf(path, size, "%s/%s", base, name);
+    assert_int_equal(mkdir(path, 0700), 0);
+    char file[600];
+    snprintf(file, sizeof(file), "%s/c0.so", path);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fputs("x", f);
+    fclose(f);
+    struct timeval tv[2];
+    gettimeofday(&tv[0], NULL);
+    tv[0].tv_sec -= (time_t)age;
+    tv[1] = tv[0];
+    assert_int_equal(utimes(path, tv), 0);
+}
+
+static bool exists(const char *path)
+{
+    struct stat sb;
+    return lstat(path, &sb) == 0;
+}
+
+/* A killed process's work directory goes at the next creation; a live process's, a fresh one,
+ * other names and links stay. */
+static void work_directories_of_dead_processes_are_swept(void **state)
+{
+    (void)state;
+    char base[] = "/tmp/tt-workdir-XXXXXX";
+    assert_non_null(mkdtemp(base));
+    const char *saved = getenv("TMPDIR");
+    char *old = saved ? strdup(saved) : NULL;
+    setenv("TMPDIR", base, 1);
+    pid_t dead = fork();
+    if (dead == 0)
+        _exit(0);
+    assert_true(dead > 0);
+    assert_int_equal(waitpid(dead, NULL, 0), dead);
+    char name[128], stale[512], fresh[512], alive[512], sandbox[512], other[512], target[512],
+        link[512];
+    snprintf(name, sizeof(name), "tvm-tune-%d-aaaaaa", (int)dead);
+    make_dir(base, name, 3600, stale, sizeof(stale));
+    snprintf(name, sizeof(name), "tvm-tune-%d-bbbbbb", (int)dead);
+    make_dir(base, name, 0, fresh, sizeof(fresh));
+    snprintf(name, sizeof(name), "tvm-tune-%d-cccccc", (int)getppid());
+    make_dir(base, name, 3600, alive, sizeof(alive));
+    snprintf(name, sizeof(name), "tvm-tune-sandbox-0-%d", (int)dead);
+    make_dir(base, name, 3600, sandbox, sizeof(sandbox));
+    snprintf(name, sizeof(name), "tvm-net-%d-dddddd", (int)dead);
+    make_dir(base, name, 3600, other, sizeof(other));
+    make_dir(base, "elsewhere", 3600, target, sizeof(target));
+    snprintf(link, sizeof(link), "%s/tvm-tune-%d-eeeeee", base, (int)dead);
+    assert_int_equal(symlink(target, link), 0);
+
+    char dir[512];
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_workdir_create("tvm-tune", dir, sizeof(dir), &err), TT_OK);
+    char prefix[600];
+    snprintf(prefix, sizeof(prefix), "%s/tvm-tune-%d-", base, (int)getpid());
+    assert_int_equal(strncmp(dir, prefix, strlen(prefix)), 0);
+    struct stat sb;
+    assert_int_equal(stat(dir, &sb), 0);
+    assert_true(S_ISDIR(sb.st_mode));
+    assert_int_equal(sb.st_mode & 0777, 0700);
+    assert_false(exists(stale));
+    assert_true(exists(fresh));
+    assert_true(exists(alive));
+    assert_true(exists(sandbox));
+    assert_true(exists(other));
+    assert_true(exists(link));
+    char kept[600];
+    snprintf(kept, sizeof(kept), "%s/c0.so", target);
+    assert_true(exists(kept)); /* the link was not followed */
+
+    /* with no age required, the dead process's fresh directory goes too; ours stays */
+    assert_int_equal(tt_workdir_sweep("tvm-tune", 0), 1);
+    assert_false(exists(fresh));
+    assert_true(exists(dir));
+    assert_true(exists(alive));
+
+    /* removing one takes what is left in it */
+    char file[600];
+    snprintf(file, sizeof(file), "%s/c3.so.o", dir);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fclose(f);
+    tt_workdir_remove(dir);
+    assert_false(exists(dir));
+
+    /* a base that cannot hold one says where */
+    setenv("TMPDIR", "/nonexistent-tt-base", 1);
+    assert_int_equal(tt_workdir_create("tvm-tune", dir, sizeof(dir), &err), TT_ERR_IO);
+    assert_non_null(strstr(err.msg, "/nonexistent-tt-base"));
+    assert_string_equal(dir, "");
+
+    if (old) {
+        setenv("TMPDIR", old, 1);
+        free(old);
+    } else {
+        unsetenv("TMPDIR");
+    }
+    tt_workdir_remove(base);
+    assert_false(exists(base));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -253,6 +362,7 @@ int main(void)
         cmocka_unit_test(errbuf_formats_and_prefixes),
         cmocka_unit_test(arena_allocations_are_aligned_and_zeroed),
         cmocka_unit_test(tensor_memory_starts_at_the_page_offset),
+        cmocka_unit_test(work_directories_of_dead_processes_are_swept),
         cmocka_unit_test(vectors_grow_and_keep_their_elements),
         cmocka_unit_test(strbuf_builds_text),
         cmocka_unit_test(hashes_are_stable_fnv1a),

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -664,8 +665,15 @@ static void readonly_handle_refuses_writes(void **state)
     assert_int_equal(tt_db_open(path_of("ro.db"), TT_DB_READONLY, &db, &err), TT_OK);
     tt_db_record r = rec("relu:M=4,N=4", "llvm", NULL, "[]", one_cost, 1, 1);
     assert_int_equal(tt_db_insert(db, &r, 1, NULL), TT_ERR_IO);
+    /* writes that do not check the handle's mode are refused by the connection itself */
+    assert_int_not_equal(tt_db_model_save(db, "xgb", 1, "m", 1, NULL), TT_OK);
     tt_db_close(db);
     if (!on_pg) {
+        /* a reader leaves nothing beside the database (SQLite keeps -wal and -shm files after
+         * a connection opened SQLITE_OPEN_READONLY closes) */
+        struct stat sb;
+        assert_int_not_equal(stat(path_of("ro.db-wal"), &sb), 0);
+        assert_int_not_equal(stat(path_of("ro.db-shm"), &sb), 0);
         assert_int_equal(tt_db_open(path_of("missing.db"), TT_DB_READONLY, &db, &err),
                          TT_ERR_NOT_FOUND);
         return;
