@@ -27,6 +27,15 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+double tt_fastest(const double *v, int n)
+{
+    double fastest = 0;
+    for (int i = 0; i < n; i++)
+        if (v[i] > 0 && (fastest == 0 || v[i] < fastest))
+            fastest = v[i];
+    return fastest;
+}
+
 double tt_median(const double *v, int n)
 {
     if (n <= 0)

@@ -16,7 +16,7 @@
 
 #include "../base/base.h"
 
-#define TT_DB_SCHEMA_VERSION 4
+#define TT_DB_SCHEMA_VERSION 5
 
 typedef struct tt_db tt_db;
 

@@ -62,5 +62,16 @@ void tt__db_row_clear(tt_db_row *row);
 /* Records measured on a device later found sick carry why in `suspect` (tt_db_mark_suspect):
  * queries for the best leave them out. */
 #define TT__DB_TRUSTED " AND r.suspect IS NULL"
+/* A record that measured no time (every sample 0, fastest_s 0) is never a best. */
+#define TT__DB_TIMED " AND r.fastest_s > 0"
+/* The `bests` rows (schema 5) computed from the records they summarise, the trusted error-free
+ * ones with a time: TT__DB_BESTS_SELECT [" AND condition on r"] TT__DB_BESTS_GROUP, stored by
+ * TT__DB_BESTS_FILL ... in its place. */
+#define TT__DB_BESTS_SELECT                                                                        \
+    "SELECT r.workload_id, r.target_id, min(r.fastest_s), count(*) FROM records r "                \
+    "WHERE r.error_no = 0" TT__DB_TRUSTED TT__DB_TIMED
+#define TT__DB_BESTS_FILL                                                                          \
+    "INSERT INTO bests(workload_id, target_id, fastest_s, records) " TT__DB_BESTS_SELECT
+#define TT__DB_BESTS_GROUP " GROUP BY r.workload_id, r.target_id"
 
 #endif

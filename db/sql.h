@@ -2,7 +2,8 @@
  * it (sql_sqlite.c, sql_pg.c).
  *
  * Queries are written once, in the SQL both engines accept (docs/database.md, "Portable SQL"):
- * parameters as `?` or `?N`, `INSERT ... ON CONFLICT ... DO NOTHING`, `RETURNING id`, `IS
+ * parameters as `?` or `?N`, `INSERT ... ON CONFLICT ... DO NOTHING` (or `DO UPDATE SET`, with
+ * `excluded.` and the table's name qualifying its columns), `RETURNING id`, `IS
  * DISTINCT FROM`, explicit CASTs where a parameter's type would be ambiguous.  What differs
  * (placeholders, column types in DDL, transactions, the schema-version store, maintenance) is
  * in the backend's file and nowhere else.
@@ -18,6 +19,9 @@
 #include <stdint.h>
 
 #include "../base/base.h"
+
+/* The most parameters a statement may bind (PostgreSQL's backend keeps them in fixed arrays). */
+#define TT__SQL_MAX_PARAMS 32
 
 typedef struct tt_db tt_db;
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_PARAMS 32
+#define MAX_PARAMS TT__SQL_MAX_PARAMS
 /* 'TVTT', as SQLite's application_id: the advisory lock migrators take */
 #define MIGRATION_LOCK 0x54565454
 

@@ -33,11 +33,9 @@ const char *tt_db_match_name(tt_db_match m)
 void tt__db_costs_summary(const double *c, int n, double *median, double *mean, double *fastest)
 {
     double sum = 0;
-    *fastest = n > 0 ? c[0] : 0;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         sum += c[i];
-        *fastest = c[i] < *fastest ? c[i] : *fastest;
-    }
+    *fastest = tt_fastest(c, n);
     *mean = n > 0 ? sum / n : 0;
     *median = tt_median(c, n);
 }
@@ -268,8 +266,70 @@ static tt_status device_upsert_once(tt_db *db, const tt_db_device *d)
 
 /* ---- insert ---- */
 
-static tt_status insert_one(tt_db *db, tt__stmt *ins, const tt_db_record *r, size_t index,
-                            size_t *inserted)
+/* What a batch adds to the `bests` row of one (workload, target): the stored records that can be
+ * a best, gathered per batch so that a tuning round's records update their pair once (a
+ * statement is a round trip to a PostgreSQL server). */
+typedef struct {
+    int64_t wid, tid;
+    double fastest_s;
+    int64_t records;
+} batch_best;
+
+typedef TT_VEC(batch_best) batch_bests;
+
+static int note_best(batch_bests *v, int64_t wid, int64_t tid, double fastest)
+{
+    for (size_t i = v->len; i-- > 0;) {
+        batch_best *b = &v->data[i];
+        if (b->wid == wid && b->tid == tid) {
+            b->records++;
+            b->fastest_s = fastest < b->fastest_s ? fastest : b->fastest_s;
+            return 0;
+        }
+    }
+    batch_best b = {wid, tid, fastest, 1};
+    return TT_VEC_PUSH(v, b);
+}
+
+/* The batch's pairs into `bests`, as many rows per statement as its parameters allow (the pairs
+ * are distinct: one statement may update a row only once). */
+#define BESTS_PER_STATEMENT (TT__SQL_MAX_PARAMS / 4)
+
+static tt_status store_bests(tt_db *db, const batch_bests *v)
+{
+    tt_status s = TT_OK;
+    for (size_t at = 0; at < v->len && !s; at += BESTS_PER_STATEMENT) {
+        size_t n = v->len - at < BESTS_PER_STATEMENT ? v->len - at : BESTS_PER_STATEMENT;
+        tt_strbuf sql = {0};
+        tt_strbuf_append(&sql, "INSERT INTO bests(workload_id, target_id, fastest_s, records) "
+                               "VALUES ");
+        for (size_t i = 0; i < n; i++)
+            tt_strbuf_printf(&sql, "%s(?%zu, ?%zu, ?%zu, ?%zu)", i ? ", " : "", 4 * i + 1,
+                             4 * i + 2, 4 * i + 3, 4 * i + 4);
+        tt_strbuf_append(&sql, " ON CONFLICT (workload_id, target_id) DO UPDATE SET "
+                               "records = bests.records + excluded.records, "
+                               "fastest_s = CASE WHEN excluded.fastest_s < bests.fastest_s "
+                               "THEN excluded.fastest_s ELSE bests.fastest_s END");
+        tt__stmt *st = NULL;
+        s = sql.oom ? tt__db_fail(db, TT_ERR_NOMEM, "out of memory")
+                    : tt__db_prepare(db, tt_strbuf_cstr(&sql), &st);
+        tt_strbuf_free(&sql);
+        for (size_t i = 0; i < n && !s; i++) {
+            const batch_best *b = &v->data[at + i];
+            tt__stmt_bind_int64(st, (int)(4 * i + 1), b->wid);
+            tt__stmt_bind_int64(st, (int)(4 * i + 2), b->tid);
+            tt__stmt_bind_double(st, (int)(4 * i + 3), b->fastest_s);
+            tt__stmt_bind_int64(st, (int)(4 * i + 4), b->records);
+        }
+        if (!s)
+            s = tt__stmt_run(st, "keeping the best of a workload", NULL);
+        tt__stmt_finalize(st);
+    }
+    return s;
+}
+
+static tt_status insert_one(tt_db *db, tt__stmt *ins, batch_bests *bests, const tt_db_record *r,
+                            size_t index, size_t *inserted)
 {
     int64_t wid, tid, did = 0;
     tt_status s;
@@ -336,10 +396,13 @@ static tt_status insert_one(tt_db *db, tt__stmt *ins, const tt_db_record *r, siz
     tt__stmt_bind_int64(ins, 17, (int64_t)h);
     /* The device's address and a suspect mark are columns, so queries need not parse JSON. */
     json_t *extra = NULL;
+    bool suspect = false;
     if (r->extra && !tt_json_parse(r->extra, strlen(r->extra), &extra, NULL) &&
         json_is_object(extra)) {
+        const char *why = json_string_value(json_object_get(extra, "suspect"));
         tt__stmt_bind_text(ins, 18, json_string_value(json_object_get(extra, "host")));
-        tt__stmt_bind_text(ins, 19, json_string_value(json_object_get(extra, "suspect")));
+        tt__stmt_bind_text(ins, 19, why);
+        suspect = why != NULL;
     }
     json_decref(extra);
     tt__stmt_bind_double(ins, 20, fastest);
@@ -347,7 +410,11 @@ static tt_status insert_one(tt_db *db, tt__stmt *ins, const tt_db_record *r, siz
     tt_strbuf_free(&costs);
     if (rc != TT__STEP_DONE)
         return tt__db_failed(db, "storing a record");
-    *inserted += (size_t)tt__stmt_changes(ins);
+    int64_t stored = tt__stmt_changes(ins);
+    *inserted += (size_t)stored;
+    if (stored && r->error_no == 0 && !suspect && fastest > 0 &&
+        note_best(bests, wid, tid, fastest))
+        return tt__db_fail(db, TT_ERR_NOMEM, "out of memory");
     return TT_OK;
 }
 
@@ -362,6 +429,7 @@ static tt_status insert_once(tt_db *db, const tt_db_record *recs, size_t n, size
     if (s)
         return s;
     tt__stmt *ins = NULL;
+    batch_bests bests = {0};
     s = tt__db_prepare(
         db,
         "INSERT INTO records(workload_id, target_id, device_id, config, "
@@ -370,8 +438,11 @@ static tt_status insert_once(tt_db *db, const tt_db_record *recs, size_t n, size
         "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(dedup) DO NOTHING",
         &ins);
     for (size_t i = 0; i < n && !s; i++)
-        s = insert_one(db, ins, &recs[i], i, &count);
+        s = insert_one(db, ins, &bests, &recs[i], i, &count);
     tt__stmt_finalize(ins);
+    if (!s)
+        s = store_bests(db, &bests);
+    TT_VEC_FREE(&bests);
     if (!s)
         s = tt__db_commit(db);
     /* All or nothing: the batch disappears, what was committed before stays. */
@@ -481,17 +552,17 @@ static tt_status best_once(tt_db *db, const char *workload, const char *target, 
     static const char *const q_exact =
         "SELECT " TT__DB_ROW_COLUMNS TT__DB_ROW_FROM
         " WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.error_no = 0"
-        " AND (CAST(?3 AS BIGINT) = 0 OR r.device_id = ?3)" TT__DB_TRUSTED
+        " AND (CAST(?3 AS BIGINT) = 0 OR r.device_id = ?3)" TT__DB_TRUSTED TT__DB_TIMED
         " ORDER BY r.fastest_s, r.id LIMIT ?4";
     static const char *const q_other =
         "SELECT " TT__DB_ROW_COLUMNS TT__DB_ROW_FROM
         " WHERE r.workload_id = ?1 AND r.target_id = ?2 AND r.error_no = 0"
-        " AND r.device_id IS DISTINCT FROM ?3" TT__DB_TRUSTED
+        " AND r.device_id IS DISTINCT FROM ?3" TT__DB_TRUSTED TT__DB_TIMED
         " ORDER BY r.fastest_s, r.id LIMIT ?4";
     static const char *const q_family =
         "SELECT " TT__DB_ROW_COLUMNS TT__DB_ROW_FROM
         " WHERE r.workload_id = ?1 AND r.error_no = 0 AND r.target_id != ?2"
-        " AND t.family = ?3" TT__DB_TRUSTED " ORDER BY r.fastest_s, r.id LIMIT ?4";
+        " AND t.family = ?3" TT__DB_TRUSTED TT__DB_TIMED " ORDER BY r.fastest_s, r.id LIMIT ?4";
     /* An unknown device or target has no exact records, but may have fallbacks. */
     bool exact_possible = tid && (!device || did);
     for (int stage = 0; stage < 3 && *n == 0 && !s; stage++) {
@@ -588,13 +659,14 @@ static tt_status stats_get_once(tt_db *db, int64_t job, tt_db_stats *out)
 {
     memset(out, 0, sizeof(*out));
     tt__stmt *st;
-    tt_status s = tt__db_prepare(
-        db,
-        "SELECT count(*), count(DISTINCT workload_id), count(DISTINCT target_id), "
-        "coalesce(min(CASE WHEN error_no = 0 AND suspect IS NULL THEN fastest_s END), 0), "
-        "coalesce(min(timestamp), 0), coalesce(max(timestamp), 0), count(suspect) "
-        "FROM records WHERE CAST(?1 AS BIGINT) = 0 OR job_id = ?1",
-        &st);
+    tt_status s =
+        tt__db_prepare(db,
+                       "SELECT count(*), count(DISTINCT workload_id), count(DISTINCT target_id), "
+                       "coalesce(min(CASE WHEN error_no = 0 AND suspect IS NULL AND fastest_s > 0 "
+                       "THEN fastest_s END), 0), "
+                       "coalesce(min(timestamp), 0), coalesce(max(timestamp), 0), count(suspect) "
+                       "FROM records WHERE CAST(?1 AS BIGINT) = 0 OR job_id = ?1",
+                       &st);
     if (s)
         return s;
     tt__stmt_bind_int64(st, 1, job);
@@ -689,6 +761,29 @@ static tt_status mark_suspect_rows(tt_db *db, const char *host, double since, co
     return s;
 }
 
+/* The `bests` rows of every pair that has records of `host` since `since`, computed again from
+ * the records (a pair whose every record is now suspect loses its row). */
+static tt_status recompute_bests(tt_db *db, const char *host, double since)
+{
+#define MARKED_PAIRS                                                                               \
+    " (SELECT m.workload_id, m.target_id FROM records m WHERE m.host = ?1 AND m.timestamp >= ?2)"
+    static const char *const sql[2] = {
+        "DELETE FROM bests WHERE (workload_id, target_id) IN" MARKED_PAIRS,
+        TT__DB_BESTS_FILL " AND (r.workload_id, r.target_id) IN" MARKED_PAIRS TT__DB_BESTS_GROUP};
+#undef MARKED_PAIRS
+    tt_status s = TT_OK;
+    for (int i = 0; i < 2 && !s; i++) {
+        tt__stmt *st;
+        if ((s = tt__db_prepare(db, sql[i], &st)))
+            break;
+        tt__stmt_bind_text(st, 1, host);
+        tt__stmt_bind_double(st, 2, since);
+        s = tt__stmt_run(st, "keeping the best of a workload", NULL);
+        tt__stmt_finalize(st);
+    }
+    return s;
+}
+
 static tt_status mark_suspect_once(tt_db *db, const char *host, double since, const char *why,
                                    int64_t *marked)
 {
@@ -698,6 +793,8 @@ static tt_status mark_suspect_once(tt_db *db, const char *host, double since, co
     tt_status s = tt__db_begin(db);
     if (!s)
         s = mark_suspect_rows(db, host, since, why, &count);
+    if (!s && count)
+        s = recompute_bests(db, host, since);
     if (!s)
         s = tt__db_commit(db);
     if (s)
@@ -714,11 +811,9 @@ static tt_status leaderboard_once(tt_db *db, int64_t limit, tt_db_best_entry **o
     tt__stmt *st;
     tt_status s = tt__db_prepare(
         db,
-        "SELECT w.key, t.target, min(r.fastest_s), w.flops, count(*) FROM records r "
-        "JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = r.target_id "
-        "WHERE r.error_no = 0 AND r.fastest_s > 0" TT__DB_TRUSTED
-        " GROUP BY w.id, t.id, w.key, t.target, w.flops "
-        "ORDER BY w.flops / min(r.fastest_s) DESC, w.key LIMIT ?1",
+        "SELECT w.key, t.target, b.fastest_s, w.flops, b.records FROM bests b "
+        "JOIN workloads w ON w.id = b.workload_id JOIN targets t ON t.id = b.target_id "
+        "ORDER BY w.flops / b.fastest_s DESC, w.key, t.target LIMIT ?1",
         &st);
     if (s)
         return s;

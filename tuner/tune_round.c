@@ -450,9 +450,7 @@ tt_status tt__tune_round_trip(task *t, candidate *c, int n, tt_errbuf *err)
         if (recs[r].error_no) {
             t->errors++;
         } else {
-            double fastest = recs[r].costs[0];
-            for (int k = 1; k < recs[r].ncosts; k++)
-                fastest = recs[r].costs[k] < fastest ? recs[r].costs[k] : fastest;
+            double fastest = tt_fastest(recs[r].costs, recs[r].ncosts);
             tt__tune_note_result(t, recs[r].config, fastest, 0);
             thr = tt_tune_label(t->w->flops, recs[r].costs, recs[r].ncosts, fastest, 0);
         }

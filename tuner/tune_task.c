@@ -56,9 +56,11 @@ void tt__tune_seen_add(task *t, uint64_t h)
 
 void tt__tune_note_result(task *t, const char *config, double fastest, int error_no)
 {
-    if (!strcmp(config, "[]") && error_no == 0)
+    if (error_no || fastest <= 0)
+        return; /* no time to compare */
+    if (!strcmp(config, "[]"))
         t->naive_s = fastest;
-    if (error_no == 0 && (t->best_s == 0 || fastest < t->best_s)) {
+    if (t->best_s == 0 || fastest < t->best_s) {
         t->best_s = fastest;
         free(t->best_config);
         t->best_config = strdup(config);
@@ -104,10 +106,9 @@ static bool record_index(const task *t, const char *extra, uint64_t *index)
 
 double tt_tune_label(double flops, const double *costs, int ncosts, double median_s, int error_no)
 {
-    double fastest = median_s;
-    for (int i = 0; i < ncosts; i++)
-        if (costs[i] > 0 && (fastest <= 0 || costs[i] < fastest))
-            fastest = costs[i];
+    double fastest = tt_fastest(costs, ncosts);
+    if (fastest <= 0)
+        fastest = median_s;
     return error_no == 0 && fastest > 0 ? flops / fastest : 0;
 }
 

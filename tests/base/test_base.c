@@ -153,6 +153,12 @@ static void median_and_clocks(void **state)
     for (int i = 0; i < 100; i++)
         big[i] = 99 - i;
     assert_true(tt_median(big, 100) == 49.5);
+    /* the fastest sample: the smallest positive one; a sample of 0 is no time */
+    double samples[4] = {3e-3, 0, 2e-3, 4e-3}, none[2] = {0, 0};
+    assert_true(tt_fastest(samples, 4) == 2e-3);
+    assert_true(tt_fastest(big, 100) == 1);
+    assert_true(tt_fastest(none, 2) == 0);
+    assert_true(tt_fastest(NULL, 0) == 0);
     double a = tt_clock_monotonic(), b = tt_clock_monotonic();
     assert_true(b >= a);
     assert_true(tt_clock_wall() > 1.6e9);

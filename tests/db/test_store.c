@@ -396,9 +396,36 @@ static const char *const fastest_wl = "matmul:M=64,N=64,K=64";
 static void insert_steady_and_interrupted(tt_db *db)
 {
     double steady[3] = {1e-3, 1e-3, 1e-3}, interrupted[3] = {4e-3, 5e-4, 4e-3};
-    tt_db_record r[2] = {rec(fastest_wl, "llvm", NULL, "[[\"CI\", 1]]", steady, 3, 1),
-                         rec(fastest_wl, "llvm", NULL, "[[\"CI\", 2]]", interrupted, 3, 2)};
-    assert_int_equal(tt_db_insert(db, r, 2, NULL), TT_OK);
+    /* and two whose samples say 0 s: no time, which only a corrupt record claims */
+    double zero_first[3] = {0, 2e-3, 3e-3}, untimed[2] = {0, 0};
+    tt_db_record r[4] = {rec(fastest_wl, "llvm", NULL, "[[\"CI\", 1]]", steady, 3, 1),
+                         rec(fastest_wl, "llvm", NULL, "[[\"CI\", 2]]", interrupted, 3, 2),
+                         rec(fastest_wl, "llvm", NULL, "[[\"CI\", 3]]", zero_first, 3, 3),
+                         rec(fastest_wl, "llvm", NULL, "[[\"CI\", 4]]", untimed, 2, 4)};
+    assert_int_equal(tt_db_insert(db, r, 4, NULL), TT_OK);
+}
+
+/* A sample of 0 is no time: the fastest is the smallest positive sample, and a record with none
+ * is never a best. */
+static void only_timed_samples_rank(tt_db *db)
+{
+    tt_db_row *rows;
+    size_t n;
+    assert_int_equal(tt_db_best(db, fastest_wl, "llvm", NULL, 10, false, &rows, &n), TT_OK);
+    assert_int_equal(n, 3);
+    assert_string_equal(rows[2].config, "[[\"CI\", 3]]");
+    assert_true(rows[2].fastest_s == 2e-3);
+    tt_db_rows_free(rows, n);
+    tt_db_stats st;
+    assert_int_equal(tt_db_stats_get(db, 0, &st), TT_OK);
+    assert_true(st.best_s == 5e-4);
+    /* the leaderboard's pair counts the three records with a time */
+    tt_db_best_entry *e;
+    assert_int_equal(tt_db_leaderboard(db, 0, &e, &n), TT_OK);
+    assert_int_equal(n, 1);
+    assert_true(e[0].best_s == 5e-4);
+    assert_int_equal(e[0].records, 3);
+    tt_db_leaderboard_free(e, n);
 }
 
 /* Both best records of insert_steady_and_interrupted, the interrupted one first. */
@@ -425,20 +452,13 @@ static void best_ranks_records_by_their_fastest_sample(void **state)
     assert_true(rows[0].median_s == 4e-3);
     assert_true(rows[0].gflops == 2.0 * 64 * 64 * 64 / 5e-4 / 1e9);
     tt_db_rows_free(rows, 2);
-    size_t n;
-    tt_db_stats st;
-    assert_int_equal(tt_db_stats_get(db, 0, &st), TT_OK);
-    assert_true(st.best_s == 5e-4);
-    tt_db_best_entry *e;
-    assert_int_equal(tt_db_leaderboard(db, 0, &e, &n), TT_OK);
-    assert_int_equal(n, 1);
-    assert_true(e[0].best_s == 5e-4);
-    tt_db_leaderboard_free(e, n);
+    only_timed_samples_rank(db); /* the statistics and the leaderboard */
     tt_db_close(db);
 }
 
 /* A database of schema 3 ranked by the median: migrating fills each record's fastest sample from
- * its stored samples, and the best is then the record with the fastest. */
+ * its stored samples, and the best is then the record with the fastest; the leaderboard's table
+ * (schema 5) is filled from them. */
 static void migration_fills_the_fastest_sample_from_the_costs(void **state)
 {
     tt_db *db = open_or_fail("v3.db");
@@ -446,15 +466,35 @@ static void migration_fills_the_fastest_sample_from_the_costs(void **state)
     tt_db_close(db);
     /* back to schema 3: no fastest_s, the best index on the median */
     raw_sql2("v3.db",
-             "DROP INDEX records_best; ALTER TABLE records DROP COLUMN fastest_s;"
+             "DROP TABLE bests; DROP INDEX records_best; ALTER TABLE records DROP COLUMN fastest_s;"
              "CREATE INDEX records_best ON records(workload_id, target_id, error_no, median_s, id);"
              "PRAGMA user_version = 3;",
-             "DROP INDEX records_best; ALTER TABLE records DROP COLUMN fastest_s;"
+             "DROP TABLE bests; DROP INDEX records_best; ALTER TABLE records DROP COLUMN fastest_s;"
              "CREATE INDEX records_best ON records(workload_id, target_id, error_no, median_s, id);"
              "UPDATE tt_meta SET schema_version = 3;");
     db = open_or_fail("v3.db");
     assert_int_equal(tt_db_user_version(db), TT_DB_SCHEMA_VERSION);
     tt_db_rows_free(best_two_fastest_first(db), 2);
+    only_timed_samples_rank(db);
+    tt_db_close(db);
+}
+
+/* The leaderboard's table changed behind the library's back: check says so, vacuum computes it
+ * again from the records. */
+static void a_leaderboard_out_of_step_is_found_and_rebuilt(void **state)
+{
+    tt_db *db = open_or_fail("bests.db");
+    insert_steady_and_interrupted(db);
+    assert_int_equal(tt_db_check(db), TT_OK);
+    tt_db_close(db);
+    raw_sql("bests.db", "UPDATE bests SET records = 99");
+    db = open_or_fail("bests.db");
+    assert_int_equal(tt_db_check(db), TT_ERR_IO);
+    assert_non_null(strstr(tt_db_errmsg(db), "the best of 1 (workload, target) pairs"));
+    assert_non_null(strstr(tt_db_errmsg(db), "tvm-db vacuum"));
+    assert_int_equal(tt_db_vacuum(db), TT_OK);
+    assert_int_equal(tt_db_check(db), TT_OK);
+    only_timed_samples_rank(db); /* the right count again */
     tt_db_close(db);
 }
 
@@ -545,21 +585,27 @@ static void suspect_records_are_marked_and_skipped(void **state)
 {
     tt_db *db = open_or_fail("suspect.db");
     double fast[1] = {1e-4}, slow[1] = {1e-3}, slower[1] = {2e-3};
-    tt_db_record r[4] = {rec("relu:M=4,N=4", "llvm", "dev", "[[\"AN\", 1, 0, 1]]", fast, 1, 100),
+    tt_db_record r[5] = {rec("relu:M=4,N=4", "llvm", "dev", "[[\"AN\", 1, 0, 1]]", fast, 1, 100),
                          rec("relu:M=4,N=4", "llvm", "dev", "[[\"AN\", 1, 0, 2]]", slow, 1, 101),
                          rec("relu:M=4,N=4", "llvm", "dev", "[[\"AN\", 1, 0, 3]]", slower, 1, 50),
-                         rec("relu:M=4,N=4", "llvm", "dev", "[[\"AN\", 1, 0, 4]]", fast, 1, 102)};
+                         rec("relu:M=4,N=4", "llvm", "dev", "[[\"AN\", 1, 0, 4]]", fast, 1, 102),
+                         rec("relu:M=8,N=8", "llvm", "dev", "[[\"AN\", 1, 0, 5]]", fast, 1, 103)};
     r[0].extra = "{\"host\":\"10.0.0.7:9090\",\"index\":1}"; /* the liar, this run */
     r[1].extra = "{\"host\":\"10.0.0.8:9090\"}";             /* an honest device */
     r[2].extra = "{\"host\":\"10.0.0.7:9090\"}";             /* the liar, long before */
     r[3].extra = "not json at all";                          /* an imported oddity */
-    assert_int_equal(tt_db_insert(db, r, 4, NULL), TT_OK);
+    r[4].extra = r[0].extra; /* the liar's only record of another workload */
+    assert_int_equal(tt_db_insert(db, r, 5, NULL), TT_OK);
+    tt_db_best_entry *e;
+    size_t n;
+    assert_int_equal(tt_db_leaderboard(db, 0, &e, &n), TT_OK);
+    assert_int_equal(n, 2);
+    tt_db_leaderboard_free(e, n);
     int64_t marked = -1;
     assert_int_equal(
         tt_db_mark_suspect(db, "10.0.0.7:9090", 90, "device 10.0.0.7:9090 lied", &marked), TT_OK);
-    assert_int_equal(marked, 1);
+    assert_int_equal(marked, 2);
     tt_db_row *rows;
-    size_t n;
     assert_int_equal(tt_db_best(db, "relu:M=4,N=4", "llvm", NULL, 4, true, &rows, &n), TT_OK);
     assert_int_equal(n, 3);
     for (size_t i = 0; i < n; i++)
@@ -568,17 +614,19 @@ static void suspect_records_are_marked_and_skipped(void **state)
     tt_db_rows_free(rows, n);
     tt_db_stats st;
     assert_int_equal(tt_db_stats_get(db, 0, &st), TT_OK);
-    assert_int_equal(st.records, 4);
-    assert_int_equal(st.suspect, 1);
+    assert_int_equal(st.records, 5);
+    assert_int_equal(st.suspect, 2);
     assert_true(st.best_s == 1e-4);
-    /* the marked record keeps what it had, and says why */
+    /* the marked records keep what they had, and say why */
     int found = 0;
     tt_db_filter f = {0};
     assert_int_equal(tt_db_history(db, &f, count_suspect, &found), TT_OK);
-    assert_int_equal(found, 1);
-    tt_db_best_entry *e;
+    assert_int_equal(found, 2);
+    /* the pair whose one record was the liar's left the leaderboard */
     assert_int_equal(tt_db_leaderboard(db, 0, &e, &n), TT_OK);
     assert_int_equal(n, 1);
+    assert_string_equal(e[0].workload, "relu:M=4,N=4");
+    assert_true(e[0].best_s == 1e-4);
     assert_int_equal(e[0].records, 3);
     tt_db_leaderboard_free(e, n);
     tt_db_close(db);
@@ -732,6 +780,13 @@ static void copy_moves_everything_once(void **state)
     assert_int_equal(tt_db_best(b, "matmul:M=4,N=4,K=4", "llvm", NULL, 5, false, &rows, &n), TT_OK);
     assert_int_equal(n, 1);
     assert_true(rows[0].median_s == 1.5e-3);
+    tt_db_best_entry *e;
+    size_t ne;
+    assert_int_equal(tt_db_leaderboard(b, 0, &e, &ne), TT_OK);
+    assert_int_equal(ne, 1); /* the suspect record counts neither here nor there */
+    assert_int_equal(e[0].records, 1);
+    assert_true(e[0].best_s == 1e-3);
+    tt_db_leaderboard_free(e, ne);
     tt_db_job *jobs;
     size_t nj;
     assert_int_equal(tt_db_jobs_list(b, &jobs, &nj), TT_OK);
@@ -905,6 +960,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(best_prefers_exact_then_other_device_then_family),
         cmocka_unit_test(best_ranks_records_by_their_fastest_sample),
         cmocka_unit_test(migration_fills_the_fastest_sample_from_the_costs),
+        cmocka_unit_test(a_leaderboard_out_of_step_is_found_and_rebuilt),
         cmocka_unit_test(ties_go_to_the_earlier_record),
         cmocka_unit_test(suspect_records_are_marked_and_skipped),
         cmocka_unit_test(jobs_history_and_stats),
