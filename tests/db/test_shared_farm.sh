@@ -167,6 +167,13 @@ check "records exported" "$(sql "SELECT count(*) FROM records")" "$exported"
 inserted() { python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["inserted"])'; }
 check "imported" "$exported" "$("$bin/tvm-db" import --db "$db" "$work/farm.log" --json | inserted)"
 check "imported again: nothing new" 0 "$("$bin/tvm-db" import --db "$db" "$work/farm.log" --json | inserted)"
+# Three trackers, a kill -9 and two imports wrote the records; each workload's best (the
+# leaderboard's table) still agrees with them.
+"$bin/tvm-db" check --db "$db" > "$work/check.log" 2>&1 && checked=1 || checked=0
+[ "$checked" = 1 ] || cat "$work/check.log" >&2
+check "tvm-db check: the bests table agrees with the records" 1 "$checked"
+check "bests rows" "$(sql "SELECT count(*) FROM (SELECT DISTINCT workload_id, target_id FROM records WHERE error_no = 0 AND suspect IS NULL AND fastest_s > 0) p")" \
+  "$(sql "SELECT count(*) FROM bests")"
 
 # A build elsewhere: the installed CMake function, from the server.
 cmake --install "$build" --prefix "$work/prefix" > /dev/null
