@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
-#include <ftw.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,13 +82,6 @@ static void close_sockets(void)
     close(dir);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    remove(path);
-    return 0;
-}
-
 pid_t tt__sandbox_start(int *fd, tt_errbuf *err)
 {
     int fds[2];
@@ -152,6 +144,6 @@ int tt__sandbox_finish(pid_t pid, int fd, bool kill_group)
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     /* Whatever the kernel left in its directory goes with it. */
-    nftw(pid_dir(pid), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    tt_workdir_remove(pid_dir(pid));
     return status;
 }
