@@ -31,7 +31,7 @@ void tt_workdir_remove(const char *dir)
         nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* The PID of an entry named NAME-PID-SUFFIX, or 0 when the name is not of that form. */
+/* The PID of an entry named NAME-PID-SUFFIX or NAME-PID, or 0 when the name is not of that form. */
 static pid_t owner_of(const char *entry, const char *name)
 {
     size_t n = strlen(name);
@@ -41,7 +41,7 @@ static pid_t owner_of(const char *entry, const char *name)
     long pid = 0;
     while (*p >= '0' && *p <= '9' && pid < (1L << 30))
         pid = pid * 10 + (*p++ - '0');
-    return *p == '-' && p != entry + n + 1 ? (pid_t)pid : 0;
+    return (*p == '-' || !*p) && p != entry + n + 1 ? (pid_t)pid : 0;
 }
 
 int tt_workdir_sweep(const char *name, double stale_s)

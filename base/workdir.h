@@ -18,8 +18,8 @@
 tt_status tt_workdir_create(const char *name, char *dir, size_t size, tt_errbuf *err);
 /* Removes `dir` and everything in it (not following symbolic links). */
 void tt_workdir_remove(const char *dir);
-/* Removes the directories NAME-PID-* of dead processes untouched for stale_s seconds; returns how
- * many were removed.  tt_workdir_create calls it with TT_WORKDIR_STALE_S. */
+/* Removes the directories NAME-PID-* (and NAME-PID) of dead processes untouched for stale_s
+ * seconds; returns how many were removed.  tt_workdir_create calls it with TT_WORKDIR_STALE_S. */
 int tt_workdir_sweep(const char *name, double stale_s);
 
 #endif

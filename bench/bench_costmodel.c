@@ -18,14 +18,15 @@
  *   program rank one row per program, its stores side by side, XGBoost's pairwise ranking
  *                objective (PROG_RANK): evo's model;
  *   prog, fastest the same, trained on each program's fastest sample instead of its median.
- * and prints pairwise accuracy (of all pairs, and of the pairs more than 5% apart), top-1 and
- * top-5 recall and TenSet's top-k score (best latency of the ranked set over the best latency
- * among the model's top k), averaged over workloads, next to two anchors: a random ranking (mean
- * of 200 shuffles) and the measurement itself, one repeat sample of each program ranking
- * another (the labels' own noise).  From that agreement a it prints the range in which a model
- * that knew the true times would agree with one sample, [a, (1 + sqrt(2a - 1)) / 2], and each
- * model's pairwise accuracy by how far apart the two programs' labels are (<1% to >30%): where
- * a ranking errs, on near-ties the measurement cannot order or on pairs it can.
+ * and prints pairwise accuracy (of all pairs, and of the pairs more than 5% apart; a pair the
+ * model scores alike counts half), top-1 and top-5 recall and TenSet's top-k score (best latency
+ * of the ranked set over the best latency among the model's top k), averaged over workloads, next
+ * to two anchors: a random ranking (mean of 200 shuffles) and the measurement itself, one repeat
+ * sample of each program ranking another (the labels' own noise).  From that agreement a it
+ * prints the range in which a model that knew the true times would agree with one sample,
+ * [a, (1 + sqrt(2a - 1)) / 2], and each model's pairwise accuracy by how far apart the two
+ * programs' labels are (<1% to >30%): where a ranking errs, on near-ties the measurement cannot
+ * order or on pairs it can.
  *
  * With --remeasure N, up to N held-out programs of each workload are built again and measured
  * three more times, idle, as the tuner measures by default (tvm-tune run's CPU defaults, a fresh
@@ -162,7 +163,8 @@ static void quality_add(quality *acc, quality q, double w)
 static quality evaluate(const double *lat, const double *score, const int *ids, int n)
 {
     quality q = {0};
-    int agree = 0, pairs = 0, best = 0, agree_apart = 0, pairs_apart = 0;
+    int pairs = 0, best = 0, pairs_apart = 0;
+    double agree = 0, agree_apart = 0;
     for (int i = 0; i < n; i++) {
         if (lat[ids[i]] < lat[ids[best]])
             best = i;
@@ -170,7 +172,8 @@ static quality evaluate(const double *lat, const double *score, const int *ids, 
             double a = lat[ids[i]], b = lat[ids[j]];
             if (a == b)
                 continue;
-            bool right = (a < b) == (score[i] > score[j]);
+            /* a tie in score is a coin's toss: half right */
+            double right = score[i] == score[j] ? 0.5 : (a < b) == (score[i] > score[j]);
             pairs++;
             agree += right;
             double gap = fabs(a - b) / fmin(a, b);
@@ -185,8 +188,8 @@ static quality evaluate(const double *lat, const double *score, const int *ids, 
             q.gap_agree[g] += right;
         }
     }
-    q.pairwise = pairs ? (double)agree / pairs : 0;
-    q.apart = pairs_apart ? (double)agree_apart / pairs_apart : 1;
+    q.pairwise = pairs ? agree / pairs : 0;
+    q.apart = pairs_apart ? agree_apart / pairs_apart : 1;
     int top[5], nt = 0;
     for (int k = 0; k < 5 && k < n; k++) {
         int b = -1;
@@ -231,22 +234,24 @@ static void truth_add(truth_quality *acc, truth_quality q, double w)
 static truth_quality evaluate_truth(const dataset *d, const double *score, const int *ids, int n)
 {
     truth_quality q = {0};
-    int pairs = 0, agree = 0, resolved = 0, agree_resolved = 0;
+    int pairs = 0, resolved = 0;
+    double agree = 0, agree_resolved = 0;
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++) {
             double a = d->truth[ids[i]], b = d->truth[ids[j]];
             if (a == b)
                 continue;
-            bool right = (a < b) == (score[i] > score[j]), alike = true;
+            double right = score[i] == score[j] ? 0.5 : (a < b) == (score[i] > score[j]);
+            bool alike = true;
             for (int k = 0; k < REMEASURE_ROUNDS; k++)
                 alike &= (d->round[k][ids[i]] < d->round[k][ids[j]]) == (a < b);
             pairs++;
             agree += right;
             resolved += alike;
-            agree_resolved += alike && right;
+            agree_resolved += alike ? right : 0;
         }
-    q.pairwise = pairs ? (double)agree / pairs : 0;
-    q.resolved = resolved ? (double)agree_resolved / resolved : 0;
+    q.pairwise = pairs ? agree / pairs : 0;
+    q.resolved = resolved ? agree_resolved / resolved : 0;
     q.share = pairs ? (double)resolved / pairs : 0;
     return q;
 }

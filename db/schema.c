@@ -168,8 +168,9 @@ static tt_status migrate(tt_db *db)
     if (db->readonly)
         return tt__db_fail(
             db, TT_ERR_IO,
-            "%s has schema version %d and needs migrating to %d; open it read-write once",
-            db->where, version, TT_DB_SCHEMA_VERSION);
+            "%s has schema version %d and needs migrating to %d, which a read-only open "
+            "cannot do: open it read-write once (`tvm-db vacuum --db %s` migrates it)",
+            db->where, version, TT_DB_SCHEMA_VERSION, db->where);
     /* Each migration and its version bump commit together; with the migrators' lock held the
      * version is read again, so processes starting together migrate once. */
     tt_status s = tt__db_begin(db);

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,16 +15,31 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/workdir.h"
 #include "sandbox_int.h"
 
-/* The private directory of child `pid`: $TMPDIR (or /tmp)/tvm-tune-sandbox-UID-PID. */
+/* The private directories of children: $TMPDIR (or /tmp)/tvm-tune-sandbox-UID-PID, PID the
+ * child's. */
+static const char *dir_name(void)
+{
+    static __thread char name[64];
+    snprintf(name, sizeof(name), "tvm-tune-sandbox-%u", (unsigned)getuid());
+    return name;
+}
+
 static const char *pid_dir(pid_t pid)
 {
     static __thread char dir[512];
     const char *base = getenv("TMPDIR");
-    snprintf(dir, sizeof(dir), "%s/tvm-tune-sandbox-%u-%d", base && base[0] ? base : "/tmp",
-             (unsigned)getuid(), (int)pid);
+    snprintf(dir, sizeof(dir), "%s/%s-%d", base && base[0] ? base : "/tmp", dir_name(), (int)pid);
     return dir;
+}
+
+/* A child outlives its directory's removal only when the process that started it was killed
+ * (the child then dies too, below): the first sandbox of each process sweeps such directories. */
+static void sweep_orphans(void)
+{
+    tt_workdir_sweep(dir_name(), TT_WORKDIR_STALE_S);
 }
 
 static void harden(const char *dir)
@@ -89,8 +105,10 @@ pid_t tt__sandbox_start(int *fd, tt_errbuf *err)
         tt_err(err, TT_ERR_IO, "pipe: %s", strerror(errno));
         return -1;
     }
+    static pthread_once_t swept = PTHREAD_ONCE_INIT;
+    pthread_once(&swept, sweep_orphans);
     fflush(NULL); /* nothing buffered is written twice */
-    pid_t pid = fork();
+    pid_t parent = getpid(), pid = fork();
     if (pid < 0) {
         close(fds[0]);
         close(fds[1]);
@@ -98,6 +116,13 @@ pid_t tt__sandbox_start(int *fd, tt_errbuf *err)
         return -1;
     }
     if (pid == 0) {
+        /* A hung kernel must not outlive a server killed with SIGKILL (its own process group
+         * keeps it from the server's group's signals): it dies with the thread that started it,
+         * which waits for it in tt__sandbox_finish.  The check after it closes the race with a
+         * parent that died first. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
         setpgid(0, 0);
         close(fds[0]);
         close_sockets();

@@ -16,7 +16,11 @@
  * ends everything it started), keeps none of the parent's sockets, cannot gain privileges
  * (PR_SET_NO_NEW_PRIVS, so a setuid program it runs stays unprivileged), writes no core dumps,
  * opens at most 256 files and writes no file over 1 GiB, and works in a private temporary directory
- * (its cwd and TMPDIR), which tt__sandbox_finish removes with whatever the kernel left there. */
+ * (its cwd and TMPDIR), which tt__sandbox_finish removes with whatever the kernel left there.
+ *
+ * The child dies with the thread that started it (PR_SET_PDEATHSIG): a server killed with SIGKILL
+ * takes its hung kernel with it.  Its directory (tvm-tune-sandbox-UID-PID) then stays; the first
+ * tt__sandbox_start of every process sweeps those of dead children (base/workdir.h). */
 pid_t tt__sandbox_start(int *fd, tt_errbuf *err);
 /* Reads up to n bytes from the child until it closes the pipe or the monotonic clock passes
  * `deadline` (*timed_out).  Returns the bytes read. */

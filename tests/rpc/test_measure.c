@@ -1,18 +1,24 @@
 /* The measurement sandbox: planted crashing, aborting, hanging, memory-hogging and wrong kernels
  * become results with TVM's error codes; a good kernel is timed. */
+#include <dirent.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "base/tensor_mem.h"
+#include "base/workdir.h"
 #include "rpc/measure.h"
 #include "rpc/measure_proto.h"
 
@@ -262,6 +268,74 @@ static void the_child_is_sandboxed(void **state)
     close(listener);
 }
 
+/* The PID in the name of the one sandbox directory in `dir`, 0 while there is none. */
+static pid_t sandboxed_child(const char *dir)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof(prefix), "tvm-tune-sandbox-%u-", (unsigned)getuid());
+    DIR *d = opendir(dir);
+    pid_t pid = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (!strncmp(e->d_name, prefix, strlen(prefix)))
+            pid = (pid_t)atoi(e->d_name + strlen(prefix));
+    if (d)
+        closedir(d);
+    return pid;
+}
+
+/* A server killed with SIGKILL while its child runs a hung kernel takes the child with it (the
+ * child leads its own process group, so nothing else would end it), and the directory the child
+ * leaves is swept as a dead process's.  This test adopts the orphaned child (a subreaper) to see
+ * it die. */
+static void a_killed_server_takes_its_hung_kernel_with_it(void **state)
+{
+    setup_data();
+    char dir[] = "/tmp/tt-orphan-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char *saved = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
+    setenv("TMPDIR", dir, 1);
+    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    pid_t server = fork();
+    assert_true(server >= 0);
+    if (server == 0) {
+        tt_measure_options o = {.timeout_s = 60};
+        measure("hangs", &o);
+        _exit(0);
+    }
+    pid_t child = 0;
+    for (int i = 0; i < 1000 && !(child = sandboxed_child(dir)); i++)
+        usleep(10000);
+    assert_true(child > 0);
+    kill(server, SIGKILL);
+    assert_int_equal(waitpid(server, NULL, 0), server);
+    int status = 0;
+    pid_t reaped = 0;
+    for (int i = 0; i < 500 && !reaped; i++) {
+        reaped = waitpid(child, &status, WNOHANG);
+        if (!reaped)
+            usleep(10000);
+    }
+    if (!reaped) { /* the defect: clean up, then fail */
+        kill(-child, SIGKILL);
+        waitpid(child, NULL, 0);
+    }
+    prctl(PR_SET_CHILD_SUBREAPER, 0);
+    assert_int_equal(reaped, child);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    /* Its directory outlived it, and is a dead process's to sweep. */
+    assert_int_equal(sandboxed_child(dir), child);
+    char name[64];
+    snprintf(name, sizeof(name), "tvm-tune-sandbox-%u", (unsigned)getuid());
+    assert_int_equal(tt_workdir_sweep(name, 0), 1);
+    assert_int_equal(sandboxed_child(dir), 0);
+    if (saved)
+        setenv("TMPDIR", saved, 1);
+    else
+        unsetenv("TMPDIR");
+    free(saved);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -277,6 +351,7 @@ int main(void)
         cmocka_unit_test(runaway_allocation_hits_the_memory_limit),
         cmocka_unit_test(a_missing_library_or_symbol_is_reported),
         cmocka_unit_test(the_child_is_sandboxed),
+        cmocka_unit_test(a_killed_server_takes_its_hung_kernel_with_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
