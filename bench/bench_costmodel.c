@@ -158,6 +158,13 @@ static void quality_add(quality *acc, quality q, double w)
     }
 }
 
+/* Whether a ranking orders a pair of latencies a != b as they are: 1 or 0, and a tie in score
+ * (sa == sb) is a coin's toss, half right. */
+static double pair_right(double a, double b, double sa, double sb)
+{
+    return sa == sb ? 0.5 : (a < b) == (sa > sb);
+}
+
 /* The ranking `score` (higher = predicted faster) of the programs ids[0..n) against their
  * latencies. */
 static quality evaluate(const double *lat, const double *score, const int *ids, int n)
@@ -172,8 +179,7 @@ static quality evaluate(const double *lat, const double *score, const int *ids, 
             double a = lat[ids[i]], b = lat[ids[j]];
             if (a == b)
                 continue;
-            /* a tie in score is a coin's toss: half right */
-            double right = score[i] == score[j] ? 0.5 : (a < b) == (score[i] > score[j]);
+            double right = pair_right(a, b, score[i], score[j]);
             pairs++;
             agree += right;
             double gap = fabs(a - b) / fmin(a, b);
@@ -241,7 +247,7 @@ static truth_quality evaluate_truth(const dataset *d, const double *score, const
             double a = d->truth[ids[i]], b = d->truth[ids[j]];
             if (a == b)
                 continue;
-            double right = score[i] == score[j] ? 0.5 : (a < b) == (score[i] > score[j]);
+            double right = pair_right(a, b, score[i], score[j]);
             bool alike = true;
             for (int k = 0; k < REMEASURE_ROUNDS; k++)
                 alike &= (d->round[k][ids[i]] < d->round[k][ids[j]]) == (a < b);

@@ -232,6 +232,24 @@ static void a_missing_library_or_symbol_is_reported(void **state)
     assert_non_null(strstr(r.error_text, "no function 'no_such_entry'"));
 }
 
+/* Points TMPDIR at `dir` and returns what it was (malloc'ed, or NULL when unset), for
+ * restore_tmpdir. */
+static char *use_tmpdir(const char *dir)
+{
+    char *saved = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
+    setenv("TMPDIR", dir, 1);
+    return saved;
+}
+
+static void restore_tmpdir(char *saved)
+{
+    if (saved)
+        setenv("TMPDIR", saved, 1);
+    else
+        unsetenv("TMPDIR");
+    free(saved);
+}
+
 /* The measuring child drops what a kernel does not need (the server's sockets among it: here a
  * connected pair and a listening socket on loopback), and its private directory goes away with
  * it. */
@@ -247,15 +265,10 @@ static void the_child_is_sandboxed(void **state)
     assert_int_equal(listen(listener, 1), 0);
     char dir[] = "/tmp/tt-measure-XXXXXX";
     assert_non_null(mkdtemp(dir));
-    char *saved = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
-    setenv("TMPDIR", dir, 1);
+    char *saved = use_tmpdir(dir);
     tt_measure_options o = {.repeat = 1};
     tt_measure_result r = measure("sandboxed", &o);
-    if (saved)
-        setenv("TMPDIR", saved, 1);
-    else
-        unsetenv("TMPDIR");
-    free(saved);
+    restore_tmpdir(saved);
     if (r.error_no)
         fail_msg("%d: %s", r.error_no, r.error_text);
     assert_int_equal(rmdir(dir), 0); /* empty: the child's directory was removed */
@@ -292,8 +305,7 @@ static void a_killed_server_takes_its_hung_kernel_with_it(void **state)
     setup_data();
     char dir[] = "/tmp/tt-orphan-XXXXXX";
     assert_non_null(mkdtemp(dir));
-    char *saved = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
-    setenv("TMPDIR", dir, 1);
+    char *saved = use_tmpdir(dir);
     assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
     pid_t server = fork();
     assert_true(server >= 0);
@@ -328,11 +340,7 @@ static void a_killed_server_takes_its_hung_kernel_with_it(void **state)
     snprintf(name, sizeof(name), "tvm-tune-sandbox-%u", (unsigned)getuid());
     assert_int_equal(tt_workdir_sweep(name, 0), 1);
     assert_int_equal(sandboxed_child(dir), 0);
-    if (saved)
-        setenv("TMPDIR", saved, 1);
-    else
-        unsetenv("TMPDIR");
-    free(saved);
+    restore_tmpdir(saved);
     assert_int_equal(rmdir(dir), 0);
 }
 
