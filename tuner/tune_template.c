@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -97,7 +98,9 @@ static int cmp_desc(const void *a, const void *b)
 static int model_plan_here(task *t, uint64_t *out, int n);
 
 /* Runs child(t, fd, arg) in a forked process with a fresh RNG stream; returns the read end of
- * its pipe (or -1) and its pid.  The child must _exit. */
+ * its pipe (or -1) and its pid.  The child must _exit.  The thread that calls this must be the
+ * one that reaps the child (tt__tune_reap_search): it is, since one thread runs a task's whole
+ * loop, and the child dies with that thread. */
 int tt__tune_spawn_search(task *t, void (*child)(task *, int, void *), void *arg, pid_t *pid)
 {
     uint64_t seed = tt_rng_next(&t->rng);
@@ -105,6 +108,7 @@ int tt__tune_spawn_search(task *t, void (*child)(task *, int, void *), void *arg
     if (pipe(fds))
         return -1;
     fflush(NULL);
+    pid_t parent = getpid();
     *pid = fork();
     if (*pid < 0) {
         close(fds[0]);
@@ -112,6 +116,12 @@ int tt__tune_spawn_search(task *t, void (*child)(task *, int, void *), void *arg
         return -1;
     }
     if (*pid == 0) {
+        /* A tuner killed with SIGKILL (an OOM kill, a stopped service) takes its search round
+         * with it: training and evolving a population can run for minutes on a big one.  The
+         * check closes the race with a parent that died before the prctl. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(1);
         close(fds[0]);
         tt_rng_seed(&t->rng, seed);
         child(t, fds[1], arg);

@@ -8,12 +8,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "db/db.h"
 #include "codegen/codegen.h"
 #include "tuner/tune.h"
+#include "tuner/tune_int.h" /* tt__tune_spawn_search: the search child's lifetime */
 
 static const char *const workloads[] = {
     "matmul:M=24,N=16,K=12",
@@ -799,6 +803,60 @@ static void models_learn_from_the_fastest_sample(void **state)
     assert_true(tt_tune_label(2e9, NULL, 0, 0, 0) == 0);
 }
 
+/* A search round (training, then evolving a population) runs in a child of the tuner.  A tuner
+ * killed with SIGKILL takes it along instead of leaving it to run out its round.  The child here
+ * never ends by itself; this test adopts it (a subreaper) to see it die. */
+static void never_returns(task *t, int fd, void *arg)
+{
+    (void)t, (void)fd, (void)arg;
+    for (;;)
+        pause();
+}
+
+static void a_killed_tuner_takes_its_search_round_with_it(void **state)
+{
+    (void)state;
+    int report[2];
+    assert_int_equal(pipe(report), 0);
+    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    pid_t tuner = fork();
+    assert_true(tuner >= 0);
+    if (tuner == 0) {
+        task t;
+        memset(&t, 0, sizeof(t));
+        tt_rng_seed(&t.rng, 1);
+        pid_t search = 0;
+        int fd = tt__tune_spawn_search(&t, never_returns, NULL, &search);
+        bool ok = fd >= 0 && write(report[1], &search, sizeof(search)) == sizeof(search);
+        for (;;)
+            if (ok)
+                pause();
+            else
+                _exit(1);
+    }
+    close(report[1]);
+    pid_t search = 0;
+    assert_int_equal(read(report[0], &search, sizeof(search)), sizeof(search));
+    close(report[0]);
+    assert_true(search > 0);
+    kill(tuner, SIGKILL);
+    assert_int_equal(waitpid(tuner, NULL, 0), tuner);
+    int status = 0;
+    pid_t reaped = 0;
+    for (int i = 0; i < 500 && !reaped; i++) {
+        reaped = waitpid(search, &status, WNOHANG);
+        if (!reaped)
+            usleep(10000);
+    }
+    if (!reaped) { /* the defect: clean up, then fail */
+        kill(search, SIGKILL);
+        waitpid(search, NULL, 0);
+    }
+    prctl(PR_SET_CHILD_SUBREAPER, 0);
+    assert_int_equal(reaped, search);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
 static void bad_workloads_and_targets_are_errors(void **state)
 {
     snprintf(db_path, sizeof(db_path), "/tmp/tt-tune-bad-%d.db", (int)getpid());
@@ -833,6 +891,7 @@ int main(void)
         cmocka_unit_test(seeds_come_from_the_nearest_shapes),
         cmocka_unit_test(models_learn_from_the_fastest_sample),
         cmocka_unit_test(bad_workloads_and_targets_are_errors),
+        cmocka_unit_test(a_killed_tuner_takes_its_search_round_with_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
