@@ -823,6 +823,114 @@ int64_t tt_expr_coef(const tt_expr_pool *p, tt_eid id, uint32_t var)
     return tt_expr_uses_var(p, id, var) ? INT64_MIN : 0;
 }
 
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    a = a < 0 ? -a : a;
+    b = b < 0 ? -b : b;
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a; /* gcd(0, b) = b: 0 divides nothing but is divisible by everything */
+}
+
+/* A known divisor of a product, 1 when it would not fit (a divisor needs no precision). */
+static int64_t mul_divisor(int64_t a, int64_t b)
+{
+    if (a == 0 || b == 0)
+        return 0;
+    a = a < 0 ? -a : a;
+    b = b < 0 ? -b : b;
+    return a > ((int64_t)1 << 31) || b > ((int64_t)1 << 31) ? 1 : a * b;
+}
+
+/* A known divisor of integer expression `id` (0: it is 0). */
+static int64_t known_divisor(const tt_expr_pool *p, tt_eid id)
+{
+    const tt_expr *n = tt_expr_get(p, id);
+    int64_t a, c;
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_INT: return n->imm.i < 0 ? -n->imm.i : n->imm.i;
+    case TT_EXPR_ADD:
+    case TT_EXPR_SUB: return gcd64(known_divisor(p, n->a), known_divisor(p, n->b));
+    case TT_EXPR_NEG: return known_divisor(p, n->a);
+    case TT_EXPR_MUL: return mul_divisor(known_divisor(p, n->a), known_divisor(p, n->b));
+    case TT_EXPR_DIV:
+        if (!tt_expr_is_const_int(p, n->b, &c) || c <= 0)
+            return 1;
+        a = known_divisor(p, n->a);
+        return a % c == 0 ? a / c : 1;
+    case TT_EXPR_MOD:
+        if (!tt_expr_is_const_int(p, n->b, &c) || c <= 0)
+            return 1;
+        a = known_divisor(p, n->a);
+        return a == 0 ? 0 : gcd64(a, c);
+    default: return 1;
+    }
+}
+
+bool tt_expr_lane_step(const tt_expr_pool *p, tt_eid id, uint32_t var, int64_t lanes, int64_t *step,
+                       int64_t *align)
+{
+    if (!tt_expr_uses_var(p, id, var)) {
+        *step = 0;
+        *align = known_divisor(p, id);
+        return true;
+    }
+    const tt_expr *n = tt_expr_get(p, id);
+    int64_t sa, ga, sb, gb, c;
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_VAR: *step = 1, *align = 0; return true;
+    case TT_EXPR_ADD:
+    case TT_EXPR_SUB:
+        if (!tt_expr_lane_step(p, n->a, var, lanes, &sa, &ga) ||
+            !tt_expr_lane_step(p, n->b, var, lanes, &sb, &gb))
+            return false;
+        *step = n->kind == TT_EXPR_ADD ? sa + sb : sa - sb;
+        *align = gcd64(ga, gb);
+        return true;
+    case TT_EXPR_NEG:
+        if (!tt_expr_lane_step(p, n->a, var, lanes, &sa, &ga))
+            return false;
+        *step = -sa, *align = ga;
+        return true;
+    case TT_EXPR_MUL: {
+        tt_eid x = n->a;
+        if (!tt_expr_is_const_int(p, n->b, &c)) {
+            if (!tt_expr_is_const_int(p, n->a, &c))
+                return false;
+            x = n->b;
+        }
+        if (!tt_expr_lane_step(p, x, var, lanes, &sa, &ga) || c > INT32_MAX || c < -INT32_MAX ||
+            sa > INT32_MAX || sa < -INT32_MAX)
+            return false;
+        *step = sa * c, *align = mul_divisor(ga, c);
+        return true;
+    }
+    case TT_EXPR_DIV:
+    case TT_EXPR_MOD:
+        /* Floor division and modulo by c > 0, a multiple of `lanes`: an operand that moves by one
+         * per lane from a multiple of `lanes` keeps every lane in one block of c. */
+        if (!tt_expr_is_const_int(p, n->b, &c) || c <= 0 || lanes <= 0 || c % lanes != 0 ||
+            !tt_expr_lane_step(p, n->a, var, lanes, &sa, &ga))
+            return false;
+        if (sa == 0) { /* the variable cancelled out */
+            *step = 0;
+            *align = known_divisor(p, id);
+            return true;
+        }
+        if (sa != 1 || ga % lanes != 0)
+            return false;
+        if (n->kind == TT_EXPR_DIV)
+            *step = 0, *align = ga % c == 0 ? ga / c : 1;
+        else
+            *step = 1, *align = ga == 0 ? 0 : gcd64(ga, c);
+        return true;
+    default: return false;
+    }
+}
+
 tt_dtype tt_expr_operand_type(const tt_expr_pool *p, const tt_expr *n)
 {
     tt_dtype a = (tt_dtype)tt_expr_get(p, n->a)->dtype, b = (tt_dtype)tt_expr_get(p, n->b)->dtype;

@@ -184,6 +184,14 @@ tt_dtype tt_expr_operand_type(const tt_expr_pool *p, const tt_expr *n);
 /* Linear coefficient of variable `var` in integer expression `e`: 0 if absent, INT64_MIN if not
  * linear in it (used to find loads and stores that move by one element per lane). */
 int64_t tt_expr_coef(const tt_expr_pool *p, tt_eid e, uint32_t var);
+/* How integer expression `e` moves across the lanes of a vector loop whose variable `var` runs
+ * over [0, lanes): true when e(var) = e(0) + *step * var for every lane, with *align a known
+ * divisor of e(0) (0 when e(0) is 0).  Beyond tt_expr_coef it understands floor division and
+ * modulo by a constant multiple of `lanes` whose operand moves by one per lane from a multiple of
+ * `lanes`: the lanes then stay in one row, so a fused loop split by the vector, (o*4 + v) / 64
+ * and (o*4 + v) % 64, moves by 0 and by 1 element per lane. */
+bool tt_expr_lane_step(const tt_expr_pool *p, tt_eid e, uint32_t var, int64_t lanes, int64_t *step,
+                       int64_t *align);
 /* True if `e` is an INT constant; stores its value in *v when v is not NULL. */
 bool tt_expr_is_const_int(const tt_expr_pool *p, tt_eid e, int64_t *v);
 /* Structural equality. */

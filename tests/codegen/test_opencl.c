@@ -522,17 +522,13 @@ static void cross_thread_reductions_match(void **state)
     printf("opencl: %d cross-thread reductions matched on the device\n", reductions);
 }
 
-/* A vectorised loop becomes OpenCL vector code: the 2-wide inner tile of each thread is stored with
- * vstore2, B's row read with vload2, A's element broadcast. */
-static void vectorised_loops_use_vector_types(void **state)
+/* Emits matmul 64^3 under `steps`, expects two vector loops and every fragment of `expect` (NULL
+ * ends it) in the OpenCL source, and runs it on the device against the reference. */
+static void check_vector_code(const char *steps, const char *const *expect)
 {
-    need_device();
     tt_workload *w;
     tt_errbuf err = {{0}};
     assert_int_equal(tt_workload_parse("matmul:M=64,N=64,K=64", &w, &err), TT_OK);
-    char steps[2048];
-    snprintf(steps, sizeof(steps), "%.*s, [\"AN\", 4, 5, 2]]", (int)strlen(shared_matmul) - 1,
-             shared_matmul);
     tt_state *st = replay(w, steps);
     tt_program *prog;
     assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
@@ -540,9 +536,13 @@ static void vectorised_loops_use_vector_types(void **state)
     size_t len;
     tt_opencl_stats stats;
     assert_int_equal(tt_codegen_opencl(prog, "kernel", NULL, &text, &len, &stats, &err), TT_OK);
-    assert_int_equal(stats.vector_loops, 2); /* the init and the update */
-    assert_non_null(strstr(text, "vstore2("));
-    assert_non_null(strstr(text, "vload2(0, &B_shared"));
+    bool found = stats.vector_loops == 2;
+    for (int i = 0; expect[i]; i++)
+        found = found && strstr(text, expect[i]);
+    if (!found) {
+        fprintf(stderr, "%s\n", text);
+        fail_msg("%d vector loops, or not every expected access", stats.vector_loops);
+    }
     free(text);
     tt_status es;
     tt_measure_result r = run_on_device(&w->dag, prog, NULL, 3, &stats, &es, &err);
@@ -552,6 +552,40 @@ static void vectorised_loops_use_vector_types(void **state)
     tt_program_free(prog);
     tt_state_free(st);
     tt_workload_free(w);
+}
+
+/* A vectorised loop becomes OpenCL vector code: the 2-wide inner tile of each thread (its init and
+ * its update) is stored as a float2, B's row read as one, A's element broadcast.  Both start at
+ * an even element of buffers whose base is aligned, so each is one float2 access. */
+static void vectorised_loops_use_vector_types(void **state)
+{
+    need_device();
+    char steps[2048];
+    snprintf(steps, sizeof(steps), "%.*s, [\"AN\", 4, 5, 2]]", (int)strlen(shared_matmul) - 1,
+             shared_matmul);
+    const char *const expect[] = {"*(__global float2 *)&C_2[", "(*(__local float2 *)&B_shared_4[",
+                                  NULL};
+    check_vector_code(steps, expect);
+}
+
+/* Ansor's cooperative fetch split by the vector (fuse the tile's axes, split off the vector, bind
+ * the rest to threads) moves whole aligned vectors: its index divides the fused loop by the
+ * tile's row length (16 x 8 of A, 8 x 16 of B), which keeps two lanes in one row and starts them
+ * at an even element. */
+static void vectorised_fetches_load_whole_vectors(void **state)
+{
+    need_device();
+    const char *at = strstr(shared_matmul, "[\"FU\", 1, [0, 1]]");
+    assert_non_null(at);
+    char steps[2048];
+    snprintf(steps, sizeof(steps),
+             "%.*s[\"FU\", 1, [0, 1]], [\"SP\", 1, 0, 128, [64, 2], 1], [\"AN\", 1, 1, 6],"
+             " [\"AN\", 1, 2, 2], [\"FU\", 3, [0, 1]], [\"SP\", 3, 0, 128, [64, 2], 1],"
+             " [\"AN\", 3, 1, 6], [\"AN\", 3, 2, 2]]",
+             (int)(at - shared_matmul), shared_matmul);
+    const char *const expect[] = {"(*(__global float2 *)&A_0[", "(*(__global float2 *)&B_1[",
+                                  "*(__local float2 *)&A_shared_3[", NULL};
+    check_vector_code(steps, expect);
 }
 
 /* Limits are checked before anything reaches the device: too many threads per block, too much
@@ -722,6 +756,7 @@ int main(void)
         cmocka_unit_test(cpu_schedules_run_as_one_work_item),
         cmocka_unit_test(cross_thread_reductions_match),
         cmocka_unit_test(vectorised_loops_use_vector_types),
+        cmocka_unit_test(vectorised_fetches_load_whole_vectors),
         cmocka_unit_test(limits_refused_before_the_device),
         cmocka_unit_test(device_errors_are_results),
         cmocka_unit_test(builds_alone_before_the_measurement),

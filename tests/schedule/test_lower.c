@@ -61,6 +61,46 @@ static void simplifier_uses_loop_ranges(void **state)
     tt_expr_pool_free(&p);
 }
 
+/* How an index moves across a vector's lanes: through floor division and modulo when the lanes
+ * stay in one row, and not otherwise. */
+static void lane_steps_follow_rows(void **state)
+{
+    tt_expr_pool p;
+    tt_expr_pool_init(&p);
+    uint32_t o = tt_var_new(&p, "o"), v = tt_var_new(&p, "v");
+    tt_eid O = tt_expr_var(&p, o), V = tt_expr_var(&p, v);
+#define C(x) tt_expr_int(&p, x)
+    tt_eid f = tt_add(&p, tt_mul(&p, O, C(4)), V); /* a fused loop split by a 4-wide vector */
+    tt_eid row = tt_div(&p, f, C(64)), col = tt_mod(&p, f, C(64));
+    int64_t step, align;
+    /* A[row * 1024 + col]: one element per lane, from a multiple of 4. */
+    assert_true(
+        tt_expr_lane_step(&p, tt_add(&p, tt_mul(&p, row, C(1024)), col), v, 4, &step, &align));
+    assert_int_equal(step, 1);
+    assert_int_equal(align, 4);
+    assert_true(tt_expr_lane_step(&p, row, v, 4, &step, &align));
+    assert_int_equal(step, 0);
+    /* Column-major, B[col * 64 + row]: 64 elements per lane (not a vector load). */
+    assert_true(
+        tt_expr_lane_step(&p, tt_add(&p, tt_mul(&p, col, C(64)), row), v, 4, &step, &align));
+    assert_int_equal(step, 64);
+    /* Rows of 6 elements: 4 lanes from 4 * o may cross a row. */
+    assert_false(tt_expr_lane_step(&p, tt_mod(&p, f, C(6)), v, 4, &step, &align));
+    /* A start that is not a multiple of the lanes: (o*2 + v) % 64 over 4 lanes. */
+    tt_eid g = tt_add(&p, tt_mul(&p, O, C(2)), V);
+    assert_false(tt_expr_lane_step(&p, tt_mod(&p, g, C(64)), v, 4, &step, &align));
+    /* Two lanes per element: (o*4 + v) / 2. */
+    assert_false(tt_expr_lane_step(&p, tt_div(&p, f, C(2)), v, 4, &step, &align));
+    /* A divisor that is not a constant. */
+    assert_false(tt_expr_lane_step(&p, tt_div(&p, f, O), v, 4, &step, &align));
+    /* Plain linear indices agree with tt_expr_coef. */
+    assert_true(tt_expr_lane_step(&p, tt_add(&p, tt_mul(&p, V, C(3)), O), v, 4, &step, &align));
+    assert_int_equal(step, 3);
+    assert_int_equal(step, tt_expr_coef(&p, tt_add(&p, tt_mul(&p, V, C(3)), O), v));
+#undef C
+    tt_expr_pool_free(&p);
+}
+
 typedef struct {
     tt_workload *w;
     tt_state *st;
@@ -365,6 +405,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(simplifier_uses_loop_ranges),
+        cmocka_unit_test(lane_steps_follow_rows),
         cmocka_unit_test(cache_write_gives_a_register_tile),
         cmocka_unit_test(a_tail_tile_ends_where_its_axis_ends),
         cmocka_unit_test(cache_read_into_shared_memory_at_a_reduction_tile),
