@@ -202,12 +202,13 @@ static void emit_as(cl_emitter *e, tt_strbuf *o, tt_eid id, tt_dtype want)
 
 /* The address space in which `idx` of `buf` starts an aligned vector of `lanes` elements (each
  * lane's index known a multiple of `lanes` from lane 0), or NULL.  There a vector is read and
- * written through a cast pointer, which tells the compiler the alignment: NVIDIA's turns a float4
- * into one 128-bit access, where vload4 (aligned to a float only) becomes four loads of stride 16
- * bytes, whose stores into local memory then conflict on its banks (an H200 ran a fetch so 21%
- * slower than the scalar one).  Global buffers start aligned (CL_DEVICE_MEM_BASE_ADDR_ALIGN);
- * local arrays are declared aligned to 16 bytes, so vectors of up to 16 bytes.  Private arrays
- * keep vload / vstore: a cast could move them out of registers. */
+ * written through a cast pointer, which tells the compiler the alignment, so that a float4 can be
+ * one 128-bit access.  vload4 promises a float's alignment only: an H200 ran a fetch written so
+ * 21% slower than the scalar one (likely four loads a thread, 16 bytes apart across a warp,
+ * whose stores into local memory conflict on its banks; not profiled).  Global buffers start
+ * aligned (CL_DEVICE_MEM_BASE_ADDR_ALIGN); local arrays are declared aligned to 16 bytes, so
+ * vectors of up to 16 bytes.  Private arrays keep vload / vstore: a cast could move them out of
+ * registers. */
 static const char *aligned_space(cl_emitter *e, uint32_t buf, tt_eid idx, int64_t lanes)
 {
     const tt_buffer *b = &e->p->bufs.data[buf];
