@@ -805,10 +805,14 @@ static void models_learn_from_the_fastest_sample(void **state)
 
 /* A search round (training, then evolving a population) runs in a child of the tuner.  A tuner
  * killed with SIGKILL takes it along instead of leaving it to run out its round.  The child here
- * never ends by itself; this test adopts it (a subreaper) to see it die. */
+ * says it is running (so the kill comes after its prctl, not in the race that its parent check
+ * closes) and never ends by itself; this test adopts it (a subreaper) to see it die. */
 static void never_returns(task *t, int fd, void *arg)
 {
-    (void)t, (void)fd, (void)arg;
+    (void)t, (void)fd;
+    pid_t self = getpid();
+    if (write(*(int *)arg, &self, sizeof(self)) != sizeof(self))
+        _exit(1);
     for (;;)
         pause();
 }
@@ -826,13 +830,10 @@ static void a_killed_tuner_takes_its_search_round_with_it(void **state)
         memset(&t, 0, sizeof(t));
         tt_rng_seed(&t.rng, 1);
         pid_t search = 0;
-        int fd = tt__tune_spawn_search(&t, never_returns, NULL, &search);
-        bool ok = fd >= 0 && write(report[1], &search, sizeof(search)) == sizeof(search);
+        if (tt__tune_spawn_search(&t, never_returns, &report[1], &search) < 0)
+            _exit(1);
         for (;;)
-            if (ok)
-                pause();
-            else
-                _exit(1);
+            pause();
     }
     close(report[1]);
     pid_t search = 0;
