@@ -84,30 +84,32 @@ bool tt_proc_wait_line(tt_proc *p, const char *marker, char *rest, size_t n, dou
     }
 }
 
+bool tt_proc_reap(pid_t pid, bool group, double timeout_s, int *status)
+{
+    double end = now_s() + timeout_s;
+    for (;;) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid)
+            return true;
+        if (r < 0 && errno != EINTR)
+            return false;
+        if (now_s() > end) {
+            kill(group ? -pid : pid, SIGKILL);
+            waitpid(pid, status, 0);
+            return false;
+        }
+        usleep(10000);
+    }
+}
+
 int tt_proc_wait(tt_proc *p, double timeout_s)
 {
     if (p->pid <= 0)
         return -1;
-    double end = now_s() + timeout_s;
     int status = 0;
-    for (;;) {
-        pid_t r = waitpid(p->pid, &status, WNOHANG);
-        if (r == p->pid)
-            break;
-        if (r < 0 && errno != EINTR) {
-            p->pid = 0;
-            return -1;
-        }
-        if (now_s() > end) {
-            kill(p->pid, SIGKILL);
-            waitpid(p->pid, &status, 0);
-            p->pid = 0;
-            return -1;
-        }
-        usleep(10000);
-    }
+    bool ended = tt_proc_reap(p->pid, false, timeout_s, &status);
     p->pid = 0;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return ended && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 int tt_proc_stop(tt_proc *p)

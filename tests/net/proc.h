@@ -22,6 +22,10 @@ bool tt_proc_wait_line(tt_proc *p, const char *marker, char *rest, size_t n, dou
 /* Waits up to timeout_s for the child to exit; returns its exit status, or -1 when it had to be
  * killed (SIGKILL) or died of a signal. */
 int tt_proc_wait(tt_proc *p, double timeout_s);
+/* Waits up to timeout_s for child `pid` (started here, or adopted as a subreaper) to end: true
+ * with its wait status in *status when it did, false when it had to be killed with SIGKILL (its
+ * whole process group when `group`) or could not be waited for. */
+bool tt_proc_reap(pid_t pid, bool group, double timeout_s, int *status);
 /* SIGTERM, then tt_proc_wait; closes the pipe. */
 int tt_proc_stop(tt_proc *p);
 /* SIGKILL without waiting for anything else (the test of a dying device). */

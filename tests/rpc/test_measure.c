@@ -21,6 +21,7 @@
 #include "base/workdir.h"
 #include "rpc/measure.h"
 #include "rpc/measure_proto.h"
+#include "net/proc.h"
 
 #define N 1024
 static float in[N], expect[N];
@@ -321,18 +322,9 @@ static void a_killed_server_takes_its_hung_kernel_with_it(void **state)
     kill(server, SIGKILL);
     assert_int_equal(waitpid(server, NULL, 0), server);
     int status = 0;
-    pid_t reaped = 0;
-    for (int i = 0; i < 500 && !reaped; i++) {
-        reaped = waitpid(child, &status, WNOHANG);
-        if (!reaped)
-            usleep(10000);
-    }
-    if (!reaped) { /* the defect: clean up, then fail */
-        kill(-child, SIGKILL);
-        waitpid(child, NULL, 0);
-    }
+    bool died = tt_proc_reap(child, true, 5, &status); /* its group killed if not: the defect */
     prctl(PR_SET_CHILD_SUBREAPER, 0);
-    assert_int_equal(reaped, child);
+    assert_true(died);
     assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
     /* Its directory outlived it, and is a dead process's to sweep. */
     assert_int_equal(sandboxed_child(dir), child);

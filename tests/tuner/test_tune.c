@@ -18,6 +18,7 @@
 #include "codegen/codegen.h"
 #include "tuner/tune.h"
 #include "tuner/tune_int.h" /* tt__tune_spawn_search: the search child's lifetime */
+#include "net/proc.h"
 
 static const char *const workloads[] = {
     "matmul:M=24,N=16,K=12",
@@ -843,18 +844,9 @@ static void a_killed_tuner_takes_its_search_round_with_it(void **state)
     kill(tuner, SIGKILL);
     assert_int_equal(waitpid(tuner, NULL, 0), tuner);
     int status = 0;
-    pid_t reaped = 0;
-    for (int i = 0; i < 500 && !reaped; i++) {
-        reaped = waitpid(search, &status, WNOHANG);
-        if (!reaped)
-            usleep(10000);
-    }
-    if (!reaped) { /* the defect: clean up, then fail */
-        kill(search, SIGKILL);
-        waitpid(search, NULL, 0);
-    }
+    bool died = tt_proc_reap(search, false, 5, &status); /* killed there if not: the defect */
     prctl(PR_SET_CHILD_SUBREAPER, 0);
-    assert_int_equal(reaped, search);
+    assert_true(died);
     assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
 
