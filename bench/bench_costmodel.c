@@ -39,11 +39,15 @@
  *
  * usage: bench_costmodel [--db PATH] [--workload W]... [--holdout W]... [--train W]...
  *                        [--trials N] [--seed S] [--load K] [--remeasure N]
+ *                        [--strategy evo|sketch-random]
  * Without --db it first measures N (400) programs of each workload (default
  * matmul:M=128,N=128,K=128) with `tvm-tune run --strategy evo`'s search and measurement into a
  * temporary database, or into --db PATH when that file does not exist yet (kept, for another
  * run with --db); --load K runs K busy processes meanwhile, as a shared farm device would (the
- * labels of training and held-out programs are then both noisy). */
+ * labels of training and held-out programs are then both noisy).  --strategy sketch-random
+ * measures random programs of the same sketches instead (TenSet's kind of dataset): how well a
+ * model ranks the whole space, where evo's programs ask how well it ranks a search's trajectory,
+ * whose later programs lie within a few percent of each other. */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -664,6 +668,7 @@ int main(int argc, char **argv)
     int nwl = 0, load = 0, remeasure_n = 0;
     int64_t trials = 400;
     uint64_t seed = 1;
+    tt_strategy strategy = TT_STRATEGY_EVO;
     for (int i = 1; i < argc; i++) {
         bool more = i + 1 < argc;
         if (!strcmp(argv[i], "--db") && more)
@@ -682,9 +687,13 @@ int main(int argc, char **argv)
             load = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--remeasure") && more)
             remeasure_n = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--strategy") && more &&
+                 tt_strategy_parse(argv[i + 1], &strategy) && tt_strategy_uses_sketches(strategy))
+            i++;
         else {
             fprintf(stderr, "usage: bench_costmodel [--db PATH] [--workload W]... [--holdout W]... "
-                            "[--train W]... [--trials N] [--seed S] [--load K] [--remeasure N]\n");
+                            "[--train W]... [--trials N] [--seed S] [--load K] [--remeasure N] "
+                            "[--strategy evo|sketch-random]\n");
             return 2;
         }
     }
@@ -715,7 +724,7 @@ int main(int argc, char **argv)
         o.workloads = names;
         o.nworkloads = nwl;
         o.trials = trials;
-        o.strategy = TT_STRATEGY_EVO;
+        o.strategy = strategy;
         o.policy = TT_SCHED_ROUND_ROBIN;
         o.population = 512;
         o.db_path = db_path;
@@ -727,8 +736,8 @@ int main(int argc, char **argv)
         tt_tune_summary sum[MAX_WORKLOADS];
         pid_t pids[64] = {0};
         load = load > 64 ? 64 : load;
-        printf("measuring %lld programs of each of %d workload(s)%s ...\n", (long long)trials, nwl,
-               load ? ", with busy processes beside" : "");
+        printf("measuring %lld programs of each of %d workload(s) (%s)%s ...\n", (long long)trials,
+               nwl, tt_strategy_name(strategy), load ? ", with busy processes beside" : "");
         fflush(stdout);
         start_load(pids, load);
         tt_status s = tt_tune_run(&o, sum, NULL, &err);

@@ -1,11 +1,14 @@
 /* Search efficiency: the best GFLOPS each strategy has found after 50, 100, 200 and 500 trials
  * (mean over seeds), and the trials each needs to reach 90% of the best any strategy found, as a
- * ratio to random search (the anchor, measured in the same run).  Random and grid search, the GA
- * and XGB search the tiling template; evo searches Ansor's sketches.
+ * ratio to the first strategy listed (the anchor, measured in the same run): random search, or
+ * sketch-random.  Random and grid search, the GA and XGB search the tiling template; evo and
+ * sketch-random (evo's space without its model) search Ansor's sketches, so
+ * `--strategies sketch-random,evo` asks what evo's model and evolution are worth in its own space.
  *
  * usage: bench_search [--checkpoints 50,100,200,500] [--seeds S] [--strategies random,ga,xgb,evo]
  *                     [--population N] [WORKLOAD]
- * defaults: the checkpoints above, 3 seeds, all four strategies, matmul:M=512,N=512,K=512.
+ * defaults: the checkpoints above, 3 seeds, random, ga, xgb and evo, matmul:M=512,N=512,K=512;
+ * grid and sketch-random may also be listed.
  * The C2D layer of the issue: conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=64,K=3,S=1,P=1. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +19,7 @@
 #include "tuner/tune.h"
 
 #define MAX_CK 16
-#define MAX_ST 5
+#define MAX_ST 6
 
 typedef struct {
     double *best; /* best GFLOPS after each trial */
@@ -49,11 +52,9 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         tt_strategy s;
-    } all[] = {{"random", TT_STRATEGY_RANDOM},
-               {"ga", TT_STRATEGY_GA},
-               {"xgb", TT_STRATEGY_XGB},
-               {"evo", TT_STRATEGY_EVO},
-               {"grid", TT_STRATEGY_GRID}};
+    } all[] = {{"random", TT_STRATEGY_RANDOM}, {"ga", TT_STRATEGY_GA},
+               {"xgb", TT_STRATEGY_XGB},       {"evo", TT_STRATEGY_EVO},
+               {"grid", TT_STRATEGY_GRID},     {"sketch-random", TT_STRATEGY_SKETCH_RANDOM}};
     int use[MAX_ST] = {0, 1, 2, 3}, nuse = 4;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--checkpoints") && i + 1 < argc) {
@@ -73,15 +74,17 @@ int main(int argc, char **argv)
             nuse = 0;
             char *list = argv[++i];
             for (char *tok = strtok(list, ","); tok && nuse < MAX_ST; tok = strtok(NULL, ","))
-                for (int k = 0; k < 5; k++)
+                for (int k = 0; k < MAX_ST; k++)
                     if (!strcmp(tok, all[k].name))
                         use[nuse++] = k;
         } else {
             workload = argv[i];
         }
     }
-    if (nck < 1 || seeds < 1 || nuse < 1 || all[use[0]].s != TT_STRATEGY_RANDOM) {
-        fprintf(stderr, "bench_search: needs checkpoints, seeds, and random first (the anchor)\n");
+    if (nck < 1 || seeds < 1 || nuse < 1 ||
+        (all[use[0]].s != TT_STRATEGY_RANDOM && all[use[0]].s != TT_STRATEGY_SKETCH_RANDOM)) {
+        fprintf(stderr, "bench_search: needs checkpoints, seeds, and random or sketch-random first "
+                        "(the anchor)\n");
         return 2;
     }
     int64_t max = ck[nck - 1];
@@ -125,7 +128,7 @@ int main(int argc, char **argv)
                 return 1;
             }
             tt_db_close(d);
-            printf("  %-6s seed %d:", all[use[k]].name, seed);
+            printf("  %-13s seed %d:", all[use[k]].name, seed);
             for (int64_t t = 0; t < max; t++) {
                 double g = c.n ? c.best[t < c.n ? t : c.n - 1] : 0;
                 mean[k][t] += g / seeds;
@@ -151,13 +154,13 @@ int main(int argc, char **argv)
             if (mean[k][t] >= 0.9 * top)
                 need[k] = t + 1;
     }
-    printf("\nmean best GFLOPS (90%% of the best found = %.2f GFLOPS)\n%-8s", 0.9 * top,
+    printf("\nmean best GFLOPS (90%% of the best found = %.2f GFLOPS)\n%-13s", 0.9 * top,
            "strategy");
     for (int i = 0; i < nck; i++)
         printf(" %8lld", (long long)ck[i]);
-    printf("   trials to 90%%   random's / this\n");
+    printf("   trials to 90%%   %s's / this\n", all[use[0]].name);
     for (int k = 0; k < nuse; k++) {
-        printf("%-8s", all[use[k]].name);
+        printf("%-13s", all[use[k]].name);
         for (int i = 0; i < nck; i++)
             printf(" %8.2f", mean[k][ck[i] - 1]);
         if (need[k] < 0)

@@ -119,7 +119,7 @@ tt_status tt_jobs_check_params(const json_t *p, json_t **normalised, tt_errbuf *
     const char *strategy = json_string_value(json_object_get(p, "strategy"));
     tt_strategy parsed;
     if (!s && strategy && !tt_strategy_parse(strategy, &parsed))
-        s = bad(err, "\"strategy\" is random, grid, ga, xgb or evo");
+        s = bad(err, "\"strategy\" is random, grid, ga, xgb, evo or sketch-random");
     double trials, seed, priority, parallel, wait;
     if (!s)
         s = number_field(p, "trials", 1, 1e7, 64, &trials, err);

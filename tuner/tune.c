@@ -37,7 +37,7 @@ void tt_host_fingerprint(char *out, size_t n)
     snprintf(out, n, "%s|%ldc|%.0fG|%s|%.8s", model, cores, gib, cpu, hex);
 }
 
-static const char *const strategy_names[] = {"random", "grid", "ga", "xgb", "evo"};
+static const char *const strategy_names[] = {"random", "grid", "ga", "xgb", "evo", "sketch-random"};
 
 const char *tt_strategy_name(tt_strategy s)
 {
@@ -52,6 +52,11 @@ bool tt_strategy_parse(const char *name, tt_strategy *out)
             return true;
         }
     return false;
+}
+
+bool tt_strategy_uses_sketches(tt_strategy s)
+{
+    return s == TT_STRATEGY_EVO || s == TT_STRATEGY_SKETCH_RANDOM;
 }
 
 void tt_tune_measure_defaults(const char *target, tt_measure_options *m)
@@ -97,7 +102,7 @@ static tt_status task_measure(task *t, int64_t n, tt_errbuf *err)
         int k = tt__tune_pick(t, c, left < t->batch ? (int)left : t->batch);
         if (k == 0) {
             t->exhausted = true;
-            if (t->log && o->strategy == TT_STRATEGY_EVO)
+            if (t->log && tt_strategy_uses_sketches(o->strategy))
                 fprintf(t->log, "%s%s: the search found no unmeasured program\n",
                         o->progress ? "\n" : "", t->w->key);
             else if (t->log)

@@ -20,11 +20,18 @@ typedef enum {
     TT_STRATEGY_GA,     /* genetic algorithm (AutoTVM's GATuner) */
     TT_STRATEGY_XGB,    /* XGBoost cost model + simulated annealing (AutoTVM's XGBTuner) */
     TT_STRATEGY_EVO,    /* sketches + evolutionary search + XGBoost model (Ansor's form) */
+    /* Random programs of evo's sketches, uniform over the sketches, none measured twice: evo's
+     * space without a model or evolution (MetaSchedule's replay-trace, the programs TenSet
+     * measures).  The anchor for evo as random is for the template strategies. */
+    TT_STRATEGY_SKETCH_RANDOM,
 } tt_strategy;
 
-/* A strategy's name ("random", "grid", "ga", "xgb", "evo") and back; false for an unknown one. */
+/* A strategy's name ("random", "grid", "ga", "xgb", "evo", "sketch-random") and back; false for
+ * an unknown one. */
 const char *tt_strategy_name(tt_strategy s);
 bool tt_strategy_parse(const char *name, tt_strategy *out);
+/* Whether a strategy searches Ansor's sketches (evo, sketch-random) rather than the template. */
+bool tt_strategy_uses_sketches(tt_strategy s);
 
 typedef enum {
     TT_FEATURES_KNOB,    /* xgb: log2 of each knob value (AutoTVM's "knob") */

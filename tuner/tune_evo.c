@@ -3,6 +3,7 @@
 #include "tune_int.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,14 @@ static void evo_child(task *t, int fd, void *arg)
     tt_evo_params p;
     tt_evo_params_default(&p);
     p.warmup = 64; /* what Ansor's task scheduler sets for one task of 64 measures per round */
+    if (t->o->strategy == TT_STRATEGY_SKETCH_RANDOM) {
+        /* No model, no measured parents, no generations: a round picks among fresh samples. */
+        p.warmup = INT_MAX;
+        p.measured_ratio = 0;
+        p.iterations = 0;
+        p.eps_greedy = 0;
+        p.population = 4 * want > 256 ? 4 * want : 256; /* samples to pick `want` from */
+    }
     if (t->o->population > 0)
         p.population = t->o->population;
     if (t->gpu)

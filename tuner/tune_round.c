@@ -280,7 +280,7 @@ int tt__tune_pick(task *t, candidate *c, int want)
             /* Starting points first (xgb, ga, evo: template configs; the evolutionary search
              * then breeds from them as from any measured program). */
             idx = t->seeds[t->seed_next++];
-        } else if (t->o->strategy == TT_STRATEGY_EVO) {
+        } else if (tt_strategy_uses_sketches(t->o->strategy)) {
             /* A search round plans 64 measurements (Ansor's measures per round). */
             if (t->plan_next >= t->nplan) {
                 if (rounds++ == 2)

@@ -284,7 +284,7 @@ tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db 
                                     err)))
         return s;
     tt_space_signature(&t->space, t->space_sig, sizeof(t->space_sig));
-    if (o->strategy == TT_STRATEGY_EVO) {
+    if (tt_strategy_uses_sketches(o->strategy)) {
         tt_sketch_params sp;
         if (t->gpu) {
             tt_sketch_params_gpu(&sp, (int)t->lim.max_threads, 32);
@@ -324,11 +324,12 @@ tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db 
         return tt_err(err, s, "%s", tt_db_errmsg(db));
     if (log && t->total > 0)
         fprintf(log, "%s: resuming after %lld measured configs\n", t->w->key, (long long)t->total);
-    if (t->have_sketch) {
+    if (o->strategy == TT_STRATEGY_EVO) { /* a model's history and saved model */
         tt__tune_load_transfer(t);
         tt__tune_evo_preload(t);
     }
-    /* Starting points for the searches that learn (random and grid stay unbiased anchors). */
+    /* Starting points for the searches that learn (random, grid and sketch-random stay
+     * unbiased anchors). */
     if (o->strategy == TT_STRATEGY_XGB || o->strategy == TT_STRATEGY_GA ||
         o->strategy == TT_STRATEGY_EVO)
         tt__tune_load_seeds(t, t->target.num_cores ? t->target.num_cores : (int)cores);

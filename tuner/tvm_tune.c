@@ -44,7 +44,8 @@ static void usage(FILE *f)
         "  (docs/models.md)\n"
         "\n"
         "tvm-tune run --workload W [--weight X] [--workload W2 [--weight X2] ...] [--target T]\n"
-        "             [--trials N] [--strategy random|grid|ga|xgb|evo] [--population N]\n"
+        "             [--trials N] [--strategy random|grid|ga|xgb|evo|sketch-random]\n"
+        "             [--population N]\n"
         "             [--diversity R] [--features knob|itervar] [--overlap-search]\n"
         "             [--scheduler gradient|round-robin] [--db PATH] [--db-max-mb N] [--seed S]\n"
         "             [--timeout SEC]\n"
@@ -91,7 +92,8 @@ static void usage(FILE *f)
         "  AutoTVM's loop-variable features instead of knob values), evo (Ansor: sketches,\n"
         "  evolutionary search, per-store features and a ranking model of whole programs;\n"
         "  --population states per generation, 2048; --overlap-search plans the next round in a\n"
-        "  niced child while this one is measured), ga (genetic algorithm), random, grid.\n"
+        "  niced child while this one is measured), ga (genetic algorithm), random, grid,\n"
+        "  sketch-random (random programs of evo's sketches: the anchor for evo).\n"
         "  Measurement (TVM's options): --number (calls per sample), --repeat (samples),\n"
         "  --min-repeat-ms (number grown until a sample lasts this long), and ours:\n"
         "  --repeat-budget-ms (stop sampling once the samples add up to this, after 5).\n"
@@ -469,7 +471,7 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
         case 's':
             if (!tt_strategy_parse(optarg, &o->strategy)) {
                 fprintf(stderr, "tvm-tune %s: ", cmd);
-                fprintf(stderr, "--strategy is random, grid, ga, xgb or evo\n");
+                fprintf(stderr, "--strategy is random, grid, ga, xgb, evo or sketch-random\n");
                 return 2;
             }
             break;

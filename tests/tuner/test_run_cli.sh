@@ -57,6 +57,6 @@ expect_error() {
 expect_error "give at least one --workload" "$bin/tvm-tune" run --db "$db"
 expect_error "needs parameter K" "$bin/tvm-tune" run --workload matmul:M=4,N=4 --db "$db"
 expect_error "not this machine" "$bin/tvm-tune" run --workload $w --target "llvm -mtriple=aarch64-linux-gnu" --db "$db"
-expect_error "random, grid, ga, xgb or evo" "$bin/tvm-tune" run --workload $w --strategy annealing --db "$db"
+expect_error "random, grid, ga, xgb, evo or sketch-random" "$bin/tvm-tune" run --workload $w --strategy annealing --db "$db"
 expect_error "positive integer" "$bin/tvm-tune" run --workload $w --trials 0 --db "$db"
 echo "tvm-tune run CLI: all checks passed"

@@ -532,6 +532,35 @@ static void ga_and_xgb_strategies_pick_new_correct_configs(void **state)
     }
 }
 
+/* The log a run wrote to `log` (closed here), as text. */
+static void read_log(FILE *log, char *text, size_t size)
+{
+    rewind(log);
+    size_t got = fread(text, 1, size - 1, log);
+    text[got] = 0;
+    fclose(log);
+}
+
+/* Whether db_path holds evo's saved model of `workload`: TT_OK with its size in *len, or
+ * TT_ERR_NOT_FOUND. */
+static tt_status saved_model(const char *workload, size_t *len)
+{
+    char name[256];
+    snprintf(name, sizeof(name), "prog-rank:llvm:%s", workload);
+    tt_db *db;
+    tt_errbuf err = {{0}};
+    if (tt_db_open(db_path, TT_DB_READONLY, &db, &err))
+        fail_msg("%s", err.msg);
+    void *blob = NULL;
+    size_t n = 0;
+    tt_status s = tt_db_model_load(db, name, TT_FEATURES_VERSION, &blob, &n, NULL);
+    free(blob);
+    tt_db_close(db);
+    if (len)
+        *len = n;
+    return s;
+}
+
 /* The evolutionary search: a first run samples sketches (the model is not trusted yet), a resumed
  * run retrains the pack-sum model on what the first measured, saves it, and evolves from the best
  * measured programs; a similar workload's first round learns from those records; every program
@@ -550,15 +579,8 @@ static void evolutionary_search_resumes_with_its_model(void **state)
         fail_msg("%s", err.msg);
     assert_int_equal(sum.total, 40);
     assert_int_equal(sum.errors, 0);
-    tt_db *db;
-    void *blob;
     size_t len;
-    char name[256];
-    snprintf(name, sizeof(name), "prog-rank:llvm:%s", w[0]);
-    assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, &err), TT_OK);
-    assert_int_equal(tt_db_model_load(db, name, TT_FEATURES_VERSION, &blob, &len, NULL),
-                     TT_ERR_NOT_FOUND);
-    tt_db_close(db);
+    assert_int_equal(saved_model(w[0], NULL), TT_ERR_NOT_FOUND);
     double first_best = sum.best_s;
     o.trials = 120; /* 40 resumed, a random round of 64 (under the warm-up), a model round */
     if (tt_tune_run(&o, &sum, NULL, &err))
@@ -568,11 +590,8 @@ static void evolutionary_search_resumes_with_its_model(void **state)
     assert_int_equal(sum.errors, 0);
     assert_true(sum.best_s > 0 && sum.best_s <= first_best && sum.best_s <= sum.naive_s);
     /* The model trained on the resumed history was kept. */
-    assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, &err), TT_OK);
-    assert_int_equal(tt_db_model_load(db, name, TT_FEATURES_VERSION, &blob, &len, NULL), TT_OK);
+    assert_int_equal(saved_model(w[0], &len), TT_OK);
     assert_true(len > 100);
-    free(blob);
-    tt_db_close(db);
     /* Resumed with under 20% new records since the saved model: it is reloaded, not retrained;
      * the next round, planned while this one is measured (overlap), trains anew. */
     FILE *log = tmpfile();
@@ -583,15 +602,13 @@ static void evolutionary_search_resumes_with_its_model(void **state)
     assert_int_equal(sum.total, 200);
     assert_int_equal(sum.errors, 0);
     char text[4096] = "";
-    rewind(log);
-    size_t got = fread(text, 1, sizeof(text) - 1, log);
-    text[got] = 0;
-    fclose(log);
+    read_log(log, text, sizeof(text));
     assert_non_null(strstr(text, "reusing the saved cost model"));
     o.overlap_search = false;
     /* no config was measured twice */
     static distinct d;
     tt_db_filter fw = {.workload = w[0]};
+    tt_db *db;
     assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, &err), TT_OK);
     assert_int_equal(tt_db_history(db, &fw, check_distinct, &d), TT_OK);
     tt_db_close(db);
@@ -606,11 +623,92 @@ static void evolutionary_search_resumes_with_its_model(void **state)
         fail_msg("%s", err.msg);
     assert_int_equal(sum.total, 8);
     assert_int_equal(sum.errors, 0);
-    snprintf(name, sizeof(name), "prog-rank:llvm:%s", w2[0]);
+    assert_int_equal(saved_model(w2[0], NULL), TT_OK);
+    tt_db_remove(db_path);
+}
+
+/* The records of a sketch-random run: every one a step list of the sketches (no template
+ * config, so no starting point), lowering to a program no other record lowers to. */
+typedef struct {
+    const tt_dag *dag;
+    uint64_t program[256];
+    int n, not_steps, twins, unlowered;
+} sampled;
+
+static int check_sampled(void *ctx, const tt_db_row *r)
+{
+    sampled *s = ctx;
+    if (!strcmp(r->config, "[]")) /* the naive schedule, the baseline of every run */
+        return 0;
+    tt_state *st;
+    tt_program *prog;
+    if (r->config_kind != TT_CONFIG_STEPS) {
+        s->not_steps++;
+        return 0;
+    }
+    if (tt_state_from_json(s->dag, r->config, &st, NULL)) {
+        s->unlowered++;
+        return 0;
+    }
+    tt_status lowered = tt_lower(st, &prog, NULL);
+    tt_state_free(st);
+    if (lowered) {
+        s->unlowered++;
+        return 0;
+    }
+    uint64_t h = tt_evo_program_hash(prog);
+    tt_program_free(prog);
+    for (int i = 0; i < s->n; i++)
+        s->twins += s->program[i] == h;
+    if (s->n < 256)
+        s->program[s->n++] = h;
+    return 0;
+}
+
+/* sketch-random, evo's space without its model: no starting points, no model trained or saved,
+ * every program new and correct; a second run resumes without measuring one again. */
+static void sketch_random_samples_new_programs_without_a_model(void **state)
+{
+    snprintf(db_path, sizeof(db_path), "/tmp/tt-tune-sketch-random-%d.db", (int)getpid());
+    const char *w[1] = {"matmul:M=32,N=48,K=16"};
+    tt_tune_options o = options(w, 70, NULL);
+    o.strategy = TT_STRATEGY_SKETCH_RANDOM;
+    o.batch = 8;
+    tt_tune_summary sum;
+    tt_errbuf err = {{0}};
+    FILE *log = tmpfile();
+    assert_non_null(log);
+    if (tt_tune_run(&o, &sum, log, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(sum.total, 70); /* past the 64 after which evo would trust its model */
+    assert_int_equal(sum.errors, 0); /* every program compiled and computed the definition */
+    assert_true(sum.best_s > 0 && sum.best_s <= sum.naive_s);
+    o.trials = 100;
+    if (tt_tune_run(&o, &sum, log, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(sum.measured, 30);
+    assert_int_equal(sum.total, 100);
+    assert_int_equal(sum.errors, 0);
+    char text[8192] = "";
+    read_log(log, text, sizeof(text));
+    assert_null(strstr(text, "starting from")); /* no template configs, no similar workloads */
+    assert_null(strstr(text, "cost model"));
+    assert_int_equal(saved_model(w[0], NULL), TT_ERR_NOT_FOUND);
+    tt_db *db;
     assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, &err), TT_OK);
-    assert_int_equal(tt_db_model_load(db, name, TT_FEATURES_VERSION, &blob, &len, NULL), TT_OK);
-    free(blob);
+    tt_workload *wl;
+    assert_int_equal(tt_workload_parse(w[0], &wl, &err), TT_OK);
+    static sampled s;
+    memset(&s, 0, sizeof(s));
+    s.dag = &wl->dag;
+    tt_db_filter fw = {.workload = w[0]};
+    assert_int_equal(tt_db_history(db, &fw, check_sampled, &s), TT_OK);
     tt_db_close(db);
+    tt_workload_free(wl);
+    assert_int_equal(s.n, 99); /* and the naive schedule, which every run measures first */
+    assert_int_equal(s.not_steps, 0);
+    assert_int_equal(s.unlowered, 0);
+    assert_int_equal(s.twins, 0);
     tt_db_remove(db_path);
 }
 
@@ -879,6 +977,7 @@ int main(void)
         cmocka_unit_test(grid_search_exhausts_a_small_space),
         cmocka_unit_test(ga_and_xgb_strategies_pick_new_correct_configs),
         cmocka_unit_test(evolutionary_search_resumes_with_its_model),
+        cmocka_unit_test(sketch_random_samples_new_programs_without_a_model),
         cmocka_unit_test(run_deadline_adapts_to_the_best_time),
         cmocka_unit_test(xgb_starts_from_the_default_and_similar_workloads),
         cmocka_unit_test(seeds_come_from_the_nearest_shapes),
