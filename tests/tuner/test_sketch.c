@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "codegen/codegen.h"
@@ -445,6 +446,59 @@ static void samples_and_mutants_compute_the_definition(void **state)
     assert_true(kinds[TT_MUTATE_PARALLEL] > 0);
 }
 
+/* A convolution's padding, at the root in every CPU sketch, is inlined in some samples (Ansor
+ * never inlines it there): the code generator then skips the taps that fall in the padding
+ * instead of multiplying zeros.  Those samples compute the definition like every other. */
+static void padding_is_sometimes_inlined(void **state)
+{
+    (void)state;
+    tt_workload *w = parse("conv2d_nhwc:N=1,H=7,W=7,CI=16,CO=32,K=3,S=1,P=1");
+    tt_sketch_params p;
+    tt_sketch_params_cpu(&p, 2);
+    p.vector_lanes = 8;
+    tt_sketch_space sp;
+    tt_errbuf err = {{0}};
+    if (tt_sketch_space_init(&sp, &w->dag, &p, &err))
+        fail_msg("%s", err.msg);
+    tt_target host;
+    assert_int_equal(tt_target_parse("llvm", &host, &err), TT_OK);
+    char obj[64];
+    snprintf(obj, sizeof(obj), "/tmp/tt-sketch-pad-%d.o", (int)getpid());
+    tt_rng rng;
+    tt_rng_seed(&rng, 5);
+    int samples = 0, inlined = 0, skipping = 0;
+    for (int k = 0; k < 200; k++) {
+        tt_state *st;
+        if (tt_sketch_sample(&sp, -1, &rng, &st, &err))
+            continue;
+        samples++;
+        bool inl = false;
+        for (size_t i = 0; i < st->steps.len; i++)
+            inl |= st->steps.data[i].kind == TT_STEP_COMPUTE_INLINE;
+        if (inl && inlined++ < 8) { /* the emitter's part, on a few: it is the slow step */
+            check(w, st, "inlined padding");
+            tt_program *prog;
+            tt_codegen_stats cs;
+            memset(&cs, 0, sizeof(cs));
+            assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
+            if (tt_codegen_llvm_object(prog, &host, "kernel", obj, NULL, &cs, &err))
+                fail_msg("%s", err.msg);
+            skipping += cs.padded_updates > 0;
+            tt_program_free(prog);
+        }
+        tt_state_free(st);
+    }
+    unlink(obj);
+    printf("sketch: %d of %d samples inline the padding; %d of the first 8 skip padded taps\n",
+           inlined, samples, skipping);
+    assert_true(samples >= 100);
+    assert_true(inlined >= samples / 20); /* a choice among the locations, not a rarity */
+    assert_true(inlined < samples);       /* ...and not a rule */
+    assert_true(skipping > 0);
+    tt_sketch_space_free(&sp);
+    tt_workload_free(w);
+}
+
 /* With the target's vectors, about half of the samples have a register tile: the multi-level
  * tiling's innermost spatial lengths are rows by whole vectors within the registers, the level
  * above them 1, the tile unrolled; they compute the definition like every sample. */
@@ -583,6 +637,7 @@ int main(void)
         cmocka_unit_test(register_tiles_fit_the_registers),
         cmocka_unit_test(tile_mutation_moves_a_factor),
         cmocka_unit_test(samples_and_mutants_compute_the_definition),
+        cmocka_unit_test(padding_is_sometimes_inlined),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
