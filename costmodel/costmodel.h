@@ -23,11 +23,13 @@ typedef enum {
                                of one program combine, which a sum over stores cannot */
 } tt_costmodel_objective;
 
-/* PROG_RANK's program row: TT_COSTMODEL_PROG_SLOTS slots of a store row each, the program's last
- * store in the last slot and the ones before it leftwards, so the output store always shares a
- * slot whatever stages precede it; slots without a store are missing values, and stores beyond
- * the slots (the earliest) are added into the first. */
-#define TT_COSTMODEL_PROG_SLOTS 4
+/* PROG_RANK's program row: TT_COSTMODEL_PROG_SLOTS slots of a store row each.  The first four
+ * hold the program's stores, the last store in the fourth and the ones before it leftwards, so
+ * the output store always shares a slot whatever stages precede it; slots without a store are
+ * missing values, and stores beyond four (the earliest) are added into the first.  The fifth
+ * repeats the main store's row (the largest TT_FEATURE_OUTER_PROD: the reduction's), which the
+ * four place in a slot that depends on the stages around it (padding, cache write). */
+#define TT_COSTMODEL_PROG_SLOTS 5
 
 /* REG and RANK use AutoTVM's XGBoost parameters (search.md B4): max_depth 3, gamma 1e-4,
  * min_child_weight 1, eta 0.3, lambda 1, alpha 0.  PACK_SUM uses Ansor's (C8): max_depth 10,
@@ -69,7 +71,7 @@ tt_status tt_costmodel_predict(tt_costmodel *m, const float *x, int nrows, int n
  * gets the rounds kept. */
 #define TT_COSTMODEL_PROG_ROUNDS    100
 #define TT_COSTMODEL_MIN_VALIDATION 16
-#define TT_COSTMODEL_PATIENCE       20
+#define TT_COSTMODEL_PATIENCE       50
 tt_status tt_costmodel_train_packed(tt_costmodel *m, const float *x, int nrows, int ncols,
                                     const int *row_prog, const float *y, int nprog, int max_rounds,
                                     int *rounds, tt_errbuf *err);

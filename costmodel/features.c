@@ -28,6 +28,18 @@ enum {
     F_ARITH = 147,
     F_ALLOC = 157,
     F_OTHER = 161,
+    F_TILE = 164,
+};
+
+_Static_assert(F_OTHER == TT_FEATURE_OUTER_PROD, "features.h names outer_prod's index");
+
+/* The register tile block (F_TILE): loop groups around the store, from the innermost outward. */
+enum {
+    TILE_GROUPS = 6,              /* tile, carried, tile, carried, tile, carried */
+    TILE_PRODUCTS = 6,            /* accumulator vectors and products of groups */
+    TILE_FOOTPRINT = F_TILE + 12, /* bytes the store's accesses touch inside each group */
+    TILE_INPUT =
+        TILE_FOOTPRINT + TILE_GROUPS, /* input elements of the inner tile, and per output */
 };
 
 /* Compute counters, in feature order. */
@@ -231,6 +243,58 @@ static int cmp_slot(const void *a, const void *b)
     return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : 0;
 }
 
+/* The register-level structure of the code around a store, which the access slots above do not
+ * show (docs/search.md "The register tile block"): from the innermost loop outward, loops of
+ * extent 1 skipped, the loops fall into groups that alternate between a tile (their variables
+ * index the store) and a carried loop group (they do not: a reduction carried over the tile).
+ * A 1x16 tile kept in registers across 32 input channels and the same tile written back on every
+ * channel differ here in two values, and in 13 of the other 164. */
+static void tile_features(const ctx *c, const tt_stmt *s, const access *acc, int nacc, double *f)
+{
+    const tt_expr_pool *pool = &c->p->pool;
+    double group[TILE_GROUPS], vec = 1;
+    int start[TILE_GROUPS]; /* the outermost loop depth inside each group's boundary */
+    int d = c->depth - 1;
+    for (int l = 0; l < c->depth; l++)
+        if (c->stack[l].ann == TT_ANN_VECTORIZE)
+            vec = (double)c->stack[l].extent;
+    for (int g = 0; g < TILE_GROUPS; g++) {
+        bool want_tile = g % 2 == 0;
+        group[g] = 1;
+        for (; d >= 0; d--) {
+            const loop *l = &c->stack[d];
+            if (l->extent == 1)
+                continue;
+            if (tt_expr_uses_var(pool, s->index, l->var) != want_tile)
+                break;
+            group[g] *= (double)l->extent;
+        }
+        start[g] = d + 1;
+    }
+    for (int g = 0; g < TILE_GROUPS; g++)
+        f[F_TILE + g] = group[g];
+    double *prod = &f[F_TILE + TILE_GROUPS];
+    prod[0] = group[0] / vec; /* accumulator vectors of the inner tile */
+    prod[1] = group[0] * group[1];
+    prod[2] = group[2] * group[3];
+    prod[3] = group[0] * group[2];
+    prod[4] = group[1] * group[3];
+    prod[5] = group[0] * group[1] * group[2] * group[3];
+    for (int g = 0; g < TILE_GROUPS; g++) {
+        double bytes = 0;
+        for (int i = 0; i < nacc; i++)
+            bytes += touched(c, acc[i].index, start[g]) *
+                     tt_dtype_bytes(c->p->bufs.data[acc[i].buf].dtype);
+        f[TILE_FOOTPRINT + g] = bytes;
+    }
+    double inputs = 0;
+    for (int i = 0; i < nacc; i++)
+        if (acc[i].buf != s->buf)
+            inputs += touched(c, acc[i].index, start[0]);
+    f[TILE_INPUT] = inputs;
+    f[TILE_INPUT + 1] = inputs / group[0];
+}
+
 static void store_features(ctx *c, const tt_stmt *s)
 {
     const tt_expr_pool *pool = &c->p->pool;
@@ -431,6 +495,7 @@ static void store_features(ctx *c, const tt_stmt *s)
     f[F_OTHER] = outer;
     f[F_OTHER + 1] = c->depth;
     f[F_OTHER + 2] = unroll;
+    tile_features(c, s, acc, nacc, f);
     /* scale, except one-hots and is_gpu */
     float *o = c->out + (size_t)row * TT_STORE_FEATURES;
     for (int i = 0; i < TT_STORE_FEATURES; i++)
@@ -534,6 +599,26 @@ static void init_names(void)
     static const char *const alloc[4] = {"alloc_size", "alloc_prod", "alloc_outer_prod",
                                          "alloc_inner_prod"};
     static const char *const other[3] = {"outer_prod", "num_loops", "auto_unroll_max_step"};
+    static const char *const tile[TILE_INPUT + 2 - F_TILE] = {"tile.inner",
+                                                              "tile.inner_carried",
+                                                              "tile.middle",
+                                                              "tile.middle_carried",
+                                                              "tile.outer",
+                                                              "tile.outer_carried",
+                                                              "tile.acc_vectors",
+                                                              "tile.inner_x_carried",
+                                                              "tile.middle_x_carried",
+                                                              "tile.inner_x_middle",
+                                                              "tile.carried_x_carried",
+                                                              "tile.two_levels",
+                                                              "tile.footprint.inner",
+                                                              "tile.footprint.inner_carried",
+                                                              "tile.footprint.middle",
+                                                              "tile.footprint.middle_carried",
+                                                              "tile.footprint.outer",
+                                                              "tile.footprint.outer_carried",
+                                                              "tile.input_elems",
+                                                              "tile.input_per_output"};
     int i = 0;
     name_group(&i, "", compute_names, OP_COUNT);
     for (int k = 0; k < 3; k++) {
@@ -553,6 +638,7 @@ static void init_names(void)
         snprintf(names[i++], sizeof(names[0]), "arith_intensity_curve_%d", k);
     name_group(&i, "", alloc, 4);
     name_group(&i, "", other, 3);
+    name_group(&i, "", tile, TILE_INPUT + 2 - F_TILE);
     for (int k = 0; k < TT_STORE_FEATURES; k++)
         raw_entry[k] = k == F_GPU || strstr(names[k], "_type.") != NULL;
 }

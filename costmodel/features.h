@@ -1,10 +1,10 @@
 /* Features of lowered programs for the cost model.
  *
- * Per-store features in the manner of Ansor (search.md C7): one row of 164 floats per buffer that
+ * Per-store features in the manner of Ansor (search.md C7): one row of 184 floats per buffer that
  * the program stores to, describing the store's arithmetic, its loop annotations, up to five
  * buffer accesses (bytes, cache lines, reuse, stride), arithmetic intensity, allocation and loop
  * structure.  Everything except one-hot entries and is_gpu is log2p-scaled:
- * sign(x) * log2(|x| + 1).  docs/cost-model.md lists every entry.
+ * sign(x) * log2(|x| + 1).  docs/search.md ("Features") lists every entry.
  *
  * The schema is versioned: a model trained on one version must not be fed another. */
 #ifndef TT_COSTMODEL_FEATURES_H
@@ -12,8 +12,10 @@
 
 #include "../schedule/schedule.h"
 
-#define TT_FEATURES_VERSION 1
-#define TT_STORE_FEATURES   164
+#define TT_FEATURES_VERSION 2
+#define TT_STORE_FEATURES   184
+/* A store's outer loop product (log-scaled): the largest is a program's main store. */
+#define TT_FEATURE_OUTER_PROD 161
 
 /* Feature rows of `p`: one per stored buffer, in order of the buffer's first store.  Writes up to
  * `max_rows` rows into out (row-major, TT_STORE_FEATURES floats each) and returns the number of

@@ -7,6 +7,7 @@
 #include <xgboost/c_api.h>
 
 #include "costmodel.h"
+#include "features.h"
 
 struct tt_costmodel {
     BoosterHandle booster;
@@ -474,17 +475,28 @@ out:
 static float *program_matrix(const float *x, int nrows, int ncols, const int *row_prog, int nprog,
                              const bool *keep, int *n)
 {
-    enum { K = TT_COSTMODEL_PROG_SLOTS };
+    enum { K = TT_COSTMODEL_PROG_SLOTS, SIDE = K - 1 };
     int *count = calloc((size_t)nprog * 2, sizeof(int)), *seen = count + nprog;
-    int *slot_of = malloc(sizeof(int) * (size_t)nprog);
+    int *slot_of = malloc(sizeof(int) * (size_t)nprog),
+        *main_row = malloc(sizeof(int) * (size_t)nprog);
     float *out = NULL;
-    if (!count || !slot_of)
+    if (!count || !slot_of || !main_row)
         goto out;
     *n = 0;
-    for (int p = 0; p < nprog; p++)
+    for (int p = 0; p < nprog; p++) {
         slot_of[p] = keep && !keep[p] ? -1 : (*n)++;
-    for (int r = 0; r < nrows; r++)
-        count[row_prog[r]]++;
+        main_row[p] = -1;
+    }
+    /* the main store: the largest outer product (the reduction's), the last of equals */
+    bool has_outer = ncols > TT_FEATURE_OUTER_PROD;
+    for (int r = 0; r < nrows; r++) {
+        int p = row_prog[r];
+        count[p]++;
+        if (main_row[p] < 0 || !has_outer ||
+            x[(size_t)r * ncols + TT_FEATURE_OUTER_PROD] >=
+                x[(size_t)main_row[p] * ncols + TT_FEATURE_OUTER_PROD])
+            main_row[p] = r;
+    }
     size_t width = (size_t)K * (size_t)ncols;
     if (!(out = malloc(sizeof(float) * width * (size_t)(*n ? *n : 1))))
         goto out;
@@ -494,15 +506,19 @@ static float *program_matrix(const float *x, int nrows, int ncols, const int *ro
         int p = row_prog[r], k = seen[p]++;
         if (slot_of[p] < 0)
             continue;
-        int slot = K - count[p] + k;
-        float *dst = out + (size_t)slot_of[p] * width + (size_t)(slot > 0 ? slot : 0) * ncols;
+        int slot = SIDE - count[p] + k;
+        float *row = out + (size_t)slot_of[p] * width;
+        float *dst = row + (size_t)(slot > 0 ? slot : 0) * ncols;
         const float *src = x + (size_t)r * ncols;
         for (int f = 0; f < ncols; f++)
             dst[f] = slot >= 1 || isnan(dst[f]) ? src[f] : dst[f] + src[f];
+        if (r == main_row[p])
+            memcpy(row + (size_t)SIDE * ncols, src, sizeof(float) * (size_t)ncols);
     }
 out:
     free(count);
     free(slot_of);
+    free(main_row);
     return out;
 }
 

@@ -54,7 +54,7 @@ static void tvm_matmul_vectors(void **state)
     (void)state;
     assert_string_equal(tt_feature_name(0), "float_mad");
     assert_string_equal(tt_feature_name(163), "auto_unroll_max_step");
-    assert_null(tt_feature_name(164));
+    assert_null(tt_feature_name(TT_STORE_FEATURES));
     tt_workload *w = parse("matmul:M=512,N=512,K=512");
     tt_state *st;
     tt_errbuf err = {{0}};
@@ -98,6 +98,64 @@ static void tvm_matmul_vectors(void **state)
     tt_program_free(p);
     tt_state_free(st);
     tt_workload_free(w);
+}
+
+/* A 4x16 register tile of matmul 64^3 with the reduction carried over it, against the same tile
+ * with the reduction outermost (every output written back on every k): the tile block tells
+ * them apart by their loop groups (docs/search.md "The register tile block"). */
+static tt_program *matmul_tile(const int order[6])
+{
+    tt_workload *w = parse("matmul:M=64,N=64,K=64");
+    tt_state *st;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_state_create(&w->dag, &st, &err), TT_OK);
+    int C = 2;
+    int64_t l4 = 4, l16 = 16, l8 = 8;
+    assert_int_equal(tt_sched_split(st, C, 0, &l4, 1, true, &err), TT_OK);  /* i.0 16, i.1 4 */
+    assert_int_equal(tt_sched_split(st, C, 2, &l16, 1, true, &err), TT_OK); /* j.0 4, j.1 16 */
+    assert_int_equal(tt_sched_split(st, C, 4, &l8, 1, true, &err), TT_OK);  /* k.0 8, k.1 8 */
+    assert_int_equal(tt_sched_reorder(st, C, order, 6, &err), TT_OK);
+    assert_int_equal(tt_sched_annotate(st, C, 5, TT_ANN_VECTORIZE, &err), TT_OK);
+    tt_program *p;
+    if (tt_lower(st, &p, &err))
+        fail_msg("%s", err.msg);
+    tt_state_free(st);
+    tt_workload_free(w);
+    return p;
+}
+
+static void tile_block_tells_kept_from_reloaded_accumulators(void **state)
+{
+    (void)state;
+    float row[4 * TT_STORE_FEATURES];
+    /* i.0, j.0, k.0, k.1, i.1, j.1: the tile's 4 accumulator vectors stay over all 64 k */
+    const int kept[6] = {0, 2, 4, 5, 1, 3};
+    tt_program *p = matmul_tile(kept);
+    assert_int_equal(tt_features_per_store(p, row, 4), 1);
+    assert_float_equal(row[feature_index("tile.inner")], log2(64 + 1), 1e-5);
+    assert_float_equal(row[feature_index("tile.inner_carried")], log2(64 + 1), 1e-5);
+    assert_float_equal(row[feature_index("tile.middle")], log2(64 + 1), 1e-5);
+    assert_float_equal(row[feature_index("tile.middle_carried")], log2(1 + 1), 1e-5);
+    assert_float_equal(row[feature_index("tile.acc_vectors")], log2(4 + 1), 1e-5);
+    assert_float_equal(row[feature_index("tile.inner_x_carried")], log2(64 * 64 + 1), 1e-4);
+    /* one k: C's 4x16 tile, 4 elements of A's column, 16 of B's row */
+    assert_float_equal(row[feature_index("tile.footprint.inner")], log2((64 + 4 + 16) * 4 + 1),
+                       1e-4);
+    /* all k: A's 4x64 rows and B's 64x16 panel besides */
+    assert_float_equal(row[feature_index("tile.footprint.inner_carried")],
+                       log2((64 + 256 + 1024) * 4 + 1), 1e-4);
+    assert_float_equal(row[feature_index("tile.input_elems")], log2(20 + 1), 1e-5);
+    assert_float_equal(row[feature_index("tile.input_per_output")], log2(20.0 / 64 + 1), 1e-5);
+    tt_program_free(p);
+    /* k.0, k.1, i.0, j.0, i.1, j.1: the whole 64x64 output is the tile carried over k */
+    const int reloaded[6] = {4, 5, 0, 2, 1, 3};
+    p = matmul_tile(reloaded);
+    assert_int_equal(tt_features_per_store(p, row, 4), 1);
+    assert_float_equal(row[feature_index("tile.inner")], log2(64 * 64 + 1), 1e-4);
+    assert_float_equal(row[feature_index("tile.inner_carried")], log2(64 + 1), 1e-5);
+    assert_float_equal(row[feature_index("tile.middle")], log2(1 + 1), 1e-5);
+    assert_float_equal(row[feature_index("tile.acc_vectors")], log2(256 + 1), 1e-5);
+    tt_program_free(p);
 }
 
 static void rows_per_stored_buffer(void **state)
@@ -199,6 +257,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tvm_matmul_vectors),
+        cmocka_unit_test(tile_block_tells_kept_from_reloaded_accumulators),
         cmocka_unit_test(rows_per_stored_buffer),
         cmocka_unit_test(every_operator_has_finite_features),
         cmocka_unit_test(itervar_matches_autotvm),
