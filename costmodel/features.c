@@ -35,12 +35,16 @@ _Static_assert(F_OTHER == TT_FEATURE_OUTER_PROD, "features.h names outer_prod's 
 
 /* The register tile block (F_TILE): loop groups around the store, from the innermost outward. */
 enum {
-    TILE_GROUPS = 6,              /* tile, carried, tile, carried, tile, carried */
-    TILE_PRODUCTS = 6,            /* accumulator vectors and products of groups */
-    TILE_FOOTPRINT = F_TILE + 12, /* bytes the store's accesses touch inside each group */
+    TILE_GROUPS = 6,   /* tile, carried, tile, carried, tile, carried */
+    TILE_PRODUCTS = 6, /* accumulator vectors and products of groups */
+    /* bytes the store's accesses touch inside each group */
+    TILE_FOOTPRINT = F_TILE + TILE_GROUPS + TILE_PRODUCTS,
     TILE_INPUT =
         TILE_FOOTPRINT + TILE_GROUPS, /* input elements of the inner tile, and per output */
+    TILE_END = TILE_INPUT + 2,
 };
+
+_Static_assert(TILE_END == TT_STORE_FEATURES, "the register tile block ends the row");
 
 /* Compute counters, in feature order. */
 enum {
@@ -230,6 +234,15 @@ static double touched(const ctx *c, tt_eid e, int from)
     return linear && span + 1 < prod ? span + 1 : prod;
 }
 
+/* Bytes that accesses acc[0..nacc) touch while loops from..top run. */
+static double accesses_bytes(const ctx *c, const access *acc, int nacc, int from)
+{
+    double bytes = 0;
+    for (int i = 0; i < nacc; i++)
+        bytes += touched(c, acc[i].index, from) * tt_dtype_bytes(c->p->bufs.data[acc[i].buf].dtype);
+    return bytes;
+}
+
 typedef struct {
     double f[SLOT_SIZE];
     double lines, bytes;
@@ -280,13 +293,8 @@ static void tile_features(const ctx *c, const tt_stmt *s, const access *acc, int
     prod[3] = group[0] * group[2];
     prod[4] = group[1] * group[3];
     prod[5] = group[0] * group[1] * group[2] * group[3];
-    for (int g = 0; g < TILE_GROUPS; g++) {
-        double bytes = 0;
-        for (int i = 0; i < nacc; i++)
-            bytes += touched(c, acc[i].index, start[g]) *
-                     tt_dtype_bytes(c->p->bufs.data[acc[i].buf].dtype);
-        f[TILE_FOOTPRINT + g] = bytes;
-    }
+    for (int g = 0; g < TILE_GROUPS; g++)
+        f[TILE_FOOTPRINT + g] = accesses_bytes(c, acc, nacc, start[g]);
     double inputs = 0;
     for (int i = 0; i < nacc; i++)
         if (acc[i].buf != s->buf)
@@ -417,10 +425,7 @@ static void store_features(ctx *c, const tt_stmt *s)
             rdis_iter = 1;
             for (int j = l + 1; j < c->depth; j++)
                 rdis_iter *= (double)c->stack[j].extent;
-            for (int j = 0; j < nacc; j++) {
-                const tt_buffer *bj = &c->p->bufs.data[acc[j].buf];
-                rdis_bytes += touched(c, acc[j].index, l + 1) * tt_dtype_bytes(bj->dtype);
-            }
+            rdis_bytes = accesses_bytes(c, acc, nacc, l + 1);
             rct = (double)c->stack[l].extent;
             break;
         }
@@ -450,13 +455,8 @@ static void store_features(ctx *c, const tt_stmt *s)
     double cur = flops > 0 ? flops : 0;
     for (int l = c->depth - 1; l >= 0 && flops > 0; l--) {
         cur *= (double)c->stack[l].extent;
-        double bytes = 0;
-        for (int i = 0; i < nacc; i++) {
-            const tt_buffer *b = &c->p->bufs.data[acc[i].buf];
-            bytes += touched(c, acc[i].index, l) * tt_dtype_bytes(b->dtype);
-        }
         cops[npt] = log2(cur);
-        mem[npt++] = log2(fmax(bytes, 1.0));
+        mem[npt++] = log2(fmax(accesses_bytes(c, acc, nacc, l), 1.0));
     }
     if (npt > 0) {
         int pt = 0;
@@ -599,26 +599,26 @@ static void init_names(void)
     static const char *const alloc[4] = {"alloc_size", "alloc_prod", "alloc_outer_prod",
                                          "alloc_inner_prod"};
     static const char *const other[3] = {"outer_prod", "num_loops", "auto_unroll_max_step"};
-    static const char *const tile[TILE_INPUT + 2 - F_TILE] = {"tile.inner",
-                                                              "tile.inner_carried",
-                                                              "tile.middle",
-                                                              "tile.middle_carried",
-                                                              "tile.outer",
-                                                              "tile.outer_carried",
-                                                              "tile.acc_vectors",
-                                                              "tile.inner_x_carried",
-                                                              "tile.middle_x_carried",
-                                                              "tile.inner_x_middle",
-                                                              "tile.carried_x_carried",
-                                                              "tile.two_levels",
-                                                              "tile.footprint.inner",
-                                                              "tile.footprint.inner_carried",
-                                                              "tile.footprint.middle",
-                                                              "tile.footprint.middle_carried",
-                                                              "tile.footprint.outer",
-                                                              "tile.footprint.outer_carried",
-                                                              "tile.input_elems",
-                                                              "tile.input_per_output"};
+    static const char *const tile[TILE_END - F_TILE] = {"tile.inner",
+                                                        "tile.inner_carried",
+                                                        "tile.middle",
+                                                        "tile.middle_carried",
+                                                        "tile.outer",
+                                                        "tile.outer_carried",
+                                                        "tile.acc_vectors",
+                                                        "tile.inner_x_carried",
+                                                        "tile.middle_x_carried",
+                                                        "tile.inner_x_middle",
+                                                        "tile.carried_x_carried",
+                                                        "tile.two_levels",
+                                                        "tile.footprint.inner",
+                                                        "tile.footprint.inner_carried",
+                                                        "tile.footprint.middle",
+                                                        "tile.footprint.middle_carried",
+                                                        "tile.footprint.outer",
+                                                        "tile.footprint.outer_carried",
+                                                        "tile.input_elems",
+                                                        "tile.input_per_output"};
     int i = 0;
     name_group(&i, "", compute_names, OP_COUNT);
     for (int k = 0; k < 3; k++) {
@@ -638,7 +638,7 @@ static void init_names(void)
         snprintf(names[i++], sizeof(names[0]), "arith_intensity_curve_%d", k);
     name_group(&i, "", alloc, 4);
     name_group(&i, "", other, 3);
-    name_group(&i, "", tile, TILE_INPUT + 2 - F_TILE);
+    name_group(&i, "", tile, TILE_END - F_TILE);
     for (int k = 0; k < TT_STORE_FEATURES; k++)
         raw_entry[k] = k == F_GPU || strstr(names[k], "_type.") != NULL;
 }
