@@ -39,7 +39,11 @@
  *
  * usage: bench_costmodel [--db PATH] [--workload W]... [--holdout W]... [--train W]...
  *                        [--trials N] [--seed S] [--load K] [--remeasure N]
- *                        [--strategy evo|sketch-random]
+ *                        [--strategy evo|sketch-random] [--models M,...] [--per-workload N]
+ * --models trains only the variants named (ansor, validation, rank, pairwise, prog, fastest;
+ * all by default): Ansor's boosts up to 1,000 depth-10 rounds a turn, which on datasets of
+ * thousands of programs a workload takes hours.  --per-workload N reads at most the first N
+ * programs of each workload recorded in the database (a learning curve: how much history).
  * Without --db it first measures N (400) programs of each workload (default
  * matmul:M=128,N=128,K=128) with `tvm-tune run --strategy evo`'s search and measurement into a
  * temporary database, or into --db PATH when that file does not exist yet (kept, for another
@@ -67,7 +71,7 @@
 #include "tuner/tune.h"
 #include "anchors.h"
 
-enum { MAX_WORKLOADS = 32, SHUFFLES = 200, REMEASURE_ROUNDS = 3 };
+enum { MAX_WORKLOADS = 64, SHUFFLES = 200, REMEASURE_ROUNDS = 3 };
 
 /* Every valid measured program of the workloads: feature rows, latency, workload index. */
 typedef struct {
@@ -82,6 +86,8 @@ typedef struct {
     int nprog, capp;
     tt_workload *w; /* the workload being read */
     int cur;
+    int limit,
+        taken; /* --per-workload: at most limit programs of each workload, the first recorded */
     /* --remeasure: each round's time (fastest sample) of the programs measured again (0 = not), and
      * their median, the reference the models are also scored against */
     double *round[REMEASURE_ROUNDS], *truth;
@@ -91,7 +97,7 @@ static int add_row(void *ctx, const tt_db_row *r)
 {
     dataset *d = ctx;
     if (r->error_no || r->median_s <= 0 || r->config_kind != TT_CONFIG_STEPS ||
-        !strcmp(r->config, "[]"))
+        !strcmp(r->config, "[]") || (d->limit && d->taken >= d->limit))
         return 0;
     tt_state *st;
     if (tt_state_from_json(&d->w->dag, r->config, &st, NULL))
@@ -130,6 +136,7 @@ static int add_row(void *ctx, const tt_db_row *r)
     /* what the tuner's models learn from, as a latency */
     d->fastest[d->nprog] = 1.0 / tt_tune_label(1.0, r->costs, r->ncosts, r->median_s, 0);
     d->lat[d->nprog++] = r->median_s;
+    d->taken++;
     free(rows);
     return 0;
 }
@@ -285,7 +292,7 @@ static double round_agreement(const dataset *d, const int *ids, int n)
 }
 
 typedef struct {
-    const char *name;
+    const char *name, *key; /* key: what --models names it */
     tt_costmodel_objective obj;
     tt_costmodel_stopping stopping;
     tt_costmodel_labels_kind labels;
@@ -293,14 +300,42 @@ typedef struct {
 } variant;
 
 static const variant variants[] = {
-    {"ansor", TT_COSTMODEL_PACK_SUM, TT_STOP_TRAINING, TT_LABELS_RATIO, false},
-    {"validation", TT_COSTMODEL_PACK_SUM, TT_STOP_VALIDATION, TT_LABELS_RATIO, false},
-    {"rank labels", TT_COSTMODEL_PACK_SUM, TT_STOP_VALIDATION, TT_LABELS_RANK, false},
-    {"pairwise", TT_COSTMODEL_PACK_RANK, TT_STOP_VALIDATION, TT_LABELS_RANK, false},
-    {"program rank", TT_COSTMODEL_PROG_RANK, TT_STOP_VALIDATION, TT_LABELS_RANK, false},
-    {"prog, fastest", TT_COSTMODEL_PROG_RANK, TT_STOP_VALIDATION, TT_LABELS_RANK, true},
+    {"ansor", "ansor", TT_COSTMODEL_PACK_SUM, TT_STOP_TRAINING, TT_LABELS_RATIO, false},
+    {"validation", "validation", TT_COSTMODEL_PACK_SUM, TT_STOP_VALIDATION, TT_LABELS_RATIO, false},
+    {"rank labels", "rank", TT_COSTMODEL_PACK_SUM, TT_STOP_VALIDATION, TT_LABELS_RANK, false},
+    {"pairwise", "pairwise", TT_COSTMODEL_PACK_RANK, TT_STOP_VALIDATION, TT_LABELS_RANK, false},
+    {"program rank", "prog", TT_COSTMODEL_PROG_RANK, TT_STOP_VALIDATION, TT_LABELS_RANK, false},
+    {"prog, fastest", "fastest", TT_COSTMODEL_PROG_RANK, TT_STOP_VALIDATION, TT_LABELS_RANK, true},
 };
 enum { NVARIANTS = sizeof(variants) / sizeof(variants[0]) };
+
+/* The variants --models chose (all by default), and the first of them, which also computes the
+ * anchors (random ranking, repeat sample, the re-measurement's labels). */
+static bool enabled[NVARIANTS];
+static int first_variant;
+
+/* "prog,fastest" -> enabled[]; false when a name is unknown or none is given. */
+static bool parse_models(const char *list)
+{
+    memset(enabled, 0, sizeof(enabled));
+    first_variant = -1;
+    while (*list) {
+        size_t n = strcspn(list, ",");
+        int v = 0;
+        while (v < NVARIANTS && (strlen(variants[v].key) != n || strncmp(variants[v].key, list, n)))
+            v++;
+        if (v == NVARIANTS) {
+            fprintf(stderr, "bench_costmodel: unknown model '%.*s' in --models\n", (int)n, list);
+            return false;
+        }
+        enabled[v] = true;
+        list += n + (list[n] == ',');
+    }
+    for (int v = NVARIANTS - 1; v >= 0; v--)
+        if (enabled[v])
+            first_variant = v;
+    return first_variant >= 0;
+}
 
 typedef struct {
     quality q[NVARIANTS], random, repeat;
@@ -357,6 +392,8 @@ static int run_setting(const dataset *d, int nwl, const bool *train, const bool 
     res->ntest = nep;
     tt_errbuf err = {{0}};
     for (int v = 0; v < NVARIANTS; v++) {
+        if (!enabled[v])
+            continue;
         tt_costmodel *m;
         int rounds = 0;
         for (int i = 0; i < ntp; i++)
@@ -397,7 +434,7 @@ static int run_setting(const dataset *d, int nwl, const bool *train, const bool 
                     }
                 if (nt >= 10) {
                     truth_add(&res->t[v], evaluate_truth(d, score, ids, nt), 1);
-                    if (v == 0) {
+                    if (v == first_variant) {
                         double *rec = malloc(sizeof(double) * (size_t)nt);
                         if (!rec)
                             return 1;
@@ -414,7 +451,7 @@ static int run_setting(const dataset *d, int nwl, const bool *train, const bool 
                     }
                 }
             }
-            if (v == 0) {
+            if (v == first_variant) {
                 double *own = malloc(sizeof(double) * (size_t)n);
                 if (!own)
                     return 1;
@@ -423,7 +460,7 @@ static int run_setting(const dataset *d, int nwl, const bool *train, const bool 
                 quality_add(&res->repeat, evaluate(d->sample[0], own, ids, n), 1);
                 free(own);
             }
-            if (v == 0)
+            if (v == first_variant)
                 for (int s = 0; s < SHUFFLES; s++) {
                     for (int i = 0; i < n; i++)
                         score[i] = tt_rng_uniform(rng);
@@ -433,7 +470,7 @@ static int run_setting(const dataset *d, int nwl, const bool *train, const bool 
         if (!sets)
             goto fail_quiet;
         quality_add(&res->q[v], res->q[v], 1.0 / sets - 1);
-        if (v == 0) {
+        if (v == first_variant) {
             quality_add(&res->random, res->random, 1.0 / sets - 1);
             quality_add(&res->repeat, res->repeat, 1.0 / sets - 1);
         }
@@ -498,9 +535,10 @@ static void print_result(const char *title, const result *r)
     printf("%-14s %7s %9s %9s %7s %7s %9s %9s\n", "model", "rounds", "pairwise", "apart>5%",
            "top-1", "top-5", "TenSet@1", "TenSet@5");
     for (int v = 0; v < NVARIANTS; v++)
-        printf("%-14s %7.0f %9.3f %9.3f %7.3f %7.3f %9.3f %9.3f\n", variants[v].name, r->rounds[v],
-               r->q[v].pairwise, r->q[v].apart, r->q[v].top1, r->q[v].top5, r->q[v].score1,
-               r->q[v].score5);
+        if (enabled[v])
+            printf("%-14s %7.0f %9.3f %9.3f %7.3f %7.3f %9.3f %9.3f\n", variants[v].name,
+                   r->rounds[v], r->q[v].pairwise, r->q[v].apart, r->q[v].top1, r->q[v].top5,
+                   r->q[v].score1, r->q[v].score5);
     printf("%-14s %7s %9.3f %9.3f %7.3f %7.3f %9.3f %9.3f\n", "random", "-", r->random.pairwise,
            r->random.apart, r->random.top1, r->random.top5, r->random.score1, r->random.score5);
     printf("%-14s %7s %9.3f %9.3f %7.3f %7.3f %9.3f %9.3f\n", "repeat sample", "-",
@@ -518,16 +556,20 @@ static void print_result(const char *title, const result *r)
     printf("pairwise by the gap between the two programs' labels (the repeat sample: between "
            "its samples): share of pairs, then");
     for (int v = 0; v < NVARIANTS; v++)
-        printf(" %s /", variants[v].name);
+        if (enabled[v])
+            printf(" %s /", variants[v].name);
     printf(" repeat sample\n");
     double all = 0;
     for (int g = 0; g < NGAPS; g++)
-        all += r->q[0].gap_pairs[g];
+        all += r->q[first_variant].gap_pairs[g];
     for (int g = 0; g < NGAPS; g++) {
-        printf("  %-7s %5.1f%%:", gap_name[g], all > 0 ? 100 * r->q[0].gap_pairs[g] / all : 0);
+        printf("  %-7s %5.1f%%:", gap_name[g],
+               all > 0 ? 100 * r->q[first_variant].gap_pairs[g] / all : 0);
         for (int v = 0; v < NVARIANTS; v++)
-            printf(" %6.3f",
-                   r->q[v].gap_pairs[g] > 0 ? r->q[v].gap_agree[g] / r->q[v].gap_pairs[g] : NAN);
+            if (enabled[v])
+                printf(" %6.3f", r->q[v].gap_pairs[g] > 0
+                                     ? r->q[v].gap_agree[g] / r->q[v].gap_pairs[g]
+                                     : NAN);
         printf(" %6.3f\n",
                r->repeat.gap_pairs[g] > 0 ? r->repeat.gap_agree[g] / r->repeat.gap_pairs[g] : NAN);
     }
@@ -538,7 +580,8 @@ static void print_result(const char *title, const result *r)
            r->tprogs, REMEASURE_ROUNDS, 100 * r->t[0].share);
     printf("%-14s %9s %9s\n", "model", "pairwise", "resolved");
     for (int v = 0; v < NVARIANTS; v++)
-        printf("%-14s %9.3f %9.3f\n", variants[v].name, r->t[v].pairwise, r->t[v].resolved);
+        if (enabled[v])
+            printf("%-14s %9.3f %9.3f\n", variants[v].name, r->t[v].pairwise, r->t[v].resolved);
     printf("%-14s %9.3f %9.3f   (the recorded medians: what the models were trained on)\n",
            "labels", r->t_labels.pairwise, r->t_labels.resolved);
     printf("%-14s %9.3f %9.3f   (the recorded fastest samples)\n", "fastest sample",
@@ -665,9 +708,10 @@ int main(int argc, char **argv)
 {
     const char *db_path = NULL, *names[MAX_WORKLOADS];
     bool holdout[MAX_WORKLOADS] = {false}, train_only[MAX_WORKLOADS] = {false};
-    int nwl = 0, load = 0, remeasure_n = 0;
+    int nwl = 0, load = 0, remeasure_n = 0, per_workload = 0;
     int64_t trials = 400;
     uint64_t seed = 1;
+    parse_models("ansor,validation,rank,pairwise,prog,fastest");
     tt_strategy strategy = TT_STRATEGY_EVO;
     for (int i = 1; i < argc; i++) {
         bool more = i + 1 < argc;
@@ -687,13 +731,21 @@ int main(int argc, char **argv)
             load = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--remeasure") && more)
             remeasure_n = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--strategy") && more &&
-                 tt_strategy_parse(argv[i + 1], &strategy) && tt_strategy_uses_sketches(strategy))
+        else if (!strcmp(argv[i], "--per-workload") && more)
+            per_workload = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--models") && more) {
+            if (!parse_models(argv[++i]))
+                return 2;
+        } else if (!strcmp(argv[i], "--strategy") && more &&
+                   tt_strategy_parse(argv[i + 1], &strategy) && tt_strategy_uses_sketches(strategy))
             i++;
         else {
             fprintf(stderr, "usage: bench_costmodel [--db PATH] [--workload W]... [--holdout W]... "
                             "[--train W]... [--trials N] [--seed S] [--load K] [--remeasure N] "
-                            "[--strategy evo|sketch-random]\n");
+                            "[--strategy evo|sketch-random] [--models M,...] "
+                            "[--per-workload N]\n"
+                            "  --models: of ansor, validation, rank, pairwise, prog, fastest "
+                            "(all by default)\n");
             return 2;
         }
     }
@@ -749,6 +801,7 @@ int main(int argc, char **argv)
     }
     dataset d;
     memset(&d, 0, sizeof(d));
+    d.limit = per_workload > 0 ? per_workload : 0;
     tt_workload *wls[MAX_WORKLOADS];
     tt_db *db;
     if (tt_db_open(db_path, TT_DB_READONLY, &db, &err)) {
@@ -758,6 +811,7 @@ int main(int argc, char **argv)
     for (int w = 0; w < nwl; w++) {
         int before = d.nprog;
         d.cur = w;
+        d.taken = 0;
         if (tt_workload_parse(names[w], &d.w, &err)) {
             fprintf(stderr, "bench_costmodel: %s\n", err.msg);
             return 1;
@@ -849,7 +903,8 @@ int main(int argc, char **argv)
                 return 1;
             printf("  %s held out: pairwise", names[w]);
             for (int v = 0; v < NVARIANTS; v++)
-                printf(" %s %.3f", variants[v].name, r.q[v].pairwise);
+                if (enabled[v])
+                    printf(" %s %.3f", variants[v].name, r.q[v].pairwise);
             printf("\n");
             result_add(&mean, &r, nranked);
         }

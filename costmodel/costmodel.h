@@ -34,7 +34,8 @@ typedef enum {
 /* REG and RANK use AutoTVM's XGBoost parameters (search.md B4): max_depth 3, gamma 1e-4,
  * min_child_weight 1, eta 0.3, lambda 1, alpha 0.  PACK_SUM uses Ansor's (C8): max_depth 10,
  * gamma 1e-3, min_child_weight 0, eta 0.2, base_score 0.  PROG_RANK: max_depth 6, eta 0.1, the
- * rest XGBoost's defaults.  `nthreads` 0 = XGBoost's default. */
+ * rest XGBoost's defaults.  PACK_SUM, PACK_RANK and PROG_RANK split on histograms (tree_method
+ * hist), REG and RANK exactly, as AutoTVM does.  `nthreads` 0 = XGBoost's default. */
 tt_status tt_costmodel_create(tt_costmodel_objective obj, int nthreads, uint64_t seed,
                               tt_costmodel **out, tt_errbuf *err);
 void tt_costmodel_free(tt_costmodel *m);

@@ -96,6 +96,8 @@ static tt_status set_params(tt_costmodel *m, tt_errbuf *err)
             (s = set(b, "objective", "rank:pairwise", err)))
             return s;
     } else {
+        /* AutoTVM's parameters, its exact tree method included: knob rows are short, and
+         * training them takes a small share of a search (192 xgb trials of C9: 22 s either way) */
         if ((s = set(b, "max_depth", "3", err)) || (s = set(b, "gamma", "0.0001", err)) ||
             (s = set(b, "min_child_weight", "1", err)) || (s = set(b, "subsample", "1.0", err)) ||
             (s = set(b, "eta", "0.3", err)) || (s = set(b, "lambda", "1", err)) ||
@@ -104,6 +106,13 @@ static tt_status set_params(tt_costmodel *m, tt_errbuf *err)
                      m->obj == TT_COSTMODEL_RANK ? "rank:pairwise" : "reg:squarederror", err)))
             return s;
     }
+    /* The sketch models' rows are wide (184 features a store, 920 a program) and evo trains
+     * one every round on up to 2,000 transfer records besides its own: histogram splits
+     * (256 bins a feature) instead of exact ones rank as well (bench_costmodel: within 0.004)
+     * in half the time (docs/search.md, "Training time"). */
+    if (m->obj != TT_COSTMODEL_REG && m->obj != TT_COSTMODEL_RANK &&
+        (s = set(b, "tree_method", "hist", err)))
+        return s;
     if ((s = set(b, "verbosity", "0", err)) || (s = set(b, "seed", seed, err)) ||
         (m->nthreads > 0 && (s = set(b, "nthread", threads, err))))
         return s;
