@@ -13,6 +13,7 @@
 #include "rng.h"
 #include "status.h"
 #include "strbuf.h"
+#include "child.h"
 #include "tensor_mem.h"
 #include "vec.h"
 #include "workdir.h"

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/child.h"
 #include "base/workdir.h"
 #include "sandbox_int.h"
 
@@ -100,39 +101,23 @@ static void close_sockets(void)
 
 pid_t tt__sandbox_start(int *fd, tt_errbuf *err)
 {
-    int fds[2];
-    if (pipe(fds)) {
-        tt_err(err, TT_ERR_IO, "pipe: %s", strerror(errno));
-        return -1;
-    }
     static pthread_once_t swept = PTHREAD_ONCE_INIT;
     pthread_once(&swept, sweep_orphans);
-    fflush(NULL); /* nothing buffered is written twice */
-    pid_t parent = getpid(), pid = fork();
+    /* A hung kernel must not outlive a server killed with SIGKILL (its own process group keeps
+     * it from the server's group's signals): it dies with the thread that started it, which
+     * waits for it in tt__sandbox_finish. */
+    pid_t pid = tt_child_fork(fd, 127);
     if (pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        tt_err(err, TT_ERR_IO, "fork: %s", strerror(errno));
+        tt_err(err, TT_ERR_IO, "starting the sandbox: %s", strerror(errno));
         return -1;
     }
     if (pid == 0) {
-        /* A hung kernel must not outlive a server killed with SIGKILL (its own process group
-         * keeps it from the server's group's signals): it dies with the thread that started it,
-         * which waits for it in tt__sandbox_finish.  The check after it closes the race with a
-         * parent that died first. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(127);
         setpgid(0, 0);
-        close(fds[0]);
         close_sockets();
-        *fd = fds[1];
         harden(pid_dir(getpid()));
         return 0;
     }
     setpgid(pid, pid); /* also here: no race with the child's own call */
-    close(fds[1]);
-    *fd = fds[0];
     return pid;
 }
 

@@ -6,7 +6,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -104,31 +103,18 @@ static int model_plan_here(task *t, uint64_t *out, int n);
 int tt__tune_spawn_search(task *t, void (*child)(task *, int, void *), void *arg, pid_t *pid)
 {
     uint64_t seed = tt_rng_next(&t->rng);
-    int fds[2];
-    if (pipe(fds))
+    int fd;
+    /* A tuner killed with SIGKILL (an OOM kill, a stopped service) takes its search round with
+     * it: training and evolving a population can run for minutes on a big one. */
+    *pid = tt_child_fork(&fd, 1);
+    if (*pid < 0)
         return -1;
-    fflush(NULL);
-    pid_t parent = getpid();
-    *pid = fork();
-    if (*pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        return -1;
-    }
     if (*pid == 0) {
-        /* A tuner killed with SIGKILL (an OOM kill, a stopped service) takes its search round
-         * with it: training and evolving a population can run for minutes on a big one.  The
-         * check closes the race with a parent that died before the prctl. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(1);
-        close(fds[0]);
         tt_rng_seed(&t->rng, seed);
-        child(t, fds[1], arg);
+        child(t, fd, arg);
         _exit(1);
     }
-    close(fds[1]);
-    return fds[0];
+    return fd;
 }
 
 void tt__tune_reap_search(int fd, pid_t pid)
