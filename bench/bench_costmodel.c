@@ -577,7 +577,7 @@ static void print_result(const char *title, const result *r)
         return;
     printf("against a re-measurement: %d of these programs measured again, %d rounds, idle; "
            "%.1f%% of their pairs resolved (every round orders them alike)\n",
-           r->tprogs, REMEASURE_ROUNDS, 100 * r->t[0].share);
+           r->tprogs, REMEASURE_ROUNDS, 100 * r->t[first_variant].share);
     printf("%-14s %9s %9s\n", "model", "pairwise", "resolved");
     for (int v = 0; v < NVARIANTS; v++)
         if (enabled[v])
