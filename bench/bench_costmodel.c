@@ -60,6 +60,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/child.h"
 #include "base/clock.h"
 #include "codegen/codegen.h"
 #include "costmodel/costmodel.h"
@@ -682,11 +683,16 @@ out:
     return rc;
 }
 
-/* K processes that spin until killed: the load of a shared device. */
+/* K processes that spin until killed: the load of a shared device.  They die with the bench,
+ * also when it is killed with SIGKILL (tt_child_fork), instead of spinning on. */
 static void start_load(pid_t *pids, int k)
 {
     for (int i = 0; i < k; i++) {
-        pids[i] = fork();
+        int fd;
+        pids[i] = tt_child_fork(&fd, 0);
+        if (pids[i] < 0)
+            continue;
+        close(fd); /* no word goes back: the pipe only comes with the tie */
         if (pids[i] == 0) {
             volatile unsigned long x = 0;
             for (;;)

@@ -5,8 +5,11 @@
  * survive a kill -9 of the writer, and a record is stored once however often it is inserted.
  * The schema is versioned and migrated on open; see docs/database.md.
  *
- * A tt_db handle belongs to one thread at a time.  Every function returns a tt_status; the
- * detailed text of the last error is kept on the handle (tt_db_errmsg). */
+ * A tt_db handle belongs to one thread at a time, and to the process that opened it: in a forked
+ * child every operation fails with TT_ERR_INVALID_ARG and tt_db_close releases the child's copy
+ * without a byte to the server or a change to the file (the connection is the parent's).  Every
+ * function returns a tt_status; the detailed text of the last error is kept on the handle
+ * (tt_db_errmsg). */
 #ifndef TT_DB_DB_H
 #define TT_DB_DB_H
 
@@ -26,10 +29,13 @@ enum {
 
 /* Opens (creating when absent, unless READONLY) and migrates the database `path` names: a file,
  * sqlite:FILE, or postgresql://[user@]host[:port]/dbname[?...] (the password from ~/.pgpass,
- * PGPASSFILE or PGPASSWORD; a URI with one is refused).  Fails with a clear message for a file
- * that is not a database, is corrupt, belongs to another application, a server that cannot be
- * reached, or a schema written by a newer version of tvm-tune.  On failure *out is NULL and err
- * says why. */
+ * PGPASSFILE or PGPASSWORD; a URI with one is refused).  Any number of processes may open an
+ * empty or older database at once, read-only ones too: the schema is migrated once, under a lock,
+ * and the others wait for it (a read-only handle migrates when it is first, as far as the file's
+ * or the role's rights allow).  A server that answered and then lost the session during the open
+ * is waited for as tt_db_set_patience says.  Fails with a clear message for a file that is not a
+ * database, is corrupt, belongs to another application, a server that cannot be reached, or a
+ * schema written by a newer version of tvm-tune.  On failure *out is NULL and err says why. */
 tt_status tt_db_open(const char *path, int flags, tt_db **out, tt_errbuf *err);
 void tt_db_close(tt_db *db);
 /* Deletes a (closed) database file with its WAL and shared-memory files.  Missing files are not

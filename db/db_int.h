@@ -2,6 +2,8 @@
 #ifndef TT_DB_DB_INT_H
 #define TT_DB_DB_INT_H
 
+#include <sys/types.h>
+
 #include "db.h"
 #include "sql.h"
 
@@ -28,8 +30,17 @@ struct tt_db {
      * it again */
     bool conflict;
     double patience_s; /* how long to wait for a lost server (tt_db_set_patience) */
+    /* the server answered once (PostgreSQL): a connection lost from then on is waited for, while
+     * a server that never answered is an error at once */
+    bool reached;
+    /* the process that opened the handle: a forked child never uses its connection */
+    pid_t owner;
     tt__db_cache workloads, targets, devices;
 };
+
+/* TT_OK in the process that opened the handle; in a forked child, TT_ERR_INVALID_ARG with the
+ * handle's error saying so (every statement and transaction checks it first). */
+tt_status tt__db_owned(tt_db *db);
 
 int64_t tt__db_cache_get(const tt__db_cache *c, const char *key);
 void tt__db_cache_put(tt__db_cache *c, const char *key, int64_t id);

@@ -145,15 +145,14 @@ int tt_db_user_version(tt_db *db)
 {
     int v = -1;
     bool foreign;
-    return db->be->schema_read(db, &v, &foreign) ? -1 : v;
+    return tt__db_owned(db) || db->be->schema_read(db, &v, &foreign) ? -1 : v;
 }
 
-static tt_status migrate(tt_db *db)
+/* What a schema version and owner mean for this program: TT_OK with *current set, or the error
+ * (another application's tables, a newer tvm-tune's schema). */
+static tt_status schema_verdict(tt_db *db, int version, bool foreign, bool *current)
 {
-    int version = 0;
-    bool foreign = false;
-    if (db->be->schema_read(db, &version, &foreign))
-        return tt__db_failed(db, "reading the schema");
+    *current = version == TT_DB_SCHEMA_VERSION && !foreign;
     if (foreign)
         return tt__db_fail(db, TT_ERR_IO,
                            "%s holds another application's tables (%s); refusing to touch it",
@@ -163,21 +162,36 @@ static tt_status migrate(tt_db *db)
             db, TT_ERR_UNSUPPORTED,
             "%s has schema version %d, newer than this tvm-tune understands (%d): upgrade tvm-tune",
             db->where, version, TT_DB_SCHEMA_VERSION);
-    if (version == TT_DB_SCHEMA_VERSION)
-        return TT_OK;
-    if (db->readonly)
-        return tt__db_fail(
-            db, TT_ERR_IO,
-            "%s has schema version %d and needs migrating to %d, which a read-only open "
-            "cannot do: open it read-write once (`tvm-db vacuum --db %s` migrates it)",
-            db->where, version, TT_DB_SCHEMA_VERSION, db->where);
-    /* Each migration and its version bump commit together; with the migrators' lock held the
-     * version is read again, so processes starting together migrate once. */
-    tt_status s = tt__db_begin(db);
-    if (!s && db->be->schema_lock(db))
-        s = tt__db_failed(db, "waiting for another migration");
+    return TT_OK;
+}
+
+/* Brings the schema to TT_DB_SCHEMA_VERSION.  Any number of processes may start together on an
+ * empty or older database, read-only ones too (a build beside a tracker's first start): each
+ * takes the migrators' lock, reads the version again in a transaction that begins after the
+ * wait, and the first migrates while the others find nothing left to do. */
+static tt_status migrate(tt_db *db)
+{
+    int version = 0;
+    bool foreign = false, current;
+    tt_status s = tt__db_owned(db);
     if (!s && db->be->schema_read(db, &version, &foreign))
         s = tt__db_failed(db, "reading the schema");
+    if (!s)
+        s = schema_verdict(db, version, foreign, &current);
+    if (s || current)
+        return s;
+    if (db->be->schema_lock(db)) {
+        s = tt__db_failed(db, "waiting for another process's migration");
+        db->be->schema_unlock(db);
+        return s;
+    }
+    /* Each migration and its version bump commit together, all of them in one transaction. */
+    s = tt__db_begin(db);
+    if (!s && db->be->schema_read(db, &version, &foreign))
+        s = tt__db_failed(db, "reading the schema");
+    bool refused = false;
+    if (!s)
+        refused = (s = schema_verdict(db, version, foreign, &current)) != TT_OK;
     int v = version;
     for (; !s && v < TT_DB_SCHEMA_VERSION; v++) {
         char *ddl = migration_ddl(db, v);
@@ -196,10 +210,17 @@ static tt_status migrate(tt_db *db)
     }
     if (!s)
         s = tt__db_commit(db);
-    if (s)
-        return tt__db_abort(db, s, "migrating %s from schema %d to %d", db->where, version,
-                            TT_DB_SCHEMA_VERSION);
-    return TT_OK;
+    if (refused) { /* what another process wrote meanwhile: said as it is */
+        char why[sizeof(db->errmsg)];
+        memcpy(why, db->errmsg, sizeof(why));
+        tt__db_abort(db, s, "migrating");
+        memcpy(db->errmsg, why, sizeof(why));
+    } else if (s) {
+        s = tt__db_abort(db, s, "migrating %s from schema %d to %d", db->where, version,
+                         TT_DB_SCHEMA_VERSION);
+    }
+    db->be->schema_unlock(db);
+    return s;
 }
 
 tt_status tt_db_open(const char *path, int flags, tt_db **out, tt_errbuf *err)
@@ -211,12 +232,22 @@ tt_status tt_db_open(const char *path, int flags, tt_db **out, tt_errbuf *err)
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
     }
     db->be = tt__sql_backend_for(db->path, &db->where);
+    db->owner = getpid();
     const char *patience = getenv("TVM_TUNE_DB_PATIENCE");
     db->patience_s = patience && atof(patience) >= 0 ? atof(patience) : 300;
     db->readonly = flags & TT_DB_READONLY;
+    /* A server that never answered is an error at once (a wrong URI, nothing listening); one
+     * that answered and then lost the session, in its setup or in the migration, is waited for
+     * and the migration run again, as every other operation is (tt__db_retry). */
+    double started = tt_clock_monotonic();
     tt_status s = db->be->open(db) ? tt__db_failed(db, "opening") : TT_OK;
-    if (!s)
-        s = migrate(db);
+    for (int attempt = 0;; attempt++) {
+        if (!s)
+            s = migrate(db);
+        if (!s || !db->reached || !tt__db_retry(db, attempt, started))
+            break;
+        s = TT_OK;
+    }
     if (s) {
         tt_err(err, s, "%s", db->errmsg);
         tt_db_close(db);
@@ -268,7 +299,9 @@ void tt_db_close(tt_db *db)
     tt__db_cache_clear(&db->workloads);
     tt__db_cache_clear(&db->targets);
     tt__db_cache_clear(&db->devices);
-    if (db->conn)
+    if (db->conn && db->owner != getpid())
+        db->be->abandon(db); /* a forked child's copy: the connection is the parent's */
+    else if (db->conn)
         db->be->close(db);
     free(db->path);
     free(db);
@@ -295,7 +328,7 @@ tt_status tt__db_abort(tt_db *db, tt_status s, const char *fmt, ...)
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
     memcpy(msg, db->errmsg, sizeof(msg));
-    if (!db->be->lost || !db->be->lost(db))
+    if (db->owner == getpid() && (!db->be->lost || !db->be->lost(db)))
         db->be->exec(db, "ROLLBACK");
     /* Ids of rows created in the rolled-back transaction are gone. */
     tt__db_cache_clear(&db->workloads);
@@ -336,6 +369,8 @@ static tt_status bests_disagreeing(tt_db *db, int64_t *pairs)
 
 tt_status tt_db_check(tt_db *db)
 {
+    if (tt__db_owned(db))
+        return TT_ERR_INVALID_ARG;
     if (db->be->check(db))
         return tt__db_failed(db, "checking integrity");
     int64_t pairs = 0;
@@ -365,5 +400,7 @@ tt_status tt_db_vacuum(tt_db *db)
 
 tt_status tt_db_limit_size(tt_db *db, int64_t max_bytes)
 {
+    if (tt__db_owned(db))
+        return TT_ERR_INVALID_ARG;
     return db->be->limit_size(db, max_bytes) ? tt__db_failed(db, "limiting the size") : TT_OK;
 }

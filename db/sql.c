@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 const tt__sql_backend *tt__sql_backend_for(const char *spec, const char **where)
 {
@@ -17,9 +18,26 @@ const tt__sql_backend *tt__sql_backend_for(const char *spec, const char **where)
     return &tt__sql_sqlite;
 }
 
+tt_status tt__db_owned(tt_db *db)
+{
+    /* A forked child shares the parent's socket (or file locks it does not hold): one byte of it
+     * on the parent's connection, a libpq Terminate from its exit, or a SQLite checkpoint from
+     * its close corrupts or ends the parent's session under it. */
+    pid_t self = getpid();
+    if (self == db->owner)
+        return TT_OK;
+    return tt__db_fail(db, TT_ERR_INVALID_ARG,
+                       "the database handle of %s was opened by process %ld and is used in "
+                       "process %ld, a fork of it: a child process opens a handle of its own",
+                       db->where, (long)db->owner, (long)self);
+}
+
 tt_status tt__db_prepare(tt_db *db, const char *sql, tt__stmt **st)
 {
     *st = NULL;
+    tt_status s = tt__db_owned(db);
+    if (s)
+        return s;
     return db->be->prepare(db, sql, st) ? tt__db_failed(db, "preparing a query") : TT_OK;
 }
 
@@ -113,16 +131,25 @@ tt_status tt__stmt_run(tt__stmt *st, const char *what, int64_t *out)
 
 tt_status tt__db_exec(tt_db *db, const char *sql)
 {
+    tt_status s = tt__db_owned(db);
+    if (s)
+        return s;
     return db->be->exec(db, sql) ? tt__db_failed(db, "executing") : TT_OK;
 }
 
 tt_status tt__db_begin(tt_db *db)
 {
+    tt_status s = tt__db_owned(db);
+    if (s)
+        return s;
     return db->be->begin(db) ? tt__db_failed(db, "starting a transaction") : TT_OK;
 }
 
 tt_status tt__db_commit(tt_db *db)
 {
+    tt_status s = tt__db_owned(db);
+    if (s)
+        return s;
     return db->be->exec(db, "COMMIT") ? tt__db_failed(db, "committing") : TT_OK;
 }
 
@@ -147,19 +174,30 @@ bool tt__db_retry(tt_db *db, int attempt, double started)
         db->conflict = false;
         return attempt < 10;
     }
-    if (!db->be->lost || !db->be->lost(db))
+    if (!db->be->lost || !db->be->lost(db) || db->owner != getpid())
         return false;
-    /* 0.1 s, doubling to 5 s between tries, until the patience is spent. */
+    /* 0.1 s, doubling to 5 s between tries, until the patience is spent.  Each failed try says
+     * why (the server refusing, authentication, too many clients), not only the first loss. */
+    tt_log(TT_LOG_WARN, "database %s: %s", db->where, db->errmsg);
+    bool tried = false;
     for (double wait = 0.1; tt_clock_monotonic() - started < db->patience_s; wait *= 2) {
         if (wait > 5)
             wait = 5;
-        tt_log(TT_LOG_WARN, "database %s: %s; reconnecting in %.1f s", db->where, db->errmsg, wait);
+        tt_log(TT_LOG_WARN, "database %s: reconnecting in %.1f s", db->where, wait);
         struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
         nanosleep(&ts, NULL);
         if (!db->be->reconnect(db)) {
             tt_log(TT_LOG_WARN, "database %s: reconnected", db->where);
             return true;
         }
+        tt_log(TT_LOG_WARN, "database %s: %s", db->where, db->cause_msg);
+        tried = true;
+    }
+    if (tried) {
+        char first[sizeof(db->errmsg)];
+        memcpy(first, db->errmsg, sizeof(first));
+        tt__db_fail(db, TT_ERR_IO, "%.200s; gave up reconnecting after %.0f s: %.200s", first,
+                    db->patience_s, db->cause_msg);
     }
     return false;
 }

@@ -41,6 +41,9 @@ typedef struct tt__sql_backend {
     /* Connects to db->path (a file, or a libpq URI) and sets db->conn. */
     tt_status (*open)(tt_db *db);
     void (*close)(tt_db *db);
+    /* In a forked child that inherited the handle: frees what can be freed without sending a
+     * byte to the server or touching the file (the connection is the parent's). */
+    void (*abandon)(tt_db *db);
     /* Lost the server (PostgreSQL): true when the connection is gone, and reconnect() tries once
      * to make it again.  NULL for SQLite, which cannot lose a file. */
     bool (*lost)(tt_db *db);
@@ -67,9 +70,14 @@ typedef struct tt__sql_backend {
     /* Schema version and owner: *version 0 and *foreign false for an empty database; *foreign
      * when it holds tables of another application. */
     tt_status (*schema_read)(tt_db *db, int *version, bool *foreign);
-    /* Inside a migration's transaction: serialises migrators (PostgreSQL: an advisory lock, so
-     * that trackers starting together migrate once), and records the new version. */
+    /* Before a migration's transaction, outside any: waits for and takes the migrators' lock,
+     * so that processes starting together migrate once (PostgreSQL: a session advisory lock,
+     * taken in a statement of its own so that the transaction after it reads the catalogs
+     * afresh), and lets a read-only handle write the schema.  schema_unlock undoes both; it is
+     * called whatever the migration's outcome (a lost connection has released the lock). */
     tt_status (*schema_lock)(tt_db *db);
+    void (*schema_unlock)(tt_db *db);
+    /* Inside the migration's transaction: records the new version. */
     tt_status (*schema_write)(tt_db *db, int version);
     /* Maintenance (tvm-db check / vacuum, --db-max-mb). */
     tt_status (*check)(tt_db *db);

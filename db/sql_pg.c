@@ -6,6 +6,7 @@
 #include <libpq-fe.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_PARAMS TT__SQL_MAX_PARAMS
 /* 'TVTT', as SQLite's application_id: the advisory lock migrators take */
@@ -120,6 +121,28 @@ static void forget_prepared(pg_conn *p)
     p->nprep = 0;
 }
 
+/* A new session on a new connection (PG(db)->c, replacing nothing): the one way both the first
+ * connection and every reconnection are made, so no state of a lost session (its socket, its SSL
+ * state, its prepared statements) is carried into the next. */
+static tt_status connect_server(tt_db *db, const char *failing)
+{
+    pg_conn *p = PG(db);
+    static const char *const keys[] = {"dbname", "fallback_application_name", "connect_timeout",
+                                       NULL};
+    const char *values[] = {db->where, "tvm-tune", "10", NULL};
+    p->c = PQconnectdbParams(keys, values, 1);
+    if (!p->c) {
+        tt__db_set_cause(db, TT_ERR_NOMEM, "out of memory");
+        return TT_ERR_NOMEM;
+    }
+    if (PQstatus(p->c) != CONNECTION_OK) {
+        set_cause(db, TT_ERR_IO, failing, PQerrorMessage(p->c));
+        return TT_ERR_IO;
+    }
+    db->reached = true;
+    return session_setup(db);
+}
+
 static tt_status pg_open(tt_db *db)
 {
     /* A password in the URI would end up in argv, shell histories and logs. */
@@ -147,19 +170,7 @@ static tt_status pg_open(tt_db *db)
         return TT_ERR_NOMEM;
     }
     db->conn = p;
-    static const char *const keys[] = {"dbname", "fallback_application_name", "connect_timeout",
-                                       NULL};
-    const char *values[] = {db->where, "tvm-tune", "10", NULL};
-    p->c = PQconnectdbParams(keys, values, 1);
-    if (!p->c) {
-        tt__db_set_cause(db, TT_ERR_NOMEM, "out of memory");
-        return TT_ERR_NOMEM;
-    }
-    if (PQstatus(p->c) != CONNECTION_OK) {
-        set_cause(db, TT_ERR_IO, "cannot connect to the database server: ", PQerrorMessage(p->c));
-        return TT_ERR_IO;
-    }
-    return session_setup(db);
+    return connect_server(db, "cannot connect to the database server: ");
 }
 
 static void pg_close(tt_db *db)
@@ -173,6 +184,18 @@ static void pg_close(tt_db *db)
     db->conn = NULL;
 }
 
+static void pg_abandon(tt_db *db)
+{
+    pg_conn *p = PG(db);
+    if (!p)
+        return;
+    /* PQfinish sends a Terminate message, which would end the parent's session: the socket is
+     * closed first (this child's copy of it), so the message goes nowhere. */
+    if (PQsocket(p->c) >= 0)
+        close(PQsocket(p->c));
+    pg_close(db);
+}
+
 static bool pg_lost(tt_db *db)
 {
     return PG(db) && PQstatus(PG(db)->c) == CONNECTION_BAD;
@@ -182,12 +205,9 @@ static tt_status pg_reconnect(tt_db *db)
 {
     pg_conn *p = PG(db);
     forget_prepared(p); /* they lived in the old session */
-    PQreset(p->c);
-    if (PQstatus(p->c) != CONNECTION_OK) {
-        set_cause(db, TT_ERR_IO, "cannot reconnect to the database server: ", PQerrorMessage(p->c));
-        return TT_ERR_IO;
-    }
-    return session_setup(db);
+    PQfinish(p->c);
+    p->c = NULL;
+    return connect_server(db, "cannot reconnect to the database server: ");
 }
 
 static tt_status pg_prepare(tt_db *db, const char *sql, tt__stmt **out)
@@ -400,18 +420,32 @@ static tt_status query_int(tt_db *db, const char *sql, int64_t *out)
     return s;
 }
 
+/* Tables of the current schema, from pg_class under the statement's snapshot.  (to_regclass
+ * looks a name up in the backend's catalog cache, which keeps "no such table" until the backend
+ * next reads the invalidations that another session's commit sent: after waiting for a
+ * migrator's lock it still said tt_meta was missing, and the schema was created twice.) */
 static tt_status pg_schema_read(tt_db *db, int *version, bool *foreign)
 {
     int64_t meta = 0, tables = 0, v = 0;
     *version = 0;
     *foreign = false;
-    tt_status s =
-        query_int(db, "SELECT CASE WHEN to_regclass('tt_meta') IS NULL THEN 0 ELSE 1 END", &meta);
+    /* One statement, one snapshot: asked in two, a migration committing between them showed its
+     * tables without its tt_meta, another application's database. */
+    PGresult *res =
+        PQexec(PG(db)->c, "SELECT count(*) FILTER (WHERE c.relname = 'tt_meta'), count(*) FROM "
+                          "pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = "
+                          "c.relnamespace WHERE n.nspname = current_schema() AND c.relkind IN "
+                          "('r', 'p', 'v', 'm', 'f')");
+    tt_status s = TT_OK;
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) < 1) {
+        result_cause(db, res);
+        s = TT_ERR_IO;
+    } else {
+        meta = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+        tables = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+    }
+    PQclear(res);
     if (!s && !meta) {
-        s = query_int(db,
-                      "SELECT count(*) FROM information_schema.tables "
-                      "WHERE table_schema = current_schema()",
-                      &tables);
         *foreign = tables > 0;
         if (*foreign)
             tt__db_set_cause(db, TT_ERR_IO, "%lld tables and no tt_meta", (long long)tables);
@@ -432,9 +466,30 @@ static tt_status pg_schema_read(tt_db *db, int *version, bool *foreign)
 
 static tt_status pg_schema_lock(tt_db *db)
 {
+    /* A session lock, in a statement of its own: the migration's transaction then begins after
+     * the wait, and a new transaction reads what the last migrator committed.  (A transaction
+     * lock was taken inside the migration's transaction, whose catalog lookups could predate
+     * the wait.)  A tvm-tune before this change took pg_advisory_xact_lock on the same key,
+     * which conflicts with this one. */
     char sql[80];
-    snprintf(sql, sizeof(sql), "SELECT pg_advisory_xact_lock(%d)", MIGRATION_LOCK);
-    return pg_exec(db, sql);
+    snprintf(sql, sizeof(sql), "SELECT pg_advisory_lock(%d)", MIGRATION_LOCK);
+    tt_status s = pg_exec(db, sql);
+    /* A read-only handle migrates too: the schema is the program's, the records stay as they
+     * are, and processes of both kinds start together against a new database. */
+    if (!s && db->readonly)
+        s = pg_exec(db, "SET default_transaction_read_only = off");
+    return s;
+}
+
+static void pg_schema_unlock(tt_db *db)
+{
+    if (pg_lost(db))
+        return; /* the server released the lock with the session */
+    char sql[80];
+    snprintf(sql, sizeof(sql), "SELECT pg_advisory_unlock(%d)", MIGRATION_LOCK);
+    pg_exec(db, sql);
+    if (db->readonly)
+        pg_exec(db, "SET default_transaction_read_only = on");
 }
 
 static tt_status pg_schema_write(tt_db *db, int version)
@@ -488,6 +543,7 @@ const tt__sql_backend tt__sql_postgresql = {
     .dialect = TT__SQL_POSTGRESQL,
     .open = pg_open,
     .close = pg_close,
+    .abandon = pg_abandon,
     .lost = pg_lost,
     .reconnect = pg_reconnect,
     .prepare = pg_prepare,
@@ -509,6 +565,7 @@ const tt__sql_backend tt__sql_postgresql = {
     .begin = pg_begin,
     .schema_read = pg_schema_read,
     .schema_lock = pg_schema_lock,
+    .schema_unlock = pg_schema_unlock,
     .schema_write = pg_schema_write,
     .check = pg_check,
     .vacuum = pg_vacuum,

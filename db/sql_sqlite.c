@@ -53,6 +53,25 @@ static tt_status lite_exec(tt_db *db, const char *sql)
     return rc == SQLITE_OK ? TT_OK : (cause(db, rc), TT_ERR_IO);
 }
 
+/* Puts the file in WAL mode.  Switching a new file takes its exclusive lock, and SQLite answers
+ * BUSY at once, without its busy handler, when another connection switches it or reads it at
+ * that moment: processes creating one database together (two tuning runs started at once) wait
+ * here for each other, up to the busy timeout. */
+static tt_status wal_mode(tt_db *db)
+{
+    for (int waited_ms = 0;; waited_ms += 20) {
+        char *msg = NULL;
+        int rc = sqlite3_exec(CONN(db), "PRAGMA journal_mode = WAL", NULL, NULL, &msg);
+        sqlite3_free(msg);
+        if (rc == SQLITE_OK)
+            return TT_OK;
+        int base = rc & 0xff;
+        if ((base != SQLITE_BUSY && base != SQLITE_LOCKED) || waited_ms >= 10000)
+            return cause(db, rc), TT_ERR_IO;
+        sqlite3_sleep(20);
+    }
+}
+
 static tt_status lite_open(tt_db *db)
 {
     struct stat sb;
@@ -77,10 +96,11 @@ static tt_status lite_open(tt_db *db)
     /* WAL: readers never block the writer nor see a partial batch.  synchronous=FULL makes every
      * commit durable (also against power loss, not only kill -9).  A 64 MiB page cache keeps the
      * indexes of a million-record database in memory. */
-    if (!db->readonly)
-        s = lite_exec(db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; "
-                          "PRAGMA cache_size = -65536");
-    else
+    if (!db->readonly) {
+        s = wal_mode(db);
+        if (!s)
+            s = lite_exec(db, "PRAGMA synchronous = FULL; PRAGMA cache_size = -65536");
+    } else
         s = lite_exec(db, "PRAGMA query_only = ON");
     if (!s)
         s = lite_exec(db, "PRAGMA foreign_keys = ON");
@@ -91,6 +111,14 @@ static void lite_close(tt_db *db)
 {
     if (db->conn)
         sqlite3_close_v2(CONN(db));
+    db->conn = NULL;
+}
+
+static void lite_abandon(tt_db *db)
+{
+    /* Closing would let SQLite, which sees none of the parent's POSIX locks in a child, take
+     * itself for the last connection and checkpoint or delete the parent's WAL: the connection is
+     * left to the child's exit. */
     db->conn = NULL;
 }
 
@@ -219,9 +247,25 @@ static tt_status lite_schema_read(tt_db *db, int *version, bool *foreign)
 {
     int app = 0, tables = 0, rc;
     *version = 0;
-    if ((rc = pragma_int(db, "PRAGMA user_version", version)) ||
-        (rc = pragma_int(db, "PRAGMA application_id", &app)) ||
-        (rc = pragma_int(db, "SELECT count(*) FROM sqlite_master", &tables)))
+    /* One statement, one read transaction: three, and a migration committing between them
+     * showed its tables under the application id of a file nobody had claimed yet. */
+    sqlite3_stmt *st;
+    rc = sqlite3_prepare_v2(CONN(db),
+                            "SELECT u.user_version, a.application_id, "
+                            "(SELECT count(*) FROM sqlite_master) "
+                            "FROM pragma_user_version() u, pragma_application_id() a",
+                            -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return cause(db, rc), TT_ERR_IO;
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *version = sqlite3_column_int(st, 0);
+        app = sqlite3_column_int(st, 1);
+        tables = sqlite3_column_int(st, 2);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_OK)
         return cause(db, rc), TT_ERR_IO;
     *foreign = app != APPLICATION_ID && tables > 0;
     if (*foreign)
@@ -231,8 +275,15 @@ static tt_status lite_schema_read(tt_db *db, int *version, bool *foreign)
 
 static tt_status lite_schema_lock(tt_db *db)
 {
-    (void)db; /* BEGIN IMMEDIATE holds the only write lock */
-    return TT_OK;
+    /* BEGIN IMMEDIATE holds the only write lock, and reads the file afresh.  A read-only handle
+     * migrates too (tt__sql_backend.schema_lock): query_only is lifted for the migration. */
+    return db->readonly ? lite_exec(db, "PRAGMA query_only = OFF") : TT_OK;
+}
+
+static void lite_schema_unlock(tt_db *db)
+{
+    if (db->readonly)
+        lite_exec(db, "PRAGMA query_only = ON");
 }
 
 static tt_status lite_schema_write(tt_db *db, int version)
@@ -299,6 +350,7 @@ const tt__sql_backend tt__sql_sqlite = {
     .dialect = TT__SQL_SQLITE,
     .open = lite_open,
     .close = lite_close,
+    .abandon = lite_abandon,
     .prepare = lite_prepare,
     .finalize = lite_finalize,
     .reset = lite_reset,
@@ -318,6 +370,7 @@ const tt__sql_backend tt__sql_sqlite = {
     .begin = lite_begin,
     .schema_read = lite_schema_read,
     .schema_lock = lite_schema_lock,
+    .schema_unlock = lite_schema_unlock,
     .schema_write = lite_schema_write,
     .check = lite_check,
     .vacuum = lite_vacuum,

@@ -707,7 +707,12 @@ static int cmd_run(int argc, char **argv)
     tt_errbuf err = {{0}};
     tt_status s = tt_tune_run(&o, sums, stderr, &err);
     int rc = 0;
-    for (int i = 0; i < nw; i++) {
+    /* A run that failed before measuring anything (a workload that does not parse, a database
+     * it cannot open or migrate) ends with its error alone: a summary of nothing says nothing. */
+    long long measured = 0;
+    for (int i = 0; i < nw; i++)
+        measured += sums[i].measured;
+    for (int i = 0; i < nw && !(s && measured == 0); i++) {
         tt_tune_summary *m = &sums[i];
         if (!m->workload[0])
             continue;
@@ -729,7 +734,7 @@ static int cmd_run(int argc, char **argv)
             printf("  no error-free measurement yet\n");
         }
     }
-    if (args.model) {
+    if (args.model && !(s && measured == 0)) {
         double est = 0;
         int missing = 0;
         for (int i = 0; i < nw; i++) {
@@ -741,7 +746,7 @@ static int cmd_run(int argc, char **argv)
                args.model, nw, args.net->calls.len, missing ? ">= " : "", est * 1e3,
                missing ? ", some tasks have no measurement yet" : "");
     }
-    if (use_remote && sums[0].workload[0])
+    if (use_remote && sums[0].workload[0] && !(s && measured == 0))
         printf("farm: %.1f s waiting for devices, %lld lost device sessions (their candidates "
                "measured again), %lld sick devices left\n",
                sums[0].queue_wait_s, (long long)sums[0].device_losses,

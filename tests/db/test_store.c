@@ -733,6 +733,123 @@ static void readonly_handle_refuses_writes(void **state)
     assert_non_null(strstr(err.msg, "no_such_database"));
 }
 
+/* Processes that open an empty or an older database at the same moment, read-only ones among
+ * them (a build beside a tracker's first start), twenty times: every open succeeds, the schema
+ * is migrated once (a second migration would fail on tables that exist), every record is
+ * stored.  tests/db/test_pg_concurrency.sh does the same with the programs themselves. */
+static void processes_starting_together_all_succeed(void **state)
+{
+    enum { PROCS = 8, REPS = 20 };
+    for (int rep = 0; rep < REPS; rep++) {
+        char name[32];
+        snprintf(name, sizeof(name), "together%d.db", rep);
+        bool older = rep % 2;
+        if (older) {
+            /* schema 4, before the bests table */
+            tt_db *db = open_or_fail(name);
+            tt_db_close(db);
+            raw_sql2(name, "DROP TABLE bests; PRAGMA user_version = 4;",
+                     "DROP TABLE bests; UPDATE tt_meta SET schema_version = 4");
+        } else if (!on_pg) {
+            /* an empty file, as `touch` leaves it: a database of no schema yet */
+            FILE *f = fopen(path_of(name), "w");
+            assert_non_null(f);
+            fclose(f);
+        } else {
+            path_of(name); /* a new, empty database on the server */
+        }
+        int go[2];
+        assert_int_equal(pipe(go), 0);
+        pid_t pids[PROCS];
+        for (int k = 0; k < PROCS; k++) {
+            pids[k] = fork();
+            assert_true(pids[k] >= 0);
+            if (pids[k])
+                continue;
+            close(go[1]);
+            char c;
+            if (read(go[0], &c, 1) != 0) /* all released at once, when the parent closes it */
+                _exit(2);
+            bool reader = k % 4 == 3;
+            tt_db *db;
+            tt_errbuf err = {{0}};
+            if (tt_db_open(path_of(name), reader ? TT_DB_READONLY : 0, &db, &err)) {
+                fprintf(stderr, "process %d (%s): %s\n", k, reader ? "read-only" : "writer",
+                        err.msg);
+                _exit(3);
+            }
+            tt_status st;
+            if (reader) {
+                tt_db_stats stats;
+                st = tt_db_stats_get(db, 0, &stats);
+            } else {
+                char cfg[32];
+                snprintf(cfg, sizeof(cfg), "[[\"CI\", %d]]", k);
+                tt_db_record r = rec("relu:M=8,N=8", "llvm", "dev", cfg, one_cost, 1, k);
+                st = tt_db_insert(db, &r, 1, NULL);
+            }
+            if (st)
+                fprintf(stderr, "process %d: %s\n", k, tt_db_errmsg(db));
+            tt_db_close(db);
+            _exit(st ? 4 : 0);
+        }
+        close(go[0]);
+        close(go[1]);
+        for (int k = 0; k < PROCS; k++) {
+            int status;
+            assert_int_equal(waitpid(pids[k], &status, 0), pids[k]);
+            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                fail_msg("rep %d (%s database): process %d ended with status %d", rep,
+                         older ? "schema 4" : "empty", k, status);
+        }
+        tt_db *db = open_or_fail(name);
+        assert_int_equal(tt_db_user_version(db), TT_DB_SCHEMA_VERSION);
+        tt_db_stats stats;
+        assert_int_equal(tt_db_stats_get(db, 0, &stats), TT_OK);
+        assert_int_equal(stats.records, PROCS - PROCS / 4);
+        assert_int_equal(tt_db_check(db), TT_OK);
+        tt_db_close(db);
+    }
+}
+
+/* A forked child that inherits a handle (the tuner's search round, a measurement's sandbox)
+ * cannot use it, and closing it there leaves the parent's session alone: with no patience to
+ * reconnect, the parent's next write still succeeds on the same connection.  (libpq's PQfinish
+ * in a child sends the server a Terminate on the shared socket, which ended the parent's
+ * session: "server closed the connection unexpectedly".) */
+static void a_forked_child_never_touches_the_connection(void **state)
+{
+    tt_db *db = open_or_fail("forked.db");
+    tt_db_set_patience(db, 0);
+    tt_db_record r = rec("relu:M=8,N=8", "llvm", NULL, "[[\"CI\", 1]]", one_cost, 1, 1);
+    assert_int_equal(tt_db_insert(db, &r, 1, NULL), TT_OK);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        tt_db_record r2 = rec("relu:M=8,N=8", "llvm", NULL, "[[\"CI\", 2]]", one_cost, 1, 2);
+        tt_db_stats stats;
+        int bad = 0;
+        bad |= tt_db_insert(db, &r2, 1, NULL) != TT_ERR_INVALID_ARG;
+        bad |= !strstr(tt_db_errmsg(db), "a fork of it");
+        bad |= tt_db_stats_get(db, 0, &stats) != TT_ERR_INVALID_ARG;
+        bad |= tt_db_check(db) != TT_ERR_INVALID_ARG;
+        bad |= tt_db_user_version(db) != -1;
+        tt_db_close(db);
+        _exit(bad ? 1 : 0);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    r = rec("relu:M=8,N=8", "llvm", NULL, "[[\"CI\", 3]]", one_cost, 1, 3);
+    if (tt_db_insert(db, &r, 1, NULL))
+        fail_msg("the parent's handle after the child closed its copy: %s", tt_db_errmsg(db));
+    tt_db_stats stats;
+    assert_int_equal(tt_db_stats_get(db, 0, &stats), TT_OK);
+    assert_int_equal(stats.records, 2);
+    tt_db_close(db);
+}
+
 /* tvm-db copy's library call: everything moves, the target is checked, a second copy adds
  * nothing; on the PostgreSQL run the copy goes from a SQLite file to the server and back. */
 static void copy_moves_everything_once(void **state)
@@ -967,6 +1084,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(devices_and_cost_models),
         cmocka_unit_test(readonly_handle_refuses_writes),
         cmocka_unit_test(copy_moves_everything_once),
+        cmocka_unit_test(processes_starting_together_all_succeed),
+        cmocka_unit_test(a_forked_child_never_touches_the_connection),
     };
     const struct CMUnitTest files[] = {
         cmocka_unit_test(garbage_file_is_not_a_database),

@@ -59,4 +59,20 @@ expect_error "needs parameter K" "$bin/tvm-tune" run --workload matmul:M=4,N=4 -
 expect_error "not this machine" "$bin/tvm-tune" run --workload $w --target "llvm -mtriple=aarch64-linux-gnu" --db "$db"
 expect_error "random, grid, ga, xgb, evo or sketch-random" "$bin/tvm-tune" run --workload $w --strategy annealing --db "$db"
 expect_error "positive integer" "$bin/tvm-tune" run --workload $w --trials 0 --db "$db"
+# A run that fails before measuring anything ends with its error alone, with a non-zero status:
+# no summary of nothing after it (a workload that does not parse, a database it cannot open).
+expect_quiet_error() {
+  local want=$1; shift
+  if "$@" >"$tmp/o" 2>"$tmp/e"; then fail "expected failure: $*"; fi
+  grep -q -- "$want" "$tmp/e" || fail "'$want' not in: $(cat "$tmp/e")"
+  ! grep -q "measured now\|no error-free measurement" "$tmp/o" "$tmp/e" ||
+    fail "a summary after the error: $(cat "$tmp/o" "$tmp/e")"
+}
+expect_quiet_error "unknown operator" "$bin/tvm-tune" run --workload nosuchop:M=4 --db "$db"
+echo "this is not a database, only text that is long enough to be read as a header........" \
+  > "$tmp/garbage.db"
+expect_quiet_error "not a valid tvm-tune database" "$bin/tvm-tune" run --workload $w --db "$tmp/garbage.db"
+expect_quiet_error "cannot connect to the database server" "$bin/tvm-tune" run --workload $w \
+  --db postgresql://nobody@127.0.0.1:1/tuning
+
 echo "tvm-tune run CLI: all checks passed"
