@@ -244,10 +244,43 @@ tt_status tt__compile_pick(const tt__picker *p, const tt_workload *w, tt_state *
     return tt__compile_default_schedule(&w->dag, &p->target, p->gpu, st, err);
 }
 
-/* For each input the kernel reads packed (LR): its layout, and SYM_pack_NAME compiled into an
- * object of its own (appended to objs). */
-static tt_status build_packers(builder *b, tt__kernel *k, const tt_program *prog, const char *obj,
-                               char **objs, int *nobjs, tt_errbuf *err)
+/* Compiles `prog` into object `obj` with the typed entry `sym`; *parallel gets whether it uses
+ * libgomp. */
+static tt_status compile_entry(const builder *b, const tt_program *prog, const char *sym,
+                               const char *obj, bool *parallel, tt_errbuf *err)
+{
+    char entry[300];
+    snprintf(entry, sizeof(entry), "%s__tvm_kernel", sym);
+    tt_codegen_options co = {3, 64, 64, sym, false};
+    tt_codegen_stats stats;
+    tt_status s = tt_codegen_llvm_object(prog, &b->pk.target, entry, obj, &co, &stats, err);
+    if (!s)
+        *parallel |= stats.parallel_loops > 0;
+    return s;
+}
+
+/* The tag of a packed form: FNV-1a 32 of the layouts its inputs are read in, in parameter
+ * order.  Its symbols carry it, so code built against one layout cannot link against another. */
+static void packed_tag(const tt__kernel *k, char *out, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (int i = 0; i < k->ninputs; i++) {
+        char text[512];
+        int len = snprintf(text, sizeof(text), "%d:", i);
+        if (k->layouts[i].nparts)
+            tt_layout_print(&k->layouts[i], text + len, sizeof(text) - (size_t)len);
+        for (const char *c = text; *c; c++)
+            h = (h ^ (unsigned char)*c) * 16777619u;
+    }
+    snprintf(out, n, "L%08x", h);
+}
+
+/* When the record reads inputs packed (LR): the packed form beside SYM, each compiled into an
+ * object of its own (appended to objs): SYM_pack_NAME for each packed input and SYM_packed, the
+ * record's kernel itself, their symbols tagged with the layouts.  k->layouts and k->tag say
+ * what was built; a record without packed inputs builds nothing. */
+static tt_status build_packed_form(builder *b, tt__kernel *k, const tt_program *prog,
+                                   const char *obj, char **objs, int *nobjs, tt_errbuf *err)
 {
     for (int i = 0; i < prog->ninputs; i++) {
         const tt_buffer *buf = tt_program_param(prog, i);
@@ -260,54 +293,71 @@ static tt_status build_packers(builder *b, tt__kernel *k, const tt_program *prog
         if (!k->layouts && !(k->layouts = calloc((size_t)k->nparams, sizeof(tt_layout))))
             return tt_err(err, TT_ERR_NOMEM, "out of memory");
         k->layouts[i] = buf->layout;
+    }
+    if (!k->layouts)
+        return TT_OK;
+    packed_tag(k, k->tag, sizeof(k->tag));
+    char sym[300], path[4500];
+    for (int i = 0; i < prog->ninputs; i++) {
+        if (!k->layouts[i].nparts)
+            continue;
         tt_program *pack;
         tt_status s = tt_pack_program(prog, i, &pack, err);
         if (s)
             return s;
-        char sym[256], entry[300], path[4500];
         char pname[96];
         tt__param_name(k->w, k->params[i], pname, sizeof(pname));
-        snprintf(sym, sizeof(sym), "%s_pack_%s", k->symbol, pname);
-        snprintf(entry, sizeof(entry), "%s__tvm_kernel", sym);
+        snprintf(sym, sizeof(sym), "%s_pack_%s_%s", k->symbol, pname, k->tag);
         snprintf(path, sizeof(path), "%s.pack%d.o", obj, i);
-        tt_codegen_options co = {3, 64, 64, sym, false};
-        s = tt_codegen_llvm_object(pack, &b->pk.target, entry, path, &co, NULL, err);
+        bool unused = false;
+        s = compile_entry(b, pack, sym, path, &unused, err);
         tt_program_free(pack);
         if (s)
             return s;
         if (!(objs[(*nobjs)++] = strdup(path)))
             return tt_err(err, TT_ERR_NOMEM, "out of memory");
     }
-    return TT_OK;
+    snprintf(sym, sizeof(sym), "%s_packed_%s", k->symbol, k->tag);
+    snprintf(path, sizeof(path), "%s.packed.o", obj);
+    tt_status s = compile_entry(b, prog, sym, path, &k->rep.parallel, err);
+    if (!s && !(objs[(*nobjs)++] = strdup(path)))
+        s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+    return s;
 }
 
 static tt_status build_kernel(builder *b, tt__kernel *k, const char *obj, char **objs, int *nobjs,
                               tt_errbuf *err)
 {
     tt_state *st = NULL;
-    tt_program *prog = NULL;
+    tt_program *prog = NULL, *row_major = NULL;
     tt_status s = tt__compile_pick(&b->pk, k->w, &st, &k->rep, &k->timestamp, err);
     if (!s && !(k->config = tt_steps_to_json(st->steps.data, st->steps.len)))
         s = tt_err(err, TT_ERR_NOMEM, "out of memory");
     if (!s)
         s = tt_lower(st, &prog, err);
     if (!s)
-        s = build_packers(b, k, prog, obj, objs, nobjs, err);
+        s = build_packed_form(b, k, prog, obj, objs, nobjs, err);
     if (!s && b->pk.gpu) {
         size_t len;
         s = tt_codegen_opencl(prog, k->symbol, NULL, &k->cl_text, &len, NULL, err);
         if (!s)
             s = tt_cl_artifact_parse(k->cl_text, len, &k->cl, err);
     } else if (!s) {
-        char entry[160];
-        snprintf(entry, sizeof(entry), "%s__tvm_kernel", k->symbol);
-        tt_codegen_options co = {3, 64, 64, k->symbol, false};
-        tt_codegen_stats stats;
-        s = tt_codegen_llvm_object(prog, &b->pk.target, entry, obj, &co, &stats, err);
-        k->rep.parallel = stats.parallel_loops > 0;
+        /* SYM takes every input row-major whatever the record (decision 63): a record that
+         * reads some packed gets its pack stages inside SYM, run on each call.  Serial: with
+         * the packing's outer loop parallel, matmul 256's SYM took 288-300 us against 248-287
+         * on two cores (one more fork and join of the threads for 14 us of copying). */
+        const tt_program *plain = prog;
+        if (k->layouts) {
+            s = tt_program_insert_pack_stages(prog, false, &row_major, err);
+            plain = row_major;
+        }
+        if (!s)
+            s = compile_entry(b, plain, k->symbol, obj, &k->rep.parallel, err);
     }
     if (s)
         tt_err_prefix(err, s, "%s (%s)", k->symbol, k->w->key);
+    tt_program_free(row_major);
     tt_program_free(prog);
     tt_state_free(st);
     return s;
@@ -405,8 +455,9 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
         return tt_err(err, TT_ERR_INVALID_ARG, "the output name is empty");
     }
     tt__kernel *ks = calloc((size_t)o->nkernels, sizeof(tt__kernel));
-    /* a kernel, its packing functions (one per input at most) and the OpenCL host */
-    char **objs = calloc((size_t)o->nkernels * 65 + 1, sizeof(char *));
+    /* a kernel, its packed form (a packing function per input at most, and the packed
+     * kernel) and the OpenCL host */
+    char **objs = calloc((size_t)o->nkernels * 66 + 1, sizeof(char *));
     int nobjs = 0;
     tmp[0] = 0;
     if (!ks || !objs)
@@ -436,13 +487,28 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
         if (!s && reports)
             reports[i] = k->rep;
         if (!s && o->log && tt_compile_source_tuned(k->rep.source))
-            fprintf(o->log, "%s = %s: record %lld (%s), fastest %.6g s\n", k->symbol, k->w->key,
-                    k->rep.record, tt_compile_source_name(k->rep.source), k->rep.fastest_s);
+            fprintf(o->log, "%s = %s: record %lld (%s), fastest %.6g s%s%s%s\n", k->symbol,
+                    k->w->key, k->rep.record, tt_compile_source_name(k->rep.source),
+                    k->rep.fastest_s, k->tag[0] ? "; packed form " : "", k->tag[0] ? k->symbol : "",
+                    k->tag[0] ? "_packed" : "");
         else if (!s && o->log && k->rep.source == TT_COMPILE_SIMILAR)
             fprintf(o->log, "%s = %s: not tuned; the config of record %lld of %s, mapped\n",
                     k->symbol, k->w->key, k->rep.record, k->rep.similar);
         else if (!s && o->log)
             fprintf(o->log, "%s = %s: default schedule\n", k->symbol, k->w->key);
+    }
+    /* The packed form's names are macros of the header: another function may not be one. */
+    for (int i = 0; i < o->nkernels && !s; i++) {
+        size_t len = strlen(ks[i].symbol);
+        for (int j = 0; j < o->nkernels && ks[i].tag[0] && !s; j++) {
+            const char *other = ks[j].symbol;
+            if (!strncmp(other, ks[i].symbol, len) &&
+                (!strcmp(other + len, "_packed") || !strncmp(other + len, "_pack_", 6)))
+                s = tt_err(err, TT_ERR_INVALID_ARG,
+                           "symbol '%s' is a name of the packed form of '%s' (its record reads "
+                           "inputs packed): choose another",
+                           other, ks[i].symbol);
+        }
     }
     char path[4400];
     bool gomp = false;

@@ -16,9 +16,12 @@ typedef struct tt__kernel {
     double timestamp; /* when the record was measured, 0 for the default */
     int params[64];   /* ops of the parameters: inputs, then outputs */
     int nparams, ninputs;
-    char *cl_text;      /* OpenCL: the artifact (source with its metadata) */
-    tt_cl_artifact cl;  /* OpenCL: its metadata */
-    tt_layout *layouts; /* per parameter when some input is passed packed (LR), else NULL */
+    char *cl_text;     /* OpenCL: the artifact (source with its metadata) */
+    tt_cl_artifact cl; /* OpenCL: its metadata */
+    /* The packed form, when the record reads some input packed (LR): the layout of each
+     * parameter (nparts 0: row-major), else NULL; and the tag its symbols carry ("" without). */
+    tt_layout *layouts;
+    char tag[12];
 } tt__kernel;
 
 /* The default schedule of a workload without records: docs/compile.md. */

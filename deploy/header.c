@@ -39,17 +39,94 @@ void tt__param_name(const tt_workload *w, int op, char *out, size_t n)
     out[k] = 0;
 }
 
-void tt__signature(tt_strbuf *sb, const tt__kernel *k)
+/* The declaration of `symbol` over k's parameters; with `packed`, the inputs the record reads
+ * packed are named NAME_packed. */
+static void declare(tt_strbuf *sb, const tt__kernel *k, const char *symbol, bool packed)
 {
-    tt_strbuf_printf(sb, "int %s(", k->symbol);
+    tt_strbuf_printf(sb, "int %s(", symbol);
     for (int p = 0; p < k->nparams; p++) {
         const tt_op *op = &k->w->dag.ops.data[k->params[p]];
         char name[96];
         tt__param_name(k->w, k->params[p], name, sizeof(name));
-        tt_strbuf_printf(sb, "%s%s%s *%s", p ? ", " : "", p < k->ninputs ? "const " : "",
-                         tt__c_type(op->dtype), name);
+        tt_strbuf_printf(sb, "%s%s%s *%s%s", p ? ", " : "", p < k->ninputs ? "const " : "",
+                         tt__c_type(op->dtype), name,
+                         packed && k->layouts && k->layouts[p].nparts ? "_packed" : "");
     }
     tt_strbuf_append(sb, ")");
+}
+
+void tt__signature(tt_strbuf *sb, const tt__kernel *k)
+{
+    declare(sb, k, k->symbol, false);
+}
+
+static void upper_case(const char *s, char *out, size_t n)
+{
+    size_t m = 0;
+    for (; *s && m + 1 < n; s++)
+        out[m++] = (char)toupper((unsigned char)*s);
+    out[m] = 0;
+}
+
+/* The packed form of k (its record reads inputs packed): the macros that name its tagged symbols,
+ * the packing functions, the packed elements of each, and SYM_packed. */
+static void write_packed_form(tt_strbuf *sb, const tt__kernel *k)
+{
+    const tt_workload *w = k->w;
+    char upper[160];
+    upper_case(k->symbol, upper, sizeof(upper));
+    tt_strbuf_printf(sb,
+                     "/* The packed form of %s, for inputs packed once (a weight, when it is "
+                     "loaded).\n * Its record reads",
+                     k->symbol);
+    for (int p = 0, first = 1; p < k->ninputs; p++) {
+        if (!k->layouts[p].nparts)
+            continue;
+        char name[96], lay[512];
+        tt__param_name(w, k->params[p], name, sizeof(name));
+        tt_strbuf_printf(sb, "%s %s in the layout %s", first ? "" : ",", name,
+                         tt_layout_print(&k->layouts[p], lay, sizeof(lay)));
+        first = 0;
+    }
+    tt_strbuf_append(sb, ".\n");
+    tt_strbuf decls = {0}; /* after the comment: each packing function and its size */
+    for (int p = 0; p < k->ninputs; p++) {
+        if (!k->layouts[p].nparts)
+            continue;
+        const char *type = tt__c_type(w->dag.ops.data[k->params[p]].dtype);
+        char name[96], uname[96];
+        tt__param_name(w, k->params[p], name, sizeof(name));
+        upper_case(name, uname, sizeof(uname));
+        tt_strbuf_printf(sb,
+                         " * %s_pack_%s writes %s from the row-major tensor into "
+                         "%s_%s_PACKED_ELEMENTS\n * elements, and %s_packed takes them in %s's "
+                         "place.\n",
+                         k->symbol, name, name, upper, uname, k->symbol, name);
+        tt_strbuf_printf(&decls,
+                         "#define %s_pack_%s %s_pack_%s_%s\n"
+                         "#define %s_%s_PACKED_ELEMENTS %lldLL\n"
+                         "int %s_pack_%s(const %s *%s, %s *%s_packed);\n",
+                         k->symbol, name, k->symbol, name, k->tag, upper, uname,
+                         (long long)k->layouts[p].size, k->symbol, name, type, name, type, name);
+    }
+    tt_strbuf_printf(sb,
+                     " * %s computes the same from row-major inputs, packing on every call.\n"
+                     " * These names exist only while the chosen record packs, and their "
+                     "symbols carry the\n"
+                     " * layout's tag (%s): code that calls them does not build against a "
+                     "library without\n"
+                     " * them, nor link against one that packs otherwise. */\n",
+                     k->symbol, k->tag);
+    if (decls.oom)
+        sb->oom = 1;
+    else if (decls.len)
+        tt_strbuf_appendn(sb, decls.data, decls.len);
+    tt_strbuf_free(&decls);
+    char packed[200];
+    snprintf(packed, sizeof(packed), "%s_packed", k->symbol);
+    tt_strbuf_printf(sb, "#define %s %s_%s\n", packed, packed, k->tag);
+    declare(sb, k, packed, true);
+    tt_strbuf_append(sb, ";\n");
 }
 
 tt_status tt__write_text(const char *path, tt_strbuf *sb, tt_errbuf *err)
@@ -95,9 +172,13 @@ tt_status tt__write_header(const char *path, const char *guard, const tt__kernel
         &sb, "'.\n"
              " * Buffers are dense row-major arrays of the element type, inputs first, outputs "
              "last,\n"
-             " * except inputs marked PACKED: pass what their SYM_pack_NAME function wrote.  An\n"
-             " * output must not overlap an input or another output (as in BLAS): kernels keep\n"
-             " * outputs in registers across the loops that read inputs.\n"
+             " * for every function SYM, whatever record it was built from; a record that reads "
+             "an\n"
+             " * input packed adds a packed form, SYM_packed, beside it.  An output must not "
+             "overlap\n"
+             " * an input or another output (as in BLAS): kernels keep outputs in registers "
+             "across\n"
+             " * the loops that read inputs.\n"
              " * Each function returns 0 on success (OpenCL builds: -1 no OpenCL device, -2 the\n"
              " * driver could not build the kernels, -3 the device failed to run them).  Do not "
              "edit. */\n");
@@ -119,16 +200,6 @@ tt_status tt__write_header(const char *path, const char *guard, const tt__kernel
             for (int d = 0; d < op->ndim; d++)
                 tt_strbuf_printf(&sb, "%s%lld", d ? ", " : "", (long long)op->shape[d]);
             tt_strbuf_printf(&sb, "]  %s\n", p < kk->ninputs ? "input" : "output");
-            if (kk->layouts && kk->layouts[p].nparts) {
-                char lay[512];
-                tt_strbuf_printf(&sb,
-                                 " *              passed PACKED: %s_pack_%s() writes it from the "
-                                 "row-major tensor\n"
-                                 " *              (once, e.g. when the weights are loaded) into "
-                                 "%lld elements, layout %s\n",
-                                 kk->symbol, name, (long long)kk->layouts[p].size,
-                                 tt_layout_print(&kk->layouts[p], lay, sizeof(lay)));
-            }
         }
         const tt_compile_report *r = &kk->rep;
         if (r->source == TT_COMPILE_DEFAULT) {
@@ -158,32 +229,13 @@ tt_status tt__write_header(const char *path, const char *guard, const tt__kernel
         tt__signature(&sb, kk);
         tt_strbuf_append(&sb, ";\n");
         char upper[160];
-        size_t m = 0;
-        for (const char *c = kk->symbol; *c && m + 1 < sizeof(upper); c++)
-            upper[m++] = (char)toupper((unsigned char)*c);
-        upper[m] = 0;
+        upper_case(kk->symbol, upper, sizeof(upper));
         tt_strbuf_printf(&sb,
                          "#define %s_TVM_RECORD %lldLL /* 0: no record of this workload (the "
                          "default schedule, or a similar workload's config) */\n",
                          upper, tt_compile_source_tuned(r->source) ? r->record : 0);
-        for (int p = 0; kk->layouts && p < kk->ninputs; p++) {
-            if (!kk->layouts[p].nparts)
-                continue;
-            const tt_op *op = &w->dag.ops.data[kk->params[p]];
-            char name[96], uname[96];
-            tt__param_name(w, kk->params[p], name, sizeof(name));
-            size_t u = 0;
-            for (const char *c = name; *c && u + 1 < sizeof(uname); c++)
-                uname[u++] = (char)toupper((unsigned char)*c);
-            uname[u] = 0;
-            tt_strbuf_printf(&sb,
-                             "/* %s's %s in the layout %s reads; pass the result as %s. */\n"
-                             "int %s_pack_%s(const %s *%s, %s *%s_packed);\n"
-                             "#define %s_%s_PACKED_ELEMENTS %lldLL\n",
-                             kk->symbol, name, kk->symbol, name, kk->symbol, name,
-                             tt__c_type(op->dtype), name, tt__c_type(op->dtype), name, upper, uname,
-                             (long long)kk->layouts[p].size);
-        }
+        if (kk->tag[0])
+            write_packed_form(&sb, kk);
     }
     tt_strbuf_printf(&sb, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* %s */\n", guard);
     return tt__write_text(path, &sb, err);

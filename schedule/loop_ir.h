@@ -73,6 +73,14 @@ void tt_program_free(tt_program *p);
  * or TT_ERR_INVALID_ARG when the parameter is not packed. */
 tt_status tt_pack_program(const tt_program *prog, int param, tt_program **out, tt_errbuf *err);
 
+/* The same kernel taking every input row-major, as TVM's auto_scheduler builds a standalone kernel
+ * with a layout rewrite (its transform stage inserted): each input `prog` reads packed (LR)
+ * becomes a buffer of the program's own, NAME_packed, filled from the row-major parameter NAME
+ * by a pack stage before the kernel's loops (with its outermost loop parallel when `parallel`).
+ * A program without packed inputs is copied as it is.  TT_ERR_NOMEM. */
+tt_status tt_program_insert_pack_stages(const tt_program *prog, bool parallel, tt_program **out,
+                                        tt_errbuf *err);
+
 /* The buffer of parameter i (inputs first, then outputs), or NULL. */
 const tt_buffer *tt_program_param(const tt_program *p, int i);
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -88,9 +89,39 @@ typedef int (*fn2)(const void *, void *);
 
 static char *read_text(const char *path);
 
-/* Calls `sym` of the compiled library on random inputs and compares with the definition.  An
- * input the header says is passed packed goes through SYM_pack_NAME first, into the size the
- * header gives; *packed counts them. */
+/* The replacement text of `#define NAME ...` in the header, into out[n]; false when it has none. */
+static bool macro_value(const char *header, const char *name, char *out, size_t n)
+{
+    char def[240];
+    snprintf(def, sizeof(def), "#define %s ", name);
+    const char *at = strstr(header, def);
+    if (!at)
+        return false;
+    at += strlen(def);
+    size_t k = 0;
+    while (at[k] && at[k] != '\n' && at[k] != ' ' && k + 1 < n) {
+        out[k] = at[k];
+        k++;
+    }
+    out[k] = 0;
+    return k > 0;
+}
+
+/* Runs f on args and compares the outputs with want. */
+static void expect_outputs(const tt_workload *w, fn3 f, void *const *args, void *const *got,
+                           void *const *want, const char *what)
+{
+    tt_errbuf err = {{0}};
+    assert_int_equal(f(args[0], args[1], args[2]), 0);
+    if (tt_verify_outputs(&w->dag, (void **)got, (void **)want, 1e-4, 1e-5, NULL, &err))
+        fail_msg("%s (%s): %s", what, w->key, err.msg);
+}
+
+/* Calls `sym` of the compiled library on random row-major inputs and compares with the
+ * definition.  When the header declares a packed form (its record reads inputs packed), each
+ * input it names goes through SYM_pack_NAME into the size the header gives, SYM_packed gets
+ * them and is checked too; *packed counts those inputs.  The packed form's functions are found
+ * by the tagged symbols the header's macros name, and must all be there or all absent. */
 static void check_function_packed(void *lib, const char *header, const char *sym,
                                   const char *workload, int *packed)
 {
@@ -114,32 +145,49 @@ static void check_function_packed(void *lib, const char *header, const char *sym
     assert_int_equal(tt_dag_eval(&w->dag, want, &err), TT_OK);
     fn3 f = (fn3)dlsym(lib, sym);
     assert_non_null(f);
+    /* SYM: every input row-major, whatever the record */
+    expect_outputs(w, f, got, got, want, sym);
+    char name[200], real[200];
+    snprintf(name, sizeof(name), "%s_packed", sym);
+    bool has_packed = macro_value(header, name, real, sizeof(real));
+    /* never the untagged name: code built against another library must not link */
+    assert_null(dlsym(lib, name));
     void *args[3] = {got[0], got[1], got[2]};
     *packed = 0;
     for (int i = 0; i < nin; i++) {
-        const char *name = w->dag.ops.data[params[i]].name;
-        char psym[200], macro[200];
-        snprintf(psym, sizeof(psym), "%s_pack_%s", sym, name);
-        fn2 pack = (fn2)dlsym(lib, psym);
-        snprintf(macro, sizeof(macro), "_%s_PACKED_ELEMENTS ", name);
+        const char *pname = w->dag.ops.data[params[i]].name;
+        char psym[200], preal[200], macro[200];
+        snprintf(psym, sizeof(psym), "%s_pack_%s", sym, pname);
+        bool declared = macro_value(header, psym, preal, sizeof(preal));
+        assert_true(!declared || has_packed);
+        assert_null(dlsym(lib, psym));
+        if (!declared)
+            continue;
+        fn2 pack = (fn2)dlsym(lib, preal);
+        assert_non_null(pack);
+        snprintf(macro, sizeof(macro), "_%s_PACKED_ELEMENTS ", pname);
         for (char *c = macro; *c; c++)
             *c = (char)toupper((unsigned char)*c);
         const char *def = strstr(header, macro);
-        assert_true((pack != NULL) == (def != NULL)); /* the header declares what the library has */
-        if (!pack)
-            continue;
+        assert_non_null(def);
         long long elems = atoll(def + strlen(macro));
         assert_true(elems >= tt_op_numel(&w->dag.ops.data[params[i]]));
         args[i] = malloc((size_t)elems * sizeof(float));
         assert_int_equal(pack(got[i], args[i]), 0);
         ++*packed;
     }
-    assert_int_equal(f(args[0], args[1], args[2]), 0);
+    if (has_packed) {
+        assert_true(*packed > 0);
+        fn3 fp = (fn3)dlsym(lib, real);
+        assert_non_null(fp);
+        memset(got[2], 0xff,
+               (size_t)tt_op_numel(&w->dag.ops.data[params[2]]) *
+                   (size_t)tt_dtype_bytes(w->dag.ops.data[params[2]].dtype));
+        expect_outputs(w, fp, args, got, want, real);
+    }
     for (int i = 0; i < nin; i++)
         if (args[i] != got[i])
             free(args[i]);
-    if (tt_verify_outputs(&w->dag, got, want, 1e-4, 1e-5, NULL, &err))
-        fail_msg("%s (%s): %s", sym, workload, err.msg);
     for (int i = 0; i < np; i++) {
         if (got[i] != want[i])
             free(got[i]);
@@ -212,8 +260,9 @@ static void library_functions_match_the_definition(void **state)
     assert_non_null(strstr(read_text(path), "libkern.a -lgomp -lm"));
 }
 
-/* A record that passes the weights packed (LR): the library exports SYM_pack_NAME, the header
- * declares it with the packed size, and packing then calling computes the definition. */
+/* A record that reads the weights packed (LR): SYM still takes them row-major; the packed form
+ * beside it (SYM_pack_NAME with the packed size, SYM_packed) has symbols tagged with the
+ * layout, and packing then calling it computes the definition too. */
 static void packed_weights_come_with_their_packing_function(void **state)
 {
     long long id = add_record(MM, "llvm", "dev-a",
@@ -231,9 +280,16 @@ static void packed_weights_come_with_their_packing_function(void **state)
     char path[400];
     snprintf(path, sizeof(path), "%s/out/libpacked.h", dir);
     char *h = read_text(path);
+    assert_non_null(strstr(h, "int dense(const float *A, const float *B, float *C);"));
     assert_non_null(strstr(h, "int dense_pack_B(const float *B, float *B_packed);"));
+    assert_non_null(
+        strstr(h, "int dense_packed(const float *A, const float *B_packed, float *C);"));
     assert_non_null(strstr(h, "#define DENSE_B_PACKED_ELEMENTS 1536LL"));
-    assert_non_null(strstr(h, "passed PACKED: dense_pack_B()"));
+    char tag[32];
+    assert_true(macro_value(h, "dense_packed", tag, sizeof(tag)));
+    assert_true(!strncmp(tag, "dense_packed_L", 14) && strlen(tag) == 14 + 8);
+    assert_true(macro_value(h, "dense_pack_B", tag, sizeof(tag)));
+    assert_true(!strncmp(tag, "dense_pack_B_L", 14));
     snprintf(path, sizeof(path), "%s/out/libpacked.so", dir);
     void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!lib)
@@ -242,18 +298,29 @@ static void packed_weights_come_with_their_packing_function(void **state)
     check_function_packed(lib, h, "dense", MM, &packed);
     assert_int_equal(packed, 1);
     dlclose(lib);
+    /* another function may not take a name of the packed form */
+    tt_compile_kernel clash[2] = {{MM, "dense"}, {CONV, "dense_packed"}};
+    tt_compile_report rep2[2];
+    assert_int_equal(
+        compile("llvm", clash, 2, false, false, NULL, "libclash", rep2, warn, sizeof(warn), &err),
+        TT_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "'dense_packed' is a name of the packed form of 'dense'"));
 }
 
 /* The header compiles warning-free as C and C++, pedantic. */
 static void header_is_clean_c_and_cxx(void **state)
 {
-    char cmd[1200];
-    snprintf(cmd, sizeof(cmd),
-             "cc -std=c99 -Wall -Wextra -Werror -pedantic -fsyntax-only -x c %s/out/libkern.h && "
-             "c++ -std=c++11 -Wall -Wextra -Werror -pedantic -fsyntax-only -x c++ "
-             "%s/out/libkern.h",
-             dir, dir);
-    assert_int_equal(system(cmd), 0);
+    /* a library of plain functions, and one with a packed form */
+    static const char *const libs[] = {"libkern", "libpacked"};
+    for (int i = 0; i < 2; i++) {
+        char cmd[1200];
+        snprintf(cmd, sizeof(cmd),
+                 "cc -std=c99 -Wall -Wextra -Werror -pedantic -fsyntax-only -x c %s/out/%s.h && "
+                 "c++ -std=c++11 -Wall -Wextra -Werror -pedantic -fsyntax-only -x c++ "
+                 "%s/out/%s.h",
+                 dir, libs[i], dir, libs[i]);
+        assert_int_equal(system(cmd), 0);
+    }
 }
 
 /* --strict, --no-fallback, family and device fallbacks, as documented. */
@@ -377,9 +444,27 @@ static int host_space(const char *workload, tt_workload **w, tt_space *sp, tt_ve
     return cores;
 }
 
-/* A template record of `workload` on llvm: config `pick` of its space (0: the default, 1: a
- * cache-blocked one), with the space's signature and the index in its extra JSON, as the tuner
- * stores them.  *steps (optional) gets the config. */
+/* Template picks: the default config or a cache-blocked one, with the weights read row-major or
+ * packed (the layout_rewrite knob, LR). */
+enum { PICK_DEFAULT = 0, PICK_BLOCKED = 1, PICK_ROW_MAJOR = 2, PICK_PACKED = 4 };
+
+/* index with its layout_rewrite knob set to `on` */
+static uint64_t with_layout_rewrite(const tt_space *sp, uint64_t index, bool on)
+{
+    int pos[TT_SPACE_MAX_KNOBS];
+    tt_space_decode(sp, index, pos);
+    for (int k = 0; k < sp->nknobs; k++)
+        if (!strcmp(sp->knobs[k].name, "layout_rewrite")) {
+            assert_int_equal(sp->knobs[k].n, 2);
+            pos[k] = sp->knobs[k].choice[1] == on ? 1 : 0;
+        }
+    return tt_space_encode(sp, pos);
+}
+
+/* A template record of `workload` on llvm: config `pick` of its space (PICK_DEFAULT or
+ * PICK_BLOCKED, and PICK_ROW_MAJOR or PICK_PACKED to set its layout_rewrite knob), with the
+ * space's signature and the index in its extra JSON, as the tuner stores them.  *steps
+ * (optional) gets the config. */
 static long long add_template_record(const char *workload, int pick, double seconds, char **steps)
 {
     tt_workload *w;
@@ -388,8 +473,11 @@ static long long add_template_record(const char *workload, int pick, double seco
     host_space(workload, &w, &sp, &isa);
     tt_cpu_caches caches;
     tt_cpu_caches_typical(&caches);
-    uint64_t index = pick ? tt_space_blocked_index(&sp, &isa, &caches, 2, false, false)
-                          : tt_space_default_index(&sp, &isa);
+    uint64_t index = pick & PICK_BLOCKED
+                         ? tt_space_blocked_index(&sp, &isa, &caches, 2, false, false)
+                         : tt_space_default_index(&sp, &isa);
+    if (pick & (PICK_ROW_MAJOR | PICK_PACKED))
+        index = with_layout_rewrite(&sp, index, pick & PICK_PACKED);
     tt_state *st;
     assert_int_equal(tt_space_apply(&sp, index, &st, NULL), TT_OK);
     char *config = tt_steps_to_json(st->steps.data, st->steps.len);
@@ -513,6 +601,154 @@ static void an_untuned_shape_gets_its_nearest_shapes_config(void **state)
         TT_ERR_NOT_FOUND);
 }
 
+/* Writes text to DIR/name. */
+static void write_file(const char *name, const char *text)
+{
+    char path[400];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* The text of DIR/name (read_text's buffer). */
+static char *read_in_dir(const char *name)
+{
+    char path[400];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    return read_text(path);
+}
+
+/* Runs a shell command in DIR; its exit status. */
+static int run_in_dir(const char *fmt, ...)
+{
+    char cmd[3000];
+    int n = snprintf(cmd, sizeof(cmd), "cd %s && ", dir);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd + n, sizeof(cmd) - (size_t)n, fmt, ap);
+    va_end(ap);
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : 255;
+}
+
+#define RELINK     "matmul:M=48,N=32,K=40"
+#define RELINK_SIM "matmul:M=44,N=32,K=40" /* never tuned: the nearest shape's config */
+
+/* An application that calls SYM with row-major buffers: each of rl and sim against a naive
+ * matmul, exit status 0 when both agree.  It uses no packed form. */
+static const char plain_app[] =
+    "#include <math.h>\n#include <stdio.h>\n#include \"relink.h\"\n"
+    "static int check(int (*f)(const float *, const float *, float *), int M, int N, int K) {\n"
+    "    static float a[48 * 40], b[40 * 32], c[48 * 32];\n"
+    "    for (int i = 0; i < M * K; i++) a[i] = (float)(i % 7) - 3;\n"
+    "    for (int i = 0; i < K * N; i++) b[i] = (float)(i % 5) - 2;\n"
+    "    if (f(a, b, c)) return 1;\n"
+    "    for (int i = 0; i < M; i++) for (int j = 0; j < N; j++) {\n"
+    "        float s = 0;\n"
+    "        for (int k = 0; k < K; k++) s += a[i * K + k] * b[k * N + j];\n"
+    "        if (fabsf(s - c[i * N + j]) > 1e-3f) { printf(\"wrong at %d,%d\\n\", i, j); return 1; "
+    "}\n"
+    "    }\n"
+    "    return 0;\n"
+    "}\n"
+    "int main(void) {\n"
+    "    int bad = check(rl, 48, 32, 40) | check(sim, 44, 32, 40);\n"
+    "    puts(bad ? \"WRONG\" : \"OK\");\n"
+    "    return bad;\n"
+    "}\n";
+
+/* An application of the packed form: packs B once with rl_pack_B and calls rl_packed. */
+static const char packed_app[] =
+    "#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include \"relink.h\"\n"
+    "int main(void) {\n"
+    "    static float a[48 * 40], b[40 * 32], c[48 * 32];\n"
+    "    for (int i = 0; i < 48 * 40; i++) a[i] = (float)(i % 7) - 3;\n"
+    "    for (int i = 0; i < 40 * 32; i++) b[i] = (float)(i % 5) - 2;\n"
+    "    float *bp = malloc(sizeof(float) * RL_B_PACKED_ELEMENTS);\n"
+    "    if (!bp || rl_pack_B(b, bp) || rl_packed(a, bp, c)) return 1;\n"
+    "    for (int i = 0; i < 48; i++) for (int j = 0; j < 32; j++) {\n"
+    "        float s = 0;\n"
+    "        for (int k = 0; k < 40; k++) s += a[i * 40 + k] * b[k * 32 + j];\n"
+    "        if (fabsf(s - c[i * 32 + j]) > 1e-3f) { puts(\"WRONG\"); return 1; }\n"
+    "    }\n"
+    "    puts(\"OK\");\n"
+    "    return 0;\n"
+    "}\n";
+
+/* Rebuilds out/relink.{a,so,h} from the database: rl (RELINK) and sim (RELINK_SIM, untuned);
+ * whether each header declares a packed form. */
+static void build_relink(bool rl_packed, bool sim_packed)
+{
+    tt_compile_kernel k[2] = {{RELINK, "rl"}, {RELINK_SIM, "sim"}};
+    tt_compile_report rep[2];
+    char warn[4096], path[400];
+    tt_errbuf err = {{0}};
+    if (compile("llvm", k, 2, false, false, NULL, "relink", rep, warn, sizeof(warn), &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(rep[0].source, TT_COMPILE_EXACT);
+    assert_int_equal(rep[1].source, TT_COMPILE_SIMILAR);
+    snprintf(path, sizeof(path), "%s/out/relink.h", dir);
+    const char *h = read_text(path);
+    assert_int_equal(strstr(h, "#define rl_packed ") != NULL, rl_packed);
+    assert_int_equal(strstr(h, "#define sim_packed ") != NULL, sim_packed);
+    /* SYM's declaration is the same whatever the record */
+    assert_non_null(strstr(h, "int rl(const float *A, const float *B, float *C);"));
+}
+
+/* The contract of a built library (issue #53): an application built against SYM's plain,
+ * row-major contract and relinked, statically and dynamically, against libraries rebuilt from
+ * records without and with LR (the exact record, and a similar shape's config) computes the
+ * same; one built against the packed form of one layout cannot link against a library without
+ * it, nor start against one. */
+static void a_rebuilt_library_keeps_its_functions_contract(void **state)
+{
+    const char *libs = "-lgomp -lm";
+    /* 1. the best record reads B row-major */
+    add_template_record(RELINK, PICK_BLOCKED | PICK_ROW_MAJOR, 3e-4, NULL);
+    build_relink(false, false);
+    write_file("plain_app.c", plain_app);
+    assert_int_equal(run_in_dir("cc -O1 -c -I out plain_app.c -o plain_app.o && "
+                                "cc plain_app.o out/relink.a %s -o app_static1 && "
+                                "cc plain_app.o \"$PWD/out/relink.so\" -Wl,-rpath,\"$PWD/out\" %s "
+                                "-o app_dynamic",
+                                libs, libs),
+                     0);
+    assert_int_equal(run_in_dir("./app_static1 > run1.log && ./app_dynamic >> run1.log"), 0);
+    /* 2. a faster record reads B packed: the same application, relinked and unchanged */
+    add_template_record(RELINK, PICK_BLOCKED | PICK_PACKED, 1e-4, NULL);
+    build_relink(true, true);
+    assert_int_equal(run_in_dir("cc plain_app.o out/relink.a %s -o app_static2 && "
+                                "./app_static2 > run2.log && ./app_dynamic >> run2.log",
+                                libs),
+                     0);
+    /* ... and the packed form, for an application that packs its weights once */
+    write_file("packed_app.c", packed_app);
+    assert_int_equal(run_in_dir("cc -O1 -c -I out packed_app.c -o packed_app.o && "
+                                "cc packed_app.o out/relink.a %s -o packed_static && "
+                                "cc packed_app.o \"$PWD/out/relink.so\" -Wl,-rpath,\"$PWD/out\" "
+                                "%s -o packed_dynamic && ./packed_static > run3.log && "
+                                "./packed_dynamic >> run3.log",
+                                libs, libs),
+                     0);
+    /* 3. a faster record again without LR: the plain application still agrees; the packed one
+     * does not link, and its binary does not start, instead of computing garbage */
+    add_template_record(RELINK, PICK_DEFAULT | PICK_ROW_MAJOR, 5e-5, NULL);
+    build_relink(false, false);
+    assert_int_equal(run_in_dir("cc plain_app.o out/relink.a %s -o app_static3 && "
+                                "./app_static3 > run4.log && ./app_dynamic >> run4.log",
+                                libs),
+                     0);
+    assert_int_not_equal(run_in_dir("cc packed_app.o out/relink.a %s -o packed_static3 "
+                                    "> link.log 2>&1",
+                                    libs),
+                         0);
+    assert_non_null(strstr(read_in_dir("link.log"), "undefined reference to `rl_packed_L"));
+    assert_int_not_equal(run_in_dir("./packed_dynamic > run5.log 2>&1"), 0);
+    assert_null(strstr(read_in_dir("run5.log"), "OK"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -523,6 +759,7 @@ int main(void)
         cmocka_unit_test(errors_are_clear),
         cmocka_unit_test(cross_target_library),
         cmocka_unit_test(an_untuned_shape_gets_its_nearest_shapes_config),
+        cmocka_unit_test(a_rebuilt_library_keeps_its_functions_contract),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -280,6 +280,45 @@ static void verification_catches_a_wrong_program(void **state)
     lowered_free(&l);
 }
 
+/* The kernel with its pack stages inserted takes every input row-major, keeps the packed one as
+ * a buffer of its own that the stage fills first, and computes the definition (serial and
+ * with the packing's outer loop parallel). */
+static void row_major_form_matches(const lowered *l)
+{
+    for (int parallel = 0; parallel < 2; parallel++) {
+        tt_program *rm;
+        tt_errbuf err = {{0}};
+        if (tt_program_insert_pack_stages(l->prog, parallel, &rm, &err))
+            fail_msg("%s", err.msg);
+        assert_int_equal(rm->nparams, l->prog->nparams);
+        int ops[64], nin;
+        assert_int_equal(tt_dag_params(&l->w->dag, ops, 64, &nin), rm->nparams);
+        char *text = tt_program_print(rm);
+        int packed = 0;
+        for (int i = 0; i < rm->nparams; i++) {
+            const tt_buffer *b = tt_program_param(rm, i), *was = tt_program_param(l->prog, i);
+            assert_non_null(b);
+            assert_int_equal(b->layout.nparts, 0);
+            assert_string_equal(b->name, was->name);
+            assert_int_equal(b->size, tt_op_numel(&l->w->dag.ops.data[ops[i]]));
+            if (was->layout.nparts) {
+                char local[96];
+                snprintf(local, sizeof(local), "%s_packed[", was->name);
+                assert_non_null(strstr(text, local));
+                packed++;
+            }
+        }
+        assert_true(packed > 0);
+        if (parallel)
+            assert_non_null(strstr(text, "parallel"));
+        free(text);
+        tt_verify_result vr;
+        if (tt_verify_program(&l->w->dag, rm, 1, 1e-4, 1e-5, &vr, &err))
+            fail_msg("the row-major form: %s", err.msg);
+        tt_program_free(rm);
+    }
+}
+
 /* The pack program of parameter 1 (run in the interpreter) writes what tt_layout_pack does,
  * padding included. */
 static void pack_program_matches(const lowered *l)
@@ -309,6 +348,7 @@ static void pack_program_matches(const lowered *l)
     free(text);
     free(src), free(want), free(got);
     tt_program_free(pk);
+    row_major_form_matches(l);
 }
 
 static void layout_rewrite_packs_weights_in_loop_order(void **state)
@@ -356,6 +396,7 @@ static void layout_rewrite_packs_weights_in_loop_order(void **state)
     lower_or_fail(&l, "conv2d_nhwc:N=1,H=6,W=6,CI=8,CO=16,K=3,S=1,P=1",
                   "[[\"CI\", 1], [\"SP\", 3, 3, 16, [8], 1], [\"LR\", 2]]");
     expect_in(&l, "weight: float32[3, 3, 8, 16] packed");
+    row_major_form_matches(&l);
     lowered_free(&l);
 }
 
