@@ -23,48 +23,87 @@
 #define TT_GRAPH_MIN_OPSET 11
 #define TT_GRAPH_MAX_OPSET 17
 
-/* The operators import knows, with their ONNX names. */
+/* The operator table: every operator import knows, one row each, in one place (as TVM registers an
+ * operator's pattern and compute together).  Columns:
+ *   ENUM, "OnnxName"
+ *   PATTERN  how it fuses into kernels (graph/net.c): NONE (folded away at import), ALIAS (no
+ *            data moves), ELEM (elementwise: joins the kernel computing its input), ANCHOR
+ *            (starts a kernel that elementwise operators join), REDUCE (joins an elementwise-only
+ *            kernel, then as an anchor), INJECTIVE (data movement: a kernel of its own), SPLIT
+ *            (a kernel per output)
+ *   LAYOUT   ANY: its kernel writes its output in any memory order (channels last too); ROW: in
+ *            the model's (graph/layout.c)
+ *   SHAPE    its shape rule, infer_SHAPE in graph/shape.c
+ *   WRITER   its tensor-expression writer, w_WRITER in graph/te_write.c
+ *   FORMULA  for the `formula` writer: the elementwise expression, $ (or $0, $1) for the inputs
+ *            read at the output's index, {name=default} for a float attribute; else NULL
+ * Adding an operator is a row here, and its rule and writer where they do not exist yet. */
 #define TT_GOP_LIST(X)                                                                             \
-    X(CONV, "Conv")                                                                                \
-    X(CONV_TRANSPOSE, "ConvTranspose")                                                             \
-    X(GEMM, "Gemm")                                                                                \
-    X(MATMUL, "MatMul")                                                                            \
-    X(ADD, "Add")                                                                                  \
-    X(SUB, "Sub")                                                                                  \
-    X(MUL, "Mul")                                                                                  \
-    X(DIV, "Div")                                                                                  \
-    X(POW, "Pow")                                                                                  \
-    X(SQRT, "Sqrt")                                                                                \
-    X(RELU, "Relu")                                                                                \
-    X(CLIP, "Clip")                                                                                \
-    X(SIGMOID, "Sigmoid")                                                                          \
-    X(ERF, "Erf")                                                                                  \
-    X(TANH, "Tanh")                                                                                \
-    X(MAX_POOL, "MaxPool")                                                                         \
-    X(AVERAGE_POOL, "AveragePool")                                                                 \
-    X(GLOBAL_AVERAGE_POOL, "GlobalAveragePool")                                                    \
-    X(BATCH_NORM, "BatchNormalization")                                                            \
-    X(LAYER_NORM, "LayerNormalization")                                                            \
-    X(REDUCE_MEAN, "ReduceMean")                                                                   \
-    X(SOFTMAX, "Softmax")                                                                          \
-    X(RESHAPE, "Reshape")                                                                          \
-    X(FLATTEN, "Flatten")                                                                          \
-    X(TRANSPOSE, "Transpose")                                                                      \
-    X(CONCAT, "Concat")                                                                            \
-    X(SPLIT, "Split")                                                                              \
-    X(SLICE, "Slice")                                                                              \
-    X(SQUEEZE, "Squeeze")                                                                          \
-    X(UNSQUEEZE, "Unsqueeze")                                                                      \
-    X(GATHER, "Gather")                                                                            \
-    X(PAD, "Pad")                                                                                  \
-    X(IDENTITY, "Identity")                                                                        \
-    X(DROPOUT, "Dropout")                                                                          \
-    X(SHAPE, "Shape")                                                                              \
-    X(CONSTANT, "Constant")                                                                        \
-    X(CAST, "Cast")
+    X(CONV, "Conv", ANCHOR, ANY, conv, conv, NULL)                                                 \
+    X(CONV_TRANSPOSE, "ConvTranspose", ANCHOR, ROW, conv_transpose, conv_transpose, NULL)          \
+    X(GEMM, "Gemm", ANCHOR, ROW, gemm, gemm, NULL)                                                 \
+    X(MATMUL, "MatMul", ANCHOR, ROW, matmul, matmul, NULL)                                         \
+    X(ADD, "Add", ELEM, ANY, binary, binary, NULL)                                                 \
+    X(SUB, "Sub", ELEM, ANY, binary, binary, NULL)                                                 \
+    X(MUL, "Mul", ELEM, ANY, binary, binary, NULL)                                                 \
+    X(DIV, "Div", ELEM, ANY, binary, binary, NULL)                                                 \
+    X(POW, "Pow", ELEM, ANY, binary, pow, NULL)                                                    \
+    X(MIN, "Min", ELEM, ANY, variadic, min_max, NULL)                                              \
+    X(MAX, "Max", ELEM, ANY, variadic, min_max, NULL)                                              \
+    X(PRELU, "PRelu", ELEM, ANY, binary, formula, "select($0 < 0.0, $0 * $1, $0)")                 \
+    X(SQRT, "Sqrt", ELEM, ANY, same, unary, NULL)                                                  \
+    X(RELU, "Relu", ELEM, ANY, same, unary, NULL)                                                  \
+    X(CLIP, "Clip", ELEM, ANY, same, unary, NULL)                                                  \
+    X(SIGMOID, "Sigmoid", ELEM, ANY, same, unary, NULL)                                            \
+    X(ERF, "Erf", ELEM, ANY, same, unary, NULL)                                                    \
+    X(TANH, "Tanh", ELEM, ANY, same, unary, NULL)                                                  \
+    X(HARD_SIGMOID, "HardSigmoid", ELEM, ANY, same, formula,                                       \
+      "max(min($ * {alpha=0.2} + {beta=0.5}, 1.0), 0.0)")                                          \
+    X(HARD_SWISH, "HardSwish", ELEM, ANY, same, formula,                                           \
+      "$ * max(min($ * 0.16666666666666666 + 0.5, 1.0), 0.0)")                                     \
+    X(LEAKY_RELU, "LeakyRelu", ELEM, ANY, same, formula, "select($ < 0.0, $ * {alpha=0.01}, $)")   \
+    X(ELU, "Elu", ELEM, ANY, same, formula, "select($ < 0.0, (exp($) - 1.0) * {alpha=1.0}, $)")    \
+    X(SELU, "Selu", ELEM, ANY, same, formula,                                                      \
+      "select($ > 0.0, $, (exp($) - 1.0) * {alpha=1.67326319217681884765625}) * "                  \
+      "{gamma=1.05070102214813232421875}")                                                         \
+    X(CELU, "Celu", ELEM, ANY, same, formula,                                                      \
+      "max($, 0.0) + min((exp($ / {alpha=1.0}) - 1.0) * {alpha=1.0}, 0.0)")                        \
+    X(THRESHOLDED_RELU, "ThresholdedRelu", ELEM, ANY, same, formula,                               \
+      "select($ > {alpha=1.0}, $, 0.0)")                                                           \
+    X(SOFTPLUS, "Softplus", ELEM, ANY, same, formula,                                              \
+      "max($, 0.0) + log(1.0 + exp(0.0 - abs($)))")                                                \
+    X(SOFTSIGN, "Softsign", ELEM, ANY, same, formula, "$ / (1.0 + abs($))")                        \
+    X(SIGN, "Sign", ELEM, ANY, same, formula, "select($ > 0.0, 1.0, select($ < 0.0, -1.0, 0.0))")  \
+    X(NEG, "Neg", ELEM, ANY, same, formula, "0.0 - $")                                             \
+    X(ABS, "Abs", ELEM, ANY, same, formula, "abs($)")                                              \
+    X(EXP, "Exp", ELEM, ANY, same, formula, "exp($)")                                              \
+    X(LOG, "Log", ELEM, ANY, same, formula, "log($)")                                              \
+    X(RECIPROCAL, "Reciprocal", ELEM, ANY, same, formula, "1.0 / $")                               \
+    X(MAX_POOL, "MaxPool", REDUCE, ANY, pool, max_pool, NULL)                                      \
+    X(AVERAGE_POOL, "AveragePool", REDUCE, ANY, pool, average_pool, NULL)                          \
+    X(GLOBAL_AVERAGE_POOL, "GlobalAveragePool", REDUCE, ROW, global_pool, global_pool, NULL)       \
+    X(BATCH_NORM, "BatchNormalization", ELEM, ANY, batch_norm, batchnorm, NULL)                    \
+    X(LAYER_NORM, "LayerNormalization", REDUCE, ROW, layer_norm, layer_norm, NULL)                 \
+    X(REDUCE_MEAN, "ReduceMean", REDUCE, ROW, reduce_mean, reduce_mean, NULL)                      \
+    X(SOFTMAX, "Softmax", REDUCE, ROW, same, softmax, NULL)                                        \
+    X(RESHAPE, "Reshape", ALIAS, ROW, reshape, none, NULL)                                         \
+    X(FLATTEN, "Flatten", ALIAS, ROW, flatten, none, NULL)                                         \
+    X(TRANSPOSE, "Transpose", INJECTIVE, ROW, transpose, transpose, NULL)                          \
+    X(CONCAT, "Concat", INJECTIVE, ANY, concat, concat, NULL)                                      \
+    X(SPLIT, "Split", SPLIT, ANY, split, split, NULL)                                              \
+    X(SLICE, "Slice", INJECTIVE, ANY, slice, slice, NULL)                                          \
+    X(SQUEEZE, "Squeeze", ALIAS, ROW, squeeze, none, NULL)                                         \
+    X(UNSQUEEZE, "Unsqueeze", ALIAS, ROW, unsqueeze, none, NULL)                                   \
+    X(GATHER, "Gather", INJECTIVE, ROW, gather, gather, NULL)                                      \
+    X(PAD, "Pad", INJECTIVE, ANY, pad, pad, NULL)                                                  \
+    X(IDENTITY, "Identity", ALIAS, ROW, identity, unary, NULL)                                     \
+    X(DROPOUT, "Dropout", ALIAS, ROW, dropout, unary, NULL)                                        \
+    X(SHAPE, "Shape", NONE, ROW, shape_op, none, NULL)                                             \
+    X(CONSTANT, "Constant", NONE, ROW, none, none, NULL)                                           \
+    X(CAST, "Cast", ELEM, ANY, cast, unary, NULL)
 
 typedef enum {
-#define TT_GOP_ENUM(n, s) TT_GOP_##n,
+#define TT_GOP_ENUM(n, ...) TT_GOP_##n,
     TT_GOP_LIST(TT_GOP_ENUM)
 #undef TT_GOP_ENUM
         TT_GOP_COUNT

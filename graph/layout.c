@@ -17,19 +17,20 @@
 #include "net_int.h"
 
 /* Operators whose kernels write their output in any layout (te_write.c: every statement through
- * the node's logical variables).  Readers need nothing: every kernel reads any layout. */
+ * the node's logical variables): the LAYOUT column of the operator table (graph.h).  Readers
+ * need nothing: every kernel reads any layout. */
 static bool writes_any_layout(tt_gop op)
 {
-    switch (op) {
-    case TT_GOP_CONV:
-    case TT_GOP_MAX_POOL:
-    case TT_GOP_AVERAGE_POOL:
-    case TT_GOP_CONCAT:
-    case TT_GOP_PAD:
-    case TT_GOP_SLICE:
-    case TT_GOP_SPLIT: return true;
-    default: return tt__net_is_elementwise(op);
-    }
+    static const bool any[TT_GOP_COUNT] = {
+#define ANY                                          true
+#define ROW                                          false
+#define TT_GOP_LAYOUT(e, name, pattern, layout, ...) [TT_GOP_##e] = layout,
+        TT_GOP_LIST(TT_GOP_LAYOUT)
+#undef TT_GOP_LAYOUT
+#undef ROW
+#undef ANY
+    };
+    return (unsigned)op < TT_GOP_COUNT && any[op];
 }
 
 /* Channels last for a rank-R tensor: {0, 2, 3, ..., R-1, 1}. */

@@ -9,7 +9,8 @@
 
 enum { MAX_FUSED_DEFAULT = 16, MAX_GROUP = 64 };
 
-/* How an operator fuses (TVM's op patterns, simplified). */
+/* How an operator fuses (TVM's op patterns, simplified): the PATTERN column of the operator
+ * table (graph.h). */
 typedef enum {
     K_NONE,      /* folded away at import (Shape, Constant) */
     K_ALIAS,     /* no data moves: the output is the input's memory */
@@ -20,57 +21,25 @@ typedef enum {
     K_SPLIT,     /* one kernel per output */
 } kind;
 
+static const kind patterns[TT_GOP_COUNT] = {
+#define TT_GOP_PATTERN(e, name, pattern, ...) [TT_GOP_##e] = K_##pattern,
+    TT_GOP_LIST(TT_GOP_PATTERN)
+#undef TT_GOP_PATTERN
+};
+
+static kind kind_of(tt_gop op)
+{
+    return (unsigned)op < TT_GOP_COUNT ? patterns[op] : K_NONE;
+}
+
 bool tt__net_moves_no_data(tt_gop op)
 {
-    return op == TT_GOP_RESHAPE || op == TT_GOP_FLATTEN || op == TT_GOP_SQUEEZE ||
-           op == TT_GOP_UNSQUEEZE || op == TT_GOP_IDENTITY || op == TT_GOP_DROPOUT;
+    return kind_of(op) == K_ALIAS;
 }
 
 bool tt__net_is_elementwise(tt_gop op)
 {
-    switch (op) {
-    case TT_GOP_ADD:
-    case TT_GOP_SUB:
-    case TT_GOP_MUL:
-    case TT_GOP_DIV:
-    case TT_GOP_POW:
-    case TT_GOP_SQRT:
-    case TT_GOP_RELU:
-    case TT_GOP_CLIP:
-    case TT_GOP_SIGMOID:
-    case TT_GOP_ERF:
-    case TT_GOP_TANH:
-    case TT_GOP_CAST:
-    case TT_GOP_BATCH_NORM: return true;
-    default: return false;
-    }
-}
-
-static kind kind_of(tt_gop op)
-{
-    if (tt__net_moves_no_data(op))
-        return K_ALIAS;
-    if (tt__net_is_elementwise(op))
-        return K_ELEM;
-    switch (op) {
-    case TT_GOP_CONV:
-    case TT_GOP_CONV_TRANSPOSE:
-    case TT_GOP_GEMM:
-    case TT_GOP_MATMUL: return K_ANCHOR;
-    case TT_GOP_MAX_POOL:
-    case TT_GOP_AVERAGE_POOL:
-    case TT_GOP_GLOBAL_AVERAGE_POOL:
-    case TT_GOP_REDUCE_MEAN:
-    case TT_GOP_SOFTMAX:
-    case TT_GOP_LAYER_NORM: return K_REDUCE;
-    case TT_GOP_TRANSPOSE:
-    case TT_GOP_CONCAT:
-    case TT_GOP_SLICE:
-    case TT_GOP_GATHER:
-    case TT_GOP_PAD: return K_INJECTIVE;
-    case TT_GOP_SPLIT: return K_SPLIT;
-    default: return K_NONE;
-    }
+    return kind_of(op) == K_ELEM;
 }
 
 typedef struct {

@@ -17,7 +17,7 @@
 /* ---- names of things ---- */
 
 static const char *const gop_names[] = {
-#define TT_GOP_NAME(n, s) s,
+#define TT_GOP_NAME(n, s, ...) s,
     TT_GOP_LIST(TT_GOP_NAME)
 #undef TT_GOP_NAME
 };

@@ -234,7 +234,7 @@ static tt_status infer_conv_transpose(const ctx *c)
     return TT_OK;
 }
 
-static tt_status infer_pool(const ctx *c, bool global)
+static tt_status pool_shape(const ctx *c, bool global)
 {
     const tt_gtensor *x = in(c, 0);
     if (!x || x->rank < 3)
@@ -611,7 +611,7 @@ static tt_status axes_of(const ctx *c, bool from_input, int64_t *axes, int *n)
     return TT_OK;
 }
 
-static tt_status infer_squeeze(const ctx *c, bool unsqueeze)
+static tt_status squeeze_shape(const ctx *c, bool unsqueeze)
 {
     const tt_gtensor *x = in(c, 0);
     int64_t axes[TT_GRAPH_MAX_RANK];
@@ -803,6 +803,137 @@ static tt_status infer_flatten(const ctx *c)
     return fold_same_values(c);
 }
 
+/* ---- the shape rules of the operator table (graph.h), infer_<rule> ---- */
+
+/* Two inputs broadcast (Add, Sub, Mul, Div, Pow, PRelu); the arithmetic folds on constants. */
+static tt_status infer_binary(const ctx *c)
+{
+    tt_gnode *n = node_of(c);
+    const tt_gtensor *x = in(c, 0), *b = in(c, 1);
+    if (!b)
+        return FAIL(c, "needs two inputs");
+    if (n->op != TT_GOP_POW && b->dtype != x->dtype)
+        return FAIL(c, "input types differ (%s, %s)", tt_dtype_name(x->dtype),
+                    tt_dtype_name(b->dtype));
+    int r;
+    int64_t dims[TT_GRAPH_MAX_RANK];
+    tt_status s = broadcast(c, x, b, &r, dims);
+    if (s)
+        return s;
+    set_shape(out(c, 0), x->dtype, r, dims);
+    bool arithmetic =
+        n->op == TT_GOP_ADD || n->op == TT_GOP_SUB || n->op == TT_GOP_MUL || n->op == TT_GOP_DIV;
+    return arithmetic && foldable(x) && foldable(b) ? fold_binary(c, n->op) : TT_OK;
+}
+
+/* Any number of inputs of one type, broadcast together (Min, Max). */
+static tt_status infer_variadic(const ctx *c)
+{
+    tt_gnode *n = node_of(c);
+    const tt_gtensor *x = in(c, 0);
+    tt_gtensor shape = *x;
+    for (int i = 1; i < n->ninputs; i++) {
+        const tt_gtensor *b = in(c, i);
+        if (!b)
+            return FAIL(c, "input %d is missing", i);
+        if (b->dtype != x->dtype)
+            return FAIL(c, "input types differ (%s, %s)", tt_dtype_name(x->dtype),
+                        tt_dtype_name(b->dtype));
+        int r;
+        int64_t dims[TT_GRAPH_MAX_RANK];
+        tt_status s = broadcast(c, &shape, b, &r, dims);
+        if (s)
+            return s;
+        shape.rank = r;
+        memcpy(shape.dims, dims, sizeof(dims));
+    }
+    set_shape(out(c, 0), x->dtype, shape.rank, shape.dims);
+    return TT_OK;
+}
+
+/* The output is the input's type and shape (unary elementwise operators, Softmax). */
+static tt_status infer_same(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0);
+    set_shape(out(c, 0), x->dtype, x->rank, x->dims);
+    return TT_OK;
+}
+
+static tt_status infer_identity(const ctx *c)
+{
+    infer_same(c);
+    return fold_same_values(c);
+}
+
+static tt_status infer_dropout(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0);
+    set_shape(out(c, 0), x->dtype, x->rank, x->dims);
+    if (out(c, 1))
+        set_shape(out(c, 1), TT_DT_BOOL, x->rank, x->dims);
+    return TT_OK;
+}
+
+static tt_status infer_batch_norm(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0);
+    if (attr_int(c, "training_mode", 0) || node_of(c)->noutputs > 1)
+        return tt__graph_node_err(c->g, c->node, c->err, TT_ERR_UNSUPPORTED,
+                                  "training mode (running statistics as outputs) is not "
+                                  "supported; export the model for inference (model.eval())");
+    if (x->rank < 2)
+        return FAIL(c, "X must have rank 2 or more");
+    for (int i = 1; i <= 4; i++)
+        if (!in(c, i) || tt_gtensor_numel(in(c, i)) != x->dims[1])
+            return FAIL(c, "input %d must have %lld values (X's channels)", i,
+                        (long long)x->dims[1]);
+    set_shape(out(c, 0), x->dtype, x->rank, x->dims);
+    return TT_OK;
+}
+
+static tt_status infer_layer_norm(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0);
+    int axis;
+    tt_status s = axis_of(c, attr_int(c, "axis", -1), x->rank, &axis);
+    if (s)
+        return s;
+    set_shape(out(c, 0), x->dtype, x->rank, x->dims);
+    int64_t dims[TT_GRAPH_MAX_RANK];
+    for (int d = 0; d < x->rank; d++)
+        dims[d] = d < axis ? x->dims[d] : 1;
+    for (int i = 1; i < 3; i++)
+        if (out(c, i))
+            set_shape(out(c, i), TT_DT_FLOAT32, x->rank, dims);
+    return TT_OK;
+}
+
+static tt_status infer_pool(const ctx *c)
+{
+    return pool_shape(c, false);
+}
+
+static tt_status infer_global_pool(const ctx *c)
+{
+    return pool_shape(c, true);
+}
+
+static tt_status infer_squeeze(const ctx *c)
+{
+    return squeeze_shape(c, false);
+}
+
+static tt_status infer_unsqueeze(const ctx *c)
+{
+    return squeeze_shape(c, true);
+}
+
+/* Constant nodes become constants at import and never reach the rules. */
+static tt_status infer_none(const ctx *c)
+{
+    return FAIL(c, "no shape rule");
+}
+
 static tt_status infer_node(const ctx *c)
 {
     tt_gnode *n = node_of(c);
@@ -812,88 +943,10 @@ static tt_status infer_node(const ctx *c)
     if (!out(c, 0))
         return FAIL(c, "its first output is unnamed");
     switch (n->op) {
-    case TT_GOP_CONV: return infer_conv(c);
-    case TT_GOP_CONV_TRANSPOSE: return infer_conv_transpose(c);
-    case TT_GOP_GEMM: return infer_gemm(c);
-    case TT_GOP_MATMUL: return infer_matmul(c);
-    case TT_GOP_ADD:
-    case TT_GOP_SUB:
-    case TT_GOP_MUL:
-    case TT_GOP_DIV:
-    case TT_GOP_POW: {
-        const tt_gtensor *b = in(c, 1);
-        if (!b)
-            return FAIL(c, "needs two inputs");
-        if (n->op != TT_GOP_POW && b->dtype != x->dtype)
-            return FAIL(c, "input types differ (%s, %s)", tt_dtype_name(x->dtype),
-                        tt_dtype_name(b->dtype));
-        int r;
-        int64_t dims[TT_GRAPH_MAX_RANK];
-        tt_status s = broadcast(c, x, b, &r, dims);
-        if (s)
-            return s;
-        set_shape(out(c, 0), x->dtype, r, dims);
-        return n->op != TT_GOP_POW && foldable(x) && foldable(b) ? fold_binary(c, n->op) : TT_OK;
-    }
-    case TT_GOP_SQRT:
-    case TT_GOP_RELU:
-    case TT_GOP_CLIP:
-    case TT_GOP_SIGMOID:
-    case TT_GOP_ERF:
-    case TT_GOP_TANH:
-    case TT_GOP_SOFTMAX: set_shape(out(c, 0), x->dtype, x->rank, x->dims); return TT_OK;
-    case TT_GOP_IDENTITY:
-        set_shape(out(c, 0), x->dtype, x->rank, x->dims);
-        return fold_same_values(c);
-    case TT_GOP_DROPOUT:
-        set_shape(out(c, 0), x->dtype, x->rank, x->dims);
-        if (out(c, 1))
-            set_shape(out(c, 1), TT_DT_BOOL, x->rank, x->dims);
-        return TT_OK;
-    case TT_GOP_BATCH_NORM:
-        if (attr_int(c, "training_mode", 0) || n->noutputs > 1)
-            return tt__graph_node_err(c->g, c->node, c->err, TT_ERR_UNSUPPORTED,
-                                      "training mode (running statistics as outputs) is not "
-                                      "supported; export the model for inference (model.eval())");
-        if (x->rank < 2)
-            return FAIL(c, "X must have rank 2 or more");
-        for (int i = 1; i <= 4; i++)
-            if (!in(c, i) || tt_gtensor_numel(in(c, i)) != x->dims[1])
-                return FAIL(c, "input %d must have %lld values (X's channels)", i,
-                            (long long)x->dims[1]);
-        set_shape(out(c, 0), x->dtype, x->rank, x->dims);
-        return TT_OK;
-    case TT_GOP_LAYER_NORM: {
-        int axis;
-        tt_status s = axis_of(c, attr_int(c, "axis", -1), x->rank, &axis);
-        if (s)
-            return s;
-        set_shape(out(c, 0), x->dtype, x->rank, x->dims);
-        int64_t dims[TT_GRAPH_MAX_RANK];
-        for (int d = 0; d < x->rank; d++)
-            dims[d] = d < axis ? x->dims[d] : 1;
-        for (int i = 1; i < 3; i++)
-            if (out(c, i))
-                set_shape(out(c, i), TT_DT_FLOAT32, x->rank, dims);
-        return TT_OK;
-    }
-    case TT_GOP_MAX_POOL:
-    case TT_GOP_AVERAGE_POOL: return infer_pool(c, false);
-    case TT_GOP_GLOBAL_AVERAGE_POOL: return infer_pool(c, true);
-    case TT_GOP_REDUCE_MEAN: return infer_reduce_mean(c);
-    case TT_GOP_RESHAPE: return infer_reshape(c);
-    case TT_GOP_FLATTEN: return infer_flatten(c);
-    case TT_GOP_TRANSPOSE: return infer_transpose(c);
-    case TT_GOP_CONCAT: return infer_concat(c);
-    case TT_GOP_SPLIT: return infer_split(c);
-    case TT_GOP_SLICE: return infer_slice(c);
-    case TT_GOP_SQUEEZE: return infer_squeeze(c, false);
-    case TT_GOP_UNSQUEEZE: return infer_squeeze(c, true);
-    case TT_GOP_GATHER: return infer_gather(c);
-    case TT_GOP_PAD: return infer_pad(c);
-    case TT_GOP_SHAPE: return infer_shape_op(c);
-    case TT_GOP_CAST: return infer_cast(c);
-    case TT_GOP_CONSTANT:
+#define TT_GOP_RULE(e, name, pattern, layout, shape, ...)                                          \
+    case TT_GOP_##e: return infer_##shape(c);
+        TT_GOP_LIST(TT_GOP_RULE)
+#undef TT_GOP_RULE
     case TT_GOP_COUNT: break;
     }
     return FAIL(c, "no shape rule");

@@ -38,6 +38,7 @@ typedef struct {
     bool permuted;
     uint8_t perm[TT_GRAPH_MAX_RANK]; /* a copy: lowering may move the tensors */
     const char *lv[TT_GRAPH_MAX_RANK];
+    int which; /* the output of the node being written (Split) */
     tt_errbuf *err;
 } tw;
 
@@ -370,6 +371,65 @@ static tt_status w_unary(tw *w, const char *out, const tt_gtensor *o)
     return s;
 }
 
+/* The FORMULA column of the operator table (graph.h). */
+static const char *const formulas[TT_GOP_COUNT] = {
+#define TT_GOP_FORMULA(e, name, pattern, layout, shape, writer, formula) [TT_GOP_##e] = formula,
+    TT_GOP_LIST(TT_GOP_FORMULA)
+#undef TT_GOP_FORMULA
+};
+
+/* An elementwise operator written as its formula: $ or $0, $1 become the inputs read at the
+ * output's index (broadcast), {name=default} the float attribute `name`. */
+static tt_status w_formula(tw *w, const char *out, const tt_gtensor *o)
+{
+    tt_gop op = cur(w)->op;
+    const char *f = formulas[op];
+    if (!tt_dtype_is_float(o->dtype))
+        return UNSUP(w, "%s of %s values is not supported", tt_gop_name(op),
+                     tt_dtype_name(o->dtype));
+    const char *const *lv = LV(w, o->rank);
+    lhs(w, out, o->dtype, o->rank, o->dims, "=");
+    tt_status s = TT_OK;
+    for (const char *p = f; *p && !s; p++) {
+        if (*p == '$') {
+            int i = 0;
+            if (p[1] >= '0' && p[1] <= '9')
+                i = *++p - '0';
+            int t = input(w, i);
+            if (t < 0)
+                return BAD(w, "input %d is missing", i);
+            s = rd(w, w->sb, t, o->rank, lv);
+        } else if (*p == '{') {
+            const char *eq = strchr(p, '='), *end = strchr(p, '}');
+            char name[32];
+            snprintf(name, sizeof(name), "%.*s", (int)(eq - p - 1), p + 1);
+            lit(w->sb, attr_float(w, name, strtod(eq + 1, NULL)), o->dtype);
+            p = end;
+        } else {
+            tt_strbuf_appendn(w->sb, p, 1);
+        }
+    }
+    return s;
+}
+
+/* Min and Max of any number of inputs, broadcast: min(min(a, b), c). */
+static tt_status w_min_max(tw *w, const char *out, const tt_gtensor *o)
+{
+    const tt_gnode *n = cur(w);
+    const char *fn = n->op == TT_GOP_MIN ? "min(" : "max(";
+    const char *const *lv = LV(w, o->rank);
+    lhs(w, out, o->dtype, o->rank, o->dims, "=");
+    for (int i = 1; i < n->ninputs; i++)
+        tt_strbuf_append(w->sb, fn);
+    tt_status s = rd(w, w->sb, input(w, 0), o->rank, lv);
+    for (int i = 1; i < n->ninputs && !s; i++) {
+        tt_strbuf_append(w->sb, ", ");
+        s = rd(w, w->sb, input(w, i), o->rank, lv);
+        tt_strbuf_append(w->sb, ")");
+    }
+    return s;
+}
+
 /* BatchNormalization (inference): y = x * a[c] + b[c] with a = s / sqrt(v + eps) and
  * b = B - m * a; a and b are computed here when the statistics are constants. */
 static tt_status w_batchnorm(tw *w, const char *out, const tt_gtensor *o)
@@ -642,7 +702,7 @@ static tt_status w_conv_transpose(tw *w, const char *out, const tt_gtensor *o)
     return b >= 0 ? bias_stage(w, acc, b, out, o) : TT_OK;
 }
 
-static tt_status w_pool(tw *w, const char *out, const tt_gtensor *o, bool max)
+static tt_status pool(tw *w, const char *out, const tt_gtensor *o, bool max)
 {
     int x = input(w, 0);
     const tt_gtensor *X = T(w, x);
@@ -1055,8 +1115,9 @@ static tt_status w_concat(tw *w, const char *out, const tt_gtensor *o)
 }
 
 /* Split's output `which`: a slice of the input along the axis. */
-static tt_status w_split(tw *w, const char *out, const tt_gtensor *o, int which)
+static tt_status w_split(tw *w, const char *out, const tt_gtensor *o)
 {
+    int which = w->which;
     const char *const *lv = LV(w, o->rank);
     const tt_gtensor *X = T(w, input(w, 0));
     int axis = axis_norm(attr_int(w, "axis", 0), X->rank);
@@ -1194,6 +1255,23 @@ static tt_status w_pad(tw *w, const char *out, const tt_gtensor *o)
 
 /* ---- one node, one program ---- */
 
+static tt_status w_max_pool(tw *w, const char *out, const tt_gtensor *o)
+{
+    return pool(w, out, o, true);
+}
+
+static tt_status w_average_pool(tw *w, const char *out, const tt_gtensor *o)
+{
+    return pool(w, out, o, false);
+}
+
+/* Shape arithmetic, constants and operators that move no data: no kernel computes them. */
+static tt_status w_none(tw *w, const char *out, const tt_gtensor *o)
+{
+    (void)out, (void)o;
+    return UNSUP(w, "%s is not computed by a kernel", tt_gop_name(cur(w)->op));
+}
+
 static tt_status write_node(tw *w, int node, const char *out, int which)
 {
     w->node = node;
@@ -1207,39 +1285,13 @@ static tt_status write_node(tw *w, int node, const char *out, int which)
     memcpy(w->perm, o->perm, sizeof(w->perm));
     for (int k = 0; k < o->rank; k++)
         w->lv[o->permuted ? o->perm[k] : k] = IV[k];
+    w->which = which;
     switch (n->op) {
-    case TT_GOP_ADD:
-    case TT_GOP_SUB:
-    case TT_GOP_MUL:
-    case TT_GOP_DIV: return w_binary(w, out, o);
-    case TT_GOP_POW: return w_pow(w, out, o);
-    case TT_GOP_RELU:
-    case TT_GOP_CLIP:
-    case TT_GOP_SQRT:
-    case TT_GOP_SIGMOID:
-    case TT_GOP_TANH:
-    case TT_GOP_ERF:
-    case TT_GOP_CAST:
-    case TT_GOP_IDENTITY:
-    case TT_GOP_DROPOUT: return w_unary(w, out, o);
-    case TT_GOP_BATCH_NORM: return w_batchnorm(w, out, o);
-    case TT_GOP_CONV: return w_conv(w, out, o);
-    case TT_GOP_CONV_TRANSPOSE: return w_conv_transpose(w, out, o);
-    case TT_GOP_MAX_POOL: return w_pool(w, out, o, true);
-    case TT_GOP_AVERAGE_POOL: return w_pool(w, out, o, false);
-    case TT_GOP_GLOBAL_AVERAGE_POOL: return w_global_pool(w, out, o);
-    case TT_GOP_REDUCE_MEAN: return w_reduce_mean(w, out, o);
-    case TT_GOP_SOFTMAX: return w_softmax(w, out, o);
-    case TT_GOP_LAYER_NORM: return w_layer_norm(w, out, o);
-    case TT_GOP_GEMM: return w_gemm(w, out, o);
-    case TT_GOP_MATMUL: return w_matmul(w, out, o);
-    case TT_GOP_TRANSPOSE: return w_transpose(w, out, o);
-    case TT_GOP_CONCAT: return w_concat(w, out, o);
-    case TT_GOP_SPLIT: return w_split(w, out, o, which);
-    case TT_GOP_SLICE: return w_slice(w, out, o);
-    case TT_GOP_GATHER: return w_gather(w, out, o);
-    case TT_GOP_PAD: return w_pad(w, out, o);
-    default: return UNSUP(w, "%s is not computed by a kernel", tt_gop_name(n->op));
+#define TT_GOP_WRITER(e, name, pattern, layout, shape, writer, ...)                                \
+    case TT_GOP_##e: return w_##writer(w, out, o);
+        TT_GOP_LIST(TT_GOP_WRITER)
+#undef TT_GOP_WRITER
+    default: return w_none(w, out, o);
     }
 }
 

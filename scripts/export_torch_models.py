@@ -9,6 +9,8 @@ bench/bench_model (speed against PyTorch):
 
 resnet18      torchvision's ResNet-18, batch 1, 3x224x224
 mobilenet_v2  torchvision's MobileNet-V2, batch 1, 3x224x224
+mobilenet_v3_small, mobilenet_v3_large
+              torchvision's MobileNet-V3 (HardSigmoid, HardSwish), batch 1, 3x224x224
 bert_layer    a BERT-base encoder layer (hidden 768, 12 heads, feed-forward 3072, GELU,
               post-LayerNorm as Hugging Face's BertLayer), batch 1, sequence 128
 
@@ -16,7 +18,9 @@ Weights are random (torchvision's initialisation, nothing is downloaded). BatchN
 statistics and affine parameters are randomised too, so folding them into the convolutions is
 tested with values that matter.
 
-Usage: export_torch_models.py OUT [NAME ...]      (default: all three)
+Usage: export_torch_models.py OUT [NAME ...]      (default: resnet18, mobilenet_v2,
+                                                   mobilenet_v3_small, bert_layer;
+                                                   mobilenet_v3_large on request)
        export_torch_models.py --time NAME MODEL_DIR [--threads N] [--repeat N]
            times PyTorch on MODEL_DIR's input: prints one JSON line (bench/bench_model)
 """
@@ -71,8 +75,11 @@ def build(name):
         return torchvision.models.mobilenet_v2(), (1, 3, 224, 224)
     if name == "bert_layer":
         return BertLayer(), (1, 128, 768)
+    if name in ("mobilenet_v3_small", "mobilenet_v3_large"):
+        return getattr(torchvision.models, name)(), (1, 3, 224, 224)
     raise SystemExit(f"export_torch_models.py: unknown network '{name}' "
-                     "(resnet18, mobilenet_v2, bert_layer)")
+                     "(resnet18, mobilenet_v2, mobilenet_v3_small, mobilenet_v3_large, "
+                     "bert_layer)")
 
 
 def randomise_batchnorm(model):
@@ -139,7 +146,7 @@ def main(argv):
         return
     if not argv or argv[0].startswith("-"):
         raise SystemExit(__doc__)
-    for name in argv[1:] or ["resnet18", "mobilenet_v2", "bert_layer"]:
+    for name in argv[1:] or ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "bert_layer"]:
         export(argv[0], name)
 
 

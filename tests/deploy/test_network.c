@@ -456,6 +456,26 @@ static void layouts_are_channels_last_between_convolutions(void **state)
     tt_graph_free(g);
 }
 
+/* The elementwise operators of the model zoos (the operator table's formula writer, Min and
+ * Max of three inputs) match numpy in both layouts, in process and built as a library; a chain
+ * of them fuses into the convolution before it, as Relu does. */
+static void every_activation_of_the_zoos_matches(void **state)
+{
+    (void)state;
+    tt_graph *g;
+    tt_net *net = small_network("activations", &g);
+    if (!net)
+        skip();
+    assert_string_equal(net->tasks.data[0].label,
+                        "Conv+HardSigmoid+HardSwish+LeakyRelu+Elu+Selu+Celu+Softsign+"
+                        "ThresholdedRelu+Neg+Softplus+Sub+PRelu+Min+Max");
+    /* the second convolution's output has four readers: the tail is cut where a tensor is
+     * read twice, as everywhere (Abs; Add+Log; Neg+Exp+Add+Reciprocal; Sign+Mul+Add) */
+    assert_int_equal(net->tasks.len, 6);
+    tt_net_free(net);
+    tt_graph_free(g);
+}
+
 static void a_bert_layer_matches(void **state)
 {
     (void)state;
@@ -561,6 +581,7 @@ int main(void)
         cmocka_unit_test(a_mobilenet_block_shares_tasks_and_matches),
         cmocka_unit_test(layouts_are_channels_last_between_convolutions),
         cmocka_unit_test(a_bert_layer_matches),
+        cmocka_unit_test(every_activation_of_the_zoos_matches),
         cmocka_unit_test(a_second_output_is_ready_for_its_readers),
         cmocka_unit_test(tuned_records_build_the_network),
     };

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Whole networks against PyTorch (issue #17): torchvision's ResNet-18 and MobileNet-V2 and a
-# BERT-base encoder layer, exported to ONNX by scripts/export_torch_models.py with PyTorch's own
+# Whole networks against PyTorch (issue #17): torchvision's ResNet-18, MobileNet-V2 and
+# MobileNet-V3-Small (HardSigmoid, HardSwish: issue #54) and a BERT-base encoder layer, exported to ONNX by scripts/export_torch_models.py with PyTorch's own
 # output, built by tvm-compile --model (default schedules: no tuning in a test) and run by
 # tvm-net; the outputs must match PyTorch's within 1e-3 relative (max |ours - torch| /
 # max |torch|).
@@ -11,7 +11,7 @@ models=$2
 py=/usr/bin/python3
 work=$(mktemp -d /tmp/tt-torch-XXXXXX)
 trap 'rm -rf "$work"' EXIT
-for name in resnet18 mobilenet_v2 bert_layer; do
+for name in resnet18 mobilenet_v2 mobilenet_v3_small bert_layer; do
   d=$models/$name
   "$bin/tvm-compile" --model "$d/model.onnx" -o "$work/$name" --quiet 2> "$work/$name.warn"
   "$bin/tvm-net" run "$work/$name.so" -i "$d/input_0.npy" -o "$work/$name.npy" > /dev/null

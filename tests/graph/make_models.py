@@ -322,8 +322,55 @@ def layernorm_outputs(outdir):
     b.save(outdir, "layernorm_outputs", x, want, 17)
 
 
+def activations(outdir):
+    """The elementwise operators of the model zoos (issue #54), each once between convolutions,
+    channels last: HardSigmoid and HardSwish (MobileNet-V3), LeakyRelu, PRelu with a slope per
+    channel, Elu, Selu, Celu, ThresholdedRelu, Softplus, Softsign, Sign, Neg, Abs, Exp, Log,
+    Reciprocal, Min and Max of three inputs; opset 14, where HardSwish begins."""
+    b = Builder()
+    x = rand(1, 4, 6, 6)
+    w1, w2 = rand(8, 4, 3, 3, scale=0.3), rand(8, 8, 1, 1, scale=0.3)
+    slope = rand(8, 1, 1, scale=0.3)
+    lo, hi = rand(1, 8, 1, 1, scale=0.2), rand(8, 1, 1, scale=0.2) + 0.5
+    xd = x.astype(np.float64)
+    t = b.op("Conv", ["input", b.const(w1)], pads=[1, 1, 1, 1])
+    r = conv2d(xd, w1, pad=1)
+    chain = [
+        ("HardSigmoid", {"alpha": 0.25, "beta": 0.4}, lambda v: np.clip(v * 0.25 + 0.4, 0, 1)),
+        ("HardSwish", {}, lambda v: v * np.clip(v / 6 + 0.5, 0, 1)),
+        ("LeakyRelu", {"alpha": 0.1}, lambda v: np.where(v < 0, v * 0.1, v)),
+        ("Elu", {"alpha": 0.7}, lambda v: np.where(v < 0, (np.exp(v) - 1) * 0.7, v)),
+        ("Selu", {}, lambda v: np.where(v > 0, v, (np.exp(v) - 1) * 1.6732632423543772)
+         * 1.0507009873554805),
+        ("Celu", {"alpha": 2.0}, lambda v: np.maximum(v, 0) + np.minimum((np.exp(v / 2) - 1) * 2, 0)),
+        ("Softsign", {}, lambda v: v / (1 + np.abs(v))),
+        ("ThresholdedRelu", {"alpha": 0.1}, lambda v: np.where(v > 0.1, v, 0)),
+        ("Neg", {}, lambda v: -v),
+        ("Softplus", {}, lambda v: np.log1p(np.exp(v))),
+    ]
+    for kind, attrs, f in chain:
+        t = b.op(kind, [t], **attrs)
+        r = f(r)
+    t = b.op("PRelu", [b.op("Sub", [t, b.const(np.float32(0.5))]), b.const(slope)])
+    r = r - 0.5
+    r = np.where(r < 0, r * slope, r)
+    t = b.op("Max", [b.op("Min", [t, b.const(hi), b.const(hi * 2)]), b.const(lo)])
+    r = np.maximum(np.minimum(np.minimum(r, hi), hi * 2), lo)
+    t = b.op("Conv", [t, b.const(w2)])
+    r = conv2d(r, w2)
+    s = b.op("Sign", [t])
+    a = b.op("Abs", [t])
+    e = b.op("Exp", [b.op("Neg", [a])])
+    lg = b.op("Log", [b.op("Add", [a, b.const(np.float32(1))])])
+    rc = b.op("Reciprocal", [b.op("Add", [e, b.const(np.float32(1))])])
+    b.op("Add", [b.op("Mul", [s, lg]), rc])
+    r = np.sign(r) * np.log(np.abs(r) + 1) + 1 / (np.exp(-np.abs(r)) + 1)
+    b.save(outdir, "activations", x, r, 14)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    for make in (resnet_block, mobilenet_block, layouts, bert_layer, layernorm_outputs):
+    for make in (resnet_block, mobilenet_block, layouts, bert_layer, layernorm_outputs,
+                 activations):
         make(sys.argv[1])
