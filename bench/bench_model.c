@@ -11,7 +11,8 @@
  * threads) when scripts/install-bench-anchors.sh has installed it; its output is checked against
  * PyTorch's too.  --trials 0 builds the networks untuned (no database), as a user's first build.
  *
- * usage: bench_model [--trials N] [--models resnet18,mobilenet_v2,bert_layer] [--dir DIR]
+ * usage: bench_model [--trials N] [--models resnet18,mobilenet_v2,mobilenet_v3_large,...] [--dir
+ * DIR]
  *                    [--repeat R] [--json FILE]
  * DIR (default /tmp/bench-model) keeps the exported models and one tuning database per model:
  * a second run with the same DIR resumes tuning up to N trials per task. */
@@ -203,9 +204,9 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json_path = argv[++i];
         else {
-            fprintf(stderr,
-                    "usage: bench_model [--trials N] [--models resnet18,mobilenet_v2,bert_layer] "
-                    "[--dir DIR] [--repeat R] [--json FILE]\n");
+            fprintf(stderr, "usage: bench_model [--trials N] [--models "
+                            "resnet18,mobilenet_v2,mobilenet_v3_large,...] "
+                            "[--dir DIR] [--repeat R] [--json FILE]\n");
             return 2;
         }
     }

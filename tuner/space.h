@@ -76,12 +76,12 @@ uint64_t tt_space_encode(const tt_space *s, const int *pos);
 /* The schedule state of config `index`; TT_ERR_ILLEGAL_STEP for a combination the state rejects
  * (rare).  *out owned by the caller. */
 tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_errbuf *err);
-/* The template's default config, what builds use without records and what a search measures
- * first: tiles of 8 (16 on the innermost axis, 8 on the reduction; with micro-kernels 1 register
- * tile of rows and 2 of columns per cache tile), a local accumulator, the outer loops parallel,
- * the inner loop vectorised, auto-unroll 16, a register tile of 6 rows x 2 vectors (8 x 2 with 32
- * vector registers), producers inlined.  Choices a workload does not offer fall back to the
- * nearest smaller one.  `isa` may be NULL. */
+/* The template's default config, what a search measures first (builds without records take the
+ * window or cache-blocked config below, deploy/compile.c): tiles of 8 (16 on the innermost axis, 8
+ * on the reduction; with micro-kernels 1 register tile of rows and 2 of columns per cache tile),
+ * a local accumulator, the outer loops parallel, the inner loop vectorised, auto-unroll 16, a
+ * register tile of 6 rows x 2 vectors (8 x 2 with 32 vector registers), producers inlined.
+ * Choices a workload does not offer fall back to the nearest smaller one.  `isa` may be NULL. */
 uint64_t tt_space_default_index(const tt_space *s, const tt_vector_isa *isa);
 
 /* A cache-blocked config, as BLAS libraries block a GEMM for the cache (what a search measures
