@@ -79,6 +79,12 @@
     X(EXP, "Exp", ELEM, ANY, same, formula, "exp($)")                                              \
     X(LOG, "Log", ELEM, ANY, same, formula, "log($)")                                              \
     X(RECIPROCAL, "Reciprocal", ELEM, ANY, same, formula, "1.0 / $")                               \
+    X(EQUAL, "Equal", ELEM, ANY, compare, bool_result, NULL)                                       \
+    X(LESS, "Less", ELEM, ANY, compare, bool_result, NULL)                                         \
+    X(GREATER, "Greater", ELEM, ANY, compare, bool_result, NULL)                                   \
+    X(WHERE, "Where", ELEM, ANY, where, formula, "select($0, $1, $2)")                             \
+    X(CONSTANT_OF_SHAPE, "ConstantOfShape", NONE, ROW, constant_of_shape, none, NULL)              \
+    X(EXPAND, "Expand", INJECTIVE, ROW, expand, expand, NULL)                                      \
     X(MAX_POOL, "MaxPool", REDUCE, ANY, pool, max_pool, NULL)                                      \
     X(AVERAGE_POOL, "AveragePool", REDUCE, ANY, pool, average_pool, NULL)                          \
     X(GLOBAL_AVERAGE_POOL, "GlobalAveragePool", REDUCE, ROW, global_pool, global_pool, NULL)       \

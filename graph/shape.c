@@ -345,6 +345,22 @@ static tt_status make_const(const ctx *c, const int64_t *v)
     return TT_OK;
 }
 
+/* The element of tensor t (numpy-broadcast to the output o) at o's flat index i. */
+static int64_t broadcast_at(const tt_gtensor *o, const tt_gtensor *t, int64_t i)
+{
+    int64_t it = 0, rem = i, st = 1;
+    for (int d = o->rank - 1; d >= 0; d--) {
+        int64_t idx = rem % o->dims[d];
+        rem /= o->dims[d];
+        int dt = d - (o->rank - t->rank);
+        if (dt >= 0) {
+            it += (t->dims[dt] == 1 ? 0 : idx) * st;
+            st *= t->dims[dt];
+        }
+    }
+    return it;
+}
+
 /* Elementwise integer arithmetic of two broadcast constants. */
 static tt_status fold_binary(const ctx *c, tt_gop op)
 {
@@ -354,21 +370,7 @@ static tt_status fold_binary(const ctx *c, tt_gop op)
     if (n > FOLD_MAX_ELEMS)
         return TT_OK;
     for (int64_t i = 0; i < n; i++) {
-        int64_t ia = 0, ib = 0, rem = i, sa = 1, sb = 1;
-        for (int d = o->rank - 1; d >= 0; d--) {
-            int64_t idx = rem % o->dims[d];
-            rem /= o->dims[d];
-            int da = d - (o->rank - a->rank), db = d - (o->rank - b->rank);
-            if (da >= 0) {
-                ia += (a->dims[da] == 1 ? 0 : idx) * sa;
-                sa *= a->dims[da];
-            }
-            if (db >= 0) {
-                ib += (b->dims[db] == 1 ? 0 : idx) * sb;
-                sb *= b->dims[db];
-            }
-        }
-        int64_t x = ival(a, ia), y = ival(b, ib);
+        int64_t x = ival(a, broadcast_at(o, a, i)), y = ival(b, broadcast_at(o, b, i));
         if (op == TT_GOP_DIV && y == 0)
             return FAIL(c, "divides by zero while folding constants");
         v[i] = op == TT_GOP_ADD   ? x + y
@@ -926,6 +928,152 @@ static tt_status infer_squeeze(const ctx *c)
 static tt_status infer_unsqueeze(const ctx *c)
 {
     return squeeze_shape(c, true);
+}
+
+/* Largest constant a folded ConstantOfShape or Expand makes (elements). */
+enum { FOLD_MAX_MADE = 1 << 24 };
+
+/* Makes output 0 a constant of its dtype and shape from `bytes` of data (copied). */
+static tt_status make_const_bytes(const ctx *c, const void *data, size_t bytes)
+{
+    tt_gtensor *o = out(c, 0);
+    if (!(o->data = tt__graph_copy(c->g, data, bytes)))
+        return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
+    o->kind = TT_GT_CONST;
+    o->producer = -1;
+    node_of(c)->removed = true;
+    return TT_OK;
+}
+
+/* Equal, Less, Greater: a bool tensor, folded when both inputs are integer constants (the shape
+ * arithmetic exporters write); kernels compute no bool tensors (te_write.c). */
+static tt_status infer_compare(const ctx *c)
+{
+    tt_gop op = node_of(c)->op;
+    const tt_gtensor *a = in(c, 0), *b = in(c, 1);
+    if (!b)
+        return FAIL(c, "needs two inputs");
+    int r;
+    int64_t dims[TT_GRAPH_MAX_RANK];
+    tt_status s = broadcast(c, a, b, &r, dims);
+    if (s)
+        return s;
+    tt_gtensor *o = out(c, 0);
+    set_shape(o, TT_DT_BOOL, r, dims);
+    int64_t n = tt_gtensor_numel(o);
+    if (!foldable(a) || !foldable(b) || n > FOLD_MAX_ELEMS)
+        return TT_OK;
+    uint8_t v[FOLD_MAX_ELEMS];
+    for (int64_t i = 0; i < n; i++) {
+        int64_t x = ival(a, broadcast_at(o, a, i)), y = ival(b, broadcast_at(o, b, i));
+        v[i] = op == TT_GOP_EQUAL ? x == y : op == TT_GOP_LESS ? x < y : x > y;
+    }
+    return make_const_bytes(c, v, (size_t)n);
+}
+
+/* Where(cond, x, y): broadcast of the three, x's type; folded when all three are constants
+ * (cond bool, x and y integers). */
+static tt_status infer_where(const ctx *c)
+{
+    const tt_gtensor *cond = in(c, 0), *x = in(c, 1), *y = in(c, 2);
+    if (!x || !y)
+        return FAIL(c, "needs three inputs");
+    if (cond->dtype != TT_DT_BOOL)
+        return FAIL(c, "the condition is %s, not bool", tt_dtype_name(cond->dtype));
+    if (x->dtype != y->dtype)
+        return FAIL(c, "input types differ (%s, %s)", tt_dtype_name(x->dtype),
+                    tt_dtype_name(y->dtype));
+    tt_gtensor shape = *cond;
+    for (int k = 1; k < 3; k++) {
+        int r;
+        int64_t dims[TT_GRAPH_MAX_RANK];
+        tt_status s = broadcast(c, &shape, in(c, k), &r, dims);
+        if (s)
+            return s;
+        shape.rank = r;
+        memcpy(shape.dims, dims, sizeof(dims));
+    }
+    tt_gtensor *o = out(c, 0);
+    set_shape(o, x->dtype, shape.rank, shape.dims);
+    int64_t n = tt_gtensor_numel(o), v[FOLD_MAX_ELEMS];
+    if (cond->kind != TT_GT_CONST || !foldable(x) || !foldable(y) || n > FOLD_MAX_ELEMS)
+        return TT_OK;
+    for (int64_t i = 0; i < n; i++)
+        v[i] = ((const uint8_t *)cond->data)[broadcast_at(o, cond, i)]
+                   ? ival(x, broadcast_at(o, x, i))
+                   : ival(y, broadcast_at(o, y, i));
+    return make_const(c, v);
+}
+
+/* ConstantOfShape: a constant of the shape its input gives, every element the `value`
+ * attribute's (float32 0 without one).  Always folded: the shape must be known at import. */
+static tt_status infer_constant_of_shape(const ctx *c)
+{
+    int64_t dims[TT_GRAPH_MAX_RANK];
+    int r;
+    tt_status s = const_ints(c, 0, "the shape", dims, &r, TT_GRAPH_MAX_RANK);
+    if (s)
+        return s;
+    const tt_gattr *a = tt_gnode_attr(node_of(c), "value");
+    const tt_gtensor *value =
+        a && a->kind == TT_GATTR_TENSOR ? &c->g->tensors.data[a->tensor] : NULL;
+    if (value && tt_gtensor_numel(value) != 1)
+        return FAIL(c, "its value holds %lld elements, not one",
+                    (long long)tt_gtensor_numel(value));
+    tt_dtype dt = value ? value->dtype : TT_DT_FLOAT32;
+    tt_gtensor *o = out(c, 0);
+    set_shape(o, dt, r, dims);
+    int64_t n = tt_gtensor_numel(o);
+    for (int d = 0; d < r; d++)
+        if (dims[d] < 0)
+            return FAIL(c, "dimension %d of the shape is %lld", d, (long long)dims[d]);
+    if (n > FOLD_MAX_MADE)
+        return tt__graph_node_err(c->g, c->node, c->err, TT_ERR_LIMIT,
+                                  "a constant of %lld elements is larger than import makes (%d)",
+                                  (long long)n, FOLD_MAX_MADE);
+    size_t esize = (size_t)tt_dtype_bytes(dt);
+    unsigned char *data = calloc((size_t)(n ? n : 1), esize);
+    if (!data)
+        return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; value && i < n; i++)
+        memcpy(data + (size_t)i * esize, value->data, esize);
+    s = make_const_bytes(c, data, (size_t)(n ? n : 1) * esize);
+    free(data);
+    return s;
+}
+
+/* Expand: x broadcast with the shape its second input gives (both ways, as numpy's
+ * broadcast_to after broadcasting the shapes); folded when x is a constant, else a kernel
+ * (te_write.c). */
+static tt_status infer_expand(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0);
+    tt_gtensor want = *x;
+    int n;
+    tt_status s = const_ints(c, 1, "the shape", want.dims, &n, TT_GRAPH_MAX_RANK);
+    if (s)
+        return s;
+    want.rank = n;
+    want.name = "the shape";
+    int r;
+    int64_t dims[TT_GRAPH_MAX_RANK];
+    if ((s = broadcast(c, x, &want, &r, dims)))
+        return s;
+    tt_gtensor *o = out(c, 0);
+    set_shape(o, x->dtype, r, dims);
+    int64_t numel = tt_gtensor_numel(o);
+    if (x->kind != TT_GT_CONST || numel > FOLD_MAX_MADE)
+        return TT_OK;
+    size_t esize = (size_t)tt_dtype_bytes(x->dtype);
+    unsigned char *data = malloc((size_t)(numel ? numel : 1) * esize);
+    if (!data)
+        return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < numel; i++)
+        memcpy(data + (size_t)i * esize,
+               (const unsigned char *)x->data + (size_t)broadcast_at(o, x, i) * esize, esize);
+    s = make_const_bytes(c, data, (size_t)(numel ? numel : 1) * esize);
+    free(data);
+    return s;
 }
 
 /* Constant nodes become constants at import and never reach the rules. */

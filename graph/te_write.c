@@ -1265,6 +1265,24 @@ static tt_status w_average_pool(tw *w, const char *out, const tt_gtensor *o)
     return pool(w, out, o, false);
 }
 
+/* Comparisons make bool tensors, which kernels do not compute: import folds them where they are
+ * shape arithmetic on constants, and anything else is refused here. */
+static tt_status w_bool_result(tw *w, const char *out, const tt_gtensor *o)
+{
+    (void)out, (void)o;
+    return UNSUP(w,
+                 "%s of values computed at run time makes a bool tensor, which kernels do not "
+                 "compute (only shape arithmetic on constants, folded at import)",
+                 tt_gop_name(cur(w)->op));
+}
+
+/* Expand: the input read at the output's index, broadcast. */
+static tt_status w_expand(tw *w, const char *out, const tt_gtensor *o)
+{
+    lhs(w, out, o->dtype, o->rank, o->dims, "=");
+    return rd(w, w->sb, input(w, 0), o->rank, LV(w, o->rank));
+}
+
 /* Shape arithmetic, constants and operators that move no data: no kernel computes them. */
 static tt_status w_none(tw *w, const char *out, const tt_gtensor *o)
 {

@@ -11,6 +11,7 @@ resnet18      torchvision's ResNet-18, batch 1, 3x224x224
 mobilenet_v2  torchvision's MobileNet-V2, batch 1, 3x224x224
 mobilenet_v3_small, mobilenet_v3_large
               torchvision's MobileNet-V3 (HardSigmoid, HardSwish), batch 1, 3x224x224
+vit_b_16      torchvision's ViT-B/16 (its class token's Expand), batch 1, 3x224x224
 bert_layer    a BERT-base encoder layer (hidden 768, 12 heads, feed-forward 3072, GELU,
               post-LayerNorm as Hugging Face's BertLayer), batch 1, sequence 128
 
@@ -20,7 +21,8 @@ tested with values that matter.
 
 Usage: export_torch_models.py OUT [NAME ...]      (default: resnet18, mobilenet_v2,
                                                    mobilenet_v3_small, bert_layer;
-                                                   mobilenet_v3_large on request)
+                                                   mobilenet_v3_large and vit_b_16 on
+                                                   request)
        export_torch_models.py --time NAME MODEL_DIR [--threads N] [--repeat N]
            times PyTorch on MODEL_DIR's input: prints one JSON line (bench/bench_model)
 """
@@ -75,11 +77,11 @@ def build(name):
         return torchvision.models.mobilenet_v2(), (1, 3, 224, 224)
     if name == "bert_layer":
         return BertLayer(), (1, 128, 768)
-    if name in ("mobilenet_v3_small", "mobilenet_v3_large"):
+    if name in ("mobilenet_v3_small", "mobilenet_v3_large", "vit_b_16"):
         return getattr(torchvision.models, name)(), (1, 3, 224, 224)
     raise SystemExit(f"export_torch_models.py: unknown network '{name}' "
                      "(resnet18, mobilenet_v2, mobilenet_v3_small, mobilenet_v3_large, "
-                     "bert_layer)")
+                     "vit_b_16, bert_layer)")
 
 
 def randomise_batchnorm(model):
@@ -93,11 +95,21 @@ def randomise_batchnorm(model):
             m.bias.data.copy_(torch.randn(c, generator=g) * 0.1)
 
 
+def randomise_zero_weights(model):
+    """Weights that torchvision initialises to zeros (ViT's classifier head) would make every
+    output 0, and the comparison with PyTorch vacuous."""
+    g = torch.Generator().manual_seed(3)
+    for p in model.parameters():
+        if p.dim() >= 2 and not p.any():
+            p.copy_(torch.randn(p.shape, generator=g) * 0.02)
+
+
 def export(out, name):
     model, shape = build(name)
     model.eval()
     with torch.no_grad():
         randomise_batchnorm(model)
+        randomise_zero_weights(model)
     x = torch.from_numpy(np.random.default_rng(2).standard_normal(shape).astype(np.float32))
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)

@@ -476,6 +476,29 @@ static void every_activation_of_the_zoos_matches(void **state)
     tt_graph_free(g);
 }
 
+/* ViT's class token: the shape arithmetic before its Expand (ConstantOfShape, Equal, Where) folds
+ * at import, the Expand of a constant becomes a constant, and an Expand of a value computed at
+ * run time is a kernel; the network matches numpy. */
+static void a_class_token_folds_and_matches(void **state)
+{
+    (void)state;
+    tt_graph *g;
+    tt_net *net = small_network("class_token", &g);
+    if (!net)
+        skip();
+    int folded = 0, expand_kernels = 0;
+    for (size_t i = 0; i < g->nodes.len; i++) {
+        const tt_gnode *n = &g->nodes.data[i];
+        folded += n->removed && (n->op == TT_GOP_CONSTANT_OF_SHAPE || n->op == TT_GOP_EQUAL ||
+                                 n->op == TT_GOP_WHERE || n->op == TT_GOP_EXPAND);
+        expand_kernels += !n->removed && n->op == TT_GOP_EXPAND;
+    }
+    assert_int_equal(folded, 4);
+    assert_int_equal(expand_kernels, 1);
+    tt_net_free(net);
+    tt_graph_free(g);
+}
+
 static void a_bert_layer_matches(void **state)
 {
     (void)state;
@@ -582,6 +605,7 @@ int main(void)
         cmocka_unit_test(layouts_are_channels_last_between_convolutions),
         cmocka_unit_test(a_bert_layer_matches),
         cmocka_unit_test(every_activation_of_the_zoos_matches),
+        cmocka_unit_test(a_class_token_folds_and_matches),
         cmocka_unit_test(a_second_output_is_ready_for_its_readers),
         cmocka_unit_test(tuned_records_build_the_network),
     };

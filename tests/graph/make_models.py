@@ -368,9 +368,32 @@ def activations(outdir):
     b.save(outdir, "activations", x, r, 14)
 
 
+def class_token(outdir):
+    """What torch.onnx writes for ViT's `class_token.expand(n, -1, -1)`: ConstantOfShape, Mul,
+    Equal and Where on the shape, folded at import, then Expand of the class token (a constant)
+    and Concat with the tokens; and an Expand of a value computed at run time (a kernel)."""
+    b = Builder()
+    x = rand(1, 4, 8)
+    cls = rand(1, 1, 8)
+    ones = b.op("ConstantOfShape", [b.const(np.array([3], dtype=np.int64))],
+                value=helper.make_tensor("v", TensorProto.INT64, [1], [1]))
+    neg = b.op("Mul", [ones, b.const(np.array(-1, dtype=np.int64))])
+    want = b.const(np.array([1, -1, -1], dtype=np.int64))
+    eq = b.op("Equal", [want, neg])
+    shape = b.op("Where", [eq, ones, want])
+    t = b.op("Concat", [b.op("Expand", [b.const(cls), shape]), "input"], axis=1)
+    t = b.op("Relu", [t])
+    m = b.op("ReduceMean", [t], axes=[1], keepdims=1)
+    u = b.op("Expand", [m, b.const(np.array([1, 5, 8], dtype=np.int64))])
+    b.op("Add", [t, u])
+    r = np.maximum(np.concatenate([cls, x], axis=1).astype(np.float64), 0)
+    r = r + r.mean(axis=1, keepdims=True)
+    b.save(outdir, "class_token", x, r, 13)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     for make in (resnet_block, mobilenet_block, layouts, bert_layer, layernorm_outputs,
-                 activations):
+                 activations, class_token):
         make(sys.argv[1])

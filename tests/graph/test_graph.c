@@ -67,6 +67,9 @@ static const char *const must_import[] = {
     "test_reciprocal",
     "test_min_example",
     "test_max_two_inputs",
+    "test_equal",
+    "test_where_example",
+    "test_expand_dim_changed",
 };
 
 static void node_tests_import_with_the_expected_shapes(void **state)
