@@ -12,18 +12,28 @@ static tt_sid push_stmt(tt_program *p, tt_stmt s)
     return (tt_sid)(p->stmts.len - 1);
 }
 
-/* The loop nest that writes buffer `dst` of p (the packed buffer, layout l) from buffer `src` (the
- * dense row-major tensor of dtype, ndim, shape), walking dst in order, padding with zeros: its
+/* `b` made a dense row-major buffer of its logical shape. */
+static void make_dense(tt_buffer *b)
+{
+    memset(&b->layout, 0, sizeof(b->layout));
+    int64_t stride = 1;
+    for (int d = b->ndim - 1; d >= 0; d--) {
+        b->strides[d] = stride;
+        stride *= b->shape[d];
+    }
+    b->size = stride;
+}
+
+/* The loop nest that writes buffer `dst` of p (the packed buffer, layout l) from buffer `src`,
+ * whose dense row-major form (make_dense) is `row`, walking dst in order, padding with zeros: its
  * root statement, or 0 when out of memory. */
-static tt_sid pack_nest(tt_program *p, tt_dtype dtype, int ndim, const int64_t *shape,
-                        const tt_layout *l, uint32_t src, uint32_t dst)
+static tt_sid pack_nest(tt_program *p, const tt_buffer *row, const tt_layout *l, uint32_t src,
+                        uint32_t dst)
 {
     tt_expr_pool *ep = &p->pool;
-    int64_t strides[TT_MAX_DIMS], stride = 1;
-    for (int d = ndim - 1; d >= 0; d--) {
-        strides[d] = stride;
-        stride *= shape[d];
-    }
+    tt_dtype dtype = row->dtype;
+    int ndim = row->ndim;
+    const int64_t *shape = row->shape, *strides = row->strides;
     /* One loop per part, outer to inner: packed[i] = src[index of part values] or 0 */
     uint32_t var[TT_MAX_LAYOUT_PARTS];
     tt_eid flat_dst = tt_expr_int(ep, 0), idx[TT_MAX_DIMS] = {0};
@@ -73,18 +83,6 @@ static tt_sid pack_nest(tt_program *p, tt_dtype dtype, int ndim, const int64_t *
     return ep->oom ? 0 : body;
 }
 
-/* `b` made a dense row-major buffer of its logical shape. */
-static void make_dense(tt_buffer *b)
-{
-    memset(&b->layout, 0, sizeof(b->layout));
-    int64_t stride = 1;
-    for (int d = b->ndim - 1; d >= 0; d--) {
-        b->strides[d] = stride;
-        stride *= b->shape[d];
-    }
-    b->size = stride;
-}
-
 /* `b` made a flat buffer of `size` elements named NAME_packed (in p's arena). */
 static bool make_packed(tt_program *p, tt_buffer *b, const char *name, int64_t size)
 {
@@ -125,8 +123,7 @@ tt_status tt_pack_program(const tt_program *prog, int param, tt_program **out, t
         sprintf(p->name, "%s_packed", src->name);
     if (!in.name || !make_packed(p, &packed, src->name, src->layout.size) || !p->name ||
         TT_VEC_PUSH(&p->stmts, none) || TT_VEC_PUSH(&p->bufs, in) ||
-        TT_VEC_PUSH(&p->bufs, packed) ||
-        !(p->root = pack_nest(p, src->dtype, src->ndim, src->shape, &src->layout, 0, 1))) {
+        TT_VEC_PUSH(&p->bufs, packed) || !(p->root = pack_nest(p, &in, &src->layout, 0, 1))) {
         tt_program_free(p);
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
     }
@@ -193,8 +190,7 @@ tt_status tt_program_insert_pack_stages(const tt_program *prog, bool parallel, t
             break;
         }
         p->bufs.data[b].param = -1;
-        tt_sid nest = pack_nest(p, src->dtype, src->ndim, src->shape, &src->layout,
-                                (uint32_t)p->bufs.len - 1, b);
+        tt_sid nest = pack_nest(p, &row, &src->layout, (uint32_t)p->bufs.len - 1, b);
         if (nest && parallel && p->stmts.data[nest].extent > 1)
             p->stmts.data[nest].ann = TT_ANN_PARALLEL;
         uint32_t first = (uint32_t)p->items.len;
