@@ -32,6 +32,19 @@ bool tt__space_inlinable(const tt_dag *d, int op, int main_op)
     return op != main_op && !o->is_placeholder && o->nreduce == 0 && tt_dag_has_readers(d, op);
 }
 
+bool tt__space_feeds(const tt_dag *d, int op, int target)
+{
+    const tt_op *t = &d->ops.data[target];
+    if (!t->is_placeholder && tt_expr_reads_tensor(&d->pool, t->body, (uint32_t)op))
+        return true;
+    for (size_t i = 0; i < d->ops.len; i++)
+        if ((int)i != op && (int)i != target && !d->ops.data[i].is_placeholder &&
+            tt_expr_reads_tensor(&d->pool, d->ops.data[i].body, (uint32_t)op) &&
+            tt__space_feeds(d, (int)i, target))
+            return true;
+    return false;
+}
+
 tt_status tt__space_pick_main(tt_space *s, const tt_dag *dag, tt_errbuf *err)
 {
     memset(s, 0, sizeof(*s));
@@ -213,7 +226,8 @@ tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, const tt_vect
     s->knobs[s->nknobs - 1].parts = 2;
     bool producers = false;
     for (size_t i = 0; i < dag->ops.len; i++)
-        producers |= tt__space_inlinable(dag, (int)i, s->main_stage);
+        producers |= tt__space_inlinable(dag, (int)i, s->main_stage) &&
+                     tt__space_feeds(dag, (int)i, s->main_stage);
     int64_t inl[2] = {1, 0};
     tt__space_add_knob(s, "inline_producers", inl, producers && isa ? 2 : 1);
     /* Constant inputs (weights) the main op reads: pass them in the layout its loops read. */
@@ -460,6 +474,54 @@ static int choice_pos(const tt_knob *k, int64_t want)
     return -1;
 }
 
+/* Accumulators that hide the multiply-add's latency: 4 cycles on 2 pipes (Zen, Skylake-X). */
+enum { MIN_ACCUMULATORS = 8 };
+
+/* The register tile the blocked config takes, as a position of the micro_kernel knob in *pos;
+ * rows divide the row axis, and the accumulators, the B vectors (one per column vector and
+ * tap) and the broadcast fit the registers.  Two vectors by the most rows (the tile OpenBLAS
+ * and oneDNN use), unless that leaves fewer than MIN_ACCUMULATORS: then the most multiply-adds
+ * per load (rows x vectors over rows + vectors), then the most accumulators.  Two vectors read
+ * 1 row over MobileNet's 7x7 layers on AVX2 (7 x 2 does not fit) and 2 over 14x14, a load per
+ * multiply-add: 7 x 1 and 2 x 4 ran their 1x1 convolutions 1.3-2.2x faster in the untuned
+ * network (docs/tuning.md).  Rows with a moved-back last tile (rows_fit) are left to the
+ * search: with AVX-512's 32 registers the most of them, 15 x 2 over 1024, leave none spare and
+ * ran at 0.58 of 8 x 2.  Returns the tile's score (multiply-adds per load; -1: none fits). */
+static double register_tile_pick(const tt_space *s, const tt_vector_isa *isa, int64_t taps,
+                                 int *pos)
+{
+    const tt_op *m = &s->dag->ops.data[s->main_stage];
+    const tt_knob *mk = &s->knobs[s->nspatial + 7];
+    int spare = isa->vector_bytes >= 64 ? 0 : 1; /* AVX-512 folds the broadcast into the FMA */
+    double best = -1, two = -1;
+    int64_t two_rows = 0;
+    int best_pos = -1, two_pos = -1;
+    for (int c = 0; c < mk->n; c++) {
+        int64_t r = mk->choice[c] >> 16, v = mk->choice[c] & 0xffff;
+        if (v & 0x8000)
+            v = 1; /* one partial vector */
+        if (r < 1 || v < 1 || m->shape[s->nspatial - 2] % r != 0 ||
+            r * v + taps * v + spare > isa->vector_regs)
+            continue;
+        double score = (double)(r * v) / (double)(r + v) + (double)(r * v) * 1e-3;
+        if (score > best) {
+            best = score;
+            best_pos = c;
+        }
+        if ((mk->choice[c] & 0xffff) == 2 && r > two_rows) {
+            two = score;
+            two_rows = r;
+            two_pos = c;
+        }
+    }
+    if (two_pos >= 0 && two_rows * 2 >= MIN_ACCUMULATORS) {
+        *pos = two_pos;
+        return two;
+    }
+    *pos = best_pos;
+    return best;
+}
+
 uint64_t tt_space_blocked_index(const tt_space *s, const tt_vector_isa *isa,
                                 const tt_cpu_caches *caches, int cores, bool inline_producers,
                                 bool taps_inner)
@@ -470,26 +532,27 @@ uint64_t tt_space_blocked_index(const tt_space *s, const tt_vector_isa *isa,
     const tt_op *m = &s->dag->ops.data[s->main_stage];
     int n = s->nspatial, pos[TT_SPACE_MAX_KNOBS];
     tt_space_decode(s, base, pos);
-    /* The window's column taps inside the register tile, where offered: their B vectors are
-     * live with the accumulators. */
-    int taps = 0;
-    if (taps_inner && s->nknobs > n + 10) {
-        pos[n + 10] = 1;
-        taps = (int)m->rextent[s->nreduce - 2];
-    }
-    /* Register tile: the most rows by two vectors (each B vector feeds every row) that leave
-     * room for the taps' B vectors, among rows that divide the row axis.  Rows with a moved-back
-     * last tile (rows_fit) are left to the search: with AVX-512's 32 registers the most of them,
-     * 15 x 2 over 1024, leave none spare and ran at 0.58 of 8 x 2 (docs/tuning.md). */
+    /* The window's column taps inside the register tile, where offered and where their B
+     * vectors, live with the accumulators, leave a tile as good as without them (3 x 3
+     * convolutions over 14x14 on AVX2 kept 2 x 2 accumulators with them, 2 x 4 without, which
+     * ran ResNet-18's in 0.8 of the time). */
     const tt_knob *mk = &s->knobs[n + 7];
-    int spare = isa->vector_bytes >= 64 ? 0 : 1; /* AVX-512 folds the broadcast into the FMA */
-    for (int c = 0, best = -1; c < mk->n; c++) {
-        int64_t r = mk->choice[c] >> 16;
-        if ((mk->choice[c] & 0xffff) == 2 && m->shape[n - 2] % r == 0 &&
-            r * 2 + (taps ? taps : 1) * 2 + spare <= isa->vector_regs &&
-            (best < 0 || mk->choice[c] > mk->choice[best]))
-            pos[n + 7] = best = c;
+    int tile_pos = -1;
+    double score = register_tile_pick(s, isa, 1, &tile_pos);
+    if (taps_inner && s->nknobs > n + 10) {
+        int with_pos = -1;
+        int64_t taps = m->rextent[s->nreduce - 2];
+        double with = register_tile_pick(s, isa, taps, &with_pos);
+        int64_t rows, cols;
+        if (with_pos >= 0)
+            register_tile(s, mk->choice[with_pos], &rows, &cols);
+        if (with_pos >= 0 && (with >= score || rows * cols >= MIN_ACCUMULATORS * s->vector_lanes)) {
+            pos[n + 10] = 1;
+            tile_pos = with_pos;
+        }
     }
+    if (tile_pos >= 0)
+        pos[n + 7] = tile_pos;
     int64_t rows, cols, esize = tt_dtype_bytes(m->dtype);
     register_tile(s, mk->choice[pos[n + 7]], &rows, &cols);
     if (esize <= 0 || rows < 1 || cols < 1)
@@ -740,9 +803,13 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
         r = tt_sched_cache_read(st, tt_state_stage_of_op(st, (int)i), "local", &reader, 1, err);
         packs[npacks++] = (int)st->dag.ops.len - 1;
     }
-    /* Elementwise intermediates go into their readers (or stay at the root, computed once). */
-    for (size_t i = 0; i < s->dag->ops.len && !r && inline_producers; i++)
-        if (tt__space_inlinable(s->dag, (int)i, s->main_stage))
+    /* Elementwise intermediates go into their readers.  The main op's producers (padding) may
+     * instead stay at the root, computed once; its epilogue (bias, activation, residual) always
+     * goes into the output's loops: at the root it made a pass of its own over the whole
+     * result, and 1x1 convolutions with bias and ReLU6 took 2.3-2.4x as long (docs/tuning.md). */
+    for (size_t i = 0; i < s->dag->ops.len && !r; i++)
+        if (tt__space_inlinable(s->dag, (int)i, s->main_stage) &&
+            (inline_producers || !tt__space_feeds(s->dag, (int)i, s->main_stage)))
             r = tt_sched_compute_inline(st, tt_state_stage_of_op(st, (int)i), err);
     int main = tt_state_stage_of_op(st, s->main_stage), nr = s->nreduce;
     /* The iterator of the outer reduction step in the stage that accumulates. */
@@ -832,7 +899,7 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
 
 void tt_space_signature(const tt_space *s, char *out, size_t n)
 {
-    uint64_t sig = tt_hash64_str(s->gpu ? "gpu-template-1" : "tiling-space-4");
+    uint64_t sig = tt_hash64_str(s->gpu ? "gpu-template-1" : "tiling-space-5");
     for (int k = 0; k < s->nknobs; k++) {
         sig = tt_hash64_update(sig, s->knobs[k].name, strlen(s->knobs[k].name));
         sig = tt_hash64_update(sig, s->knobs[k].choice, sizeof(int64_t) * (size_t)s->knobs[k].n);

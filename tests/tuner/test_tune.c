@@ -226,6 +226,78 @@ static void padding_computed_once_runs_in_parallel(void **state)
     tt_workload_free(w);
 }
 
+/* Only the main op's producers (padding) may stay at the root: its epilogue (bias, ReLU) always
+ * goes into the output's loops, in every config.  At the root it made a pass of its own over
+ * the whole result (MobileNet-V2's 1x1 convolutions took 2.3x as long). */
+static void the_epilogue_is_always_inlined(void **state)
+{
+    (void)state;
+    tt_vector_isa isa = {"avx2", 32, 16, true};
+    tt_space sp;
+    tt_workload *w = open_space(
+        "te:t1[i0,i1,i2,i3] = select(i1 >= 1 && i1 < 9 && i2 >= 1 && i2 < 9, "
+        "x0[0,i1 - 1,i2 - 1,i3], 0.0); t2[i0,i1,i2,i3] += t1[i0,i1 + r1,i2 + r2,r0] * "
+        "w1[r1,r2,r0,i3]; t0[i0,i1,i2,i3] = t2[i0,i1,i2,i3] + w2[i3]; out[i0,i1,i2,i3] = "
+        "max(t0[0,i1,i2,i3], 0); t1:float32[1,10,10,8]; x0:float32[1,8,8,8]; "
+        "t2:float32[1,8,8,16]; w1:const float32[3,3,8,16]; t0:float32[1,8,8,16]; "
+        "w2:const float32[16]; out:float32[1,8,8,16]; r0:8; r1:3; r2:3",
+        &isa, &sp);
+    int pad = -1, bias = -1;
+    for (size_t i = 0; i < w->dag.ops.len; i++) {
+        if (!strcmp(w->dag.ops.data[i].name, "t1"))
+            pad = (int)i;
+        if (!strcmp(w->dag.ops.data[i].name, "t0"))
+            bias = (int)i;
+    }
+    assert_true(pad >= 0 && bias >= 0);
+    for (int inl = 0; inl < 2; inl++) {
+        uint64_t index = with_knob(&sp, tt_space_default_index(&sp, &isa), "inline_producers", inl);
+        tt_state *st;
+        tt_errbuf err = {{0}};
+        if (tt_space_apply(&sp, index, &st, &err))
+            fail_msg("%s", err.msg);
+        const tt_stage *p = &st->stages.data[tt_state_stage_of_op(st, pad)];
+        const tt_stage *b = &st->stages.data[tt_state_stage_of_op(st, bias)];
+        assert_int_equal(p->at, inl ? TT_AT_INLINE : TT_AT_ROOT);
+        assert_int_equal(b->at, TT_AT_INLINE);
+        tt_state_free(st);
+        expect_config(&sp, w, index, (const char *const[]){NULL});
+    }
+    tt_workload_free(w);
+}
+
+/* On AVX2's 16 registers two vectors by the most rows that divide the axis leave too few
+ * accumulators over short row axes (MobileNet's 7 and 14 columns, 7 x 2 does not fit): the
+ * starting point then takes the most multiply-adds per load, and leaves the window's taps out
+ * of the register tile where they would halve it.  Where two vectors keep 8 accumulators it
+ * keeps them (and the taps). */
+static void short_row_axes_keep_enough_accumulators(void **state)
+{
+    (void)state;
+    tt_vector_isa avx2 = {"avx2", 32, 16, true};
+    static const struct {
+        const char *workload;
+        const char *want[3];
+    } cases[] = {
+        {"conv2d_nhwc:N=1,H=7,W=7,CI=320,CO=1280,K=1,S=1,P=0", {"micro_kernel=[-1,7,1]"}},
+        {"conv2d_nhwc:N=1,H=14,W=14,CI=96,CO=576,K=1,S=1,P=0", {"micro_kernel=[-1,2,4]"}},
+        {"conv2d_nhwc:N=1,H=14,W=14,CI=256,CO=256,K=3,S=1,P=1",
+         {"micro_kernel=[-1,2,4]", "taps_inner=0"}},
+        {"conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=64,K=3,S=1,P=1",
+         {"micro_kernel=[-1,4,2]", "taps_inner=1"}},
+        {"conv2d_nhwc:N=1,H=7,W=7,CI=512,CO=512,K=3,S=1,P=1",
+         {"micro_kernel=[-1,7,1]", "taps_inner=1"}},
+    };
+    tt_cpu_caches caches = {32 << 10, 512 << 10};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        tt_space sp;
+        tt_workload *w = open_space(cases[i].workload, &avx2, &sp);
+        uint64_t index = tt_space_blocked_index(&sp, &avx2, &caches, 2, false, true);
+        expect_config(&sp, w, index, cases[i].want);
+        tt_workload_free(w);
+    }
+}
+
 /* The cache-blocked starting point: a register tile of the most rows by two vectors (fewer with
  * a convolution's column taps unrolled inside it, whose B vectors need registers too), an inner
  * reduction whose slice of B fills half of L1, a cache tile one register tile wide and as deep as
@@ -968,7 +1040,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sampled_configs_compute_the_definition),
+        cmocka_unit_test(the_epilogue_is_always_inlined),
         cmocka_unit_test(cache_blocked_configs_follow_the_caches),
+        cmocka_unit_test(short_row_axes_keep_enough_accumulators),
         cmocka_unit_test(packed_copies_are_vector_loops),
         cmocka_unit_test(padding_computed_once_runs_in_parallel),
         cmocka_unit_test(window_configs_tile_the_whole_window),
