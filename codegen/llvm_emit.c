@@ -657,6 +657,8 @@ static val emit_call(emitter *e, const tt_expr *n)
         break;
     }
     case TT_FUNC_ERF: r.v = emit_erf(e, x, ty, a.vec, one); break;
+    case TT_FUNC_FLOOR: r.v = intrinsic(e, "llvm.floor", ty, &x, 1); break;
+    case TT_FUNC_CEIL: r.v = intrinsic(e, "llvm.ceil", ty, &x, 1); break;
     default: r.v = x; break;
     }
     return r;

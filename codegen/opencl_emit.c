@@ -324,6 +324,8 @@ static void emit_call(cl_emitter *e, tt_strbuf *o, const tt_expr *n)
     case TT_FUNC_SIGMOID: tt_strbuf_printf(o, "(%s / (%s + exp(-", one, one); break;
     case TT_FUNC_ABS: tt_strbuf_append(o, fl ? "fabs(" : "((int)abs("); break;
     case TT_FUNC_ERF: tt_strbuf_append(o, "erf("); break;
+    case TT_FUNC_FLOOR: tt_strbuf_append(o, fl ? "floor(" : "("); break;
+    case TT_FUNC_CEIL: tt_strbuf_append(o, fl ? "ceil(" : "("); break;
     default: fail(e, TT_ERR_UNSUPPORTED, "function %u has no OpenCL form", n->b); return;
     }
     emit_as(e, o, n->a, t);

@@ -144,7 +144,9 @@ static void count_ops(const tt_expr_pool *p, tt_eid e, double *ops)
     case TT_EXPR_NOT: ops[OP_BOOL]++; break;
     case TT_EXPR_SELECT: ops[OP_SELECT]++; break;
     case TT_EXPR_CALL:
-        ops[(x->b == TT_FUNC_ABS ? OP_FLOAT_OTHER : OP_FLOAT_MATH) + base]++;
+        ops[(x->b == TT_FUNC_ABS || x->b == TT_FUNC_FLOOR || x->b == TT_FUNC_CEIL ? OP_FLOAT_OTHER
+                                                                                  : OP_FLOAT_MATH) +
+            base]++;
         count_ops(p, x->a, ops);
         return;
     case TT_EXPR_LOAD: count_ops(p, x->a, ops); return;

@@ -79,10 +79,20 @@
     X(EXP, "Exp", ELEM, ANY, same, formula, "exp($)")                                              \
     X(LOG, "Log", ELEM, ANY, same, formula, "log($)")                                              \
     X(RECIPROCAL, "Reciprocal", ELEM, ANY, same, formula, "1.0 / $")                               \
+    X(FLOOR, "Floor", ELEM, ANY, same, formula, "floor($)")                                        \
+    X(CEIL, "Ceil", ELEM, ANY, same, formula, "ceil($)")                                           \
+    X(MOD, "Mod", ELEM, ANY, binary, mod, NULL)                                                    \
     X(EQUAL, "Equal", ELEM, ANY, compare, bool_result, NULL)                                       \
     X(LESS, "Less", ELEM, ANY, compare, bool_result, NULL)                                         \
     X(GREATER, "Greater", ELEM, ANY, compare, bool_result, NULL)                                   \
     X(WHERE, "Where", ELEM, ANY, where, formula, "select($0, $1, $2)")                             \
+    X(NOT, "Not", ELEM, ANY, logical, bool_result, NULL)                                           \
+    X(AND, "And", ELEM, ANY, logical, bool_result, NULL)                                           \
+    X(OR, "Or", ELEM, ANY, logical, bool_result, NULL)                                             \
+    X(RANGE, "Range", NONE, ROW, range, none, NULL)                                                \
+    X(TILE, "Tile", INJECTIVE, ROW, tile, tile, NULL)                                              \
+    X(DEPTH_TO_SPACE, "DepthToSpace", INJECTIVE, ROW, depth_to_space, depth_to_space, NULL)        \
+    X(SPACE_TO_DEPTH, "SpaceToDepth", INJECTIVE, ROW, space_to_depth, space_to_depth, NULL)        \
     X(CONSTANT_OF_SHAPE, "ConstantOfShape", NONE, ROW, constant_of_shape, none, NULL)              \
     X(EXPAND, "Expand", INJECTIVE, ROW, expand, expand, NULL)                                      \
     X(MAX_POOL, "MaxPool", REDUCE, ANY, pool, max_pool, NULL)                                      \
@@ -90,7 +100,16 @@
     X(GLOBAL_AVERAGE_POOL, "GlobalAveragePool", REDUCE, ROW, global_pool, global_pool, NULL)       \
     X(BATCH_NORM, "BatchNormalization", ELEM, ANY, batch_norm, batchnorm, NULL)                    \
     X(LAYER_NORM, "LayerNormalization", REDUCE, ROW, layer_norm, layer_norm, NULL)                 \
-    X(REDUCE_MEAN, "ReduceMean", REDUCE, ROW, reduce_mean, reduce_mean, NULL)                      \
+    X(INSTANCE_NORM, "InstanceNormalization", REDUCE, ROW, same, instance_norm, NULL)              \
+    X(REDUCE_MEAN, "ReduceMean", REDUCE, ROW, reduce, reduce, NULL)                                \
+    X(REDUCE_SUM, "ReduceSum", REDUCE, ROW, reduce, reduce, NULL)                                  \
+    X(REDUCE_MAX, "ReduceMax", REDUCE, ROW, reduce, reduce, NULL)                                  \
+    X(REDUCE_MIN, "ReduceMin", REDUCE, ROW, reduce, reduce, NULL)                                  \
+    X(REDUCE_L1, "ReduceL1", REDUCE, ROW, reduce, reduce, NULL)                                    \
+    X(REDUCE_L2, "ReduceL2", REDUCE, ROW, reduce, reduce, NULL)                                    \
+    X(REDUCE_SUM_SQUARE, "ReduceSumSquare", REDUCE, ROW, reduce, reduce, NULL)                     \
+    X(REDUCE_LOG_SUM, "ReduceLogSum", REDUCE, ROW, reduce, reduce, NULL)                           \
+    X(REDUCE_LOG_SUM_EXP, "ReduceLogSumExp", REDUCE, ROW, reduce, reduce, NULL)                    \
     X(SOFTMAX, "Softmax", REDUCE, ROW, same, softmax, NULL)                                        \
     X(RESHAPE, "Reshape", ALIAS, ROW, reshape, none, NULL)                                         \
     X(FLATTEN, "Flatten", ALIAS, ROW, flatten, none, NULL)                                         \

@@ -27,6 +27,10 @@ typedef struct tt__window {
 
 tt_status tt__graph_window(const tt_graph *g, int node, tt__window *w, tt_errbuf *err);
 
+/* A reduction node's reduced dimensions of its input (false: its axes are not valid, which
+ * shape inference has reported). */
+bool tt__graph_reduce_axes(const tt_graph *g, int node, bool *reduced);
+
 /* A Slice node's first index and step in every dimension of its input. */
 tt_status tt__graph_slice(const tt_graph *g, int node, int64_t *first, int64_t *step,
                           tt_errbuf *err);

@@ -1,6 +1,7 @@
 /* Shape inference, node by node in the file's (topological) order, by ONNX's rules for opsets
  * 11-17; integer shape arithmetic whose inputs are constant is folded as it goes, so that the
  * shape a Reshape reads is known by the time it is reached. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -371,8 +372,13 @@ static tt_status fold_binary(const ctx *c, tt_gop op)
         return TT_OK;
     for (int64_t i = 0; i < n; i++) {
         int64_t x = ival(a, broadcast_at(o, a, i)), y = ival(b, broadcast_at(o, b, i));
-        if (op == TT_GOP_DIV && y == 0)
+        if ((op == TT_GOP_DIV || op == TT_GOP_MOD) && y == 0)
             return FAIL(c, "divides by zero while folding constants");
+        if (op == TT_GOP_MOD) { /* fmod 0: the divisor's sign (Python's %); 1: C's */
+            int64_t r = x % y;
+            v[i] = !attr_int(c, "fmod", 0) && r != 0 && (r < 0) != (y < 0) ? r + y : r;
+            continue;
+        }
         v[i] = op == TT_GOP_ADD   ? x + y
                : op == TT_GOP_SUB ? x - y
                : op == TT_GOP_MUL ? x * y
@@ -655,14 +661,42 @@ static tt_status squeeze_shape(const ctx *c, bool unsqueeze)
     return fold_same_values(c);
 }
 
-static tt_status infer_reduce_mean(const ctx *c)
+/* The reductions (ReduceMean, ReduceSum, ReduceMax, ...): axes an attribute, or from opset 13
+ * ReduceSum's second input; none given means all, or none with noop_with_empty_axes. */
+bool tt__graph_reduce_axes(const tt_graph *g, int node, bool *reduced)
+{
+    const tt_gnode *nd = &g->nodes.data[node];
+    const tt_gtensor *x = &g->tensors.data[nd->inputs[0]];
+    int64_t axes[TT_GRAPH_MAX_RANK];
+    int n = -1;
+    tt_errbuf err = {{0}};
+    ctx c = {(tt_graph *)g, node, &err};
+    if (axes_of(&c, nd->op == TT_GOP_REDUCE_SUM && g->opset >= 13, axes, &n))
+        return false;
+    bool noop = n <= 0 && attr_int(&c, "noop_with_empty_axes", 0);
+    for (int d = 0; d < x->rank; d++)
+        reduced[d] = n <= 0 && !noop;
+    for (int i = 0; i < n; i++) {
+        int a;
+        if (axis_of(&c, axes[i], x->rank, &a))
+            return false;
+        reduced[a] = true;
+    }
+    return true;
+}
+
+static tt_status infer_reduce(const ctx *c)
 {
     const tt_gtensor *x = in(c, 0);
     int64_t axes[TT_GRAPH_MAX_RANK];
     int n;
-    tt_status s = axes_of(c, false, axes, &n);
+    tt_status s = axes_of(c, node_of(c)->op == TT_GOP_REDUCE_SUM && c->g->opset >= 13, axes, &n);
     if (s)
         return s;
+    if (n <= 0 && attr_int(c, "noop_with_empty_axes", 0))
+        n = 0, s = TT_OK; /* no axes: the input as it is */
+    else if (n == 0)
+        n = -1; /* an empty axes input: all of them */
     bool keep = attr_int(c, "keepdims", 1) != 0, pick[TT_GRAPH_MAX_RANK] = {false};
     for (int i = 0; i < n; i++) {
         int a;
@@ -673,7 +707,7 @@ static tt_status infer_reduce_mean(const ctx *c)
     int64_t dims[TT_GRAPH_MAX_RANK];
     int r = 0;
     for (int d = 0; d < x->rank; d++) {
-        bool reduced = n <= 0 || pick[d];
+        bool reduced = n < 0 || pick[d];
         if (!reduced)
             dims[r++] = x->dims[d];
         else if (keep)
@@ -823,8 +857,10 @@ static tt_status infer_binary(const ctx *c)
     if (s)
         return s;
     set_shape(out(c, 0), x->dtype, r, dims);
-    bool arithmetic =
-        n->op == TT_GOP_ADD || n->op == TT_GOP_SUB || n->op == TT_GOP_MUL || n->op == TT_GOP_DIV;
+    if (n->op == TT_GOP_MOD && tt_dtype_is_float(x->dtype) && !attr_int(c, "fmod", 0))
+        return FAIL(c, "fmod must be 1 for %s inputs", tt_dtype_name(x->dtype));
+    bool arithmetic = n->op == TT_GOP_ADD || n->op == TT_GOP_SUB || n->op == TT_GOP_MUL ||
+                      n->op == TT_GOP_DIV || n->op == TT_GOP_MOD;
     return arithmetic && foldable(x) && foldable(b) ? fold_binary(c, n->op) : TT_OK;
 }
 
@@ -945,6 +981,17 @@ static tt_status make_const_bytes(const ctx *c, const void *data, size_t bytes)
     return TT_OK;
 }
 
+/* Output 0 is a bool tensor of a and b broadcast together. */
+static tt_status bool_result(const ctx *c, const tt_gtensor *a, const tt_gtensor *b)
+{
+    int r;
+    int64_t dims[TT_GRAPH_MAX_RANK];
+    tt_status s = broadcast(c, a, b, &r, dims);
+    if (!s)
+        set_shape(out(c, 0), TT_DT_BOOL, r, dims);
+    return s;
+}
+
 /* Equal, Less, Greater: a bool tensor, folded when both inputs are integer constants (the shape
  * arithmetic exporters write); kernels compute no bool tensors (te_write.c). */
 static tt_status infer_compare(const ctx *c)
@@ -953,13 +1000,10 @@ static tt_status infer_compare(const ctx *c)
     const tt_gtensor *a = in(c, 0), *b = in(c, 1);
     if (!b)
         return FAIL(c, "needs two inputs");
-    int r;
-    int64_t dims[TT_GRAPH_MAX_RANK];
-    tt_status s = broadcast(c, a, b, &r, dims);
+    tt_status s = bool_result(c, a, b);
     if (s)
         return s;
     tt_gtensor *o = out(c, 0);
-    set_shape(o, TT_DT_BOOL, r, dims);
     int64_t n = tt_gtensor_numel(o);
     if (!foldable(a) || !foldable(b) || n > FOLD_MAX_ELEMS)
         return TT_OK;
@@ -1042,6 +1086,35 @@ static tt_status infer_constant_of_shape(const ctx *c)
     return s;
 }
 
+/* A constant x copied into output 0 (its shape set), broadcast (Expand) or repeated (Tile):
+ * output 0 becomes a constant too. */
+static tt_status fold_copy(const ctx *c, const tt_gtensor *x, bool tile)
+{
+    tt_gtensor *o = out(c, 0);
+    int64_t numel = tt_gtensor_numel(o);
+    if (x->kind != TT_GT_CONST || numel > FOLD_MAX_MADE)
+        return TT_OK;
+    size_t esize = (size_t)tt_dtype_bytes(x->dtype);
+    unsigned char *data = malloc((size_t)(numel ? numel : 1) * esize);
+    if (!data)
+        return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < numel; i++) {
+        int64_t at = 0, rem = i, st = 1;
+        for (int d = o->rank - 1; tile && d >= 0; d--) {
+            at += rem % o->dims[d] % x->dims[d] * st;
+            rem /= o->dims[d];
+            st *= x->dims[d];
+        }
+        if (!tile)
+            at = broadcast_at(o, x, i);
+        memcpy(data + (size_t)i * esize, (const unsigned char *)x->data + (size_t)at * esize,
+               esize);
+    }
+    tt_status s = make_const_bytes(c, data, (size_t)(numel ? numel : 1) * esize);
+    free(data);
+    return s;
+}
+
 /* Expand: x broadcast with the shape its second input gives (both ways, as numpy's
  * broadcast_to after broadcasting the shapes); folded when x is a constant, else a kernel
  * (te_write.c). */
@@ -1059,21 +1132,151 @@ static tt_status infer_expand(const ctx *c)
     int64_t dims[TT_GRAPH_MAX_RANK];
     if ((s = broadcast(c, x, &want, &r, dims)))
         return s;
+    set_shape(out(c, 0), x->dtype, r, dims);
+    return fold_copy(c, x, false);
+}
+
+/* Not, And, Or: bool tensors, folded when their inputs are constants (the masks exporters compute
+ * from shapes); kernels compute no bool tensors (te_write.c). */
+static tt_status infer_logical(const ctx *c)
+{
+    tt_gop op = node_of(c)->op;
+    const tt_gtensor *a = in(c, 0), *b = op == TT_GOP_NOT ? a : in(c, 1);
+    if (!b)
+        return FAIL(c, "needs two inputs");
+    if (a->dtype != TT_DT_BOOL || b->dtype != TT_DT_BOOL)
+        return FAIL(c, "takes bool inputs, not %s",
+                    tt_dtype_name(a->dtype != TT_DT_BOOL ? a->dtype : b->dtype));
+    tt_status s = bool_result(c, a, b);
+    if (s)
+        return s;
     tt_gtensor *o = out(c, 0);
-    set_shape(o, x->dtype, r, dims);
-    int64_t numel = tt_gtensor_numel(o);
-    if (x->kind != TT_GT_CONST || numel > FOLD_MAX_MADE)
+    int64_t n = tt_gtensor_numel(o);
+    if (a->kind != TT_GT_CONST || b->kind != TT_GT_CONST || n > FOLD_MAX_MADE)
         return TT_OK;
-    size_t esize = (size_t)tt_dtype_bytes(x->dtype);
-    unsigned char *data = malloc((size_t)(numel ? numel : 1) * esize);
+    uint8_t *v = malloc((size_t)(n ? n : 1));
+    if (!v)
+        return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < n; i++) {
+        bool x = ((const uint8_t *)a->data)[broadcast_at(o, a, i)] != 0,
+             y = ((const uint8_t *)b->data)[broadcast_at(o, b, i)] != 0;
+        v[i] = op == TT_GOP_NOT ? !x : op == TT_GOP_AND ? x && y : x || y;
+    }
+    s = make_const_bytes(c, v, (size_t)(n ? n : 1));
+    free(v);
+    return s;
+}
+
+/* Range(start, limit, delta): its length needs the three values, so they must be constants; the
+ * result is one too. */
+static tt_status infer_range(const ctx *c)
+{
+    const tt_gtensor *t[3] = {in(c, 0), in(c, 1), in(c, 2)};
+    for (int i = 0; i < 3; i++) {
+        if (!t[i])
+            return FAIL(c, "needs three inputs (start, limit, delta)");
+        if (t[i]->kind != TT_GT_CONST)
+            return tt__graph_node_err(c->g, c->node, c->err, TT_ERR_UNSUPPORTED,
+                                      "input %d ('%s') is computed at run time, so the result's "
+                                      "length depends on data; networks are built for static "
+                                      "shapes",
+                                      i, t[i]->name);
+        if (tt_gtensor_numel(t[i]) != 1 || t[i]->dtype != t[0]->dtype)
+            return FAIL(c, "input %d must be a scalar of the first's type", i);
+    }
+    tt_dtype dt = t[0]->dtype;
+    double start = tt__gtensor_value(t[0], 0), limit = tt__gtensor_value(t[1], 0),
+           delta = tt__gtensor_value(t[2], 0);
+    if (delta == 0)
+        return FAIL(c, "delta is 0");
+    double len = ceil((limit - start) / delta);
+    int64_t n = len > 0 ? (int64_t)len : 0;
+    if (n > FOLD_MAX_MADE)
+        return tt__graph_node_err(c->g, c->node, c->err, TT_ERR_LIMIT,
+                                  "a range of %lld elements is larger than import makes (%d)",
+                                  (long long)n, FOLD_MAX_MADE);
+    tt_gtensor *o = out(c, 0);
+    set_shape(o, dt, 1, &n);
+    size_t esize = (size_t)tt_dtype_bytes(dt);
+    unsigned char *data = calloc((size_t)(n ? n : 1), esize);
     if (!data)
         return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
-    for (int64_t i = 0; i < numel; i++)
-        memcpy(data + (size_t)i * esize,
-               (const unsigned char *)x->data + (size_t)broadcast_at(o, x, i) * esize, esize);
-    s = make_const_bytes(c, data, (size_t)(numel ? numel : 1) * esize);
+    for (int64_t i = 0; i < n; i++) {
+        double v = start + (double)i * delta;
+        unsigned char *p = data + (size_t)i * esize;
+        switch (dt) {
+        case TT_DT_FLOAT32: *(float *)p = (float)v; break;
+        case TT_DT_FLOAT64: *(double *)p = v; break;
+        case TT_DT_INT32: *(int32_t *)p = (int32_t)v; break;
+        case TT_DT_INT64: *(int64_t *)p = (int64_t)v; break;
+        default:
+            free(data);
+            return tt__graph_node_err(c->g, c->node, c->err, TT_ERR_UNSUPPORTED,
+                                      "Range of %s values", tt_dtype_name(dt));
+        }
+    }
+    tt_status s = make_const_bytes(c, data, (size_t)(n ? n : 1) * esize);
     free(data);
     return s;
+}
+
+/* Tile: each dimension times its repeat (a constant input); folded for a constant input. */
+static tt_status infer_tile(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0);
+    int64_t rep[TT_GRAPH_MAX_RANK], dims[TT_GRAPH_MAX_RANK];
+    int n;
+    tt_status s = const_ints(c, 1, "the repeats", rep, &n, TT_GRAPH_MAX_RANK);
+    if (s)
+        return s;
+    if (n != x->rank)
+        return FAIL(c, "has %d repeats for rank %d", n, x->rank);
+    for (int d = 0; d < n; d++) {
+        if (rep[d] < 1)
+            return FAIL(c, "repeat %d is %lld", d, (long long)rep[d]);
+        dims[d] = x->dims[d] * rep[d];
+    }
+    set_shape(out(c, 0), x->dtype, x->rank, dims);
+    return fold_copy(c, x, true);
+}
+
+/* DepthToSpace and SpaceToDepth: NCHW, blocks of blocksize x blocksize moved between the
+ * channels and the rows and columns. */
+static tt_status infer_depth_space(const ctx *c, bool to_space)
+{
+    const tt_gtensor *x = in(c, 0);
+    int64_t b = attr_int(c, "blocksize", 0);
+    if (x->rank != 4)
+        return FAIL(c, "takes a rank-4 (NCHW) input, not rank %d", x->rank);
+    if (b < 1)
+        return FAIL(c, "blocksize is %lld", (long long)b);
+    int64_t dims[4] = {x->dims[0], x->dims[1], x->dims[2], x->dims[3]};
+    if (to_space) {
+        const char *mode = attr_str(c, "mode", "DCR");
+        if (strcmp(mode, "DCR") && strcmp(mode, "CRD"))
+            return FAIL(c, "mode '%s' is neither DCR nor CRD", mode);
+        if (dims[1] % (b * b))
+            return FAIL(c, "%lld channels are not a multiple of blocksize^2 (%lld)",
+                        (long long)dims[1], (long long)(b * b));
+        dims[1] /= b * b, dims[2] *= b, dims[3] *= b;
+    } else {
+        if (dims[2] % b || dims[3] % b)
+            return FAIL(c, "the height and width (%lld, %lld) are not multiples of blocksize %lld",
+                        (long long)dims[2], (long long)dims[3], (long long)b);
+        dims[1] *= b * b, dims[2] /= b, dims[3] /= b;
+    }
+    set_shape(out(c, 0), x->dtype, 4, dims);
+    return TT_OK;
+}
+
+static tt_status infer_depth_to_space(const ctx *c)
+{
+    return infer_depth_space(c, true);
+}
+
+static tt_status infer_space_to_depth(const ctx *c)
+{
+    return infer_depth_space(c, false);
 }
 
 /* Constant nodes become constants at import and never reach the rules. */

@@ -818,8 +818,43 @@ static void kept_read(tt_strbuf *sb, const char *acc, int rank, const bool *redu
     tt_strbuf_append(sb, "]");
 }
 
-/* The mean of input 0 over its `reduced` dims into out, which keeps them as 1 (keepdims) or
- * drops them. */
+/* out = post(acc[kept vars]) / divisor: a reduction's result, which keeps the reduced dims as 1
+ * (keepdims) or drops them.  `post` is a function name or "" (then no parentheses); a divisor
+ * of 1 writes none; `plus` (or NULL) is added after, read at the same index. */
+static void reduce_out(tw *w, const char *out, const tt_gtensor *o, const tt_gtensor *X,
+                       const char *acc, const bool *reduced, const char *post, double divisor,
+                       const char *plus)
+{
+    const char *const *lv = LV(w, o->rank);
+    lhs(w, out, o->dtype, o->rank, o->dims, "=");
+    bool keep = o->rank == X->rank;
+    for (int pass = 0; pass < (plus ? 2 : 1); pass++) {
+        const char *name = pass ? plus : acc;
+        if (pass)
+            tt_strbuf_append(w->sb, " + ");
+        else if (post[0])
+            tt_strbuf_printf(w->sb, "%s(", post);
+        tt_strbuf_printf(w->sb, "%s[", name);
+        int k = 0;
+        for (int d = 0, od = 0; d < X->rank; d++) {
+            if (!reduced[d])
+                tt_strbuf_printf(w->sb, "%s%s", k++ ? "," : "", lv[keep ? d : od]);
+            if (keep || !reduced[d])
+                od++;
+        }
+        if (!k)
+            tt_strbuf_append(w->sb, "0");
+        tt_strbuf_append(w->sb, "]");
+        if (!pass && post[0])
+            tt_strbuf_append(w->sb, ")");
+        if (!pass && divisor != 1) {
+            tt_strbuf_append(w->sb, " / ");
+            lit(w->sb, divisor, o->dtype);
+        }
+    }
+}
+
+/* The mean of input 0 over its `reduced` dims into out. */
 static tt_status mean(tw *w, const char *out, const tt_gtensor *o, const bool *reduced)
 {
     int x = input(w, 0);
@@ -835,39 +870,78 @@ static tt_status mean(tw *w, const char *out, const tt_gtensor *o, const bool *r
     int kr;
     tmp(w, acc);
     tt_status s = reduce_stage(w, acc, "+=", x, reduced, &kr, kd);
-    if (s)
-        return s;
-    /* out's variables map to acc's: the kept dims, at their place in out */
-    const char *const *lv = LV(w, o->rank);
-    lhs(w, out, o->dtype, o->rank, o->dims, "=");
-    tt_strbuf_printf(w->sb, "%s[", acc);
-    bool keep = o->rank == X->rank;
-    int k = 0;
-    for (int d = 0, od = 0; d < X->rank; d++) {
-        if (!reduced[d])
-            tt_strbuf_printf(w->sb, "%s%s", k++ ? "," : "", lv[keep ? d : od]);
-        if (keep || !reduced[d])
-            od++;
-    }
-    if (!k)
-        tt_strbuf_append(w->sb, "0");
-    tt_strbuf_append(w->sb, "] / ");
-    lit(w->sb, (double)count, o->dtype);
-    return TT_OK;
+    if (!s)
+        reduce_out(w, out, o, X, acc, reduced, "", (double)count, NULL);
+    return s;
 }
 
-static tt_status w_reduce_mean(tw *w, const char *out, const tt_gtensor *o)
+/* ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceL1, ReduceL2, ReduceSumSquare,
+ * ReduceLogSum, ReduceLogSumExp: an accumulation of each element (itself, abs, square, exp
+ * less the max), then a function of it. */
+static tt_status w_reduce(tw *w, const char *out, const tt_gtensor *o)
 {
-    const tt_gtensor *X = T(w, input(w, 0));
+    tt_gop op = cur(w)->op;
+    int x = input(w, 0);
+    const tt_gtensor *X = T(w, x);
     bool reduced[TT_GRAPH_MAX_RANK] = {false};
-    size_t na;
-    const int64_t *axes = attr_ints(w, "axes", &na);
-    for (int d = 0; d < X->rank; d++) {
-        reduced[d] = !axes;
-        for (size_t i = 0; i < na; i++)
-            reduced[d] |= axis_norm(axes[i], X->rank) == d;
+    if (!tt__graph_reduce_axes(w->g, w->node, reduced))
+        return BAD(w, "its axes are not valid");
+    bool any = false;
+    for (int d = 0; d < X->rank; d++)
+        any |= reduced[d];
+    if (!any) { /* noop_with_empty_axes: the input as it is */
+        lhs(w, out, o->dtype, o->rank, o->dims, "=");
+        return rd(w, w->sb, x, o->rank, LV(w, o->rank));
     }
-    return mean(w, out, o, reduced);
+    if (op == TT_GOP_REDUCE_MEAN)
+        return mean(w, out, o, reduced);
+    bool minmax = op == TT_GOP_REDUCE_MAX || op == TT_GOP_REDUCE_MIN;
+    if (!tt_dtype_is_float(o->dtype) && !minmax && op != TT_GOP_REDUCE_SUM)
+        return UNSUP(w, "%s of %s values", tt_gop_name(op), tt_dtype_name(o->dtype));
+    char acc[NAME_LEN], mx[NAME_LEN] = "";
+    int64_t kd[TT_GRAPH_MAX_RANK];
+    int kr = 0;
+    tt_status s;
+    if (op == TT_GOP_REDUCE_LOG_SUM_EXP) { /* log(sum(exp(x - max))) + max, which cannot overflow */
+        tmp(w, mx);
+        if ((s = reduce_stage(w, mx, "max=", x, reduced, &kr, kd)))
+            return s;
+    }
+    tmp(w, acc);
+    char rv[TT_GRAPH_MAX_RANK][NAME_LEN];
+    const char *idx[TT_GRAPH_MAX_RANK];
+    kr = 0;
+    for (int d = 0; d < X->rank; d++)
+        if (!reduced[d])
+            kd[kr++] = X->dims[d];
+    reduce_index(w, X->rank, X->dims, reduced, rv, idx);
+    lhs(w, acc, X->dtype, kr, kd,
+        op == TT_GOP_REDUCE_MAX   ? "max="
+        : op == TT_GOP_REDUCE_MIN ? "min="
+                                  : "+=");
+    tt_strbuf r = {0};
+    s = rd_at(w, &r, x, idx);
+    const char *v = tt_strbuf_cstr(&r);
+    switch (op) {
+    case TT_GOP_REDUCE_L1: tt_strbuf_printf(w->sb, "abs(%s)", v); break;
+    case TT_GOP_REDUCE_L2:
+    case TT_GOP_REDUCE_SUM_SQUARE: tt_strbuf_printf(w->sb, "%s * %s", v, v); break;
+    case TT_GOP_REDUCE_LOG_SUM_EXP:
+        tt_strbuf_printf(w->sb, "exp(%s - %s[", v, mx);
+        for (int k = 0; k < kr; k++)
+            tt_strbuf_printf(w->sb, "%s%s", k ? "," : "", IV[k]);
+        tt_strbuf_append(w->sb, kr ? "])" : "0])");
+        break;
+    default: tt_strbuf_append(w->sb, v); break;
+    }
+    tt_strbuf_free(&r);
+    if (s)
+        return s;
+    const char *post = op == TT_GOP_REDUCE_L2                                           ? "sqrt"
+                       : op == TT_GOP_REDUCE_LOG_SUM || op == TT_GOP_REDUCE_LOG_SUM_EXP ? "log"
+                                                                                        : "";
+    reduce_out(w, out, o, X, acc, reduced, post, 1, mx[0] ? mx : NULL);
+    return TT_OK;
 }
 
 static tt_status w_global_pool(tw *w, const char *out, const tt_gtensor *o)
@@ -917,19 +991,16 @@ static tt_status w_softmax(tw *w, const char *out, const tt_gtensor *o)
     return TT_OK;
 }
 
-static tt_status w_layer_norm(tw *w, const char *out, const tt_gtensor *o)
+/* (x - mean) / sqrt(variance + eps) * scale + bias over x's `reduced` dims (D elements); scale
+ * and bias broadcast numpy-style (channel < 0) or are per channel (indexed by dim `channel`).
+ * s1 and s2 get the sums of x and of the squared deviations. */
+static tt_status normalize(tw *w, const char *out, const tt_gtensor *o, const bool *reduced,
+                           int64_t D, double eps, int channel, char s1[NAME_LEN], char s2[NAME_LEN])
 {
     int x = input(w, 0), sc = input(w, 1), bi = input(w, 2);
     const tt_gtensor *X = T(w, x);
-    if (!tt_dtype_is_float(o->dtype))
-        return UNSUP(w, "LayerNormalization of %s values", tt_dtype_name(o->dtype));
-    int R = X->rank, axis = axis_norm(attr_int(w, "axis", -1), R);
-    double eps = attr_float(w, "epsilon", 1e-5);
-    bool reduced[TT_GRAPH_MAX_RANK] = {false};
-    int64_t D = 1;
-    for (int d = axis; d < R; d++)
-        reduced[d] = true, D *= X->dims[d];
-    char s1[NAME_LEN], dv[NAME_LEN], s2[NAME_LEN];
+    int R = X->rank;
+    char dv[NAME_LEN];
     int64_t kd[TT_GRAPH_MAX_RANK];
     int kr;
     tmp(w, s1);
@@ -961,14 +1032,54 @@ static tt_status w_layer_norm(tw *w, const char *out, const tt_gtensor *o)
     tt_strbuf_append(w->sb, " + ");
     lit(w->sb, eps, o->dtype);
     tt_strbuf_append(w->sb, ") * ");
-    /* Scale and B have the normalised dims' shape (or broadcast to them) */
-    if ((s = rd(w, w->sb, sc, R, IV)))
+    const char *ch[1] = {channel >= 0 ? IV[channel] : NULL};
+    if ((s = channel >= 0 ? rd_at(w, w->sb, sc, ch) : rd(w, w->sb, sc, R, IV)))
         return s;
     if (bi >= 0) {
         tt_strbuf_append(w->sb, " + ");
-        if ((s = rd(w, w->sb, bi, R, IV)))
+        if ((s = channel >= 0 ? rd_at(w, w->sb, bi, ch) : rd(w, w->sb, bi, R, IV)))
             return s;
     }
+    return TT_OK;
+}
+
+/* InstanceNormalization: each channel of each batch element over its spatial dims, the scale
+ * and bias per channel. */
+static tt_status w_instance_norm(tw *w, const char *out, const tt_gtensor *o)
+{
+    const tt_gtensor *X = T(w, input(w, 0));
+    if (!tt_dtype_is_float(o->dtype))
+        return UNSUP(w, "InstanceNormalization of %s values", tt_dtype_name(o->dtype));
+    if (X->rank < 3)
+        return BAD(w, "takes an input of rank 3 or more (N, C, D1, ...), not %d", X->rank);
+    for (int i = 1; i < 3; i++) {
+        const tt_gtensor *t = input(w, i) >= 0 ? T(w, input(w, i)) : NULL;
+        if (!t || t->rank != 1 || t->dims[0] != X->dims[1])
+            return BAD(w, "input %d must have the %lld channels' values", i, (long long)X->dims[1]);
+    }
+    bool reduced[TT_GRAPH_MAX_RANK] = {false};
+    int64_t D = 1;
+    for (int d = 2; d < X->rank; d++)
+        reduced[d] = true, D *= X->dims[d];
+    char s1[NAME_LEN], s2[NAME_LEN];
+    return normalize(w, out, o, reduced, D, attr_float(w, "epsilon", 1e-5), 1, s1, s2);
+}
+
+static tt_status w_layer_norm(tw *w, const char *out, const tt_gtensor *o)
+{
+    const tt_gtensor *X = T(w, input(w, 0));
+    if (!tt_dtype_is_float(o->dtype))
+        return UNSUP(w, "LayerNormalization of %s values", tt_dtype_name(o->dtype));
+    int R = X->rank, axis = axis_norm(attr_int(w, "axis", -1), R);
+    double eps = attr_float(w, "epsilon", 1e-5);
+    bool reduced[TT_GRAPH_MAX_RANK] = {false};
+    int64_t D = 1;
+    for (int d = axis; d < R; d++)
+        reduced[d] = true, D *= X->dims[d];
+    char s1[NAME_LEN], s2[NAME_LEN];
+    tt_status s = normalize(w, out, o, reduced, D, eps, -1, s1, s2);
+    if (s)
+        return s;
     /* Mean and InvStdDev, when the graph uses them: more outputs of the same kernel */
     for (int k = 1; k < 3 && k < cur(w)->noutputs; k++) {
         int t = cur(w)->outputs[k];
@@ -1281,6 +1392,86 @@ static tt_status w_expand(tw *w, const char *out, const tt_gtensor *o)
 {
     lhs(w, out, o->dtype, o->rank, o->dims, "=");
     return rd(w, w->sb, input(w, 0), o->rank, LV(w, o->rank));
+}
+
+/* Mod: C's remainder (fmod 1, and floats) or the divisor's sign (fmod 0, integers). */
+static tt_status w_mod(tw *w, const char *out, const tt_gtensor *o)
+{
+    const char *const *lv = LV(w, o->rank);
+    tt_strbuf a = {0}, b = {0};
+    tt_status s = rd(w, &a, input(w, 0), o->rank, lv);
+    if (!s)
+        s = rd(w, &b, input(w, 1), o->rank, lv);
+    if (!s) {
+        const char *x = tt_strbuf_cstr(&a), *y = tt_strbuf_cstr(&b);
+        lhs(w, out, o->dtype, o->rank, o->dims, "=");
+        if (tt_dtype_is_float(o->dtype)) /* x - y * trunc(x / y) */
+            tt_strbuf_printf(w->sb,
+                             "%s - %s * select(%s / %s < 0.0, ceil(%s / %s), floor(%s / %s))", x, y,
+                             x, y, x, y, x, y);
+        else if (attr_int(w, "fmod", 0))
+            tt_strbuf_printf(w->sb, "%s %% %s", x, y);
+        else
+            tt_strbuf_printf(w->sb,
+                             "select(%s %% %s != 0 && (%s %% %s < 0) != (%s < 0), %s %% %s + %s, "
+                             "%s %% %s)",
+                             x, y, x, y, y, x, y, y, x, y);
+    }
+    tt_strbuf_free(&a);
+    tt_strbuf_free(&b);
+    return s;
+}
+
+/* Tile: the input read at the output's index modulo its dims. */
+static tt_status w_tile(tw *w, const char *out, const tt_gtensor *o)
+{
+    const char *const *lv = LV(w, o->rank);
+    const tt_gtensor *X = T(w, input(w, 0));
+    char buf[TT_GRAPH_MAX_RANK][48];
+    const char *idx[TT_GRAPH_MAX_RANK];
+    for (int d = 0; d < o->rank; d++) {
+        if (X->dims[d] == o->dims[d])
+            snprintf(buf[d], sizeof(buf[d]), "%s", lv[d]);
+        else
+            snprintf(buf[d], sizeof(buf[d]), "%s %% %lld", lv[d], (long long)X->dims[d]);
+        idx[d] = buf[d];
+    }
+    lhs(w, out, o->dtype, o->rank, o->dims, "=");
+    return rd_at(w, w->sb, input(w, 0), idx);
+}
+
+/* DepthToSpace: out[n, c, h, w] = x[n, channel, h / b, w / b], where the channel is
+ * ((h % b) * b + w % b) * C + c (DCR) or c * b * b + (h % b) * b + w % b (CRD). */
+static tt_status w_depth_to_space(tw *w, const char *out, const tt_gtensor *o)
+{
+    const char *const *lv = LV(w, 4);
+    long long b = (long long)attr_int(w, "blocksize", 1), C = (long long)o->dims[1];
+    char ch[128], h[48], wd[48];
+    if (!strcmp(attr_str(w, "mode", "DCR"), "CRD"))
+        snprintf(ch, sizeof(ch), "%s * %lld + %s %% %lld * %lld + %s %% %lld", lv[1], b * b, lv[2],
+                 b, b, lv[3], b);
+    else
+        snprintf(ch, sizeof(ch), "(%s %% %lld * %lld + %s %% %lld) * %lld + %s", lv[2], b, b, lv[3],
+                 b, C, lv[1]);
+    snprintf(h, sizeof(h), "%s / %lld", lv[2], b);
+    snprintf(wd, sizeof(wd), "%s / %lld", lv[3], b);
+    const char *idx[4] = {lv[0], ch, h, wd};
+    lhs(w, out, o->dtype, 4, o->dims, "=");
+    return rd_at(w, w->sb, input(w, 0), idx);
+}
+
+/* SpaceToDepth: out[n, (bh * b + bw) * C + c, h, w] = x[n, c, h * b + bh, w * b + bw]. */
+static tt_status w_space_to_depth(tw *w, const char *out, const tt_gtensor *o)
+{
+    const char *const *lv = LV(w, 4);
+    long long b = (long long)attr_int(w, "blocksize", 1), C = (long long)T(w, input(w, 0))->dims[1];
+    char ch[48], h[96], wd[96];
+    snprintf(ch, sizeof(ch), "%s %% %lld", lv[1], C);
+    snprintf(h, sizeof(h), "%s * %lld + %s / %lld / %lld", lv[2], b, lv[1], C, b);
+    snprintf(wd, sizeof(wd), "%s * %lld + %s / %lld %% %lld", lv[3], b, lv[1], C, b);
+    const char *idx[4] = {lv[0], ch, h, wd};
+    lhs(w, out, o->dtype, 4, o->dims, "=");
+    return rd_at(w, w->sb, input(w, 0), idx);
 }
 
 /* Shape arithmetic, constants and operators that move no data: no kernel computes them. */

@@ -730,6 +730,8 @@ tt_status tt_expr_eval(const tt_expr_pool *p, tt_eid e, const tt_eval_env *env, 
         case TT_FUNC_SIGMOID: out->f = 1.0 / (1.0 + exp(-x)); break;
         case TT_FUNC_ABS: out->f = fabs(x); break;
         case TT_FUNC_ERF: out->f = erf(x); break;
+        case TT_FUNC_FLOOR: out->f = floor(x); break;
+        case TT_FUNC_CEIL: out->f = ceil(x); break;
         default: return TT_ERR_RUNTIME;
         }
         return TT_OK;

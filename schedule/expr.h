@@ -75,7 +75,9 @@ typedef enum {
     X(TANH, "tanh")                                                                                \
     X(SIGMOID, "sigmoid")                                                                          \
     X(ABS, "abs")                                                                                  \
-    X(ERF, "erf")
+    X(ERF, "erf")                                                                                  \
+    X(FLOOR, "floor")                                                                              \
+    X(CEIL, "ceil")
 
 typedef enum {
 #define TT_FN_ENUM(n, s) TT_FUNC_##n,

@@ -499,6 +499,32 @@ static void a_class_token_folds_and_matches(void **state)
     tt_graph_free(g);
 }
 
+/* Issue #54's second batch of operators matches numpy in both layouts: the logical operators and
+ * Range fold at import (into Tile's repeats), as does a Tile of a constant, and the rest are
+ * kernels. */
+static void more_operators_of_the_zoos_match(void **state)
+{
+    (void)state;
+    tt_graph *g;
+    tt_net *net = small_network("more_ops", &g);
+    if (!net)
+        skip();
+    int folded = 0, kernels = 0;
+    for (size_t i = 0; i < g->nodes.len; i++) {
+        const tt_gnode *n = &g->nodes.data[i];
+        bool logical = n->op == TT_GOP_RANGE || n->op == TT_GOP_NOT || n->op == TT_GOP_AND ||
+                       n->op == TT_GOP_OR || n->op == TT_GOP_TILE;
+        folded += n->removed && logical;
+        kernels += !n->removed && (n->op == TT_GOP_TILE || n->op == TT_GOP_DEPTH_TO_SPACE ||
+                                   n->op == TT_GOP_SPACE_TO_DEPTH || n->op == TT_GOP_MOD ||
+                                   n->op == TT_GOP_INSTANCE_NORM || n->op == TT_GOP_REDUCE_L2);
+    }
+    assert_int_equal(folded, 5); /* and the Tile of a constant */
+    assert_int_equal(kernels, 6);
+    tt_net_free(net);
+    tt_graph_free(g);
+}
+
 static void a_bert_layer_matches(void **state)
 {
     (void)state;
@@ -606,6 +632,7 @@ int main(void)
         cmocka_unit_test(a_bert_layer_matches),
         cmocka_unit_test(every_activation_of_the_zoos_matches),
         cmocka_unit_test(a_class_token_folds_and_matches),
+        cmocka_unit_test(more_operators_of_the_zoos_match),
         cmocka_unit_test(a_second_output_is_ready_for_its_readers),
         cmocka_unit_test(tuned_records_build_the_network),
     };

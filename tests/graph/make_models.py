@@ -16,6 +16,7 @@ bert_layer: a transformer encoder layer: Q/K/V projections, Reshape/Transpose in
 layouts: every operator that may run channels last between convolutions, and tensors that must
   keep the model's order (a second output read through a Reshape).
 layernorm_outputs: LayerNormalization's Mean output read before its main output's consumer.
+activations, class_token, more_ops: the operators of the model zoos (issue #54).
 
 Usage: make_models.py OUTDIR
 """
@@ -391,9 +392,58 @@ def class_token(outdir):
     b.save(outdir, "class_token", x, r, 13)
 
 
+def more_ops(outdir):
+    """Issue #54's second batch: Floor, Ceil and Mod (on inputs a quarter and a half apart, so
+    float32 and float64 round alike); Range, Equal, Not, Less, And, Greater, Or and Where folded
+    at import into Tile's repeats; InstanceNormalization, a Tile of a constant (folded), DepthToSpace (CRD), Tile,
+    SpaceToDepth, and ReduceSum (axes an input), ReduceMax, ReduceL2 and ReduceLogSumExp of the
+    same tensor; opset 13."""
+    b = Builder()
+    x = ((RNG.integers(-8, 8, (1, 4, 6, 6)) + 0.5) / 4).astype(np.float32)
+    w1 = rand(8, 4, 3, 3, scale=0.3)
+    sc, bi = rand(8) + 1.0, rand(8)
+    xd = x.astype(np.float64)
+    fl = b.op("Mul", [b.op("Floor", [b.op("Mul", ["input", b.const(np.float32(2))])]),
+                      b.const(np.float32(0.5))])
+    t = b.op("Add", [b.op("Add", [fl, b.op("Ceil", ["input"])]),
+                     b.op("Mod", ["input", b.const(np.float32(0.7))], fmod=1)])
+    r = np.floor(xd * 2) * 0.5 + np.ceil(xd) + np.fmod(xd, 0.7)
+    t = b.op("Conv", [t, b.const(w1)], pads=[1, 1, 1, 1])
+    r = conv2d(r, w1, pad=1)
+    t = b.op("InstanceNormalization", [t, b.const(sc), b.const(bi)], epsilon=1e-3)
+    m = r.mean(axis=(2, 3), keepdims=True)
+    v = ((r - m) ** 2).mean(axis=(2, 3), keepdims=True)
+    r = (r - m) / np.sqrt(v + 1e-3) * sc.reshape(1, 8, 1, 1) + bi.reshape(1, 8, 1, 1)
+    shift = rand(1, 2, 1, 1)  # a Tile of a constant: a constant
+    t = b.op("Add", [t, b.op("Tile", [b.const(shift), b.const(np.array([1, 4, 1, 1]))])])
+    r = r + np.tile(shift, (1, 4, 1, 1))
+    t = b.op("DepthToSpace", [t], blocksize=2, mode="CRD")
+    r = r.reshape(1, 2, 2, 2, 6, 6).transpose(0, 1, 4, 2, 5, 3).reshape(1, 2, 12, 12)
+    i64 = lambda *v: b.const(np.array(v if len(v) > 1 else v[0], dtype=np.int64))
+    rng = b.op("Range", [i64(1), i64(3), i64(1)])  # [1, 2]
+    keep = b.op("Or", [b.op("And", [b.op("Not", [b.op("Equal", [rng, i64(1)])]),
+                                     b.op("Less", [rng, i64(5)])]),
+                       b.op("Greater", [rng, i64(9)])])  # [False, True]
+    last = b.op("Where", [keep, rng, i64(1, 1)])  # [1, 2]
+    t = b.op("Tile", [t, b.op("Concat", [i64(1, 1), last], axis=0)])
+    r = np.tile(r, (1, 1, 1, 2))
+    t = b.op("Relu", [b.op("SpaceToDepth", [t], blocksize=2)])
+    r = np.maximum(r.reshape(1, 2, 6, 2, 12, 2).transpose(0, 3, 5, 1, 2, 4).reshape(1, 8, 6, 12), 0)
+    s = b.op("ReduceSum", [t, i64(2, 3)], keepdims=1)
+    mx = b.op("ReduceMax", [t], axes=[1], keepdims=1)
+    l2 = b.op("ReduceL2", [t], axes=[3], keepdims=1)
+    lse = b.op("ReduceLogSumExp", [t], axes=[1], keepdims=1)
+    u = b.op("Add", [b.op("Mul", [s, b.const(np.float32(0.01))]), mx])
+    b.op("Add", [b.op("Add", [t, u]), b.op("Add", [l2, lse])])
+    r = (r + r.sum(axis=(2, 3), keepdims=True) * 0.01 + r.max(axis=1, keepdims=True)
+         + np.sqrt((r * r).sum(axis=3, keepdims=True))
+         + np.log(np.exp(r).sum(axis=1, keepdims=True)))
+    b.save(outdir, "more_ops", x, r, 13)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     for make in (resnet_block, mobilenet_block, layouts, bert_layer, layernorm_outputs,
-                 activations, class_token):
+                 activations, class_token, more_ops):
         make(sys.argv[1])
