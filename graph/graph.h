@@ -93,6 +93,7 @@
     X(TILE, "Tile", INJECTIVE, ROW, tile, tile, NULL)                                              \
     X(DEPTH_TO_SPACE, "DepthToSpace", INJECTIVE, ROW, depth_to_space, depth_to_space, NULL)        \
     X(SPACE_TO_DEPTH, "SpaceToDepth", INJECTIVE, ROW, space_to_depth, space_to_depth, NULL)        \
+    X(RESIZE, "Resize", INJECTIVE, ANY, resize, resize, NULL)                                      \
     X(CONSTANT_OF_SHAPE, "ConstantOfShape", NONE, ROW, constant_of_shape, none, NULL)              \
     X(EXPAND, "Expand", INJECTIVE, ROW, expand, expand, NULL)                                      \
     X(MAX_POOL, "MaxPool", REDUCE, ANY, pool, max_pool, NULL)                                      \

@@ -1279,6 +1279,165 @@ static tt_status infer_space_to_depth(const ctx *c)
     return infer_depth_space(c, false);
 }
 
+/* ---- Resize ---- */
+
+/* Where output element o of a resized axis (`out` of `in` elements, `scale` the ratio given or
+ * out / in) reads its input, by coordinate_transformation_mode (ONNX's formulas, in doubles as
+ * its reference does; align_corners divides by the length in x scale, not rounded). */
+static double resize_source(const char *ctm, int64_t o, int64_t in, int64_t out, double scale)
+{
+    double x = (double)o, length = (double)in * scale; /* not rounded, as ONNX's reference */
+    if (!strcmp(ctm, "align_corners"))
+        return length == 1 ? 0 : x * (double)(in - 1) / (length - 1);
+    if (!strcmp(ctm, "asymmetric"))
+        return x / scale;
+    if (!strcmp(ctm, "tf_half_pixel_for_nn"))
+        return (x + 0.5) / scale;
+    if (!strcmp(ctm, "pytorch_half_pixel") && out == 1)
+        return 0;
+    return (x + 0.5) / scale - 0.5; /* half_pixel, pytorch_half_pixel */
+}
+
+static int64_t clamp_index(double v, int64_t in)
+{
+    return v < 0 ? 0 : v > (double)(in - 1) ? in - 1 : (int64_t)v;
+}
+
+/* A constant rank-1 table of n values (int64 indices or weights of `dt`) named for node output
+ * `base`; its tensor index, or -1 when out of memory. */
+static int resize_table(const ctx *c, const char *base, const char *what, int d, tt_dtype dt,
+                        const double *v, int64_t n)
+{
+    char name[512];
+    snprintf(name, sizeof(name), "%s/resize_%s_%d", base, what, d);
+    int t = tt__graph_add_tensor(c->g, name, TT_GT_CONST);
+    if (t < 0)
+        return -1;
+    tt_gtensor *x = &c->g->tensors.data[t];
+    x->dtype = dt;
+    x->rank = 1;
+    x->dims[0] = n;
+    if (!(x->data = tt_arena_alloc(&c->g->arena, (size_t)n * (size_t)tt_dtype_bytes(dt))))
+        return -1;
+    for (int64_t i = 0; i < n; i++)
+        tt__gtensor_set(x, i, v[i]);
+    return t;
+}
+
+/* Resize (opset 11-17): the output shape from `sizes`, or from `scales` (floor(in x scale)); the
+ * modes nearest (every nearest_mode) and linear, every coordinate_transformation_mode but
+ * tf_crop_and_resize.  Each resized axis gets constant tables, appended to the node's inputs
+ * after its four (at 4 + 4d: the first and second index read along axis d, and their weights
+ * for linear), so that the kernel reads x[.., i0[h], ..] without arithmetic of its own. */
+static tt_status infer_resize(const ctx *c)
+{
+    tt_gnode *nd = node_of(c);
+    const tt_gtensor *x = in(c, 0), *scales = in(c, 2), *sizes = in(c, 3);
+    const char *mode = attr_str(c, "mode", "nearest"),
+               *ctm = attr_str(c, "coordinate_transformation_mode", "half_pixel"),
+               *nearest = attr_str(c, "nearest_mode", "round_prefer_floor");
+    bool linear = !strcmp(mode, "linear");
+    if (!linear && strcmp(mode, "nearest"))
+        return tt__graph_node_err(c->g, c->node, c->err, TT_ERR_UNSUPPORTED,
+                                  "mode '%s' is not supported (nearest and linear are)", mode);
+    static const char *const modes[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
+                                        "asymmetric", "tf_half_pixel_for_nn"};
+    bool known = false;
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+        known |= !strcmp(ctm, modes[i]);
+    if (!known)
+        return tt__graph_node_err(c->g, c->node, c->err, TT_ERR_UNSUPPORTED,
+                                  "coordinate_transformation_mode '%s' is not supported", ctm);
+    if (!linear && strcmp(nearest, "round_prefer_floor") && strcmp(nearest, "round_prefer_ceil") &&
+        strcmp(nearest, "floor") && strcmp(nearest, "ceil"))
+        return FAIL(c, "nearest_mode '%s' is not one of ONNX's", nearest);
+    if (linear && !tt_dtype_is_float(x->dtype))
+        return tt__graph_node_err(c->g, c->node, c->err, TT_ERR_UNSUPPORTED,
+                                  "linear Resize of %s values", tt_dtype_name(x->dtype));
+    int R = x->rank;
+    int64_t dims[TT_GRAPH_MAX_RANK];
+    double scale[TT_GRAPH_MAX_RANK];
+    tt_status s;
+    if (sizes && tt_gtensor_numel(sizes) > 0) {
+        int n;
+        if ((s = const_ints(c, 3, "the sizes", dims, &n, TT_GRAPH_MAX_RANK)))
+            return s;
+        if (n != R)
+            return FAIL(c, "has %d sizes for rank %d", n, R);
+        for (int d = 0; d < R; d++)
+            scale[d] = (double)dims[d] / (double)x->dims[d];
+    } else if (scales && tt_gtensor_numel(scales) > 0) {
+        if (scales->kind != TT_GT_CONST)
+            return tt__graph_node_err(c->g, c->node, c->err, TT_ERR_UNSUPPORTED,
+                                      "the scales (input 2, '%s') are computed at run time; "
+                                      "networks are built for static shapes",
+                                      scales->name);
+        if (tt_gtensor_numel(scales) != R || !tt_dtype_is_float(scales->dtype))
+            return FAIL(c, "needs %d float scales", R);
+        for (int d = 0; d < R; d++) {
+            scale[d] = tt__gtensor_value(scales, d);
+            if (!(scale[d] > 0))
+                return FAIL(c, "scale %d is %g", d, scale[d]);
+            dims[d] = (int64_t)floor((double)x->dims[d] * scale[d]);
+        }
+    } else {
+        return FAIL(c, "needs scales or sizes");
+    }
+    for (int d = 0; d < R; d++)
+        if (dims[d] < 1)
+            return FAIL(c, "dimension %d of the result would be %lld", d, (long long)dims[d]);
+    set_shape(out(c, 0), x->dtype, R, dims);
+    const char *base = out(c, 0)->name;
+    tt_dtype wdt = x->dtype;
+    int64_t xdims[TT_GRAPH_MAX_RANK];
+    memcpy(xdims, x->dims, sizeof(xdims)); /* x moves when tables are added */
+    int *inputs = tt_arena_alloc(&c->g->arena, sizeof(int) * (size_t)(4 + 4 * R));
+    if (!inputs)
+        return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < 4 + 4 * R; i++)
+        inputs[i] = i < 4 && i < nd->ninputs ? nd->inputs[i] : -1;
+    for (int d = 0; d < R; d++) {
+        int64_t n = dims[d], len = xdims[d];
+        double *t = malloc(sizeof(double) * 4 * (size_t)n);
+        if (!t)
+            return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
+        double *i0 = t, *i1 = t + n, *w0 = t + 2 * n, *w1 = t + 3 * n;
+        bool identity = n == len;
+        for (int64_t o = 0; o < n; o++) {
+            double v = resize_source(ctm, o, len, n, scale[d]);
+            if (linear) {
+                double f = floor(v);
+                i0[o] = (double)clamp_index(f, len);
+                i1[o] = (double)clamp_index(f + 1, len);
+                w1[o] = v - f;
+                w0[o] = 1 - w1[o];
+                identity &= i0[o] == (double)o && w1[o] == 0;
+            } else {
+                double r = !strcmp(nearest, "floor")               ? floor(v)
+                           : !strcmp(nearest, "ceil")              ? ceil(v)
+                           : !strcmp(nearest, "round_prefer_ceil") ? floor(v + 0.5)
+                                                                   : ceil(v - 0.5);
+                i0[o] = (double)clamp_index(r, len);
+                identity &= i0[o] == (double)o;
+            }
+        }
+        if (!identity) {
+            const char *what[4] = {"i0", "i1", "w0", "w1"};
+            for (int k = 0; k < (linear ? 4 : 1); k++)
+                if ((inputs[4 + 4 * d + k] = resize_table(
+                         c, base, what[k], d, k < 2 ? TT_DT_INT64 : wdt, t + k * n, n)) < 0) {
+                    free(t);
+                    return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
+                }
+        }
+        free(t);
+    }
+    nd = node_of(c);
+    nd->inputs = inputs;
+    nd->ninputs = 4 + 4 * R;
+    return TT_OK;
+}
+
 /* Constant nodes become constants at import and never reach the rules. */
 static tt_status infer_none(const ctx *c)
 {

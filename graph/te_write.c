@@ -1474,6 +1474,45 @@ static tt_status w_space_to_depth(tw *w, const char *out, const tt_gtensor *o)
     return rd_at(w, w->sb, input(w, 0), idx);
 }
 
+/* Resize: x read through the constant tables shape inference made (graph/shape.c): nearest,
+ * x[.., i0[h], i0[w]]; linear, the sum over the corners of x[.., i0|i1[h], i0|i1[w]] times
+ * their weights w0|w1[h] x w0|w1[w]. */
+static tt_status w_resize(tw *w, const char *out, const tt_gtensor *o)
+{
+    const tt_gnode *n = cur(w);
+    const char *const *lv = LV(w, o->rank);
+    int R = o->rank, axes[TT_GRAPH_MAX_RANK], k = 0;
+    bool linear = !strcmp(attr_str(w, "mode", "nearest"), "linear");
+    for (int d = 0; d < R; d++)
+        if (4 + 4 * d < n->ninputs && n->inputs[4 + 4 * d] >= 0)
+            axes[k++] = d;
+    /* the tables read at the output's index: [axis][i0, i1, w0, w1] */
+    tt_strbuf tab[TT_GRAPH_MAX_RANK][4];
+    memset(tab, 0, sizeof(tab));
+    tt_status s = TT_OK;
+    for (int a = 0; a < k && !s; a++)
+        for (int j = 0; j < (linear ? 4 : 1) && !s; j++)
+            s = rd_at(w, &tab[a][j], n->inputs[4 + 4 * axes[a] + j], &lv[axes[a]]);
+    if (!s)
+        lhs(w, out, o->dtype, R, o->dims, "=");
+    for (int corner = 0; corner < (linear ? 1 << k : 1) && !s; corner++) {
+        const char *idx[TT_GRAPH_MAX_RANK];
+        for (int d = 0; d < R; d++)
+            idx[d] = lv[d];
+        for (int a = 0; a < k; a++)
+            idx[axes[a]] = tt_strbuf_cstr(&tab[a][(corner >> a) & 1]);
+        if (corner)
+            tt_strbuf_append(w->sb, " + ");
+        s = rd_at(w, w->sb, n->inputs[0], idx);
+        for (int a = 0; a < k && linear && !s; a++)
+            tt_strbuf_printf(w->sb, " * %s", tt_strbuf_cstr(&tab[a][2 + ((corner >> a) & 1)]));
+    }
+    for (int a = 0; a < k; a++)
+        for (int j = 0; j < 4; j++)
+            tt_strbuf_free(&tab[a][j]);
+    return s;
+}
+
 /* Shape arithmetic, constants and operators that move no data: no kernel computes them. */
 static tt_status w_none(tw *w, const char *out, const tt_gtensor *o)
 {

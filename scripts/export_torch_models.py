@@ -7,22 +7,22 @@ bench/bench_model (speed against PyTorch):
     OUT/<name>/input_0.npy      the input (float32, fixed seed)
     OUT/<name>/output_0.npy     PyTorch's output for it (inference mode)
 
-resnet18      torchvision's ResNet-18, batch 1, 3x224x224
-mobilenet_v2  torchvision's MobileNet-V2, batch 1, 3x224x224
-mobilenet_v3_small, mobilenet_v3_large
-              torchvision's MobileNet-V3 (HardSigmoid, HardSwish), batch 1, 3x224x224
-vit_b_16      torchvision's ViT-B/16 (its class token's Expand), batch 1, 3x224x224
+NAME          any classification model of torchvision (resnet18, mobilenet_v2, swin_t, ...;
+              3x224x224, inception_v3 3x299x299) or segmentation model (fcn_resnet50,
+              deeplabv3_mobilenet_v3_large, lraspp_mobilenet_v3_large: its "out")
 bert_layer    a BERT-base encoder layer (hidden 768, 12 heads, feed-forward 3072, GELU,
-              post-LayerNorm as Hugging Face's BertLayer), batch 1, sequence 128
+              post-LayerNorm as Hugging Face's BertLayer), sequence 128
+NAME.oOPSET.bBATCH
+              exported at that opset (default 13) and batch (default 1), into OUT/NAME.o17.b8
 
 Weights are random (torchvision's initialisation, nothing is downloaded). BatchNormalization
 statistics and affine parameters are randomised too, so folding them into the convolutions is
 tested with values that matter.
 
 Usage: export_torch_models.py OUT [NAME ...]      (default: resnet18, mobilenet_v2,
-                                                   mobilenet_v3_small, bert_layer;
-                                                   mobilenet_v3_large and vit_b_16 on
-                                                   request)
+                                                   mobilenet_v3_small, bert_layer,
+                                                   lraspp_mobilenet_v3_large.o17,
+                                                   mobilenet_v3_small.o17.b8)
        export_torch_models.py --time NAME MODEL_DIR [--threads N] [--repeat N]
            times PyTorch on MODEL_DIR's input: prints one JSON line (bench/bench_model)
 """
@@ -69,19 +69,51 @@ class BertLayer(torch.nn.Module):
         return self.ln2(self.down(torch.nn.functional.gelu(self.up(x))) + x)
 
 
-def build(name):
+class SegmentationOut(torch.nn.Module):
+    """torchvision's segmentation models return a dict; the network's output is its "out"."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)["out"]
+
+
+def parse(spec):
+    """NAME[.oOPSET][.bBATCH] (mobilenet_v3_small.o17.b8): the network, opset and batch."""
+    name, opset, batch = spec.split(".")[0], OPSET, 1
+    for part in spec.split(".")[1:]:
+        if part[:1] == "o" and part[1:].isdigit():
+            opset = int(part[1:])
+        elif part[:1] == "b" and part[1:].isdigit():
+            batch = int(part[1:])
+        else:
+            raise SystemExit(f"export_torch_models.py: '{spec}': '{part}' is neither .oOPSET "
+                             "nor .bBATCH")
+    return name, opset, batch
+
+
+def build(spec):
+    """The network of `spec` and its input shape: ours (bert_layer), any classification model of
+    torchvision (resnet18, swin_t, ...) or any segmentation model (fcn_resnet50, ...), built
+    without pretrained weights (nothing is downloaded)."""
+    name, _, batch = parse(spec)
     torch.manual_seed(0)
-    if name == "resnet18":
-        return torchvision.models.resnet18(), (1, 3, 224, 224)
-    if name == "mobilenet_v2":
-        return torchvision.models.mobilenet_v2(), (1, 3, 224, 224)
     if name == "bert_layer":
-        return BertLayer(), (1, 128, 768)
-    if name in ("mobilenet_v3_small", "mobilenet_v3_large", "vit_b_16"):
-        return getattr(torchvision.models, name)(), (1, 3, 224, 224)
-    raise SystemExit(f"export_torch_models.py: unknown network '{name}' "
-                     "(resnet18, mobilenet_v2, mobilenet_v3_small, mobilenet_v3_large, "
-                     "vit_b_16, bert_layer)")
+        return BertLayer(), (batch, 128, 768)
+    seg = torchvision.models.segmentation
+    if name in seg.__dict__ and callable(seg.__dict__[name]) and not name[0].isupper():
+        model = seg.__dict__[name](weights=None, weights_backbone=None)
+        return SegmentationOut(model), (batch, 3, 224, 224)
+    builder = torchvision.models.__dict__.get(name)
+    if name.startswith("_") or name[0].isupper() or not callable(builder):
+        raise SystemExit(f"export_torch_models.py: unknown network '{name}' (bert_layer, or a "
+                         "model of torchvision.models or torchvision.models.segmentation)")
+    size = 299 if name == "inception_v3" else 224
+    kwargs = {"aux_logits": False, "init_weights": True} if name in ("googlenet",
+                                                                     "inception_v3") else {}
+    return builder(weights=None, **kwargs), (batch, 3, size, size)
 
 
 def randomise_batchnorm(model):
@@ -105,6 +137,7 @@ def randomise_zero_weights(model):
 
 
 def export(out, name):
+    _, opset, _ = parse(name)
     model, shape = build(name)
     model.eval()
     with torch.no_grad():
@@ -115,7 +148,7 @@ def export(out, name):
     os.makedirs(d, exist_ok=True)
     with torch.inference_mode():
         y = model(x)
-    torch.onnx.export(model, (x,), os.path.join(d, "model.onnx"), opset_version=OPSET,
+    torch.onnx.export(model, (x,), os.path.join(d, "model.onnx"), opset_version=opset,
                       input_names=["input"], output_names=["output"], do_constant_folding=True)
     np.save(os.path.join(d, "input_0.npy"), x.numpy())
     np.save(os.path.join(d, "output_0.npy"), y.numpy())
@@ -158,7 +191,8 @@ def main(argv):
         return
     if not argv or argv[0].startswith("-"):
         raise SystemExit(__doc__)
-    for name in argv[1:] or ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "bert_layer"]:
+    for name in argv[1:] or ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "bert_layer",
+                             "lraspp_mobilenet_v3_large.o17", "mobilenet_v3_small.o17.b8"]:
         export(argv[0], name)
 
 

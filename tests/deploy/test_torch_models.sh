@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Whole networks against PyTorch (issue #17): torchvision's ResNet-18, MobileNet-V2 and
-# MobileNet-V3-Small (HardSigmoid, HardSwish: issue #54) and a BERT-base encoder layer, exported to ONNX by scripts/export_torch_models.py with PyTorch's own
-# output, built by tvm-compile --model (default schedules: no tuning in a test) and run by
+# MobileNet-V3-Small (HardSigmoid, HardSwish: issue #54) and a BERT-base encoder layer, and
+# (issue #54) LR-ASPP MobileNet-V3-Large, a segmentation model (Resize, bilinear), at opset 17
+# and MobileNet-V3-Small at opset 17 and batch 8, exported to ONNX by
+# scripts/export_torch_models.py with PyTorch's own output, built by tvm-compile --model (default schedules: no tuning in a test) and run by
 # tvm-net; the outputs must match PyTorch's within 1e-3 relative (max |ours - torch| /
 # max |torch|).
 # usage: test_torch_models.sh BUILD_DIR MODELS_DIR
@@ -11,11 +13,13 @@ models=$2
 py=/usr/bin/python3
 work=$(mktemp -d /tmp/tt-torch-XXXXXX)
 trap 'rm -rf "$work"' EXIT
-for name in resnet18 mobilenet_v2 mobilenet_v3_small bert_layer; do
+for name in resnet18 mobilenet_v2 mobilenet_v3_small bert_layer lraspp_mobilenet_v3_large.o17 \
+    mobilenet_v3_small.o17.b8; do
   d=$models/$name
-  "$bin/tvm-compile" --model "$d/model.onnx" -o "$work/$name" --quiet 2> "$work/$name.warn"
-  "$bin/tvm-net" run "$work/$name.so" -i "$d/input_0.npy" -o "$work/$name.npy" > /dev/null
-  "$py" - "$work/$name.npy" "$d/output_0.npy" "$name" <<'PY'
+  lib=${name//./_} # a C identifier
+  "$bin/tvm-compile" --model "$d/model.onnx" -o "$work/$lib" --quiet 2> "$work/$lib.warn"
+  "$bin/tvm-net" run "$work/$lib.so" -i "$d/input_0.npy" -o "$work/$lib.npy" > /dev/null
+  "$py" - "$work/$lib.npy" "$d/output_0.npy" "$name" <<'PY'
 import sys
 import numpy as np
 ours, torch, name = np.load(sys.argv[1]), np.load(sys.argv[2]), sys.argv[3]

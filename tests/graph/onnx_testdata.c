@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include <cmocka.h>
@@ -31,7 +32,9 @@ int tt_test_bind_int_inputs(const char *dir, tt_gtensor *bind, int max)
             break;
         if (tt_graph_read_tensor(path, &bind[n], &err))
             continue;
-        if (bind[n].dtype == TT_DT_INT64 && bind[n].name[0])
+        bool resize_param = bind[n].dtype == TT_DT_FLOAT32 &&
+                            (!strcmp(bind[n].name, "scales") || !strcmp(bind[n].name, "roi"));
+        if ((bind[n].dtype == TT_DT_INT64 || resize_param) && bind[n].name[0])
             n++;
         else
             tt_test_free_tensors(&bind[n], 1);

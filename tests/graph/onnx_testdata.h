@@ -13,7 +13,8 @@
  * installs it, and CI must not pass by skipping). */
 bool tt_test_have_onnx_testdata(void);
 
-/* The int64 inputs of data set 0 of node test directory `dir`, up to `max`; returns the count.
+/* The int64 inputs of data set 0 of node test directory `dir` and Resize's float "scales" and
+ * "roi", up to `max`, as a deployment fixes them; returns the count.
  * Free them with tt_test_free_tensors. */
 int tt_test_bind_int_inputs(const char *dir, tt_gtensor *bind, int max);
 void tt_test_free_tensors(tt_gtensor *t, int n);

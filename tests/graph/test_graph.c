@@ -96,6 +96,13 @@ static const char *const must_import[] = {
     "test_reduce_log_sum_desc_axes",
     "test_reduce_log_sum_exp_negative_axes_keepdims_random",
     "test_reduce_mean_default_axes_keepdims_random",
+    "test_resize_upsample_scales_linear",
+    "test_resize_downsample_scales_linear_align_corners",
+    "test_resize_downsample_sizes_linear_pytorch_half_pixel",
+    "test_resize_upsample_scales_nearest",
+    "test_resize_upsample_sizes_nearest_floor_align_corners",
+    "test_resize_upsample_sizes_nearest_round_prefer_ceil_asymmetric",
+    "test_resize_upsample_sizes_nearest_ceil_half_pixel",
 };
 
 static void node_tests_import_with_the_expected_shapes(void **state)
