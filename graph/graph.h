@@ -90,6 +90,7 @@
     X(AND, "And", ELEM, ANY, logical, bool_result, NULL)                                           \
     X(OR, "Or", ELEM, ANY, logical, bool_result, NULL)                                             \
     X(RANGE, "Range", NONE, ROW, range, none, NULL)                                                \
+    X(SCATTER_ND, "ScatterND", NONE, ROW, scatter_nd, none, NULL)                                  \
     X(TILE, "Tile", INJECTIVE, ROW, tile, tile, NULL)                                              \
     X(DEPTH_TO_SPACE, "DepthToSpace", INJECTIVE, ROW, depth_to_space, depth_to_space, NULL)        \
     X(SPACE_TO_DEPTH, "SpaceToDepth", INJECTIVE, ROW, space_to_depth, space_to_depth, NULL)        \

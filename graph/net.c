@@ -165,8 +165,13 @@ static tt_status find_aliases(builder *b)
                                       "Dropout's mask output is used; export the model for "
                                       "inference (model.eval())");
         if (n->op == TT_GOP_DROPOUT && n->ninputs > 2 && n->inputs[2] >= 0) {
+            /* training mode with a ratio of 0 drops nothing (torchvision 0.14's Swin writes
+             * its attention dropout so) */
             const tt_gtensor *tm = &g->tensors.data[n->inputs[2]];
-            if (tm->kind != TT_GT_CONST || ((const uint8_t *)tm->data)[0])
+            const tt_gtensor *ratio = n->inputs[1] >= 0 ? &g->tensors.data[n->inputs[1]] : NULL;
+            bool drops = !ratio || ratio->kind != TT_GT_CONST || tt_gtensor_numel(ratio) != 1 ||
+                         tt__gtensor_value(ratio, 0) != 0;
+            if (tm->kind != TT_GT_CONST || (((const uint8_t *)tm->data)[0] && drops))
                 return tt__graph_node_err(g, (int)i, b->err, TT_ERR_UNSUPPORTED,
                                           "Dropout in training mode; export the model for "
                                           "inference (model.eval())");

@@ -7,7 +7,7 @@
 #include "net.h"
 
 /* The most placeholders one fused subgraph reads. */
-#define TT__NET_MAX_INPUTS 32
+#define TT__NET_MAX_INPUTS 56
 
 /* Folds every BatchNormalization whose input is a convolution's (constant weights, no other
  * reader) into that convolution: W' = W * s / sqrt(v + eps) per output channel, B' likewise.

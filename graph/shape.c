@@ -387,16 +387,108 @@ static tt_status fold_binary(const ctx *c, tt_gop op)
     return make_const(c, v);
 }
 
+/* Largest constant a folded ConstantOfShape or Expand makes (elements). */
+enum { FOLD_MAX_MADE = 1 << 24 };
+
+/* Makes output 0 a constant of its dtype and shape from `bytes` of data (copied). */
+static tt_status make_const_bytes(const ctx *c, const void *data, size_t bytes)
+{
+    tt_gtensor *o = out(c, 0);
+    if (!(o->data = tt__graph_copy(c->g, data, bytes)))
+        return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
+    o->kind = TT_GT_CONST;
+    o->producer = -1;
+    node_of(c)->removed = true;
+    return TT_OK;
+}
+
+/* How output 0 of a folded data movement reads its input: broadcast (Expand), repeated (Tile),
+ * sliced (first + step x index) or transposed (perm). */
+typedef enum { MOVE_BROADCAST, MOVE_TILE, MOVE_SLICE, MOVE_TRANSPOSE } move_kind;
+
+typedef struct {
+    move_kind kind;
+    const int64_t *first, *step, *perm;
+} move;
+
+/* A constant x moved into output 0 (its shape set) by `m`: output 0 becomes a constant too. */
+static tt_status fold_move(const ctx *c, const tt_gtensor *x, move m)
+{
+    tt_gtensor *o = out(c, 0);
+    int64_t numel = tt_gtensor_numel(o);
+    if (x->kind != TT_GT_CONST || numel > FOLD_MAX_MADE)
+        return TT_OK;
+    size_t esize = (size_t)tt_dtype_bytes(x->dtype);
+    unsigned char *data = malloc((size_t)(numel ? numel : 1) * esize);
+    if (!data)
+        return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < numel; i++) {
+        int64_t oi[TT_GRAPH_MAX_RANK], xi[TT_GRAPH_MAX_RANK], rem = i, at = 0;
+        for (int d = o->rank - 1; d >= 0; d--) {
+            oi[d] = rem % o->dims[d];
+            rem /= o->dims[d];
+        }
+        for (int d = 0; d < x->rank && m.kind != MOVE_BROADCAST; d++) {
+            if (m.kind == MOVE_TILE)
+                xi[d] = oi[d] % x->dims[d];
+            else if (m.kind == MOVE_SLICE)
+                xi[d] = m.first[d] + m.step[d] * oi[d];
+            else
+                xi[m.perm[d]] = oi[d];
+        }
+        for (int d = 0; d < x->rank && m.kind != MOVE_BROADCAST; d++)
+            at = at * x->dims[d] + xi[d];
+        if (m.kind == MOVE_BROADCAST)
+            at = broadcast_at(o, x, i);
+        memcpy(data + (size_t)i * esize, (const unsigned char *)x->data + (size_t)at * esize,
+               esize);
+    }
+    tt_status s = make_const_bytes(c, data, (size_t)(numel ? numel : 1) * esize);
+    free(data);
+    return s;
+}
+
+/* Arithmetic on float constants (Swin's attention mask, computed from shapes), in doubles,
+ * stored in the output's type. */
+static tt_status fold_float_binary(const ctx *c, tt_gop op)
+{
+    const tt_gtensor *a = in(c, 0), *b = in(c, 1);
+    tt_gtensor *o = out(c, 0);
+    int64_t n = tt_gtensor_numel(o);
+    if (n > FOLD_MAX_MADE)
+        return TT_OK;
+    tt_gtensor t = *o;
+    if (!(t.data = calloc((size_t)(n ? n : 1), (size_t)tt_dtype_bytes(o->dtype))))
+        return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < n; i++) {
+        double x = tt__gtensor_value(a, broadcast_at(o, a, i)),
+               y = tt__gtensor_value(b, broadcast_at(o, b, i));
+        tt__gtensor_set(&t, i,
+                        op == TT_GOP_ADD   ? x + y
+                        : op == TT_GOP_SUB ? x - y
+                        : op == TT_GOP_MUL ? x * y
+                        : op == TT_GOP_DIV ? x / y
+                                           : fmod(x, y));
+    }
+    tt_status s = make_const_bytes(c, t.data, (size_t)(n ? n : 1) * tt_dtype_bytes(o->dtype));
+    free(t.data);
+    return s;
+}
+
 /* Reshape, Squeeze, Unsqueeze, Flatten, Identity of a constant: the same values. */
 static tt_status fold_same_values(const ctx *c)
 {
     const tt_gtensor *x = in(c, 0);
-    if (!foldable(x))
+    if (foldable(x)) {
+        int64_t n = tt_gtensor_numel(x), v[FOLD_MAX_ELEMS];
+        for (int64_t i = 0; i < n; i++)
+            v[i] = ival(x, i);
+        return make_const(c, v);
+    }
+    /* other constants (index tensors, masks, weights) keep their type */
+    if (x->kind != TT_GT_CONST || tt_gtensor_numel(x) > FOLD_MAX_MADE)
         return TT_OK;
-    int64_t n = tt_gtensor_numel(x), v[FOLD_MAX_ELEMS];
-    for (int64_t i = 0; i < n; i++)
-        v[i] = ival(x, i);
-    return make_const(c, v);
+    return make_const_bytes(c, x->data, (size_t)tt_gtensor_numel(x) * tt_dtype_bytes(x->dtype));
 }
 
 /* ---- the operators ---- */
@@ -448,7 +540,7 @@ static tt_status infer_transpose(const ctx *c)
     const int64_t *perm = attr_ints(c, "perm", &np);
     if (perm && np != (size_t)x->rank)
         return FAIL(c, "perm has %zu values for rank %d", np, x->rank);
-    int64_t dims[TT_GRAPH_MAX_RANK];
+    int64_t dims[TT_GRAPH_MAX_RANK], order[TT_GRAPH_MAX_RANK];
     bool seen[TT_GRAPH_MAX_RANK] = {false};
     for (int i = 0; i < x->rank; i++) {
         int64_t p = perm ? perm[i] : x->rank - 1 - i;
@@ -456,9 +548,10 @@ static tt_status infer_transpose(const ctx *c)
             return FAIL(c, "perm is not a permutation of 0..%d", x->rank - 1);
         seen[p] = true;
         dims[i] = x->dims[p];
+        order[i] = p;
     }
     set_shape(out(c, 0), x->dtype, x->rank, dims);
-    return TT_OK;
+    return fold_move(c, x, (move){MOVE_TRANSPOSE, NULL, NULL, order});
 }
 
 static tt_status infer_concat(const ctx *c)
@@ -483,16 +576,30 @@ static tt_status infer_concat(const ctx *c)
                 return FAIL(c, "input %d differs from input 0 in dimension %d (%lld, %lld)", i, d,
                             (long long)t->dims[d], (long long)x->dims[d]);
         dims[axis] += t->dims[axis];
-        all_const = all_const && foldable(t);
+        all_const = all_const && t->kind == TT_GT_CONST && t->dtype == x->dtype;
     }
-    set_shape(out(c, 0), x->dtype, x->rank, dims);
-    if (!all_const || x->rank != 1)
+    tt_gtensor *o = out(c, 0);
+    set_shape(o, x->dtype, x->rank, dims);
+    int64_t numel = tt_gtensor_numel(o), outer = 1, inner = 1;
+    if (!all_const || numel > FOLD_MAX_MADE)
         return TT_OK;
-    int64_t v[FOLD_MAX_ELEMS], k = 0;
-    for (int i = 0; i < node_of(c)->ninputs; i++)
-        for (int64_t j = 0; j < in(c, i)->dims[0] && k < FOLD_MAX_ELEMS; j++)
-            v[k++] = ival(in(c, i), j);
-    return k == dims[0] ? make_const(c, v) : TT_OK;
+    /* constants (shapes, Swin's mask indices): each input's rows in turn */
+    for (int d = 0; d < x->rank; d++)
+        *(d < axis ? &outer : &inner) *= d == axis ? 1 : dims[d];
+    size_t esize = (size_t)tt_dtype_bytes(x->dtype);
+    unsigned char *data = malloc((size_t)(numel ? numel : 1) * esize), *p = data;
+    if (!data)
+        return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
+    for (int64_t b = 0; b < outer; b++)
+        for (int i = 0; i < node_of(c)->ninputs; i++) {
+            const tt_gtensor *t = in(c, i);
+            size_t n = (size_t)(t->dims[axis] * inner) * esize;
+            memcpy(p, (const unsigned char *)t->data + (size_t)b * n, n);
+            p += n;
+        }
+    s = make_const_bytes(c, data, (size_t)(numel ? numel : 1) * esize);
+    free(data);
+    return s;
 }
 
 static tt_status infer_split(const ctx *c)
@@ -593,12 +700,7 @@ static tt_status infer_slice(const ctx *c)
     if (s)
         return s;
     set_shape(out(c, 0), x->dtype, x->rank, dims);
-    if (!foldable(x) || x->rank != 1)
-        return TT_OK;
-    int64_t v[FOLD_MAX_ELEMS];
-    for (int64_t i = 0; i < dims[0]; i++)
-        v[i] = ival(x, first[0] + i * step[0]);
-    return make_const(c, v);
+    return fold_move(c, x, (move){MOVE_SLICE, first, step, NULL});
 }
 
 /* The axes of Squeeze/Unsqueeze/ReduceMean: input 1 from opset 13 (18 for ReduceMean), else the
@@ -821,7 +923,20 @@ static tt_status infer_cast(const ctx *c)
         }
         return s;
     }
-    return TT_OK;
+    /* other constants (Swin's float mask cast to bool): element by element; to bool, nonzero */
+    int64_t n = tt_gtensor_numel(x);
+    if (x->kind != TT_GT_CONST || n > FOLD_MAX_MADE)
+        return TT_OK;
+    tt_gtensor t = *out(c, 0);
+    if (!(t.data = calloc((size_t)(n ? n : 1), (size_t)tt_dtype_bytes(dt))))
+        return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < n; i++) {
+        double v = tt__gtensor_value(x, i);
+        tt__gtensor_set(&t, i, dt == TT_DT_BOOL ? v != 0 : v);
+    }
+    tt_status s = make_const_bytes(c, t.data, (size_t)(n ? n : 1) * tt_dtype_bytes(dt));
+    free(t.data);
+    return s;
 }
 
 static tt_status infer_flatten(const ctx *c)
@@ -861,7 +976,11 @@ static tt_status infer_binary(const ctx *c)
         return FAIL(c, "fmod must be 1 for %s inputs", tt_dtype_name(x->dtype));
     bool arithmetic = n->op == TT_GOP_ADD || n->op == TT_GOP_SUB || n->op == TT_GOP_MUL ||
                       n->op == TT_GOP_DIV || n->op == TT_GOP_MOD;
-    return arithmetic && foldable(x) && foldable(b) ? fold_binary(c, n->op) : TT_OK;
+    if (!arithmetic || x->kind != TT_GT_CONST || b->kind != TT_GT_CONST)
+        return TT_OK;
+    if (foldable(x) && foldable(b))
+        return fold_binary(c, n->op);
+    return tt_dtype_is_float(x->dtype) ? fold_float_binary(c, n->op) : TT_OK;
 }
 
 /* Any number of inputs of one type, broadcast together (Min, Max). */
@@ -966,21 +1085,6 @@ static tt_status infer_unsqueeze(const ctx *c)
     return squeeze_shape(c, true);
 }
 
-/* Largest constant a folded ConstantOfShape or Expand makes (elements). */
-enum { FOLD_MAX_MADE = 1 << 24 };
-
-/* Makes output 0 a constant of its dtype and shape from `bytes` of data (copied). */
-static tt_status make_const_bytes(const ctx *c, const void *data, size_t bytes)
-{
-    tt_gtensor *o = out(c, 0);
-    if (!(o->data = tt__graph_copy(c->g, data, bytes)))
-        return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
-    o->kind = TT_GT_CONST;
-    o->producer = -1;
-    node_of(c)->removed = true;
-    return TT_OK;
-}
-
 /* Output 0 is a bool tensor of a and b broadcast together. */
 static tt_status bool_result(const ctx *c, const tt_gtensor *a, const tt_gtensor *b)
 {
@@ -1005,18 +1109,30 @@ static tt_status infer_compare(const ctx *c)
         return s;
     tt_gtensor *o = out(c, 0);
     int64_t n = tt_gtensor_numel(o);
-    if (!foldable(a) || !foldable(b) || n > FOLD_MAX_ELEMS)
+    if (a->kind != TT_GT_CONST || b->kind != TT_GT_CONST || n > FOLD_MAX_MADE)
         return TT_OK;
-    uint8_t v[FOLD_MAX_ELEMS];
+    uint8_t *v = malloc((size_t)(n ? n : 1));
+    if (!v)
+        return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
     for (int64_t i = 0; i < n; i++) {
-        int64_t x = ival(a, broadcast_at(o, a, i)), y = ival(b, broadcast_at(o, b, i));
-        v[i] = op == TT_GOP_EQUAL ? x == y : op == TT_GOP_LESS ? x < y : x > y;
+        /* integers exactly; floats (Swin's mask != 0) as doubles */
+        int64_t ia = broadcast_at(o, a, i), ib = broadcast_at(o, b, i);
+        int cmp;
+        if (foldable(a) && foldable(b)) {
+            int64_t x = ival(a, ia), y = ival(b, ib);
+            cmp = (x > y) - (x < y);
+        } else {
+            double x = tt__gtensor_value(a, ia), y = tt__gtensor_value(b, ib);
+            cmp = (x > y) - (x < y);
+        }
+        v[i] = op == TT_GOP_EQUAL ? cmp == 0 : op == TT_GOP_LESS ? cmp < 0 : cmp > 0;
     }
-    return make_const_bytes(c, v, (size_t)n);
+    s = make_const_bytes(c, v, (size_t)(n ? n : 1));
+    free(v);
+    return s;
 }
 
-/* Where(cond, x, y): broadcast of the three, x's type; folded when all three are constants
- * (cond bool, x and y integers). */
+/* Where(cond, x, y): broadcast of the three, x's type; folded when all three are constants. */
 static tt_status infer_where(const ctx *c)
 {
     const tt_gtensor *cond = in(c, 0), *x = in(c, 1), *y = in(c, 2);
@@ -1039,14 +1155,22 @@ static tt_status infer_where(const ctx *c)
     }
     tt_gtensor *o = out(c, 0);
     set_shape(o, x->dtype, shape.rank, shape.dims);
-    int64_t n = tt_gtensor_numel(o), v[FOLD_MAX_ELEMS];
-    if (cond->kind != TT_GT_CONST || !foldable(x) || !foldable(y) || n > FOLD_MAX_ELEMS)
+    int64_t n = tt_gtensor_numel(o);
+    if (cond->kind != TT_GT_CONST || x->kind != TT_GT_CONST || y->kind != TT_GT_CONST ||
+        n > FOLD_MAX_MADE)
         return TT_OK;
-    for (int64_t i = 0; i < n; i++)
-        v[i] = ((const uint8_t *)cond->data)[broadcast_at(o, cond, i)]
-                   ? ival(x, broadcast_at(o, x, i))
-                   : ival(y, broadcast_at(o, y, i));
-    return make_const(c, v);
+    size_t esize = (size_t)tt_dtype_bytes(x->dtype);
+    unsigned char *v = malloc((size_t)(n ? n : 1) * esize);
+    if (!v)
+        return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < n; i++) {
+        const tt_gtensor *t = ((const uint8_t *)cond->data)[broadcast_at(o, cond, i)] ? x : y;
+        memcpy(v + (size_t)i * esize,
+               (const unsigned char *)t->data + (size_t)broadcast_at(o, t, i) * esize, esize);
+    }
+    tt_status s = make_const_bytes(c, v, (size_t)(n ? n : 1) * esize);
+    free(v);
+    return s;
 }
 
 /* ConstantOfShape: a constant of the shape its input gives, every element the `value`
@@ -1086,35 +1210,6 @@ static tt_status infer_constant_of_shape(const ctx *c)
     return s;
 }
 
-/* A constant x copied into output 0 (its shape set), broadcast (Expand) or repeated (Tile):
- * output 0 becomes a constant too. */
-static tt_status fold_copy(const ctx *c, const tt_gtensor *x, bool tile)
-{
-    tt_gtensor *o = out(c, 0);
-    int64_t numel = tt_gtensor_numel(o);
-    if (x->kind != TT_GT_CONST || numel > FOLD_MAX_MADE)
-        return TT_OK;
-    size_t esize = (size_t)tt_dtype_bytes(x->dtype);
-    unsigned char *data = malloc((size_t)(numel ? numel : 1) * esize);
-    if (!data)
-        return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
-    for (int64_t i = 0; i < numel; i++) {
-        int64_t at = 0, rem = i, st = 1;
-        for (int d = o->rank - 1; tile && d >= 0; d--) {
-            at += rem % o->dims[d] % x->dims[d] * st;
-            rem /= o->dims[d];
-            st *= x->dims[d];
-        }
-        if (!tile)
-            at = broadcast_at(o, x, i);
-        memcpy(data + (size_t)i * esize, (const unsigned char *)x->data + (size_t)at * esize,
-               esize);
-    }
-    tt_status s = make_const_bytes(c, data, (size_t)(numel ? numel : 1) * esize);
-    free(data);
-    return s;
-}
-
 /* Expand: x broadcast with the shape its second input gives (both ways, as numpy's
  * broadcast_to after broadcasting the shapes); folded when x is a constant, else a kernel
  * (te_write.c). */
@@ -1133,7 +1228,7 @@ static tt_status infer_expand(const ctx *c)
     if ((s = broadcast(c, x, &want, &r, dims)))
         return s;
     set_shape(out(c, 0), x->dtype, r, dims);
-    return fold_copy(c, x, false);
+    return fold_move(c, x, (move){MOVE_BROADCAST, NULL, NULL, NULL});
 }
 
 /* Not, And, Or: bool tensors, folded when their inputs are constants (the masks exporters compute
@@ -1237,7 +1332,7 @@ static tt_status infer_tile(const ctx *c)
         dims[d] = x->dims[d] * rep[d];
     }
     set_shape(out(c, 0), x->dtype, x->rank, dims);
-    return fold_copy(c, x, true);
+    return fold_move(c, x, (move){MOVE_TILE, NULL, NULL, NULL});
 }
 
 /* DepthToSpace and SpaceToDepth: NCHW, blocks of blocksize x blocksize moved between the
@@ -1277,6 +1372,70 @@ static tt_status infer_depth_to_space(const ctx *c)
 static tt_status infer_space_to_depth(const ctx *c)
 {
     return infer_depth_space(c, false);
+}
+
+/* ScatterND of constants (the masks exporters compute from shapes: Swin's shifted windows):
+ * data with slices replaced by updates at the index tuples, folded at import.  Of a value
+ * computed at run time it is refused. */
+static tt_status infer_scatter_nd(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0), *idx = in(c, 1), *upd = in(c, 2);
+    if (!idx || !upd)
+        return FAIL(c, "needs three inputs (data, indices, updates)");
+    if (idx->dtype != TT_DT_INT64 || idx->rank < 1)
+        return FAIL(c, "indices must be int64 of rank 1 or more");
+    int k = (int)idx->dims[idx->rank - 1];
+    if (k < 1 || k > x->rank || upd->dtype != x->dtype || upd->rank != idx->rank - 1 + x->rank - k)
+        return FAIL(c,
+                    "indices (last dimension %d) and updates (rank %d) do not fit the data "
+                    "(rank %d)",
+                    k, upd->rank, x->rank);
+    for (int d = 0; d < upd->rank; d++)
+        if (upd->dims[d] != (d < idx->rank - 1 ? idx->dims[d] : x->dims[d - (idx->rank - 1) + k]))
+            return FAIL(c, "updates dimension %d is %lld, not what the indices and data make", d,
+                        (long long)upd->dims[d]);
+    const char *red = attr_str(c, "reduction", "none");
+    if (strcmp(red, "none"))
+        return tt__graph_node_err(c->g, c->node, c->err, TT_ERR_UNSUPPORTED,
+                                  "reduction '%s' is not supported", red);
+    tt_gtensor *o = out(c, 0);
+    set_shape(o, x->dtype, x->rank, x->dims);
+    for (int i = 0; i < 3; i++)
+        if (in(c, i)->kind != TT_GT_CONST)
+            return tt__graph_node_err(c->g, c->node, c->err, TT_ERR_UNSUPPORTED,
+                                      "input %d ('%s') is computed at run time; ScatterND is "
+                                      "folded at import, of constants only",
+                                      i, in(c, i)->name);
+    int64_t numel = tt_gtensor_numel(o), slice = 1, tuples = tt_gtensor_numel(idx) / k;
+    if (numel > FOLD_MAX_MADE)
+        return tt__graph_node_err(c->g, c->node, c->err, TT_ERR_LIMIT,
+                                  "a constant of %lld elements is larger than import makes (%d)",
+                                  (long long)numel, FOLD_MAX_MADE);
+    for (int d = k; d < x->rank; d++)
+        slice *= x->dims[d];
+    size_t esize = (size_t)tt_dtype_bytes(x->dtype);
+    unsigned char *data = malloc((size_t)(numel ? numel : 1) * esize);
+    if (!data)
+        return tt_err(c->err, TT_ERR_NOMEM, "out of memory");
+    memcpy(data, x->data, (size_t)numel * esize);
+    for (int64_t t = 0; t < tuples; t++) {
+        int64_t at = 0;
+        for (int d = 0; d < k; d++) {
+            int64_t i = ival(idx, t * k + d);
+            if (i < -x->dims[d] || i >= x->dims[d]) {
+                free(data);
+                return FAIL(c, "index %lld is out of range for dimension %d (%lld)", (long long)i,
+                            d, (long long)x->dims[d]);
+            }
+            at = at * x->dims[d] + (i < 0 ? i + x->dims[d] : i);
+        }
+        memcpy(data + (size_t)(at * slice) * esize,
+               (const unsigned char *)upd->data + (size_t)(t * slice) * esize,
+               (size_t)slice * esize);
+    }
+    tt_status s = make_const_bytes(c, data, (size_t)(numel ? numel : 1) * esize);
+    free(data);
+    return s;
 }
 
 /* ---- Resize ---- */
@@ -1474,7 +1633,8 @@ tt_status tt__graph_infer(tt_graph *g, tt_errbuf *err)
         const tt_gnode *n = &g->nodes.data[i];
         for (int k = 0; k < n->noutputs; k++) {
             const tt_gtensor *o = n->outputs[k] >= 0 ? &g->tensors.data[n->outputs[k]] : NULL;
-            if (o && o->rank > 0 && tt_gtensor_numel(o) <= 0)
+            /* an empty constant is shape arithmetic's business (Swin's empty mask slices) */
+            if (o && o->rank > 0 && tt_gtensor_numel(o) <= 0 && o->kind != TT_GT_CONST)
                 return tt__graph_node_err(g, (int)i, err, TT_ERR_UNSUPPORTED,
                                           "output %d ('%s') would be empty (empty tensors are "
                                           "not supported)",

@@ -20,7 +20,7 @@ statistics and affine parameters are randomised too, so folding them into the co
 tested with values that matter.
 
 Usage: export_torch_models.py OUT [NAME ...]      (default: resnet18, mobilenet_v2,
-                                                   mobilenet_v3_small, bert_layer,
+                                                   mobilenet_v3_small, bert_layer, swin_t,
                                                    lraspp_mobilenet_v3_large.o17,
                                                    mobilenet_v3_small.o17.b8)
        export_torch_models.py --time NAME MODEL_DIR [--threads N] [--repeat N]
@@ -192,7 +192,8 @@ def main(argv):
     if not argv or argv[0].startswith("-"):
         raise SystemExit(__doc__)
     for name in argv[1:] or ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "bert_layer",
-                             "lraspp_mobilenet_v3_large.o17", "mobilenet_v3_small.o17.b8"]:
+                             "swin_t", "lraspp_mobilenet_v3_large.o17",
+                             "mobilenet_v3_small.o17.b8"]:
         export(argv[0], name)
 
 

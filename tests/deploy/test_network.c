@@ -525,6 +525,25 @@ static void more_operators_of_the_zoos_match(void **state)
     tt_graph_free(g);
 }
 
+/* Swin's shifted-window mask: ScatterND, Transpose, Concat, float arithmetic, comparison and
+ * Cast on constants fold at import, so one kernel is left (Add, Softmax; the Dropout of ratio 0
+ * in training mode is an alias), and it matches numpy. */
+static void a_shifted_window_mask_folds_and_matches(void **state)
+{
+    (void)state;
+    tt_graph *g;
+    tt_net *net = small_network("shifted_window_mask", &g);
+    if (!net)
+        skip();
+    int folded = 0;
+    for (size_t i = 0; i < g->nodes.len; i++)
+        folded += g->nodes.data[i].removed;
+    assert_true(folded >= 10);
+    assert_int_equal(net->tasks.len, 1);
+    tt_net_free(net);
+    tt_graph_free(g);
+}
+
 static void a_bert_layer_matches(void **state)
 {
     (void)state;
@@ -633,6 +652,7 @@ int main(void)
         cmocka_unit_test(every_activation_of_the_zoos_matches),
         cmocka_unit_test(a_class_token_folds_and_matches),
         cmocka_unit_test(more_operators_of_the_zoos_match),
+        cmocka_unit_test(a_shifted_window_mask_folds_and_matches),
         cmocka_unit_test(a_second_output_is_ready_for_its_readers),
         cmocka_unit_test(tuned_records_build_the_network),
     };

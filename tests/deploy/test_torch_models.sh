@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Whole networks against PyTorch (issue #17): torchvision's ResNet-18, MobileNet-V2 and
-# MobileNet-V3-Small (HardSigmoid, HardSwish: issue #54) and a BERT-base encoder layer, and
-# (issue #54) LR-ASPP MobileNet-V3-Large, a segmentation model (Resize, bilinear), at opset 17
-# and MobileNet-V3-Small at opset 17 and batch 8, exported to ONNX by
-# scripts/export_torch_models.py with PyTorch's own output, built by tvm-compile --model (default schedules: no tuning in a test) and run by
-# tvm-net; the outputs must match PyTorch's within 1e-3 relative (max |ours - torch| /
-# max |torch|).
+# MobileNet-V3-Small (HardSigmoid, HardSwish: issue #54), a BERT-base encoder layer and (issue
+# #54) Swin-T (its shifted-window mask folded at import), LR-ASPP MobileNet-V3-Large at opset 17
+# (segmentation: bilinear Resize) and MobileNet-V3-Small at opset 17 and batch 8, exported to
+# ONNX by scripts/export_torch_models.py with PyTorch's own output, built by tvm-compile --model
+# (default schedules: no tuning in a test) and run by tvm-net; the outputs must match PyTorch's
+# within 1e-3 relative (max |ours - torch| / max |torch|).
 # usage: test_torch_models.sh BUILD_DIR MODELS_DIR
 set -euo pipefail
 bin=$1/bin
@@ -13,7 +13,7 @@ models=$2
 py=/usr/bin/python3
 work=$(mktemp -d /tmp/tt-torch-XXXXXX)
 trap 'rm -rf "$work"' EXIT
-for name in resnet18 mobilenet_v2 mobilenet_v3_small bert_layer lraspp_mobilenet_v3_large.o17 \
+for name in resnet18 mobilenet_v2 mobilenet_v3_small bert_layer swin_t lraspp_mobilenet_v3_large.o17 \
     mobilenet_v3_small.o17.b8; do
   d=$models/$name
   lib=${name//./_} # a C identifier

@@ -16,7 +16,8 @@ bert_layer: a transformer encoder layer: Q/K/V projections, Reshape/Transpose in
 layouts: every operator that may run channels last between convolutions, and tensors that must
   keep the model's order (a second output read through a Reshape).
 layernorm_outputs: LayerNormalization's Mean output read before its main output's consumer.
-activations, class_token, more_ops: the operators of the model zoos (issue #54).
+activations, class_token, more_ops, shifted_window_mask: the operators of the model zoos
+  (issue #54).
 
 Usage: make_models.py OUTDIR
 """
@@ -441,9 +442,34 @@ def more_ops(outdir):
     b.save(outdir, "more_ops", x, r, 13)
 
 
+def shifted_window_mask(outdir):
+    """What torch.onnx writes for Swin's shifted-window attention mask, all of it folded at
+    import: a float ConstantOfShape, ScatterND of region numbers into it, Transpose and Concat
+    of constants, float Sub, Equal and Cast to bool on constants, Where; then added to the
+    attention scores (the input), Softmax, and Dropout in training mode with a ratio of 0 (as
+    torchvision 0.14 exports it)."""
+    b = Builder()
+    x = rand(1, 2, 4, 4)
+    zeros = b.op("ConstantOfShape", [b.const(np.array([4, 1], dtype=np.int64))],
+                 value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.0]))
+    idx = b.op("Transpose", [b.const(np.array([[2, 3]], dtype=np.int64))], perm=[1, 0])
+    region = b.op("ScatterND", [zeros, idx, b.const(np.array([[1.0], [2.0]], dtype=np.float32))])
+    rows = b.op("Reshape", [region, b.const(np.array([1, 4], dtype=np.int64))])
+    cols = b.op("Reshape", [region, b.const(np.array([4, 1], dtype=np.int64))])
+    diff = b.op("Sub", [b.op("Concat", [rows, rows, rows, rows], axis=0), cols])
+    same = b.op("Cast", [b.op("Equal", [diff, b.const(np.float32(0))])], to=TensorProto.BOOL)
+    mask = b.op("Where", [same, b.const(np.float32(0)), b.const(np.float32(-100))])
+    t = b.op("Softmax", [b.op("Add", ["input", mask])], axis=-1)
+    b.op("Dropout", [t, b.const(np.float32(0)), b.const(np.array(True))])
+    reg = np.array([0, 0, 1, 2], dtype=np.float64)
+    m = np.where(reg[None, :] - reg[:, None] == 0, 0.0, -100.0)
+    r = softmax(x.astype(np.float64) + m)
+    b.save(outdir, "shifted_window_mask", x, r, 13)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     for make in (resnet_block, mobilenet_block, layouts, bert_layer, layernorm_outputs,
-                 activations, class_token, more_ops):
+                 activations, class_token, more_ops, shifted_window_mask):
         make(sys.argv[1])
