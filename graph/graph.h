@@ -112,6 +112,9 @@
     X(REDUCE_SUM_SQUARE, "ReduceSumSquare", REDUCE, ROW, reduce, reduce, NULL)                     \
     X(REDUCE_LOG_SUM, "ReduceLogSum", REDUCE, ROW, reduce, reduce, NULL)                           \
     X(REDUCE_LOG_SUM_EXP, "ReduceLogSumExp", REDUCE, ROW, reduce, reduce, NULL)                    \
+    X(REDUCE_PROD, "ReduceProd", REDUCE, ROW, reduce, reduce, NULL)                                \
+    X(ARG_MAX, "ArgMax", REDUCE, ROW, arg, arg, NULL)                                              \
+    X(ARG_MIN, "ArgMin", REDUCE, ROW, arg, arg, NULL)                                              \
     X(SOFTMAX, "Softmax", REDUCE, ROW, same, softmax, NULL)                                        \
     X(RESHAPE, "Reshape", ALIAS, ROW, reshape, none, NULL)                                         \
     X(FLATTEN, "Flatten", ALIAS, ROW, flatten, none, NULL)                                         \
@@ -122,6 +125,7 @@
     X(SQUEEZE, "Squeeze", ALIAS, ROW, squeeze, none, NULL)                                         \
     X(UNSQUEEZE, "Unsqueeze", ALIAS, ROW, unsqueeze, none, NULL)                                   \
     X(GATHER, "Gather", INJECTIVE, ROW, gather, gather, NULL)                                      \
+    X(GATHER_ELEMENTS, "GatherElements", INJECTIVE, ROW, gather_elements, gather_elements, NULL)   \
     X(PAD, "Pad", INJECTIVE, ANY, pad, pad, NULL)                                                  \
     X(IDENTITY, "Identity", ALIAS, ROW, identity, unary, NULL)                                     \
     X(DROPOUT, "Dropout", ALIAS, ROW, dropout, unary, NULL)                                        \

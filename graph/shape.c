@@ -1438,6 +1438,51 @@ static tt_status infer_scatter_nd(const ctx *c)
     return s;
 }
 
+/* GatherElements: the indices' shape, the data's type; indices of the data's rank, no larger
+ * than it off the axis, and (when constant) in range. */
+static tt_status infer_gather_elements(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0), *idx = in(c, 1);
+    if (!idx || (idx->dtype != TT_DT_INT64 && idx->dtype != TT_DT_INT32))
+        return FAIL(c, "indices must be int32 or int64");
+    int axis;
+    tt_status s = axis_of(c, attr_int(c, "axis", 0), x->rank, &axis);
+    if (s)
+        return s;
+    if (idx->rank != x->rank)
+        return FAIL(c, "indices have rank %d, the data %d", idx->rank, x->rank);
+    for (int d = 0; d < x->rank; d++)
+        if (d != axis && idx->dims[d] > x->dims[d])
+            return FAIL(c, "indices dimension %d (%lld) is larger than the data's (%lld)", d,
+                        (long long)idx->dims[d], (long long)x->dims[d]);
+    if (idx->kind == TT_GT_CONST)
+        for (int64_t i = 0; i < tt_gtensor_numel(idx); i++) {
+            int64_t k = ival(idx, i);
+            if (k < -x->dims[axis] || k >= x->dims[axis])
+                return FAIL(c, "index %lld is out of range for dimension %d (%lld)", (long long)k,
+                            axis, (long long)x->dims[axis]);
+        }
+    set_shape(out(c, 0), x->dtype, idx->rank, idx->dims);
+    return TT_OK;
+}
+
+/* ArgMax, ArgMin: int64 indices along `axis`, kept as 1 (keepdims) or dropped. */
+static tt_status infer_arg(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0);
+    int axis;
+    tt_status s = axis_of(c, attr_int(c, "axis", 0), x->rank, &axis);
+    if (s)
+        return s;
+    int64_t dims[TT_GRAPH_MAX_RANK];
+    int r = 0;
+    for (int d = 0; d < x->rank; d++)
+        if (d != axis || attr_int(c, "keepdims", 1))
+            dims[r++] = d == axis ? 1 : x->dims[d];
+    set_shape(out(c, 0), TT_DT_INT64, r, dims);
+    return TT_OK;
+}
+
 /* ---- Resize ---- */
 
 /* Where output element o of a resized axis (`out` of `in` elements, `scale` the ratio given or

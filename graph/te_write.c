@@ -895,8 +895,9 @@ static tt_status w_reduce(tw *w, const char *out, const tt_gtensor *o)
     }
     if (op == TT_GOP_REDUCE_MEAN)
         return mean(w, out, o, reduced);
-    bool minmax = op == TT_GOP_REDUCE_MAX || op == TT_GOP_REDUCE_MIN;
-    if (!tt_dtype_is_float(o->dtype) && !minmax && op != TT_GOP_REDUCE_SUM)
+    bool integral = op == TT_GOP_REDUCE_MAX || op == TT_GOP_REDUCE_MIN ||
+                    op == TT_GOP_REDUCE_PROD || op == TT_GOP_REDUCE_SUM; /* exact on integers */
+    if (!tt_dtype_is_float(o->dtype) && !integral)
         return UNSUP(w, "%s of %s values", tt_gop_name(op), tt_dtype_name(o->dtype));
     char acc[NAME_LEN], mx[NAME_LEN] = "";
     int64_t kd[TT_GRAPH_MAX_RANK];
@@ -916,9 +917,10 @@ static tt_status w_reduce(tw *w, const char *out, const tt_gtensor *o)
             kd[kr++] = X->dims[d];
     reduce_index(w, X->rank, X->dims, reduced, rv, idx);
     lhs(w, acc, X->dtype, kr, kd,
-        op == TT_GOP_REDUCE_MAX   ? "max="
-        : op == TT_GOP_REDUCE_MIN ? "min="
-                                  : "+=");
+        op == TT_GOP_REDUCE_MAX    ? "max="
+        : op == TT_GOP_REDUCE_MIN  ? "min="
+        : op == TT_GOP_REDUCE_PROD ? "*="
+                                   : "+=");
     tt_strbuf r = {0};
     s = rd_at(w, &r, x, idx);
     const char *v = tt_strbuf_cstr(&r);
@@ -988,6 +990,39 @@ static tt_status w_softmax(tw *w, const char *out, const tt_gtensor *o)
     indexed(w, w->sb, e, R, IV);
     tt_strbuf_append(w->sb, " / ");
     kept_read(w->sb, sum, R, reduced);
+    return TT_OK;
+}
+
+/* ArgMax, ArgMin: the extreme value along the axis, then the least index that holds it (the
+ * greatest with select_last_index). */
+static tt_status w_arg(tw *w, const char *out, const tt_gtensor *o)
+{
+    int x = input(w, 0);
+    const tt_gtensor *X = T(w, x);
+    bool max = cur(w)->op == TT_GOP_ARG_MAX, last = attr_int(w, "select_last_index", 0) != 0;
+    int axis = axis_norm(attr_int(w, "axis", 0), X->rank);
+    bool reduced[TT_GRAPH_MAX_RANK] = {false};
+    reduced[axis] = true;
+    char m[NAME_LEN], acc[NAME_LEN], rv[TT_GRAPH_MAX_RANK][NAME_LEN];
+    const char *idx[TT_GRAPH_MAX_RANK];
+    int64_t kd[TT_GRAPH_MAX_RANK];
+    int kr;
+    tmp(w, m);
+    tt_status s = reduce_stage(w, m, max ? "max=" : "min=", x, reduced, &kr, kd);
+    if (s)
+        return s;
+    tmp(w, acc);
+    reduce_index(w, X->rank, X->dims, reduced, rv, idx);
+    lhs(w, acc, TT_DT_INT64, kr, kd, last ? "max=" : "min=");
+    tt_strbuf_append(w->sb, "select(");
+    if ((s = rd_at(w, w->sb, x, idx)))
+        return s;
+    tt_strbuf_printf(w->sb, " == %s[", m);
+    for (int k = 0; k < kr; k++)
+        tt_strbuf_printf(w->sb, "%s%s", k ? "," : "", IV[k]);
+    tt_strbuf_printf(w->sb, "%s], %s, %lld)", kr ? "" : "0", rv[axis],
+                     last ? -1LL : (long long)X->dims[axis]);
+    reduce_out(w, out, o, X, acc, reduced, "", 1, NULL);
     return TT_OK;
 }
 
@@ -1303,6 +1338,31 @@ static tt_status w_gather(tw *w, const char *out, const tt_gtensor *o)
     lhs(w, out, o->dtype, o->rank, o->dims, "=");
     if (!s)
         s = rd_at(w, w->sb, x, idx);
+    tt_strbuf_free(&iv);
+    return s;
+}
+
+/* GatherElements: out[.., i, ..] = x[.., indices[.., i, ..], ..] along the axis (negative
+ * indices wrapped). */
+static tt_status w_gather_elements(tw *w, const char *out, const tt_gtensor *o)
+{
+    const char *const *lv = LV(w, o->rank);
+    int x = input(w, 0), ind = input(w, 1);
+    const tt_gtensor *X = T(w, x);
+    int axis = axis_norm(attr_int(w, "axis", 0), X->rank);
+    tt_strbuf r = {0}, iv = {0};
+    tt_status s = rd_at(w, &r, ind, lv);
+    if (!s)
+        tt_strbuf_printf(&iv, "select(%s < 0, %s + %lld, %s)", tt_strbuf_cstr(&r),
+                         tt_strbuf_cstr(&r), (long long)X->dims[axis], tt_strbuf_cstr(&r));
+    const char *idx[TT_GRAPH_MAX_RANK];
+    for (int d = 0; d < X->rank; d++)
+        idx[d] = d == axis ? tt_strbuf_cstr(&iv) : lv[d];
+    if (!s) {
+        lhs(w, out, o->dtype, o->rank, o->dims, "=");
+        s = rd_at(w, w->sb, x, idx);
+    }
+    tt_strbuf_free(&r);
     tt_strbuf_free(&iv);
     return s;
 }

@@ -433,6 +433,12 @@ tt_value tt_reduce_identity(tt_reduce_kind k, tt_dtype t)
         else
             v.i = t == TT_DT_INT32 ? INT32_MAX : INT64_MAX;
         break;
+    case TT_REDUCE_PROD:
+        if (fl)
+            v.f = 1;
+        else
+            v.i = 1;
+        break;
     default:
         if (fl)
             v.f = 0;
@@ -460,6 +466,12 @@ tt_value tt_reduce_combine(tt_reduce_kind k, tt_dtype t, tt_value acc, tt_value 
     case TT_REDUCE_MIN:
         if (fl ? v.f < acc.f : v.i < acc.i)
             acc = v;
+        break;
+    case TT_REDUCE_PROD:
+        if (fl)
+            acc.f *= v.f;
+        else
+            acc.i *= v.i;
         break;
     default: acc = v; break;
     }

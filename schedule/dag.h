@@ -18,7 +18,8 @@
     X(NONE, "none")                                                                                \
     X(SUM, "sum")                                                                                  \
     X(MAX, "max")                                                                                  \
-    X(MIN, "min")
+    X(MIN, "min")                                                                                  \
+    X(PROD, "prod")
 
 typedef enum {
 #define TT_RD_ENUM(n, s) TT_REDUCE_##n,

@@ -1047,9 +1047,10 @@ static tt_sid emit_stage(lower_ctx *c, int s)
         n.init = build_init(c, s, n.first_reduce,
                             guarded(c, guards(c, s, sub, false), add_stmt(c, init)));
         tt_eid old = tt_expr_load(p, op->dtype, (uint32_t)si->buf, index);
-        tt_expr_kind k = op->reduce == TT_REDUCE_SUM   ? TT_EXPR_ADD
-                         : op->reduce == TT_REDUCE_MAX ? TT_EXPR_MAX
-                                                       : TT_EXPR_MIN;
+        tt_expr_kind k = op->reduce == TT_REDUCE_SUM    ? TT_EXPR_ADD
+                         : op->reduce == TT_REDUCE_MAX  ? TT_EXPR_MAX
+                         : op->reduce == TT_REDUCE_PROD ? TT_EXPR_MUL
+                                                        : TT_EXPR_MIN;
         value = tt_expr_binary(p, k, old, value);
     }
     tt_stmt st = {.kind = TT_STMT_STORE, .buf = (uint32_t)si->buf, .index = index, .value = value};

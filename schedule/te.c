@@ -364,10 +364,12 @@ static tt_status parse_stmt(parser *p, stmt *st)
         st->reduce = TT_REDUCE_MAX;
     else if (accept(p, "min="))
         st->reduce = TT_REDUCE_MIN;
+    else if (accept(p, "*="))
+        st->reduce = TT_REDUCE_PROD;
     else if (accept(p, "="))
         st->reduce = TT_REDUCE_NONE;
     else
-        return perr(p, "expected '=', '+=', 'max=' or 'min=' after the left-hand side");
+        return perr(p, "expected '=', '+=', '*=', 'max=' or 'min=' after the left-hand side");
     return parse_expr(p, &st->rhs);
 }
 
@@ -808,6 +810,7 @@ static const char *reduce_tok(tt_reduce_kind r)
     case TT_REDUCE_SUM: return "+=";
     case TT_REDUCE_MAX: return "max=";
     case TT_REDUCE_MIN: return "min=";
+    case TT_REDUCE_PROD: return "*=";
     default: return "=";
     }
 }
