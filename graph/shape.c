@@ -819,13 +819,27 @@ static tt_status infer_reduce(const ctx *c)
     return TT_OK;
 }
 
-static tt_status infer_gather(const ctx *c)
+/* Gather's and GatherElements' indices: integers, the axis valid, constant ones in range. */
+static tt_status gather_indices(const ctx *c, int *axis)
 {
     const tt_gtensor *x = in(c, 0), *idx = in(c, 1);
     if (!idx || (idx->dtype != TT_DT_INT64 && idx->dtype != TT_DT_INT32))
         return FAIL(c, "indices must be int32 or int64");
+    tt_status s = axis_of(c, attr_int(c, "axis", 0), x->rank, axis);
+    for (int64_t i = 0; !s && idx->kind == TT_GT_CONST && i < tt_gtensor_numel(idx); i++) {
+        int64_t k = ival(idx, i);
+        if (k < -x->dims[*axis] || k >= x->dims[*axis])
+            return FAIL(c, "index %lld is out of range for dimension %d (%lld)", (long long)k,
+                        *axis, (long long)x->dims[*axis]);
+    }
+    return s;
+}
+
+static tt_status infer_gather(const ctx *c)
+{
+    const tt_gtensor *x = in(c, 0), *idx = in(c, 1);
     int axis;
-    tt_status s = axis_of(c, attr_int(c, "axis", 0), x->rank, &axis);
+    tt_status s = gather_indices(c, &axis);
     if (s)
         return s;
     if (x->rank - 1 + idx->rank > TT_GRAPH_MAX_RANK)
@@ -838,13 +852,6 @@ static tt_status infer_gather(const ctx *c)
         dims[r++] = idx->dims[d];
     for (int d = axis + 1; d < x->rank; d++)
         dims[r++] = x->dims[d];
-    if (idx->kind == TT_GT_CONST)
-        for (int64_t i = 0; i < tt_gtensor_numel(idx); i++) {
-            int64_t k = ival(idx, i);
-            if (k < -x->dims[axis] || k >= x->dims[axis])
-                return FAIL(c, "index %lld is out of range for dimension %d (%lld)", (long long)k,
-                            axis, (long long)x->dims[axis]);
-        }
     set_shape(out(c, 0), x->dtype, r, dims);
     if (!foldable(x) || !foldable(idx) || x->rank != 1)
         return TT_OK;
@@ -1443,10 +1450,8 @@ static tt_status infer_scatter_nd(const ctx *c)
 static tt_status infer_gather_elements(const ctx *c)
 {
     const tt_gtensor *x = in(c, 0), *idx = in(c, 1);
-    if (!idx || (idx->dtype != TT_DT_INT64 && idx->dtype != TT_DT_INT32))
-        return FAIL(c, "indices must be int32 or int64");
     int axis;
-    tt_status s = axis_of(c, attr_int(c, "axis", 0), x->rank, &axis);
+    tt_status s = gather_indices(c, &axis);
     if (s)
         return s;
     if (idx->rank != x->rank)
@@ -1455,13 +1460,6 @@ static tt_status infer_gather_elements(const ctx *c)
         if (d != axis && idx->dims[d] > x->dims[d])
             return FAIL(c, "indices dimension %d (%lld) is larger than the data's (%lld)", d,
                         (long long)idx->dims[d], (long long)x->dims[d]);
-    if (idx->kind == TT_GT_CONST)
-        for (int64_t i = 0; i < tt_gtensor_numel(idx); i++) {
-            int64_t k = ival(idx, i);
-            if (k < -x->dims[axis] || k >= x->dims[axis])
-                return FAIL(c, "index %lld is out of range for dimension %d (%lld)", (long long)k,
-                            axis, (long long)x->dims[axis]);
-        }
     set_shape(out(c, 0), x->dtype, idx->rank, idx->dims);
     return TT_OK;
 }
