@@ -1187,34 +1187,57 @@ static tt_status w_gemm(tw *w, const char *out, const tt_gtensor *o)
     return s;
 }
 
+/* MatMul, numpy-style.  Unit dimensions of the result but the last (a sequence-first [197, 1,
+ * 2304] projection) are left out of the accumulation, so its rows are the register tile's row
+ * axis (the tiling space tiles the two innermost); a stage of its own then adds them back. */
 static tt_status w_matmul(tw *w, const char *out, const tt_gtensor *o)
 {
     int a = input(w, 0), b = input(w, 1);
     const tt_gtensor *A = T(w, a), *B = T(w, b);
     if (!tt_dtype_is_float(o->dtype))
         return UNSUP(w, "MatMul of %s values", tt_dtype_name(o->dtype));
-    int R = o->rank, BR = R - (A->rank > 1) - (B->rank > 1);
-    char r[NAME_LEN];
+    int R = o->rank, BR = R - (A->rank > 1) - (B->rank > 1), nk = 0;
+    const char *ov[TT_GRAPH_MAX_RANK]; /* each output dim's variable in the accumulation */
+    int64_t kd[TT_GRAPH_MAX_RANK];
+    for (int d = 0; d < R; d++) {
+        bool unit = R >= 3 && d < R - 1 && o->dims[d] == 1;
+        ov[d] = unit ? "0" : IV[nk];
+        if (!unit)
+            kd[nk++] = o->dims[d];
+    }
+    char r[NAME_LEN], acc[NAME_LEN];
     red(w, A->dims[A->rank - 1], r);
     /* index lists of A and B over the output's variables */
     const char *ia[TT_GRAPH_MAX_RANK], *ib[TT_GRAPH_MAX_RANK];
     int na = 0, nb = 0;
     for (int d = 0; d < A->rank - 2; d++)
-        ia[na++] = IV[BR - (A->rank - 2) + d];
+        ia[na++] = ov[BR - (A->rank - 2) + d];
     for (int d = 0; d < B->rank - 2; d++)
-        ib[nb++] = IV[BR - (B->rank - 2) + d];
+        ib[nb++] = ov[BR - (B->rank - 2) + d];
     if (A->rank > 1)
-        ia[na++] = IV[BR];
+        ia[na++] = ov[BR];
     ia[na++] = r;
     ib[nb++] = r;
     if (B->rank > 1)
-        ib[nb++] = IV[R - 1];
-    lhs(w, out, o->dtype, R, o->dims, "+=");
+        ib[nb++] = ov[R - 1];
+    if (nk < R)
+        tmp(w, acc);
+    else
+        snprintf(acc, sizeof(acc), "%s", out);
+    lhs(w, acc, o->dtype, nk, kd, "+=");
     tt_status s = rd_at(w, w->sb, a, ia);
     tt_strbuf_append(w->sb, " * ");
     if (!s)
         s = rd_at(w, w->sb, b, ib);
-    return s;
+    if (s || nk == R)
+        return s;
+    lhs(w, out, o->dtype, R, o->dims, "=");
+    tt_strbuf_printf(w->sb, "%s[", acc);
+    for (int d = 0, k = 0; d < R; d++)
+        if (strcmp(ov[d], "0"))
+            tt_strbuf_printf(w->sb, "%s%s", k++ ? "," : "", IV[d]);
+    tt_strbuf_append(w->sb, "]");
+    return TT_OK;
 }
 
 /* ---- data movement ---- */

@@ -484,26 +484,37 @@ enum { MIN_ACCUMULATORS = 8 };
  * per load (rows x vectors over rows + vectors), then the most accumulators.  Two vectors read
  * 1 row over MobileNet's 7x7 layers on AVX2 (7 x 2 does not fit) and 2 over 14x14, a load per
  * multiply-add: 7 x 1 and 2 x 4 ran their 1x1 convolutions 1.3-2.2x faster in the untuned
- * network (docs/tuning.md).  Rows with a moved-back last tile (rows_fit) are left to the
- * search: with AVX-512's 32 registers the most of them, 15 x 2 over 1024, leave none spare and
- * ran at 0.58 of 8 x 2.  Returns the tile's score (multiply-adds per load; -1: none fits). */
+ * network (docs/tuning.md).  Rows with a moved-back last tile (rows_fit) only where no tile
+ * whose rows divide the axis has MIN_ACCUMULATORS (ViT's 197 tokens: 1 x 4 divides, 6 x 2
+ * moved back ran its matmuls 2-3x faster), and with a register spare: with AVX-512's 32
+ * registers the most rows, 15 x 2 over 1024, leave none and ran at 0.58 of 8 x 2.  Returns the
+ * tile's score (multiply-adds per load; -1: none fits). */
 static double register_tile_pick(const tt_space *s, const tt_vector_isa *isa, int64_t taps,
                                  int *pos)
 {
     const tt_op *m = &s->dag->ops.data[s->main_stage];
     const tt_knob *mk = &s->knobs[s->nspatial + 7];
     int spare = isa->vector_bytes >= 64 ? 0 : 1; /* AVX-512 folds the broadcast into the FMA */
-    double best = -1, two = -1;
+    double best = -1, two = -1, moved = -1;
     int64_t two_rows = 0;
-    int best_pos = -1, two_pos = -1;
+    int best_pos = -1, two_pos = -1, moved_pos = -1;
     for (int c = 0; c < mk->n; c++) {
         int64_t r = mk->choice[c] >> 16, v = mk->choice[c] & 0xffff;
         if (v & 0x8000)
             v = 1; /* one partial vector */
-        if (r < 1 || v < 1 || m->shape[s->nspatial - 2] % r != 0 ||
-            r * v + taps * v + spare > isa->vector_regs)
+        if (r < 1 || v < 1 || r * v + taps * v + spare > isa->vector_regs)
             continue;
         double score = (double)(r * v) / (double)(r + v) + (double)(r * v) * 1e-3;
+        if (m->shape[s->nspatial - 2] % r != 0) {
+            /* rows whose last tile moves back (offered only where that recomputes little),
+             * with a register spare: the fallback for a row axis no good tile divides */
+            if (r * v + taps * v + spare < isa->vector_regs && r * v >= MIN_ACCUMULATORS &&
+                score > moved) {
+                moved = score;
+                moved_pos = c;
+            }
+            continue;
+        }
         if (score > best) {
             best = score;
             best_pos = c;
@@ -517,6 +528,10 @@ static double register_tile_pick(const tt_space *s, const tt_vector_isa *isa, in
     if (two_pos >= 0 && two_rows * 2 >= MIN_ACCUMULATORS) {
         *pos = two_pos;
         return two;
+    }
+    if (moved > best) { /* ViT's 197 tokens, a prime: 6 x 2 (the last tile moved back by 1) */
+        *pos = moved_pos;
+        return moved;
     }
     *pos = best_pos;
     return best;

@@ -544,6 +544,21 @@ static void a_shifted_window_mask_folds_and_matches(void **state)
     tt_graph_free(g);
 }
 
+/* A MatMul whose result has a unit dimension before its last ([6, 1, 16]: sequence first)
+ * accumulates without it, so the tiling space's row axis is the sequence, and matches. */
+static void a_sequence_first_matmul_tiles_its_rows(void **state)
+{
+    (void)state;
+    tt_graph *g;
+    tt_net *net = small_network("seq_first_matmul", &g);
+    if (!net)
+        skip();
+    assert_int_equal(net->tasks.len, 1);
+    assert_non_null(strstr(net->tasks.data[0].workload, "float32[6,16]"));
+    tt_net_free(net);
+    tt_graph_free(g);
+}
+
 static void a_bert_layer_matches(void **state)
 {
     (void)state;
@@ -653,6 +668,7 @@ int main(void)
         cmocka_unit_test(a_class_token_folds_and_matches),
         cmocka_unit_test(more_operators_of_the_zoos_match),
         cmocka_unit_test(a_shifted_window_mask_folds_and_matches),
+        cmocka_unit_test(a_sequence_first_matmul_tiles_its_rows),
         cmocka_unit_test(a_second_output_is_ready_for_its_readers),
         cmocka_unit_test(tuned_records_build_the_network),
     };

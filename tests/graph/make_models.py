@@ -16,8 +16,8 @@ bert_layer: a transformer encoder layer: Q/K/V projections, Reshape/Transpose in
 layouts: every operator that may run channels last between convolutions, and tensors that must
   keep the model's order (a second output read through a Reshape).
 layernorm_outputs: LayerNormalization's Mean output read before its main output's consumer.
-activations, class_token, more_ops, shifted_window_mask: the operators of the model zoos
-  (issue #54).
+activations, class_token, more_ops, shifted_window_mask, seq_first_matmul: the operators and
+  patterns of the model zoos (issue #54).
 
 Usage: make_models.py OUTDIR
 """
@@ -467,9 +467,19 @@ def shifted_window_mask(outdir):
     b.save(outdir, "shifted_window_mask", x, r, 13)
 
 
+def seq_first_matmul(outdir):
+    """A sequence-first projection as torch's MultiheadAttention exports it: [6, 1, 8] x [8, 16]
+    + bias; the kernel accumulates [6, 16] (the unit dimension left out)."""
+    b = Builder()
+    x = rand(6, 1, 8)
+    w, bias = rand(8, 16), rand(16)
+    b.op("Add", [b.op("MatMul", ["input", b.const(w)]), b.const(bias)])
+    b.save(outdir, "seq_first_matmul", x, x.astype(np.float64) @ w + bias, 13)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     for make in (resnet_block, mobilenet_block, layouts, bert_layer, layernorm_outputs,
-                 activations, class_token, more_ops, shifted_window_mask):
+                 activations, class_token, more_ops, shifted_window_mask, seq_first_matmul):
         make(sys.argv[1])
