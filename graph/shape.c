@@ -796,7 +796,7 @@ static tt_status infer_reduce(const ctx *c)
     if (s)
         return s;
     if (n <= 0 && attr_int(c, "noop_with_empty_axes", 0))
-        n = 0, s = TT_OK; /* no axes: the input as it is */
+        n = 0; /* no axes: the input as it is */
     else if (n == 0)
         n = -1; /* an empty axes input: all of them */
     bool keep = attr_int(c, "keepdims", 1) != 0, pick[TT_GRAPH_MAX_RANK] = {false};
