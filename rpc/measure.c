@@ -58,6 +58,8 @@ void tt__measure_send(int fd, const tt__child_msg *m)
     }
 }
 
+jmp_buf *tt__measure_recover;
+
 void tt__measure_fail(int fd, tt__child_msg *m, int code, const char *fmt, ...)
 {
     va_list ap;
@@ -66,6 +68,8 @@ void tt__measure_fail(int fd, tt__child_msg *m, int code, const char *fmt, ...)
     vsnprintf(m->text, sizeof(m->text), fmt, ap);
     va_end(ap);
     tt__measure_send(fd, m);
+    if (tt__measure_recover)
+        longjmp(*tt__measure_recover, 1);
     _exit(0);
 }
 
@@ -305,16 +309,17 @@ tt_status tt_measure_run(const char *so_path, const char *entry, const tt_measur
     if (so_path[0] != '/' && realpath(so_path, abs_path))
         so_path = abs_path;
     double t0 = tt_clock_monotonic();
+    /* OpenCL candidates go to the worker that keeps the device's context, when it is free. */
+    if (!o.build_only && tt__measure_is_opencl(so_path) &&
+        tt__cl_worker_measure(so_path, bufs, nbufs, ninputs, &o, res)) {
+        res->run_s = tt_clock_monotonic() - t0;
+        return TT_OK;
+    }
     int fd;
-    pid_t pid = tt__sandbox_start(&fd, err);
+    pid_t pid = tt__sandbox_start(&fd, -1, err);
     if (pid < 0)
         return TT_ERR_IO;
     if (pid == 0) {
-        signal(SIGINT, SIG_IGN);
-        /* Whatever handlers the parent installed, a faulting kernel must kill the child. */
-        static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
-        for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
-            signal(fatal[i], SIG_DFL);
         child(fd, so_path, entry, bufs, nbufs, ninputs, &o);
         _exit(0);
     }
@@ -322,14 +327,22 @@ tt_status tt_measure_run(const char *so_path, const char *entry, const tt_measur
     bool timed_out;
     size_t got = tt__sandbox_read(fd, &m, sizeof(m), t0 + o.timeout_s, &timed_out);
     int status = tt__sandbox_finish(pid, fd, timed_out || got < sizeof(m));
+    tt__measure_result_from(res, &m, got, timed_out, status, o.timeout_s);
     res->run_s = tt_clock_monotonic() - t0;
+    return TT_OK;
+}
+
+void tt__measure_result_from(tt_measure_result *res, const tt__child_msg *m, size_t got,
+                             bool timed_out, int status, double timeout_s)
+{
+    memset(res, 0, sizeof(*res));
     if (timed_out) {
         res->error_no = TT__E_RUN_TIMEOUT;
         snprintf(res->error_text, sizeof(res->error_text), "killed after %.3g s (timeout)",
-                 o.timeout_s);
-        return TT_OK;
+                 timeout_s);
+        return;
     }
-    if (got < sizeof(m)) {
+    if (got < sizeof(*m)) {
         res->error_no = TT__E_RUNTIME_DEVICE;
         if (WIFSIGNALED(status))
             snprintf(res->error_text, sizeof(res->error_text),
@@ -339,13 +352,16 @@ tt_status tt_measure_run(const char *so_path, const char *entry, const tt_measur
             snprintf(res->error_text, sizeof(res->error_text),
                      "kernel process exited with status %d",
                      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-        return TT_OK;
+        return;
     }
-    res->error_no = m.error_no;
-    memcpy(res->error_text, m.text, sizeof(res->error_text));
+    res->error_no = m->error_no;
+    memcpy(res->error_text, m->text, sizeof(res->error_text));
     res->error_text[sizeof(res->error_text) - 1] = 0;
-    res->ncosts = m.ncosts > TT_MEASURE_MAX_REPEAT ? TT_MEASURE_MAX_REPEAT : m.ncosts;
-    memcpy(res->costs, m.costs, sizeof(double) * (size_t)res->ncosts);
-    res->number = m.number;
-    return TT_OK;
+    res->ncosts = m->ncosts > TT_MEASURE_MAX_REPEAT ? TT_MEASURE_MAX_REPEAT
+                  : m->ncosts < 0                   ? 0
+                                                    : m->ncosts;
+    memcpy(res->costs, m->costs, sizeof(double) * (size_t)res->ncosts);
+    res->number = m->number;
+    res->context_jobs = m->context_jobs;
+    res->build_cached = m->build_cached != 0;
 }

@@ -89,6 +89,11 @@ typedef struct tt_measure_result {
     double costs[TT_MEASURE_MAX_REPEAT]; /* seconds per call */
     int number;                          /* effective number of calls per sample */
     double run_s;                        /* wall time of the child */
+    /* OpenCL: the candidates measured in the device context that measured this one, this one
+     * included (1: a fresh context), and whether the driver's build came from the binary
+     * cache (rpc/cl_cache_int.h) */
+    int context_jobs;
+    bool build_cached;
 } tt_measure_result;
 
 /* Loads `entry` from `so_path` in a child process, checks the outputs of the first call against

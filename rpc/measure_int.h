@@ -3,6 +3,8 @@
 #ifndef TT_RPC_MEASURE_INT_H
 #define TT_RPC_MEASURE_INT_H
 
+#include <setjmp.h>
+
 #include "measure.h"
 
 /* Error codes (the same values as db.h's tt_measure_error; rpc/ does not include db/). */
@@ -21,10 +23,15 @@ typedef struct tt__child_msg {
     int ncosts, number;
     double costs[TT_MEASURE_MAX_REPEAT];
     char text[512];
+    int context_jobs, build_cached; /* OpenCL: tt_measure_result's fields */
 } tt__child_msg;
 
+/* Where tt__measure_fail goes after sending, instead of ending the process: the OpenCL worker
+ * (measure_cl.c's serve) reports a failed candidate and takes the next one.  NULL: _exit. */
+extern jmp_buf *tt__measure_recover;
+
 void tt__measure_send(int fd, const tt__child_msg *m);
-/* Sends error `code` with the text and ends the child. */
+/* Sends error `code` with the text and ends the child (see tt__measure_recover). */
 void tt__measure_fail(int fd, tt__child_msg *m, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5), noreturn));
 /* Compares the outputs (args[ninputs..]) with the expected ones; ends the child with
@@ -49,5 +56,32 @@ void tt__measure_opencl_exec(int fd, tt__child_msg *m, const char *path,
                              const tt_measure_options *o) __attribute__((noreturn));
 /* main() of tvm-measure-cl. */
 int tt__measure_cl_main(int argc, char **argv);
+
+/* The job tvm-measure-cl reads: bytes it takes, and writing it to a file or socket (false with
+ * errno when a write failed). */
+size_t tt__cl_job_size(const tt_measure_buffer *bufs, int nbufs, const tt_measure_options *o);
+bool tt__cl_job_write(int fd, const tt_measure_buffer *bufs, int nbufs, int ninputs,
+                      const tt_measure_options *o);
+/* Execs tvm-measure-cl with argv ($TT_MEASURE_CL, beside this program, ../bin, $PATH); returns
+ * only when none could be run. */
+void tt__cl_exec_helper(char *const argv[]);
+
+/* A frame on the worker's socket: this header, the artifact's path, then the job. */
+#define TT__CL_FRAME_MAGIC 0x464d5454u /* "TTMF" */
+typedef struct {
+    uint32_t magic, path_len;
+    uint64_t job_len;
+} tt__cl_frame;
+
+/* Measures an OpenCL artifact in this thread's long-lived worker (measure_cl_worker.c), which
+ * keeps one context on the device across candidates.  False when no worker could take it (another
+ * thread's measurement holds it, or none would start): the caller measures in a fresh process. */
+bool tt__cl_worker_measure(const char *path, const tt_measure_buffer *bufs, int nbufs, int ninputs,
+                           const tt_measure_options *o, tt_measure_result *res);
+
+/* Fills a result from what a measuring process sent (`got` bytes of m), whether its deadline
+ * passed, and its wait status (when it ended). */
+void tt__measure_result_from(tt_measure_result *res, const tt__child_msg *m, size_t got,
+                             bool timed_out, int status, double timeout_s);
 
 #endif

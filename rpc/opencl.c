@@ -159,7 +159,7 @@ tt_status tt_cl_probe(tt_cl_device_info *out, int max, int *n, tt_errbuf *err)
     if (max > TT_CL_MAX_DEVICES)
         max = TT_CL_MAX_DEVICES;
     int fd;
-    pid_t pid = tt__sandbox_start(&fd, err);
+    pid_t pid = tt__sandbox_start(&fd, -1, err);
     if (pid < 0)
         return TT_ERR_IO;
     if (pid == 0) {

@@ -16,6 +16,8 @@
     X(clCreateContext)                                                                             \
     X(clCreateCommandQueue)                                                                        \
     X(clCreateProgramWithSource)                                                                   \
+    X(clCreateProgramWithBinary)                                                                   \
+    X(clGetProgramInfo)                                                                            \
     X(clBuildProgram)                                                                              \
     X(clGetProgramBuildInfo)                                                                       \
     X(clCreateKernel)                                                                              \

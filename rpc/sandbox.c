@@ -62,13 +62,13 @@ static void harden(const char *dir)
  * (the pipe back, a GPU driver's) stay.  Lists /proc/self/fd with getdents64 into a stack buffer,
  * as nothing that allocates is safe in the child of a threaded process; without /proc, tries
  * the first 4096 descriptors. */
-static void close_sockets(void)
+static void close_sockets(int keep)
 {
     struct stat st;
     int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0) {
         for (int fd = 3; fd < 4096; fd++)
-            if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode))
+            if (fd != keep && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode))
                 close(fd);
         return;
     }
@@ -91,7 +91,8 @@ static void close_sockets(void)
                 }
                 fd = fd * 10 + (*c - '0');
             }
-            if (number && fd > 2 && fd != dir && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode))
+            if (number && fd > 2 && fd != dir && fd != keep && fstat(fd, &st) == 0 &&
+                S_ISSOCK(st.st_mode))
                 close(fd);
             off += reclen;
         }
@@ -99,7 +100,7 @@ static void close_sockets(void)
     close(dir);
 }
 
-pid_t tt__sandbox_start(int *fd, tt_errbuf *err)
+pid_t tt__sandbox_start(int *fd, int keep_socket, tt_errbuf *err)
 {
     static pthread_once_t swept = PTHREAD_ONCE_INIT;
     pthread_once(&swept, sweep_orphans);
@@ -113,7 +114,13 @@ pid_t tt__sandbox_start(int *fd, tt_errbuf *err)
     }
     if (pid == 0) {
         setpgid(0, 0);
-        close_sockets();
+        /* The terminal's ^C is the parent's to handle; and whatever handlers the parent
+         * installed, a faulting kernel must kill the child. */
+        signal(SIGINT, SIG_IGN);
+        static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
+        for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
+            signal(fatal[i], SIG_DFL);
+        close_sockets(keep_socket);
         harden(pid_dir(getpid()));
         return 0;
     }

@@ -87,6 +87,8 @@ typedef struct tt_tune_summary {
     int64_t errors;
     double best_s, naive_s, flops;
     double compile_s; /* mean compile time per candidate of this run (lower + LLVM + link) */
+    double measure_s; /* mean wall time of a candidate's measurement in this run (the device's
+                         process, the run and the check; the driver's build when not ahead) */
     char best_config[8192];
     char best_knobs[512];
     bool interrupted;

@@ -63,7 +63,8 @@ typedef struct {
     uint64_t *seen;
     size_t nseen, capseen;
     int64_t total, measured, errors;
-    double build_s; /* compile time of this run's candidates */
+    double build_s;   /* compile time of this run's candidates */
+    double measure_s; /* their measurements' wall time (tt_measure_result.run_s) */
     double best_s, naive_s;
     char *best_config;
     uint64_t grid_next;

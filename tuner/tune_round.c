@@ -428,6 +428,7 @@ tt_status tt__tune_round_trip(task *t, candidate *c, int n, tt_errbuf *err)
         unlink(c[i].so);
         fill_record(t, &c[i], &recs[nrec], extras[nrec], costs[nrec]);
         t->build_s += c[i].build_s;
+        t->measure_s += c[i].res.run_s;
         rec_of[nrec++] = i;
     }
     for (int i = 0; i < n; i++)

@@ -357,6 +357,7 @@ void tt__tune_task_close(task *t, const char *wtext, tt_tune_summary *sum)
     sum->naive_s = t->naive_s;
     sum->flops = t->w ? t->w->flops : 0;
     sum->compile_s = t->measured ? t->build_s / (double)t->measured : 0;
+    sum->measure_s = t->measured ? t->measure_s / (double)t->measured : 0;
     sum->interrupted = o->stop && *o->stop;
     if (t->best_config)
         snprintf(sum->best_config, sizeof(sum->best_config), "%s", t->best_config);

@@ -723,7 +723,8 @@ static int cmd_run(int argc, char **argv)
         printf(" on %s: %lld measured now, %lld in all, %lld errors", o.target,
                (long long)m->measured, (long long)m->total, (long long)m->errors);
         if (m->measured)
-            printf(", %.0f ms compile per candidate", m->compile_s * 1e3);
+            printf(", %.0f ms compile and %.0f ms measurement per candidate", m->compile_s * 1e3,
+                   m->measure_s * 1e3);
         printf("\n");
         if (m->best_s > 0) {
             printf("  best   %.6g s  %.2f GFLOPS", m->best_s, m->flops / m->best_s / 1e9);

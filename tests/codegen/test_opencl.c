@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <math.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,6 +34,10 @@ static int setup(void **state)
     snprintf(dir, sizeof(dir), "/tmp/tt-opencl-XXXXXX");
     if (!mkdtemp(dir))
         return -1;
+    /* the binary cache of these tests' builds, gone with the folder */
+    char cache[256];
+    snprintf(cache, sizeof(cache), "%s/cl-cache", dir);
+    setenv("TT_CL_CACHE", cache, 1);
     tt_errbuf err = {{0}};
     if (tt_cl_probe(devs, TT_CL_MAX_DEVICES, &ndevs, &err))
         fprintf(stderr, "probe: %s\n", err.msg);
@@ -673,6 +678,13 @@ static tt_measure_result run_text(const char *text, double timeout_s)
                          "]}], \"params\": [{\"dtype\": \"float32\", \"count\": 64}, {\"dtype\": " \
                          "\"float32\", \"count\": 64}]}\n*/\n"
 
+/* The hang spins on volatile reads of global memory: NVIDIA's compiler deletes a loop on a
+ * private volatile (`volatile int x = 1; while (x) {}`), and the kernel then returns. */
+static const char hang_kernel[] = HEAD(
+    "1, 1, 1",
+    "1, 1, 1") "__kernel void k(__global float *a, __global float *c) { __global volatile int *v = "
+               "(__global volatile int *)a; uint n = 0; while (v[0] == v[0]) n++; c[0] = n; }\n";
+
 static const char copy_kernel[] = HEAD(
     "4, 1, 1", "16, 1, 1") "__kernel void k(__global float *a, __global float *c) {\n"
                            "  int i = get_group_id(0) * 16 + get_local_id(0); c[i] = a[i];\n}\n";
@@ -732,18 +744,99 @@ static void device_errors_are_results(void **state)
                  60);
     assert_int_equal(r.error_no, 5);
     assert_non_null(strstr(r.error_text, "got 1, expected 0"));
-    /* The hang spins on volatile reads of global memory: NVIDIA's compiler deletes a loop on a
-     * private volatile (`volatile int x = 1; while (x) {}`), and the kernel then returns. */
-    r = run_text(HEAD("1, 1, 1", "1, 1, 1") "__kernel void k(__global float *a, __global float "
-                                            "*c) { __global volatile int *v = (__global volatile "
-                                            "int *)a; uint n = 0; while (v[0] == v[0]) n++; c[0] "
-                                            "= n; }\n",
-                 4);
+    r = run_text(hang_kernel, 4);
     assert_int_equal(r.error_no, 7);
     /* After all that, a good kernel measures normally. */
     r = run_text(copy_kernel, 60);
     assert_int_equal(r.error_no, 0);
     assert_true(r.ncosts == 1 && r.costs[0] > 0);
+}
+
+/* Candidates measured one after another share the worker's context (rpc/measure_cl_worker.c):
+ * failures that leave the device sound keep it, a hang kills it and the next candidate starts a
+ * fresh one; TT_CL_WORKER=0 measures each in a process of its own. */
+static void one_context_serves_many_candidates(void **state)
+{
+    need_device();
+    tt_measure_result a = run_text(copy_kernel, 60), b = run_text(copy_kernel, 60);
+    assert_int_equal(a.error_no, 0);
+    assert_int_equal(b.error_no, 0);
+    assert_true(a.context_jobs >= 1);
+    assert_int_equal(b.context_jobs, a.context_jobs + 1);
+    tt_measure_result r =
+        run_text(HEAD("4, 1, 1", "16, 1, 1") "__kernel void k(__global float *a, __global float "
+                                             "*c) { int i = get_global_id(0); c[i] = -a[i]; }\n",
+                 60);
+    assert_int_equal(r.error_no, 5);
+    assert_int_equal(r.context_jobs, b.context_jobs + 1);
+    r = run_text(HEAD("4, 1, 1", "16, 1, 1") "__kernel void k(__global float *a, __global float "
+                                             "*c) { c[0] = not_declared; }\n",
+                 60);
+    assert_int_equal(r.error_no, 3);
+    assert_non_null(strstr(r.error_text, "not_declared"));
+    assert_int_equal(r.context_jobs, b.context_jobs + 2);
+    r = run_text(hang_kernel, 4);
+    assert_int_equal(r.error_no, 7);
+    r = run_text(copy_kernel, 60);
+    assert_int_equal(r.error_no, 0);
+    assert_int_equal(r.context_jobs, 1);
+    setenv("TT_CL_WORKER", "0", 1);
+    a = run_text(copy_kernel, 60);
+    b = run_text(copy_kernel, 60);
+    unsetenv("TT_CL_WORKER");
+    assert_int_equal(a.error_no, 0);
+    assert_int_equal(b.error_no, 0);
+    assert_int_equal(a.context_jobs, 1);
+    assert_int_equal(b.context_jobs, 1);
+}
+
+/* The path of the binary cache's entry whose source contains `marker` ("" when none). */
+static void cache_entry_with(const char *marker, char *out, size_t n)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "grep -l -F '%s' %s/cl-cache/*.bin 2>/dev/null", marker, dir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    out[0] = 0;
+    if (fgets(out, (int)n, p))
+        out[strcspn(out, "\n")] = 0;
+    pclose(p);
+}
+
+/* The tuner's parallel builders store the driver's binary; the measurement loads it instead of
+ * building again.  An entry the driver no longer takes is built again from source and replaced. */
+static void builds_are_cached_by_content(void **state)
+{
+    need_device();
+    char path[256], marker[64], text[1024], entry[512];
+    snprintf(path, sizeof(path), "%s/hand.cl", dir);
+    snprintf(marker, sizeof(marker), "cache test %d %ld", (int)getpid(), (long)time(NULL));
+    snprintf(text, sizeof(text), "%s/* %s */\n", copy_kernel, marker);
+    write_text(path, text);
+    tt_measure_options mo = {.timeout_s = 60, .opencl_device = device_spec(), .build_only = true};
+    tt_measure_result r;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_measure_run(path, "kernel", NULL, 0, 0, &mo, &r, &err), TT_OK);
+    assert_int_equal(r.error_no, 0);
+    assert_false(r.build_cached);
+    cache_entry_with(marker, entry, sizeof(entry));
+    assert_true(entry[0] != 0);
+    r = run_text(text, 60);
+    assert_int_equal(r.error_no, 0);
+    assert_true(r.build_cached);
+    /* the binary's first bytes (after the 24-byte header and the source) overwritten: built
+     * from source, the entry replaced */
+    FILE *f = fopen(entry, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 24 + (long)strlen(text), SEEK_SET), 0);
+    assert_int_equal(fwrite("garbage garbage!", 1, 16, f), 16);
+    fclose(f);
+    r = run_text(text, 60);
+    assert_int_equal(r.error_no, 0);
+    assert_false(r.build_cached);
+    r = run_text(text, 60);
+    assert_int_equal(r.error_no, 0);
+    assert_true(r.build_cached);
 }
 
 int main(void)
@@ -760,6 +853,8 @@ int main(void)
         cmocka_unit_test(limits_refused_before_the_device),
         cmocka_unit_test(device_errors_are_results),
         cmocka_unit_test(builds_alone_before_the_measurement),
+        cmocka_unit_test(one_context_serves_many_candidates),
+        cmocka_unit_test(builds_are_cached_by_content),
         cmocka_unit_test(unregistered_gpu_drivers_are_named),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,155 @@
+/* The OpenCL worker: one long-lived tvm-measure-cl per measuring thread, which keeps the device's
+ * context and queue from one candidate to the next.
+ *
+ * A fresh process per candidate cost NVIDIA's driver 1.8-4.2 s (a context, then the build); the
+ * kernels themselves take milliseconds.  The worker makes the context once, and the binary cache
+ * (cl_cache_int.h), filled by the tuner's parallel builders, takes the build off the path.  Safety
+ * is the one-shot child's: the worker is a sandbox (sandbox_int.h) in its own process group, every
+ * candidate has its deadline, and a candidate that hangs or crashes kills the worker; the next
+ * candidate starts a fresh one.  After a device error the worker exits by itself (its context may
+ * be broken).
+ *
+ * The worker dies with the thread that started it (PR_SET_PDEATHSIG), so a worker belongs to one
+ * thread: another thread's measurement starts its own.  Measurements run one at a time (kernels
+ * must not share the device), so one worker per process is kept; a second thread measuring at
+ * the same time falls back to the one-shot child.  TT_CL_WORKER=0 turns the worker off. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../base/io.h"
+#include "measure_int.h"
+#include "sandbox_int.h"
+
+static struct {
+    pthread_mutex_t lock;
+    pid_t pid; /* 0: none */
+    int sock;
+    pthread_t owner;
+    char device[64];
+} W = {PTHREAD_MUTEX_INITIALIZER, 0, -1, 0, ""};
+
+static void worker_stop(void)
+{
+    if (!W.pid)
+        return;
+    tt__sandbox_finish(W.pid, W.sock, true);
+    W.pid = 0;
+    W.sock = -1;
+}
+
+static bool worker_alive(void)
+{
+    int status;
+    pid_t r = waitpid(W.pid, &status, WNOHANG);
+    if (r == 0)
+        return true;
+    if (r == W.pid) { /* reaped here: tt__sandbox_finish must not wait for it again */
+        tt__sandbox_finish(W.pid, W.sock, false);
+        W.pid = 0;
+        W.sock = -1;
+    }
+    return false;
+}
+
+static bool worker_start(const char *device)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+        return false;
+    int pipe_fd;
+    tt_errbuf err;
+    pid_t pid = tt__sandbox_start(&pipe_fd, sv[1], &err);
+    if (pid < 0) {
+        close(sv[0]);
+        close(sv[1]);
+        return false;
+    }
+    if (pid == 0) {
+        close(pipe_fd); /* results go on the socket */
+        int fd = sv[1];
+        fcntl(fd, F_SETFD, 0);
+        char fd_text[16];
+        snprintf(fd_text, sizeof(fd_text), "%d", fd);
+        char *argv[] = {"tvm-measure-cl", "--serve", fd_text, NULL};
+        tt__cl_exec_helper(argv);
+        _exit(127); /* the caller falls back to the one-shot child, which says why */
+    }
+    close(pipe_fd);
+    close(sv[1]);
+    W.pid = pid;
+    W.sock = sv[0];
+    W.owner = pthread_self();
+    snprintf(W.device, sizeof(W.device), "%s", device);
+    return true;
+}
+
+/* Sends one frame, bounded by the deadline (a worker that stopped reading is a dead one). */
+static bool send_job(const char *path, const tt_measure_buffer *bufs, int nbufs, int ninputs,
+                     const tt_measure_options *o, double deadline)
+{
+    double left = deadline - tt_clock_monotonic();
+    tt_socket_deadlines(W.sock, left > 0.001 ? left : 0.001);
+    size_t path_len = strlen(path);
+    tt__cl_frame f = {TT__CL_FRAME_MAGIC, (uint32_t)path_len, tt__cl_job_size(bufs, nbufs, o)};
+    return tt_write_all(W.sock, &f, sizeof(f)) && tt_write_all(W.sock, path, path_len) &&
+           tt__cl_job_write(W.sock, bufs, nbufs, ninputs, o);
+}
+
+bool tt__cl_worker_measure(const char *path, const tt_measure_buffer *bufs, int nbufs, int ninputs,
+                           const tt_measure_options *o, tt_measure_result *res)
+{
+    const char *off = getenv("TT_CL_WORKER");
+    if ((off && !strcmp(off, "0")) || strlen(path) >= 4096 || pthread_mutex_trylock(&W.lock))
+        return false;
+    const char *device = o->opencl_device ? o->opencl_device : "";
+    double t0 = tt_clock_monotonic(), deadline = t0 + o->timeout_s;
+    if (W.pid &&
+        (strcmp(W.device, device) || !pthread_equal(W.owner, pthread_self()) || !worker_alive()))
+        worker_stop();
+    bool sent = false, fresh = false;
+    /* A worker that died since its last candidate (its thread's end, a driver's exit) is
+     * replaced once; one that cannot even take a job leaves the candidate to the one-shot child. */
+    for (int attempt = 0; attempt < 2 && !sent; attempt++) {
+        fresh = !W.pid;
+        if (fresh && !worker_start(device))
+            break;
+        sent = send_job(path, bufs, nbufs, ninputs, o, deadline);
+        if (!sent) {
+            worker_stop();
+            if (fresh)
+                break;
+        }
+    }
+    if (!sent) {
+        pthread_mutex_unlock(&W.lock);
+        return false;
+    }
+    tt__child_msg m;
+    bool timed_out;
+    size_t got = tt__sandbox_read(W.sock, &m, sizeof(m), deadline, &timed_out);
+    int status = 0;
+    if (timed_out || got < sizeof(m)) {
+        pid_t pid = W.pid;
+        status = tt__sandbox_finish(pid, W.sock, true);
+        W.pid = 0;
+        W.sock = -1;
+        if (fresh && got == 0 && !timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+            pthread_mutex_unlock(&W.lock); /* no tvm-measure-cl: the one-shot child says so */
+            return false;
+        }
+    }
+    tt__measure_result_from(res, &m, got, timed_out, status, o->timeout_s);
+    if (res->error_no == TT__E_RUNTIME_DEVICE && W.pid)
+        worker_stop(); /* it exits after a device error: reap it now */
+    pthread_mutex_unlock(&W.lock);
+    return true;
+}
