@@ -31,11 +31,12 @@ export LD_LIBRARY_PATH=$b/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PATH=$b/bin:$PATH
 # NVIDIA's OpenCL driver, registered with the loader (containers mount it without nvidia.icd).
 icd=/tmp/tt-icd
-mkdir -p $icd
 for lib in /usr/local/nvidia/lib64/libnvidia-opencl.so.1 /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1; do
-    [ -e "$lib" ] && { echo "$lib" > $icd/nvidia.icd; break; }
+    if [ -e "$lib" ]; then
+        mkdir -p $icd && echo "$lib" > $icd/nvidia.icd && export OCL_ICD_VENDORS=$icd
+        break
+    fi
 done
-export OCL_ICD_VENDORS=$icd
 export TT_CL_CACHE=/tmp/tt-cl-cache
 rm -rf "$TT_CL_CACHE"
 say "# GPU check, $(date -u '+%Y-%m-%d %H:%M UTC')"
