@@ -28,7 +28,7 @@ t_start=$(date +%s)
 b=/tmp/tt-gpu
 mkdir -p $b && tar -C $b -xJf "${BUNDLE:-.gpu/bundle.tar.xz}" || { say "no bundle: run scripts/gpu-bundle.sh here first"; exit 1; }
 export LD_LIBRARY_PATH=$b/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PATH=$b/bin:$PATH
+export PATH=$b/bin:$PWD/.gpu/bin:$PATH  # .gpu/bin: an ld.lld packed apart, if any
 # NVIDIA's OpenCL driver, registered with the loader (containers mount it without nvidia.icd).
 icd=/tmp/tt-icd
 for lib in /usr/local/nvidia/lib64/libnvidia-opencl.so.1 /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1; do
