@@ -114,9 +114,11 @@ static int64_t cache_rows(int64_t extent, int64_t rows, int64_t mult)
 
 /* The register tiles of the micro_kernel knob: [rows, vectors] pairs whose accumulators, one
  * vector of B per column vector and a broadcast of A fit the ISA's registers.  Rows divide the
- * row axis, or are the most that fit (rows_fit: the last tile moved back); columns (vectors x
- * lanes) divide the column axis, else one partial vector as wide as the largest divisor below
- * the vector width.  None when the ISA has no vectors. */
+ * row axis, or are the most that fit (rows_fit: the last tile moved back).  Columns (vectors x
+ * lanes) divide the column axis, or fit it with the last tile moved back (ViT's 197 x 197
+ * attention scores and SqueezeNet's 13 x 13 columns had no micro-kernel at all and ran at 5 and
+ * 59 GFLOPS), or are one partial vector as wide as the largest divisor below the vector width.
+ * None when the ISA has no vectors. */
 static int micro_kernels(const tt_vector_isa *isa, int64_t lanes, int64_t row_extent,
                          int64_t col_extent, int64_t *out)
 {
@@ -128,9 +130,21 @@ static int micro_kernels(const tt_vector_isa *isa, int64_t lanes, int64_t row_ex
         for (int64_t d = lanes - 1; d >= 2 && !partial; d--)
             if (col_extent % d == 0)
                 partial = d;
-    for (int64_t v = 1; v <= 4; v++) {
-        if (partial ? v > 1 : col_extent % (v * lanes) != 0)
-            continue;
+    /* The column tiles: whole vectors that divide the axis; where the vector divides none,
+     * whole vectors that fit it with the last tile moved back, then the partial vector. */
+    int64_t kinds[5], vecs[5];
+    int nkinds = 0;
+    for (int64_t v = 1; v <= 4; v++)
+        if (col_extent % lanes ? rows_fit(col_extent, v * lanes) : col_extent % (v * lanes) == 0) {
+            kinds[nkinds] = v;
+            vecs[nkinds++] = v;
+        }
+    if (partial) {
+        kinds[nkinds] = 0x8000 | partial;
+        vecs[nkinds++] = 1;
+    }
+    for (int kind = 0; kind < nkinds; kind++) {
+        int64_t v = vecs[kind];
         int64_t most = 0; /* the most rows whose tile fits the registers */
         for (int64_t r = 1; r <= 16 && n < TT_SPACE_MAX_CHOICES; r++) {
             /* Accumulators and one B vector per column vector, plus a register for the
@@ -142,14 +156,14 @@ static int micro_kernels(const tt_vector_isa *isa, int64_t lanes, int64_t row_ex
             if (row_extent % r != 0)
                 continue;
             /* [rows, vectors] as a split knob; a partial vector is 0x8000 | its width. */
-            out[n++] = (r << 16) | (partial ? (0x8000 | partial) : v);
+            out[n++] = (r << 16) | kinds[kind];
         }
         /* Rows that divide the axis, and the most rows the registers hold where they do not
          * (6 x 2 vectors over 112 on AVX2, where 4 is the most that divide): one more choice,
          * not every row count, which grew the space for tiles no better than their divisors. */
         if (most > 0 && row_extent % most != 0 && rows_fit(row_extent, most) &&
             n < TT_SPACE_MAX_CHOICES)
-            out[n++] = (most << 16) | (partial ? (0x8000 | partial) : v);
+            out[n++] = (most << 16) | kinds[kind];
     }
     return n;
 }
@@ -438,7 +452,7 @@ static void register_tile(const tt_space *s, int64_t mk, int64_t *rows, int64_t 
 }
 
 /* Micro-kernel mode: the row and column tile knobs count register tiles; turn them into cache
- * tile lengths (cache_rows; columns divide their axis). */
+ * tile lengths (cache_rows, for columns too: a moved-back last tile is a whole cache tile). */
 static void micro_tiles(const tt_space *s, int64_t mk, int64_t *tile)
 {
     const tt_op *m = &s->dag->ops.data[s->main_stage];
@@ -450,8 +464,7 @@ static void micro_tiles(const tt_space *s, int64_t mk, int64_t *tile)
         int d = n - 2 + a;
         if (d < 0)
             continue;
-        tile[d] = a == 0 ? cache_rows(m->shape[d], reg[a], tile[d])
-                         : reg[a] * divisor_at_most(m->shape[d] / reg[a], tile[d]);
+        tile[d] = cache_rows(m->shape[d], reg[a], tile[d]);
     }
 }
 
@@ -790,6 +803,10 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
     int64_t mk = s->knobs[n + 7].choice[pos[n + 7]];
     if (s->micro)
         micro_tiles(s, mk, tile);
+    const tt_op *mop = &s->dag->ops.data[s->main_stage];
+    /* Column tiles whose last one moves back overlap: weights packed in their order would need
+     * a panel that starts mid-panel, so they stay as they are. */
+    bool columns_divide = mop->shape[n - 1] % tile[n - 1] == 0;
     int64_t rtile = s->knobs[n].choice[pos[n]];
     bool cache_write = s->knobs[n + 1].choice[pos[n + 1]];
     bool reduce_first = s->knobs[n + 2].choice[pos[n + 2]];
@@ -798,7 +815,7 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
     bool vectorize = s->knobs[n + 5].choice[pos[n + 5]];
     int unroll = (int)s->knobs[n + 6].choice[pos[n + 6]];
     bool inline_producers = s->knobs[n + 8].choice[pos[n + 8]];
-    bool layout_rewrite = s->knobs[n + 9].choice[pos[n + 9]];
+    bool layout_rewrite = s->knobs[n + 9].choice[pos[n + 9]] && columns_divide;
     bool taps_inner = s->nknobs > n + 10 && s->knobs[n + 10].choice[pos[n + 10]];
     if (s->micro)
         cache_write = true; /* the register tile is a local accumulator */

@@ -446,6 +446,63 @@ static void register_tiles_may_move_their_last_tile_back(void **state)
 #undef RV
 }
 
+/* Columns that no vector divides (ViT's 197 x 197 attention scores) get whole-vector register
+ * tiles whose last cache tile moves back, besides the partial vector; the starting point takes
+ * one, and it computes the definition with the column's start clamped and no guard.  Where the
+ * vector divides the columns, nothing moves back. */
+static void column_tiles_may_move_their_last_tile_back(void **state)
+{
+    (void)state;
+    tt_vector_isa avx2 = {"avx2", 32, 16, true};
+    static const struct {
+        const char *workload;
+        const char *want[3];
+        const char *start;
+    } cases[] = {
+        {"matmul:M=197,N=197,K=64", {"micro_kernel=[-1,6,2]"}, "min("},
+        {"batch_matmul:B=2,M=30,N=45,K=16", {"micro_kernel=[-1,"}, "min("},
+        /* 196 = 4 x 49: half vectors divide it, whole ones moved back are offered too */
+        {"matmul:M=32,N=196,K=32", {"micro_kernel=[-1,"}, NULL},
+    };
+    tt_cpu_caches caches = {32 << 10, 512 << 10};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        tt_space sp;
+        tt_workload *w = open_space(cases[i].workload, &avx2, &sp);
+        const tt_knob *mk = &sp.knobs[sp.nspatial + 7];
+        int64_t cols = w->dag.ops.data[sp.main_stage].shape[sp.nspatial - 1];
+        int whole = 0;
+        for (int c = 0; c < mk->n; c++) {
+            int64_t v = mk->choice[c] & 0xffff;
+            if (!(v & 0x8000)) {
+                assert_true(cols % (v * 8) != 0);
+                whole++;
+            }
+        }
+        assert_true(whole > 0);
+        uint64_t index = tt_space_blocked_index(&sp, &avx2, &caches, 2, false, true);
+        expect_config(&sp, w, index, cases[i].want);
+        tt_state *st;
+        tt_program *prog;
+        tt_errbuf err = {{0}};
+        assert_int_equal(tt_space_apply(&sp, index, &st, &err), TT_OK);
+        assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
+        char *ir = tt_program_print(prog);
+        if (cases[i].start && (!strstr(ir, cases[i].start) || strstr(ir, " if ")))
+            fail_msg("%s: want %s and no guard in\n%s", w->key, cases[i].start, ir);
+        free(ir);
+        tt_program_free(prog);
+        tt_state_free(st);
+        tt_workload_free(w);
+    }
+    /* 1000 classes: 8 divides, so every column tile divides too */
+    tt_space sp;
+    tt_workload *w = open_space("matmul:M=1,N=1000,K=64", &avx2, &sp);
+    const tt_knob *mk = &sp.knobs[sp.nspatial + 7];
+    for (int c = 0; c < mk->n; c++)
+        assert_int_equal(1000 % ((mk->choice[c] & 0xffff) * 8), 0);
+    tt_workload_free(w);
+}
+
 /* The window starting point: for operators whose reductions are a small window (depthwise), the
  * register tile of one vector by the most rows up to the cap, outside the unrolled window; every
  * other space gets the default.  Each config computes the definition. */
@@ -1051,6 +1108,7 @@ int main(void)
         cmocka_unit_test(padding_computed_once_runs_in_parallel),
         cmocka_unit_test(window_configs_tile_the_whole_window),
         cmocka_unit_test(register_tiles_may_move_their_last_tile_back),
+        cmocka_unit_test(column_tiles_may_move_their_last_tile_back),
         cmocka_unit_test(a_run_records_every_measurement_and_resumes),
         cmocka_unit_test(grid_search_exhausts_a_small_space),
         cmocka_unit_test(ga_and_xgb_strategies_pick_new_correct_configs),
