@@ -16,7 +16,7 @@ bert_layer: a transformer encoder layer: Q/K/V projections, Reshape/Transpose in
 layouts: every operator that may run channels last between convolutions, and tensors that must
   keep the model's order (a second output read through a Reshape).
 layernorm_outputs: LayerNormalization's Mean output read before its main output's consumer.
-activations, class_token, more_ops, shifted_window_mask, seq_first_matmul: the operators and
+activations, class_token, more_ops, shifted_window_mask, seq_first_matmul, diamond_epilogues: the operators and
   patterns of the model zoos (issue #54).
 
 Usage: make_models.py OUTDIR
@@ -477,9 +477,33 @@ def seq_first_matmul(outdir):
     b.save(outdir, "seq_first_matmul", x, x.astype(np.float64) @ w + bias, 13)
 
 
+def diamond_epilogues(outdir):
+    """Elementwise diamonds after a convolution join its kernel: SiLU (x * sigmoid(x)) and
+    torch's opset-13 HardSwish (x * HardSigmoid(x, 1/6, 1/2)); a convolution whose result another
+    convolution also reads keeps its Sigmoid apart."""
+    b = Builder()
+    x = rand(1, 4, 6, 6)
+    w1, w2, w3 = rand(8, 4, 3, 3, scale=0.3), rand(8, 8, 1, 1, scale=0.3), rand(8, 8, 1, 1, scale=0.3)
+    c1 = b.op("Conv", ["input", b.const(w1)], pads=[1, 1, 1, 1])
+    r1 = conv2d(x.astype(np.float64), w1, pad=1)
+    s1 = b.op("Mul", [c1, b.op("Sigmoid", [c1])])
+    q1 = r1 / (1 + np.exp(-r1))
+    c2 = b.op("Conv", [s1, b.const(w2)])
+    r2 = conv2d(q1, w2)
+    h = b.op("Mul", [c2, b.op("HardSigmoid", [c2], alpha=1 / 6, beta=0.5)])
+    q2 = r2 * np.clip(r2 / 6 + 0.5, 0, 1)
+    c3 = b.op("Conv", [h, b.const(w3)])
+    r3 = conv2d(q2, w3)
+    g3 = b.op("Sigmoid", [c3])
+    c4 = b.op("Conv", [c3, b.const(w3)])
+    b.op("Add", [c4, g3])
+    b.save(outdir, "diamond_epilogues", x, conv2d(r3, w3) + 1 / (1 + np.exp(-r3)), 13)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     for make in (resnet_block, mobilenet_block, layouts, bert_layer, layernorm_outputs,
-                 activations, class_token, more_ops, shifted_window_mask, seq_first_matmul):
+                 activations, class_token, more_ops, shifted_window_mask, seq_first_matmul,
+                 diamond_epilogues):
         make(sys.argv[1])
