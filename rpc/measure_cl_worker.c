@@ -37,27 +37,23 @@ static struct {
     char device[64];
 } W = {PTHREAD_MUTEX_INITIALIZER, 0, -1, 0, ""};
 
-static void worker_stop(void)
+/* Kills and reaps the worker (if any); returns its wait status. */
+static int worker_stop(void)
 {
     if (!W.pid)
-        return;
-    tt__sandbox_finish(W.pid, W.sock, true);
+        return 0;
+    int status = tt__sandbox_finish(W.pid, W.sock, true);
     W.pid = 0;
     W.sock = -1;
+    return status;
 }
 
+/* Whether the worker is still running; an exited one is left for worker_stop to reap. */
 static bool worker_alive(void)
 {
-    int status;
-    pid_t r = waitpid(W.pid, &status, WNOHANG);
-    if (r == 0)
-        return true;
-    if (r == W.pid) { /* reaped here: tt__sandbox_finish must not wait for it again */
-        tt__sandbox_finish(W.pid, W.sock, false);
-        W.pid = 0;
-        W.sock = -1;
-    }
-    return false;
+    siginfo_t si;
+    memset(&si, 0, sizeof(si));
+    return waitid(P_PID, (id_t)W.pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == 0;
 }
 
 static bool worker_start(const char *device)
@@ -138,10 +134,7 @@ bool tt__cl_worker_measure(const char *path, const tt_measure_buffer *bufs, int 
     size_t got = tt__sandbox_read(W.sock, &m, sizeof(m), deadline, &timed_out);
     int status = 0;
     if (timed_out || got < sizeof(m)) {
-        pid_t pid = W.pid;
-        status = tt__sandbox_finish(pid, W.sock, true);
-        W.pid = 0;
-        W.sock = -1;
+        status = worker_stop();
         if (fresh && got == 0 && !timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 127) {
             pthread_mutex_unlock(&W.lock); /* no tvm-measure-cl: the one-shot child says so */
             return false;

@@ -132,19 +132,17 @@ static int micro_kernels(const tt_vector_isa *isa, int64_t lanes, int64_t row_ex
                 partial = d;
     /* The column tiles: whole vectors that divide the axis; where the vector divides none,
      * whole vectors that fit it with the last tile moved back, then the partial vector. */
-    int64_t kinds[5], vecs[5];
+    int64_t kinds[5];
     int nkinds = 0;
     for (int64_t v = 1; v <= 4; v++)
         if (col_extent % lanes ? rows_fit(col_extent, v * lanes) : col_extent % (v * lanes) == 0) {
-            kinds[nkinds] = v;
-            vecs[nkinds++] = v;
+            kinds[nkinds++] = v;
         }
     if (partial) {
-        kinds[nkinds] = 0x8000 | partial;
-        vecs[nkinds++] = 1;
+        kinds[nkinds++] = 0x8000 | partial;
     }
     for (int kind = 0; kind < nkinds; kind++) {
-        int64_t v = vecs[kind];
+        int64_t v = kinds[kind] & 0x8000 ? 1 : kinds[kind]; /* a partial vector is one */
         int64_t most = 0; /* the most rows whose tile fits the registers */
         for (int64_t r = 1; r <= 16 && n < TT_SPACE_MAX_CHOICES; r++) {
             /* Accumulators and one B vector per column vector, plus a register for the
