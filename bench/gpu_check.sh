@@ -14,19 +14,30 @@
 #   3. bench_opencl --no-cpu: matmul 1024 and 2048 tuned with evo ($TRIALS trials, default 192),
 #      with candidates per minute and the time of a measurement;
 #   4. the same tuning run again with the binary cache filled (a restarted run builds nothing);
-#   5. cuBLAS sgemm (TF32 off) for 1024, 2048 and 4096, timed with CUDA events in this call.
-# Environment: TRIALS, SIZES (default "1024 2048"), STEP_TIMEOUT (s, default 200).
+#   5. cuBLAS sgemm (TF32 off) for 1024, 2048 and 4096, timed with CUDA events in this call;
+#   6. networks (the bundle scripts/gpu-net-bundle.sh packs, .gpu/nets.tar): each library run on
+#      the GPU against PyTorch's output, timed and profiled by tvm-net, and PyTorch eager with
+#      CUDA timed on the same input (CUDA events).
+# Environment: STEPS (default "test bench restart cublas nets"), TRIALS, SIZES (default
+# "1024 2048"), STEP_TIMEOUT (s, default 200).
 set -uo pipefail
 out=${OUT:-/tmp/gpu-check}
 trials=${TRIALS:-192}
 sizes=${SIZES:-"1024 2048"}
 step_timeout=${STEP_TIMEOUT:-200}
+steps=" ${STEPS:-test bench restart cublas nets} "
+want() { [[ $steps == *" $1 "* ]]; }
 mkdir -p "$out"
 summary=$out/summary.txt
 say() { echo "$*" | tee -a "$summary"; }
 t_start=$(date +%s)
 b=/tmp/tt-gpu
-mkdir -p $b && tar -C $b -xJf "${BUNDLE:-.gpu/bundle.tar.xz}" || { say "no bundle: run scripts/gpu-bundle.sh here first"; exit 1; }
+if want test || want bench || want restart; then
+    mkdir -p $b && tar -C $b -xJf "${BUNDLE:-.gpu/bundle.tar.xz}" || { say "no bundle: run scripts/gpu-bundle.sh here first"; exit 1; }
+fi
+if want nets; then
+    mkdir -p $b && tar -C $b -xf .gpu/nets.tar || say "no networks: run scripts/gpu-net-bundle.sh here first"
+fi
 export LD_LIBRARY_PATH=$b/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PATH=$b/bin:$PWD/.gpu/bin:$PATH  # .gpu/bin: an ld.lld packed apart, if any
 # NVIDIA's OpenCL driver, registered with the loader (containers mount it without nvidia.icd).
@@ -44,13 +55,16 @@ say "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=
 say "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores"
 say "$(python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())' 2>&1 | tail -1)"
 
+if want test; then
 say "## test_opencl"
 t0=$(date +%s)
 timeout $step_timeout test_opencl > "$out/test_opencl.log" 2>&1
 rc=$?
 grep -E "^opencl|PASSED|FAILED|ERROR|LINE" "$out/test_opencl.log" | tee -a "$summary"
 say "test_opencl: exit $rc in $(( $(date +%s) - t0 )) s"
+fi
 
+want bench &&
 for n in $sizes; do
     w="matmul:M=$n,N=$n,K=$n"
     say "## bench_opencl $w, $trials trials of evo"
@@ -62,6 +76,7 @@ for n in $sizes; do
 done
 
 n=${sizes%% *}
+want restart && {
 say "## restarted: the same $((trials / 3)) trials of matmul $n again, binary cache filled"
 for run in first again; do
     t0=$(date +%s)
@@ -71,7 +86,9 @@ for run in first again; do
     [ $run = first ] || break
     rm -f "$out/restart_first.db"*
 done
+}
 
+want cublas && {
 say "## cuBLAS sgemm, TF32 off, CUDA events (median and fastest of 50 calls)"
 timeout 120 python3 - <<'PY' 2>&1 | tee -a "$summary"
 import torch
@@ -90,4 +107,27 @@ for n in (1024, 2048, 4096):
     med, best = times[len(times) // 2], times[0]
     print(f"cublas matmul {n}: median {med:.4f} ms ({2 * n**3 / med / 1e6:.0f} GFLOPS), fastest {best:.4f} ms")
 PY
+}
+
+if want nets && [ -d $b/nets ]; then
+    for d in $b/nets/*/; do
+        m=$(basename "$d")
+        lib=$d/${m//./_}.so
+        say "## network $m on OpenCL (tvm-net), against PyTorch eager with CUDA"
+        t0=$(date +%s)
+        timeout $step_timeout tvm-net run "$lib" -i "$d/input_0.npy" -o "$out/$m.npy" > "$out/net_$m.log" 2>&1
+        say "run: exit $? in $(( $(date +%s) - t0 )) s (the first run builds the program on the driver)"
+        tail -3 "$out/net_$m.log" | tee -a "$summary"
+        python3 -c "
+import numpy as np
+a, b = np.load('$out/$m.npy'), np.load('$d/output_0.npy')
+print('$m: max |ours - torch| / max |torch| =', float(np.abs(a - b).max() / np.abs(b).max()))" 2>&1 | tee -a "$summary"
+        rm -f "$out/$m.npy"
+        timeout $step_timeout tvm-net time "$lib" --warmup 10 --repeat 50 2>&1 | tee -a "$summary"
+        timeout $step_timeout tvm-net profile "$lib" --warmup 5 --repeat 20 > "$out/profile_$m.log" 2>&1
+        sort -t'|' -k6 -rn "$out/profile_$m.log" | head -8 | tee -a "$summary"
+        tail -1 "$out/profile_$m.log" | tee -a "$summary"
+        timeout 120 python3 scripts/export_torch_models.py --time "$m" "$d" --device cuda --repeat 50 2>&1 | tail -1 | tee -a "$summary"
+    done
+fi
 say "total: $(( $(date +%s) - t_start )) s"

@@ -1148,13 +1148,17 @@ void tt_gpu_limits_default(tt_gpu_limits *lim)
     lim->max_vthread = 8;
 }
 
+/* Guarded, so that artifacts concatenate into one program (a network's, deploy/cl_net_source.c):
+ * each defines the helpers of its index type once and points tt_floordiv at them. */
 static const char preamble[] =
     "/* Floor division and remainder of the tensor language (TVM's floordiv/floormod). */\n"
+    "#ifndef TT_FLOORDIV\n"
     "#define TT_FLOORDIV(T) \\\n"
     "    inline T tt_floordiv_##T(T a, T b) { T q = a / b; return (a % b != 0 && ((a < 0) != (b "
     "< 0))) ? q - 1 : q; } \\\n"
     "    inline T tt_floormod_##T(T a, T b) { T r = a % b; return (r != 0 && ((r < 0) != (b < "
-    "0))) ? r + b : r; }\n";
+    "0))) ? r + b : r; }\n"
+    "#endif\n";
 
 tt_status tt_codegen_opencl(const tt_program *p, const char *entry, const tt_gpu_limits *lim,
                             char **text, size_t *len, tt_opencl_stats *stats, tt_errbuf *err)
@@ -1222,10 +1226,14 @@ tt_status tt_codegen_opencl(const tt_program *p, const char *entry, const tt_gpu
     if (e.fp64)
         tt_strbuf_append(&all, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
     tt_strbuf_append(&all, preamble);
-    tt_strbuf_printf(&all, "TT_FLOORDIV(%s)\n", ctype(&e, TT_DT_INT64));
+    const char *it = ctype(&e, TT_DT_INT64);
     tt_strbuf_printf(&all,
+                     "#ifndef TT_FLOORDIV_%s\n#define TT_FLOORDIV_%s\nTT_FLOORDIV(%s)\n#endif\n",
+                     it, it, it);
+    tt_strbuf_printf(&all,
+                     "#undef tt_floordiv\n#undef tt_floormod\n"
                      "#define tt_floordiv tt_floordiv_%s\n#define tt_floormod tt_floormod_%s\n\n",
-                     ctype(&e, TT_DT_INT64), ctype(&e, TT_DT_INT64));
+                     it, it);
     if (e.source.len)
         tt_strbuf_append(&all, e.source.data);
     if (all.oom || e.body.oom || e.decls.oom || e.source.oom) {

@@ -587,3 +587,11 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
     tt__picker_close(&b.pk);
     return s;
 }
+
+void tt__compile_gpu_limits(tt_gpu_limits *lim)
+{
+    tt_gpu_limits_default(lim);
+    lim->max_threads = 1024;
+    lim->max_block[0] = lim->max_block[1] = lim->max_block[2] = 1024;
+    lim->max_shared_bytes = 0;
+}

@@ -4,6 +4,7 @@
 #define TT_DEPLOY_COMPILE_INT_H
 
 #include "../codegen/cl_artifact.h"
+#include "../codegen/codegen.h"
 #include "../schedule/schedule.h"
 #include "compile.h"
 
@@ -27,6 +28,11 @@ typedef struct tt__kernel {
 /* The default schedule of a workload without records: docs/compile.md. */
 tt_status tt__compile_default_schedule(const tt_dag *dag, const tt_target *target, bool gpu,
                                        tt_state **out, tt_errbuf *err);
+
+/* The limits OpenCL code is generated under at build time: generous (1024 work-items, no local
+ * memory cap), since the device is not known yet; a network library checks its kernels against the
+ * device's own limits when it is initialised. */
+void tt__compile_gpu_limits(tt_gpu_limits *lim);
 
 /* How kernels get their schedules: the database's best record for the target (and device), or
  * the default schedule with a warning. */
@@ -116,6 +122,7 @@ typedef struct tt__net_build {
     char (*in_names)[64];          /* C identifiers of the graph's inputs */
     char (*out_names)[64];         /* ... and outputs */
     double estimate_s; /* sum of weight x record time when every task is tuned, else 0 */
+    bool opencl;       /* the network runs on an OpenCL device */
 } tt__net_build;
 
 /* The C identifiers of the graph's inputs and outputs (sanitized, unique), caller frees. */
@@ -124,6 +131,16 @@ tt_status tt__net_param_names(const struct tt_net *net, char (**in)[64], char (*
 /* NAME.c: the weights (.incbin of params_path), the arena and the run functions. */
 tt_status tt__write_net_glue(const char *path, const tt__net_build *b, const char *params_path,
                              tt_errbuf *err);
+/* Pieces of NAME.c: the run functions' parameters ("const float *data, float *logits"), the
+ * weights as read-only data (NAME__weights, an .incbin of params_path), NAME_info(). */
+void tt__net_params(struct tt_strbuf *sb, const tt__net_build *b);
+void tt__write_net_weights_asm(struct tt_strbuf *sb, const char *name, const char *params_path);
+void tt__write_net_info(struct tt_strbuf *sb, const tt__net_build *b);
+/* NAME.c of a network on OpenCL (cl_net_source.c): the runtime, the weights, the program of
+ * every task's artifact (texts[t], its metadata arts[t]), the tables of buffers and calls, and
+ * NAME_init/_run/_run_buffers/_profile/_error/_release/_info. */
+tt_status tt__write_cl_net_glue(const char *path, const tt__net_build *b, const char *params_path,
+                                const tt_cl_artifact *arts, char *const *texts, tt_errbuf *err);
 /* NAME.h */
 tt_status tt__write_net_header(const char *path, const char *guard, const tt__net_build *b,
                                tt_errbuf *err);

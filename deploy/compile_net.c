@@ -25,6 +25,8 @@ typedef struct {
     tt_compile_report *reps;
     double *timestamps;
     bool gomp;
+    tt_cl_artifact *arts; /* OpenCL: per task, its kernels' metadata */
+    char **texts;         /* ... and the artifact itself */
 } net_builder;
 
 tt_status tt__net_task_error(const tt_net *net, int task, tt_status s, tt_errbuf *err)
@@ -68,14 +70,28 @@ static tt_status build_task(net_builder *b, int t, tt_errbuf *err)
     char entry[300], obj[4400];
     snprintf(entry, sizeof(entry), "%s__task%d", b->name, t);
     snprintf(obj, sizeof(obj), "%s/task%d.o", b->tmp, t);
-    if (!s) {
+    if (!s && b->pk.gpu) {
+        /* kernels t<task>_<k>, unique in the network's one program; the device's own limits are
+         * checked when the library is initialised on it */
+        if (b->layouts[t])
+            s = tt_err(err, TT_ERR_UNSUPPORTED,
+                       "the record reads a weight packed (LR), which OpenCL builds do not support");
+        snprintf(entry, sizeof(entry), "t%d", t);
+        tt_gpu_limits lim;
+        tt__compile_gpu_limits(&lim);
+        size_t len = 0;
+        if (!s)
+            s = tt_codegen_opencl(code.prog, entry, &lim, &b->texts[t], &len, NULL, err);
+        if (!s)
+            s = tt_cl_artifact_parse(b->texts[t], len, &b->arts[t], err);
+    } else if (!s) {
         tt_codegen_options co = {3, 64, 64, NULL, false};
         tt_codegen_stats stats;
         s = tt_codegen_llvm_object(code.prog, &b->pk.target, entry, obj, &co, &stats, err);
         b->gomp |= stats.parallel_loops > 0;
         b->reps[t].parallel = stats.parallel_loops > 0;
     }
-    if (!s && !(b->objs[b->nobjs++] = strdup(obj)))
+    if (!s && !b->pk.gpu && !(b->objs[b->nobjs++] = strdup(obj)))
         s = tt_err(err, TT_ERR_NOMEM, "out of memory");
     if (s)
         tt__net_task_error(b->net, t, s, err);
@@ -112,9 +128,9 @@ static tt_status write_library(net_builder *b, const char *dir, tt_compile_net_s
 {
     tt_net *net = b->net;
     tt__net_weights weights;
-    tt__net_build nb = {
-        b->name, b->o->model, b->pk.target_text, net, &weights, b->reps, b->timestamps, NULL, NULL,
-        0};
+    tt__net_build nb = {b->name,  b->o->model, b->pk.target_text, net,
+                        &weights, b->reps,     b->timestamps,     NULL,
+                        NULL,     0,           b->pk.gpu};
     tt_status s = tt__net_weights_build(net, b->layouts, &weights, err);
     if (s)
         return s;
@@ -132,10 +148,14 @@ static tt_status write_library(net_builder *b, const char *dir, tt_compile_net_s
     s = tt__net_param_names(net, &nb.in_names, &nb.out_names, err);
     if (!s)
         s = write_file(params, weights.data, (size_t)weights.bytes, err);
-    if (!s)
+    if (!s && b->pk.gpu)
+        s = tt__write_cl_net_glue(src, &nb, params, b->arts, b->texts, err);
+    else if (!s)
         s = tt__write_net_glue(src, &nb, params, err);
     if (!s)
-        s = tt__compile_c(src, obj, b->pk.target.triple, "the network's calls", err);
+        s = tt__compile_c(
+            src, obj, b->pk.target.triple,
+            b->pk.gpu ? "the network's OpenCL runtime and calls" : "the network's calls", err);
     remove(params);
     remove(src);
     if (!s && !(b->objs[b->nobjs++] = strdup(obj)))
@@ -163,7 +183,7 @@ static tt_status write_library(net_builder *b, const char *dir, tt_compile_net_s
         if (!realpath(dir, absdir))
             snprintf(absdir, sizeof(absdir), "%s", dir);
         snprintf(path, sizeof(path), "%s/%s.pc", b->tmp, b->name);
-        s = tt__write_pc(path, b->name, absdir, b->gomp, false, err);
+        s = tt__write_pc(path, b->name, absdir, b->gomp, b->pk.gpu, err);
     }
     if (!s && sum) {
         sum->tasks = (int)net->tasks.len;
@@ -218,10 +238,9 @@ tt_status tt_compile_net(const tt_compile_net_options *o, tt_net *net, tt_compil
     b.name = name;
     tt_status s = tt__picker_open(&b.pk, o->db_path, o->target, o->device, o->strict,
                                   o->no_fallback, o->warnings, err);
-    if (!s && strcmp(b.pk.target.kind, "llvm"))
+    if (!s && !b.pk.gpu && strcmp(b.pk.target.kind, "llvm"))
         s = tt_err(err, TT_ERR_UNSUPPORTED,
-                   "networks build for CPU (llvm) targets, not '%s'; OpenCL builds take single "
-                   "kernels (--workload)",
+                   "networks build for CPU (llvm) and GPU (opencl) targets, not '%s'",
                    b.pk.target.kind);
     if (s) {
         tt__picker_close(&b.pk);
@@ -232,7 +251,9 @@ tt_status tt_compile_net(const tt_compile_net_options *o, tt_net *net, tt_compil
     b.layouts = calloc(nt + 1, sizeof(tt_layout *));
     b.reps = calloc(nt + 1, sizeof(tt_compile_report));
     b.timestamps = calloc(nt + 1, sizeof(double));
-    if (!b.objs || !b.layouts || !b.reps || !b.timestamps)
+    b.arts = calloc(nt + 1, sizeof(tt_cl_artifact));
+    b.texts = calloc(nt + 1, sizeof(char *));
+    if (!b.objs || !b.layouts || !b.reps || !b.timestamps || !b.arts || !b.texts)
         s = tt_err(err, TT_ERR_NOMEM, "out of memory");
     if (!s)
         s = tt__make_dirs(dir, err);
@@ -262,6 +283,10 @@ tt_status tt_compile_net(const tt_compile_net_options *o, tt_net *net, tt_compil
         rmdir(b.tmp);
     for (size_t t = 0; b.layouts && t < nt; t++)
         free(b.layouts[t]);
+    for (size_t t = 0; b.texts && t < nt; t++)
+        free(b.texts[t]);
+    free(b.arts);
+    free(b.texts);
     free(b.objs);
     free(b.layouts);
     free(b.reps);

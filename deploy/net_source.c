@@ -139,8 +139,7 @@ static void c_string(tt_strbuf *sb, const char *s)
 
 /* ---- NAME.c ---- */
 
-/* The run functions' parameters: "const float *data, float *logits". */
-static void params(tt_strbuf *sb, const tt__net_build *b)
+void tt__net_params(tt_strbuf *sb, const tt__net_build *b)
 {
     const tt_graph *g = b->net->g;
     for (size_t i = 0; i < g->inputs.len; i++)
@@ -188,6 +187,40 @@ static void asm_path(tt_strbuf *sb, const char *p)
     }
 }
 
+void tt__write_net_weights_asm(tt_strbuf *sb, const char *n, const char *params_path)
+{
+    /* The weights: read-only data of the library, paged in by the OS as the kernels touch them
+     * and shared by every process that maps the library. */
+    tt_strbuf_printf(sb,
+                     "\n__asm__(\".section .rodata.%s__weights,\\\"a\\\"\\n\"\n"
+                     "        \".balign 64\\n\"\n"
+                     "        \".globl %s__weights\\n\"\n"
+                     "        \".hidden %s__weights\\n\"\n"
+                     "        \".type %s__weights, STT_OBJECT\\n\"\n"
+                     "        \"%s__weights:\\n\"\n"
+                     "        \".incbin \\\"",
+                     n, n, n, n, n);
+    asm_path(sb, params_path);
+    tt_strbuf_printf(sb,
+                     "\\\"\\n\"\n"
+                     "        \".size %s__weights, . - %s__weights\\n\"\n"
+                     "        \".previous\\n\");\n"
+                     "extern const unsigned char %s__weights[] "
+                     "__attribute__((visibility(\"hidden\")));\n\n",
+                     n, n, n);
+}
+
+void tt__write_net_info(tt_strbuf *sb, const tt__net_build *b)
+{
+    char *info = info_json(b);
+    tt_strbuf_printf(sb, "const char *%s_info(void)\n{\n    return\n", b->name);
+    c_string(sb, info ? info : "{}");
+    tt_strbuf_append(sb, ";\n}\n");
+    if (!info)
+        sb->oom = 1;
+    free(info);
+}
+
 tt_status tt__write_net_glue(const char *path, const tt__net_build *b, const char *params_path,
                              tt_errbuf *err)
 {
@@ -204,25 +237,7 @@ tt_status tt__write_net_glue(const char *path, const tt__net_build *b, const cha
     for (size_t t = 0; t < net->tasks.len; t++)
         tt_strbuf_printf(&sb, "extern int %s__task%zu(void **args); /* %s */\n", n, t,
                          net->tasks.data[t].label);
-    /* The weights: read-only data of the library, paged in by the OS as the kernels touch them
-     * and shared by every process that maps the library. */
-    tt_strbuf_printf(&sb,
-                     "\n__asm__(\".section .rodata.%s__weights,\\\"a\\\"\\n\"\n"
-                     "        \".balign 64\\n\"\n"
-                     "        \".globl %s__weights\\n\"\n"
-                     "        \".hidden %s__weights\\n\"\n"
-                     "        \".type %s__weights, STT_OBJECT\\n\"\n"
-                     "        \"%s__weights:\\n\"\n"
-                     "        \".incbin \\\"",
-                     n, n, n, n, n);
-    asm_path(&sb, params_path);
-    tt_strbuf_printf(&sb,
-                     "\\\"\\n\"\n"
-                     "        \".size %s__weights, . - %s__weights\\n\"\n"
-                     "        \".previous\\n\");\n"
-                     "extern const unsigned char %s__weights[] "
-                     "__attribute__((visibility(\"hidden\")));\n\n",
-                     n, n, n);
+    tt__write_net_weights_asm(&sb, n, params_path);
     tt_strbuf_printf(&sb, "static unsigned char %s__arena[%lld] __attribute__((aligned(64)));\n\n",
                      n, (long long)(net->arena_bytes > 0 ? net->arena_bytes : 64));
     /* One body for every entry point: buffers in arrays, and a hook before each call and after
@@ -274,7 +289,7 @@ tt_status tt__write_net_glue(const char *path, const tt__net_build *b, const cha
     tt_strbuf_append(&sb, "    return 0;\n}\n\n");
     /* The typed entry points. */
     tt_strbuf_printf(&sb, "int %s_run_workspace(void *workspace, ", n);
-    params(&sb, b);
+    tt__net_params(&sb, b);
     tt_strbuf_append(&sb, ")\n{\n    const void *tvm__in[] = {");
     for (size_t i = 0; i < g->inputs.len; i++)
         tt_strbuf_printf(&sb, "%s%s", i ? ", " : "", b->in_names[i]);
@@ -288,7 +303,7 @@ tt_status tt__write_net_glue(const char *path, const tt__net_build *b, const cha
                      "int))0, (void *)0);\n}\n\n",
                      n);
     tt_strbuf_printf(&sb, "int %s_run(", n);
-    params(&sb, b);
+    tt__net_params(&sb, b);
     tt_strbuf_printf(&sb, ")\n{\n    return %s_run_workspace(%s__arena, ", n, n);
     args(&sb, b);
     tt_strbuf_append(&sb, ");\n}\n\n");
@@ -306,15 +321,7 @@ tt_status tt__write_net_glue(const char *path, const tt__net_build *b, const cha
                      "    return %s__run(workspace ? workspace : %s__arena, inputs, outputs, hook, "
                      "ctx);\n}\n\n",
                      n, n, n);
-    char *info = info_json(b);
-    if (!info) {
-        tt_strbuf_free(&sb);
-        return tt_err(err, TT_ERR_NOMEM, "out of memory");
-    }
-    tt_strbuf_printf(&sb, "const char *%s_info(void)\n{\n    return\n", n);
-    c_string(&sb, info);
-    tt_strbuf_append(&sb, ";\n}\n");
-    free(info);
+    tt__write_net_info(&sb, b);
     return tt__write_text(path, &sb, err);
 }
 
@@ -389,18 +396,38 @@ tt_status tt__write_net_header(const char *path, const char *guard, const tt__ne
             " * Estimated latency: %.4g ms (the records' fastest samples times the calls; "
             "tvm-net time measures it).\n",
             b->estimate_s * 1e3);
-    tt_strbuf_append(
-        &sb, " *\n"
-             " * Buffers are dense row-major arrays of the element type.  Both functions return "
-             "0 on success,\n"
-             " * -1 for a NULL buffer, and N > 0 when kernel call N failed.  ");
-    tt_strbuf_printf(&sb,
-                     "%s_run uses a static\n"
-                     " * workspace: one call at a time per process; %s_run_workspace takes the "
-                     "caller's, of\n"
-                     " * %s_WORKSPACE_BYTES aligned to 64 bytes, so threads may run the network at "
-                     "once.\n *\n * Tasks:\n",
-                     n, n, un);
+    if (b->opencl)
+        tt_strbuf_printf(
+            &sb,
+            " *\n"
+            " * Runs on an OpenCL device (docs/opencl.md).  %s_init, or the first run, opens "
+            "the ICD loader,\n"
+            " * picks the device (TVM_TUNE_OPENCL_DEVICE=P:D, else the first GPU, else the "
+            "first device),\n"
+            " * checks that the network fits it, builds the kernels and uploads the weights "
+            "once;\n"
+            " * %s_release gives it all back.  Inputs and outputs are dense row-major arrays "
+            "in host\n"
+            " * memory; activations stay on the device.  The functions return 0 or a "
+            "TVM_TUNE_* code\n"
+            " * below, and %s_error() says what failed: the OpenCL call, its code and the "
+            "device.\n"
+            " * Calls are serialised (one device queue).\n *\n * Tasks:\n",
+            n, n, n);
+    else {
+        tt_strbuf_append(
+            &sb, " *\n"
+                 " * Buffers are dense row-major arrays of the element type.  Both functions "
+                 "return 0 on success,\n"
+                 " * -1 for a NULL buffer, and N > 0 when kernel call N failed.  ");
+        tt_strbuf_printf(&sb,
+                         "%s_run uses a static\n"
+                         " * workspace: one call at a time per process; %s_run_workspace takes "
+                         "the caller's, of\n"
+                         " * %s_WORKSPACE_BYTES aligned to 64 bytes, so threads may run the "
+                         "network at once.\n *\n * Tasks:\n",
+                         n, n, un);
+    }
     for (size_t t = 0; t < net->tasks.len; t++) {
         const tt_compile_report *r = &b->reps[t];
         tt_strbuf_printf(&sb, " *   %2zu %-24s x%-3d ", t, net->tasks.data[t].label,
@@ -425,16 +452,53 @@ tt_status tt__write_net_header(const char *path, const char *guard, const tt__ne
                      n, guard, guard);
     tt_strbuf_printf(&sb, "#define %s_NUM_INPUTS %zu\n#define %s_NUM_OUTPUTS %zu\n", un,
                      g->inputs.len, un, g->outputs.len);
-    tt_strbuf_printf(&sb, "#define %s_WORKSPACE_BYTES %lldLL\n", un,
-                     (long long)(net->arena_bytes > 0 ? net->arena_bytes : 64));
+    if (b->opencl)
+        tt_strbuf_printf(&sb, "#define %s_NUM_CALLS %zu\n", un, net->calls.len);
+    else
+        tt_strbuf_printf(&sb, "#define %s_WORKSPACE_BYTES %lldLL\n", un,
+                         (long long)(net->arena_bytes > 0 ? net->arena_bytes : 64));
     for (size_t i = 0; i < g->inputs.len; i++)
         tensor_macros(&sb, un, "input", i, &g->tensors.data[g->inputs.data[i]], b->in_names[i]);
     for (size_t i = 0; i < g->outputs.len; i++)
         tensor_macros(&sb, un, "output", i, &g->tensors.data[g->outputs.data[i]], b->out_names[i]);
+    if (b->opencl) {
+        tt_strbuf_append(
+            &sb, "\n#ifndef TVM_TUNE_OK /* as <tvm-tune/tvm_tune_abi.h> */\n"
+                 "#define TVM_TUNE_OK 0\n"
+                 "#define TVM_TUNE_NO_DEVICE    (-1) /* no ICD loader, platform or device */\n"
+                 "#define TVM_TUNE_BUILD_FAILED (-2) /* the driver could not build the "
+                 "kernels */\n"
+                 "#define TVM_TUNE_RUN_FAILED   (-3) /* the device could not run them */\n"
+                 "#endif\n"
+                 "#ifndef TVM_TUNE_DEVICE_LIMIT\n"
+                 "#define TVM_TUNE_DEVICE_LIMIT (-4) /* beyond the device's memory, "
+                 "work-group size or local memory */\n"
+                 "#define TVM_TUNE_BAD_ARGUMENT (-5) /* a NULL buffer, a malformed "
+                 "setting */\n"
+                 "#endif\n");
+        tt_strbuf_printf(&sb, "\nint %s_init(void);\nint %s_run(", n, n);
+        tt__net_params(&sb, b);
+        tt_strbuf_printf(
+            &sb,
+            ");\n/* The buffers in arrays, in the order above (workspace: unused, NULL). */\n"
+            "int %s_run_buffers(void *workspace, const void *const *inputs, void *const "
+            "*outputs);\n"
+            "/* As %s_run_buffers, with each kernel call's device time (seconds, from OpenCL's\n"
+            " * profiling events) in call_seconds[0 .. %s_NUM_CALLS). */\n"
+            "int %s_profile(const void *const *inputs, void *const *outputs, double "
+            "*call_seconds);\n"
+            "/* What the last failure was, or \"\". */\n"
+            "const char *%s_error(void);\n"
+            "void %s_release(void);\n"
+            "const char *%s_info(void);\n",
+            n, n, un, n, n, n, n);
+        tt_strbuf_printf(&sb, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* %s */\n", guard);
+        return tt__write_text(path, &sb, err);
+    }
     tt_strbuf_printf(&sb, "\nint %s_run(", n);
-    params(&sb, b);
+    tt__net_params(&sb, b);
     tt_strbuf_printf(&sb, ");\nint %s_run_workspace(void *workspace, ", n);
-    params(&sb, b);
+    tt__net_params(&sb, b);
     tt_strbuf_printf(
         &sb,
         ");\n/* The buffers in arrays, in the order above (NULL workspace: the static "

@@ -29,10 +29,13 @@ static void usage(FILE *f)
             "  time      runs it --warmup times (default 10), then --repeat times (default 50),\n"
             "            and prints the median latency beside the database's estimate; inputs\n"
             "            not given are uniform in [-1, 1) (floats) or 0 (integers)\n"
-            "  profile   as time, and each kernel call timed in the network (NAME_run_profiled):\n"
+            "  profile   as time, and each kernel call timed in the network (NAME_run_profiled;\n"
+            "            on an OpenCL device each call's device time from profiling events):\n"
             "            per task its calls' median time, its share, the database's estimate\n"
             "            (fastest x calls) and in-network / estimate, to see where time goes and\n"
             "            which kernels run slower in the network than alone (cold weights)\n"
+            "Libraries built with --target opencl run on the device TVM_TUNE_OPENCL_DEVICE=P:D\n"
+            "names (else the first GPU, else the first OpenCL device).\n"
             "  --name NAME   the functions' prefix, when the file was renamed (default: the\n"
             "                file's name without .so)\n"
             "Exit status: 0 done, 1 failed (the reason on stderr), 2 bad arguments.\n");
@@ -42,11 +45,16 @@ typedef int (*run_fn)(void *, const void *const *, void *const *);
 typedef int (*profiled_fn)(void *, const void *const *, void *const *, void (*)(void *, int),
                            void *);
 
+typedef int (*cl_profile_fn)(const void *const *, void *const *, double *);
+
 typedef struct {
     char name[256];
     void *dl;
     run_fn run;
     profiled_fn run_profiled; /* NULL in libraries built before it existed */
+    /* OpenCL libraries: each call's device time from profiling events, and the last failure */
+    cl_profile_fn cl_profile;
+    const char *(*error)(void);
     json_t *info;
     json_t *ins, *outs;
     size_t nin, nout;
@@ -121,6 +129,10 @@ static int load(const char *path, const char *name, network *net)
     net->run = (run_fn)dlsym(net->dl, sym);
     snprintf(sym, sizeof(sym), "%s_run_profiled", net->name);
     net->run_profiled = (profiled_fn)dlsym(net->dl, sym);
+    snprintf(sym, sizeof(sym), "%s_profile", net->name);
+    net->cl_profile = (cl_profile_fn)dlsym(net->dl, sym);
+    snprintf(sym, sizeof(sym), "%s_error", net->name);
+    net->error = (const char *(*)(void))dlsym(net->dl, sym);
     if (!info || !net->run) {
         fprintf(stderr,
                 "tvm-net: %s has no %s_info or %s_run_buffers: not a network built by "
@@ -235,12 +247,23 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* A run that returned rc: the library's own message when it has one (OpenCL: the call, its code
+ * and the device), else what the code means. */
+static void report_failure(network *net, const char *fn, int rc)
+{
+    const char *why = net->error ? net->error() : NULL;
+    if (why && why[0])
+        fprintf(stderr, "tvm-net: %s%s returned %d: %s\n", net->name, fn, rc, why);
+    else
+        fprintf(stderr, "tvm-net: %s%s returned %d (%s)\n", net->name, fn, rc,
+                rc < 0 ? "a NULL buffer" : "a kernel call failed");
+}
+
 static int run_network(network *net, void *const *ins, void *const *outs)
 {
     int rc = net->run(NULL, (const void *const *)ins, outs);
     if (rc) {
-        fprintf(stderr, "tvm-net: %s_run returned %d (%s)\n", net->name, rc,
-                rc < 0 ? "a NULL buffer" : "a kernel call failed");
+        report_failure(net, "_run_buffers", rc);
         return -1;
     }
     return 0;
@@ -274,7 +297,7 @@ static int profile(network *net, void *const *ins, void *const *outs, int warmup
 {
     json_t *calls = json_object_get(net->info, "calls"),
            *tasks = json_object_get(net->info, "tasks");
-    if (!net->run_profiled || !json_is_array(calls)) {
+    if ((!net->run_profiled && !net->cl_profile) || !json_is_array(calls)) {
         fprintf(stderr,
                 "tvm-net profile: %s has no %s_run_profiled: built by an older tvm-compile; "
                 "build it again\n",
@@ -288,17 +311,26 @@ static int profile(network *net, void *const *ins, void *const *outs, int warmup
     int rc = st.at && per && task_s ? 0 : -1;
     if (rc)
         fprintf(stderr, "tvm-net: out of memory\n");
+    double *device_s = calloc((size_t)nc + 1, sizeof(double));
+    if (!device_s)
+        rc = -1;
     for (int r = -warmup; !rc && r < repeat; r++) {
-        int e = net->run_profiled(NULL, (const void *const *)ins, outs, stamp, &st);
+        /* on a CPU the clock between calls; on an OpenCL device each call's events */
+        double t0 = tt_clock_monotonic();
+        int e = net->cl_profile
+                    ? net->cl_profile((const void *const *)ins, outs, device_s)
+                    : net->run_profiled(NULL, (const void *const *)ins, outs, stamp, &st);
+        double t1 = tt_clock_monotonic();
         if (e) {
-            fprintf(stderr, "tvm-net: %s_run_profiled returned %d\n", net->name, e);
+            report_failure(net, net->cl_profile ? "_profile" : "_run_profiled", e);
             rc = -1;
         }
         for (int c = 0; !rc && r >= 0 && c < nc; c++)
-            per[(size_t)c * repeat + r] = st.at[c + 1] - st.at[c];
+            per[(size_t)c * repeat + r] = net->cl_profile ? device_s[c] : st.at[c + 1] - st.at[c];
         if (!rc && r >= 0)
-            per[(size_t)nc * repeat + r] = st.at[nc] - st.at[0];
+            per[(size_t)nc * repeat + r] = net->cl_profile ? t1 - t0 : st.at[nc] - st.at[0];
     }
+    free(device_s);
     double sum = 0, est_sum = 0, whole = rc ? 0 : tt_median(per + (size_t)nc * repeat, repeat);
     for (int c = 0; !rc && c < nc; c++) {
         double med = tt_median(per + (size_t)c * repeat, repeat);

@@ -23,8 +23,9 @@ Usage: export_torch_models.py OUT [NAME ...]      (default: resnet18, mobilenet_
                                                    mobilenet_v3_small, bert_layer, swin_t,
                                                    lraspp_mobilenet_v3_large.o17,
                                                    mobilenet_v3_small.o17.b8)
-       export_torch_models.py --time NAME MODEL_DIR [--threads N] [--repeat N]
-           times PyTorch on MODEL_DIR's input: prints one JSON line (bench/bench_model)
+       export_torch_models.py --time NAME MODEL_DIR [--threads N] [--repeat N] [--device cuda]
+           times PyTorch on MODEL_DIR's input: prints one JSON line (bench/bench_model; on a GPU,
+           bench/gpu_check.sh: each call timed with CUDA events)
 """
 import json
 import math
@@ -34,7 +35,6 @@ import time
 
 import numpy as np
 import torch
-import torchvision
 
 OPSET = 13  # the exporter of torch 1.13 writes LayerNorm and GELU decomposed below opset 17
 
@@ -102,6 +102,7 @@ def build(spec):
     torch.manual_seed(0)
     if name == "bert_layer":
         return BertLayer(), (batch, 128, 768)
+    import torchvision  # not needed for bert_layer (a GPU machine may have PyTorch only)
     seg = torchvision.models.segmentation
     if name in seg.__dict__ and callable(seg.__dict__[name]) and not name[0].isupper():
         model = seg.__dict__[name](weights=None, weights_backbone=None)
@@ -155,39 +156,60 @@ def export(out, name):
     print(f"{name}: {d}/model.onnx, input {tuple(shape)}, output {tuple(y.shape)}")
 
 
-def time_torch(name, model_dir, threads, repeat):
-    """PyTorch's median latency on the exported network's input, inference mode."""
+def time_torch(name, model_dir, threads, repeat, device="cpu"):
+    """PyTorch's median latency on the exported network's input, inference mode, eager.  On
+    CUDA each call is timed by CUDA events (TF32 off, cuDNN's autotuner on), the input and output
+    staying on the device."""
     torch.set_num_threads(threads)
     model, _ = build(name)
     model.eval()
     with torch.no_grad():
         randomise_batchnorm(model)
     x = torch.from_numpy(np.load(os.path.join(model_dir, "input_0.npy")))
+    cuda = device == "cuda"
+    if cuda:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cudnn.benchmark = True
+        model, x = model.cuda(), x.cuda()
     samples = []
     with torch.inference_mode():
         for _ in range(10):
             model(x)
         for _ in range(repeat):
-            t0 = time.perf_counter()
-            model(x)
-            samples.append(time.perf_counter() - t0)
+            if cuda:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(
+                    enable_timing=True)
+                start.record()
+                model(x)
+                end.record()
+                end.synchronize()
+                samples.append(start.elapsed_time(end) * 1e-3)
+            else:
+                t0 = time.perf_counter()
+                model(x)
+                samples.append(time.perf_counter() - t0)
     samples.sort()
-    print(json.dumps({"name": name, "median_s": samples[len(samples) // 2], "threads":
-                      torch.get_num_threads(), "torch": torch.__version__, "repeat": repeat}))
+    print(json.dumps({"name": name, "median_s": samples[len(samples) // 2], "min_s": samples[0],
+                      "threads": torch.get_num_threads(), "torch": torch.__version__,
+                      "repeat": repeat, "device": torch.cuda.get_device_name() if cuda
+                      else "cpu"}))
 
 
 def main(argv):
     if len(argv) >= 3 and argv[0] == "--time":
-        threads, repeat = os.cpu_count() or 1, 30
+        threads, repeat, device = os.cpu_count() or 1, 30, "cpu"
         rest = argv[3:]
         while rest:
             if rest[0] == "--threads" and len(rest) > 1:
                 threads, rest = int(rest[1]), rest[2:]
+            elif rest[0] == "--device" and len(rest) > 1 and rest[1] in ("cpu", "cuda"):
+                device, rest = rest[1], rest[2:]
             elif rest[0] == "--repeat" and len(rest) > 1:
                 repeat, rest = int(rest[1]), rest[2:]
             else:
                 raise SystemExit(f"export_torch_models.py: unexpected '{rest[0]}'")
-        time_torch(argv[1], argv[2], threads, repeat)
+        time_torch(argv[1], argv[2], threads, repeat, device)
         return
     if not argv or argv[0].startswith("-"):
         raise SystemExit(__doc__)

@@ -1,0 +1,261 @@
+/* NAME.c of a network built for OpenCL (tvm-compile --model --target opencl): the runtime
+ * (cl_net_runtime.c, embedded as text), the weights, one program with every task's kernels, the
+ * tables that say which device buffer each kernel call reads and writes, and the entry points.
+ *
+ * Device buffers: one per graph input and output, one per constant the calls read (uploaded once,
+ * at init), one per offset of the memory plan's arena (tensors that share an offset never live at
+ * the same time, so they share the buffer; OpenCL 1.2 has no pointer arithmetic on buffers, and
+ * sub-buffers need the device's base alignment), and each task's own workspace. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/strbuf.h"
+#include "../graph/net.h"
+#include "compile_int.h"
+
+extern const char tt__cl_net_runtime[];
+
+enum { K_INPUT, K_OUTPUT, K_WEIGHT, K_ARENA, K_WORKSPACE }; /* as cl_net_runtime.c */
+
+typedef struct {
+    int kind, index;
+    int64_t offset, bytes;
+} dev_buffer;
+
+typedef struct {
+    TT_VEC(dev_buffer) bufs;
+    TT_VEC(int) args;
+} tables;
+
+/* The buffer of (kind, index, offset), made when new; its size grows to the largest use. */
+static int buffer_of(tables *tb, int kind, int index, int64_t offset, int64_t bytes)
+{
+    for (size_t i = 0; i < tb->bufs.len; i++) {
+        dev_buffer *d = &tb->bufs.data[i];
+        if (d->kind == kind && d->index == index && d->offset == offset) {
+            if (bytes > d->bytes)
+                d->bytes = bytes;
+            return (int)i;
+        }
+    }
+    dev_buffer d = {kind, index, offset, bytes};
+    if (TT_VEC_PUSH(&tb->bufs, d))
+        return -1;
+    return (int)tb->bufs.len - 1;
+}
+
+static int64_t tensor_bytes(const tt_graph *g, int t)
+{
+    const tt_gtensor *x = &g->tensors.data[t];
+    return tt_gtensor_numel(x) * tt_dtype_bytes(x->dtype);
+}
+
+/* The buffer holding tensor t (a call's argument k, or a copy's source with k = -1). */
+static int storage_buffer(tables *tb, const tt__net_build *b, int t, int64_t weight_offset,
+                          int64_t bytes, tt_errbuf *err)
+{
+    const tt_net_storage *st = &b->net->storage[t];
+    int i = -1;
+    if (weight_offset >= 0)
+        i = buffer_of(tb, K_WEIGHT, 0, weight_offset, bytes);
+    else if (st->place == TT_NET_INPUT)
+        i = buffer_of(tb, K_INPUT, st->index, 0, bytes);
+    else if (st->place == TT_NET_OUTPUT)
+        i = buffer_of(tb, K_OUTPUT, st->index, 0, bytes);
+    else if (st->place == TT_NET_ARENA)
+        i = buffer_of(tb, K_ARENA, 0, st->offset, bytes);
+    else {
+        tt_err(err, TT_ERR_INTERNAL, "tensor '%s' has no storage", b->net->g->tensors.data[t].name);
+        return -1;
+    }
+    if (i < 0)
+        tt_err(err, TT_ERR_NOMEM, "out of memory");
+    return i;
+}
+
+static void string_literal(tt_strbuf *sb, const char *s)
+{
+    tt_strbuf_append(sb, "    \"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '\n')
+            tt_strbuf_append(sb, "\\n\"\n    \"");
+        else if (c == '"' || c == '\\')
+            tt_strbuf_printf(sb, "\\%c", c);
+        else if (c < 32 || c > 126)
+            tt_strbuf_printf(sb, "\\%03o", c);
+        else
+            tt_strbuf_appendn(sb, s, 1);
+    }
+    tt_strbuf_append(sb, "\"");
+}
+
+tt_status tt__write_cl_net_glue(const char *path, const tt__net_build *b, const char *params_path,
+                                const tt_cl_artifact *arts, char *const *texts, tt_errbuf *err)
+{
+    const tt_net *net = b->net;
+    const tt_graph *g = net->g;
+    const char *n = b->name;
+    tables tb = {0};
+    tt_strbuf sb = {0};
+    tt_status s = TT_OK;
+    /* the caller's buffers first, so that each has one even when no call reads it */
+    for (size_t i = 0; i < g->inputs.len; i++)
+        buffer_of(&tb, K_INPUT, (int)i, 0, tensor_bytes(g, g->inputs.data[i]));
+    for (size_t i = 0; i < g->outputs.len; i++)
+        buffer_of(&tb, K_OUTPUT, (int)i, 0, tensor_bytes(g, g->outputs.data[i]));
+    /* each task's workspace, shared by its calls (one queue runs them in order) */
+    int *ws_first = calloc(net->tasks.len + 1, sizeof(int));
+    int *kernel_first = calloc(net->tasks.len + 1, sizeof(int));
+    if (!ws_first || !kernel_first)
+        s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+    for (size_t t = 0, nk = 0; !s && t < net->tasks.len; t++) {
+        kernel_first[t] = (int)nk;
+        nk += (size_t)arts[t].nkernels;
+        ws_first[t] = (int)tb.bufs.len;
+        for (int w = 0; w < arts[t].nworkspace; w++) {
+            dev_buffer d = {K_WORKSPACE, (int)t, w,
+                            arts[t].workspace[w].count *
+                                (int64_t)tt_cl_elem_bytes(arts[t].workspace[w].elem)};
+            if (TT_VEC_PUSH(&tb.bufs, d))
+                s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+        }
+    }
+    tt_strbuf_append(&sb, tt__cl_net_runtime);
+    tt_strbuf_printf(&sb, "\n/* ---- %s: the network, generated by tvm-compile ---- */\n\n", n);
+    tt__write_net_weights_asm(&sb, n, params_path);
+    /* the calls: their arguments as buffer indices */
+    tt_strbuf calls = {0};
+    tt_strbuf_printf(&calls, "static const tt_clnet_call %s__calls[] = {\n", n);
+    for (size_t c = 0; !s && c < net->calls.len; c++) {
+        const tt_net_call *call = &net->calls.data[c];
+        const tt_cl_artifact *a = &arts[call->task];
+        if (call->nargs != a->nparams) {
+            s = tt_err(err, TT_ERR_INTERNAL, "call %zu passes %d arguments to a kernel of %d", c,
+                       call->nargs, a->nparams);
+            break;
+        }
+        int first = (int)tb.args.len;
+        for (int k = 0; k < call->nargs && !s; k++) {
+            int64_t bytes = a->params[k].count * (int64_t)tt_cl_elem_bytes(a->params[k].elem);
+            int i = storage_buffer(&tb, b, call->args[k], b->weights->offset[c][k], bytes, err);
+            if (i < 0 || TT_VEC_PUSH(&tb.args, i))
+                s = i < 0 ? TT_ERR_INTERNAL : tt_err(err, TT_ERR_NOMEM, "out of memory");
+        }
+        for (int w = 0; w < a->nworkspace && !s; w++)
+            if (TT_VEC_PUSH(&tb.args, ws_first[call->task] + w))
+                s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+        tt_strbuf_printf(&calls, "    {%d, %d, %d, %d}, /* task %d, %s */\n",
+                         kernel_first[call->task], a->nkernels, first, (int)tb.args.len - first,
+                         call->task, net->tasks.data[call->task].label);
+    }
+    tt_strbuf_append(&calls, "};\n");
+    /* outputs whose values are elsewhere */
+    tt_strbuf copies = {0};
+    tt_strbuf_printf(&copies, "static const tt_clnet_copy %s__copies[] = {\n", n);
+    for (size_t i = 0; !s && i < net->copies.len; i++) {
+        const tt_net_copy *cp = &net->copies.data[i];
+        int64_t bytes = tensor_bytes(g, g->outputs.data[cp->output]);
+        const tt_net_storage *st = &net->storage[cp->from];
+        int buffer;
+        int64_t offset = 0;
+        if (b->weights->copy_offset[i] >= 0)
+            buffer = -1, offset = b->weights->copy_offset[i];
+        else if (st->place == TT_NET_INPUT)
+            buffer = -2, offset = st->index;
+        else if ((buffer = storage_buffer(&tb, b, cp->from, -1, bytes, err)) < 0)
+            s = TT_ERR_INTERNAL;
+        tt_strbuf_printf(&copies, "    {%d, %d, %lld, %lld},\n", cp->output, buffer,
+                         (long long)offset, (long long)bytes);
+    }
+    if (!net->copies.len)
+        tt_strbuf_append(&copies, "    {0, 0, 0, 0},\n");
+    tt_strbuf_append(&copies, "};\n");
+    /* the program: every task's artifact, concatenated (their helpers are guarded) */
+    tt_strbuf_printf(&sb, "static const char %s__source[] =\n", n);
+    for (size_t t = 0; t < net->tasks.len; t++) {
+        tt_strbuf_printf(&sb, "    /* task %zu: %s */\n", t, net->tasks.data[t].label);
+        string_literal(&sb, texts[t]);
+        tt_strbuf_append(&sb, "\n");
+    }
+    tt_strbuf_append(&sb, "    ;\n\n");
+    tt_strbuf_printf(&sb, "static const tt_clnet_kernel %s__kernels[] = {\n", n);
+    int nkernels = 0;
+    for (size_t t = 0; t < net->tasks.len; t++)
+        for (int k = 0; k < arts[t].nkernels; k++, nkernels++) {
+            const tt_cl_kernel *kk = &arts[t].kernels[k];
+            tt_strbuf_printf(&sb, "    {\"%s\", %zu, {%lld, %lld, %lld}, {%lld, %lld, %lld}},\n",
+                             kk->name, t, (long long)kk->grid[0], (long long)kk->grid[1],
+                             (long long)kk->grid[2], (long long)kk->block[0],
+                             (long long)kk->block[1], (long long)kk->block[2]);
+        }
+    tt_strbuf_append(&sb, "};\n");
+    tt_strbuf_printf(&sb, "static const tt_clnet_buffer %s__buffers[] = {\n", n);
+    static const char *const kind_name[] = {"TT_CLNET_INPUT", "TT_CLNET_OUTPUT", "TT_CLNET_WEIGHT",
+                                            "TT_CLNET_ARENA", "TT_CLNET_WORKSPACE"};
+    for (size_t i = 0; i < tb.bufs.len; i++) {
+        const dev_buffer *d = &tb.bufs.data[i];
+        tt_strbuf_printf(&sb, "    {%s, %d, %lld, %lld},\n", kind_name[d->kind], d->index,
+                         (long long)d->offset, (long long)d->bytes);
+    }
+    tt_strbuf_append(&sb, "};\n");
+    if (calls.data)
+        tt_strbuf_append(&sb, calls.data);
+    tt_strbuf_printf(&sb, "static const int %s__args[] = {", n);
+    for (size_t i = 0; i < tb.args.len; i++)
+        tt_strbuf_printf(&sb, "%s%d", !i ? "\n    " : i % 16 ? ", " : ",\n    ", tb.args.data[i]);
+    tt_strbuf_append(&sb, tb.args.len ? "\n};\n" : "0};\n");
+    if (copies.data)
+        tt_strbuf_append(&sb, copies.data);
+    tt_strbuf_printf(&sb, "static const char *const %s__labels[] = {\n", n);
+    for (size_t t = 0; t < net->tasks.len; t++)
+        tt_strbuf_printf(&sb, "    \"%s\",\n", net->tasks.data[t].label);
+    tt_strbuf_append(&sb, "};\n\n");
+    tt_strbuf_printf(&sb,
+                     "static tt_clnet %s__net = {\n"
+                     "    .name = \"%s\",\n    .source = %s__source,\n    .weights = %s__weights,\n"
+                     "    .nbuffers = %zu,\n    .nkernels = %d,\n    .ncalls = %zu,\n"
+                     "    .ninputs = %zu,\n    .noutputs = %zu,\n    .ncopies = %zu,\n"
+                     "    .buffers = %s__buffers,\n    .kernels = %s__kernels,\n"
+                     "    .calls = %s__calls,\n    .args = %s__args,\n    .copies = %s__copies,\n"
+                     "    .task_labels = %s__labels,\n    .mu = PTHREAD_MUTEX_INITIALIZER,\n};\n\n",
+                     n, n, n, n, tb.bufs.len, nkernels, net->calls.len, g->inputs.len,
+                     g->outputs.len, net->copies.len, n, n, n, n, n, n);
+    /* the entry points */
+    tt_strbuf_printf(&sb,
+                     "int %s_init(void)\n{\n    return tt_clnet_init(&%s__net);\n}\n\n"
+                     "void %s_release(void)\n{\n    tt_clnet_release(&%s__net);\n}\n\n"
+                     "const char *%s_error(void)\n{\n    return %s__net.error;\n}\n\n",
+                     n, n, n, n, n, n);
+    tt_strbuf_printf(&sb, "int %s_run(", n);
+    tt__net_params(&sb, b);
+    tt_strbuf_append(&sb, ")\n{\n    const void *in[] = {");
+    for (size_t i = 0; i < g->inputs.len; i++)
+        tt_strbuf_printf(&sb, "%s%s", i ? ", " : "", b->in_names[i]);
+    if (!g->inputs.len)
+        tt_strbuf_append(&sb, "0");
+    tt_strbuf_append(&sb, "};\n    void *out[] = {");
+    for (size_t i = 0; i < g->outputs.len; i++)
+        tt_strbuf_printf(&sb, "%s%s", i ? ", " : "", b->out_names[i]);
+    tt_strbuf_printf(&sb, "};\n    return tt_clnet_run(&%s__net, in, out, NULL);\n}\n\n", n);
+    tt_strbuf_printf(&sb,
+                     "int %s_run_buffers(void *workspace, const void *const *inputs, void *const "
+                     "*outputs)\n{\n    (void)workspace;\n"
+                     "    return tt_clnet_run(&%s__net, inputs, outputs, NULL);\n}\n\n"
+                     "int %s_profile(const void *const *inputs, void *const *outputs, double "
+                     "*call_seconds)\n{\n"
+                     "    return tt_clnet_run(&%s__net, inputs, outputs, call_seconds);\n}\n\n",
+                     n, n, n, n);
+    tt__write_net_info(&sb, b);
+    free(ws_first);
+    free(kernel_first);
+    tt_strbuf_free(&calls);
+    tt_strbuf_free(&copies);
+    TT_VEC_FREE(&tb.bufs);
+    TT_VEC_FREE(&tb.args);
+    if (s) {
+        tt_strbuf_free(&sb);
+        return s;
+    }
+    return tt__write_text(path, &sb, err);
+}

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Networks on OpenCL (issue #55): tvm-compile --model --target opencl builds libraries that run
+# the whole network on an OpenCL device (here pocl's CPU device; on a GPU machine the GPU):
+# - every model of make_models.py against its test data, and torchvision's ResNet-18 and
+#   MobileNet-V2 and the BERT-base layer against PyTorch (1e-3 relative), default schedules;
+# - records tuned on the device (tvm-tune run --model --target opencl) build and still match;
+# - the header compiles as C99 and C++11; an application links the archive through pkg-config
+#   and calls NAME_init / NAME_run / NAME_profile / NAME_release;
+# - tvm-net time and profile (each call's device time from OpenCL events);
+# - no platform, a device that does not exist, a network beyond the device's memory, a malformed
+#   setting: a clear error naming the reason and the device, and no output written.
+# usage: test_net_opencl.sh BUILD_DIR SOURCE_DIR MODELS_DIR TORCH_MODELS_DIR
+set -euo pipefail
+build=$1
+src=$2
+models=$3
+torch_models=$4
+bin=$build/bin
+py=/usr/bin/python3
+work=$(mktemp -d /tmp/tt-netcl-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+export TT_CL_CACHE=off
+
+expect_fail() { # PATTERN COMMAND...: fails, and says PATTERN on stderr
+  local pattern=$1 rc=0
+  shift
+  "$@" > "$work/out.log" 2> "$work/err.log" || rc=$?
+  if [ "$rc" = 0 ] || ! grep -q -- "$pattern" "$work/err.log"; then
+    echo "FAIL: $* exited $rc (wanted a failure saying '$pattern'), stderr:" >&2
+    cat "$work/err.log" >&2
+    exit 1
+  fi
+  echo "refused: $(head -c 300 "$work/err.log")"
+}
+
+echo "== make_models.py's models, default schedules"
+mkdir -p "$work/small"
+"$py" "$src/tests/deploy/check_net_models.py" "$bin" "$models" "$work/small" --target opencl
+
+echo "== torchvision's ResNet-18 and MobileNet-V2, the BERT-base layer, against PyTorch"
+for name in resnet18 mobilenet_v2 bert_layer; do
+  d=$torch_models/$name
+  "$bin/tvm-compile" --model "$d/model.onnx" --target opencl -o "$work/$name" --quiet 2> /dev/null
+  "$bin/tvm-net" run "$work/$name.so" -i "$d/input_0.npy" -o "$work/$name.npy" > /dev/null
+  "$py" - "$work/$name.npy" "$d/output_0.npy" "$name" <<'PY'
+import sys
+import numpy as np
+ours, torch, name = np.load(sys.argv[1]), np.load(sys.argv[2]), sys.argv[3]
+assert ours.shape == torch.shape, (ours.shape, torch.shape)
+err = float(np.abs(ours - torch).max() / np.abs(torch).max())
+print(f"{name} on OpenCL: output {ours.shape}, max |ours - torch| / max |torch| = {err:.2e}")
+sys.exit(0 if err <= 1e-3 else f"{name}: relative error {err} > 1e-3")
+PY
+done
+
+echo "== records tuned on the device build the network"
+rb=$models/resnet_block
+"$bin/tvm-tune" run --model "$rb/model.onnx" --target opencl --strategy evo --trials 3 \
+  --db "$work/tuned.db" > "$work/tune.log" 2>&1
+grep -q "on opencl" "$work/tune.log"
+"$bin/tvm-compile" --model "$rb/model.onnx" --target opencl --db "$work/tuned.db" \
+  -o "$work/lib/rb" > "$work/build.log" 2>&1
+grep -q "record [0-9]" "$work/build.log"
+grep -q "record [0-9]" "$work/lib/rb.h"
+for f in rb.a rb.so rb.h rb.pc; do test -s "$work/lib/$f"; done
+[ "$(ls -A "$work/lib" | wc -l)" = 4 ]
+mkdir -p "$work/tuned"
+"$py" - "$rb" "$work/tuned" <<'PY'
+import shutil, sys
+shutil.copytree(sys.argv[1], sys.argv[2] + "/resnet_block")
+PY
+"$py" "$src/tests/deploy/check_net_models.py" "$bin" "$work/tuned" "$work/tuned" --target opencl \
+  --db "$work/tuned.db"
+
+echo "== the header, and an application through pkg-config"
+printf '#include "rb.h"\nint main(void) { return RB_NUM_INPUTS - 1 + (RB_NUM_CALLS < 1); }\n' > "$work/h.c"
+cc -std=c99 -Wall -Wextra -pedantic -Werror -fsyntax-only -I"$work/lib" "$work/h.c"
+cp "$work/h.c" "$work/h.cc"
+c++ -std=c++11 -Wall -Wextra -pedantic -Werror -fsyntax-only -I"$work/lib" "$work/h.cc"
+grep -q "int rb_init(void);" "$work/lib/rb.h"
+grep -q "void rb_release(void);" "$work/lib/rb.h"
+cat > "$work/app.c" <<'C'
+#include <stdio.h>
+#include <string.h>
+#include "rb.h"
+int main(void)
+{
+    static float in[RB_INPUT0_ELEMENTS], out[RB_OUTPUT0_ELEMENTS], again[RB_OUTPUT0_ELEMENTS];
+    double calls[RB_NUM_CALLS];
+    for (int i = 0; i < RB_INPUT0_ELEMENTS; i++)
+        in[i] = (float)(i % 7) - 3.0f;
+    int rc = rb_init();
+    if (rc) {
+        printf("init %d: %s\n", rc, rb_error());
+        return 1;
+    }
+    const void *ins[1] = {in};
+    void *outs[1] = {again};
+    if (rb_run(in, out) || rb_profile(ins, outs, calls) || memcmp(out, again, sizeof(out)))
+        return 2;
+    for (int c = 0; c < RB_NUM_CALLS; c++)
+        if (!(calls[c] > 0))
+            return 3;
+    if (rb_run(NULL, out) != TVM_TUNE_BAD_ARGUMENT || !strstr(rb_error(), "NULL"))
+        return 4;
+    rb_release();
+    /* released, a run initialises again */
+    if (rb_run(in, again) || memcmp(out, again, sizeof(out)))
+        return 5;
+    rb_release();
+    puts("OK");
+    return 0;
+}
+C
+cc -O2 -o "$work/app" "$work/app.c" $(PKG_CONFIG_PATH="$work/lib" pkg-config --cflags --libs rb)
+"$work/app" | grep -q '^OK$'
+mkdir -p "$work/no-icd"
+OCL_ICD_VENDORS=$work/no-icd "$work/app" > "$work/app.log" || true
+grep -q "^init -1: rb: no OpenCL platform" "$work/app.log"
+
+echo "== tvm-net time and profile"
+"$bin/tvm-net" time "$work/lib/rb.so" --warmup 1 --repeat 3 > "$work/time.log"
+grep -q "median .* ms over 3 runs" "$work/time.log"
+"$bin/tvm-net" profile "$work/lib/rb.so" --warmup 1 --repeat 3 > "$work/profile.log"
+cat "$work/profile.log"
+grep -q "rb: 6 kernel calls of 6 tasks, medians of 3 runs" "$work/profile.log"
+"$bin/tvm-net" profile "$work/lib/rb.so" --warmup 0 --repeat 2 --json | "$py" -c "
+import json, sys
+p = json.load(sys.stdin)
+assert len(p['tasks']) == 6 and all(t['network_s'] > 0 for t in p['tasks']), p
+assert p['calls_s'] > 0 and p['run_s'] > 0, p"
+
+echo "== bad devices and settings"
+expect_fail "no OpenCL platform: the ICD loader found no driver" \
+  env OCL_ICD_VENDORS="$work/no-icd" "$bin/tvm-net" run "$work/lib/rb.so" -i "$work/small/resnet_block_input_0.pb.npy" -o "$work/none.npy"
+test ! -e "$work/none.npy"
+expect_fail "no OpenCL device 7:3" \
+  env TVM_TUNE_OPENCL_DEVICE=7:3 "$bin/tvm-net" run "$work/lib/rb.so" -i "$work/small/resnet_block_input_0.pb.npy" -o "$work/none.npy"
+expect_fail "is not PLATFORM:DEVICE" \
+  env TVM_TUNE_OPENCL_DEVICE=gpu "$bin/tvm-net" time "$work/lib/rb.so" --repeat 1
+expect_fail "the network needs .* of device memory (weights .*) but device '.*' may use (TVM_TUNE_OPENCL_MEMORY) 16.0 KiB" \
+  env TVM_TUNE_OPENCL_MEMORY=16K "$bin/tvm-net" run "$work/lib/rb.so" -i "$work/small/resnet_block_input_0.pb.npy" -o "$work/none.npy"
+test ! -e "$work/none.npy"
+expect_fail "is not a size" \
+  env TVM_TUNE_OPENCL_MEMORY=lots "$bin/tvm-net" time "$work/lib/rb.so" --repeat 1
+echo "test_net_opencl: passed"
