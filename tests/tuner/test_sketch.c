@@ -624,11 +624,69 @@ static void tile_mutation_moves_a_factor(void **state)
     tt_workload_free(w);
 }
 
+/* The default GPU schedule of a build (tt_sketch_gpu_tiled): a matmul and a convolution get
+ * register tiles, thread blocks and shared-memory stages and compute the definition; a
+ * reduction gets its cross-thread form; each is within the bindings' limits. */
+static void gpu_default_tiles_what_can_be_tiled(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *w;
+        const char *has; /* in the steps: what the default must do */
+        int64_t threads; /* work-items per group */
+    } cases[] = {
+        {"matmul:M=128,N=256,K=64", "\"shared\"", 128},
+        {"conv2d_nhwc:N=1,H=8,W=8,CI=16,CO=32,K=3,S=1,P=1", "\"shared\"", 0},
+        {"te:R[i] += A[i,k]; A:float32[64,256]", "", 32},
+        {"softmax:M=64,N=256", "", 0},
+        /* a MatMul+Add of a network: the product, its reshape and the bias, in one task */
+        {"te:t1[i0,i1] += x0[0,i0,r0] * w1[r0,i1]; t0[i0,i1,i2] = t1[i1,i2]; out[i0,i1,i2] = "
+         "w2[i2] + t0[0,i1,i2]; t1:float32[128,256]; x0:float32[1,128,64]; w1:const "
+         "float32[64,256]; t0:float32[1,128,256]; out:float32[1,128,256]; w2:const float32[256]; "
+         "r0:64",
+         "\"shared\"", 128},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        tt_workload *w = parse(cases[c].w);
+        tt_sketch_params p;
+        tt_sketch_params_gpu(&p, 256, 32);
+        tt_state *st;
+        tt_errbuf err = {{0}};
+        if (tt_sketch_gpu_tiled(&w->dag, &p, &st, &err))
+            fail_msg("%s: %s", w->key, err.msg);
+        char *steps = tt_steps_to_json(st->steps.data, st->steps.len);
+        printf("gpu default %s: %s\n", w->key, steps);
+        assert_non_null(strstr(steps, cases[c].has));
+        assert_non_null(strstr(steps, "auto_unroll_max_step$512"));
+        assert_int_equal(tt_sketch_check_gpu(&p, st, &err), TT_OK);
+        check(w, st, "gpu default");
+        tt_program *prog;
+        assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
+        tt_gpu_limits lim;
+        tt_gpu_limits_default(&lim);
+        char *text = NULL;
+        tt_opencl_stats stats;
+        if (tt_codegen_opencl(prog, "k", &lim, &text, NULL, &stats, &err))
+            fail_msg("%s: %s", w->key, err.msg);
+        int64_t threads = stats.block[0] * stats.block[1] * stats.block[2];
+        printf("  %d kernel(s), %lld work-items per group, %lld bytes shared\n", stats.kernels,
+               (long long)threads, (long long)stats.shared_bytes);
+        if (cases[c].threads)
+            assert_int_equal(threads, cases[c].threads);
+        free(text);
+        free(steps);
+        tt_program_free(prog);
+        tt_state_free(st);
+        tt_workload_free(w);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(counts_match_tvm),
         cmocka_unit_test(gpu_counts_match_tvm),
+        cmocka_unit_test(gpu_default_tiles_what_can_be_tiled),
         cmocka_unit_test(gpu_search_offers_only_kernels_within_the_device),
         cmocka_unit_test(search_rounds_offer_each_program_once),
         cmocka_unit_test(factor_schemes),
