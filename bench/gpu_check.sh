@@ -17,7 +17,10 @@
 #   5. cuBLAS sgemm (TF32 off) for 1024, 2048 and 4096, timed with CUDA events in this call;
 #   6. networks (the bundle scripts/gpu-net-bundle.sh packs, .gpu/nets.tar): each library run on
 #      the GPU against PyTorch's output, timed and profiled by tvm-net, and PyTorch eager with
-#      CUDA timed on the same input (CUDA events).
+#      CUDA timed on the same input (CUDA events);
+#   7. "tune" (not by default): a network's tasks tuned on the GPU, $TRIALS per task, from
+#      .gpu/tune/NAME.tasks (scripts/gpu-net-bundle.sh --tasks: one "WEIGHT WORKLOAD" a line);
+#      the records come back in $OUT/NAME.db, for tvm-compile --db here.
 # Environment: STEPS (default "test bench restart cublas nets"), TRIALS, SIZES (default
 # "1024 2048"), STEP_TIMEOUT (s, default 200).
 set -uo pipefail
@@ -32,7 +35,7 @@ summary=$out/summary.txt
 say() { echo "$*" | tee -a "$summary"; }
 t_start=$(date +%s)
 b=/tmp/tt-gpu
-if want test || want bench || want restart; then
+if want test || want bench || want restart || want tune; then
     mkdir -p $b && tar -C $b -xJf "${BUNDLE:-.gpu/bundle.tar.xz}" || { say "no bundle: run scripts/gpu-bundle.sh here first"; exit 1; }
 fi
 if want nets; then
@@ -108,6 +111,21 @@ for n in (1024, 2048, 4096):
     print(f"cublas matmul {n}: median {med:.4f} ms ({2 * n**3 / med / 1e6:.0f} GFLOPS), fastest {best:.4f} ms")
 PY
 }
+
+if want tune; then
+    for f in .gpu/tune/*.tasks; do
+        [ -e "$f" ] || { say "no tasks to tune: scripts/gpu-net-bundle.sh --tasks MODEL here first"; break; }
+        m=$(basename "$f" .tasks)
+        args=()
+        while read -r weight workload; do args+=(--workload "$workload" --weight "$weight"); done < "$f"
+        say "## tuning $m's $(wc -l < "$f") tasks on the GPU, $trials trials each (evo)"
+        t0=$(date +%s)
+        timeout $step_timeout tvm-tune run --target opencl --strategy evo --trials "$trials" \
+            --db "$out/$m.db" "${args[@]}" > "$out/tune_$m.log" 2>&1
+        say "exit $? in $(( $(date +%s) - t0 )) s"
+        grep -E "estimated|measured now" "$out/tune_$m.log" | tail -4 | tee -a "$summary"
+    done
+fi
 
 if want nets && [ -d $b/nets ]; then
     for d in $b/nets/*/; do

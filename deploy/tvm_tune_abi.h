@@ -18,7 +18,8 @@
 #define TVM_TUNE_BUILD_FAILED (-2) /* the driver could not build the kernels */
 #define TVM_TUNE_RUN_FAILED   (-3) /* the device could not allocate or run them */
 /* OpenCL networks (tvm-compile --model --target opencl; NAME_error() says what failed): */
-#define TVM_TUNE_DEVICE_LIMIT (-4) /* beyond the device's memory, work-group size or local memory */
+/* beyond the device's memory, work-group size or local memory */
+#define TVM_TUNE_DEVICE_LIMIT (-4)
 #define TVM_TUNE_BAD_ARGUMENT (-5) /* a NULL buffer, a malformed setting */
 
 #endif

@@ -23,7 +23,7 @@ cp "${progs[@]}" "$stage/bin/"
 # the tuner links its CPU anchors and checks for the linker at start
 lld=$(command -v ld.lld-14 || command -v ld.lld || true)
 [ -n "$lld" ] && cp -L "$lld" "$stage/bin/ld.lld"
-loader=$(ldconfig -p | awk '/libOpenCL\.so\.1 .*x86-64/ {print $NF; exit}')
+loader=$(ldconfig -p | awk '/libOpenCL\.so\.1 .*x86-64/ && !f {print $NF; f = 1}')
 [ -n "$loader" ] || { echo "gpu-bundle: no libOpenCL.so.1 (apt-get install ocl-icd-libopencl1)" >&2; exit 1; }
 { for p in "${progs[@]}"; do ldd "$p"; done; echo "x => $loader (0)"; } |
     awk '/=>/ && $3 ~ /^\// {print $3}' | sort -u |

@@ -6,14 +6,32 @@
 # schedules, or the records of DB), its input and PyTorch's output.
 #
 # usage: scripts/gpu-net-bundle.sh [--db DB] MODEL...     (default: mobilenet_v2 bert_layer)
+#        scripts/gpu-net-bundle.sh --tasks MODEL...
 # Writes .gpu/nets.tar (uncompressed: random weights do not compress).  Mind the size: the device
-# tool carries 64 MiB in all (ResNet-18's weights alone are 45 MiB).
+# tool carries 64 MiB in all (ResNet-18's weights alone are 45 MiB).  --tasks writes instead
+# .gpu/tune/MODEL.tasks, the model's tasks for --target opencl (tvm-tune tasks), which
+# gpu_check.sh's "tune" step tunes on the GPU without the weights.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
 out=$root/.gpu
 db=()
 if [ "${1:-}" = --db ]; then db=(--db "$2"); shift 2; fi
+if [ "${1:-}" = --tasks ]; then
+    shift
+    mkdir -p "$out/tune"
+    for m in "$@"; do
+        models_dir=$build/tests/torch_models
+        [ -f "$models_dir/$m/model.onnx" ] || /usr/bin/python3 "$root/scripts/export_torch_models.py" "$models_dir" "$m"
+        "$build/bin/tvm-tune" tasks --model "$models_dir/$m/model.onnx" --target opencl --json |
+            /usr/bin/python3 -c '
+import json, sys
+for t in json.load(sys.stdin)["tasks"]:
+    print(t["weight"], t["workload"])' > "$out/tune/$m.tasks"
+        echo "gpu-net-bundle: $(wc -l < "$out/tune/$m.tasks") tasks in $out/tune/$m.tasks"
+    done
+    exit 0
+fi
 models=("$@")
 [ ${#models[@]} -gt 0 ] || models=(mobilenet_v2 bert_layer)
 for p in "$build/bin/tvm-net" "$build/bin/tvm-compile"; do
@@ -23,7 +41,7 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" "$stage/nets" "$out"
 cp "$build/bin/tvm-net" "$stage/bin/"
-loader=$(ldconfig -p | awk '/libOpenCL\.so\.1 .*x86-64/ {print $NF; exit}')
+loader=$(ldconfig -p | awk '/libOpenCL\.so\.1 .*x86-64/ && !f {print $NF; f = 1}')
 { ldd "$build/bin/tvm-net"; echo "x => $loader (0)"; } | awk '/=>/ && $3 ~ /^\// {print $3}' |
     grep -v -E '/(libc|libm|libpthread|libdl|librt|ld-linux-x86-64)\.so' |
     while read -r lib; do cp -L "$lib" "$stage/lib/"; done

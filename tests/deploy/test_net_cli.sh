@@ -168,8 +168,9 @@ expect_fail 1 "truncated.onnx" "$bin/tvm-compile" --model "$work/truncated.onnx"
 test ! -e "$work/t/rb.a"
 expect_fail 2 "--model takes -o OUTDIR/NAME and no --workload" \
   "$bin/tvm-compile" --model "$model" --workload matmul:M=1,N=1,K=1 --symbol mm -o "$work/x/y"
-expect_fail 1 "networks build for CPU (llvm) targets" \
-  "$bin/tvm-compile" --model "$model" --target opencl -o "$work/cl/rb"
+expect_fail 1 "networks build for CPU (llvm) and GPU (opencl) targets, not 'cuda'" \
+  "$bin/tvm-compile" --model "$model" --target cuda -o "$work/cl/rb"
+test ! -e "$work/cl/rb.a"
 
 echo "== installed: tvm_tune_add_network"
 cmake --install "$build" --prefix "$work/prefix" > /dev/null

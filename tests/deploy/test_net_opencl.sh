@@ -55,6 +55,21 @@ done
 
 echo "== records tuned on the device build the network"
 rb=$models/resnet_block
+# One trial a task: each task's record is the tuner's baseline, the naive GPU schedule, stored as
+# []; built, every kernel must still be bound to work-groups and work-items (replayed as it
+# stands, [] is one work-item running the whole loop nest: right answers, 1000x slower).
+"$bin/tvm-tune" run --model "$rb/model.onnx" --target opencl --strategy evo --trials 1 \
+  --db "$work/tuned.db" > "$work/tune.log" 2>&1
+"$bin/tvm-compile" --model "$rb/model.onnx" --target opencl --db "$work/tuned.db" \
+  -o "$work/naive/rb" --quiet 2> /dev/null
+"$py" - "$work/naive/rb.so" <<'PY'
+import re, sys
+text = open(sys.argv[1], "rb").read().decode("latin-1")
+kernels = re.split(r"__kernel ", text[text.index("__kernel "):])[1:]
+unbound = [k.split("(")[0] for k in kernels if "get_local_id(" not in k.split("\0")[0]]
+assert len(kernels) >= 6 and not unbound, (len(kernels), unbound)
+print(f"{len(kernels)} kernels from the naive records, each bound to work-items")
+PY
 "$bin/tvm-tune" run --model "$rb/model.onnx" --target opencl --strategy evo --trials 3 \
   --db "$work/tuned.db" > "$work/tune.log" 2>&1
 grep -q "on opencl" "$work/tune.log"
