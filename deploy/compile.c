@@ -375,7 +375,11 @@ static tt_status build_kernel(builder *b, tt__kernel *k, const char *obj, char *
         s = build_packed_form(b, k, prog, obj, objs, nobjs, err);
     if (!s && b->pk.gpu) {
         size_t len;
-        s = tt_codegen_opencl(prog, k->symbol, NULL, &k->cl_text, &len, NULL, err);
+        /* the device's own limits apply when it runs; a record tuned on a GPU with 1024
+         * work-items a group must build */
+        tt_gpu_limits lim;
+        tt__compile_gpu_limits(&lim);
+        s = tt_codegen_opencl(prog, k->symbol, &lim, &k->cl_text, &len, NULL, err);
         if (!s)
             s = tt_cl_artifact_parse(k->cl_text, len, &k->cl, err);
     } else if (!s) {

@@ -19,6 +19,7 @@
 #include "deploy/compile.h"
 #include "codegen/codegen.h"
 #include "schedule/schedule.h"
+#include "tuner/sketch.h"
 #include "tuner/similar.h"
 #include "tuner/space.h"
 
@@ -430,6 +431,59 @@ static void cross_target_library(void **state)
     assert_int_equal(h[18] | h[19] << 8, 183); /* EM_AARCH64 */
 }
 
+/* OpenCL records build as they were measured: the tuner's baseline [] is the naive GPU binding
+ * (not one work-item running the whole nest), and a record of a GPU with 1024 work-items a group
+ * builds (the device's own limits apply when it runs, not the code generator's defaults). */
+static void opencl_records_build_as_measured(void **state)
+{
+    (void)state;
+    static const char *const w_naive = "matmul:M=32,N=32,K=16", *const w_wide =
+                                                                    "matmul:M=64,N=64,K=8";
+    add_record(w_naive, "opencl", NULL, "[]", 1e-5);
+    tt_workload *w;
+    tt_errbuf err = {{0}};
+    tt_state *st;
+    assert_int_equal(tt_workload_parse(w_wide, &w, &err), TT_OK);
+    assert_int_equal(tt_sketch_gpu_default(&w->dag, 512, &st, &err), TT_OK);
+    char *steps = tt_steps_to_json(st->steps.data, st->steps.len);
+    add_record(w_wide, "opencl", NULL, steps, 1e-5);
+    tt_compile_kernel k[2] = {{w_naive, "naive"}, {w_wide, "wide"}};
+    tt_compile_report rep[2];
+    char warn[4096];
+    if (compile("opencl", k, 2, true, false, NULL, "libgpu", rep, warn, sizeof(warn), &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(rep[0].source, TT_COMPILE_EXACT);
+    assert_int_equal(rep[1].source, TT_COMPILE_EXACT);
+    char path[400];
+    snprintf(path, sizeof(path), "%s/out/libgpu.so", dir);
+    char *lib = NULL;
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    rewind(f);
+    lib = malloc((size_t)len + 1);
+    assert_int_equal(fread(lib, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    lib[len] = 0;
+    /* the kernels' sources, as the library embeds them */
+    const char *naive = NULL, *wide = NULL;
+    for (long i = 0; i + 16 < len; i++) {
+        if (!naive && !memcmp(lib + i, "void naive_0(", 13))
+            naive = lib + i;
+        if (!wide && !memcmp(lib + i, "void wide_0(", 12))
+            wide = lib + i;
+    }
+    assert_non_null(naive);
+    assert_non_null(wide);
+    assert_non_null(strstr(naive, "get_local_id(0)")); /* bound, not one work-item */
+    assert_non_null(strstr(wide - 60, "reqd_work_group_size(512, 1, 1)"));
+    free(lib);
+    free(steps);
+    tt_state_free(st);
+    tt_workload_free(w);
+}
+
 /* The tiling space of `workload` for this machine, as tvm-tune and tvm-compile build it; returns
  * the cores it was built for. */
 static int host_space(const char *workload, tt_workload **w, tt_space *sp, tt_vector_isa *isa)
@@ -758,6 +812,7 @@ int main(void)
         cmocka_unit_test(strict_and_fallbacks),
         cmocka_unit_test(errors_are_clear),
         cmocka_unit_test(cross_target_library),
+        cmocka_unit_test(opencl_records_build_as_measured),
         cmocka_unit_test(an_untuned_shape_gets_its_nearest_shapes_config),
         cmocka_unit_test(a_rebuilt_library_keeps_its_functions_contract),
     };
