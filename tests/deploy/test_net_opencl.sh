@@ -33,6 +33,12 @@ expect_fail() { # PATTERN COMMAND...: fails, and says PATTERN on stderr
   echo "refused: $(head -c 300 "$work/err.log")"
 }
 
+# tvm-net loads OpenCL drivers: pocl brings LLVM 15, which crashes beside our LLVM 14
+if ldd "$bin/tvm-net" | grep -q libLLVM; then
+  echo "FAIL: tvm-net links LLVM: $(ldd "$bin/tvm-net" | grep libLLVM)" >&2
+  exit 1
+fi
+
 echo "== make_models.py's models, default schedules"
 mkdir -p "$work/small"
 "$py" "$src/tests/deploy/check_net_models.py" "$bin" "$models" "$work/small" --target opencl

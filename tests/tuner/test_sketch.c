@@ -635,16 +635,16 @@ static void gpu_default_tiles_what_can_be_tiled(void **state)
         const char *has; /* in the steps: what the default must do */
         int64_t threads; /* work-items per group */
     } cases[] = {
-        {"matmul:M=128,N=256,K=64", "\"shared\"", 128},
+        {"matmul:M=64,N=128,K=16", "\"shared\"", 64},
         {"conv2d_nhwc:N=1,H=8,W=8,CI=16,CO=32,K=3,S=1,P=1", "\"shared\"", 0},
         {"te:R[i] += A[i,k]; A:float32[64,256]", "", 32},
         {"softmax:M=64,N=256", "", 0},
         /* a MatMul+Add of a network: the product, its reshape and the bias, in one task */
         {"te:t1[i0,i1] += x0[0,i0,r0] * w1[r0,i1]; t0[i0,i1,i2] = t1[i1,i2]; out[i0,i1,i2] = "
-         "w2[i2] + t0[0,i1,i2]; t1:float32[128,256]; x0:float32[1,128,64]; w1:const "
-         "float32[64,256]; t0:float32[1,128,256]; out:float32[1,128,256]; w2:const float32[256]; "
-         "r0:64",
-         "\"shared\"", 128},
+         "w2[i2] + t0[0,i1,i2]; t1:float32[64,128]; x0:float32[1,64,16]; w1:const "
+         "float32[16,128]; t0:float32[1,64,128]; out:float32[1,64,128]; w2:const float32[128]; "
+         "r0:16",
+         "\"shared\"", 64},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         tt_workload *w = parse(cases[c].w);
