@@ -149,15 +149,17 @@ static const char runtime[] =
     "    return rc;\n"
     "}\n";
 
-/* A C string literal of `s`. */
-static void literal(tt_strbuf *sb, const char *s)
+void tt__c_literal(tt_strbuf *sb, const char *s)
 {
     tt_strbuf_append(sb, "\"");
     for (; *s; s++) {
-        if (*s == '\n')
+        unsigned char c = (unsigned char)*s;
+        if (c == '\n')
             tt_strbuf_append(sb, "\\n\"\n    \"");
-        else if (*s == '"' || *s == '\\')
-            tt_strbuf_printf(sb, "\\%c", *s);
+        else if (c == '"' || c == '\\')
+            tt_strbuf_printf(sb, "\\%c", c);
+        else if (c < 32 || c > 126)
+            tt_strbuf_printf(sb, "\\%03o", c);
         else
             tt_strbuf_appendn(sb, s, 1);
     }
@@ -173,7 +175,7 @@ tt_status tt__write_cl_host(const char *path, const tt__kernel *k, int n, tt_err
         const tt_cl_artifact *a = &kk->cl;
         const char *sym = kk->symbol;
         tt_strbuf_printf(&sb, "\nstatic const char %s_src[] =\n    ", sym);
-        literal(&sb, kk->cl_text);
+        tt__c_literal(&sb, kk->cl_text);
         tt_strbuf_printf(&sb, ";\nstatic cl_program %s_prog;\nstatic cl_kernel %s_k[%d];\n", sym,
                          sym, a->nkernels);
         tt_strbuf_printf(&sb, "static const char *const %s_names[] = {", sym);

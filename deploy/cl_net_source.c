@@ -73,23 +73,6 @@ static int storage_buffer(tables *tb, const tt__net_build *b, int t, int64_t wei
     return i;
 }
 
-static void string_literal(tt_strbuf *sb, const char *s)
-{
-    tt_strbuf_append(sb, "    \"");
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '\n')
-            tt_strbuf_append(sb, "\\n\"\n    \"");
-        else if (c == '"' || c == '\\')
-            tt_strbuf_printf(sb, "\\%c", c);
-        else if (c < 32 || c > 126)
-            tt_strbuf_printf(sb, "\\%03o", c);
-        else
-            tt_strbuf_appendn(sb, s, 1);
-    }
-    tt_strbuf_append(sb, "\"");
-}
-
 tt_status tt__write_cl_net_glue(const char *path, const tt__net_build *b, const char *params_path,
                                 const tt_cl_artifact *arts, char *const *texts, tt_errbuf *err)
 {
@@ -175,7 +158,8 @@ tt_status tt__write_cl_net_glue(const char *path, const tt__net_build *b, const 
     tt_strbuf_printf(&sb, "static const char %s__source[] =\n", n);
     for (size_t t = 0; t < net->tasks.len; t++) {
         tt_strbuf_printf(&sb, "    /* task %zu: %s */\n", t, net->tasks.data[t].label);
-        string_literal(&sb, texts[t]);
+        tt_strbuf_append(&sb, "    ");
+        tt__c_literal(&sb, texts[t]);
         tt_strbuf_append(&sb, "\n");
     }
     tt_strbuf_append(&sb, "    ;\n\n");
@@ -229,15 +213,9 @@ tt_status tt__write_cl_net_glue(const char *path, const tt__net_build *b, const 
                      n, n, n, n, n, n);
     tt_strbuf_printf(&sb, "int %s_run(", n);
     tt__net_params(&sb, b);
-    tt_strbuf_append(&sb, ")\n{\n    const void *in[] = {");
-    for (size_t i = 0; i < g->inputs.len; i++)
-        tt_strbuf_printf(&sb, "%s%s", i ? ", " : "", b->in_names[i]);
-    if (!g->inputs.len)
-        tt_strbuf_append(&sb, "0");
-    tt_strbuf_append(&sb, "};\n    void *out[] = {");
-    for (size_t i = 0; i < g->outputs.len; i++)
-        tt_strbuf_printf(&sb, "%s%s", i ? ", " : "", b->out_names[i]);
-    tt_strbuf_printf(&sb, "};\n    return tt_clnet_run(&%s__net, in, out, NULL);\n}\n\n", n);
+    tt_strbuf_append(&sb, ")\n{\n");
+    tt__net_buffer_arrays(&sb, b);
+    tt_strbuf_printf(&sb, "    return tt_clnet_run(&%s__net, tvm__in, tvm__out, NULL);\n}\n\n", n);
     tt_strbuf_printf(&sb,
                      "int %s_run_buffers(void *workspace, const void *const *inputs, void *const "
                      "*outputs)\n{\n    (void)workspace;\n"

@@ -81,6 +81,9 @@ tt_status tt__write_header(const char *path, const char *guard, const tt__kernel
 /* Writes OUT.pc for `name` installed under `dir`. */
 tt_status tt__write_pc(const char *path, const char *name, const char *dir, bool gomp, bool cl,
                        tt_errbuf *err);
+/* Appends s as a C string literal, one source line per literal line (OpenCL programs embedded
+ * in libraries: cl_host.c, cl_net_source.c). */
+void tt__c_literal(struct tt_strbuf *sb, const char *s);
 /* Writes the C source of the OpenCL host runtime and every kernel's launcher. */
 tt_status tt__write_cl_host(const char *path, const tt__kernel *k, int n, tt_errbuf *err);
 
@@ -134,6 +137,8 @@ tt_status tt__write_net_glue(const char *path, const tt__net_build *b, const cha
 /* Pieces of NAME.c: the run functions' parameters ("const float *data, float *logits"), the
  * weights as read-only data (NAME__weights, an .incbin of params_path), NAME_info(). */
 void tt__net_params(struct tt_strbuf *sb, const tt__net_build *b);
+/* The typed entry points' parameters gathered into tvm__in[] and tvm__out[] (C statements). */
+void tt__net_buffer_arrays(struct tt_strbuf *sb, const tt__net_build *b);
 void tt__write_net_weights_asm(struct tt_strbuf *sb, const char *name, const char *params_path);
 void tt__write_net_info(struct tt_strbuf *sb, const tt__net_build *b);
 /* NAME.c of a network on OpenCL (cl_net_source.c): the runtime, the weights, the program of

@@ -187,6 +187,20 @@ static void asm_path(tt_strbuf *sb, const char *p)
     }
 }
 
+void tt__net_buffer_arrays(tt_strbuf *sb, const tt__net_build *b)
+{
+    const tt_graph *g = b->net->g;
+    tt_strbuf_append(sb, "    const void *tvm__in[] = {");
+    for (size_t i = 0; i < g->inputs.len; i++)
+        tt_strbuf_printf(sb, "%s%s", i ? ", " : "", b->in_names[i]);
+    if (!g->inputs.len)
+        tt_strbuf_append(sb, "0");
+    tt_strbuf_append(sb, "};\n    void *tvm__out[] = {");
+    for (size_t i = 0; i < g->outputs.len; i++)
+        tt_strbuf_printf(sb, "%s%s", i ? ", " : "", b->out_names[i]);
+    tt_strbuf_append(sb, "};\n");
+}
+
 void tt__write_net_weights_asm(tt_strbuf *sb, const char *n, const char *params_path)
 {
     /* The weights: read-only data of the library, paged in by the OS as the kernels touch them
@@ -290,16 +304,10 @@ tt_status tt__write_net_glue(const char *path, const tt__net_build *b, const cha
     /* The typed entry points. */
     tt_strbuf_printf(&sb, "int %s_run_workspace(void *workspace, ", n);
     tt__net_params(&sb, b);
-    tt_strbuf_append(&sb, ")\n{\n    const void *tvm__in[] = {");
-    for (size_t i = 0; i < g->inputs.len; i++)
-        tt_strbuf_printf(&sb, "%s%s", i ? ", " : "", b->in_names[i]);
-    if (!g->inputs.len)
-        tt_strbuf_append(&sb, "0");
-    tt_strbuf_append(&sb, "};\n    void *tvm__out[] = {");
-    for (size_t i = 0; i < g->outputs.len; i++)
-        tt_strbuf_printf(&sb, "%s%s", i ? ", " : "", b->out_names[i]);
+    tt_strbuf_append(&sb, ")\n{\n");
+    tt__net_buffer_arrays(&sb, b);
     tt_strbuf_printf(&sb,
-                     "};\n    return %s__run(workspace, tvm__in, tvm__out, (void (*)(void *, "
+                     "    return %s__run(workspace, tvm__in, tvm__out, (void (*)(void *, "
                      "int))0, (void *)0);\n}\n\n",
                      n);
     tt_strbuf_printf(&sb, "int %s_run(", n);
