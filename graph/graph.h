@@ -43,6 +43,7 @@
     X(CONV_TRANSPOSE, "ConvTranspose", ANCHOR, ROW, conv_transpose, conv_transpose, NULL)          \
     X(GEMM, "Gemm", ANCHOR, ROW, gemm, gemm, NULL)                                                 \
     X(MATMUL, "MatMul", ANCHOR, ROW, matmul, matmul, NULL)                                         \
+    X(EINSUM, "Einsum", ANCHOR, ROW, einsum, einsum, NULL)                                         \
     X(ADD, "Add", ELEM, ANY, binary, binary, NULL)                                                 \
     X(SUB, "Sub", ELEM, ANY, binary, binary, NULL)                                                 \
     X(MUL, "Mul", ELEM, ANY, binary, binary, NULL)                                                 \

@@ -35,6 +35,30 @@ bool tt__graph_reduce_axes(const tt_graph *g, int node, bool *reduced);
 tt_status tt__graph_slice(const tt_graph *g, int node, int64_t *first, int64_t *step,
                           tt_errbuf *err);
 
+/* Einsum's equation resolved against its operands' ranks (graph/einsum.c).  A label is a letter,
+ * or 1 + k for dimension k of the ellipsis (the widest operand's, operands right-aligned in it
+ * as numpy broadcasts). */
+#define TT__EINSUM_MAX_INPUTS 8
+#define TT__EINSUM_MAX_SUMMED 8
+typedef struct tt__einsum {
+    int ninputs;
+    int in_rank[TT__EINSUM_MAX_INPUTS];
+    char in[TT__EINSUM_MAX_INPUTS][TT_GRAPH_MAX_RANK]; /* each operand dimension's label */
+    int out_rank;
+    char out[TT_GRAPH_MAX_RANK]; /* given after "->", else numpy's implicit output */
+    int nsum;
+    char sum[TT__EINSUM_MAX_SUMMED]; /* labels summed over: in an operand, not in the output */
+    int ellipsis;                    /* dimensions the ellipsis covers */
+} tt__einsum;
+
+/* Parses `eq` for operands of the given ranks; false with the reason in `why`. */
+bool tt__einsum_parse(const char *eq, int ninputs, const int *ranks, tt__einsum *e, char *why,
+                      size_t whylen);
+/* The extent of `label` over the operands (a dimension of 1 broadcasts); false when two
+ * operands disagree, with the reason in `why`. */
+bool tt__einsum_extent(const tt__einsum *e, const tt_gtensor *const *inputs, char label,
+                       int64_t *extent, char *why, size_t whylen);
+
 /* Typed attributes of a node: the value, or `def` when it is absent or of another kind. */
 int64_t tt__attr_int(const tt_gnode *n, const char *name, int64_t def);
 double tt__attr_float(const tt_gnode *n, const char *name, double def);

@@ -318,6 +318,40 @@ static tt_status infer_matmul(const ctx *c)
     return TT_OK;
 }
 
+/* Einsum: the output's dimensions are its labels' extents (a dimension of 1 broadcasts). */
+static tt_status infer_einsum(const ctx *c)
+{
+    const tt_gnode *n = node_of(c);
+    const char *eq = attr_str(c, "equation", NULL);
+    if (!eq)
+        return FAIL(c, "no equation");
+    const tt_gtensor *xs[TT__EINSUM_MAX_INPUTS];
+    int ranks[TT__EINSUM_MAX_INPUTS];
+    for (int k = 0; k < n->ninputs && k < TT__EINSUM_MAX_INPUTS; k++) {
+        if (!(xs[k] = in(c, k)))
+            return FAIL(c, "input %d is missing", k);
+        if (xs[k]->dtype != xs[0]->dtype)
+            return FAIL(c, "input %d is %s, input 0 %s", k, tt_dtype_name(xs[k]->dtype),
+                        tt_dtype_name(xs[0]->dtype));
+        ranks[k] = xs[k]->rank;
+    }
+    tt__einsum e;
+    char why[160];
+    if (!tt__einsum_parse(eq, n->ninputs, ranks, &e, why, sizeof(why)))
+        return FAIL(c, "equation '%s': %s", eq, why);
+    int64_t dims[TT_GRAPH_MAX_RANK];
+    for (int d = 0; d < e.out_rank; d++)
+        if (!tt__einsum_extent(&e, xs, e.out[d], &dims[d], why, sizeof(why)))
+            return FAIL(c, "equation '%s': %s", eq, why);
+    for (int k = 0; k < e.nsum; k++) {
+        int64_t x;
+        if (!tt__einsum_extent(&e, xs, e.sum[k], &x, why, sizeof(why)))
+            return FAIL(c, "equation '%s': %s", eq, why);
+    }
+    set_shape(out(c, 0), xs[0]->dtype, e.out_rank, dims);
+    return TT_OK;
+}
+
 /* ---- folding of integer arithmetic on small constants ---- */
 
 static bool foldable(const tt_gtensor *t)

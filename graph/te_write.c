@@ -1240,6 +1240,49 @@ static tt_status w_matmul(tw *w, const char *out, const tt_gtensor *o)
     return TT_OK;
 }
 
+/* Einsum: the product of the operands, each read at its labels' variables (the output's, or a
+ * reduction variable for a summed label), accumulated over the summed labels: a matrix product
+ * "bij,bjk->bik" is MatMul's program, "ij->i" a row sum, "ii->i" a diagonal. */
+static tt_status w_einsum(tw *w, const char *out, const tt_gtensor *o)
+{
+    const tt_gnode *n = cur(w);
+    if (!tt_dtype_is_float(o->dtype))
+        return UNSUP(w, "Einsum of %s values", tt_dtype_name(o->dtype));
+    const tt_gtensor *xs[TT__EINSUM_MAX_INPUTS];
+    int ranks[TT__EINSUM_MAX_INPUTS];
+    for (int k = 0; k < n->ninputs; k++)
+        xs[k] = T(w, input(w, k)), ranks[k] = xs[k]->rank;
+    tt__einsum e;
+    char why[160];
+    const char *eq = attr_str(w, "equation", "");
+    if (!tt__einsum_parse(eq, n->ninputs, ranks, &e, why, sizeof(why)))
+        return BAD(w, "equation '%s': %s", eq, why);
+    char rv[TT__EINSUM_MAX_SUMMED][NAME_LEN];
+    for (int k = 0; k < e.nsum; k++) {
+        int64_t x;
+        if (!tt__einsum_extent(&e, xs, e.sum[k], &x, why, sizeof(why)))
+            return BAD(w, "equation '%s': %s", eq, why);
+        red(w, x, rv[k]);
+    }
+    lhs(w, out, o->dtype, o->rank, o->dims, e.nsum ? "+=" : "=");
+    for (int k = 0; k < n->ninputs; k++) {
+        const char *idx[TT_GRAPH_MAX_RANK];
+        for (int d = 0; d < e.in_rank[k]; d++) {
+            const char *l = memchr(e.out, e.in[k][d], (size_t)e.out_rank);
+            if (l)
+                idx[d] = IV[l - e.out];
+            else
+                idx[d] = rv[(const char *)memchr(e.sum, e.in[k][d], (size_t)e.nsum) - e.sum];
+        }
+        if (k)
+            tt_strbuf_append(w->sb, " * ");
+        tt_status s = rd_at(w, w->sb, input(w, k), idx);
+        if (s)
+            return s;
+    }
+    return TT_OK;
+}
+
 /* ---- data movement ---- */
 
 static tt_status w_transpose(tw *w, const char *out, const tt_gtensor *o)

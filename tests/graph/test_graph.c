@@ -109,6 +109,11 @@ static const char *const must_import[] = {
     "test_resize_upsample_sizes_nearest_floor_align_corners",
     "test_resize_upsample_sizes_nearest_round_prefer_ceil_asymmetric",
     "test_resize_upsample_sizes_nearest_ceil_half_pixel",
+    "test_einsum_batch_diagonal",
+    "test_einsum_batch_matmul",
+    "test_einsum_inner_prod",
+    "test_einsum_sum",
+    "test_einsum_transpose",
 };
 
 static void node_tests_import_with_the_expected_shapes(void **state)
@@ -193,6 +198,7 @@ typedef struct {
     int64_t dims[2];
     const char *dim_param; /* the first dimension symbolic when set */
     bool external;         /* the weight stored outside the file */
+    const char *equation;  /* Einsum's equation attribute, when set */
 } model_spec;
 
 /* A model Y = op(X) (or X + W for external), serialized into *buf. */
@@ -225,6 +231,14 @@ static size_t build_model(const model_spec *m, uint8_t **buf)
     node.n_input = m->external ? 2 : 1, node.input = node_in;
     node.n_output = 1, node.output = node_out;
     Onnx__NodeProto *nodes[1] = {&node};
+    Onnx__AttributeProto eq = ONNX__ATTRIBUTE_PROTO__INIT;
+    Onnx__AttributeProto *attrs[1] = {&eq};
+    if (m->equation) {
+        eq.name = "equation", eq.has_type = 1,
+        eq.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+        eq.has_s = 1, eq.s.data = (uint8_t *)m->equation, eq.s.len = strlen(m->equation);
+        node.n_attribute = 1, node.attribute = attrs;
+    }
     Onnx__TensorProto w = ONNX__TENSOR_PROTO__INIT;
     int64_t wdims[2] = {m->dims[0], m->dims[1]};
     Onnx__StringStringEntryProto loc = ONNX__STRING_STRING_ENTRY_PROTO__INIT;
@@ -267,7 +281,7 @@ static tt_status import_built(const model_spec *m, const tt_graph_options *o, tt
 static void a_built_model_imports(void **state)
 {
     (void)state;
-    model_spec m = {"Relu", 13, {2, 5}, NULL, false};
+    model_spec m = {"Relu", 13, {2, 5}, NULL, false, NULL};
     tt_graph *g;
     tt_errbuf err = {{0}};
     assert_int_equal(import_built(&m, NULL, &g, &err), TT_OK);
@@ -295,7 +309,7 @@ static void bad_files_get_clear_errors(void **state)
     assert_null(g);
     assert_non_null(strstr(err.msg, "notes.txt"));
     /* truncated: every cut of a real model is refused, none crashes */
-    model_spec m = {"Relu", 13, {2, 5}, NULL, false};
+    model_spec m = {"Relu", 13, {2, 5}, NULL, false, NULL};
     uint8_t *buf;
     size_t n = build_model(&m, &buf);
     for (size_t cut = 0; cut < n; cut++) {
@@ -320,17 +334,65 @@ static void unsupported_things_are_named(void **state)
     (void)state;
     tt_graph *g = NULL;
     tt_errbuf err = {{0}};
-    model_spec op = {"NonMaxSuppression", 13, {2, 5}, NULL, false};
+    model_spec op = {"NonMaxSuppression", 13, {2, 5}, NULL, false, NULL};
     assert_int_equal(import_built(&op, NULL, &g, &err), TT_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.msg, "NonMaxSuppression"));
     assert_non_null(strstr(err.msg, "the_node"));
-    model_spec old = {"Relu", 9, {2, 5}, NULL, false};
+    model_spec old = {"Relu", 9, {2, 5}, NULL, false, NULL};
     assert_int_equal(import_built(&old, NULL, &g, &err), TT_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.msg, "opset 9"));
-    model_spec ext = {"Add", 13, {2, 5}, NULL, true};
+    model_spec ext = {"Add", 13, {2, 5}, NULL, true, NULL};
     assert_int_equal(import_built(&ext, NULL, &g, &err), TT_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.msg, "external data"));
     assert_null(g);
+}
+
+/* Einsum's equation against a 2x5 operand: explicit and implicit outputs, the ellipsis, and
+ * equations that do not fit, each refused with the node and the reason. */
+static void einsum_equations_are_checked(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *eq;
+        int rank;
+        int64_t dims[2];
+        const char *error;
+    } cases[] = {
+        {"ij->ji", 2, {5, 2}, NULL},
+        {"ij->i", 1, {2, 0}, NULL},
+        {"ji", 2, {5, 2}, NULL}, /* implicit: the letters that appear once, in order */
+        {"ii", 0, {0, 0}, "subscript 'i' is 2 in one place and 5 in another"},
+        {"...j->j", 0, {0, 0}, "leaves out the operands' ellipsis"}, /* as numpy */
+        {"i...->...", 1, {5, 0}, NULL},
+        {"ij->", 0, {0, 0}, NULL},
+        {"ijk->i", 0, {0, 0}, "names 3 dimensions of an operand of rank 2"},
+        {"ij->k", 0, {0, 0}, "output subscript 'k' is in no operand"},
+        {"ij->ii", 0, {0, 0}, "output subscript 'i' appears twice"},
+        {"ij,jk->ik", 0, {0, 0}, "2 operand terms for 1 inputs"},
+        {"i.j", 0, {0, 0}, "stray '.'"},
+        {"i1", 0, {0, 0}, "'1' in 'i1' is not a letter"},
+        {"...ij->ij", 2, {2, 5}, NULL}, /* an empty ellipsis */
+        {"i...j->ij", 2, {2, 5}, NULL},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        model_spec m = {"Einsum", 13, {2, 5}, NULL, false, cases[k].eq};
+        tt_graph *g = NULL;
+        tt_errbuf err = {{0}};
+        tt_status s = import_built(&m, NULL, &g, &err);
+        if (cases[k].error) {
+            if (s == TT_OK || !strstr(err.msg, cases[k].error) || !strstr(err.msg, "the_node"))
+                fail_msg("'%s': %s", cases[k].eq, s ? err.msg : "imported");
+            assert_null(g);
+            continue;
+        }
+        if (s)
+            fail_msg("'%s': %s", cases[k].eq, err.msg);
+        const tt_gtensor *y = &g->tensors.data[g->outputs.data[0]];
+        assert_int_equal(y->rank, cases[k].rank);
+        for (int d = 0; d < y->rank; d++)
+            assert_int_equal(y->dims[d], cases[k].dims[d]);
+        tt_graph_free(g);
+    }
 }
 
 static void dynamic_shapes_need_an_override(void **state)
@@ -338,7 +400,7 @@ static void dynamic_shapes_need_an_override(void **state)
     (void)state;
     tt_graph *g = NULL;
     tt_errbuf err = {{0}};
-    model_spec dyn = {"Sigmoid", 13, {0, 7}, "batch", false};
+    model_spec dyn = {"Sigmoid", 13, {0, 7}, "batch", false, NULL};
     assert_int_equal(import_built(&dyn, NULL, &g, &err), TT_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.msg, "batch"));
     assert_non_null(strstr(err.msg, "--shape X="));
@@ -363,6 +425,7 @@ int main(void)
         cmocka_unit_test(bad_files_get_clear_errors),
         cmocka_unit_test(unsupported_things_are_named),
         cmocka_unit_test(dynamic_shapes_need_an_override),
+        cmocka_unit_test(einsum_equations_are_checked),
         cmocka_unit_test(node_tests_import_with_the_expected_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
