@@ -245,8 +245,8 @@ static val emit_load(emitter *e, const tt_expr *n)
         r.v = acc;
         r.vec = true;
     }
-    if (t == TT_DT_BOOL)
-        r.v = LLVMBuildTrunc(e->b, r.v, type_of(e, t, r.vec), "");
+    if (t == TT_DT_BOOL) /* a byte other than 0 is true, as the interpreter reads it */
+        r.v = LLVMBuildICmp(e->b, LLVMIntNE, r.v, LLVMConstNull(LLVMTypeOf(r.v)), "");
     return r;
 }
 

@@ -138,14 +138,6 @@ static void decl_dims(tt_strbuf *sb, int rank, const int64_t *dims, const uint8_
     tt_strbuf_append(sb, "]");
 }
 
-static tt_status check_dtype(tw *w, tt_dtype dt, const char *what)
-{
-    if (dt == TT_DT_BOOL)
-        return UNSUP(w, "%s is a bool tensor; kernels compute float32, float64, int32 and int64",
-                     what);
-    return TT_OK;
-}
-
 /* The name a read of tensor t uses: a tensor the program computes, else a placeholder. */
 static tt_status tname(tw *w, int t, char out[NAME_LEN])
 {
@@ -161,9 +153,6 @@ static tt_status tname(tw *w, int t, char out[NAME_LEN])
     if (k == w->nph) {
         if (w->nph == TT__NET_MAX_INPUTS)
             return UNSUP(w, "the fused subgraph reads more than %d tensors", TT__NET_MAX_INPUTS);
-        tt_status s = check_dtype(w, x->dtype, x->name);
-        if (s)
-            return s;
         w->ph[w->nph++] = t;
     }
     snprintf(out, NAME_LEN, "%c%d", x->kind == TT_GT_CONST ? 'w' : 'x', k);
@@ -176,9 +165,6 @@ static tt_status extra_output(tw *w, int t, char out[NAME_LEN])
 {
     if (w->nph == TT__NET_MAX_INPUTS)
         return UNSUP(w, "the fused subgraph reads more than %d tensors", TT__NET_MAX_INPUTS);
-    tt_status s = check_dtype(w, T(w, t)->dtype, T(w, t)->name);
-    if (s)
-        return s;
     snprintf(out, NAME_LEN, "y%d", w->nph);
     w->extra[w->nph] = true;
     w->ph[w->nph++] = t;
@@ -329,9 +315,7 @@ static tt_status w_unary(tw *w, const char *out, const tt_gtensor *o)
         op != TT_GOP_DROPOUT && !tt_dtype_is_float(o->dtype))
         return UNSUP(w, "%s of %s values is not supported", tt_gop_name(op),
                      tt_dtype_name(o->dtype));
-    tt_status s = check_dtype(w, o->dtype, o->name);
-    if (s)
-        return s;
+    tt_status s = TT_OK;
     const char *const *lv = LV(w, o->rank);
     lhs(w, out, o->dtype, o->rank, o->dims, "=");
     switch (op) {
@@ -1502,15 +1486,27 @@ static tt_status w_average_pool(tw *w, const char *out, const tt_gtensor *o)
     return pool(w, out, o, false);
 }
 
-/* Comparisons make bool tensors, which kernels do not compute: import folds them where they are
- * shape arithmetic on constants, and anything else is refused here. */
+/* Comparisons and logical operators: bool tensors (a byte each, 0 or 1), which kernels read and
+ * write like any other (a padding mask given as an input, compared, expanded and turned into an
+ * additive mask by Where). */
 static tt_status w_bool_result(tw *w, const char *out, const tt_gtensor *o)
 {
-    (void)out, (void)o;
-    return UNSUP(w,
-                 "%s of values computed at run time makes a bool tensor, which kernels do not "
-                 "compute (only shape arithmetic on constants, folded at import)",
-                 tt_gop_name(cur(w)->op));
+    static const char *const sym[TT_GOP_COUNT] = {[TT_GOP_EQUAL] = " == ",
+                                                  [TT_GOP_LESS] = " < ",
+                                                  [TT_GOP_GREATER] = " > ",
+                                                  [TT_GOP_AND] = " && ",
+                                                  [TT_GOP_OR] = " || "};
+    tt_gop op = cur(w)->op;
+    const char *const *lv = LV(w, o->rank);
+    lhs(w, out, o->dtype, o->rank, o->dims, "=");
+    tt_strbuf_append(w->sb, op == TT_GOP_NOT ? "!(" : "(");
+    tt_status s = rd(w, w->sb, input(w, 0), o->rank, lv);
+    if (!s && op != TT_GOP_NOT) {
+        tt_strbuf_append(w->sb, sym[op]);
+        s = rd(w, w->sb, input(w, 1), o->rank, lv);
+    }
+    tt_strbuf_append(w->sb, ")");
+    return s;
 }
 
 /* Expand: the input read at the output's index, broadcast. */
@@ -1651,9 +1647,6 @@ static tt_status write_node(tw *w, int node, const char *out, int which)
     w->node = node;
     const tt_gnode *n = cur(w);
     const tt_gtensor *o = T(w, n->outputs[which]);
-    tt_status s = check_dtype(w, o->dtype, o->name);
-    if (s)
-        return s;
     w->orank = o->rank;
     w->permuted = o->permuted;
     memcpy(w->perm, o->perm, sizeof(w->perm));

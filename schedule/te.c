@@ -321,18 +321,20 @@ static tt_status parse_stmt(parser *p, stmt *st)
         }
         char dt[NAME_LEN];
         if (!ident(p, dt))
-            return perr(p,
-                        "expected a dtype (float32, float64, int32, int64) or an extent after ':'");
+            return perr(
+                p, "expected a dtype (float32, float64, int32, int64, bool) or an extent after "
+                   "':'");
         if (!strcmp(dt, "const")) {
             st->constant = true;
             skip_ws(p);
             if (!ident(p, dt))
-                return perr(p, "expected a dtype (float32, float64, int32, int64) after 'const'");
+                return perr(p, "expected a dtype (float32, float64, int32, int64, bool) after "
+                               "'const'");
         }
         st->kind = S_TENSOR_DECL;
         st->dtype = tt_dtype_parse(dt, strlen(dt));
-        if (st->dtype < 0 || st->dtype == TT_DT_BOOL)
-            return perr(p, "unknown dtype '%s' (float32, float64, int32, int64)", dt);
+        if (st->dtype < 0)
+            return perr(p, "unknown dtype '%s' (float32, float64, int32, int64, bool)", dt);
         if ((s = expect(p, "[")))
             return s;
         do {

@@ -14,6 +14,8 @@ void tt_fill_random(void *buf, tt_dtype t, int64_t n, uint64_t seed)
         tt_value v;
         if (tt_dtype_is_float(t))
             v.f = tt_rng_uniform(&r) * 2.0 - 1.0;
+        else if (t == TT_DT_BOOL) /* masks: both values as often */
+            v.i = (int64_t)tt_rng_below(&r, 2);
         else
             v.i = (int64_t)tt_rng_below(&r, 16) - 8;
         tt_buffer_set(buf, t, i, v);

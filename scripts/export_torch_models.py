@@ -4,7 +4,7 @@ PyTorch's own output as the reference, for tests/deploy (end to end against PyTo
 bench/bench_model (speed against PyTorch):
 
     OUT/<name>/model.onnx
-    OUT/<name>/input_0.npy      the input (float32, fixed seed)
+    OUT/<name>/input_0.npy      the input (float32, fixed seed; input_1.npy the second, if any)
     OUT/<name>/output_0.npy     PyTorch's output for it (inference mode)
 
 NAME          any classification model of torchvision (resnet18, mobilenet_v2, swin_t, ...;
@@ -12,6 +12,11 @@ NAME          any classification model of torchvision (resnet18, mobilenet_v2, s
               deeplabv3_mobilenet_v3_large, lraspp_mobilenet_v3_large: its "out")
 bert_layer    a BERT-base encoder layer (hidden 768, 12 heads, feed-forward 3072, GELU,
               post-LayerNorm as Hugging Face's BertLayer), sequence 128
+transformer_encoder
+              torch's nn.TransformerEncoderLayer (hidden 256, 4 heads, feed-forward 512,
+              batch first), sequence 64, given a key padding mask: a second input
+              (input_1.npy, bool [batch, 64], True where a sequence is padding; each batch
+              element a different length), compared and expanded at run time
 NAME.oOPSET.bBATCH
               exported at that opset (default 13) and batch (default 1), into OUT/NAME.o17.b8
 
@@ -20,7 +25,8 @@ statistics and affine parameters are randomised too, so folding them into the co
 tested with values that matter.
 
 Usage: export_torch_models.py OUT [NAME ...]      (default: resnet18, mobilenet_v2,
-                                                   mobilenet_v3_small, bert_layer, swin_t,
+                                                   mobilenet_v3_small, bert_layer,
+                                                   transformer_encoder, swin_t,
                                                    lraspp_mobilenet_v3_large.o17,
                                                    mobilenet_v3_small.o17.b8)
        export_torch_models.py --time NAME MODEL_DIR [--threads N] [--repeat N] [--device cuda]
@@ -69,6 +75,26 @@ class BertLayer(torch.nn.Module):
         return self.ln2(self.down(torch.nn.functional.gelu(self.up(x))) + x)
 
 
+class PaddedEncoder(torch.nn.Module):
+    """torch's own encoder layer given a key padding mask (True = padding): the exporter writes
+    the mask's Reshape, Expand, Cast and Where, computed at run time from the bool input."""
+
+    def __init__(self, hidden=256, heads=4, ffn=512):
+        super().__init__()
+        self.layer = torch.nn.TransformerEncoderLayer(hidden, heads, ffn, batch_first=True)
+
+    def forward(self, x, mask):
+        return self.layer(x, src_key_padding_mask=mask)
+
+
+def padding_mask(batch, seq):
+    """Batch element b is padding from position seq - 3 - 5b on (at least one real position)."""
+    mask = torch.zeros(batch, seq, dtype=torch.bool)
+    for b in range(batch):
+        mask[b, max(1, seq - 3 - 5 * b):] = True
+    return mask
+
+
 class SegmentationOut(torch.nn.Module):
     """torchvision's segmentation models return a dict; the network's output is its "out"."""
 
@@ -102,6 +128,8 @@ def build(spec):
     torch.manual_seed(0)
     if name == "bert_layer":
         return BertLayer(), (batch, 128, 768)
+    if name == "transformer_encoder":
+        return PaddedEncoder(), (batch, 64, 256)
     import torchvision  # not needed for bert_layer (a GPU machine may have PyTorch only)
     seg = torchvision.models.segmentation
     if name in seg.__dict__ and callable(seg.__dict__[name]) and not name[0].isupper():
@@ -145,13 +173,16 @@ def export(out, name):
         randomise_batchnorm(model)
         randomise_zero_weights(model)
     x = torch.from_numpy(np.random.default_rng(2).standard_normal(shape).astype(np.float32))
+    inputs = (x, padding_mask(shape[0], shape[1])) if isinstance(model, PaddedEncoder) else (x,)
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
     with torch.inference_mode():
-        y = model(x)
-    torch.onnx.export(model, (x,), os.path.join(d, "model.onnx"), opset_version=opset,
-                      input_names=["input"], output_names=["output"], do_constant_folding=True)
-    np.save(os.path.join(d, "input_0.npy"), x.numpy())
+        y = model(*inputs)
+    torch.onnx.export(model, inputs, os.path.join(d, "model.onnx"), opset_version=opset,
+                      input_names=["input", "mask"][:len(inputs)], output_names=["output"],
+                      do_constant_folding=True)
+    for k, t in enumerate(inputs):
+        np.save(os.path.join(d, f"input_{k}.npy"), t.numpy())
     np.save(os.path.join(d, "output_0.npy"), y.numpy())
     print(f"{name}: {d}/model.onnx, input {tuple(shape)}, output {tuple(y.shape)}")
 
@@ -165,29 +196,30 @@ def time_torch(name, model_dir, threads, repeat, device="cpu"):
     model.eval()
     with torch.no_grad():
         randomise_batchnorm(model)
-    x = torch.from_numpy(np.load(os.path.join(model_dir, "input_0.npy")))
+    inputs = [torch.from_numpy(np.load(os.path.join(model_dir, f"input_{k}.npy")))
+              for k in range(8) if os.path.exists(os.path.join(model_dir, f"input_{k}.npy"))]
     cuda = device == "cuda"
     if cuda:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cudnn.benchmark = True
-        model, x = model.cuda(), x.cuda()
+        model, inputs = model.cuda(), [t.cuda() for t in inputs]
     samples = []
     with torch.inference_mode():
         for _ in range(10):
-            model(x)
+            model(*inputs)
         for _ in range(repeat):
             if cuda:
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(
                     enable_timing=True)
                 start.record()
-                model(x)
+                model(*inputs)
                 end.record()
                 end.synchronize()
                 samples.append(start.elapsed_time(end) * 1e-3)
             else:
                 t0 = time.perf_counter()
-                model(x)
+                model(*inputs)
                 samples.append(time.perf_counter() - t0)
     samples.sort()
     print(json.dumps({"name": name, "median_s": samples[len(samples) // 2], "min_s": samples[0],
@@ -214,7 +246,7 @@ def main(argv):
     if not argv or argv[0].startswith("-"):
         raise SystemExit(__doc__)
     for name in argv[1:] or ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "bert_layer",
-                             "swin_t", "lraspp_mobilenet_v3_large.o17",
+                             "transformer_encoder", "transformer_encoder.o17.b2", "swin_t", "lraspp_mobilenet_v3_large.o17",
                              "mobilenet_v3_small.o17.b8"]:
         export(argv[0], name)
 

@@ -735,6 +735,31 @@ static void index_arithmetic_is_said_not_to_overflow(void **state)
     free_lowered(&l);
 }
 
+/* Bool tensors are bytes (0 or 1; a load reads any byte but 0 as true, as the interpreter does):
+ * a mask computed from comparisons and stored, a mask read and turned into floats by select and a
+ * cast, masks combined; all compute the definition, vectorised and not. */
+static void bool_tensors_are_bytes(void **state)
+{
+    (void)state;
+    const char *const kernels[] = {
+        "te:O[i] = A[i] > 0.25 && !(B[i] < -0.5) || A[i] == B[i]; A:float32[64]; B:float32[64]; "
+        "O:bool[64]",
+        "te:O[i,j] = select(M[i,j], A[i,j], -2.0 * A[i,j]) + float32(M[j,i]); M:bool[16,16]; "
+        "A:float32[16,16]; O:float32[16,16]",
+        "te:O[i] = !M[i] || N[i]; M:bool[64]; N:bool[64]; O:bool[64]",
+    };
+    /* the output is stage 2 of each: split its last axis by 8 and vectorise the inner part */
+    const char *const vectorised[] = {"[[\"SP\", 2, 0, 64, [8], 1], [\"AN\", 2, 1, 2]]",
+                                      "[[\"SP\", 2, 1, 16, [8], 1], [\"AN\", 2, 2, 2]]",
+                                      "[[\"SP\", 2, 0, 64, [8], 1], [\"AN\", 2, 1, 2]]"};
+    for (int k = 0; k < 3; k++)
+        for (int v = 0; v < 2; v++) {
+            lowered l = lower_steps(kernels[k], v ? vectorised[k] : "[]");
+            check_compiled(&l.w->dag, l.prog, kernels[k], 45 + k, false, NULL);
+            free_lowered(&l);
+        }
+}
+
 /* Every buffer reaches LLVM's alias analysis as an identified object, a `noalias` parameter of the
  * function that holds the code: the kernel's three parameters in its body, the three captured by
  * its parallel body in that one's.  BasicAA, which LLVM asks first, then tells two buffers apart at
@@ -1359,6 +1384,7 @@ int main(void)
         cmocka_unit_test(stores_to_outputs_do_not_clobber_inputs),
         cmocka_unit_test(buffers_are_distinct_objects_to_alias_analysis),
         cmocka_unit_test(index_arithmetic_is_said_not_to_overflow),
+        cmocka_unit_test(bool_tensors_are_bytes),
         cmocka_unit_test(exp_family_is_exact_enough_in_vectors),
         cmocka_unit_test(every_other_buffer_is_in_the_noalias_list),
         cmocka_unit_test(padded_taps_of_unrolled_rows_are_decided_when_emitting),

@@ -559,6 +559,24 @@ static void a_sequence_first_matmul_tiles_its_rows(void **state)
     tt_graph_free(g);
 }
 
+/* Bool tensors computed at run time (comparisons and logical operators of the input, a
+ * Transpose of the mask, Where and Cast of it) are computed by kernels, in both layouts and as a
+ * library, and match numpy; the mask crosses a kernel boundary as a bool tensor. */
+static void run_time_masks_are_computed(void **state)
+{
+    (void)state;
+    tt_graph *g;
+    tt_net *net = small_network("run_time_masks", &g);
+    if (!net)
+        skip();
+    int bool_tasks = 0;
+    for (size_t i = 0; i < net->tasks.len; i++)
+        bool_tasks += strstr(net->tasks.data[i].workload, ":bool[") != NULL;
+    assert_true(bool_tasks >= 2); /* the mask's writer and its reader */
+    tt_net_free(net);
+    tt_graph_free(g);
+}
+
 /* Elementwise diamonds (SiLU, HardSwish) join the convolution whose result they read twice;
  * a Sigmoid whose input a convolution also reads stays a kernel of its own.  All match numpy. */
 static void diamond_epilogues_join_their_convolution(void **state)
@@ -687,6 +705,7 @@ int main(void)
         cmocka_unit_test(every_activation_of_the_zoos_matches),
         cmocka_unit_test(a_class_token_folds_and_matches),
         cmocka_unit_test(diamond_epilogues_join_their_convolution),
+        cmocka_unit_test(run_time_masks_are_computed),
         cmocka_unit_test(more_operators_of_the_zoos_match),
         cmocka_unit_test(a_shifted_window_mask_folds_and_matches),
         cmocka_unit_test(a_sequence_first_matmul_tiles_its_rows),

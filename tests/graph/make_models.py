@@ -16,7 +16,8 @@ bert_layer: a transformer encoder layer: Q/K/V projections, Reshape/Transpose in
 layouts: every operator that may run channels last between convolutions, and tensors that must
   keep the model's order (a second output read through a Reshape).
 layernorm_outputs: LayerNormalization's Mean output read before its main output's consumer.
-activations, class_token, more_ops, shifted_window_mask, seq_first_matmul, diamond_epilogues: the operators and
+activations, class_token, more_ops, shifted_window_mask, seq_first_matmul, diamond_epilogues,
+run_time_masks: the operators and
   patterns of the model zoos (issue #54).
 
 Usage: make_models.py OUTDIR
@@ -500,10 +501,29 @@ def diamond_epilogues(outdir):
     b.save(outdir, "diamond_epilogues", x, conv2d(r3, w3) + 1 / (1 + np.exp(-r3)), 13)
 
 
+def run_time_masks(outdir):
+    """Bool tensors computed at run time: Greater, Less, Equal, Not, And and Or of the input
+    make a mask (one kernel, a bool result), a Transpose moves it (a kernel reading and writing
+    bool), and Where and Cast turn it into floats; opset 13."""
+    b = Builder()
+    x = ((RNG.integers(-8, 8, (2, 3, 8)) + 0.5) / 4).astype(np.float32)
+    g = b.op("Greater", ["input", b.const(np.float32(0.3))])
+    lt = b.op("Less", ["input", b.const(np.float32(-0.6))])
+    eq = b.op("Equal", ["input", b.const(np.float32(0.375))])
+    c = b.op("Or", [b.op("And", [g, b.op("Not", [eq])]), lt])
+    ct = b.op("Transpose", [c], perm=[0, 2, 1])
+    xt = b.op("Transpose", ["input"], perm=[0, 2, 1])
+    w = b.op("Where", [ct, xt, b.op("Mul", [xt, b.const(np.float32(-2))])])
+    b.op("Add", [w, b.op("Cast", [ct], to=TensorProto.FLOAT)])
+    m = ((x > 0.3) & ~(x == 0.375)) | (x < -0.6)
+    mt, xt_ = m.transpose(0, 2, 1), x.transpose(0, 2, 1).astype(np.float64)
+    b.save(outdir, "run_time_masks", x, np.where(mt, xt_, -2 * xt_) + mt, 13)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     for make in (resnet_block, mobilenet_block, layouts, bert_layer, layernorm_outputs,
                  activations, class_token, more_ops, shifted_window_mask, seq_first_matmul,
-                 diamond_epilogues):
+                 diamond_epilogues, run_time_masks):
         make(sys.argv[1])
