@@ -70,18 +70,12 @@ tt_status tt__compile_default_schedule(const tt_dag *dag, const tt_target *targe
          * the window's column taps inside the register tile.  Untuned ResNet-18 ran in 44-49 ms
          * with it against 86-90 ms with the plain default (docs/models.md, "Against ONNX
          * Runtime"). */
-        uint64_t index = tt_space_default_index(&sp, &isa);
-        uint64_t window = tt_space_window_index(&sp, &isa, 8);
-        if (window != index) {
-            index = window;
-        } else {
-            tt_cpu_caches caches;
-            if (target->triple[0])
-                tt_cpu_caches_typical(&caches);
-            else
-                tt_cpu_caches_host(&caches);
-            index = tt_space_blocked_index(&sp, &isa, &caches, cores, false, true);
-        }
+        tt_cpu_caches caches;
+        if (target->triple[0])
+            tt_cpu_caches_typical(&caches);
+        else
+            tt_cpu_caches_host(&caches);
+        uint64_t index = tt_space_untuned_index(&sp, &isa, &caches, cores);
         s = tt_space_apply(&sp, index, out, err);
     }
     if (s) /* a workload the template cannot tile: the naive schedule */

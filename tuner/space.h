@@ -110,6 +110,14 @@ uint64_t tt_space_blocked_index(const tt_space *s, const tt_vector_isa *isa,
 #define TT_SPACE_WINDOW_TAPS 64
 uint64_t tt_space_window_index(const tt_space *s, const tt_vector_isa *isa, int64_t max_rows);
 
+/* The config a build without records takes (tvm-compile's default schedule, and the tuner's
+ * first seed besides the template's default): the window config for a window operator
+ * (tt_space_window_index with 8 rows at most), else the cache-blocked config for `caches` and
+ * `cores` (tt_space_blocked_index, producers inlined, the window's column taps inside the
+ * register tile).  `tvm-tune lower --default` prints it. */
+uint64_t tt_space_untuned_index(const tt_space *s, const tt_vector_isa *isa,
+                                const tt_cpu_caches *caches, int cores);
+
 /* The config of `s` nearest to config `index` of `from` (another workload's space of the same
  * template): each knob takes the choice closest (in log scale) to the value of `from`'s knob of
  * the same name, or its first choice when `from` has none.  How a tuned config of one shape

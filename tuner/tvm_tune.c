@@ -121,12 +121,15 @@ static void usage(FILE *f)
         "tvm-tune jobs --tracker HOST:PORT [--json]   every job of the tracker\n"
         "  (docs/farm.md)\n"
         "\n"
-        "tvm-tune lower --workload W [--steps FILE | --steps-json JSON] [--check] [--seed N]\n"
+        "tvm-tune lower --workload W [--steps FILE | --steps-json JSON | --default] [--check]\n"
+        "               [--seed N]\n"
         "               [--dag] [--state] [--target T] [--llvm-ir] [--asm]\n"
         "  --workload W      workload text, e.g. matmul:M=512,N=512,K=512 or\n"
         "                    'te:C[i,j] += A[i,k] * B[k,j]; A:float32[64,64]; B:float32[64,64]'\n"
         "  --steps FILE      schedule as an Ansor step list (JSON array); '-' reads stdin\n"
         "  --steps-json J    the same, given inline\n"
+        "  --default         the schedule tvm-compile builds without records (on this CPU, or\n"
+        "                    --target's), with its knobs\n"
         "  --check           run the program in the interpreter on random inputs and compare\n"
         "                    every output element with the naive definition (exit 1 on mismatch)\n"
         "  --seed N          seed of the random inputs (default 1)\n"
@@ -173,11 +176,57 @@ static int cmd_ops(void)
     return 0;
 }
 
+/* The CPU schedule tvm-compile builds for `w` without records (deploy/compile.c's default):
+ * the template's untuned config on this machine's (or a cross target's typical) caches and
+ * cores, as a step list; `desc` gets its knobs, or why the template does not apply (the naive
+ * schedule then). */
+static tt_status untuned_schedule(const tt_workload *w, const char *target_text, tt_step **steps,
+                                  size_t *nsteps, char *desc, size_t ndesc, tt_errbuf *err)
+{
+    tt_target t;
+    tt_status s = tt_target_parse(target_text, &t, err);
+    if (s)
+        return s;
+    if (!strcmp(t.kind, "opencl"))
+        return tt_err(err, TT_ERR_UNSUPPORTED,
+                      "only CPU targets (tvm-compile's GPU default is "
+                      "the first GPU sketch that takes its tiling)");
+    tt_vector_isa isa;
+    tt_codegen_vector_isa(&t, &isa);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    int cores = n > 1 ? (int)n : 2;
+    tt_cpu_caches caches;
+    if (t.triple[0])
+        tt_cpu_caches_typical(&caches);
+    else
+        tt_cpu_caches_host(&caches);
+    tt_space sp;
+    tt_errbuf why = {{0}};
+    if (tt_space_init(&sp, &w->dag, cores, &isa, &why)) {
+        snprintf(desc, ndesc, "naive (%.400s)", why.msg);
+        *steps = NULL, *nsteps = 0;
+        return TT_OK;
+    }
+    uint64_t index = tt_space_untuned_index(&sp, &isa, &caches, cores);
+    tt_space_describe(&sp, index, desc, ndesc);
+    tt_state *st;
+    if ((s = tt_space_apply(&sp, index, &st, err)))
+        return s;
+    char *js = tt_steps_to_json(st->steps.data, st->steps.len);
+    tt_state_free(st);
+    if (!js)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    s = tt_steps_from_json(js, steps, nsteps, err);
+    free(js);
+    return s;
+}
+
 static int cmd_lower(int argc, char **argv)
 {
     static const struct option opts[] = {{"workload", required_argument, 0, 'w'},
                                          {"steps", required_argument, 0, 's'},
                                          {"steps-json", required_argument, 0, 'j'},
+                                         {"default", no_argument, 0, 'D'},
                                          {"check", no_argument, 0, 'c'},
                                          {"seed", required_argument, 0, 'S'},
                                          {"dag", no_argument, 0, 'd'},
@@ -190,11 +239,13 @@ static int cmd_lower(int argc, char **argv)
     const char *workload = NULL, *steps_file = NULL, *steps_json = NULL;
     const char *target_text = "llvm";
     bool check = false, show_dag = false, show_state = false, show_ir = false, show_asm = false;
+    bool untuned = false;
     unsigned long long seed = 1;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "w:s:j:cS:dth", opts, NULL)) != -1) {
         switch (c) {
+        case 'D': untuned = true; break;
         case 'L': show_ir = true; break;
         case 'A': show_asm = true; break;
         case 'T': target_text = optarg; break;
@@ -223,8 +274,8 @@ static int cmd_lower(int argc, char **argv)
         fprintf(stderr, "tvm-tune lower: --workload is required\n");
         return 2;
     }
-    if (steps_file && steps_json) {
-        fprintf(stderr, "tvm-tune lower: give --steps or --steps-json, not both\n");
+    if (!!steps_file + !!steps_json + untuned > 1) {
+        fprintf(stderr, "tvm-tune lower: give one of --steps, --steps-json and --default\n");
         return 2;
     }
     int rc = 1;
@@ -250,6 +301,14 @@ static int cmd_lower(int argc, char **argv)
                     err.msg);
             goto out;
         }
+    }
+    if (untuned) {
+        char desc[512];
+        if ((s = untuned_schedule(w, target_text, &steps, &nsteps, desc, sizeof(desc), &err))) {
+            fprintf(stderr, "tvm-tune lower: --default: %s\n", err.msg);
+            goto out;
+        }
+        printf("# default schedule: %s\n", desc);
     }
     if ((s = tt_state_replay(&w->dag, steps, nsteps, &st, &err))) {
         fprintf(stderr, "tvm-tune lower: schedule: %s\n", err.msg);

@@ -395,6 +395,15 @@ static void a_mobilenet_block_shares_tasks_and_matches(void **state)
     for (size_t i = 0; i < net->tasks.len; i++)
         shared += net->tasks.data[i].weight == 2;
     assert_int_equal(shared, 1);
+    /* the 1x1 convolutions (stride 1, no padding) are matrix products over the 144 pixels
+     * ([1, C, 1, 144]: the register tile's rows are pixels, not the 12 columns of one image
+     * row), also where they read the NCHW input or write the NCHW output; the depthwise one is
+     * not */
+    int pixel_rows = 0;
+    for (size_t i = 0; i < net->tasks.len; i++)
+        pixel_rows += strstr(net->tasks.data[i].workload, "[1,1,144,") != NULL ||
+                      strstr(net->tasks.data[i].workload, ",1,144]") != NULL;
+    assert_int_equal(pixel_rows, 4);
     tt_net_free(net);
     tt_graph_free(g);
     /* in the model's layout, two blocks of the same shapes: three tasks, each run twice */

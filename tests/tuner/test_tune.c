@@ -548,7 +548,7 @@ static void register_tiles_may_move_their_last_tile_back(void **state)
 /* Columns that no vector divides (ViT's 197 x 197 attention scores) get whole-vector register
  * tiles whose last cache tile moves back, besides the partial vector; the starting point takes
  * one, and it computes the definition with the column's start clamped and no guard.  Where the
- * vector divides the columns, nothing moves back. */
+ * vector divides the columns but two vectors do not, two vectors move back too. */
 static void column_tiles_may_move_their_last_tile_back(void **state)
 {
     (void)state;
@@ -593,12 +593,24 @@ static void column_tiles_may_move_their_last_tile_back(void **state)
         tt_state_free(st);
         tt_workload_free(w);
     }
-    /* 1000 classes: 8 divides, so every column tile divides too */
+    /* 1000 columns (SqueezeNet's last 1x1 convolution over 169 pixels): 8 divides them but 16
+     * does not, so two vectors move back too, and the starting point takes them (6 x 2 rather
+     * than 13 x 1, a multiply-add per broadcast); other whole-vector tiles divide.  It computes
+     * the definition. */
     tt_space sp;
-    tt_workload *w = open_space("matmul:M=1,N=1000,K=64", &avx2, &sp);
+    tt_workload *w = open_space("matmul:M=169,N=1000,K=64", &avx2, &sp);
     const tt_knob *mk = &sp.knobs[sp.nspatial + 7];
-    for (int c = 0; c < mk->n; c++)
-        assert_int_equal(1000 % ((mk->choice[c] & 0xffff) * 8), 0);
+    int moved = 0;
+    for (int c = 0; c < mk->n; c++) {
+        int64_t v = mk->choice[c] & 0xffff;
+        if (1000 % (v * 8)) {
+            assert_int_equal(v, 2);
+            moved++;
+        }
+    }
+    assert_true(moved > 0);
+    uint64_t index = tt_space_blocked_index(&sp, &avx2, &caches, 2, false, true);
+    expect_config(&sp, w, index, (const char *const[]){"micro_kernel=[-1,6,2]", NULL});
     tt_workload_free(w);
 }
 
