@@ -1664,6 +1664,14 @@ static tt_status write_node(tw *w, int node, const char *out, int which)
 
 /* ---- pixel rows: a 1x1 convolution as a matrix product ---- */
 
+#define PIXEL_VIEW_MAX 64 /* tensors a kernel may view; a kernel with more keeps its shapes */
+
+typedef struct {
+    int64_t H, W;
+    int n;
+    int tensor[PIXEL_VIEW_MAX]; /* the [.., H, W] tensors to view as [.., 1, H*W] */
+} pixel_view;
+
 /* A 1x1 convolution of stride 1 without padding is a matrix product over the image's pixels.
  * Written over [N, C, H, W] its register tile's rows are the W columns of one image row: 13 in
  * SqueezeNet's last layer, 7 in the last stage of ResNets and MobileNets, primes no tile of 6
@@ -1671,10 +1679,10 @@ static tt_status write_node(tw *w, int node, const char *out, int which)
  * feeding one multiply-add).  Viewed as [N, C, 1, H*W], the same memory in either layout since H
  * and W are adjacent in both, the rows are the H*W pixels and any tile fits them.  The view
  * applies when nodes[0] is such a convolution and every tensor the kernel touches takes it: 4-D
- * with spatial dims (H, W) stored adjacent and in order, or broadcast over both (1, 1); the
- * convolution's bias and BatchNormalization's per-channel inputs; scalars.  *H and *W get the
- * image's size. */
-static bool pixel_rows(const tt_graph *g, const int *nodes, int n, int64_t *H, int64_t *W)
+ * with spatial dims (H, W) stored adjacent and in order (listed in *v), or broadcast over both
+ * (1, 1); the convolution's weight and bias and BatchNormalization's per-channel inputs;
+ * scalars. */
+static bool pixel_rows(const tt_graph *g, const int *nodes, int n, pixel_view *v)
 {
     const tt_gnode *c = &g->nodes.data[nodes[0]];
     if (c->op != TT_GOP_CONV || c->ninputs < 2 || c->inputs[1] < 0)
@@ -1692,32 +1700,37 @@ static bool pixel_rows(const tt_graph *g, const int *nodes, int n, int64_t *H, i
     for (int d = 0; d < 2; d++)
         if (win.stride[d] != 1 || win.pad_begin[d] || win.pad_end[d])
             return false;
-    *H = x->dims[2], *W = x->dims[3];
+    v->H = x->dims[2], v->W = x->dims[3], v->n = 0;
     for (int i = 0; i < n; i++) {
         const tt_gnode *nd = &g->nodes.data[nodes[i]];
         for (int k = 0; k < nd->ninputs + nd->noutputs; k++) {
             int t = k < nd->ninputs ? nd->inputs[k] : nd->outputs[k - nd->ninputs];
             if (t < 0)
                 continue;
-            const tt_gtensor *v = &g->tensors.data[t];
+            const tt_gtensor *u = &g->tensors.data[t];
             bool per_channel = (nd->op == TT_GOP_CONV && k == 2) ||
                                (nd->op == TT_GOP_BATCH_NORM && k >= 1 && k < nd->ninputs);
-            if (tt_gtensor_numel(v) == 1 || (per_channel && v->rank == 1) || (i == 0 && k == 1))
+            if (tt_gtensor_numel(u) == 1 || (per_channel && u->rank == 1) || (i == 0 && k == 1))
                 continue;
-            if (v->rank == 4 && v->dims[2] == *H && v->dims[3] == *W) {
+            if (u->rank == 4 && u->dims[2] == v->H && u->dims[3] == v->W) {
                 int p2 = 2, p3 = 3; /* physical positions of H and W */
-                for (int q = 0; v->permuted && q < 4; q++) {
-                    if (v->perm[q] == 2)
+                for (int q = 0; u->permuted && q < 4; q++) {
+                    if (u->perm[q] == 2)
                         p2 = q;
-                    if (v->perm[q] == 3)
+                    if (u->perm[q] == 3)
                         p3 = q;
                 }
-                if (p3 != p2 + 1)
+                if (p3 != p2 + 1 || v->n == PIXEL_VIEW_MAX)
                     return false;
+                int seen = 0;
+                while (seen < v->n && v->tensor[seen] != t)
+                    seen++;
+                if (seen == v->n)
+                    v->tensor[v->n++] = t;
                 continue;
             }
             /* numpy broadcasting aligns the last two dims with H and W: both must be 1 */
-            if (v->rank >= 2 && v->dims[v->rank - 2] == 1 && v->dims[v->rank - 1] == 1)
+            if (u->rank >= 2 && u->dims[u->rank - 2] == 1 && u->dims[u->rank - 1] == 1)
                 continue;
             return false;
         }
@@ -1725,23 +1738,13 @@ static bool pixel_rows(const tt_graph *g, const int *nodes, int n, int64_t *H, i
     return true;
 }
 
-/* Sets (view) or restores the pixel-row view of every [.., H, W] tensor the kernel touches. */
-static void view_pixel_rows(tt_graph *g, const int *nodes, int n, int64_t H, int64_t W, bool view)
+/* Sets (view) or restores the pixel-row view of v's tensors. */
+static void view_pixel_rows(tt_graph *g, const pixel_view *v, bool view)
 {
-    for (int i = 0; i < n; i++) {
-        const tt_gnode *nd = &g->nodes.data[nodes[i]];
-        for (int k = 0; k < nd->ninputs + nd->noutputs; k++) {
-            int t = k < nd->ninputs ? nd->inputs[k] : nd->outputs[k - nd->ninputs];
-            if (t < 0)
-                continue;
-            tt_gtensor *v = &g->tensors.data[t];
-            if (v->rank != 4)
-                continue;
-            if (view && v->dims[2] == H && v->dims[3] == W)
-                v->dims[2] = 1, v->dims[3] = H * W;
-            else if (!view && v->dims[2] == 1 && v->dims[3] == H * W)
-                v->dims[2] = H, v->dims[3] = W;
-        }
+    for (int i = 0; i < v->n; i++) {
+        tt_gtensor *u = &g->tensors.data[v->tensor[i]];
+        u->dims[2] = view ? 1 : v->H;
+        u->dims[3] = view ? v->H * v->W : v->W;
     }
 }
 
@@ -1751,12 +1754,12 @@ static tt_status write_te(tt_graph *g, const int *nodes, int n, int output, tt_s
 tt_status tt__net_write_te(tt_graph *g, const int *nodes, int n, int output, tt_strbuf *sb, int *ph,
                            int *nph, tt_errbuf *err)
 {
-    int64_t H, W;
-    if (!pixel_rows(g, nodes, n, &H, &W))
+    pixel_view v;
+    if (!pixel_rows(g, nodes, n, &v))
         return write_te(g, nodes, n, output, sb, ph, nph, err);
-    view_pixel_rows(g, nodes, n, H, W, true);
+    view_pixel_rows(g, &v, true);
     tt_status s = write_te(g, nodes, n, output, sb, ph, nph, err);
-    view_pixel_rows(g, nodes, n, H, W, false);
+    view_pixel_rows(g, &v, false);
     return s;
 }
 
