@@ -326,6 +326,46 @@ bool tt_access_elementwise_consumer(const tt_state *st, int stage, int *target)
     return elementwise_match(st, st->stages.data[stage].op, st->stages.data[c[0]].op);
 }
 
+/* Every op that reads `op` directly reads it element by element with its shape, and is either
+ * `target_op` or an inlined stage whose readers do the same, so that every path ends at
+ * target_op. */
+static bool diamond_match(const tt_state *st, int op, int target_op, int depth)
+{
+    if (op == target_op)
+        return true;
+    if (depth > TT_MAX_STAGES)
+        return false;
+    const tt_op *a = &st->dag.ops.data[op];
+    int readers = 0;
+    for (size_t i = 0; i < st->dag.ops.len; i++) {
+        if (!op_reads(&st->dag, (int)i, op))
+            continue;
+        const tt_op *b = &st->dag.ops.data[i];
+        int sg = tt_state_stage_of_op(st, (int)i);
+        if (a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) ||
+            ((int)i != target_op && (sg < 0 || st->stages.data[sg].at != TT_AT_INLINE)))
+            return false;
+        read_info ri = analyse_reads(st, b, op);
+        if (!ri.injective || ri.missing || ri.duplicated || !ri.in_order ||
+            !diamond_match(st, (int)i, target_op, depth + 1))
+            return false;
+        readers++;
+    }
+    return readers > 0;
+}
+
+bool tt_access_epilogue_consumer(const tt_state *st, int stage, int *target)
+{
+    if (tt_access_elementwise_consumer(st, stage, target))
+        return true;
+    int c[2];
+    if (tt_access_consumers(st, stage, c, 2) != 1 || tt_access_has_reduce(st, c[0]) ||
+        !strcmp(st->stages.data[c[0]].scope, "shared"))
+        return false;
+    *target = c[0];
+    return diamond_match(st, st->stages.data[stage].op, st->stages.data[c[0]].op, 0);
+}
+
 static bool stage_changing(tt_step_kind k)
 {
     return k == TT_STEP_CACHE_WRITE || k == TT_STEP_CACHE_READ || k == TT_STEP_RFACTOR;

@@ -28,6 +28,10 @@ int tt_access_single_consumer(const tt_state *st, int stage);
 /* The stage has one consumer, reached through a chain of single readers of the same shape that
  * read element by element, and they do not both reduce.  *target gets the consumer. */
 bool tt_access_elementwise_consumer(const tt_state *st, int stage, int *target);
+/* tt_access_elementwise_consumer, or else the one stage that all the stage's readers lead to
+ * through inlined elementwise stages of its shape (a diamond: SiLU's x * sigmoid(x), HardSwish),
+ * the consumer not reducing: where an accumulator may be written through its epilogue. */
+bool tt_access_epilogue_consumer(const tt_state *st, int stage, int *target);
 /* A cache_write step created this stage (the ".local" stage of a cache_write). */
 bool tt_access_has_cache_write(const tt_state *st, int stage);
 /* Ansor's CPU rfactor condition (search.md C4). */

@@ -696,12 +696,12 @@ uint64_t tt_space_untuned_index(const tt_space *s, const tt_vector_isa *isa,
 }
 
 /* The stage that stores `main`'s result through its epilogue: its single consumer when that
- * reads it element by element at the root (bias, activation, residual inlined into the output),
- * else -1. */
+ * reads it element by element at the root (bias, activation, residual inlined into the output;
+ * also through a diamond, SiLU's x * sigmoid(x) or HardSwish), else -1. */
 static int epilogue_writer(const tt_state *st, int main, int n)
 {
     int c;
-    if (!tt_access_elementwise_consumer(st, main, &c))
+    if (!tt_access_epilogue_consumer(st, main, &c))
         return -1;
     const tt_stage *sg = &st->stages.data[c];
     const tt_op *op = &st->dag.ops.data[sg->op];
