@@ -59,28 +59,12 @@ tt_status tt__compile_default_schedule(const tt_dag *dag, const tt_target *targe
             return TT_OK;
         return tt_sketch_gpu_default(dag, 32, out, err);
     }
-    tt_space sp;
-    tt_vector_isa isa;
-    int cores;
-    tt_status s = template_space(dag, target, &sp, &isa, &cores, err);
-    if (!s) {
-        /* What the tuner measures first besides the template's default (tt__tune_load_seeds):
-         * the window config for window operators (depthwise convolutions, pools), else the
-         * cache-blocked one for this machine's caches (typical ones for a cross target) with
-         * the window's column taps inside the register tile.  Untuned ResNet-18 ran in 44-49 ms
-         * with it against 86-90 ms with the plain default (docs/models.md, "Against ONNX
-         * Runtime"). */
-        tt_cpu_caches caches;
-        if (target->triple[0])
-            tt_cpu_caches_typical(&caches);
-        else
-            tt_cpu_caches_host(&caches);
-        uint64_t index = tt_space_untuned_index(&sp, &isa, &caches, cores);
-        s = tt_space_apply(&sp, index, out, err);
-    }
-    if (s) /* a workload the template cannot tile: the naive schedule */
-        s = tt_state_create(dag, out, err);
-    return s;
+    /* What the tuner measures first besides the template's default (tt__tune_load_seeds): the
+     * window config for window operators (depthwise convolutions, pools), else the cache-blocked
+     * one for this machine's caches (typical ones for a cross target) with the window's column
+     * taps inside the register tile.  Untuned ResNet-18 ran in 44-49 ms with it against 86-90 ms
+     * with the plain default (docs/models.md, "Against ONNX Runtime"). */
+    return tt_space_untuned_schedule(dag, target, out, NULL, 0, err);
 }
 
 /* ---- one kernel ---- */

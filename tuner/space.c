@@ -4,7 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "../base/hash.h"
+#include "../codegen/codegen.h"
 #include "access.h"
 
 enum { K_CACHE_WRITE, K_PARALLEL, K_VECTORIZE, K_UNROLL }; /* after the tile knobs */
@@ -693,6 +696,34 @@ uint64_t tt_space_untuned_index(const tt_space *s, const tt_vector_isa *isa,
     if (window != index)
         return window;
     return tt_space_blocked_index(s, isa, caches, cores, false, true);
+}
+
+tt_status tt_space_untuned_schedule(const tt_dag *dag, const tt_target *target, tt_state **out,
+                                    char *desc, size_t ndesc, tt_errbuf *err)
+{
+    tt_vector_isa isa;
+    tt_codegen_vector_isa(target, &isa);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    int cores = n > 1 ? (int)n : 2;
+    tt_cpu_caches caches;
+    if (target->triple[0])
+        tt_cpu_caches_typical(&caches);
+    else
+        tt_cpu_caches_host(&caches);
+    tt_space sp;
+    tt_errbuf why = {{0}};
+    if (!tt_space_init(&sp, dag, cores, &isa, &why)) {
+        uint64_t index = tt_space_untuned_index(&sp, &isa, &caches, cores);
+        if (!tt_space_apply(&sp, index, out, &why)) {
+            if (desc)
+                tt_space_describe(&sp, index, desc, ndesc);
+            return TT_OK;
+        }
+    }
+    /* a workload the template cannot tile: the naive schedule */
+    if (desc)
+        snprintf(desc, ndesc, "naive (%.400s)", why.msg);
+    return tt_state_create(dag, out, err);
 }
 
 /* The stage that stores `main`'s result through its epilogue: its single consumer when that

@@ -118,6 +118,14 @@ uint64_t tt_space_window_index(const tt_space *s, const tt_vector_isa *isa, int6
 uint64_t tt_space_untuned_index(const tt_space *s, const tt_vector_isa *isa,
                                 const tt_cpu_caches *caches, int cores);
 
+/* The untuned CPU schedule of `dag` for `target` (tvm-compile's default without records): the
+ * template space as tvm-tune builds it here (the target's vector ISA, this machine's cores, its
+ * caches or typical ones for a cross target) with its tt_space_untuned_index config, or the naive
+ * schedule where the template does not apply.  `desc` (NULL: not wanted) gets the config's knobs,
+ * or why it is naive. */
+tt_status tt_space_untuned_schedule(const tt_dag *dag, const tt_target *target, tt_state **out,
+                                    char *desc, size_t ndesc, tt_errbuf *err);
+
 /* The config of `s` nearest to config `index` of `from` (another workload's space of the same
  * template): each knob takes the choice closest (in log scale) to the value of `from`'s knob of
  * the same name, or its first choice when `from` has none.  How a tuned config of one shape

@@ -176,10 +176,8 @@ static int cmd_ops(void)
     return 0;
 }
 
-/* The CPU schedule tvm-compile builds for `w` without records (deploy/compile.c's default):
- * the template's untuned config on this machine's (or a cross target's typical) caches and
- * cores, as a step list; `desc` gets its knobs, or why the template does not apply (the naive
- * schedule then). */
+/* The CPU schedule tvm-compile builds for `w` without records (tt_space_untuned_schedule), as a
+ * step list; `desc` gets its knobs. */
 static tt_status untuned_schedule(const tt_workload *w, const char *target_text, tt_step **steps,
                                   size_t *nsteps, char *desc, size_t ndesc, tt_errbuf *err)
 {
@@ -191,26 +189,8 @@ static tt_status untuned_schedule(const tt_workload *w, const char *target_text,
         return tt_err(err, TT_ERR_UNSUPPORTED,
                       "only CPU targets (tvm-compile's GPU default is "
                       "the first GPU sketch that takes its tiling)");
-    tt_vector_isa isa;
-    tt_codegen_vector_isa(&t, &isa);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    int cores = n > 1 ? (int)n : 2;
-    tt_cpu_caches caches;
-    if (t.triple[0])
-        tt_cpu_caches_typical(&caches);
-    else
-        tt_cpu_caches_host(&caches);
-    tt_space sp;
-    tt_errbuf why = {{0}};
-    if (tt_space_init(&sp, &w->dag, cores, &isa, &why)) {
-        snprintf(desc, ndesc, "naive (%.400s)", why.msg);
-        *steps = NULL, *nsteps = 0;
-        return TT_OK;
-    }
-    uint64_t index = tt_space_untuned_index(&sp, &isa, &caches, cores);
-    tt_space_describe(&sp, index, desc, ndesc);
     tt_state *st;
-    if ((s = tt_space_apply(&sp, index, &st, err)))
+    if ((s = tt_space_untuned_schedule(&w->dag, &t, &st, desc, ndesc, err)))
         return s;
     char *js = tt_steps_to_json(st->steps.data, st->steps.len);
     tt_state_free(st);
