@@ -45,6 +45,8 @@ typedef struct tt_codegen_stats {
                           * inside every loop around them) */
     int decided_guards;  /* guards or guard terms of padded updates and loads known while
                           * emitting (unrolled) */
+    int masked_loads;    /* vector loads whose lanes are guarded (a reduction's last partial
+                          * vector): llvm.masked.load */
     int peeled_loops;    /* loops emitted as first iteration, middle, last for their padding */
     int unpeeled_loops;  /* loops left unpeeled: their copies would pass the code budget */
     int rolled_copies;   /* loops copying through or filling local buffers too large for

@@ -160,9 +160,17 @@ static LLVMValueRef element_ptr(emitter *e, uint32_t buf, LLVMValueRef index)
  * load and a store (conv2d C9 at 0.4 of its speed with 14x2 tiles); and it cannot prove one
  * parameter apart from another at all, so a kernel storing to its output reloaded every input
  * after each store.  The metadata says both at no cost. */
+static void set_scopes(emitter *e, LLVMValueRef inst, uint32_t buf);
+
 void tt__codegen_set_access(emitter *e, LLVMValueRef inst, uint32_t buf)
 {
     LLVMSetAlignment(inst, (unsigned)tt_dtype_bytes(e->p->bufs.data[buf].dtype));
+    set_scopes(e, inst, buf);
+}
+
+/* The alias scopes alone (a call such as llvm.masked.load has its alignment as an argument). */
+static void set_scopes(emitter *e, LLVMValueRef inst, uint32_t buf)
+{
     size_t nb = e->p->bufs.len;
     if (!e->md_scopes) {
         e->md_scopes = calloc(nb, sizeof(*e->md_scopes));
@@ -540,6 +548,48 @@ static void hoist_addresses(emitter *e, tt_eid id)
     }
 }
 
+/* A select whose guard depends on the vector lane, taking a load that is contiguous in the lane
+ * or a load-free value: one masked vector load (llvm.masked.load), the other side its
+ * pass-through, and masked-off lanes read no memory.  The tail of a reduction split by the
+ * vector width and factored into lanes (rfactor) is such a guard: 197 = 12 x 16 + 5 columns of a
+ * softmax row. */
+static bool masked_load_select(emitter *e, const tt_expr *n, uint32_t var)
+{
+    if (n->kind != TT_EXPR_SELECT || has_load(e, n->c))
+        return false;
+    const tt_expr *ld = tt_expr_get(&e->p->pool, n->b);
+    return ld->kind == TT_EXPR_LOAD && ld->dtype == n->dtype &&
+           e->p->bufs.data[ld->b].dtype != TT_DT_BOOL &&
+           tt_expr_coef(&e->p->pool, ld->a, var) == 1 && !has_load(e, ld->a);
+}
+
+static val emit_masked_load(emitter *e, const tt_expr *n, LLVMValueRef mask)
+{
+    tt_dtype rt = (tt_dtype)n->dtype;
+    const tt_expr *ld = tt_expr_get(&e->p->pool, n->b);
+    val other = widen(e, emit(e, n->c), true);
+    other.v = convert(e, other.v, dtype_of(e, n->c), rt, true);
+    if (tt__promo_buffer(e, ld->b)) { /* a value, not memory: both sides are safe */
+        val a = widen(e, emit(e, n->b), true);
+        val r = {LLVMBuildSelect(e->b, mask, a.v, other.v, ""), true};
+        return r;
+    }
+    LLVMTypeRef mt = mem_type(e, rt), vt = LLVMVectorType(mt, (unsigned)e->lanes);
+    LLVMValueRef p = LLVMBuildBitCast(e->b, element_ptr(e, ld->b, emit_lane0(e, ld->a)),
+                                      LLVMPointerType(vt, 0), "");
+    const char *name = "llvm.masked.load";
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMTypeRef tys[2] = {vt, LLVMPointerType(vt, 0)};
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(e->mod, id, tys, 2);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(e->ctx, id, tys, 2);
+    LLVMValueRef args[4] = {p, LLVMConstInt(e->i32, (unsigned)tt_dtype_bytes(rt), 0), mask,
+                            other.v};
+    val r = {LLVMBuildCall2(e->b, fty, fn, args, 4, ""), true};
+    set_scopes(e, r.v, ld->b);
+    e->stats.masked_loads++;
+    return r;
+}
+
 static val emit_select(emitter *e, const tt_expr *n)
 {
     tt_dtype rt = (tt_dtype)n->dtype;
@@ -559,6 +609,8 @@ static val emit_select(emitter *e, const tt_expr *n)
         }
         return r;
     }
+    if (c.vec && e->lanes && masked_load_select(e, n, e->vec_var))
+        return emit_masked_load(e, n, c.v);
     /* A guarded load (padding) must not run when the guard is false: branch.  The guard is one
      * scalar condition (the vectoriser only lets through guards that do not depend on the lane);
      * the branches may be vectors (a depthwise convolution's padded input, loaded for a vector of
@@ -962,7 +1014,7 @@ static bool vectorisable(emitter *e, tt_sid id, uint32_t var)
              * broadcast element (a convolution's padded input, shared by a vector of output
              * channels) or a vector (a depthwise convolution's input, one per channel). */
             if (n->kind == TT_EXPR_SELECT && (has_load(e, n->b) || has_load(e, n->c)) &&
-                tt_expr_uses_var(&e->p->pool, n->a, var))
+                tt_expr_uses_var(&e->p->pool, n->a, var) && !masked_load_select(e, n, var))
                 return false;
             if (n->kind == TT_EXPR_VAR || n->kind == TT_EXPR_INT || n->kind == TT_EXPR_FLOAT)
                 continue;

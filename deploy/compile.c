@@ -208,6 +208,7 @@ tt_status tt__compile_pick(const tt__picker *p, const tt_workload *w, tt_state *
                                                                       : TT_COMPILE_FAMILY;
             rep->record = rows[0].id;
             rep->fastest_s = rows[0].fastest_s;
+            rep->median_s = rows[0].median_s;
             snprintf(rep->device, sizeof(rep->device), "%s", rows[0].device ? rows[0].device : "");
             snprintf(rep->target, sizeof(rep->target), "%s", rows[0].target);
             *timestamp = rows[0].timestamp;

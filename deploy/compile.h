@@ -56,6 +56,7 @@ typedef struct tt_compile_report {
     long long record;  /* database record id, 0 for the default */
     double fastest_s;  /* the record's time (its fastest sample), 0 for the default (SIMILAR: on the
                           similar workload) */
+    double median_s;   /* its median sample: what a network timed by its median should take */
     char similar[512]; /* SIMILAR: the workload whose record it is */
     char device[256];
     char target[256];
@@ -98,10 +99,11 @@ typedef struct tt_compile_net_options {
 
 /* Summary of a built network. */
 typedef struct tt_compile_net_summary {
-    int tasks, tuned;     /* tasks, and those with a record */
-    double estimate_s;    /* sum over tasks of weight x record time; 0 unless all tuned */
-    int64_t weight_bytes; /* embedded, packed copies included */
-    int64_t packed_bytes; /* of those, packed for kernels */
+    int tasks, tuned;          /* tasks, and those with a record */
+    double estimate_s;         /* sum over tasks of weight x record's median; 0 unless all tuned */
+    double estimate_fastest_s; /* ... of weight x record's fastest sample */
+    int64_t weight_bytes;      /* embedded, packed copies included */
+    int64_t packed_bytes;      /* of those, packed for kernels */
     int64_t workspace_bytes;
 } tt_compile_net_summary;
 

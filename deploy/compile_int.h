@@ -124,8 +124,10 @@ typedef struct tt__net_build {
     const double *timestamps;      /* per task: when its record was measured, 0: default */
     char (*in_names)[64];          /* C identifiers of the graph's inputs */
     char (*out_names)[64];         /* ... and outputs */
-    double estimate_s; /* sum of weight x record time when every task is tuned, else 0 */
-    bool opencl;       /* the network runs on an OpenCL device */
+    /* When every task is tuned (else 0): the sum of weight x each record's median sample, what
+     * a network timed by its median should take, and of weight x its fastest sample. */
+    double estimate_s, estimate_fastest_s;
+    bool opencl; /* the network runs on an OpenCL device */
 } tt__net_build;
 
 /* The C identifiers of the graph's inputs and outputs (sanitized, unique), caller frees. */

@@ -32,7 +32,7 @@ static void usage(FILE *f)
             "  profile   as time, and each kernel call timed in the network (NAME_run_profiled;\n"
             "            on an OpenCL device each call's device time from profiling events):\n"
             "            per task its calls' median time, its share, the database's estimate\n"
-            "            (fastest x calls) and in-network / estimate, to see where time goes and\n"
+            "            (median x calls) and in-network / estimate, to see where time goes and\n"
             "            which kernels run slower in the network than alone (cold weights)\n"
             "Libraries built with --target opencl run on the device TVM_TUNE_OPENCL_DEVICE=P:D\n"
             "names (else the first GPU, else the first OpenCL device).\n"
@@ -282,12 +282,12 @@ static void stamp(void *ctx, int call)
         s->at[call] = tt_clock_monotonic();
 }
 
-/* A task's record time in a library's metadata: "fastest_s" (libraries built before schema 4 say
- * "median_s"). */
+/* A task's record time in a library's metadata, as the estimate counts it: its median sample
+ * ("median_s"; libraries of one day in November 2026 have only "fastest_s"). */
 static double task_time(json_t *task)
 {
-    json_t *v = json_object_get(task, "fastest_s");
-    return json_number_value(v ? v : json_object_get(task, "median_s"));
+    json_t *v = json_object_get(task, "median_s");
+    return json_number_value(v ? v : json_object_get(task, "fastest_s"));
 }
 
 /* tvm-net profile: the median time of every kernel call in the running network, summed per
@@ -577,7 +577,7 @@ int main(int argc, char **argv)
                        net.name, med * 1e3, repeat, p10 * 1e3, p90 * 1e3, t[0] * 1e3, warmup,
                        flops / med / 1e9);
                 if (est > 0)
-                    printf("estimate %.4g ms (the records' fastest samples): measured / estimate = "
+                    printf("estimate %.4g ms (the records' median samples): measured / estimate = "
                            "%.3f\n",
                            est * 1e3, med / est);
                 else

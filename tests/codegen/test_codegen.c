@@ -256,6 +256,40 @@ static void padding_guards_stay_vector_code(void **state)
     }
 }
 
+/* A reduction split by the vector width and factored into lanes (rfactor) guards its last,
+ * partial vector by the lane: the guarded loads are masked vector loads (no scalar fallback),
+ * masked-off lanes read nothing past the row, and the softmax computes the definition, for a row
+ * of 37 (2 x 16 + 5) and of 32 (no partial vector: no masks). */
+static void reductions_factored_into_lanes_use_masked_loads(void **state)
+{
+    (void)state;
+    for (int cols = 37; cols >= 32; cols -= 5) {
+        char w[600], steps[900];
+        snprintf(w, sizeof(w),
+                 "te:t0[i0,i1] max= x0[i0,i1,r0]; t1[i0,i1,i2] = exp(x0[i0,i1,i2] - t0[i0,i1]); "
+                 "t2[i0,i1] += t1[i0,i1,r1]; out[i0,i1,i2] = t1[i0,i1,i2] / t2[i0,i1]; "
+                 "x0:float32[3,5,%d]; t0:float32[3,5]; t1:float32[3,5,%d]; t2:float32[3,5]; "
+                 "out:float32[3,5,%d]; r0:%d; r1:%d",
+                 cols, cols, cols, cols, cols);
+        snprintf(steps, sizeof(steps),
+                 "[[\"SP\", 3, 2, %d, [16], 1], [\"RF\", 3, 3, 2], [\"RE\", 3, [0, 1, 3, 2]], "
+                 "[\"SP\", 1, 2, %d, [16], 1], [\"RF\", 1, 3, 2], [\"RE\", 1, [0, 1, 3, 2]], "
+                 "[\"FU\", 6, [0, 1]], [\"SP\", 6, 1, %d, [16], 1], [\"AN\", 6, 0, 3], "
+                 "[\"AN\", 6, 2, 2], [\"CA\", 5, 6, 0], [\"CA\", 4, 6, 0], [\"CA\", 3, 6, 0], "
+                 "[\"CA\", 2, 6, 0], [\"CA\", 1, 6, 0], [\"SP\", 3, 2, %d, [16], 1], "
+                 "[\"AN\", 3, 3, 2], [\"AN\", 1, 3, 2], [\"AN\", 4, 3, 2]]",
+                 cols, cols, cols, cols);
+        tt_codegen_stats stats;
+        check_steps(w, steps, 61, false, &stats);
+        assert_int_equal(stats.scalar_fallbacks, 0);
+        assert_true(stats.vector_loops >= 4);
+        if (cols % 16)
+            assert_true(stats.masked_loads >= 2); /* the max's row and the sum's */
+        else
+            assert_int_equal(stats.masked_loads, 0);
+    }
+}
+
 /* Unrolling emits a body once per iteration; its index arithmetic on the outer loop variables is
  * built once (value numbering while emitting), and a value built in a branch arm (a guarded load)
  * is not reused after the branch, where it would not dominate its use (LLVM's verifier would
@@ -1385,6 +1419,7 @@ int main(void)
         cmocka_unit_test(buffers_are_distinct_objects_to_alias_analysis),
         cmocka_unit_test(index_arithmetic_is_said_not_to_overflow),
         cmocka_unit_test(bool_tensors_are_bytes),
+        cmocka_unit_test(reductions_factored_into_lanes_use_masked_loads),
         cmocka_unit_test(exp_family_is_exact_enough_in_vectors),
         cmocka_unit_test(every_other_buffer_is_in_the_noalias_list),
         cmocka_unit_test(padded_taps_of_unrolled_rows_are_decided_when_emitting),

@@ -684,6 +684,30 @@ static void tuned_records_build_the_network(void **state)
     for (size_t i = 0; i < net->tasks.len; i++)
         assert_int_equal(tt_netexec_report(x, (int)i)->source, TT_COMPILE_EXACT);
     tt_netexec_free(x);
+    /* the library's estimate adds the records' medians (the network is timed by its median),
+     * and says what their fastest samples add up to */
+    char lib[1100];
+    snprintf(lib, sizeof(lib), "%s/net", db);
+    tt_compile_net_options co = {path, NULL, NULL, lib, "test", true, false, NULL, NULL};
+    tt_compile_net_summary sum;
+    tt_compile_report *reps = calloc(net->tasks.len, sizeof(*reps));
+    assert_non_null(reps);
+    if (tt_compile_net(&co, net, reps, &sum, &err))
+        fail_msg("%s", err.msg);
+    double median = 0, fastest = 0;
+    for (size_t i = 0; i < net->tasks.len; i++) {
+        assert_true(reps[i].fastest_s > 0 && reps[i].median_s >= reps[i].fastest_s);
+        median += net->tasks.data[i].weight * reps[i].median_s;
+        fastest += net->tasks.data[i].weight * reps[i].fastest_s;
+    }
+    assert_true(fabs(sum.estimate_s - median) <= 1e-12 * median);
+    assert_true(fabs(sum.estimate_fastest_s - fastest) <= 1e-12 * fastest);
+    free(reps);
+    static const char *const ext[] = {"a", "so", "h", "pc"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(lib, sizeof(lib), "%s/net.%s", db, ext[i]);
+        remove(lib);
+    }
     tt_net_free(net);
     tt_graph_free(g);
     /* the run itself: the same directory test, now with the database */
