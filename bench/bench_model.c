@@ -293,8 +293,8 @@ int main(int argc, char **argv)
                            r->estimate_s, "max_rel_error", r->error));
     }
     printf("\nvs ONNX Runtime, vs PyTorch: their latency / ours (above 1: ours is faster); "
-           "estimate: the database's sum of weight x best measured latency per task (none "
-           "untuned); max rel. error: ours against PyTorch's output\n");
+           "estimate: the database's sum of weight x the median sample of each task's best "
+           "record (none untuned); max rel. error: ours against PyTorch's output\n");
     for (int i = 0; i < n; i++)
         if (rs[i].ort_s > 0 && rs[i].ort_error > 1e-3)
             printf("note: ONNX Runtime's output of %s differs from PyTorch's by %.1e\n", rs[i].name,

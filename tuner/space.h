@@ -33,6 +33,7 @@ typedef struct tt_space {
     tt_knob knobs[TT_SPACE_MAX_KNOBS];
     int vector_lanes; /* CPU: lanes of the widest vector for the main stage's dtype (0: none) */
     bool micro;       /* CPU: register-blocked micro-kernels (the micro_kernel knob) */
+    int row_knob;     /* CPU: the row_kernel knob's index, -1 where not offered (space.c) */
     uint64_t size;    /* product of the knob sizes */
 } tt_space;
 
@@ -52,7 +53,9 @@ typedef struct tt_space {
  * producers once at the root instead of inlining them (a guarded load per multiply-add); the knob
  * taps_inner (1, with two reduce axes or more) moves the reduce axis before the inner one (a
  * convolution's kernel column) inside the inner reduction, unrolled, so that a row's padded taps
- * are known when the kernel is built. */
+ * are known when the kernel is built.  The knob row_kernel (1), offered for softmax, layer
+ * normalisation and other reductions along a row, computes every stage at the row loop instead:
+ * elementwise stages as vectors along the row, reductions as vector accumulators (space.c). */
 tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, const tt_vector_isa *isa,
                         tt_errbuf *err);
 /* The GPU template, in the manner of TVM's direct CUDA/OpenCL templates (conv2d_nchw.cuda): each

@@ -272,6 +272,75 @@ static void the_epilogue_is_always_inlined(void **state)
  * convolution with ReLU6 over 112x112 ran 3x slower in MobileNet-V2 than alone), also through a
  * diamond (SiLU, HardSwish: MobileNet-V3's stem ran 4.8x its estimate in the network).  Without
  * an epilogue the accumulation stays a cache write, copied out by the output stage itself. */
+/* Softmax, layer normalisation's reductions and other reductions along a row are row kernels:
+ * the untuned config (row_kernel 1) computes every stage at the parallel row loop (elementwise
+ * stages inlined or computed there, each reduction factored into a vector of lanes) and computes
+ * the definition, as do its scalar and serial variants.  A matrix product and a convolution
+ * are not offered the knob, so their spaces keep their identity. */
+static void rows_reduce_in_vector_lanes(void **state)
+{
+    (void)state;
+    tt_vector_isa isa = {"avx2", 32, 16, true};
+    const char *const rows[] = {
+        "te:t0[i0,i1] max= x0[i0,i1,r0]; t1[i0,i1,i2] = exp(x0[i0,i1,i2] - t0[i0,i1]); "
+        "t2[i0,i1] += t1[i0,i1,r1]; out[i0,i1,i2] = t1[i0,i1,i2] / t2[i0,i1]; "
+        "x0:float32[3,5,37]; t0:float32[3,5]; t1:float32[3,5,37]; t2:float32[3,5]; "
+        "out:float32[3,5,37]; r0:37; r1:37",
+        "te:t0[i0,i1,i2] max= x0[0,i1,i2,r0]; t1[i0,i1,i2,i3] = exp(x0[0,i1,i2,i3] - "
+        "t0[i0,i1,i2]); t2[i0,i1,i2] += t1[i0,i1,i2,r1]; out[i0,i1,i2,i3] = t1[i0,i1,i2,i3] / "
+        "t2[i0,i1,i2]; t0:float32[1,2,4]; x0:float32[1,2,4,40]; t1:float32[1,2,4,40]; "
+        "t2:float32[1,2,4]; out:float32[1,2,4,40]; r0:40; r1:40",
+        "te:t0[i0,i1] += x0[0,i1,r0]; out[i0,i1,i2] = t0[i0,i1] / 40.0; t0:float32[1,9]; "
+        "x0:float32[1,9,40]; out:float32[1,9,1]; r0:40",
+        "te:t0[i0,i1,i2] = x0[0,i1,i2] * x0[0,i1,i2]; t2[i0,i1] += t0[0,i1,r0]; t1[i0,i1,i2] = "
+        "t2[i0,i1] / 40.0; t3[i0,i1,i2] = t1[0,i1,0] + 1e-6; out[i0,i1,i2] = sqrt(t3[0,i1,0]); "
+        "t0:float32[1,9,40]; x0:float32[1,9,40]; t2:float32[1,9]; t1:float32[1,9,1]; "
+        "t3:float32[1,9,1]; out:float32[1,9,1]; r0:40",
+    };
+    for (int c = 0; c < 4; c++) {
+        tt_space sp;
+        tt_workload *w = open_space(rows[c], &isa, &sp);
+        assert_true(sp.row_knob >= 0);
+        tt_cpu_caches caches = {32 << 10, 512 << 10};
+        uint64_t untuned = tt_space_untuned_index(&sp, &isa, &caches, 2);
+        expect_config(&sp, w, untuned, (const char *const[]){"row_kernel=1 ", NULL});
+        tt_state *st;
+        tt_errbuf err = {{0}};
+        if (tt_space_apply(&sp, untuned, &st, &err))
+            fail_msg("%s", err.msg);
+        int root = (int)st->stages.len - 1, factored = 0;
+        assert_int_equal(st->stages.data[root].iters[0].ann, TT_ANN_PARALLEL);
+        for (int i = 0; i < root; i++) {
+            const tt_stage *sg = &st->stages.data[i];
+            if (st->dag.ops.data[sg->op].is_placeholder)
+                continue;
+            assert_true(sg->at == TT_AT_INLINE || sg->at == TT_AT_ITER);
+            if (sg->at == TT_AT_ITER)
+                assert_int_equal(sg->at_op, st->stages.data[root].op);
+            factored += sg->niters > 0 && sg->iters[sg->niters - 1].kind == TT_ITER_SPATIAL &&
+                        sg->iters[sg->niters - 1].ann == TT_ANN_VECTORIZE &&
+                        sg->iters[sg->niters - 2].kind == TT_ITER_REDUCE;
+        }
+        assert_int_equal(factored, c < 2 ? 2 : 1); /* softmax: the max and the sum */
+        tt_state_free(st);
+        expect_config(&sp, w, with_knob(&sp, untuned, "vectorize", 0),
+                      (const char *const[]){"row_kernel=1 ", NULL});
+        expect_config(&sp, w, with_knob(&sp, untuned, "parallel", 0),
+                      (const char *const[]){"row_kernel=1 ", NULL});
+        expect_config(&sp, w, with_knob(&sp, untuned, "row_kernel", 0),
+                      (const char *const[]){"row_kernel=0 ", NULL});
+        tt_workload_free(w);
+    }
+    const char *const others[] = {"matmul:M=24,N=16,K=12",
+                                  "conv2d_nhwc:N=1,H=8,W=8,CI=8,CO=16,K=3,S=1,P=1"};
+    for (int c = 0; c < 2; c++) {
+        tt_space sp;
+        tt_workload *w = open_space(others[c], &isa, &sp);
+        assert_int_equal(sp.row_knob, -1);
+        tt_workload_free(w);
+    }
+}
+
 static void accumulators_write_through_the_epilogue(void **state)
 {
     (void)state;
@@ -1226,6 +1295,7 @@ int main(void)
         cmocka_unit_test(cache_blocked_configs_follow_the_caches),
         cmocka_unit_test(short_row_axes_keep_enough_accumulators),
         cmocka_unit_test(accumulators_write_through_the_epilogue),
+        cmocka_unit_test(rows_reduce_in_vector_lanes),
         cmocka_unit_test(long_epilogue_rows_are_vector_loops),
         cmocka_unit_test(packed_copies_are_vector_loops),
         cmocka_unit_test(padding_computed_once_runs_in_parallel),
