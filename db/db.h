@@ -25,6 +25,9 @@ typedef struct tt_db tt_db;
 
 enum {
     TT_DB_READONLY = 1, /* open an existing database for queries only */
+    /* A server that does not answer yet is waited for, as a lost one is (tt_db_set_patience):
+     * for a tracker's job, whose tracker reached the server, which may be restarting. */
+    TT_DB_WAIT_FOR_SERVER = 2,
 };
 
 /* Opens (creating when absent, unless READONLY) and migrates the database `path` names: a file,

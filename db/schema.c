@@ -241,6 +241,8 @@ tt_status tt_db_open(const char *path, int flags, tt_db **out, tt_errbuf *err)
      * and the migration run again, as every other operation is (tt__db_retry). */
     double started = tt_clock_monotonic();
     tt_status s = db->be->open(db) ? tt__db_failed(db, "opening") : TT_OK;
+    if (s && (flags & TT_DB_WAIT_FOR_SERVER) && tt__db_retry(db, 0, started))
+        s = TT_OK; /* connected once the server was back */
     for (int attempt = 0;; attempt++) {
         if (!s)
             s = migrate(db);

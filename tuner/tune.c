@@ -288,7 +288,9 @@ tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE
                 t.triple, host);
     }
     tt_db *db;
-    s = tt_db_open(o->db_path ? o->db_path : "tuning.db", 0, &db, err);
+    /* A tracker's job: its tracker reached the server, which may be restarting right now. */
+    s = tt_db_open(o->db_path ? o->db_path : "tuning.db", o->job ? TT_DB_WAIT_FOR_SERVER : 0, &db,
+                   err);
     if (s)
         return s;
     if (o->db_max_bytes > 0 && (s = tt_db_limit_size(db, o->db_max_bytes))) {

@@ -958,6 +958,16 @@ static void an_unreachable_server_is_a_clear_error(void **state)
                      TT_ERR_IO);
     assert_null(db);
     assert_non_null(strstr(err.msg, "cannot connect to the database server"));
+    assert_null(strstr(err.msg, "gave up"));
+    /* a tracker's job waits for it as for a lost one, as long as its patience says */
+    setenv("TVM_TUNE_DB_PATIENCE", "0.3", 1);
+    assert_int_equal(
+        tt_db_open("postgresql://tvmtune@127.0.0.1:1/tuning", TT_DB_WAIT_FOR_SERVER, &db, &err),
+        TT_ERR_IO);
+    unsetenv("TVM_TUNE_DB_PATIENCE");
+    assert_null(db);
+    assert_non_null(strstr(err.msg, "cannot connect to the database server"));
+    assert_non_null(strstr(err.msg, "gave up reconnecting after 0 s"));
 }
 
 /* Builds query with a role that may only read: enough for best records, refused writes. */
