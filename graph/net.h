@@ -90,6 +90,7 @@ typedef struct tt_net {
     int64_t unplanned_bytes; /* the arena without reuse: what the plan saves */
     double flops;            /* of one run */
     int folded_batchnorms;
+    int fused_layer_norms; /* written out in elementwise operators, now one node each */
     tt_net_layout layout;
     int channels_last; /* activations stored channels last */
 } tt_net;

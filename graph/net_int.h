@@ -13,6 +13,11 @@
  * reader) into that convolution: W' = W * s / sqrt(v + eps) per output channel, B' likewise.
  * The BatchNormalization node is removed; *folded counts them. */
 tt_status tt__net_fold_batchnorm(tt_graph *g, int *folded, tt_errbuf *err);
+/* Rewrites every LayerNormalization written out in elementwise operators (ReduceMean, Sub, Pow,
+ * ReduceMean, Add, Sqrt, Div, then Mul and Add by per-channel constants) into one
+ * LayerNormalization node, where no intermediate has another reader (fuse_layer_norm.c);
+ * *fused counts them. */
+tt_status tt__net_fuse_layer_norms(tt_graph *g, int *fused, tt_errbuf *err);
 
 /* Chooses the memory order of every tensor (tt_gtensor perm) under `layout` (net.h): channels
  * last from each convolution on, through the ops that can write it, except graph outputs and
