@@ -12,8 +12,7 @@ static bool is_float_const(const tt_graph *g, int t, tt_dtype dt)
     return t >= 0 && g->tensors.data[t].kind == TT_GT_CONST && g->tensors.data[t].dtype == dt;
 }
 
-/* Readers of tensor t among the live nodes, and whether it is a graph output. */
-static int readers(const tt_graph *g, int t)
+int tt__net_readers(const tt_graph *g, int t)
 {
     int n = 0;
     for (size_t i = 0; i < g->nodes.len; i++) {
@@ -106,7 +105,7 @@ tt_status tt__net_fold_batchnorm(tt_graph *g, int *folded, tt_errbuf *err)
         if (conv < 0)
             continue;
         const tt_gnode *C = &g->nodes.data[conv];
-        if (C->removed || C->op != TT_GOP_CONV || C->outputs[0] != x || readers(g, x) != 1)
+        if (C->removed || C->op != TT_GOP_CONV || C->outputs[0] != x || tt__net_readers(g, x) != 1)
             continue;
         tt_dtype dt = g->tensors.data[x].dtype;
         if (dt != TT_DT_FLOAT32 && dt != TT_DT_FLOAT64)

@@ -14,22 +14,24 @@
 
 #include "net_int.h"
 
-/* The one live node reading tensor t, when it is `op` and t is no graph output; else -1. */
-static int only_reader(const tt_graph *g, int t, tt_gop op)
+/* The live node reading tensor t as its input `k`, when it is `op`; else -1. */
+static int reader_at(const tt_graph *g, int t, tt_gop op, int k)
 {
-    for (size_t i = 0; i < g->outputs.len; i++)
-        if (g->outputs.data[i] == t)
-            return -1;
-    int found = -1, reads = 0;
     for (size_t i = 0; i < g->nodes.len; i++) {
         const tt_gnode *n = &g->nodes.data[i];
-        for (int k = 0; !n->removed && k < n->ninputs; k++)
-            if (n->inputs[k] == t) {
-                found = (int)i;
-                reads++;
-            }
+        if (!n->removed && n->op == op && k < n->ninputs && n->inputs[k] == t)
+            return (int)i;
     }
-    return reads == 1 && g->nodes.data[found].op == op ? found : -1;
+    return -1;
+}
+
+/* The one reader of tensor t, when it is `op` and t is no graph output; else -1. */
+static int only_reader(const tt_graph *g, int t, tt_gop op)
+{
+    if (tt__net_readers(g, t) != 1)
+        return -1;
+    int r = reader_at(g, t, op, 0);
+    return r >= 0 ? r : reader_at(g, t, op, 1);
 }
 
 /* A constant of one element, its value in *v. */
@@ -85,23 +87,10 @@ static tt_status fuse_at(tt_graph *g, int r1, bool *fused, tt_errbuf *err)
         return TT_OK;
     int d = g->nodes.data[s].outputs[0];
     /* d is read twice: squared for the variance, and divided */
-    int pw = -1, dv = -1, reads = 0;
-    for (size_t i = 0; i < g->nodes.len; i++) {
-        const tt_gnode *n = &g->nodes.data[i];
-        for (int k = 0; !n->removed && k < n->ninputs; k++)
-            if (n->inputs[k] == d) {
-                reads++;
-                if (n->op == TT_GOP_POW && k == 0)
-                    pw = (int)i;
-                if (n->op == TT_GOP_DIV && k == 0)
-                    dv = (int)i;
-            }
-    }
-    for (size_t i = 0; i < g->outputs.len; i++)
-        reads += 2 * (g->outputs.data[i] == d);
+    int pw = reader_at(g, d, TT_GOP_POW, 0), dv = reader_at(g, d, TT_GOP_DIV, 0);
     double two, eps;
-    if (reads != 2 || pw < 0 || dv < 0 || !scalar_const(g, g->nodes.data[pw].inputs[1], &two) ||
-        two != 2.0)
+    if (tt__net_readers(g, d) != 2 || pw < 0 || dv < 0 ||
+        !scalar_const(g, g->nodes.data[pw].inputs[1], &two) || two != 2.0)
         return TT_OK;
     int r2 = only_reader(g, g->nodes.data[pw].outputs[0], TT_GOP_REDUCE_MEAN);
     if (r2 < 0 || !last_axis_mean(g, &g->nodes.data[r2], g->nodes.data[pw].outputs[0]))

@@ -13,6 +13,9 @@
  * reader) into that convolution: W' = W * s / sqrt(v + eps) per output channel, B' likewise.
  * The BatchNormalization node is removed; *folded counts them. */
 tt_status tt__net_fold_batchnorm(tt_graph *g, int *folded, tt_errbuf *err);
+/* Reads of tensor t by the live nodes (a node reading it twice counts twice), plus one for each
+ * time it is a graph output. */
+int tt__net_readers(const tt_graph *g, int t);
 /* Rewrites every LayerNormalization written out in elementwise operators (ReduceMean, Sub, Pow,
  * ReduceMean, Add, Sqrt, Div, then Mul and Add by per-channel constants) into one
  * LayerNormalization node, where no intermediate has another reader (fuse_layer_norm.c);

@@ -54,7 +54,6 @@ tt_status tt__space_pick_main(tt_space *s, const tt_dag *dag, tt_errbuf *err)
     memset(s, 0, sizeof(*s));
     s->dag = dag;
     s->main_stage = -1;
-    s->row_knob = -1;
     /* The main stage does the most work: the reduction with the largest iteration count. */
     double most = 0;
     for (size_t i = 0; i < dag->ops.len; i++) {
@@ -341,10 +340,8 @@ tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, const tt_vect
     /* Row kernels (above), also offered only where they apply; first, so that it is the
      * untuned schedule. */
     int64_t rows[2] = {1, 0};
-    if (isa && s->vector_lanes >= 2 && row_kernel(dag, s->main_stage)) {
-        s->row_knob = s->nknobs;
+    if (isa && s->vector_lanes >= 2 && row_kernel(dag, s->main_stage))
         tt__space_add_knob(s, "row_kernel", rows, 2);
-    }
     s->size = 1;
     for (int k = 0; k < s->nknobs; k++)
         s->size *= (uint64_t)s->knobs[k].n;
@@ -1072,7 +1069,8 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
     int pos[TT_SPACE_MAX_KNOBS];
     tt_space_decode(s, index % s->size, pos);
     int n = s->nspatial;
-    if (s->row_knob >= 0 && s->knobs[s->row_knob].choice[pos[s->row_knob]])
+    int row_knob = knob_named(s, "row_kernel");
+    if (row_knob >= 0 && s->knobs[row_knob].choice[pos[row_knob]])
         return row_apply(s, s->knobs[n + 4].choice[pos[n + 4]] != 0,
                          s->knobs[n + 5].choice[pos[n + 5]] != 0,
                          (int)s->knobs[n + 6].choice[pos[n + 6]], out, err);

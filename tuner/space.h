@@ -33,7 +33,6 @@ typedef struct tt_space {
     tt_knob knobs[TT_SPACE_MAX_KNOBS];
     int vector_lanes; /* CPU: lanes of the widest vector for the main stage's dtype (0: none) */
     bool micro;       /* CPU: register-blocked micro-kernels (the micro_kernel knob) */
-    int row_knob;     /* CPU: the row_kernel knob's index, -1 where not offered (space.c) */
     uint64_t size;    /* product of the knob sizes */
 } tt_space;
 
