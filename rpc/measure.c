@@ -2,6 +2,7 @@
 #include "measure.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -161,8 +162,10 @@ typedef struct {
     tt_kernel_fn fn;
     void **args;
     const tt_measure_buffer *bufs;
-    int ninputs;
+    int ninputs, nbufs;
     tt_cache_flush cache_flush;
+    int fd; /* where a failed call is reported */
+    tt__child_msg *m;
 } cpu_run;
 
 static void flush_inputs(const cpu_run *c, bool constants_only)
@@ -172,26 +175,111 @@ static void flush_inputs(const cpu_run *c, bool constants_only)
             flush(c->args[i], (size_t)c->bufs[i].count * tt_elem_bytes(c->bufs[i].elem));
 }
 
+static void flush_outputs(const cpu_run *c)
+{
+    for (int i = c->ninputs; i < c->nbufs; i++)
+        flush(c->args[i], (size_t)c->bufs[i].count * tt_elem_bytes(c->bufs[i].elem));
+}
+
+/* libgomp's entry points, as the kernels call them (the loader made libgomp global). */
+typedef void (*gomp_parallel_fn)(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags);
+typedef int (*omp_int_fn)(void);
+
+typedef struct {
+    const cpu_run *c;
+    omp_int_fn thread_num, num_threads;
+} share_writer;
+
+/* One thread's part of TT_CACHE_FLUSH_NETWORK: its contiguous share of every activation, each
+ * cache line written (with its own byte) so that it is modified in this core's cache. */
+static void write_own_shares(void *arg)
+{
+    const share_writer *w = arg;
+    int t = w->thread_num(), n = w->num_threads();
+    for (int i = 0; i < w->c->ninputs; i++) {
+        if (w->c->bufs[i].constant)
+            continue;
+        size_t bytes = (size_t)w->c->bufs[i].count * tt_elem_bytes(w->c->bufs[i].elem);
+        size_t lines = (bytes + 63) / 64;
+        volatile unsigned char *p = w->c->args[i];
+        for (size_t l = lines * (size_t)t / (size_t)n; l < lines * (size_t)(t + 1) / (size_t)n; l++)
+            p[l * 64] = p[l * 64];
+    }
+}
+
+static int serial_thread_num(void)
+{
+    return 0;
+}
+
+static int serial_num_threads(void)
+{
+    return 1;
+}
+
+/* The activations as a parallel layer before leaves them: thread t of the kernel's team wrote
+ * the t-th share of each.  Without libgomp (a static device build) the calling thread writes
+ * them all, as a serial layer would. */
+static void write_activation_shares(const cpu_run *c)
+{
+    static gomp_parallel_fn gomp_parallel;
+    static omp_int_fn thread_num, num_threads;
+    static bool looked;
+    if (!looked) {
+        looked = true;
+        *(void **)&gomp_parallel = dlsym(RTLD_DEFAULT, "GOMP_parallel");
+        *(void **)&thread_num = dlsym(RTLD_DEFAULT, "omp_get_thread_num");
+        *(void **)&num_threads = dlsym(RTLD_DEFAULT, "omp_get_num_threads");
+    }
+    if (gomp_parallel && thread_num && num_threads) {
+        share_writer w = {c, thread_num, num_threads};
+        gomp_parallel(write_own_shares, &w, 0, 0);
+    } else {
+        share_writer w = {c, serial_thread_num, serial_num_threads};
+        write_own_shares(&w);
+    }
+}
+
+/* A timed call that fails ends the measurement as the checked warm-up would. */
+static void check_calls(const cpu_run *c, int32_t rc)
+{
+    if (rc != 0)
+        tt__measure_fail(c->fd, c->m, TT__E_RUNTIME_DEVICE, "kernel returned %d in a timed call",
+                         rc);
+}
+
 static double run_cpu(void *vctx, int number)
 {
     cpu_run *c = vctx;
-    if (c->cache_flush == TT_CACHE_FLUSH_CONSTANTS) {
-        /* Each call alone, its weights evicted first and the eviction not timed. */
+    int32_t rc = 0;
+    if (c->cache_flush >= TT_CACHE_FLUSH_CONSTANTS) {
+        /* Each call alone, its weights evicted first (and its activations written again by
+         * the threads, its outputs evicted) and that not timed. */
         double total = 0;
         for (int k = 0; k < number; k++) {
+            if (c->cache_flush == TT_CACHE_FLUSH_NETWORK) {
+                write_activation_shares(c);
+                flush_outputs(c);
+            }
             flush_inputs(c, true);
             double t0 = tt_clock_monotonic();
-            c->fn(c->args);
+            int32_t r = c->fn(c->args);
             total += tt_clock_monotonic() - t0;
+            rc = rc ? rc : r;
         }
+        check_calls(c, rc);
         return total;
     }
     if (c->cache_flush == TT_CACHE_FLUSH_INPUTS)
         flush_inputs(c, false);
     double t0 = tt_clock_monotonic();
-    for (int k = 0; k < number; k++)
-        c->fn(c->args);
-    return tt_clock_monotonic() - t0;
+    for (int k = 0; k < number; k++) {
+        int32_t r = c->fn(c->args);
+        rc = rc ? rc : r; /* the first failure's code */
+    }
+    double dur = tt_clock_monotonic() - t0;
+    check_calls(c, rc);
+    return dur;
 }
 
 /* Pins each thread of the child to a core of its own, the calling thread to the core it is on;
@@ -283,11 +371,14 @@ static void child(int fd, const char *so, const char *entry, const tt_measure_bu
     if (rc != 0)
         tt__measure_fail(fd, &m, TT__E_RUNTIME_DEVICE, "kernel returned %d", rc);
     tt__measure_check(fd, &m, args, bufs, nbufs, ninputs, o);
-    /* The warm-up created the kernel's threads: spread them now, and warm the moved ones'
-     * caches with one more call. */
+    /* The warm-up created the kernel's threads (a serial kernel's are created by the first
+     * writing of the activations' shares): spread them now, and warm the moved ones' caches
+     * with one more call. */
+    cpu_run c = {fn, args, bufs, ninputs, nbufs, o->cache_flush, fd, &m};
+    if (o->cache_flush == TT_CACHE_FLUSH_NETWORK)
+        write_activation_shares(&c);
     if (pin_threads() > 1)
         fn(args);
-    cpu_run c = {fn, args, bufs, ninputs, o->cache_flush};
     tt__measure_time(fd, &m, o, run_cpu, &c);
     _exit(0);
 }

@@ -277,16 +277,16 @@ bool tt_elem_parse(const char *name, tt_elem *out)
     return false;
 }
 
-static const char *const cache_flush_names[] = {"off", "inputs", "constants"};
+static const char *const cache_flush_names[] = {"off", "inputs", "constants", "network"};
 
 const char *tt_cache_flush_name(tt_cache_flush f)
 {
-    return (unsigned)f < 3 ? cache_flush_names[f] : "off";
+    return (unsigned)f < 4 ? cache_flush_names[f] : "off";
 }
 
 bool tt_cache_flush_parse(const char *s, tt_cache_flush *out)
 {
-    for (int i = 0; s && i < 3; i++)
+    for (int i = 0; s && i < 4; i++)
         if (!strcmp(s, cache_flush_names[i])) {
             *out = (tt_cache_flush)i;
             return true;
@@ -298,7 +298,7 @@ bool tt_cache_flush_parse(const char *s, tt_cache_flush *out)
  * read), a name otherwise. */
 json_t *tt_cache_flush_json(tt_cache_flush f)
 {
-    return f == TT_CACHE_FLUSH_CONSTANTS ? json_string(tt_cache_flush_name(f))
+    return f >= TT_CACHE_FLUSH_CONSTANTS ? json_string(tt_cache_flush_name(f))
                                          : json_boolean(f == TT_CACHE_FLUSH_INPUTS);
 }
 

@@ -183,7 +183,7 @@ tt_status tt_jobs_check_params(const json_t *p, json_t **normalised, tt_errbuf *
     if (flush_j && !tt_cache_flush_from_json(flush_j, &flush)) {
         json_decref(out);
         return bad(err, "\"measure\".\"cache_flush\" is false, true (inputs), \"off\", "
-                        "\"inputs\" or \"constants\"");
+                        "\"inputs\", \"constants\" or \"network\"");
     }
     /* TVM's flush of every input goes with one call per sample */
     bool per_sample = flush == TT_CACHE_FLUSH_INPUTS;

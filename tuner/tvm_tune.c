@@ -51,7 +51,7 @@ static void usage(FILE *f)
         "             [--timeout SEC]\n"
         "             [--batch N] [--number N] [--repeat N] [--min-repeat-ms MS]\n"
         "             [--repeat-budget-ms MS] [--cooldown-ms MS]\n"
-        "             [--cache-flush[=inputs|constants|off]]\n"
+        "             [--cache-flush[=inputs|constants|network|off]]\n"
         "             [--opencl-device SPEC]\n"
         "             [--tracker HOST:PORT --key K [--parallel N] [--priority P]\n"
         "              [--device-wait SEC] | --rpc HOST:PORT] [--auth-key-file F]\n"
@@ -104,8 +104,10 @@ static void usage(FILE *f)
         "  time, so the fastest single call is the kernel's idle time even on a device other\n"
         "  work shares.  --cooldown-ms (0), --timeout (per candidate, 10 s), --cache-flush:\n"
         "  inputs (the default value: every input evicted before each sample, one call per\n"
-        "  sample, as TVM), constants (the weights evicted before every call, untimed, as a\n"
-        "  network finds them; the default with --model) or off (the default for workloads).\n"
+        "  sample, as TVM), constants (the weights evicted before every call, untimed),\n"
+        "  network (as constants, and the activations written again by the kernel's threads,\n"
+        "  each its share, as the layer before leaves them; the default with --model) or off\n"
+        "  (the default for workloads).\n"
         "  docs/tuning.md and docs/search.md say more.\n"
         "\n"
         "tvm-tune submit --tracker HOST:PORT --key K --workload W ... [--watch]\n"
@@ -631,7 +633,7 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
         case 'F':
             if (!tt_cache_flush_parse(optarg ? optarg : "inputs", &o->measure.cache_flush)) {
                 fprintf(stderr,
-                        "tvm-tune %s: --cache-flush takes inputs, constants or off, got "
+                        "tvm-tune %s: --cache-flush takes inputs, constants, network or off, got "
                         "'%s'\n",
                         cmd, optarg);
                 return 2;
@@ -679,9 +681,10 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
             a->weights[a->nw++] = a->net->tasks.data[i].weight;
         }
         a->o.labels = a->labels;
-        /* A layer meets its weights cold in the network: time it so, or the estimate flatters. */
+        /* A layer meets its weights cold and its activations where the layer before left them:
+         * time it so, or the estimate flatters and the search ranks as no network runs. */
         if (!flush_given)
-            o->measure.cache_flush = TT_CACHE_FLUSH_CONSTANTS;
+            o->measure.cache_flush = TT_CACHE_FLUSH_NETWORK;
     }
     tt_tune_measure_defaults(o->target, &o->measure);
     if (a->nw == 0) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -25,6 +26,8 @@ int32_t fails(void *const *args);
 int32_t sandboxed(void *const *args);
 int32_t placement(void *const *args);
 int32_t spreads(void *const *args);
+int32_t input_rewritten_by_team(void *const *args);
+int32_t input_untouched(void *const *args);
 
 int32_t good(void *const *args)
 {
@@ -156,4 +159,80 @@ int32_t spreads(void *const *args)
         (first_cores > 1 && mine == theirs))
         abort();
     return good(args);
+}
+
+/* Who writes the input between calls (--cache-flush=network): its pages (it has pages of its
+ * own, base/tensor_mem.h) are read-only between calls, and a write faults into watch_fault,
+ * which counts it, notes the thread that wrote the last page and opens the page again. */
+static char *watched;
+static size_t watched_bytes;
+static volatile sig_atomic_t watched_writes;
+static volatile pid_t last_page_writer;
+
+static void watch_fault(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    char *a = si->si_addr;
+    if (!watched || a < watched || a >= watched + watched_bytes) {
+        signal(sig, SIG_DFL); /* not ours: fault again, and die of it */
+        return;
+    }
+    size_t page = (size_t)(a - watched) / 4096;
+    watched_writes++;
+    if ((page + 1) * 4096 == watched_bytes)
+        last_page_writer = gettid();
+    mprotect(watched + page * 4096, 4096, PROT_READ | PROT_WRITE);
+}
+
+static int watch_input(void *const *args)
+{
+    if (!watched) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_sigaction = watch_fault;
+        sa.sa_flags = SA_SIGINFO;
+        sigaction(SIGSEGV, &sa, NULL);
+        uintptr_t a = (uintptr_t)args[0];
+        watched = (char *)(a & ~(uintptr_t)4095);
+        watched_bytes = ((a + sizeof(float) * N + 4095) & ~(uintptr_t)4095) - (uintptr_t)watched;
+        return 0;
+    }
+    return 1;
+}
+
+static int32_t seal_and_compute(void *const *args)
+{
+    watched_writes = 0;
+    last_page_writer = 0;
+    int32_t rc = good(args);
+    mprotect(watched, watched_bytes, PROT_READ);
+    return rc;
+}
+
+/* Every call after the first finds its input written since the call before, unchanged, its last
+ * page by another thread than the caller's where the process has two cores (the team's second
+ * share ends the buffer). */
+int32_t input_rewritten_by_team(void *const *args)
+{
+    if (watch_input(args)) {
+        if (!watched_writes)
+            return 11;
+        if (first_cores > 1 && last_page_writer == gettid())
+            return 13;
+        for (int i = 0; i < N; i++)
+            if (((const float *)args[0])[i] != (float)i * 0.5f)
+                return 14;
+    } else {
+        int core;
+        first_cores = cores_of(0, &core);
+    }
+    return seal_and_compute(args);
+}
+
+/* Every call finds its input as the call before left it. */
+int32_t input_untouched(void *const *args)
+{
+    if (watch_input(args) && watched_writes)
+        return 12;
+    return seal_and_compute(args);
 }

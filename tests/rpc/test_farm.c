@@ -670,23 +670,24 @@ static void jobs(void **state)
     snprintf(args, sizeof(args),
              "submit --tracker 127.0.0.1:%d --key cpu --workload matmul:M=16,N=16,K=16 "
              "--workload matmul:M=8,N=8,K=8 --trials 8 --strategy random --repeat 2 "
-             "--cache-flush=constants --watch " ONE_CORE,
+             "--cache-flush=network --watch " ONE_CORE,
              tracker_port);
     assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
     long long id = 0;
     assert_int_equal(sscanf(out, "job %lld submitted", &id), 1);
     assert_non_null(strstr(out, "done: 16/16 measured"));
     assert_int_equal(job_measured(id), 16);
-    /* the flush mode is part of the job (devices evict matmul's B before each call) */
+    /* the flush mode is part of the job (devices evict matmul's B and the product before each
+     * call and write A again) */
     snprintf(args, sizeof(args), "status --tracker 127.0.0.1:%d %lld --json", tracker_port, id);
     assert_int_equal(tvm_tune(args, out, sizeof(out)), 0);
-    assert_non_null(strstr(out, "\"cache_flush\": \"constants\""));
+    assert_non_null(strstr(out, "\"cache_flush\": \"network\""));
     snprintf(args, sizeof(args),
              "submit --tracker 127.0.0.1:%d --key cpu --workload matmul:M=8,N=8,K=8 "
              "--cache-flush=weights 2>&1",
              tracker_port);
     assert_int_equal(tvm_tune(args, out, sizeof(out)), 2);
-    assert_non_null(strstr(out, "--cache-flush takes inputs, constants or off, got 'weights'"));
+    assert_non_null(strstr(out, "--cache-flush takes inputs, constants, network or off, got 'weights'"));
     /* on a terminal, watch draws a bar in place (script gives it a pseudo-terminal) */
     if (system("command -v script > /dev/null") == 0) {
         char cmd[512];

@@ -94,7 +94,7 @@ static void the_sample_budget_bounds_a_measurement(void **state)
 static void every_flush_mode_times_a_checked_kernel(void **state)
 {
     setup_data();
-    for (int f = TT_CACHE_FLUSH_OFF; f <= TT_CACHE_FLUSH_CONSTANTS; f++) {
+    for (int f = TT_CACHE_FLUSH_OFF; f <= TT_CACHE_FLUSH_NETWORK; f++) {
         tt_measure_options o = {.number = 1, .repeat = 3, .min_repeat_ms = 1, .cache_flush = f};
         tt_measure_result r = measure_const("good", &o, true);
         assert_int_equal(r.error_no, 0);
@@ -109,6 +109,34 @@ static void every_flush_mode_times_a_checked_kernel(void **state)
     assert_int_equal(measure_const("wrong", &o, true).error_no, 5);
 }
 
+/* --cache-flush=network: before every call each activation is written again (unchanged) by the
+ * kernel's threads, each its share, as the layer before leaves it; the weights are not written,
+ * and in the other modes nothing is.  The planted kernels watch their input's pages. */
+static void the_network_mode_rewrites_activations_by_share(void **state)
+{
+    setup_data();
+    tt_measure_options o = {.number = 1, .repeat = 5, .cache_flush = TT_CACHE_FLUSH_NETWORK};
+    tt_measure_result r = measure("input_rewritten_by_team", &o);
+    assert_int_equal(r.error_no, 0);
+    assert_int_equal(r.ncosts, 5);
+    /* The planted kernel itself fails when nothing wrote its input: the test can fail. */
+    o.cache_flush = TT_CACHE_FLUSH_CONSTANTS;
+    r = measure("input_rewritten_by_team", &o);
+    assert_int_equal(r.error_no, 4);
+    assert_non_null(strstr(r.error_text, "returned 11"));
+    /* Weights are evicted, never written; other modes write nothing. */
+    o.cache_flush = TT_CACHE_FLUSH_NETWORK;
+    assert_int_equal(measure_const("input_untouched", &o, true).error_no, 0);
+    r = measure("input_untouched", &o);
+    assert_int_equal(r.error_no, 4);
+    assert_non_null(strstr(r.error_text, "returned 12"));
+    for (int f = TT_CACHE_FLUSH_OFF; f <= TT_CACHE_FLUSH_CONSTANTS; f++) {
+        o.cache_flush = f;
+        o.number = f == TT_CACHE_FLUSH_INPUTS ? 1 : 3;
+        assert_int_equal(measure("input_untouched", &o).error_no, 0);
+    }
+}
+
 static void flush_modes_travel_as_json(void **state)
 {
     static const struct {
@@ -121,6 +149,7 @@ static void flush_modes_travel_as_json(void **state)
         {"\"off\"", true, TT_CACHE_FLUSH_OFF},
         {"\"inputs\"", true, TT_CACHE_FLUSH_INPUTS},
         {"\"constants\"", true, TT_CACHE_FLUSH_CONSTANTS},
+        {"\"network\"", true, TT_CACHE_FLUSH_NETWORK},
         {"\"weights\"", false, 0},
         {"1", false, 0},
         {"null", false, 0},
@@ -134,11 +163,11 @@ static void flush_modes_travel_as_json(void **state)
         json_decref(j);
     }
     /* Round trips through the options object; off and inputs stay booleans for older peers. */
-    for (int f = TT_CACHE_FLUSH_OFF; f <= TT_CACHE_FLUSH_CONSTANTS; f++) {
+    for (int f = TT_CACHE_FLUSH_OFF; f <= TT_CACHE_FLUSH_NETWORK; f++) {
         tt_measure_options o = {.number = 3, .repeat_budget_ms = 100, .cache_flush = f}, back = {0};
         json_t *j = tt_measure_options_json(&o);
         assert_int_equal(json_is_boolean(json_object_get(j, "cache_flush")),
-                         f != TT_CACHE_FLUSH_CONSTANTS);
+                         f < TT_CACHE_FLUSH_CONSTANTS);
         tt_measure_options_from_json(j, &back);
         assert_int_equal(back.cache_flush, f);
         assert_int_equal(back.number, 3);
@@ -342,6 +371,7 @@ int main(void)
         cmocka_unit_test(a_good_kernel_is_timed),
         cmocka_unit_test(the_sample_budget_bounds_a_measurement),
         cmocka_unit_test(every_flush_mode_times_a_checked_kernel),
+        cmocka_unit_test(the_network_mode_rewrites_activations_by_share),
         cmocka_unit_test(flush_modes_travel_as_json),
         cmocka_unit_test(buffers_are_placed_as_deployments_place_them),
         cmocka_unit_test(kernel_threads_are_pinned_before_timing),
