@@ -8,7 +8,8 @@
 #   and calls NAME_init / NAME_run / NAME_profile / NAME_release;
 # - tvm-net time and profile (each call's device time from OpenCL events);
 # - no platform, a device that does not exist, a network beyond the device's memory, a malformed
-#   setting: a clear error naming the reason and the device, and no output written.
+#   setting, a driver that fails the build: a clear error naming the reason and the device, and
+#   no output written.
 # usage: test_net_opencl.sh BUILD_DIR SOURCE_DIR MODELS_DIR TORCH_MODELS_DIR
 set -euo pipefail
 build=$1
@@ -164,4 +165,15 @@ expect_fail "the network needs .* of device memory (weights .*) but device '.*' 
 test ! -e "$work/none.npy"
 expect_fail "is not a size" \
   env TVM_TUNE_OPENCL_MEMORY=lots "$bin/tvm-net" time "$work/lib/rb.so" --repeat 1
+# a driver that fails the build: the library's program with a token no compiler takes
+mkdir -p "$work/broken"
+"$py" - "$work/lib/rb.so" "$work/broken/rb.so" <<'PY'
+import sys
+lib = open(sys.argv[1], "rb").read()
+at = lib.index(b"__kernel __attribute__")
+open(sys.argv[2], "wb").write(lib[:at] + b"@@" + lib[at + 2:])
+PY
+expect_fail "rb: clBuildProgram: CL_BUILD_PROGRAM_FAILURE (-11) on device '.*', the driver's build log: .*error" \
+  "$bin/tvm-net" run "$work/broken/rb.so" -i "$work/small/resnet_block_input_0.pb.npy" -o "$work/none.npy"
+test ! -e "$work/none.npy"
 echo "test_net_opencl: passed"
