@@ -687,7 +687,8 @@ static void jobs(void **state)
              "--cache-flush=weights 2>&1",
              tracker_port);
     assert_int_equal(tvm_tune(args, out, sizeof(out)), 2);
-    assert_non_null(strstr(out, "--cache-flush takes inputs, constants, network or off, got 'weights'"));
+    assert_non_null(
+        strstr(out, "--cache-flush takes inputs, constants, network or off, got 'weights'"));
     /* on a terminal, watch draws a bar in place (script gives it a pseudo-terminal) */
     if (system("command -v script > /dev/null") == 0) {
         char cmd[512];
