@@ -69,10 +69,15 @@ function(_tvm_tune_compile name dir comment deps)
   add_custom_target(${name}_tvm_compile DEPENDS "${dir}/${name}.a" "${dir}/${name}.h")
   file(MAKE_DIRECTORY "${dir}")
   add_library(${name} STATIC IMPORTED GLOBAL)
+  # Host kernels carry their thread pool; a cross target's call the device's libgomp.
+  set(libs "m;dl;pthread")
+  if(TT_TARGET MATCHES "-mtriple=")
+    set(libs "gomp;m;dl;pthread")
+  endif()
   set_target_properties(${name} PROPERTIES
     IMPORTED_LOCATION "${dir}/${name}.a"
     INTERFACE_INCLUDE_DIRECTORIES "${dir}"
-    INTERFACE_LINK_LIBRARIES "gomp;m;dl;pthread")
+    INTERFACE_LINK_LIBRARIES "${libs}")
   add_dependencies(${name} ${name}_tvm_compile)
 endfunction()
 

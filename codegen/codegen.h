@@ -7,8 +7,9 @@
  *
  * where args[i] points at the buffer of parameter i of the program (tt_program: inputs in DAG
  * order, then outputs), each a dense row-major array of its dtype.  It returns 0.  Parallel loops
- * call libgomp's GOMP_parallel; math functions come from libm; both are resolved when the shared
- * object is loaded (the loader links neither).
+ * of host kernels call our thread pool (pool.h), which every host library carries; those of
+ * cross-compiled kernels call the device's libgomp (GOMP_parallel); math functions come from
+ * libm, resolved when the shared object is loaded.
  *
  * Thread-safe: every call creates its own LLVM context. */
 #ifndef TT_CODEGEN_CODEGEN_H
@@ -79,17 +80,24 @@ tt_status tt_codegen_llvm_object(const tt_program *p, const tt_target *t, const 
                                  tt_codegen_stats *stats, tt_errbuf *err);
 
 /* Links objects into a shared object with ld.lld (any architecture).  `host`: the objects run on
- * this machine, so this machine's libgomp and libm are named as dependencies; `extra` are more
- * linker inputs or flags (may be NULL).  TT_ERR_IO with the linker's message on failure. */
+ * this machine, so the kernels' thread pool is linked in (tt_codegen_write_pool_object; the
+ * library is then never unloaded, since its workers run its code) and this machine's libm is
+ * named as a dependency; `extra` are more linker inputs or flags (may be NULL).  TT_ERR_IO with
+ * the linker's message on failure. */
 tt_status tt_codegen_link_shared(const char *const *objs, int nobjs, const char *so_path, bool host,
                                  const char *const *extra, int nextra, tt_errbuf *err);
+
+/* Writes the kernels' thread pool (pool.h) as a position-independent object for this machine. */
+tt_status tt_codegen_write_pool_object(const char *path, tt_errbuf *err);
 
 /* The first of `names` found on PATH (a versioned name before a plain one: "ld.lld-14",
  * "ld.lld"), its path into out.  False when none is. */
 bool tt_codegen_find_tool(const char *const *names, int nnames, char *out, size_t n);
 
-/* Writes a static library of `objs` with a symbol index (llvm-ar, any architecture). */
-tt_status tt_codegen_archive(const char *const *objs, int nobjs, const char *a_path,
+/* Writes a static library of `objs` with a symbol index (llvm-ar, any architecture); `host`: the
+ * kernels' thread pool goes in too, as with tt_codegen_link_shared (an application linking two
+ * such archives takes the pool from the first). */
+tt_status tt_codegen_archive(const char *const *objs, int nobjs, const char *a_path, bool host,
                              tt_errbuf *err);
 
 /* The textual LLVM IR of `p` (after optimisation when opt_level > 0), for inspection.  Caller

@@ -73,8 +73,10 @@ typedef struct emitter {
     uint32_t known[TT_EMIT_MAX_KNOWN];
     int nknown;
     bool in_parallel;
-    int num_threads; /* 0 = libgomp's default */
-    int outlined;    /* counter for names */
+    int num_threads; /* 0 = the pool's size */
+    /* Host kernels call our pool (pool.h), cross-compiled ones the device's libgomp. */
+    bool own_pool;
+    int outlined; /* counter for names */
     tt_codegen_options opt;
     tt_codegen_stats stats;
     tt_status status;

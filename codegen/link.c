@@ -1,7 +1,7 @@
 #define _GNU_SOURCE /* dladdr */
 /* Objects -> shared object with LLVM's linker (ld.lld), and -> static library with llvm-ar, which
  * handle every architecture LLVM targets: no cross toolchain needed.  Undefined symbols (libm,
- * libgomp) are resolved when the shared object is loaded. */
+ * a cross kernel's libgomp) are resolved when the shared object is loaded. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,18 +20,31 @@
 
 extern char **environ;
 
-/* Paths of this machine's libgomp and libm, so host kernels name them as dependencies (DT_NEEDED)
- * and load into any process.  Found through the dynamic loader, not guessed. */
-static char gomp_path[4096], libm_path[4096];
+/* The path of this machine's libm, so host kernels name it as a dependency (DT_NEEDED) and load
+ * into any process.  Found through the dynamic loader, not guessed. */
+static char libm_path[4096];
 static pthread_once_t libs_once = PTHREAD_ONCE_INIT;
+
+/* The kernels' thread pool, compiled for this machine (cmake/embed_binary.cmake). */
+extern const unsigned char tt__pool_object[];
+extern const unsigned long tt__pool_object_size;
+
+tt_status tt_codegen_write_pool_object(const char *path, tt_errbuf *err)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return tt_err(err, TT_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    bool ok = fwrite(tt__pool_object, 1, tt__pool_object_size, f) == tt__pool_object_size;
+    if (fclose(f) || !ok) {
+        remove(path);
+        return tt_err(err, TT_ERR_IO, "cannot write %s", path);
+    }
+    return TT_OK;
+}
 
 static void find_runtime_libs(void)
 {
     Dl_info info;
-    void *g = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_LOCAL);
-    void *sym = g ? dlsym(g, "GOMP_parallel") : NULL;
-    if (sym && dladdr(sym, &info) && info.dli_fname)
-        snprintf(gomp_path, sizeof(gomp_path), "%s", info.dli_fname);
     double (*e)(double) = exp;
     if (dladdr(*(void **)&e, &info) && info.dli_fname && strstr(info.dli_fname, "libm"))
         snprintf(libm_path, sizeof(libm_path), "%s", info.dli_fname);
@@ -110,9 +123,19 @@ tt_status tt_codegen_link_shared(const char *const *objs, int nobjs, const char 
         return tt_err(err, TT_ERR_IO, "ld.lld not found (install lld-14: scripts/install-deps.sh)");
     if (nobjs < 1 || nobjs + nextra > 1000)
         return tt_err(err, TT_ERR_INVALID_ARG, "link: %d objects", nobjs);
-    char **argv = calloc((size_t)(nobjs + nextra + 10), sizeof(char *));
-    if (!argv)
+    char pool_obj[4200];
+    snprintf(pool_obj, sizeof(pool_obj), "%s.pool.o", so_path);
+    if (host) {
+        tt_status s = tt_codegen_write_pool_object(pool_obj, err);
+        if (s)
+            return s;
+    }
+    char **argv = calloc((size_t)(nobjs + nextra + 12), sizeof(char *));
+    if (!argv) {
+        if (host)
+            remove(pool_obj);
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    }
     int argc = 0;
     argv[argc++] = lld_path;
     argv[argc++] = "-shared";
@@ -123,8 +146,11 @@ tt_status tt_codegen_link_shared(const char *const *objs, int nobjs, const char 
         argv[argc++] = (char *)objs[i];
     for (int i = 0; i < nextra; i++)
         argv[argc++] = (char *)extra[i];
-    if (host && gomp_path[0])
-        argv[argc++] = gomp_path;
+    if (host) {
+        argv[argc++] = pool_obj;
+        argv[argc++] = "-z";
+        argv[argc++] = "nodelete";
+    }
     if (host && libm_path[0])
         argv[argc++] = libm_path;
     argv[argc] = NULL;
@@ -132,10 +158,13 @@ tt_status tt_codegen_link_shared(const char *const *objs, int nobjs, const char 
     snprintf(what, sizeof(what), "linking %s", so_path);
     tt_status s = run_tool(argv, what, err);
     free(argv);
+    if (host)
+        remove(pool_obj);
     return s;
 }
 
-tt_status tt_codegen_archive(const char *const *objs, int nobjs, const char *a_path, tt_errbuf *err)
+tt_status tt_codegen_archive(const char *const *objs, int nobjs, const char *a_path, bool host,
+                             tt_errbuf *err)
 {
     pthread_once(&tools_once, find_tools_once);
     if (!ar_path[0])
@@ -144,19 +173,33 @@ tt_status tt_codegen_archive(const char *const *objs, int nobjs, const char *a_p
     if (nobjs < 1 || nobjs > 1000)
         return tt_err(err, TT_ERR_INVALID_ARG, "archive: %d objects", nobjs);
     remove(a_path); /* rcs would add to an old archive */
-    char **argv = calloc((size_t)nobjs + 4, sizeof(char *));
-    if (!argv)
+    char pool_obj[4200];
+    snprintf(pool_obj, sizeof(pool_obj), "%s.pool.o", a_path);
+    if (host) {
+        tt_status s = tt_codegen_write_pool_object(pool_obj, err);
+        if (s)
+            return s;
+    }
+    char **argv = calloc((size_t)nobjs + 5, sizeof(char *));
+    if (!argv) {
+        if (host)
+            remove(pool_obj);
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    }
     int argc = 0;
     argv[argc++] = ar_path;
     argv[argc++] = "rcs";
     argv[argc++] = (char *)a_path;
     for (int i = 0; i < nobjs; i++)
         argv[argc++] = (char *)objs[i];
+    if (host)
+        argv[argc++] = pool_obj;
     argv[argc] = NULL;
     char what[4200];
     snprintf(what, sizeof(what), "archiving %s", a_path);
     tt_status s = run_tool(argv, what, err);
     free(argv);
+    if (host)
+        remove(pool_obj);
     return s;
 }

@@ -328,10 +328,16 @@ void tt__codegen_parallel(emitter *e, const tt_stmt *loop)
     /* Static schedule: thread t runs [t*chunk, min((t+1)*chunk, extent)). */
     LLVMTypeRef ity = LLVMFunctionType(e->i32, NULL, 0, 0);
     LLVMValueRef tid = LLVMBuildSExt(
-        e->b, LLVMBuildCall2(e->b, ity, declare(e, "omp_get_thread_num", ity), NULL, 0, ""), e->i64,
-        "");
+        e->b,
+        LLVMBuildCall2(e->b, ity,
+                       declare(e, e->own_pool ? "tt_rt1_thread_num" : "omp_get_thread_num", ity),
+                       NULL, 0, ""),
+        e->i64, "");
     LLVMValueRef nt = LLVMBuildSExt(
-        e->b, LLVMBuildCall2(e->b, ity, declare(e, "omp_get_num_threads", ity), NULL, 0, ""),
+        e->b,
+        LLVMBuildCall2(e->b, ity,
+                       declare(e, e->own_pool ? "tt_rt1_num_threads" : "omp_get_num_threads", ity),
+                       NULL, 0, ""),
         e->i64, "");
     LLVMValueRef ext = LLVMConstInt(e->i64, (unsigned long long)loop->extent, 0);
     LLVMValueRef chunk = LLVMBuildSDiv(
@@ -362,7 +368,8 @@ void tt__codegen_parallel(emitter *e, const tt_stmt *loop)
     LLVMValueRef call_args[4] = {fn, LLVMBuildBitCast(e->b, slots, e->i8p, ""),
                                  LLVMConstInt(e->i32, (unsigned)e->num_threads, 0),
                                  LLVMConstInt(e->i32, 0, 0)};
-    LLVMBuildCall2(e->b, gty, declare(e, "GOMP_parallel", gty), call_args, 4, "");
+    LLVMBuildCall2(e->b, gty, declare(e, e->own_pool ? "tt_rt1_parallel" : "GOMP_parallel", gty),
+                   call_args, 4, "");
 }
 
 /* ---- target machines ---- */
@@ -535,6 +542,9 @@ static tt_status build_module(emitter *e, const tt_program *p, const tt_target *
     e->p = p;
     e->entry_name = entry;
     e->num_threads = t->num_cores;
+    const char *host_tr, *host_cpu_name, *host_feat;
+    tt_codegen_host(&host_tr, &host_cpu_name, &host_feat);
+    e->own_pool = !t->triple[0] || !strcmp(t->triple, host_tr);
     e->ctx = LLVMContextCreate();
     e->mod = LLVMModuleCreateWithNameInContext(entry, e->ctx);
     e->b = LLVMCreateBuilderInContext(e->ctx);

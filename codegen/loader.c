@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "loader_int.h"
+#include "pool.h"
 
 struct tt_kernel {
     void *handle;            /* dlopen()ed, or NULL */
@@ -68,6 +69,25 @@ tt_status tt_kernel_load(const char *so_path, const char *entry, tt_kernel **out
 tt_kernel_fn tt_kernel_function(const tt_kernel *k)
 {
     return k->fn;
+}
+
+/* The pool's entry points as `scope` resolves them; false when it does not. */
+static bool pool_in(void *scope, tt_kernel_pool *p)
+{
+    *(void **)&p->parallel = dlsym(scope, "tt_rt1_parallel");
+    *(void **)&p->thread_num = dlsym(scope, "tt_rt1_thread_num");
+    *(void **)&p->num_threads = dlsym(scope, "tt_rt1_num_threads");
+    return p->parallel && p->thread_num && p->num_threads;
+}
+
+tt_kernel_pool tt_kernel_pool_of(const tt_kernel *k)
+{
+    /* As the dynamic loader bound the kernel's calls: a definition in the global scope (this
+     * process exports its own, CMakeLists.txt) before the library's. */
+    tt_kernel_pool p;
+    if (k->handle && (pool_in(RTLD_DEFAULT, &p) || pool_in(k->handle, &p)))
+        return p;
+    return (tt_kernel_pool){tt_rt1_parallel, tt_rt1_thread_num, tt_rt1_num_threads};
 }
 
 void tt_kernel_unload(tt_kernel *k)

@@ -17,6 +17,15 @@ typedef int32_t (*tt_kernel_fn)(void *const *args);
 /* dlopen()s a kernel library and finds `entry`.  TT_ERR_IO with dlerror()'s text on failure. */
 tt_status tt_kernel_load(const char *so_path, const char *entry, tt_kernel **out, tt_errbuf *err);
 tt_kernel_fn tt_kernel_function(const tt_kernel *k);
+/* The thread pool a kernel's parallel loops run on (pool.h): the one its library carries, else
+ * (an object, a serial kernel, a cross kernel on libgomp) this process's own, so that other work
+ * can run on a team of threads as a parallel kernel's would. */
+typedef struct tt_kernel_pool {
+    void (*parallel)(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags);
+    int (*thread_num)(void);
+    int (*num_threads)(void);
+} tt_kernel_pool;
+tt_kernel_pool tt_kernel_pool_of(const tt_kernel *k);
 /* Frees what the kernel kept (its heap intermediates) and unloads it. */
 void tt_kernel_unload(tt_kernel *k);
 

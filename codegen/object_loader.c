@@ -1,8 +1,8 @@
 /* Loading a relocatable object (ET_REL) in memory: what replaces `ld.lld -shared` + dlopen() for
  * kernels measured on this machine.  Spawning the linker costs ~20-40 ms per candidate (it loads
- * all of libLLVM); a kernel object has a handful of sections and relocations (calls into libgomp
- * and libm, references to its constant pool and its outlined parallel bodies), which take
- * microseconds to apply here.
+ * all of libLLVM); a kernel object has a handful of sections and relocations (calls into the
+ * thread pool and libm, references to its constant pool and its outlined parallel bodies), which
+ * take microseconds to apply here.
  *
  * x86-64 only (the machine that tunes locally); other objects are refused with the reason, and
  * devices of other architectures keep receiving linked shared objects.  The object is untrusted
@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "loader_int.h"
+#include "pool.h"
 
 #define MAX_OBJECT_BYTES (256u << 20)
 
@@ -53,6 +54,20 @@ static bool loaded(const object *o, int i, const char *shstr, size_t shstr_len)
     return true;
 }
 
+/* The thread pool's entry points, linked into this process (a static device build has no
+ * dynamic symbol table to find them in). */
+static void *pool_symbol(const char *name)
+{
+    void *p = NULL;
+    if (!strcmp(name, "tt_rt1_parallel"))
+        *(void (**)(void (*)(void *), void *, unsigned, unsigned)) & p = tt_rt1_parallel;
+    else if (!strcmp(name, "tt_rt1_thread_num"))
+        *(int (**)(void)) & p = tt_rt1_thread_num;
+    else if (!strcmp(name, "tt_rt1_num_threads"))
+        *(int (**)(void)) & p = tt_rt1_num_threads;
+    return p;
+}
+
 /* The address of an undefined symbol: a stub that jumps to it (calls may be more than 2 GiB from
  * the mapping), whose 8-byte slot also serves as its GOT entry. */
 static uint8_t *stub_for(object *o, const char *name, tt_errbuf *err, tt_status *st)
@@ -64,10 +79,13 @@ static uint8_t *stub_for(object *o, const char *name, tt_errbuf *err, tt_status 
         *st = tt_err(err, TT_ERR_IO, "object: more undefined symbols than counted");
         return NULL;
     }
-    void *target = dlsym(RTLD_DEFAULT, name);
+    void *target = pool_symbol(name);
+    if (!target)
+        target = dlsym(RTLD_DEFAULT, name);
     if (!target) {
         *st =
-            tt_err(err, TT_ERR_IO, "object: undefined symbol '%s' (not in libm or libgomp)", name);
+            tt_err(err, TT_ERR_IO,
+                   "object: undefined symbol '%s' (not in libm, libgomp or the thread pool)", name);
         return NULL;
     }
     uint8_t *s = o->stubs + 16 * o->nstubs;

@@ -541,14 +541,16 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
             !(s = tt__compile_c(src, path, NULL, "the OpenCL host runtime", err)))
             objs[nobjs++] = strdup(path);
     }
+    /* Host kernels with parallel loops carry the thread pool; cross ones need the device's
+     * libgomp. */
+    const char *host, *cpu, *features;
+    tt_codegen_host(&host, &cpu, &features);
+    bool on_host = b.pk.gpu || !b.pk.target.triple[0] || !strcmp(b.pk.target.triple, host);
     if (!s) {
         snprintf(path, sizeof(path), "%s/%s.a", dir, name);
-        s = tt_codegen_archive((const char *const *)objs, nobjs, path, err);
+        s = tt_codegen_archive((const char *const *)objs, nobjs, path, on_host && gomp, err);
     }
     if (!s) {
-        const char *host, *cpu, *features;
-        tt_codegen_host(&host, &cpu, &features);
-        bool on_host = b.pk.gpu || !b.pk.target.triple[0] || !strcmp(b.pk.target.triple, host);
         snprintf(path, sizeof(path), "%s/%s.so", dir, name);
         s = tt_codegen_link_shared((const char *const *)objs, nobjs, path, on_host && gomp, NULL, 0,
                                    err);
@@ -564,7 +566,7 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
         char absdir[4096];
         if (!realpath(dir, absdir))
             snprintf(absdir, sizeof(absdir), "%s", dir);
-        s = tt__write_pc(path, name, absdir, gomp, b.pk.gpu, err);
+        s = tt__write_pc(path, name, absdir, gomp && !on_host, gomp && on_host, b.pk.gpu, err);
     }
     for (int i = 0; i < nobjs; i++) {
         remove(objs[i]);

@@ -4,7 +4,7 @@
  *     OUT.a, OUT.so   the kernels (CPU: machine code for the target; OpenCL: the kernels' source
  *                     and a small host runtime that launches them through the ICD loader)
  *     OUT.h           one function per workload, int SYM(inputs..., outputs...), returning 0
- *     OUT.pc          pkg-config: what to link besides (libgomp, libm, libdl)
+ *     OUT.pc          pkg-config: what to link besides (libm, pthreads, libdl; a cross target's libgomp)
  *
  * Every function is traceable: the header names the record it came from (id, config, time
  * (its fastest sample), device, date, and whether it was an exact match or a fallback).
@@ -60,7 +60,7 @@ typedef struct tt_compile_report {
     char similar[512]; /* SIMILAR: the workload whose record it is */
     char device[256];
     char target[256];
-    bool parallel; /* uses libgomp */
+    bool parallel; /* has parallel loops (the thread pool, or a cross target's libgomp) */
 } tt_compile_report;
 
 /* Builds the library.  `reports` (may be NULL) gets one entry per kernel.  Errors say what was

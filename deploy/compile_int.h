@@ -78,9 +78,11 @@ void tt__header_guard(const char *name, char *out, size_t n);
 /* Writes OUT.h: the functions with their shapes and records.  TT_ERR_IO on failure. */
 tt_status tt__write_header(const char *path, const char *guard, const tt__kernel *k, int n,
                            const char *target, tt_errbuf *err);
-/* Writes OUT.pc for `name` installed under `dir`. */
-tt_status tt__write_pc(const char *path, const char *name, const char *dir, bool gomp, bool cl,
-                       tt_errbuf *err);
+/* Writes OUT.pc for `name` installed under `dir`: `gomp`, cross kernels that call the device's
+ * libgomp; `pool`, host kernels that carry the thread pool (pthreads); `cl`, the OpenCL host
+ * runtime. */
+tt_status tt__write_pc(const char *path, const char *name, const char *dir, bool gomp, bool pool,
+                       bool cl, tt_errbuf *err);
 /* Appends s as a C string literal, one source line per literal line (OpenCL programs embedded
  * in libraries: cl_host.c, cl_net_source.c). */
 void tt__c_literal(struct tt_strbuf *sb, const char *s);

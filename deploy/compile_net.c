@@ -171,14 +171,17 @@ static tt_status write_library(net_builder *b, const char *dir, tt_compile_net_s
     remove(src);
     if (!s && !(b->objs[b->nobjs++] = strdup(obj)))
         s = tt_err(err, TT_ERR_NOMEM, "out of memory");
+    /* Host kernels with parallel loops carry the thread pool; cross ones need the device's
+     * libgomp. */
+    const char *host, *cpu, *features;
+    tt_codegen_host(&host, &cpu, &features);
+    bool on_host = !b->pk.target.triple[0] || !strcmp(b->pk.target.triple, host);
     if (!s) {
         snprintf(path, sizeof(path), "%s/%s.a", b->tmp, b->name);
-        s = tt_codegen_archive((const char *const *)b->objs, b->nobjs, path, err);
+        s = tt_codegen_archive((const char *const *)b->objs, b->nobjs, path, on_host && b->gomp,
+                               err);
     }
     if (!s) {
-        const char *host, *cpu, *features;
-        tt_codegen_host(&host, &cpu, &features);
-        bool on_host = !b->pk.target.triple[0] || !strcmp(b->pk.target.triple, host);
         snprintf(path, sizeof(path), "%s/%s.so", b->tmp, b->name);
         s = tt_codegen_link_shared((const char *const *)b->objs, b->nobjs, path, on_host && b->gomp,
                                    NULL, 0, err);
@@ -194,7 +197,8 @@ static tt_status write_library(net_builder *b, const char *dir, tt_compile_net_s
         if (!realpath(dir, absdir))
             snprintf(absdir, sizeof(absdir), "%s", dir);
         snprintf(path, sizeof(path), "%s/%s.pc", b->tmp, b->name);
-        s = tt__write_pc(path, b->name, absdir, b->gomp, b->pk.gpu, err);
+        s = tt__write_pc(path, b->name, absdir, b->gomp && !on_host, b->gomp && on_host,
+                         b->pk.gpu, err);
     }
     if (!s && sum) {
         sum->tasks = (int)net->tasks.len;

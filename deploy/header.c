@@ -241,8 +241,8 @@ tt_status tt__write_header(const char *path, const char *guard, const tt__kernel
     return tt__write_text(path, &sb, err);
 }
 
-tt_status tt__write_pc(const char *path, const char *name, const char *dir, bool gomp, bool cl,
-                       tt_errbuf *err)
+tt_status tt__write_pc(const char *path, const char *name, const char *dir, bool gomp, bool pool,
+                       bool cl, tt_errbuf *err)
 {
     FILE *f = fopen(path, "w");
     if (!f)
@@ -255,8 +255,9 @@ tt_status tt__write_pc(const char *path, const char *name, const char *dir, bool
             "Description: tensor kernels built by tvm-compile from tuned schedules\n"
             "Version: 0.1.0\n"
             "Cflags: -I${includedir}\n"
-            "Libs: ${libdir}/%s.a%s -lm%s\n",
-            name, dir, dir, dir, name, name, gomp ? " -lgomp" : "", cl ? " -ldl -lpthread" : "");
+            "Libs: ${libdir}/%s.a%s -lm%s%s\n",
+            name, dir, dir, dir, name, name, gomp ? " -lgomp" : "", cl ? " -ldl" : "",
+            cl || pool ? " -lpthread" : "");
     if (fclose(f))
         return tt_err(err, TT_ERR_IO, "cannot write %s", path);
     return TT_OK;

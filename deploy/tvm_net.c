@@ -117,7 +117,7 @@ static int load(const char *path, const char *name, network *net)
     /* a path without a slash would be searched for on the library path */
     char full[4200];
     snprintf(full, sizeof(full), "%s%s", strchr(path, '/') ? "" : "./", path);
-    /* never unloaded: libgomp, which the library brings, keeps worker threads in its code */
+    /* never unloaded: the thread pool the library brings keeps its workers in its code */
     if (!(net->dl = dlopen(full, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE))) {
         fprintf(stderr, "tvm-net: cannot load %s: %s\n", path, dlerror());
         return -1;

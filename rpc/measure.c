@@ -2,7 +2,6 @@
 #include "measure.h"
 
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -12,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,8 +43,13 @@ static double elem_get(const void *p, tt_elem e, int64_t i)
     }
 }
 
+/* Set once the child's answer is being written: a kernel deadline that fires then must not
+ * interleave its own message with it. */
+static volatile sig_atomic_t answering;
+
 void tt__measure_send(int fd, const tt__child_msg *m)
 {
+    answering = 1;
     const char *p = (const char *)m;
     size_t left = sizeof(*m);
     while (left) {
@@ -166,6 +171,7 @@ typedef struct {
     tt_cache_flush cache_flush;
     int fd; /* where a failed call is reported */
     tt__child_msg *m;
+    tt_kernel_pool pool; /* the threads the kernel's parallel loops run on */
 } cpu_run;
 
 static void flush_inputs(const cpu_run *c, bool constants_only)
@@ -181,13 +187,9 @@ static void flush_outputs(const cpu_run *c)
         flush(c->args[i], (size_t)c->bufs[i].count * tt_elem_bytes(c->bufs[i].elem));
 }
 
-/* libgomp's entry points, as the kernels call them (the loader made libgomp global). */
-typedef void (*gomp_parallel_fn)(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags);
-typedef int (*omp_int_fn)(void);
-
 typedef struct {
     const cpu_run *c;
-    omp_int_fn thread_num, num_threads;
+    int (*thread_num)(void), (*num_threads)(void);
 } share_writer;
 
 /* One thread's part of TT_CACHE_FLUSH_NETWORK: its contiguous share of every activation, each
@@ -207,37 +209,12 @@ static void write_own_shares(void *arg)
     }
 }
 
-static int serial_thread_num(void)
-{
-    return 0;
-}
-
-static int serial_num_threads(void)
-{
-    return 1;
-}
-
 /* The activations as a parallel layer before leaves them: thread t of the kernel's team wrote
- * the t-th share of each.  Without libgomp (a static device build) the calling thread writes
- * them all, as a serial layer would. */
+ * the t-th share of each. */
 static void write_activation_shares(const cpu_run *c)
 {
-    static gomp_parallel_fn gomp_parallel;
-    static omp_int_fn thread_num, num_threads;
-    static bool looked;
-    if (!looked) {
-        looked = true;
-        *(void **)&gomp_parallel = dlsym(RTLD_DEFAULT, "GOMP_parallel");
-        *(void **)&thread_num = dlsym(RTLD_DEFAULT, "omp_get_thread_num");
-        *(void **)&num_threads = dlsym(RTLD_DEFAULT, "omp_get_num_threads");
-    }
-    if (gomp_parallel && thread_num && num_threads) {
-        share_writer w = {c, thread_num, num_threads};
-        gomp_parallel(write_own_shares, &w, 0, 0);
-    } else {
-        share_writer w = {c, serial_thread_num, serial_num_threads};
-        write_own_shares(&w);
-    }
+    share_writer w = {c, c->pool.thread_num, c->pool.num_threads};
+    c->pool.parallel(write_own_shares, &w, 0, 0);
 }
 
 /* A timed call that fails ends the measurement as the checked warm-up would. */
@@ -324,6 +301,43 @@ static int pin_threads(void)
     return nthreads;
 }
 
+/* The kernel's deadline: SIGALRM sends the timeout from the child itself, whatever thread it
+ * interrupts (write and _exit are async-signal-safe; the message is formatted beforehand). */
+static tt__child_msg kernel_timeout_msg;
+static int kernel_timeout_fd = -1;
+
+static void kernel_timed_out(int sig)
+{
+    (void)sig;
+    if (answering)
+        return; /* the answer is on its way: the parent's own deadline still bounds it */
+    tt__measure_send(kernel_timeout_fd, &kernel_timeout_msg);
+    _exit(0);
+}
+
+static void arm_kernel_deadline(int fd, double seconds)
+{
+    if (seconds <= 0)
+        return;
+    memset(&kernel_timeout_msg, 0, sizeof(kernel_timeout_msg));
+    kernel_timeout_msg.error_no = TT__E_RUN_TIMEOUT;
+    snprintf(kernel_timeout_msg.text, sizeof(kernel_timeout_msg.text),
+             "killed after %.3g s of kernel calls (timeout)", seconds);
+    kernel_timeout_fd = fd;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = kernel_timed_out;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it;
+    memset(&it, 0, sizeof(it));
+    it.it_value.tv_sec = (time_t)seconds;
+    it.it_value.tv_usec = (suseconds_t)((seconds - (double)(time_t)seconds) * 1e6);
+    if (it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0)
+        it.it_value.tv_usec = 1;
+    setitimer(ITIMER_REAL, &it, NULL);
+}
+
 static void child(int fd, const char *so, const char *entry, const tt_measure_buffer *bufs,
                   int nbufs, int ninputs, const tt_measure_options *o)
 {
@@ -346,6 +360,9 @@ static void child(int fd, const char *so, const char *entry, const tt_measure_bu
         struct rlimit rl = {lim, lim};
         setrlimit(RLIMIT_AS, &rl);
     }
+    /* Between two timed calls the flushing can take milliseconds, while in a network the next
+     * kernel follows at once: the pool's threads keep spinning here as they would there. */
+    setenv("TT_POOL_SPIN_US", "100000", 0);
     tt_kernel *k;
     tt_errbuf err;
     if (tt_kernel_load(so, entry, &k, &err))
@@ -366,6 +383,7 @@ static void child(int fd, const char *so, const char *entry, const tt_measure_bu
             memset(args[i], i < ninputs ? 0 : 0xff, bytes); /* outputs start as NaN */
     }
     tt_kernel_fn fn = tt_kernel_function(k);
+    arm_kernel_deadline(fd, o->kernel_timeout_s);
     /* Warm-up, which is also the call whose outputs are checked. */
     int32_t rc = fn(args);
     if (rc != 0)
@@ -374,7 +392,7 @@ static void child(int fd, const char *so, const char *entry, const tt_measure_bu
     /* The warm-up created the kernel's threads (a serial kernel's are created by the first
      * writing of the activations' shares): spread them now, and warm the moved ones' caches
      * with one more call. */
-    cpu_run c = {fn, args, bufs, ninputs, nbufs, o->cache_flush, fd, &m};
+    cpu_run c = {fn, args, bufs, ninputs, nbufs, o->cache_flush, fd, &m, tt_kernel_pool_of(k)};
     if (o->cache_flush == TT_CACHE_FLUSH_NETWORK)
         write_activation_shares(&c);
     if (pin_threads() > 1)

@@ -72,6 +72,10 @@ typedef struct tt_measure_options {
     double cooldown_ms;         /* sleep between samples, 0 = none */
     tt_cache_flush cache_flush; /* default off */
     double timeout_s;           /* whole child (load, check, timing), default 10 */
+    /* CPU kernels: the kernel's own calls (warm-up, check, samples), counted from its first
+     * call, so that a loaded machine slowing the child's start (fork, dlopen, copies) is not
+     * taken for a slow kernel; 0 = only timeout_s.  The tuner sets it from the best time. */
+    double kernel_timeout_s;
     int64_t memory_limit; /* bytes of address space the kernel may add to the measuring child's
                              own (RLIMIT_AS; CPU kernels), 0 = unlimited */
     double rtol, atol;    /* output check |got - want| <= atol + rtol * max|want| (normwise),

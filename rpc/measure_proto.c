@@ -313,10 +313,11 @@ bool tt_cache_flush_from_json(const json_t *j, tt_cache_flush *out)
 
 json_t *tt_measure_options_json(const tt_measure_options *o)
 {
-    return json_pack("{s:i, s:i, s:f, s:f, s:f, s:o, s:f, s:I, s:f, s:f}", "number", o->number,
+    return json_pack("{s:i, s:i, s:f, s:f, s:f, s:o, s:f, s:f, s:I, s:f, s:f}", "number", o->number,
                      "repeat", o->repeat, "min_repeat_ms", o->min_repeat_ms, "repeat_budget_ms",
                      o->repeat_budget_ms, "cooldown_ms", o->cooldown_ms, "cache_flush",
-                     tt_cache_flush_json(o->cache_flush), "timeout_s", o->timeout_s, "memory_limit",
+                     tt_cache_flush_json(o->cache_flush), "timeout_s", o->timeout_s,
+                     "kernel_timeout_s", o->kernel_timeout_s, "memory_limit",
                      (json_int_t)o->memory_limit, "rtol", o->rtol, "atol", o->atol);
 }
 
@@ -335,6 +336,7 @@ void tt_measure_options_from_json(const json_t *j, tt_measure_options *o)
     o->cooldown_ms = num_or(j, "cooldown_ms", o->cooldown_ms);
     tt_cache_flush_from_json(json_object_get(j, "cache_flush"), &o->cache_flush);
     o->timeout_s = num_or(j, "timeout_s", o->timeout_s);
+    o->kernel_timeout_s = num_or(j, "kernel_timeout_s", o->kernel_timeout_s);
     o->memory_limit = (int64_t)num_or(j, "memory_limit", (double)o->memory_limit);
     o->rtol = num_or(j, "rtol", o->rtol);
     o->atol = num_or(j, "atol", o->atol);

@@ -124,8 +124,9 @@ void tt_tune_measure_defaults(const char *target, tt_measure_options *m);
 
 /* The run deadline of a candidate (measurement.md §4, rule 5): a candidate slower than 50x the
  * best so far is not worth waiting for, so the deadline is what 50x the best would need for the
- * warm-up and every sample (plus a second for loading), never more than the configured timeout
- * and never less than one second.  Before anything succeeded, the configured timeout. */
+ * warm-up and every sample (plus a second of slack), never more than the configured timeout
+ * and never less than one second.  Before anything succeeded, the configured timeout.  A CPU
+ * candidate's deadline is its kernel_timeout_s, counted from the kernel's first call. */
 double tt_tune_deadline(const tt_measure_options *m, double best_s);
 /* OpenCL targets add this much to a candidate's deadline: the device's driver builds the source
  * inside the measuring child (seconds for a large kernel on some drivers). */

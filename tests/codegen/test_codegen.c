@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <dlfcn.h>
+#include <elf.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -95,6 +97,32 @@ static void check_compiled(const tt_dag *dag, const tt_program *prog, const char
     check_compiled_with(dag, prog, what, seed, &co, stats);
 }
 
+/* The DT_NEEDED names of the shared object at `path`, space-separated, into out. */
+static void dynamic_needs(const char *path, char *out, size_t n)
+{
+    out[0] = 0;
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)size);
+    assert_int_equal(fread(b, 1, (size_t)size, f), (size_t)size);
+    fclose(f);
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)b;
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(b + eh->e_shoff);
+    for (int i = 0; i < eh->e_shnum; i++) {
+        if (sh[i].sh_type != SHT_DYNAMIC)
+            continue;
+        const char *str = (const char *)b + sh[sh[i].sh_link].sh_offset;
+        const Elf64_Dyn *d = (const Elf64_Dyn *)(b + sh[i].sh_offset);
+        for (; d->d_tag != DT_NULL; d++)
+            if (d->d_tag == DT_NEEDED)
+                snprintf(out + strlen(out), n - strlen(out), "%s ", str + d->d_un.d_val);
+    }
+    free(b);
+}
+
 #define SCHEDULES 12
 
 static void compiled_random_schedules_match_the_definition(void **state)
@@ -178,8 +206,30 @@ static void tiled_matmul_uses_vectors_and_threads(void **state)
     char *ir;
     assert_int_equal(tt_codegen_llvm_ir(prog, &t, "kernel", NULL, &ir, &err), TT_OK);
     assert_non_null(strstr(ir, "<16 x float>"));
-    assert_non_null(strstr(ir, "GOMP_parallel"));
+    /* On this machine the loop runs on our pool; a cross-compiled kernel calls the device's
+     * libgomp. */
+    assert_non_null(strstr(ir, "@tt_rt1_parallel"));
+    assert_null(strstr(ir, "GOMP_parallel"));
     free(ir);
+    assert_int_equal(tt_target_parse("llvm -mtriple=aarch64-linux-gnu", &t, &err), TT_OK);
+    assert_int_equal(tt_codegen_llvm_ir(prog, &t, "kernel", NULL, &ir, &err), TT_OK);
+    assert_non_null(strstr(ir, "@GOMP_parallel"));
+    assert_non_null(strstr(ir, "@omp_get_thread_num"));
+    assert_null(strstr(ir, "tt_rt1_"));
+    free(ir);
+    /* The host library carries the pool: it needs no libgomp, and defines the pool's entry. */
+    char so[256], needed[1024];
+    snprintf(so, sizeof(so), "%s/pooled.so", dir);
+    assert_int_equal(tt_target_parse("llvm", &t, &err), TT_OK);
+    assert_int_equal(tt_codegen_llvm(prog, &t, "kernel", so, NULL, NULL, &err), TT_OK);
+    dynamic_needs(so, needed, sizeof(needed));
+    assert_null(strstr(needed, "gomp"));
+    assert_non_null(strstr(needed, "libm.so"));
+    void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(h);
+    assert_non_null(dlsym(h, "tt_rt1_parallel"));
+    dlclose(h);
+    unlink(so);
     free(s);
     tt_program_free(prog);
     tt_state_free(st);

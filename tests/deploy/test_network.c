@@ -84,7 +84,7 @@ static tt_status runner_create(runner *r, runner_kind kind, tt_net *net, const c
     tt_status s = tt_compile_net(&o, net, NULL, &sum, err);
     void *dl = NULL;
     if (!s) {
-        /* never unloaded: libgomp's threads stay in the code it brought */
+        /* never unloaded: the thread pool's workers stay in the code it brought */
         snprintf(path, sizeof(path), "%s.so", prefix);
         if (!(dl = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)))
             s = tt_err(err, TT_ERR_IO, "dlopen: %s", dlerror());

@@ -164,7 +164,11 @@ static void flush_modes_travel_as_json(void **state)
     }
     /* Round trips through the options object; off and inputs stay booleans for older peers. */
     for (int f = TT_CACHE_FLUSH_OFF; f <= TT_CACHE_FLUSH_NETWORK; f++) {
-        tt_measure_options o = {.number = 3, .repeat_budget_ms = 100, .cache_flush = f}, back = {0};
+        tt_measure_options o = {.number = 3,
+                                .repeat_budget_ms = 100,
+                                .cache_flush = f,
+                                .kernel_timeout_s = 1.5},
+                           back = {0};
         json_t *j = tt_measure_options_json(&o);
         assert_int_equal(json_is_boolean(json_object_get(j, "cache_flush")),
                          f < TT_CACHE_FLUSH_CONSTANTS);
@@ -172,6 +176,7 @@ static void flush_modes_travel_as_json(void **state)
         assert_int_equal(back.cache_flush, f);
         assert_int_equal(back.number, 3);
         assert_true(back.repeat_budget_ms == 100);
+        assert_true(back.kernel_timeout_s == 1.5);
         json_decref(j);
         tt_cache_flush parsed;
         assert_true(tt_cache_flush_parse(tt_cache_flush_name(f), &parsed));
@@ -236,6 +241,22 @@ static void a_hang_is_killed_as_run_timeout(void **state)
     tt_measure_result r = measure("hangs", &o);
     assert_int_equal(r.error_no, 7);
     assert_true(r.run_s < 5);
+}
+
+/* The tuner's deadline for a candidate counts the kernel's calls only: the child sends the
+ * timeout itself, long before the whole child's timeout, and a kernel within it is timed. */
+static void the_kernel_deadline_counts_from_the_first_call(void **state)
+{
+    setup_data();
+    tt_measure_options o = {.timeout_s = 60, .kernel_timeout_s = 0.3};
+    tt_measure_result r = measure("hangs", &o);
+    assert_int_equal(r.error_no, 7);
+    assert_non_null(strstr(r.error_text, "0.3 s of kernel calls"));
+    assert_true(r.run_s < 30);
+    o = (tt_measure_options){.repeat = 3, .timeout_s = 60, .kernel_timeout_s = 5};
+    r = measure("good", &o);
+    assert_int_equal(r.error_no, 0);
+    assert_int_equal(r.ncosts, 3);
 }
 
 static void runaway_allocation_hits_the_memory_limit(void **state)
@@ -378,6 +399,7 @@ int main(void)
         cmocka_unit_test(a_wrong_answer_is_wrong_answer),
         cmocka_unit_test(a_crash_is_a_runtime_device_error),
         cmocka_unit_test(a_hang_is_killed_as_run_timeout),
+        cmocka_unit_test(the_kernel_deadline_counts_from_the_first_call),
         cmocka_unit_test(runaway_allocation_hits_the_memory_limit),
         cmocka_unit_test(a_missing_library_or_symbol_is_reported),
         cmocka_unit_test(the_child_is_sandboxed),
