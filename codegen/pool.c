@@ -26,12 +26,14 @@ static struct {
     /* Bumped once per region, with the team's size in its low bits so that a worker reads the
      * region and its size together; the workers wait on it. */
     _Alignas(64) atomic_uint region;
+    /* The region's function and argument, written just before `region` is bumped: on its line,
+     * so that a worker has the region in one cache miss. */
+    region_fn fn;
+    void *data;
     _Alignas(64) atomic_int pending;  /* the team's workers still running the region */
     _Alignas(64) atomic_int sleepers; /* workers asleep on `region` */
-    _Alignas(64) region_fn fn;        /* the region: written before `region` is bumped */
-    void *data;
-    int workers; /* threads started: numbers 1..workers */
-    int size;    /* the default team */
+    _Alignas(64) int workers;         /* threads started: numbers 1..workers */
+    int size;                         /* the default team */
     long spin_ns;
     unsigned first_region[POOL_MAX_THREADS]; /* the region word each worker starts after */
 } pool;

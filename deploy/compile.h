@@ -4,7 +4,8 @@
  *     OUT.a, OUT.so   the kernels (CPU: machine code for the target; OpenCL: the kernels' source
  *                     and a small host runtime that launches them through the ICD loader)
  *     OUT.h           one function per workload, int SYM(inputs..., outputs...), returning 0
- *     OUT.pc          pkg-config: what to link besides (libm, pthreads, libdl; a cross target's libgomp)
+ *     OUT.pc          pkg-config: what to link besides (libm, pthreads, libdl; a cross target's
+ * libgomp)
  *
  * Every function is traceable: the header names the record it came from (id, config, time
  * (its fastest sample), device, date, and whether it was an exact match or a fallback).

@@ -197,8 +197,8 @@ static tt_status write_library(net_builder *b, const char *dir, tt_compile_net_s
         if (!realpath(dir, absdir))
             snprintf(absdir, sizeof(absdir), "%s", dir);
         snprintf(path, sizeof(path), "%s/%s.pc", b->tmp, b->name);
-        s = tt__write_pc(path, b->name, absdir, b->gomp && !on_host, b->gomp && on_host,
-                         b->pk.gpu, err);
+        s = tt__write_pc(path, b->name, absdir, b->gomp && !on_host, b->gomp && on_host, b->pk.gpu,
+                         err);
     }
     if (!s && sum) {
         sum->tasks = (int)net->tasks.len;
