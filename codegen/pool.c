@@ -42,8 +42,15 @@ static pthread_mutex_t pool_busy = PTHREAD_MUTEX_INITIALIZER; /* held by the run
 static _Thread_local int my_num, my_team = 1;
 
 /* A page the kernel zeroes in a forked child (MADV_WIPEONFORK): the pool's threads do not
- * survive fork, and a child that finds the mark gone starts its own. */
+ * survive fork, and a child that finds the mark gone starts its own.  Where the kernel cannot
+ * wipe, the process id that started the pool tells (a system call a region). */
 static volatile int *alive;
+static pid_t owner;
+
+static int started(void)
+{
+    return alive ? *alive : owner && owner == getpid();
+}
 
 static inline void relax(void)
 {
@@ -129,14 +136,17 @@ static void *worker(void *arg)
 /* First call in this process (or in a forked child): the settings, no workers yet. */
 static void start_pool(void)
 {
-    if (!alive) {
+    if (!alive && !owner) {
         void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (page == MAP_FAILED)
-            return; /* then every region runs on its caller alone */
+        int wiped = -1;
 #ifdef MADV_WIPEONFORK
-        madvise(page, 4096, MADV_WIPEONFORK);
+        if (page != MAP_FAILED)
+            wiped = madvise(page, 4096, MADV_WIPEONFORK);
 #endif
-        alive = page;
+        if (wiped == 0)
+            alive = page;
+        else if (page != MAP_FAILED)
+            munmap(page, 4096);
     }
     pool.workers = 0;
     atomic_store(&pool.pending, 0);
@@ -148,7 +158,10 @@ static void start_pool(void)
     if (pool.size > POOL_MAX_THREADS)
         pool.size = POOL_MAX_THREADS;
     pool.spin_ns = env_long("TT_POOL_SPIN_US", 1000, 0, 10000000) * 1000;
-    *alive = 1;
+    if (alive)
+        *alive = 1;
+    else
+        owner = getpid();
 }
 
 /* Starts workers up to number team-1; the team that can run (fewer where a thread could not be
@@ -185,12 +198,12 @@ void tt_rt1_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigned
         my_team = team;
         return;
     }
-    if (!alive || !*alive)
+    if (!started())
         start_pool();
     int team = nthreads ? (int)nthreads : pool.size;
     if (team > POOL_MAX_THREADS)
         team = POOL_MAX_THREADS;
-    if (team > 1 && alive)
+    if (team > 1)
         team = grow(team);
     else
         team = 1;

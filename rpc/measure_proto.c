@@ -278,15 +278,16 @@ bool tt_elem_parse(const char *name, tt_elem *out)
 }
 
 static const char *const cache_flush_names[] = {"off", "inputs", "constants", "network"};
+#define NFLUSH (int)(sizeof(cache_flush_names) / sizeof(cache_flush_names[0]))
 
 const char *tt_cache_flush_name(tt_cache_flush f)
 {
-    return (unsigned)f < 4 ? cache_flush_names[f] : "off";
+    return (int)f >= 0 && (int)f < NFLUSH ? cache_flush_names[f] : "off";
 }
 
 bool tt_cache_flush_parse(const char *s, tt_cache_flush *out)
 {
-    for (int i = 0; s && i < 4; i++)
+    for (int i = 0; s && i < NFLUSH; i++)
         if (!strcmp(s, cache_flush_names[i])) {
             *out = (tt_cache_flush)i;
             return true;

@@ -13,6 +13,7 @@
 #include "../costmodel/features.h"
 #include "../db/db.h"
 #include "../rpc/device_info.h"
+#include "../rpc/measure_proto.h"
 #include "tune.h"
 
 /* ---- the farm: devices of a tracker's key, one session per batch ---- */
@@ -63,6 +64,10 @@ typedef struct {
     uint64_t *seen;
     size_t nseen, capseen;
     int64_t total, measured, errors;
+    /* resume: earlier records timed with another cache flush mode (or before records said),
+     * and the first such mode */
+    int64_t other_flush;
+    char other_flush_name[32];
     double build_s;   /* compile time of this run's candidates */
     double measure_s; /* their measurements' wall time (tt_measure_result.run_s) */
     double best_s, naive_s;

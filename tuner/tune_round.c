@@ -182,9 +182,11 @@ static void fill_record(task *t, const candidate *c, tt_db_record *r, char *extr
     r->config = c->config;
     r->config_kind = TT_CONFIG_STEPS;
     r->job = t->o->job;
-    /* the template index (resume), and on a farm the measuring device's address (marking) */
+    /* the template index (resume), on a farm the measuring device's address (marking), and on
+     * a CPU how the caches were flushed (times of two modes do not compare) */
     bool indexed = c->index != UINT64_MAX && c->index != STEPS_INDEX;
-    if (indexed || c->host[0]) {
+    bool flushed = !t->gpu && !t->o->objective;
+    if (indexed || c->host[0] || flushed) {
         json_t *x = json_object();
         if (indexed) {
             json_object_set_new(x, "space", json_string(t->space_sig));
@@ -192,6 +194,9 @@ static void fill_record(task *t, const candidate *c, tt_db_record *r, char *extr
         }
         if (c->host[0])
             json_object_set_new(x, "host", json_string(c->host));
+        if (flushed)
+            json_object_set_new(x, "flush",
+                                json_string(tt_cache_flush_name(t->o->measure.cache_flush)));
         char *text = json_dumps(x, 0); /* {"space": ..., "index": ...}, as stored before */
         json_decref(x);
         if (text && strlen(text) < EXTRA_MAX) {

@@ -120,6 +120,21 @@ void tt__tune_history_add(task *t, const char *config, const float *rows, int nr
         fprintf(t->log, "note: out of memory for the cost model's training data\n");
 }
 
+/* Counts a resumed record timed with another cache flush mode than this run's. */
+static void note_flush(task *t, const char *extra)
+{
+    json_t *j = extra ? json_loads(extra, 0, NULL) : NULL;
+    const char *mode = json_string_value(json_object_get(j, "flush"));
+    /* Records from before records said: not the network mode, which came later. */
+    if (!mode && t->o->measure.cache_flush == TT_CACHE_FLUSH_NETWORK)
+        mode = "unrecorded";
+    if (mode && strcmp(mode, tt_cache_flush_name(t->o->measure.cache_flush))) {
+        if (!t->other_flush++)
+            snprintf(t->other_flush_name, sizeof(t->other_flush_name), "%s", mode);
+    }
+    json_decref(j);
+}
+
 static int load_history(void *ctx, const tt_db_row *row)
 {
     task *t = ctx;
@@ -133,6 +148,8 @@ static int load_history(void *ctx, const tt_db_row *row)
     uint64_t index;
     if (record_index(t, row->extra, &index))
         tt__tune_run_add(t, index, thr);
+    if (!t->gpu && !t->o->objective && !row->error_no)
+        note_flush(t, row->extra);
     /* The model retrains on everything measured before (search.md C11). */
     tt_state *st;
     if (t->have_sketch && strcmp(row->config, "[]") &&
@@ -324,6 +341,14 @@ tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db 
         return tt_err(err, s, "%s", tt_db_errmsg(db));
     if (log && t->total > 0)
         fprintf(log, "%s: resuming after %lld measured configs\n", t->w->key, (long long)t->total);
+    if (log && t->other_flush > 0)
+        fprintf(log,
+                "%s: warning: %lld earlier records were timed with cache flush '%s', this run "
+                "times with '%s': their times do not compare (resume with --cache-flush=%s, or "
+                "tune into a new database)\n",
+                t->w->key, (long long)t->other_flush, t->other_flush_name,
+                tt_cache_flush_name(t->o->measure.cache_flush),
+                strcmp(t->other_flush_name, "unrecorded") ? t->other_flush_name : "constants");
     if (o->strategy == TT_STRATEGY_EVO) { /* a model's history and saved model */
         tt__tune_load_transfer(t);
         tt__tune_evo_preload(t);

@@ -1091,6 +1091,58 @@ static void default_among_first_records(const char *workload, const tt_vector_is
     tt_workload_free(w);
 }
 
+static int count_flush(void *ctx, const tt_db_row *r)
+{
+    int *n = ctx;
+    n[0]++;
+    n[1] += r->extra && strstr(r->extra, "\"flush\": \"constants\"") != NULL;
+    return 0;
+}
+
+/* Records say how the caches were flushed when they were timed; a run that resumes records of
+ * another mode says that their times do not compare, and what to resume with. */
+static void records_say_how_the_caches_were_flushed(void **state)
+{
+    snprintf(db_path, sizeof(db_path), "/tmp/tt-tune-flush-%d.db", (int)getpid());
+    const char *w[1] = {"matmul:M=16,N=16,K=8"};
+    tt_tune_options o = options(w, 4, NULL);
+    o.measure.cache_flush = TT_CACHE_FLUSH_CONSTANTS;
+    tt_tune_summary sum;
+    tt_errbuf err = {{0}};
+    char *log = NULL;
+    size_t len = 0;
+    FILE *lf = open_memstream(&log, &len);
+    if (tt_tune_run(&o, &sum, lf, &err))
+        fail_msg("%s", err.msg);
+    fflush(lf);
+    assert_null(strstr(log, "do not compare"));
+    tt_db *db;
+    int n[2] = {0, 0};
+    tt_db_filter f = {.workload = w[0]};
+    assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, &err), TT_OK);
+    assert_int_equal(tt_db_history(db, &f, count_flush, n), TT_OK);
+    tt_db_close(db);
+    assert_int_equal(n[0], 4);
+    assert_int_equal(n[1], 4);
+    /* The same mode resumes quietly; the network mode warns. */
+    o.trials = 6;
+    if (tt_tune_run(&o, &sum, lf, &err))
+        fail_msg("%s", err.msg);
+    fflush(lf);
+    assert_null(strstr(log, "do not compare"));
+    o.trials = 8;
+    o.measure.cache_flush = TT_CACHE_FLUSH_NETWORK;
+    if (tt_tune_run(&o, &sum, lf, &err))
+        fail_msg("%s", err.msg);
+    fclose(lf);
+    if (!strstr(log, "warning: 6 earlier records were timed with cache flush 'constants', this "
+                     "run times with 'network': their times do not compare (resume with "
+                     "--cache-flush=constants"))
+        fail_msg("log: %s", log);
+    free(log);
+    tt_db_remove(db_path);
+}
+
 /* The log of `trials` xgb trials of `workload` (hashed costs), malloc'ed. */
 static char *xgb_run_log(const char *workload, int64_t trials)
 {
@@ -1315,6 +1367,7 @@ int main(void)
         cmocka_unit_test(ga_and_xgb_strategies_pick_new_correct_configs),
         cmocka_unit_test(evolutionary_search_resumes_with_its_model),
         cmocka_unit_test(sketch_random_samples_new_programs_without_a_model),
+        cmocka_unit_test(records_say_how_the_caches_were_flushed),
         cmocka_unit_test(run_deadline_adapts_to_the_best_time),
         cmocka_unit_test(xgb_starts_from_the_default_and_similar_workloads),
         cmocka_unit_test(seeds_come_from_the_nearest_shapes),
