@@ -39,7 +39,10 @@ static struct {
 } pool;
 
 static pthread_mutex_t pool_busy = PTHREAD_MUTEX_INITIALIZER; /* held by the running region */
-static _Thread_local int my_num, my_team = 1;
+/* The calling thread's place in its team.  Initial-exec: in the static TLS block, where a
+ * library loaded by dlopen gets a few bytes of glibc's reserve, not in a dynamically allocated
+ * block (LeakSanitizer's thread scan crashes on those of an uninstrumented library). */
+static __attribute__((tls_model("initial-exec"))) _Thread_local int my_num, my_team = 1;
 
 /* A page the kernel zeroes in a forked child (MADV_WIPEONFORK): the pool's threads do not
  * survive fork, and a child that finds the mark gone starts its own.  Where the kernel cannot
