@@ -39,10 +39,36 @@ static struct {
 } pool;
 
 static pthread_mutex_t pool_busy = PTHREAD_MUTEX_INITIALIZER; /* held by the running region */
-/* The calling thread's place in its team.  Initial-exec: in the static TLS block, where a
- * library loaded by dlopen gets a few bytes of glibc's reserve, not in a dynamically allocated
- * block (LeakSanitizer's thread scan crashes on those of an uninstrumented library). */
-static __attribute__((tls_model("initial-exec"))) _Thread_local int my_num, my_team = 1;
+/* The calling thread's place in its team, (team << 16) | number, 0 outside a region (thread 0
+ * of 1).  A pthread key, not thread-local storage: a library's TLS is either a dynamically
+ * allocated block, on which LeakSanitizer's thread scan crashes in an ASan process that ran an
+ * uninstrumented library's pool, or initial-exec, which takes glibc's small static reserve and
+ * runs out after some hundreds of kernel libraries loaded by one process. */
+static pthread_key_t place_key;
+static pthread_once_t place_once = PTHREAD_ONCE_INIT;
+static int place_ok;
+
+static void make_place_key(void)
+{
+    place_ok = pthread_key_create(&place_key, NULL) == 0;
+}
+
+static uintptr_t place(void)
+{
+    pthread_once(&place_once, make_place_key);
+    return place_ok ? (uintptr_t)pthread_getspecific(place_key) : 0;
+}
+
+static void set_place(uintptr_t p)
+{
+    if (place_ok)
+        pthread_setspecific(place_key, (void *)p);
+}
+
+static uintptr_t place_of(int num, int team)
+{
+    return team > 1 ? ((uintptr_t)team << 16) | (uintptr_t)num : 0;
+}
 
 /* A page the kernel zeroes in a forked child (MADV_WIPEONFORK): the pool's threads do not
  * survive fork, and a child that finds the mark gone starts its own.  Where the kernel cannot
@@ -126,11 +152,9 @@ static void *worker(void *arg)
         int team = (int)(r & TEAM_MASK);
         if (num >= team)
             continue; /* not in this region's team: it does not wait for this one */
-        my_num = num;
-        my_team = team;
+        set_place(place_of(num, team));
         pool.fn(pool.data);
-        my_num = 0;
-        my_team = 1;
+        set_place(0);
         atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_release);
     }
     return NULL;
@@ -191,14 +215,12 @@ static int grow(int team)
 void tt_rt1_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags)
 {
     (void)flags;
-    if (my_team > 1 || pthread_mutex_trylock(&pool_busy)) {
-        /* Nested, or another thread's region is running: this thread alone. */
-        int num = my_num, team = my_team;
-        my_num = 0;
-        my_team = 1;
+    uintptr_t outer = place();
+    if (outer || !place_ok || pthread_mutex_trylock(&pool_busy)) {
+        /* Nested, another thread's region running, or no key: this thread alone. */
+        set_place(0);
         fn(data);
-        my_num = num;
-        my_team = team;
+        set_place(outer);
         return;
     }
     if (!started())
@@ -220,10 +242,9 @@ void tt_rt1_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigned
         if (atomic_load(&pool.sleepers) > 0)
             syscall(SYS_futex, &pool.region, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
     }
-    my_num = 0;
-    my_team = team;
+    set_place(place_of(0, team));
     fn(data);
-    my_team = 1;
+    set_place(0);
     if (team > 1) {
         /* The workers run shares as long as this one: spin, yielding if one was descheduled. */
         for (unsigned i = 1; atomic_load_explicit(&pool.pending, memory_order_acquire) > 0; i++) {
@@ -237,10 +258,11 @@ void tt_rt1_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigned
 
 int tt_rt1_thread_num(void)
 {
-    return my_num;
+    return (int)(place() & 0xffff);
 }
 
 int tt_rt1_num_threads(void)
 {
-    return my_team;
+    uintptr_t p = place();
+    return p ? (int)(p >> 16) : 1;
 }
