@@ -113,6 +113,32 @@ static tt_status run_tool(char *const *argv, const char *what, tt_errbuf *err)
     return TT_OK;
 }
 
+/* What linking and archiving share: a host output gets the pool, written beside it
+ * (OUT.pool.o) for the tool to take in; argv has room for `nargs` arguments. */
+static tt_status start_tool(const char *out_path, bool host, size_t nargs, char pool_obj[4200],
+                            char ***argv, tt_errbuf *err)
+{
+    snprintf(pool_obj, 4200, "%s.pool.o", out_path);
+    if (host) {
+        tt_status s = tt_codegen_write_pool_object(pool_obj, err);
+        if (s)
+            return s;
+    }
+    if (!(*argv = calloc(nargs, sizeof(char *)))) {
+        if (host)
+            remove(pool_obj);
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    }
+    return TT_OK;
+}
+
+static void end_tool(bool host, const char *pool_obj, char **argv)
+{
+    free(argv);
+    if (host)
+        remove(pool_obj);
+}
+
 tt_status tt_codegen_link_shared(const char *const *objs, int nobjs, const char *so_path, bool host,
                                  const char *const *extra, int nextra, tt_errbuf *err)
 {
@@ -123,19 +149,10 @@ tt_status tt_codegen_link_shared(const char *const *objs, int nobjs, const char 
         return tt_err(err, TT_ERR_IO, "ld.lld not found (install lld-14: scripts/install-deps.sh)");
     if (nobjs < 1 || nobjs + nextra > 1000)
         return tt_err(err, TT_ERR_INVALID_ARG, "link: %d objects", nobjs);
-    char pool_obj[4200];
-    snprintf(pool_obj, sizeof(pool_obj), "%s.pool.o", so_path);
-    if (host) {
-        tt_status s = tt_codegen_write_pool_object(pool_obj, err);
-        if (s)
-            return s;
-    }
-    char **argv = calloc((size_t)(nobjs + nextra + 12), sizeof(char *));
-    if (!argv) {
-        if (host)
-            remove(pool_obj);
-        return tt_err(err, TT_ERR_NOMEM, "out of memory");
-    }
+    char pool_obj[4200], **argv;
+    tt_status s = start_tool(so_path, host, (size_t)(nobjs + nextra + 12), pool_obj, &argv, err);
+    if (s)
+        return s;
     int argc = 0;
     argv[argc++] = lld_path;
     argv[argc++] = "-shared";
@@ -156,10 +173,8 @@ tt_status tt_codegen_link_shared(const char *const *objs, int nobjs, const char 
     argv[argc] = NULL;
     char what[4200];
     snprintf(what, sizeof(what), "linking %s", so_path);
-    tt_status s = run_tool(argv, what, err);
-    free(argv);
-    if (host)
-        remove(pool_obj);
+    s = run_tool(argv, what, err);
+    end_tool(host, pool_obj, argv);
     return s;
 }
 
@@ -173,19 +188,10 @@ tt_status tt_codegen_archive(const char *const *objs, int nobjs, const char *a_p
     if (nobjs < 1 || nobjs > 1000)
         return tt_err(err, TT_ERR_INVALID_ARG, "archive: %d objects", nobjs);
     remove(a_path); /* rcs would add to an old archive */
-    char pool_obj[4200];
-    snprintf(pool_obj, sizeof(pool_obj), "%s.pool.o", a_path);
-    if (host) {
-        tt_status s = tt_codegen_write_pool_object(pool_obj, err);
-        if (s)
-            return s;
-    }
-    char **argv = calloc((size_t)nobjs + 5, sizeof(char *));
-    if (!argv) {
-        if (host)
-            remove(pool_obj);
-        return tt_err(err, TT_ERR_NOMEM, "out of memory");
-    }
+    char pool_obj[4200], **argv;
+    tt_status s = start_tool(a_path, host, (size_t)nobjs + 5, pool_obj, &argv, err);
+    if (s)
+        return s;
     int argc = 0;
     argv[argc++] = ar_path;
     argv[argc++] = "rcs";
@@ -197,9 +203,7 @@ tt_status tt_codegen_archive(const char *const *objs, int nobjs, const char *a_p
     argv[argc] = NULL;
     char what[4200];
     snprintf(what, sizeof(what), "archiving %s", a_path);
-    tt_status s = run_tool(argv, what, err);
-    free(argv);
-    if (host)
-        remove(pool_obj);
+    s = run_tool(argv, what, err);
+    end_tool(host, pool_obj, argv);
     return s;
 }

@@ -105,6 +105,59 @@ void tt__measure_check(int fd, tt__child_msg *m, void *const *args, const tt_mea
     }
 }
 
+/* The size of the level-`level` data or unified cache of cpu0 from sysfs, 0 when unknown. */
+static int64_t sysfs_cache_bytes(int level)
+{
+    for (int i = 0; i < 8; i++) {
+        char path[96], type[32] = "";
+        int lv = 0;
+        long long kb = 0;
+        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            return 0;
+        int got = fscanf(f, "%d", &lv);
+        fclose(f);
+        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+        if ((f = fopen(path, "r"))) {
+            got += fscanf(f, "%31s", type);
+            fclose(f);
+        }
+        if (got != 2 || lv != level || !strcmp(type, "Instruction"))
+            continue;
+        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if ((f = fopen(path, "r"))) {
+            got = fscanf(f, "%lldK", &kb);
+            fclose(f);
+            return got == 1 && kb > 0 ? kb * 1024 : 0;
+        }
+    }
+    return 0;
+}
+
+static int64_t cache_bytes(int level)
+{
+    long v = -1;
+#if defined(_SC_LEVEL3_CACHE_SIZE)
+    v = sysconf(level == 3   ? _SC_LEVEL3_CACHE_SIZE
+                : level == 2 ? _SC_LEVEL2_CACHE_SIZE
+                             : _SC_LEVEL1_DCACHE_SIZE);
+#endif
+    return v > 0 ? (int64_t)v : sysfs_cache_bytes(level);
+}
+
+int64_t tt_measure_llc_bytes(void)
+{
+    int64_t l3 = cache_bytes(3);
+    return l3 > 0 ? l3 : 0;
+}
+
+bool tt_measure_network_fits_llc(int64_t network_bytes)
+{
+    int64_t llc = tt_measure_llc_bytes();
+    return network_bytes > 0 && llc > 0 && network_bytes <= llc / 2;
+}
+
 /* Evicts a buffer from the caches before a sample (TVM's cache_flush_cpu_non_first_arg). */
 static void flush(const void *p, size_t bytes)
 {
@@ -172,6 +225,11 @@ typedef struct {
     int fd; /* where a failed call is reported */
     tt__child_msg *m;
     tt_kernel_pool pool; /* the threads the kernel's parallel loops run on */
+    /* network mode with the network in the last-level cache: each thread's buffer that pushes
+     * its core's own caches out (evict_bytes each, one per thread of the team) */
+    unsigned char *evict;
+    size_t evict_bytes;
+    int evict_threads;
 } cpu_run;
 
 static void flush_inputs(const cpu_run *c, bool constants_only)
@@ -209,6 +267,22 @@ static void write_own_shares(void *arg)
     }
 }
 
+/* One thread's eviction of its core's private caches: reading more than they hold leaves in
+ * them only this buffer, and what was there (the weights, the last outputs) in the shared
+ * last-level cache, which on current x86 and Arm cores takes what the private levels evict. */
+static void evict_own_caches(void *arg)
+{
+    const share_writer *w = arg;
+    int t = w->thread_num();
+    if (t >= w->c->evict_threads)
+        return;
+    const volatile unsigned char *p = w->c->evict + (size_t)t * w->c->evict_bytes;
+    unsigned sum = 0;
+    for (size_t off = 0; off < w->c->evict_bytes; off += 64)
+        sum += p[off];
+    (void)sum;
+}
+
 /* The activations as a parallel layer before leaves them: thread t of the kernel's team wrote
  * the t-th share of each. */
 static void write_activation_shares(const cpu_run *c)
@@ -234,11 +308,19 @@ static double run_cpu(void *vctx, int number)
          * the threads, its outputs evicted) and that not timed. */
         double total = 0;
         for (int k = 0; k < number; k++) {
-            if (c->cache_flush == TT_CACHE_FLUSH_NETWORK) {
+            if (c->evict) {
+                /* The whole network stays in the last-level cache: the weights and outputs
+                 * only leave the cores' own caches, then the activations are written. */
+                share_writer w = {c, c->pool.thread_num, c->pool.num_threads};
+                c->pool.parallel(evict_own_caches, &w, 0, 0);
                 write_activation_shares(c);
-                flush_outputs(c);
+            } else {
+                if (c->cache_flush == TT_CACHE_FLUSH_NETWORK) {
+                    write_activation_shares(c);
+                    flush_outputs(c);
+                }
+                flush_inputs(c, true);
             }
-            flush_inputs(c, true);
             double t0 = tt_clock_monotonic();
             int32_t r = c->fn(c->args);
             total += tt_clock_monotonic() - t0;
@@ -338,6 +420,29 @@ static void arm_kernel_deadline(int fd, double seconds)
     setitimer(ITIMER_REAL, &it, NULL);
 }
 
+/* Sets up the eviction buffers of TT_CACHE_FLUSH_NETWORK when the network fits the last-level
+ * cache: 1.5 times L1 and L2 for each thread the kernel may run (the pool's team is at most
+ * the CPUs this process may use), read once so that its pages exist.  Without memory for them
+ * the weights are flushed to memory as for a larger network, and the result says so. */
+static void network_in_llc(cpu_run *c)
+{
+    int64_t l1 = cache_bytes(1), l2 = cache_bytes(2);
+    cpu_set_t allowed;
+    int n = sched_getaffinity(0, sizeof(allowed), &allowed) ? 0 : CPU_COUNT(&allowed);
+    if (n <= 0)
+        n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (l2 <= 0 || n <= 0)
+        return;
+    size_t bytes = ((size_t)((l1 > 0 ? l1 : 0) + l2) * 3 / 2 + 4095) / 4096 * 4096;
+    unsigned char *p = tt_tensor_alloc(bytes * (size_t)n);
+    if (!p)
+        return;
+    memset(p, 1, bytes * (size_t)n);
+    c->evict = p;
+    c->evict_bytes = bytes;
+    c->evict_threads = n;
+}
+
 static void child(int fd, const char *so, const char *entry, const tt_measure_buffer *bufs,
                   int nbufs, int ninputs, const tt_measure_options *o)
 {
@@ -346,6 +451,11 @@ static void child(int fd, const char *so, const char *entry, const tt_measure_bu
     if (tt__measure_is_opencl(so)) {
         tt__measure_opencl_exec(fd, &m, so, bufs, nbufs, ninputs, o);
     }
+    /* Before the memory limit, which is what the kernel may add. */
+    cpu_run c = {.cache_flush = o->cache_flush, .fd = fd, .m = &m};
+    if (o->cache_flush == TT_CACHE_FLUSH_NETWORK && tt_measure_network_fits_llc(o->network_bytes))
+        network_in_llc(&c);
+    m.weights_in_llc = c.evict != NULL;
     if (o->memory_limit > 0) {
         /* The limit is what the kernel may add to the child's own address space (a sanitized
          * build maps terabytes of shadow before any kernel runs). */
@@ -392,7 +502,12 @@ static void child(int fd, const char *so, const char *entry, const tt_measure_bu
     /* The warm-up created the kernel's threads (a serial kernel's are created by the first
      * writing of the activations' shares): spread them now, and warm the moved ones' caches
      * with one more call. */
-    cpu_run c = {fn, args, bufs, ninputs, nbufs, o->cache_flush, fd, &m, tt_kernel_pool_of(k)};
+    c.fn = fn;
+    c.args = args;
+    c.bufs = bufs;
+    c.ninputs = ninputs;
+    c.nbufs = nbufs;
+    c.pool = tt_kernel_pool_of(k);
     if (o->cache_flush == TT_CACHE_FLUSH_NETWORK)
         write_activation_shares(&c);
     if (pin_threads() > 1)
@@ -473,4 +588,5 @@ void tt__measure_result_from(tt_measure_result *res, const tt__child_msg *m, siz
     res->number = m->number;
     res->context_jobs = m->context_jobs;
     res->build_cached = m->build_cached != 0;
+    res->weights_in_llc = m->weights_in_llc != 0;
 }

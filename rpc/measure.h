@@ -72,6 +72,13 @@ typedef struct tt_measure_options {
     double cooldown_ms;         /* sleep between samples, 0 = none */
     tt_cache_flush cache_flush; /* default off */
     double timeout_s;           /* whole child (load, check, timing), default 10 */
+    /* TT_CACHE_FLUSH_NETWORK: the bytes one run of the whole network touches (its weights and
+     * its activation arena), 0 = unknown.  Where they fit in half of the measuring machine's
+     * last-level cache (tt_measure_network_fits_llc), a layer finds its weights there, not in
+     * memory: the constants and outputs are then evicted from the cores' own caches only (each
+     * of the kernel's threads reads a buffer larger than its core's L1 and L2), not flushed to
+     * memory.  The result says which was done (weights_in_llc). */
+    int64_t network_bytes;
     /* CPU kernels: the kernel's own calls (warm-up, check, samples), counted from its first
      * call, so that a loaded machine slowing the child's start (fork, dlopen, copies) is not
      * taken for a slow kernel; 0 = only timeout_s.  The tuner sets it from the best time. */
@@ -106,6 +113,9 @@ typedef struct tt_measure_result {
      * cache (rpc/cl_cache_int.h) */
     int context_jobs;
     bool build_cached;
+    /* TT_CACHE_FLUSH_NETWORK on a CPU: the weights were evicted to the last-level cache only
+     * (network_bytes fit it), not to memory */
+    bool weights_in_llc;
 } tt_measure_result;
 
 /* Loads `entry` from `so_path` in a child process, checks the outputs of the first call against
@@ -118,5 +128,12 @@ typedef struct tt_measure_result {
 tt_status tt_measure_run(const char *so_path, const char *entry, const tt_measure_buffer *bufs,
                          int nbufs, int ninputs, const tt_measure_options *opt,
                          tt_measure_result *res, tt_errbuf *err);
+
+/* The last-level cache of this machine's cores (sysconf, else sysfs), 0 when unknown. */
+int64_t tt_measure_llc_bytes(void);
+/* Whether a network touching `network_bytes` per run keeps its weights in this machine's
+ * last-level cache between runs: they fit in half of it (the rest is for other processes,
+ * tenants and an imperfect replacement); false when either is unknown. */
+bool tt_measure_network_fits_llc(int64_t network_bytes);
 
 #endif

@@ -24,6 +24,7 @@ typedef struct tt__child_msg {
     double costs[TT_MEASURE_MAX_REPEAT];
     char text[512];
     int context_jobs, build_cached; /* OpenCL: tt_measure_result's fields */
+    int weights_in_llc;             /* CPU, network mode: tt_measure_result's field */
 } tt__child_msg;
 
 /* Where tt__measure_fail goes after sending, instead of ending the process: the OpenCL worker

@@ -314,12 +314,13 @@ bool tt_cache_flush_from_json(const json_t *j, tt_cache_flush *out)
 
 json_t *tt_measure_options_json(const tt_measure_options *o)
 {
-    return json_pack("{s:i, s:i, s:f, s:f, s:f, s:o, s:f, s:f, s:I, s:f, s:f}", "number", o->number,
-                     "repeat", o->repeat, "min_repeat_ms", o->min_repeat_ms, "repeat_budget_ms",
-                     o->repeat_budget_ms, "cooldown_ms", o->cooldown_ms, "cache_flush",
-                     tt_cache_flush_json(o->cache_flush), "timeout_s", o->timeout_s,
-                     "kernel_timeout_s", o->kernel_timeout_s, "memory_limit",
-                     (json_int_t)o->memory_limit, "rtol", o->rtol, "atol", o->atol);
+    return json_pack("{s:i, s:i, s:f, s:f, s:f, s:o, s:I, s:f, s:f, s:I, s:f, s:f}", "number",
+                     o->number, "repeat", o->repeat, "min_repeat_ms", o->min_repeat_ms,
+                     "repeat_budget_ms", o->repeat_budget_ms, "cooldown_ms", o->cooldown_ms,
+                     "cache_flush", tt_cache_flush_json(o->cache_flush), "network_bytes",
+                     (json_int_t)o->network_bytes, "timeout_s", o->timeout_s, "kernel_timeout_s",
+                     o->kernel_timeout_s, "memory_limit", (json_int_t)o->memory_limit, "rtol",
+                     o->rtol, "atol", o->atol);
 }
 
 static double num_or(const json_t *j, const char *k, double dflt)
@@ -336,6 +337,9 @@ void tt_measure_options_from_json(const json_t *j, tt_measure_options *o)
     o->repeat_budget_ms = num_or(j, "repeat_budget_ms", o->repeat_budget_ms);
     o->cooldown_ms = num_or(j, "cooldown_ms", o->cooldown_ms);
     tt_cache_flush_from_json(json_object_get(j, "cache_flush"), &o->cache_flush);
+    o->network_bytes = (int64_t)num_or(j, "network_bytes", (double)o->network_bytes);
+    if (o->network_bytes < 0)
+        o->network_bytes = 0;
     o->timeout_s = num_or(j, "timeout_s", o->timeout_s);
     o->kernel_timeout_s = num_or(j, "kernel_timeout_s", o->kernel_timeout_s);
     o->memory_limit = (int64_t)num_or(j, "memory_limit", (double)o->memory_limit);
@@ -348,9 +352,9 @@ json_t *tt_measure_result_json(const tt_measure_result *r)
     json_t *costs = json_array();
     for (int i = 0; i < r->ncosts && i < TT_MEASURE_MAX_REPEAT; i++)
         json_array_append_new(costs, json_real(r->costs[i]));
-    return json_pack("{s:s, s:i, s:s, s:o, s:i, s:f}", "op", "result", "error_no", r->error_no,
+    return json_pack("{s:s, s:i, s:s, s:o, s:i, s:f, s:b}", "op", "result", "error_no", r->error_no,
                      "error_text", r->error_text, "costs", costs, "number", r->number, "run_s",
-                     r->run_s);
+                     r->run_s, "weights_in_llc", r->weights_in_llc);
 }
 
 tt_status tt_measure_result_from_json(const json_t *j, tt_measure_result *r, tt_errbuf *err)
@@ -374,5 +378,6 @@ tt_status tt_measure_result_from_json(const json_t *j, tt_measure_result *r, tt_
     }
     r->number = (int)num_or(j, "number", 1);
     r->run_s = num_or(j, "run_s", 0);
+    r->weights_in_llc = json_is_true(json_object_get(j, "weights_in_llc"));
     return TT_OK;
 }

@@ -187,6 +187,12 @@ tt_status tt_jobs_check_params(const json_t *p, json_t **normalised, tt_errbuf *
     }
     /* TVM's flush of every input goes with one call per sample */
     bool per_sample = flush == TT_CACHE_FLUSH_INPUTS;
+    double network_bytes = 0;
+    s = number_field(m, "network_bytes", 0, 9e15, 0, &network_bytes, err);
+    if (s) {
+        json_decref(out);
+        return s;
+    }
     json_object_set_new(out, "target", json_string(target ? target : "llvm"));
     json_object_set_new(out, "key", json_string(key));
     json_object_set_new(out, "strategy", json_string(strategy ? strategy : "xgb"));
@@ -196,11 +202,12 @@ tt_status tt_jobs_check_params(const json_t *p, json_t **normalised, tt_errbuf *
     json_object_set_new(out, "parallel", json_integer((json_int_t)parallel));
     json_object_set_new(out, "device_wait", json_real(wait));
     json_object_set_new(out, "measure",
-                        json_pack("{s:i, s:i, s:f, s:f, s:f, s:o, s:f}", "number",
+                        json_pack("{s:i, s:i, s:f, s:f, s:f, s:o, s:I, s:f}", "number",
                                   per_sample ? 1 : (int)number, "repeat", (int)repeat,
                                   "min_repeat_ms", per_sample ? 0.0 : min_ms, "repeat_budget_ms",
                                   budget_ms, "cooldown_ms", cool_ms, "cache_flush",
-                                  tt_cache_flush_json(flush), "timeout_s", timeout));
+                                  tt_cache_flush_json(flush), "network_bytes",
+                                  (json_int_t)network_bytes, "timeout_s", timeout));
     *normalised = out;
     return TT_OK;
 }
@@ -299,6 +306,7 @@ static void run_job(tt_jobs *j, worker_slot *slot)
     o.measure.repeat_budget_ms = json_number_value(json_object_get(m, "repeat_budget_ms"));
     o.measure.cooldown_ms = json_number_value(json_object_get(m, "cooldown_ms"));
     tt_cache_flush_from_json(json_object_get(m, "cache_flush"), &o.measure.cache_flush);
+    o.measure.network_bytes = (int64_t)json_integer_value(json_object_get(m, "network_bytes"));
     o.measure.timeout_s = json_number_value(json_object_get(m, "timeout_s"));
     o.measure.rtol = 1e-4;
     o.measure.atol = 1e-5;

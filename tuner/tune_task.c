@@ -128,7 +128,10 @@ static void note_flush(task *t, const char *extra)
     /* Records from before records said: not the network mode, which came later. */
     if (!mode && t->o->measure.cache_flush == TT_CACHE_FLUSH_NETWORK)
         mode = "unrecorded";
-    if (mode && strcmp(mode, tt_cache_flush_name(t->o->measure.cache_flush))) {
+    /* On a farm the devices decide between the two network forms: either compares. */
+    bool same =
+        mode && (t->flush_name[0] ? !strcmp(mode, t->flush_name) : !strncmp(mode, "network", 7));
+    if (mode && !same) {
         if (!t->other_flush++)
             snprintf(t->other_flush_name, sizeof(t->other_flush_name), "%s", mode);
     }
@@ -337,18 +340,35 @@ tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db 
         return tt_err(err, s, "%s", tt_db_errmsg(db));
     /* Resume: what this device already measured for this workload and target. */
     tt_db_filter f = {t->w->key, t->target_text, t->device, 0, 0};
+    bool llc = t->o->measure.cache_flush == TT_CACHE_FLUSH_NETWORK &&
+               tt_measure_network_fits_llc(t->o->measure.network_bytes);
+    if (!t->o->remote || t->o->measure.cache_flush != TT_CACHE_FLUSH_NETWORK)
+        snprintf(t->flush_name, sizeof(t->flush_name), "%s",
+                 llc ? TT_TUNE_FLUSH_NETWORK_LLC : tt_cache_flush_name(t->o->measure.cache_flush));
     if ((s = tt_db_history(db, &f, load_history, t)))
         return tt_err(err, s, "%s", tt_db_errmsg(db));
     if (log && t->total > 0)
         fprintf(log, "%s: resuming after %lld measured configs\n", t->w->key, (long long)t->total);
-    if (log && t->other_flush > 0)
+    if (log && t->other_flush > 0 && !strncmp(t->other_flush_name, "network", 7) &&
+        !strncmp(t->flush_name, "network", 7))
+        fprintf(log,
+                "%s: warning: %lld earlier records were timed with the weights in %s, this run "
+                "keeps them in %s (the network's %.0f MB against this machine's last-level cache "
+                "of %.0f MB): their times do not compare (tune into a new database)\n",
+                t->w->key, (long long)t->other_flush,
+                strcmp(t->other_flush_name, "network") ? "the last-level cache" : "memory",
+                strcmp(t->flush_name, "network") ? "the last-level cache" : "memory",
+                (double)t->o->measure.network_bytes / 1e6, (double)tt_measure_llc_bytes() / 1e6);
+    else if (log && t->other_flush > 0)
         fprintf(log,
                 "%s: warning: %lld earlier records were timed with cache flush '%s', this run "
                 "times with '%s': their times do not compare (resume with --cache-flush=%s, or "
                 "tune into a new database)\n",
                 t->w->key, (long long)t->other_flush, t->other_flush_name,
-                tt_cache_flush_name(t->o->measure.cache_flush),
-                strcmp(t->other_flush_name, "unrecorded") ? t->other_flush_name : "constants");
+                t->flush_name[0] ? t->flush_name : tt_cache_flush_name(t->o->measure.cache_flush),
+                !strcmp(t->other_flush_name, "unrecorded")                ? "constants"
+                : !strcmp(t->other_flush_name, TT_TUNE_FLUSH_NETWORK_LLC) ? "network"
+                                                                          : t->other_flush_name);
     if (o->strategy == TT_STRATEGY_EVO) { /* a model's history and saved model */
         tt__tune_load_transfer(t);
         tt__tune_evo_preload(t);

@@ -124,7 +124,7 @@ static void usage(FILE *f)
         "  (docs/farm.md)\n"
         "\n"
         "tvm-tune lower --workload W [--steps FILE | --steps-json JSON | --default] [--check]\n"
-        "               [--seed N]\n"
+        "               [--seed N] [--time [--cache-flush[=inputs|constants|network|off]]]\n"
         "               [--dag] [--state] [--target T] [--llvm-ir] [--asm]\n"
         "  --workload W      workload text, e.g. matmul:M=512,N=512,K=512 or\n"
         "                    'te:C[i,j] += A[i,k] * B[k,j]; A:float32[64,64]; B:float32[64,64]'\n"
@@ -135,6 +135,10 @@ static void usage(FILE *f)
         "  --check           run the program in the interpreter on random inputs and compare\n"
         "                    every output element with the naive definition (exit 1 on mismatch)\n"
         "  --seed N          seed of the random inputs (default 1)\n"
+        "  --time            compile it for this CPU and time it as tvm-tune run times a\n"
+        "                    candidate (a sandboxed child, random inputs, packed weights):\n"
+        "                    median and fastest of up to 64 samples, GFLOPS; --cache-flush as\n"
+        "                    in run (default off; network: as a model's tasks are tuned)\n"
         "  --dag             also print the compute DAG\n"
         "  --state           also print the schedule state (stages and iterators)\n"
         "  --llvm-ir         also print the optimised LLVM IR the CPU code generator emits\n"
@@ -216,9 +220,14 @@ static int cmd_lower(int argc, char **argv)
                                          {"llvm-ir", no_argument, 0, 'L'},
                                          {"asm", no_argument, 0, 'A'},
                                          {"target", required_argument, 0, 'T'},
+                                         {"time", no_argument, 0, 'M'},
+                                         {"cache-flush", optional_argument, 0, 'F'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *workload = NULL, *steps_file = NULL, *steps_json = NULL;
+    bool time_it = false;
+    tt_measure_options mo = {
+        .number = -1, .repeat = -1, .min_repeat_ms = -1, .repeat_budget_ms = -1, .timeout_s = -1};
     const char *target_text = "llvm";
     bool check = false, show_dag = false, show_state = false, show_ir = false, show_asm = false;
     bool untuned = false;
@@ -231,6 +240,20 @@ static int cmd_lower(int argc, char **argv)
         case 'L': show_ir = true; break;
         case 'A': show_asm = true; break;
         case 'T': target_text = optarg; break;
+        case 'M': time_it = true; break;
+        case 'F':
+            if (!tt_cache_flush_parse(optarg ? optarg : "inputs", &mo.cache_flush)) {
+                fprintf(stderr,
+                        "tvm-tune lower: --cache-flush takes inputs, constants, network or off, "
+                        "got '%s'\n",
+                        optarg);
+                return 2;
+            }
+            if (mo.cache_flush == TT_CACHE_FLUSH_INPUTS) {
+                mo.number = 1; /* as run: a flush per sample means something with one call */
+                mo.min_repeat_ms = 0;
+            }
+            break;
         case 'w': workload = optarg; break;
         case 's': steps_file = optarg; break;
         case 'j': steps_json = optarg; break;
@@ -340,6 +363,10 @@ static int cmd_lower(int argc, char **argv)
         }
     }
     rc = 0;
+    if (time_it) {
+        tt_tune_measure_defaults(target_text, &mo);
+        rc = cli_time_program(w, prog, target_text, &mo, seed);
+    }
     if (check) {
         tt_verify_result vr;
         s = tt_verify_program(&w->dag, prog, seed, 1e-4, 1e-5, &vr, &err);
@@ -685,6 +712,9 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
          * time it so, or the estimate flatters and the search ranks as no network runs. */
         if (!flush_given)
             o->measure.cache_flush = TT_CACHE_FLUSH_NETWORK;
+        /* ... where its weights wait between runs: memory, or a last-level cache that holds
+         * the whole network (the measuring machine decides, tt_measure_network_fits_llc) */
+        o->measure.network_bytes = a->net->weight_bytes + a->net->arena_bytes;
     }
     tt_tune_measure_defaults(o->target, &o->measure);
     if (a->nw == 0) {

@@ -45,4 +45,9 @@ const tt_auth_keyring *cli_auth(void);
 int cmd_submit(int argc, char **argv);
 int cmd_job(const char *cmd, int argc, char **argv);
 
+/* `lower --time`: compiles `prog` (the lowered `w`) for this CPU and times it in a measuring child
+ * with random inputs (seed), printing the median, the fastest and GFLOPS; returns the exit code. */
+int cli_time_program(const tt_workload *w, const tt_program *prog, const char *target_text,
+                     const tt_measure_options *mo, uint64_t seed);
+
 #endif

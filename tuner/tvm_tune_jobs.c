@@ -22,7 +22,8 @@ static json_t *job_params(const tune_args *a)
         json_array_append_new(weights, json_real(a->weights[i]));
     }
     json_t *p = json_pack(
-        "{s:o, s:o, s:s, s:s, s:s, s:I, s:I, s:i, s:i, s:f, s:{s:i, s:i, s:f, s:f, s:f, s:o, s:f}}",
+        "{s:o, s:o, s:s, s:s, s:s, s:I, s:I, s:i, s:i, s:f, s:{s:i, s:i, s:f, s:f, s:f, s:o, s:I, "
+        "s:f}}",
         "workloads", ws, "weights", weights, "target", o->target ? o->target : "llvm", "key",
         a->remote.key, "strategy", tt_strategy_name(o->strategy), "trials", (json_int_t)o->trials,
         "seed", (json_int_t)o->seed, "priority", a->remote.priority, "parallel", a->remote.parallel,
@@ -30,7 +31,8 @@ static json_t *job_params(const tune_args *a)
         "measure", "number", o->measure.number > 0 ? o->measure.number : 1, "repeat",
         o->measure.repeat, "min_repeat_ms", o->measure.min_repeat_ms, "repeat_budget_ms",
         o->measure.repeat_budget_ms, "cooldown_ms", o->measure.cooldown_ms, "cache_flush",
-        tt_cache_flush_json(o->measure.cache_flush), "timeout_s", o->measure.timeout_s);
+        tt_cache_flush_json(o->measure.cache_flush), "network_bytes",
+        (json_int_t)o->measure.network_bytes, "timeout_s", o->measure.timeout_s);
     json_t *search =
         json_pack("{s:i, s:f, s:s, s:s, s:b}", "population", o->population, "diversity",
                   o->diversity, "features", o->features == TT_FEATURES_ITERVAR ? "itervar" : "knob",

@@ -172,6 +172,23 @@ expect_fail 1 "networks build for CPU (llvm) and GPU (opencl) targets, not 'cuda
   "$bin/tvm-compile" --model "$model" --target cuda -o "$work/cl/rb"
 test ! -e "$work/cl/rb.a"
 
+echo "== tvm-tune lower --time"
+# the default schedule (its weights packed: layout_rewrite) timed as the tuner times a candidate
+wl=matmul:M=64,N=96,K=80
+"$bin/tvm-tune" lower --workload "$wl" --default --time --cache-flush=network > "$work/time.log"
+grep -q "packed" "$work/time.log"
+line=$(grep "^time: " "$work/time.log")
+"$py" -c "
+import re, sys
+m = re.match(r'time: median ([0-9.]+) ms, fastest ([0-9.]+) ms, ([0-9.]+) GFLOPS at the median \(([0-9]+) samples of ([0-9]+) calls?, cache flush network\)$', sys.argv[1])
+assert m, sys.argv[1]
+med, best, gf, n, calls = float(m[1]), float(m[2]), float(m[3]), int(m[4]), int(m[5])
+assert 0 < best <= med and gf > 0 and 5 <= n <= 64 and calls >= 1, sys.argv[1]" "$line"
+expect_fail 1 "runs on this CPU only" "$bin/tvm-tune" lower --workload "$wl" --default --time \
+  --target "llvm -mtriple=aarch64-linux-gnu"
+expect_fail 2 "--cache-flush takes inputs, constants, network or off, got 'all'" \
+  "$bin/tvm-tune" lower --workload "$wl" --default --time --cache-flush=all
+
 echo "== installed: tvm_tune_add_network"
 cmake --install "$build" --prefix "$work/prefix" > /dev/null
 test -x "$work/prefix/bin/tvm-net"

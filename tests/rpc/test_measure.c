@@ -137,6 +137,58 @@ static void the_network_mode_rewrites_activations_by_share(void **state)
     }
 }
 
+/* The network mode's weights wait where a whole network run leaves them: in the last-level
+ * cache when the network (network_bytes) fits half of it, else in memory; the result says
+ * which, and either way the activations are written by share and the weights never. */
+static void the_network_mode_keeps_a_small_network_in_the_llc(void **state)
+{
+    setup_data();
+    int64_t llc = tt_measure_llc_bytes();
+    assert_false(tt_measure_network_fits_llc(0));
+    assert_false(tt_measure_network_fits_llc(INT64_MAX / 2));
+    if (llc >= 4 << 20)
+        assert_true(tt_measure_network_fits_llc(1 << 20));
+    assert_int_equal(tt_measure_network_fits_llc(llc / 2), llc > 0);
+    assert_false(tt_measure_network_fits_llc(llc / 2 + 1));
+    const int64_t sizes[] = {1 << 20, INT64_MAX / 2, 0};
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        tt_measure_options o = {.number = 1,
+                                .repeat = 5,
+                                .cache_flush = TT_CACHE_FLUSH_NETWORK,
+                                .network_bytes = sizes[i]};
+        tt_measure_result r = measure("input_rewritten_by_team", &o);
+        assert_int_equal(r.error_no, 0);
+        assert_int_equal(r.ncosts, 5);
+        assert_int_equal(r.weights_in_llc, tt_measure_network_fits_llc(sizes[i]));
+        r = measure_const("input_untouched", &o, true);
+        assert_int_equal(r.error_no, 0);
+        assert_int_equal(r.weights_in_llc, tt_measure_network_fits_llc(sizes[i]));
+        r = measure_const("good", &o, true);
+        assert_int_equal(r.error_no, 0);
+        /* only the network mode says so */
+        o.cache_flush = TT_CACHE_FLUSH_CONSTANTS;
+        assert_false(measure_const("good", &o, true).weights_in_llc);
+    }
+    /* The option and the answer travel to and from a device. */
+    tt_measure_options o = {.cache_flush = TT_CACHE_FLUSH_NETWORK, .network_bytes = 123456789},
+                       back = {0};
+    json_t *j = tt_measure_options_json(&o);
+    tt_measure_options_from_json(j, &back);
+    json_decref(j);
+    assert_int_equal(back.network_bytes, 123456789);
+    tt_measure_result r = {.ncosts = 1, .costs = {1e-3}, .number = 1, .weights_in_llc = true}, rb;
+    tt_errbuf err;
+    j = tt_measure_result_json(&r);
+    assert_int_equal(tt_measure_result_from_json(j, &rb, &err), TT_OK);
+    json_decref(j);
+    assert_true(rb.weights_in_llc);
+    r.weights_in_llc = false;
+    j = tt_measure_result_json(&r);
+    assert_int_equal(tt_measure_result_from_json(j, &rb, &err), TT_OK);
+    json_decref(j);
+    assert_false(rb.weights_in_llc);
+}
+
 static void flush_modes_travel_as_json(void **state)
 {
     static const struct {
@@ -393,6 +445,7 @@ int main(void)
         cmocka_unit_test(the_sample_budget_bounds_a_measurement),
         cmocka_unit_test(every_flush_mode_times_a_checked_kernel),
         cmocka_unit_test(the_network_mode_rewrites_activations_by_share),
+        cmocka_unit_test(the_network_mode_keeps_a_small_network_in_the_llc),
         cmocka_unit_test(flush_modes_travel_as_json),
         cmocka_unit_test(buffers_are_placed_as_deployments_place_them),
         cmocka_unit_test(kernel_threads_are_pinned_before_timing),
