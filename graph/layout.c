@@ -96,6 +96,21 @@ static int hwio_copy(tt_graph *g, int w)
     return nw;
 }
 
+/* An alias (Reshape, Flatten, Squeeze, Identity...) that keeps the batch and channel dimensions
+ * and only regroups the spatial ones: channels last on both sides is the same memory
+ * ([N, C, H, W] as N, H, W, C and [N, C, H*W] as N, H*W, C), so a channels-last input aliases
+ * as a channels-last output.  ViT's patch embedding (a 16x16 convolution, Reshape to [1, 768,
+ * 196], Transpose to [1, 196, 768]) then keeps its convolution channels last, its output
+ * channels in the vector lanes, and the Transpose reads its memory in order. */
+static bool regroups_spatial(const tt_graph *g, const tt_gnode *n)
+{
+    if (!tt__net_moves_no_data(n->op) || n->inputs[0] < 0 || n->outputs[0] < 0)
+        return false;
+    const tt_gtensor *x = &g->tensors.data[n->inputs[0]], *y = &g->tensors.data[n->outputs[0]];
+    return x->rank >= 3 && y->rank >= 3 && y->rank <= 5 && y->kind == TT_GT_VALUE &&
+           x->dims[0] == y->dims[0] && x->dims[1] == y->dims[1] && tt_dtype_is_float(y->dtype);
+}
+
 tt_status tt__net_choose_layouts(tt_graph *g, tt_net_layout layout, int *permuted, tt_errbuf *err)
 {
     *permuted = 0;
@@ -114,9 +129,11 @@ tt_status tt__net_choose_layouts(tt_graph *g, tt_net_layout layout, int *permute
         hwio[t] = -1;
     for (size_t i = 0; i < g->outputs.len; i++)
         fixed[g->outputs.data[i]] = true;
-    for (size_t i = 0; i < g->nodes.len; i++) {
+    /* backwards, so that a chain of aliases ending at a fixed tensor fixes all of it */
+    for (size_t i = g->nodes.len; i-- > 0;) {
         const tt_gnode *n = &g->nodes.data[i];
-        if (!n->removed && tt__net_moves_no_data(n->op) && n->inputs[0] >= 0)
+        if (!n->removed && tt__net_moves_no_data(n->op) && n->inputs[0] >= 0 &&
+            (!regroups_spatial(g, n) || fixed[n->outputs[0]]))
             fixed[n->inputs[0]] = true;
     }
     tt_status s = TT_OK;
@@ -124,6 +141,17 @@ tt_status tt__net_choose_layouts(tt_graph *g, tt_net_layout layout, int *permute
      * output of an op that can write it and reads a channels-last tensor of the same rank */
     for (size_t i = 0; i < g->nodes.len && !s; i++) {
         tt_gnode *n = &g->nodes.data[i];
+        if (!n->removed && regroups_spatial(g, n) && g->tensors.data[n->inputs[0]].permuted) {
+            tt_gtensor *y = &g->tensors.data[n->outputs[0]];
+            uint8_t perm[TT_GRAPH_MAX_RANK];
+            channels_last(y->rank, perm);
+            if (moves_data(y, perm)) {
+                y->permuted = true;
+                memcpy(y->perm, perm, sizeof(perm));
+                ++*permuted;
+            }
+            continue;
+        }
         if (n->removed || !writes_any_layout(n->op))
             continue;
         for (int o = 0; o < n->noutputs; o++) {

@@ -568,6 +568,54 @@ static void a_sequence_first_matmul_tiles_its_rows(void **state)
     tt_graph_free(g);
 }
 
+/* ViT's patch embedding: the Reshape that flattens the Conv's spatial dimensions passes its
+ * channels-last layout on (the same memory), so the Conv writes its output channels
+ * contiguously; the Transpose into tokens reads that memory in order.  Matches numpy in both
+ * layouts and as a library (small_network). */
+static void a_patch_embedding_stays_channels_last(void **state)
+{
+    (void)state;
+    tt_graph *g;
+    tt_net *net = small_network("patch_embed", &g);
+    if (!net)
+        skip();
+    int conv_out = 0, tokens_cf = 0, tokens = 0;
+    for (size_t t = 0; t < g->tensors.len; t++) {
+        const tt_gtensor *x = &g->tensors.data[t];
+        if (x->kind != TT_GT_VALUE)
+            continue;
+        if (x->rank == 4 && x->dims[1] == 8) {
+            assert_true(x->permuted); /* [2, 8, 4, 4] stored [2, 4, 4, 8] */
+            assert_int_equal(x->perm[3], 1);
+            conv_out++;
+        } else if (x->rank == 3 && x->dims[1] == 8 && x->dims[2] == 16) {
+            assert_true(x->permuted); /* [2, 8, 16] stored [2, 16, 8]: the Conv's memory */
+            assert_int_equal(x->perm[1], 2);
+            assert_int_equal(x->perm[2], 1);
+            tokens_cf++;
+        } else if (x->rank == 3 && x->dims[1] == 16 && x->dims[2] == 8) {
+            assert_false(x->permuted); /* the tokens, in the model's order */
+            tokens++;
+        }
+    }
+    assert_int_equal(conv_out, 1);
+    assert_int_equal(tokens_cf, 1);
+    assert_true(tokens >= 1);
+    int nhwc = 0;
+    for (size_t i = 0; i < net->tasks.len; i++)
+        nhwc += strncmp(net->tasks.data[i].label, "Conv", 4) == 0 &&
+                strstr(net->tasks.data[i].workload, "float32[2,4,4,8]") != NULL;
+    assert_int_equal(nhwc, 1);
+    tt_net_free(net);
+    tt_graph_free(g);
+    /* in the model's layout nothing is permuted */
+    net = small_net_in("patch_embed", TT_NET_LAYOUT_MODEL, &g);
+    for (size_t t = 0; t < g->tensors.len; t++)
+        assert_false(g->tensors.data[t].permuted);
+    tt_net_free(net);
+    tt_graph_free(g);
+}
+
 /* Bool tensors computed at run time (comparisons and logical operators of the input, a
  * Transpose of the mask, Where and Cast of it) are computed by kernels, in both layouts and as a
  * library, and match numpy; the mask crosses a kernel boundary as a bool tensor. */
@@ -741,6 +789,7 @@ int main(void)
         cmocka_unit_test(every_activation_of_the_zoos_matches),
         cmocka_unit_test(a_class_token_folds_and_matches),
         cmocka_unit_test(diamond_epilogues_join_their_convolution),
+        cmocka_unit_test(a_patch_embedding_stays_channels_last),
         cmocka_unit_test(run_time_masks_are_computed),
         cmocka_unit_test(more_operators_of_the_zoos_match),
         cmocka_unit_test(a_shifted_window_mask_folds_and_matches),

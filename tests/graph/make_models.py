@@ -16,6 +16,9 @@ bert_layer: a transformer encoder layer: Q/K/V projections, Reshape/Transpose in
 layouts: every operator that may run channels last between convolutions, and tensors that must
   keep the model's order (a second output read through a Reshape).
 layernorm_outputs: LayerNormalization's Mean output read before its main output's consumer.
+patch_embed: ViT's patch embedding (a Conv whose kernel is its stride, Reshape to [N, C, H*W],
+  Transpose to [N, H*W, C]) before a projection: the Reshape passes the Conv's channels-last
+  layout on.
 activations, class_token, more_ops, shifted_window_mask, seq_first_matmul, diamond_epilogues,
 run_time_masks: the operators and
   patterns of the model zoos (issue #54).
@@ -520,10 +523,26 @@ def run_time_masks(outdir):
     b.save(outdir, "run_time_masks", x, np.where(mt, xt_, -2 * xt_) + mt, 13)
 
 
+def patch_embed(outdir):
+    """ViT's patch embedding at batch 2: a 4x4 Conv of stride 4, Reshape [2, 8, 16] (Flatten(2)),
+    Transpose(0, 2, 1) into tokens, a bias and a projection.  The Reshape only regroups the
+    spatial dimensions, so the Conv stays channels last (its output channels the vector)."""
+    b = Builder()
+    x = rand(2, 3, 16, 16)
+    w, bias = rand(8, 3, 4, 4, scale=0.3), rand(8)
+    c = b.op("Conv", ["input", b.const(w), b.const(bias)], kernel_shape=[4, 4], strides=[4, 4])
+    r = b.op("Reshape", [c, b.const(np.array([2, 8, -1], np.int64))])
+    t = b.op("Transpose", [r], perm=[0, 2, 1])
+    tb, wp = rand(8), rand(8, 6)
+    b.op("MatMul", [b.op("Add", [t, b.const(tb)]), b.const(wp)])
+    tokens = conv2d(x.astype(np.float64), w, bias, stride=4).reshape(2, 8, 16).transpose(0, 2, 1)
+    b.save(outdir, "patch_embed", x, (tokens + tb) @ wp, 13)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     for make in (resnet_block, mobilenet_block, layouts, bert_layer, layernorm_outputs,
                  activations, class_token, more_ops, shifted_window_mask, seq_first_matmul,
-                 diamond_epilogues, run_time_masks):
+                 diamond_epilogues, run_time_masks, patch_embed):
         make(sys.argv[1])
