@@ -350,6 +350,17 @@ static tt_net *small_net_in(const char *name, tt_net_layout layout, tt_graph **g
     return net;
 }
 
+/* In the model's layout (--layout model) no tensor of network `name` is permuted. */
+static void assert_model_layout_permutes_nothing(const char *name)
+{
+    tt_graph *g;
+    tt_net *net = small_net_in(name, TT_NET_LAYOUT_MODEL, &g);
+    for (size_t t = 0; t < g->tensors.len; t++)
+        assert_false(g->tensors.data[t].permuted);
+    tt_net_free(net);
+    tt_graph_free(g);
+}
+
 static int task_calls(const tt_net *net, const char *label)
 {
     int n = 0;
@@ -458,11 +469,7 @@ static void layouts_are_channels_last_between_convolutions(void **state)
         assert_false(g->tensors.data[g->outputs.data[i]].permuted);
     tt_net_free(net);
     tt_graph_free(g);
-    net = small_net_in("layouts", TT_NET_LAYOUT_MODEL, &g);
-    for (size_t t = 0; t < g->tensors.len; t++)
-        assert_false(g->tensors.data[t].permuted);
-    tt_net_free(net);
-    tt_graph_free(g);
+    assert_model_layout_permutes_nothing("layouts");
 }
 
 /* The elementwise operators of the model zoos (the operator table's formula writer, Min and
@@ -608,12 +615,7 @@ static void a_patch_embedding_stays_channels_last(void **state)
     assert_int_equal(nhwc, 1);
     tt_net_free(net);
     tt_graph_free(g);
-    /* in the model's layout nothing is permuted */
-    net = small_net_in("patch_embed", TT_NET_LAYOUT_MODEL, &g);
-    for (size_t t = 0; t < g->tensors.len; t++)
-        assert_false(g->tensors.data[t].permuted);
-    tt_net_free(net);
-    tt_graph_free(g);
+    assert_model_layout_permutes_nothing("patch_embed");
 }
 
 /* Bool tensors computed at run time (comparisons and logical operators of the input, a
