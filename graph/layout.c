@@ -178,7 +178,20 @@ tt_status tt__net_choose_layouts(tt_graph *g, tt_net_layout layout, int *permute
         /* the weights of a channels-last convolution, HWIO (one copy per weight) */
         int out = n->outputs[0], w = n->ninputs > 1 ? n->inputs[1] : -1;
         if (n->op != TT_GOP_CONV || w < 0 || !g->tensors.data[out].permuted ||
-            g->tensors.data[w].kind != TT_GT_CONST || g->tensors.data[w].permuted)
+            g->tensors.data[w].permuted)
+            continue;
+        if (g->tensors.data[w].kind == TT_GT_VALUE && !fixed[w]) {
+            /* weights computed at run time (scale_weights.c), by an op that writes any layout:
+             * it writes them HWIO */
+            tt_gtensor *W = &g->tensors.data[w];
+            for (int k = 0; k < W->rank - 2; k++)
+                W->perm[k] = (uint8_t)(k + 2);
+            W->perm[W->rank - 2] = 1;
+            W->perm[W->rank - 1] = 0;
+            W->permuted = moves_data(W, W->perm);
+            continue;
+        }
+        if (g->tensors.data[w].kind != TT_GT_CONST)
             continue;
         if (hwio[w] < 0 && (hwio[w] = hwio_copy(g, w)) < 0)
             s = tt_err(err, TT_ERR_NOMEM, "out of memory");

@@ -91,6 +91,7 @@ typedef struct tt_net {
     double flops;            /* of one run */
     int folded_batchnorms;
     int fused_layer_norms; /* written out in elementwise operators, now one node each */
+    int scaled_weights;    /* per-channel scales moved onto a convolution's weights (SE) */
     tt_net_layout layout;
     int channels_last; /* activations stored channels last */
 } tt_net;

@@ -22,6 +22,12 @@ int tt__net_readers(const tt_graph *g, int t);
  * *fused counts them. */
 tt_status tt__net_fuse_layer_norms(tt_graph *g, int *fused, tt_errbuf *err);
 
+/* Moves every per-channel scale computed at run time (x * s, s of shape [1, C, 1, 1]) from a
+ * group-1 convolution's input to its constant weights where they are at most half of x
+ * (scale_weights.c): the Mul then computes W * s and the convolution reads x; *moved counts
+ * them. */
+tt_status tt__net_scale_weights(tt_graph *g, int *moved, tt_errbuf *err);
+
 /* Chooses the memory order of every tensor (tt_gtensor perm) under `layout` (net.h): channels
  * last from each convolution on, through the ops that can write it, except graph outputs and
  * tensors an alias reinterprets; the weights of channels-last convolutions copied HWIO.

@@ -894,13 +894,13 @@ static int cmd_tasks(int argc, char **argv)
                                                    "weight", t->weight, "flops", t->flops, "share",
                                                    t->flops * t->weight / total));
         }
-        json_t *root =
-            json_pack("{s:s, s:s, s:i, s:i, s:f, s:I, s:I, s:I, s:i, s:i, s:o}", "model", model,
-                      "target", target, "nodes", (int)g->nodes.len, "calls", (int)net->calls.len,
-                      "flops", net->flops, "arena_bytes", (json_int_t)net->arena_bytes,
-                      "weight_bytes", (json_int_t)net->weight_bytes, "unplanned_bytes",
-                      (json_int_t)net->unplanned_bytes, "folded_batchnorms", net->folded_batchnorms,
-                      "fused_layer_norms", net->fused_layer_norms, "tasks", tasks);
+        json_t *root = json_pack(
+            "{s:s, s:s, s:i, s:i, s:f, s:I, s:I, s:I, s:i, s:i, s:i, s:o}", "model", model,
+            "target", target, "nodes", (int)g->nodes.len, "calls", (int)net->calls.len, "flops",
+            net->flops, "arena_bytes", (json_int_t)net->arena_bytes, "weight_bytes",
+            (json_int_t)net->weight_bytes, "unplanned_bytes", (json_int_t)net->unplanned_bytes,
+            "folded_batchnorms", net->folded_batchnorms, "fused_layer_norms",
+            net->fused_layer_norms, "scaled_weights", net->scaled_weights, "tasks", tasks);
         char *text = json_dumps(root, JSON_INDENT(2));
         printf("%s\n", text);
         free(text);
@@ -911,10 +911,11 @@ static int cmd_tasks(int argc, char **argv)
                net->calls.len, net->tasks.len, net->flops / 1e9);
         printf("memory: %.2f MiB of weights, %.2f MiB arena for the intermediates (%.2f MiB "
                "without reuse); %d BatchNormalization folded into convolutions, %d layer "
-               "normalisations written out in elementwise operators fused\n",
+               "normalisations written out in elementwise operators fused, %d channel scales "
+               "moved onto convolution weights\n",
                (double)net->weight_bytes / (1 << 20), (double)net->arena_bytes / (1 << 20),
                (double)net->unplanned_bytes / (1 << 20), net->folded_batchnorms,
-               net->fused_layer_norms);
+               net->fused_layer_norms, net->scaled_weights);
         printf("| ID  | %-32s | Weight |  MFLOP | Share  |\n", "Task");
         for (size_t i = 0; i < net->tasks.len; i++) {
             const tt_net_task *t = &net->tasks.data[i];

@@ -618,6 +618,31 @@ static void a_patch_embedding_stays_channels_last(void **state)
     assert_model_layout_permutes_nothing("patch_embed");
 }
 
+/* A squeeze-and-excitation scale moves onto the projection's weights (conv(x * s, W) as
+ * conv(x, W * s)), which the Mul then writes HWIO, [1, 1, 8, 6]; the scale whose product another
+ * node reads stays on the activation.  Matches numpy in both layouts and as a library. */
+static void an_se_scale_moves_onto_the_weights(void **state)
+{
+    (void)state;
+    tt_graph *g;
+    tt_net *net = small_network("se_block", &g);
+    if (!net)
+        skip();
+    assert_int_equal(net->scaled_weights, 1);
+    int weights = 0, activation = 0;
+    for (size_t i = 0; i < net->tasks.len; i++) {
+        const char *wl = net->tasks.data[i].workload;
+        if (strcmp(net->tasks.data[i].label, "Mul"))
+            continue;
+        weights += strstr(wl, "out:float32[1,1,8,6]") != NULL;
+        activation += strstr(wl, "out:float32[1,12,12,8]") != NULL;
+    }
+    assert_int_equal(weights, 1);
+    assert_int_equal(activation, 1);
+    tt_net_free(net);
+    tt_graph_free(g);
+}
+
 /* Bool tensors computed at run time (comparisons and logical operators of the input, a
  * Transpose of the mask, Where and Cast of it) are computed by kernels, in both layouts and as a
  * library, and match numpy; the mask crosses a kernel boundary as a bool tensor. */
@@ -792,6 +817,7 @@ int main(void)
         cmocka_unit_test(a_class_token_folds_and_matches),
         cmocka_unit_test(diamond_epilogues_join_their_convolution),
         cmocka_unit_test(a_patch_embedding_stays_channels_last),
+        cmocka_unit_test(an_se_scale_moves_onto_the_weights),
         cmocka_unit_test(run_time_masks_are_computed),
         cmocka_unit_test(more_operators_of_the_zoos_match),
         cmocka_unit_test(a_shifted_window_mask_folds_and_matches),

@@ -19,6 +19,9 @@ layernorm_outputs: LayerNormalization's Mean output read before its main output'
 patch_embed: ViT's patch embedding (a Conv whose kernel is its stride, Reshape to [N, C, H*W],
   Transpose to [N, H*W, C]) before a projection: the Reshape passes the Conv's channels-last
   layout on.
+se_block: a squeeze-and-excitation block (depthwise Conv, GlobalAveragePool, two 1x1 Convs,
+  Sigmoid, the scale Mul, the projection): the scale moves onto the projection's weights; a
+  second scale whose product is read twice stays on the activation.
 activations, class_token, more_ops, shifted_window_mask, seq_first_matmul, diamond_epilogues,
 run_time_masks: the operators and
   patterns of the model zoos (issue #54).
@@ -539,10 +542,39 @@ def patch_embed(outdir):
     b.save(outdir, "patch_embed", x, (tokens + tb) @ wp, 13)
 
 
+def se_block(outdir):
+    """EfficientNet's squeeze-and-excitation at small size: x * s with s = sigmoid(conv(relu(
+    conv(mean(x))))) of shape [1, 8, 1, 1] before a 1x1 projection of 6 channels, whose weights
+    (48) are smaller than x (1152): conv(x * s, W) is computed as conv(x, W * s).  A second
+    scale, whose product a residual Add also reads, stays a Mul of the activation."""
+    b = Builder()
+    x = rand(1, 8, 12, 12)
+    xd = x.astype(np.float64)
+    wd = rand(8, 1, 3, 3, scale=0.3)
+    d = b.op("Conv", ["input", b.const(wd)], group=8, pads=[1, 1, 1, 1])
+    rd = conv2d(xd, wd, pad=1, group=8)
+    w1, b1, w2, b2 = rand(4, 8, 1, 1), rand(4), rand(8, 4, 1, 1), rand(8)
+    p = b.op("GlobalAveragePool", [d])
+    e = b.op("Relu", [b.op("Conv", [p, b.const(w1), b.const(b1)])])
+    sc = b.op("Sigmoid", [b.op("Conv", [e, b.const(w2), b.const(b2)])])
+    rs = 1 / (1 + np.exp(-conv2d(np.maximum(conv2d(rd.mean(axis=(2, 3), keepdims=True), w1, b1),
+                                            0), w2, b2)))
+    wp, bp = rand(6, 8, 1, 1, scale=0.3), rand(6)
+    y = b.op("Conv", [b.op("Mul", [d, sc]), b.const(wp), b.const(bp)])
+    ry = conv2d(rd * rs, wp, bp)
+    # the second scale: its product is read by the projection and by a residual
+    m2 = b.op("Mul", [sc, d])
+    wq = rand(8, 8, 1, 1, scale=0.3)
+    z = b.op("Add", [b.op("Conv", [m2, b.const(wq)]), m2])
+    rz = conv2d(rd * rs, wq) + rd * rs
+    b.op("Concat", [y, z], axis=1)
+    b.save(outdir, "se_block", x, np.concatenate([ry, rz], axis=1), 13)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     for make in (resnet_block, mobilenet_block, layouts, bert_layer, layernorm_outputs,
                  activations, class_token, more_ops, shifted_window_mask, seq_first_matmul,
-                 diamond_epilogues, run_time_masks, patch_embed):
+                 diamond_epilogues, run_time_masks, patch_embed, se_block):
         make(sys.argv[1])
