@@ -57,6 +57,15 @@ static bool moves_data(const tt_gtensor *t, const uint8_t *perm)
     return false;
 }
 
+/* The memory order HWIO of a rank-R convolution weight [CO, CI/G, K...]: {2, ..., R-1, 1, 0}. */
+static void hwio_order(int R, uint8_t *perm)
+{
+    for (int k = 0; k < R - 2; k++)
+        perm[k] = (uint8_t)(k + 2);
+    perm[R - 2] = 1;
+    perm[R - 1] = 0;
+}
+
 /* A convolution weight [CO, CI/G, K...] as HWIO [K..., CI/G, CO]: output channels contiguous, the
  * vector a channels-last kernel loads per tap. */
 static int hwio_copy(tt_graph *g, int w)
@@ -73,10 +82,7 @@ static int hwio_copy(tt_graph *g, int w)
     tt_gtensor *NW = &g->tensors.data[nw];
     int R = W->rank;
     NW->permuted = true;
-    for (int k = 0; k < R - 2; k++)
-        NW->perm[k] = (uint8_t)(k + 2);
-    NW->perm[R - 2] = 1;
-    NW->perm[R - 1] = 0;
+    hwio_order(R, NW->perm);
     /* physical strides of each logical dimension */
     int64_t stride[TT_GRAPH_MAX_RANK], s = 1;
     for (int k = R - 1; k >= 0; k--) {
@@ -184,10 +190,7 @@ tt_status tt__net_choose_layouts(tt_graph *g, tt_net_layout layout, int *permute
             /* weights computed at run time (scale_weights.c), by an op that writes any layout:
              * it writes them HWIO */
             tt_gtensor *W = &g->tensors.data[w];
-            for (int k = 0; k < W->rank - 2; k++)
-                W->perm[k] = (uint8_t)(k + 2);
-            W->perm[W->rank - 2] = 1;
-            W->perm[W->rank - 1] = 0;
+            hwio_order(W->rank, W->perm);
             W->permuted = moves_data(W, W->perm);
             continue;
         }

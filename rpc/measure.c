@@ -148,8 +148,7 @@ static int64_t cache_bytes(int level)
 
 int64_t tt_measure_llc_bytes(void)
 {
-    int64_t l3 = cache_bytes(3);
-    return l3 > 0 ? l3 : 0;
+    return cache_bytes(3);
 }
 
 bool tt_measure_network_fits_llc(int64_t network_bytes)

@@ -207,6 +207,23 @@ static tt_status untuned_schedule(const tt_workload *w, const char *target_text,
     return s;
 }
 
+/* --cache-flush[=MODE] of run, submit and lower (no MODE: inputs); false after saying why. */
+static bool parse_cache_flush(const char *cmd, const char *arg, tt_measure_options *m)
+{
+    if (!tt_cache_flush_parse(arg ? arg : "inputs", &m->cache_flush)) {
+        fprintf(stderr,
+                "tvm-tune %s: --cache-flush takes inputs, constants, network or off, got '%s'\n",
+                cmd, arg);
+        return false;
+    }
+    if (m->cache_flush == TT_CACHE_FLUSH_INPUTS) {
+        /* As auto_scheduler: flushing per sample only means something with one call. */
+        m->number = 1;
+        m->min_repeat_ms = 0;
+    }
+    return true;
+}
+
 static int cmd_lower(int argc, char **argv)
 {
     static const struct option opts[] = {{"workload", required_argument, 0, 'w'},
@@ -242,17 +259,8 @@ static int cmd_lower(int argc, char **argv)
         case 'T': target_text = optarg; break;
         case 'M': time_it = true; break;
         case 'F':
-            if (!tt_cache_flush_parse(optarg ? optarg : "inputs", &mo.cache_flush)) {
-                fprintf(stderr,
-                        "tvm-tune lower: --cache-flush takes inputs, constants, network or off, "
-                        "got '%s'\n",
-                        optarg);
+            if (!parse_cache_flush("lower", optarg, &mo))
                 return 2;
-            }
-            if (mo.cache_flush == TT_CACHE_FLUSH_INPUTS) {
-                mo.number = 1; /* as run: a flush per sample means something with one call */
-                mo.min_repeat_ms = 0;
-            }
             break;
         case 'w': workload = optarg; break;
         case 's': steps_file = optarg; break;
@@ -658,19 +666,9 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
             break;
         }
         case 'F':
-            if (!tt_cache_flush_parse(optarg ? optarg : "inputs", &o->measure.cache_flush)) {
-                fprintf(stderr,
-                        "tvm-tune %s: --cache-flush takes inputs, constants, network or off, got "
-                        "'%s'\n",
-                        cmd, optarg);
+            if (!parse_cache_flush(cmd, optarg, &o->measure))
                 return 2;
-            }
             flush_given = true;
-            if (o->measure.cache_flush == TT_CACHE_FLUSH_INPUTS) {
-                /* As auto_scheduler: flushing per sample only means something with one call. */
-                o->measure.number = 1;
-                o->measure.min_repeat_ms = 0;
-            }
             break;
         case 'A': a->watch = true; break;
         case 'm': a->model = optarg; break;
