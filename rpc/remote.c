@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,17 +175,28 @@ static tt_status authenticate(tt_remote *r, const tt_auth_keyring *auth, const j
     return st;
 }
 
-/* Whether the device of a session that closed before its hello is gone (its port refuses
- * connections: killed or crashed after the handshake, a lost device the farm works around) rather
- * than alive and silent to our hello (a TVM RPC server registered under our key, which no retry
- * mends).  A process that dies closes its listening socket before the session's. */
+/* Whether the device of a session that closed before its hello is gone (killed or crashed after
+ * the handshake: a lost device the farm works around) rather than alive and silent to our hello
+ * (a TVM RPC server registered under our key, which no retry mends).  A dead device's port
+ * refuses the probe.  A dying one may still accept it: the kernel closes a killed process's
+ * sockets in descriptor order, and the session's can come before the listening one.  Closing
+ * that listening socket then resets the probe within moments, whereas a live server holds it
+ * open, waiting for a handshake, far longer than the grace given here. */
+#define GONE_GRACE_MS 500
+
 static bool device_gone(const tt_remote *r)
 {
     int fd = dial(r->host, r->port, 2, NULL);
     if (fd < 0)
         return true;
+    struct pollfd p = {fd, POLLIN, 0};
+    int ready;
+    while ((ready = poll(&p, 1, GONE_GRACE_MS)) < 0 && errno == EINTR)
+        ;
+    char c;
+    bool reset = ready > 0 && recv(fd, &c, 1, MSG_PEEK) <= 0;
     close(fd);
-    return false;
+    return reset;
 }
 
 static tt_status handshake(tt_remote *r, const char *matchkey, double session_s,

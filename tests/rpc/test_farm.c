@@ -517,10 +517,14 @@ static void device_dies_mid_run(void **state)
 }
 
 /* A device that answers TVM's handshake and then closes the session before our hello: one that
- * died in that instant (its port refuses connections) is a lost device, tried again elsewhere
- * (TT_ERR_IO); one that is alive is not a tvm-rpc-server, and no retry mends it (TT_ERR_PARSE).
- * A kill between the server's "session with" and its hello once stopped device_dies_mid_run. */
-static tt_status open_closing_device(bool dies, tt_errbuf *err)
+ * died in that instant (its port refuses connections, or resets them as its listening socket
+ * closes a moment after the session's) is a lost device, tried again elsewhere (TT_ERR_IO); one
+ * that is alive is not a tvm-rpc-server, and no retry mends it (TT_ERR_PARSE).  A kill between
+ * the server's "session with" and its hello once stopped device_dies_mid_run, twice: the second
+ * time the killed server's session socket closed before its listening one. */
+typedef enum { DEVICE_ALIVE, DEVICE_DEAD, DEVICE_DYING } closing_device;
+
+static tt_status open_closing_device(closing_device how, tt_errbuf *err)
 {
     int lfd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -542,9 +546,13 @@ static tt_status open_closing_device(bool dies, tt_errbuf *err)
         tt_put_le32(reply + 4, 10);
         memcpy(reply + 8, "server:cpu", 10);
         tt_write_all(fd, reply, sizeof(reply));
-        if (dies)
+        if (how == DEVICE_DEAD)
             close(lfd);
         close(fd);
+        if (how == DEVICE_DYING) {
+            usleep(100000); /* the client probes in between */
+            close(lfd);
+        }
         pause(); /* killed by the test */
         _exit(0);
     }
@@ -562,9 +570,11 @@ static void device_gone_during_handshake(void **state)
 {
     (void)state;
     tt_errbuf err;
-    assert_int_equal(open_closing_device(true, &err), TT_ERR_IO);
+    assert_int_equal(open_closing_device(DEVICE_DEAD, &err), TT_ERR_IO);
     assert_non_null(strstr(err.msg, "went away during the handshake"));
-    assert_int_equal(open_closing_device(false, &err), TT_ERR_PARSE);
+    assert_int_equal(open_closing_device(DEVICE_DYING, &err), TT_ERR_IO);
+    assert_non_null(strstr(err.msg, "went away during the handshake"));
+    assert_int_equal(open_closing_device(DEVICE_ALIVE, &err), TT_ERR_PARSE);
     assert_non_null(strstr(err.msg, "(key server:cpu) is not a tvm-rpc-server"));
 }
 
