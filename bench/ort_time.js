@@ -6,8 +6,15 @@
 // runs after three warm-up runs and prints one JSON line: {"median_s", "min_s", "error"}.
 //
 // usage: node ort_time.js ORT_MODULE_DIR MODEL.onnx THREADS REPEAT EXPECTED.npy INPUT.npy...
+//
+// With ORT_TIME_PROFILE=FILE.json in the environment, ONNX Runtime's profiler runs too and FILE.json
+// gets each node's median kernel time over the timed runs, in execution order, to set beside
+// `tvm-net profile` (docs/models.md, "Kernel by kernel against ONNX Runtime"): a list of
+// {"node", "op", "median_us"}.  The profiler adds a little to every run.
 'use strict';
 const fs = require('fs');
+const os = require('os');
+const path = require('path');
 
 function readNpy(path) {
   const b = fs.readFileSync(path);
@@ -26,16 +33,45 @@ function readNpy(path) {
   return { dims, data };
 }
 
+// Each node's median kernel time over the last `runs` runs of the profile ONNX Runtime wrote.
+function writeProfile(session, dir, out, runs) {
+  session.endProfiling();
+  const file = fs.readdirSync(dir).filter((f) => f.endsWith('.json'))[0];
+  if (!file) throw new Error(`ONNX Runtime wrote no profile into ${dir}`);
+  const events = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8'));
+  const nodes = new Map();
+  for (const e of events) {
+    if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time')) continue;
+    const name = e.name.slice(0, -'_kernel_time'.length);
+    if (!nodes.has(name)) nodes.set(name, { op: e.args.op_name, times: [] });
+    nodes.get(name).times.push(e.dur);
+  }
+  const list = [];
+  for (const [node, { op, times }] of nodes) {
+    const last = times.slice(-runs).sort((a, b) => a - b);
+    list.push({ node, op, median_us: last[Math.floor(last.length / 2)] });
+  }
+  fs.writeFileSync(out, JSON.stringify(list, null, 1) + '\n');
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
 async function main() {
   const [moduleDir, model, threads, repeat, expected, ...inputs] = process.argv.slice(2);
   const ort = require(moduleDir);
-  const session = await ort.InferenceSession.create(model, {
+  const profileOut = process.env.ORT_TIME_PROFILE;
+  const profileDir = profileOut ? fs.mkdtempSync(path.join(os.tmpdir(), 'ort-profile-')) : null;
+  const options = {
     executionProviders: ['cpu'],
     graphOptimizationLevel: 'all',
     executionMode: 'sequential',
     intraOpNumThreads: Number(threads),
     interOpNumThreads: 1,
-  });
+  };
+  if (profileOut) {
+    options.enableProfiling = true;
+    options.profileFilePrefix = path.join(profileDir, 'p');
+  }
+  const session = await ort.InferenceSession.create(model, options);
   if (inputs.length !== session.inputNames.length)
     throw new Error(`${model} takes ${session.inputNames.length} inputs, ${inputs.length} given`);
   const feeds = {};
@@ -60,6 +96,8 @@ async function main() {
     await session.run(feeds);
     times.push(Number(process.hrtime.bigint() - t0) / 1e9);
   }
+  if (profileOut)
+    writeProfile(session, profileDir, profileOut, Number(repeat));
   times.sort((a, b) => a - b);
   console.log(JSON.stringify({
     median_s: times[Math.floor(times.length / 2)],

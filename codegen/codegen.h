@@ -40,21 +40,23 @@ typedef struct tt_codegen_stats {
     double object_s; /* machine code */
     double link_s;   /* object -> shared object */
     int vector_loops, scalar_fallbacks, parallel_loops, unrolled_loops;
-    int padded_updates;  /* multiply-adds of padded inputs skipped where the input is padding */
-    int guarded_loops;   /* loops of padded updates behind one branch on guard terms they share */
-    int guarded_updates; /* padded updates behind a branch of their own (terms that change
-                          * inside every loop around them) */
-    int decided_guards;  /* guards or guard terms of padded updates and loads known while
-                          * emitting (unrolled) */
-    int masked_loads;    /* vector loads whose lanes are guarded (a reduction's last partial
-                          * vector): llvm.masked.load */
-    int peeled_loops;    /* loops emitted as first iteration, middle, last for their padding */
-    int unpeeled_loops;  /* loops left unpeeled: their copies would pass the code budget */
-    int rolled_copies;   /* loops copying through or filling local buffers too large for
-                          * registers, kept from LLVM's unrolling */
-    int rolled_bodies;   /* loops kept from LLVM's unrollers: around a promoted tile, or
-                          * reductions with large bodies (llvm_emit.c) */
-    int promoted_tiles;  /* loops across which an accumulator tile was kept in values */
+    int padded_updates;    /* multiply-adds of padded inputs skipped where the input is padding */
+    int guarded_loops;     /* loops of padded updates behind one branch on guard terms they share */
+    int guarded_updates;   /* padded updates behind a branch of their own (terms that change
+                            * inside every loop around them) */
+    int decided_guards;    /* guards or guard terms of padded updates and loads known while
+                            * emitting (unrolled) */
+    int masked_loads;      /* vector loads whose lanes are guarded (a reduction's last partial
+                            * vector): llvm.masked.load */
+    int peeled_loops;      /* loops emitted as first iteration, middle, last for their padding */
+    int unpeeled_loops;    /* loops left unpeeled: their copies would pass the code budget */
+    int rolled_copies;     /* loops copying through or filling local buffers too large for
+                            * registers, kept from LLVM's unrolling */
+    int rolled_bodies;     /* loops kept from LLVM's unrollers: around a promoted tile, or
+                            * reductions with large bodies (llvm_emit.c) */
+    int promoted_tiles;    /* loops across which an accumulator tile was kept in values */
+    int prefetched_panels; /* register tiles' inner reductions that prefetch the next panel of
+                            * their packed weights (llvm_prefetch.c) */
     int64_t emitted_instructions; /* LLVM instructions before optimisation */
 } tt_codegen_stats;
 

@@ -107,6 +107,19 @@ typedef struct emitter {
 } emitter;
 
 void tt__codegen_emit_body(emitter *e, tt_sid root);
+/* The loops inside a statement (a rolled loop's body), outermost first. */
+#define TT_EMIT_MAX_INNER 64
+typedef struct {
+    uint32_t var[TT_EMIT_MAX_INNER];
+    int64_t extent[TT_EMIT_MAX_INNER];
+    int n;
+    bool ok; /* false: too many to tell */
+} tt__inner_loops;
+void tt__codegen_collect_loops(emitter *e, tt_sid id, tt__inner_loops *in);
+/* Integer expression `id` emitted where the builder is (llvm_emit.c). */
+LLVMValueRef tt__codegen_emit_index(emitter *e, tt_eid id);
+/* At the top of a rolled loop's body: prefetches of the next weight panel (llvm_prefetch.c). */
+void tt__codegen_prefetch_panel(emitter *e, const tt_stmt *loop);
 
 /* How emit_loop emits loop `s`, given the auto-unroll step in effect there and whether it is
  * inside a vector loop (llvm_emit.c). */

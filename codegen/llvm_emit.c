@@ -126,6 +126,11 @@ static LLVMValueRef intrinsic(emitter *e, const char *name, LLVMTypeRef t, LLVMV
 
 static val emit(emitter *e, tt_eid id);
 
+LLVMValueRef tt__codegen_emit_index(emitter *e, tt_eid id)
+{
+    return emit(e, id).v;
+}
+
 /* Emits `id` as a scalar, with the vector variable (if any) pinned to lane 0. */
 static LLVMValueRef emit_lane0(emitter *e, tt_eid id)
 {
@@ -1114,33 +1119,25 @@ static LLVMValueRef lane_numbers(emitter *e, int64_t first, int lanes)
     return LLVMConstVector(l, (unsigned)lanes);
 }
 
-/* The loops inside a rolled loop's body, for reduction_loop. */
-typedef struct {
-    uint32_t var[64];
-    int64_t extent[64];
-    int n;
-    bool ok; /* false: too many to tell */
-} inner_loops;
-
-static void collect_loops(emitter *e, tt_sid id, inner_loops *in)
+void tt__codegen_collect_loops(emitter *e, tt_sid id, tt__inner_loops *in)
 {
     const tt_stmt *s = &e->p->stmts.data[id];
     switch (s->kind) {
     case TT_STMT_SEQ:
         for (uint32_t k = 0; k < s->n; k++)
-            collect_loops(e, e->p->items.data[s->first + k], in);
+            tt__codegen_collect_loops(e, e->p->items.data[s->first + k], in);
         return;
     case TT_STMT_FOR:
-        if (in->n == 64) {
+        if (in->n == TT_EMIT_MAX_INNER) {
             in->ok = false;
             return;
         }
         in->var[in->n] = s->var;
         in->extent[in->n++] = s->extent;
-        collect_loops(e, s->body, in);
+        tt__codegen_collect_loops(e, s->body, in);
         return;
     case TT_STMT_ALLOC:
-    case TT_STMT_IF: collect_loops(e, s->body, in); return;
+    case TT_STMT_IF: tt__codegen_collect_loops(e, s->body, in); return;
     default: return;
     }
 }
@@ -1149,7 +1146,7 @@ static void collect_loops(emitter *e, tt_sid id, inner_loops *in)
  * element of a load at `index` through a loop inside it: a sliding window (an output column and a
  * kernel column: x + r), whose loads LLVM shares between the iterations once it unrolls them. */
 static bool window_overlap(emitter *e, tt_eid index, uint32_t var, int64_t cv, int64_t extent,
-                           const inner_loops *in)
+                           const tt__inner_loops *in)
 {
     for (int k = 0; k < in->n; k++) {
         int64_t cu = tt_expr_coef(&e->p->pool, index, in->var[k]);
@@ -1169,7 +1166,7 @@ typedef struct {
     emitter *e;
     uint32_t var;
     int64_t extent;
-    const inner_loops *in;
+    const tt__inner_loops *in;
 } loop_ctx;
 
 /* Is `id` a load of an element that two iterations of the loop share? */
@@ -1185,7 +1182,7 @@ static bool shared_load(void *ctx, tt_eid id)
 
 /* Does any load under expression `id` read an element that two iterations of the loop share? */
 static bool loads_overlap(emitter *e, tt_eid id, uint32_t var, int64_t extent,
-                          const inner_loops *in)
+                          const tt__inner_loops *in)
 {
     loop_ctx l = {e, var, extent, in};
     return tt_expr_any(&e->p->pool, id, shared_load, &l);
@@ -1213,7 +1210,8 @@ static bool guard_uses(emitter *e, tt_eid id, uint32_t var)
 }
 
 /* Is every store under `id` at an index without `var`, and no load a window sliding with it? */
-static bool reduces_over(emitter *e, tt_sid id, uint32_t var, int64_t extent, const inner_loops *in)
+static bool reduces_over(emitter *e, tt_sid id, uint32_t var, int64_t extent,
+                         const tt__inner_loops *in)
 {
     const tt_stmt *s = &e->p->stmts.data[id];
     switch (s->kind) {
@@ -1280,8 +1278,8 @@ done:
 
 static bool reduction_loop(emitter *e, const tt_stmt *s)
 {
-    inner_loops in = {.ok = true};
-    collect_loops(e, s->body, &in);
+    tt__inner_loops in = {.ok = true};
+    tt__codegen_collect_loops(e, s->body, &in);
     return in.ok && reduces_over(e, s->body, s->var, s->extent, &in);
 }
 
@@ -1352,6 +1350,8 @@ static void emit_serial_loop(emitter *e, const tt_stmt *s, LLVMValueRef begin, L
         e->nranges++;
     }
     tt__vn_open(&e->vn);
+    if (bounded && lanes <= 1)
+        tt__codegen_prefetch_panel(e, s);
     emit_stmt(e, s->body);
     tt__vn_close(&e->vn);
     if (bounded)

@@ -124,7 +124,8 @@ static void usage(FILE *f)
         "  (docs/farm.md)\n"
         "\n"
         "tvm-tune lower --workload W [--steps FILE | --steps-json JSON | --default] [--check]\n"
-        "               [--seed N] [--time [--cache-flush[=inputs|constants|network|off]]]\n"
+        "               [--seed N] [--time [--cache-flush[=inputs|constants|network|off]]\n"
+        "               [--network-mib N]]\n"
         "               [--dag] [--state] [--target T] [--llvm-ir] [--asm]\n"
         "  --workload W      workload text, e.g. matmul:M=512,N=512,K=512 or\n"
         "                    'te:C[i,j] += A[i,k] * B[k,j]; A:float32[64,64]; B:float32[64,64]'\n"
@@ -139,6 +140,10 @@ static void usage(FILE *f)
         "                    candidate (a sandboxed child, random inputs, packed weights):\n"
         "                    median and fastest of up to 64 samples, GFLOPS; --cache-flush as\n"
         "                    in run (default off; network: as a model's tasks are tuned)\n"
+        "  --network-mib N   with --cache-flush=network: the network's weights and arena\n"
+        "                    (tvm-tune tasks prints them); one that fits half the last-level\n"
+        "                    cache keeps its weights there, as tvm-tune run --model measures\n"
+        "                    (default: unknown, the weights flushed to memory)\n"
         "  --dag             also print the compute DAG\n"
         "  --state           also print the schedule state (stages and iterators)\n"
         "  --llvm-ir         also print the optimised LLVM IR the CPU code generator emits\n"
@@ -239,6 +244,7 @@ static int cmd_lower(int argc, char **argv)
                                          {"target", required_argument, 0, 'T'},
                                          {"time", no_argument, 0, 'M'},
                                          {"cache-flush", optional_argument, 0, 'F'},
+                                         {"network-mib", required_argument, 0, 'N'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *workload = NULL, *steps_file = NULL, *steps_json = NULL;
@@ -262,6 +268,18 @@ static int cmd_lower(int argc, char **argv)
             if (!parse_cache_flush("lower", optarg, &mo))
                 return 2;
             break;
+        case 'N': {
+            char *end;
+            errno = 0;
+            double mib = strtod(optarg, &end);
+            if (*end || errno || !(mib > 0) || mib > 1e9) {
+                fprintf(stderr, "tvm-tune lower: --network-mib needs a positive size, got '%s'\n",
+                        optarg);
+                return 2;
+            }
+            mo.network_bytes = (int64_t)(mib * 1048576.0);
+            break;
+        }
         case 'w': workload = optarg; break;
         case 's': steps_file = optarg; break;
         case 'j': steps_json = optarg; break;
@@ -289,6 +307,10 @@ static int cmd_lower(int argc, char **argv)
     }
     if (!!steps_file + !!steps_json + untuned > 1) {
         fprintf(stderr, "tvm-tune lower: give one of --steps, --steps-json and --default\n");
+        return 2;
+    }
+    if (mo.network_bytes && (!time_it || mo.cache_flush != TT_CACHE_FLUSH_NETWORK)) {
+        fprintf(stderr, "tvm-tune lower: --network-mib goes with --time --cache-flush=network\n");
         return 2;
     }
     int rc = 1;

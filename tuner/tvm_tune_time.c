@@ -12,6 +12,7 @@
 #include "../rpc/measure_proto.h"
 #include "../schedule/layout.h"
 #include "../schedule/verify.h"
+#include "tune_int.h"
 #include "tvm_tune_cli.h"
 
 static int compare_doubles(const void *a, const void *b)
@@ -103,7 +104,8 @@ int cli_time_program(const tt_workload *w, const tt_program *prog, const char *t
     printf("time: median %.4f ms, fastest %.4f ms, %.2f GFLOPS at the median (%d samples of %d "
            "call%s, cache flush %s)\n",
            median * 1e3, best * 1e3, median > 0 ? w->flops / median / 1e9 : 0.0, res.ncosts,
-           res.number, res.number == 1 ? "" : "s", tt_cache_flush_name(mo->cache_flush));
+           res.number, res.number == 1 ? "" : "s",
+           res.weights_in_llc ? TT_TUNE_FLUSH_NETWORK_LLC : tt_cache_flush_name(mo->cache_flush));
     rc = 0;
 out:
     for (int i = 0; i < nparams; i++)

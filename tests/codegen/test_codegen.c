@@ -923,6 +923,38 @@ static void packed_b_steps(int rows, char *out, size_t n)
              rows);
 }
 
+/* The inner reduction of a register tile that reads packed weights prefetches the next panel of
+ * them, one line a step (llvm_prefetch.c), and computes the definition; with the weights not
+ * packed (no LR step) or not constant, it prefetches nothing. */
+static void register_tiles_prefetch_the_next_weight_panel(void **state)
+{
+    (void)state;
+    static const char *const steps =
+        "[[\"CHW\", 2, \"local\"], [\"SP\", 3, 1, 64, [32], 1], [\"SP\", 3, 0, 32, [16], 1], "
+        "[\"RE\", 3, [0, 2, 1, 3]], [\"CA\", 2, 3, 1], [\"FU\", 3, [0, 1]], [\"AN\", 3, 0, 3], "
+        "[\"AN\", 3, 2, 2], [\"SP\", 2, 2, 256, [128], 1], [\"SP\", 2, 1, 64, [32], 1], "
+        "[\"SP\", 2, 0, 32, [8], 1], [\"RE\", 2, [4, 0, 2, 5, 1, 3]], [\"AN\", 2, 4, 1], "
+        "[\"AN\", 2, 5, 2]%s]";
+    static const struct {
+        const char *weights, *lr;
+        int prefetched;
+    } cases[] = {
+        {"const float32", ", [\"LR\", 1]", 1}, {"const float32", "", 0}, {"float32", "", 0}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        char te[256], st[1024];
+        snprintf(te, sizeof(te),
+                 "te:o[i,j] += x[i,r] * w[r,j]; o:float32[32,64]; x:float32[32,256]; "
+                 "w:%s[256,64]; r:256",
+                 cases[c].weights);
+        snprintf(st, sizeof(st), steps, cases[c].lr);
+        tt_codegen_stats stats;
+        check_steps(te, st, 71 + c, true, &stats);
+        if (stats.prefetched_panels != cases[c].prefetched)
+            fail_msg("%s%s: %d loops prefetch, want %d", cases[c].weights, cases[c].lr,
+                     stats.prefetched_panels, cases[c].prefetched);
+    }
+}
+
 /* A copy through a local buffer larger than the registers stays a loop after optimisation (its
  * loop ID asks LLVM not to unroll it); a smaller one is left to LLVM, which may keep such a
  * buffer in registers once the copy is unrolled.  Both compute the definition. */
@@ -1480,6 +1512,7 @@ int main(void)
         cmocka_unit_test(template_configs_compute_the_definition),
         cmocka_unit_test(large_reduction_bodies_stay_loops),
         cmocka_unit_test(guards_are_decided_on_enclosing_loop_bounds),
+        cmocka_unit_test(register_tiles_prefetch_the_next_weight_panel),
         cmocka_unit_test(copies_through_large_local_buffers_stay_loops),
         cmocka_unit_test(fills_of_large_local_buffers_stay_loops),
         cmocka_unit_test(long_vector_loops_are_loops_over_vectors),
