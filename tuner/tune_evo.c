@@ -14,9 +14,22 @@
 
 /* ---- evolutionary search (search.md C6), in a child process like the XGB plan ---- */
 
+/* Measured, or on its way: a round planned while the one before is measured (--overlap-search)
+ * must not propose what that round still holds, its picked candidates or the rest of its plan.
+ * Such proposals were dropped as duplicates, and a small space could run out of new ones: two
+ * rounds of nothing new end the task (evolutionary_search_resumes_with_its_model, 199 of 200). */
 static bool evo_seen(void *ctx, const char *config)
 {
-    return tt__tune_seen_has(ctx, tt_hash64_str(config));
+    const task *t = ctx;
+    if (tt__tune_seen_has(t, tt_hash64_str(config)))
+        return true;
+    for (int i = t->plan_next; i < t->nplan; i++)
+        if (t->plan[i] && !strcmp(t->plan[i], config))
+            return true;
+    for (int i = 0; t->cands && i < t->batch; i++)
+        if (t->cands[i].config && !strcmp(t->cands[i].config, config))
+            return true;
+    return false;
 }
 
 /* The database name of a task's saved model: "<objective>:<target>:<workload>", so that a model
