@@ -6,7 +6,7 @@
  * last-level cache, the others from L1 or L2.  The hardware prefetcher runs only a little ahead
  * of the first pass, so that pass waits on memory at the pace of its multiply-adds, about 40
  * bytes a cycle, several times what one core's misses can bring in; the other passes wait on
- * nothing.  Here each step of the inner reduction asks for a line or two of the NEXT panel, so
+ * nothing.  Here each step of the inner reduction asks for a line (up to 4) of the NEXT panel, so
  * that the whole of it arrives while the current one is reused, at a pace memory can keep.
  *
  * Applies to the innermost rolled loop around a register tile whose body makes a vector load of
@@ -29,9 +29,8 @@
 typedef struct {
     const tt_program *p;
     uint32_t loop_var;
-    const uint32_t *inner; /* variables of the loops inside the loop */
-    int ninner;
-    tt_eid index; /* the load found */
+    const tt__inner_loops *inner; /* the loops inside the loop */
+    tt_eid index;                 /* the load found */
     uint32_t buf;
 } find_ctx;
 
@@ -50,8 +49,8 @@ static bool weights_load(void *vctx, tt_eid id)
     if (step <= 0 || step == INT64_MIN)
         return false;
     bool contiguous = false;
-    for (int i = 0; i < c->ninner && !contiguous; i++)
-        contiguous = tt_expr_coef(&c->p->pool, n->a, c->inner[i]) == 1;
+    for (int i = 0; i < c->inner->n && !contiguous; i++)
+        contiguous = tt_expr_coef(&c->p->pool, n->a, c->inner->var[i]) == 1;
     if (!contiguous)
         return false;
     c->index = n->a;
@@ -92,9 +91,7 @@ void tt__codegen_prefetch_panel(emitter *e, const tt_stmt *loop)
     tt__codegen_collect_loops(e, loop->body, &in);
     if (in.n == 0 || !in.ok)
         return;
-    const uint32_t *inner = in.var;
-    int ninner = in.n;
-    find_ctx c = {p, loop->var, inner, ninner, 0, 0};
+    find_ctx c = {p, loop->var, &in, 0, 0};
     bool rolled_inside = false;
     if (!find_in_stmt(&c, loop->body, &rolled_inside) || rolled_inside)
         return;
@@ -139,8 +136,8 @@ void tt__codegen_prefetch_panel(emitter *e, const tt_stmt *loop)
     uint32_t zeroed[TT_EMIT_MAX_INNER + 1];
     int nz = 0;
     zeroed[nz++] = loop->var;
-    for (int i = 0; i < ninner; i++)
-        zeroed[nz++] = inner[i];
+    for (int i = 0; i < in.n; i++)
+        zeroed[nz++] = in.var[i];
     for (int i = 0; i < nz; i++) {
         saved[i] = e->vars[zeroed[i]];
         e->vars[zeroed[i]] = LLVMConstInt(e->i64, 0, 0);
