@@ -73,7 +73,7 @@ typedef struct tt_measure_options {
     tt_cache_flush cache_flush; /* default off */
     double timeout_s;           /* whole child (load, check, timing), default 10 */
     /* TT_CACHE_FLUSH_NETWORK: the bytes one run of the whole network touches (its weights and
-     * its activation arena), 0 = unknown.  Where they fit in half of the measuring machine's
+     * its activation arena), 0 = unknown.  Where they stay in the measuring machine's
      * last-level cache (tt_measure_network_fits_llc), a layer finds its weights there, not in
      * memory: the constants and outputs are then evicted from the cores' own caches only (each
      * of the kernel's threads reads a buffer larger than its core's L1 and L2), not flushed to
@@ -132,8 +132,10 @@ tt_status tt_measure_run(const char *so_path, const char *entry, const tt_measur
 /* The last-level cache of this machine's cores (sysconf, else sysfs), 0 when unknown. */
 int64_t tt_measure_llc_bytes(void);
 /* Whether a network touching `network_bytes` per run keeps its weights in this machine's
- * last-level cache between runs: they fit in half of it (the rest is for other processes,
- * tenants and an imperfect replacement); false when either is unknown. */
+ * last-level cache between runs: measured once per size and process (rpc/llc_probe.c), as a
+ * buffer of that size read again being markedly faster than read from memory; never beyond half
+ * the LLC, false when either size is unknown.  TVM_TUNE_LLC_MIB=N instead says the network fits
+ * when it is at most N MiB. */
 bool tt_measure_network_fits_llc(int64_t network_bytes);
 
 #endif

@@ -44,6 +44,10 @@ void tt__measure_check(int fd, tt__child_msg *m, void *const *args, const tt_mea
 void tt__measure_time(int fd, tt__child_msg *m, const tt_measure_options *o,
                       double (*run)(void *ctx, int number), void *ctx);
 
+/* Evicts a buffer from every cache to memory (TVM's cache_flush_cpu_non_first_arg); a no-op where
+ * the ISA has no such instruction (neither x86-64 nor AArch64). */
+void tt__measure_flush(const void *p, size_t bytes);
+
 /* True if the file at `path` is an OpenCL artifact (codegen/cl_artifact.h). */
 bool tt__measure_is_opencl(const char *path);
 /* Runs an OpenCL artifact in the child: build, check, time; always ends by sending a result. */

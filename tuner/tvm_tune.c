@@ -3,6 +3,7 @@
  * the operator library); `run`, `submit`, `watch` and `summary` arrive with the tuner and farm. */
 #include "codegen/codegen.h"
 #include "schedule/schedule.h"
+#include "rpc/measure.h"
 #include "rpc/measure_proto.h"
 #include "rpc/tracker_client.h"
 #include "tuner/tune.h"
@@ -141,8 +142,9 @@ static void usage(FILE *f)
         "                    median and fastest of up to 64 samples, GFLOPS; --cache-flush as\n"
         "                    in run (default off; network: as a model's tasks are tuned)\n"
         "  --network-mib N   with --cache-flush=network: the network's weights and arena\n"
-        "                    (tvm-tune tasks prints them); one that fits half the last-level\n"
-        "                    cache keeps its weights there, as tvm-tune run --model measures\n"
+        "                    (tvm-tune tasks prints them); one that stays in the last-level\n"
+        "                    cache between runs (probed; TVM_TUNE_LLC_MIB=N says its size)\n"
+        "                    keeps its weights there, as tvm-tune run --model measures\n"
         "                    (default: unknown, the weights flushed to memory)\n"
         "  --dag             also print the compute DAG\n"
         "  --state           also print the schedule state (stages and iterators)\n"
@@ -796,6 +798,16 @@ static int cmd_run(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     static tt_tune_summary sums[TT_CLI_MAX_WORKLOADS];
     memset(sums, 0, sizeof(sums));
+    if (!use_remote && o.measure.cache_flush == TT_CACHE_FLUSH_NETWORK &&
+        o.measure.network_bytes > 0) {
+        bool llc = tt_measure_network_fits_llc(o.measure.network_bytes);
+        fprintf(stderr,
+                "network: %.0f MB a run (weights and activation arena), %s in this machine's "
+                "last-level cache from one run to the next (measured; TVM_TUNE_LLC_MIB=N says "
+                "the size instead): its tasks are timed with their weights in %s\n",
+                (double)o.measure.network_bytes / 1e6, llc ? "stays" : "does not stay",
+                llc ? "the last-level cache" : "memory");
+    }
     tt_errbuf err = {{0}};
     tt_status s = tt_tune_run(&o, sums, stderr, &err);
     int rc = 0;
