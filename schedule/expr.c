@@ -365,7 +365,8 @@ void tt_expr_visit_reads(const tt_expr_pool *p, tt_eid e, void (*fn)(void *ctx, 
 typedef struct {
     const tt_expr_pool *pool;
     uint32_t tensor;
-    bool found, plain; /* plain: every index of every read is a variable */
+    const int64_t *shape; /* the tensor's, or NULL */
+    bool found, plain;    /* plain: every index of every read is a variable (or 0 on a unit dim) */
 } reads_ctx;
 
 static void match_read(void *vctx, tt_eid e)
@@ -375,20 +376,25 @@ static void match_read(void *vctx, tt_eid e)
     if (n->a != c->tensor)
         return;
     c->found = true;
-    for (int d = 0; d < n->n; d++)
-        c->plain &= c->pool->nodes.data[c->pool->args.data[n->b + (uint32_t)d]].kind == TT_EXPR_VAR;
+    for (int d = 0; d < n->n; d++) {
+        tt_eid ix = c->pool->args.data[n->b + (uint32_t)d];
+        int64_t v;
+        c->plain &= c->pool->nodes.data[ix].kind == TT_EXPR_VAR ||
+                    (c->shape && c->shape[d] == 1 && tt_expr_is_const_int(c->pool, ix, &v) && !v);
+    }
 }
 
 bool tt_expr_reads_tensor(const tt_expr_pool *p, tt_eid e, uint32_t tensor)
 {
-    reads_ctx c = {p, tensor, false, true};
+    reads_ctx c = {p, tensor, NULL, false, true};
     tt_expr_visit_reads(p, e, match_read, &c);
     return c.found;
 }
 
-bool tt_expr_reads_tensor_at_vars(const tt_expr_pool *p, tt_eid e, uint32_t tensor)
+bool tt_expr_reads_tensor_at_vars(const tt_expr_pool *p, tt_eid e, uint32_t tensor,
+                                  const int64_t *shape)
 {
-    reads_ctx c = {p, tensor, false, true};
+    reads_ctx c = {p, tensor, shape, false, true};
     tt_expr_visit_reads(p, e, match_read, &c);
     return c.found && c.plain;
 }

@@ -176,8 +176,11 @@ void tt_expr_visit_reads(const tt_expr_pool *p, tt_eid e, void (*fn)(void *ctx, 
 bool tt_expr_any(const tt_expr_pool *p, tt_eid e, bool (*pred)(void *ctx, tt_eid id), void *ctx);
 /* True if `e` contains a READ of tensor `tensor`. */
 bool tt_expr_reads_tensor(const tt_expr_pool *p, tt_eid e, uint32_t tensor);
-/* True if e reads `tensor` and indexes it by plain variables only (A[i, k], not A[i + r, k]). */
-bool tt_expr_reads_tensor_at_vars(const tt_expr_pool *p, tt_eid e, uint32_t tensor);
+/* True if e reads `tensor` and indexes it by plain variables only (A[i, k], not A[i + r, k]);
+ * given the tensor's shape, also by 0 on a dimension of extent 1 (a 1x1 convolution's
+ * W[0, 0, c, k]). */
+bool tt_expr_reads_tensor_at_vars(const tt_expr_pool *p, tt_eid e, uint32_t tensor,
+                                  const int64_t *shape);
 /* True if variable `var` occurs in `e`. */
 bool tt_expr_uses_var(const tt_expr_pool *p, tt_eid e, uint32_t var);
 /* The type a binary node computes in: float wins (the wider float), else the wider integer (bool

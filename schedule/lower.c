@@ -546,8 +546,11 @@ static tt_status infer_region(lower_ctx *c, int s)
 
 /* ---- layout rewrite (LR) ---- */
 
+#define LR_UNIT_DIM UINT32_MAX /* var[d] of a dimension of extent 1 read at 0 */
+
 typedef struct {
     int op;
+    const int64_t *shape; /* the placeholder's */
     uint32_t var[TT_MAX_DIMS];
     int nreads;
     bool not_vars, mismatch;
@@ -561,14 +564,18 @@ static void lr_read(void *vctx, tt_eid e)
     if ((int)n->a != r->op)
         return;
     for (int d = 0; d < n->n; d++) {
-        const tt_expr *ix = tt_expr_get(r->pool, r->pool->args.data[n->b + (uint32_t)d]);
-        if (ix->kind != TT_EXPR_VAR) {
+        tt_eid id = r->pool->args.data[n->b + (uint32_t)d];
+        const tt_expr *ix = tt_expr_get(r->pool, id);
+        int64_t k;
+        uint32_t v = ix->kind == TT_EXPR_VAR ? ix->a : LR_UNIT_DIM;
+        if (ix->kind != TT_EXPR_VAR &&
+            !(r->shape[d] == 1 && tt_expr_is_const_int(r->pool, id, &k) && k == 0)) {
             r->not_vars = true;
             continue;
         }
         if (r->nreads == 0)
-            r->var[d] = ix->a;
-        else if (r->var[d] != ix->a)
+            r->var[d] = v;
+        else if (r->var[d] != v)
             r->mismatch = true;
     }
     r->nreads++;
@@ -640,7 +647,8 @@ static bool lr_leaves(lower_ctx *c, const tt_stage *sg, uint32_t v, int64_t stri
 }
 
 /* The layout of constant placeholder stage `ps` under the LR step: the order in which its only
- * reader's loops walk it.  Each dimension must be indexed by one of the reader's own axes; the
+ * reader's loops walk it.  Each dimension must be indexed by one of the reader's own axes (or
+ * be of extent 1 and indexed by 0: it has no part in the layout); the
  * part of a dimension that the reader's region leaves to enclosing loops is outermost, then the
  * reader's leaf iterators over it in loop order. */
 static tt_status derive_layout(lower_ctx *c, int ps, tt_layout *out)
@@ -648,7 +656,7 @@ static tt_status derive_layout(lower_ctx *c, int ps, tt_layout *out)
     const tt_op *pop = &c->st->dag.ops.data[c->si[ps].op];
     memset(out, 0, sizeof(*out));
     int reader = -1, nreaders = 0;
-    lr_reads rr = {.op = c->si[ps].op, .pool = &c->p->pool};
+    lr_reads rr = {.op = c->si[ps].op, .shape = pop->shape, .pool = &c->p->pool};
     for (int s = 0; s < c->nstages; s++) {
         if (c->si[s].placeholder || c->si[s].inlined)
             continue;
@@ -668,13 +676,15 @@ static tt_status derive_layout(lower_ctx *c, int ps, tt_layout *out)
     if (rr.not_vars || rr.mismatch)
         return lerr(c,
                     "cannot rewrite the layout of '%s': '%s' reads it %s (LR needs each index to "
-                    "be one of its loop variables)",
+                    "be one of its loop variables, or 0 on a dimension of extent 1)",
                     pop->name, rop->name,
                     rr.mismatch ? "at different indices" : "at computed indices");
     derive(c, reader);
     lr_part leaves[TT_MAX_LAYOUT_PARTS];
     int nleaf = 0;
     for (int d = 0; d < pop->ndim; d++) {
+        if (rr.var[d] == LR_UNIT_DIM)
+            continue; /* always 0: no part of the layout */
         int64_t region = -1;
         for (int a = 0; a < rop->ndim; a++)
             if (rop->axis[a] == rr.var[d])

@@ -869,7 +869,7 @@ static tt_status init_layout_rewrite(tt_state *st)
         for (size_t j = 0; j < st->dag.ops.len && !plain; j++)
             plain = !st->dag.ops.data[j].is_placeholder &&
                     tt_expr_reads_tensor_at_vars(&st->dag.pool, st->dag.ops.data[j].body,
-                                                 (uint32_t)st->stages.data[i].op);
+                                                 (uint32_t)st->stages.data[i].op, op->shape);
         if (plain)
             tt_sched_layout_rewrite(st, (int)i, NULL); /* illegal: left as it is */
     }

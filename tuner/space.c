@@ -180,7 +180,8 @@ static bool rewritable(const tt_dag *d, int op, int main_op)
 {
     const tt_op *o = &d->ops.data[op];
     return o->is_placeholder && (o->attrs & TT_OP_ATTR_CONSTANT) &&
-           tt_expr_reads_tensor_at_vars(&d->pool, d->ops.data[main_op].body, (uint32_t)op);
+           tt_expr_reads_tensor_at_vars(&d->pool, d->ops.data[main_op].body, (uint32_t)op,
+                                        o->shape);
 }
 
 /* ---- row kernels: softmax, layer normalisation, reductions over a row ----

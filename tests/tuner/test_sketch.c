@@ -446,6 +446,52 @@ static void samples_and_mutants_compute_the_definition(void **state)
     assert_true(kinds[TT_MUTATE_PARALLEL] > 0);
 }
 
+/* A 1x1 convolution as the importer writes it reads its weights at W[0, 0, k, j]: its samples
+ * pass them packed in the order the loops read them (LR), as a 3x3 convolution's are; they
+ * were left row-major, so a late ResNet-50 layer read rows of 64 weights 8 KiB apart from
+ * memory.  Each sample computes the definition. */
+static void pointwise_weights_are_packed(void **state)
+{
+    (void)state;
+    tt_workload *w = parse("te:t0[i0,i1,i2,i3] += x0[0,i1,i2,r0] * w1[0,0,r0,i3]; "
+                           "out[i0,i1,i2,i3] = max(t0[0,i1,i2,i3], 0); t0:float32[1,7,7,64]; "
+                           "x0:float32[1,7,7,32]; w1:const float32[1,1,32,64]; "
+                           "out:float32[1,7,7,64]; r0:32");
+    int ws = -1;
+    for (size_t o = 0; o < w->dag.ops.len; o++)
+        if (!strcmp(w->dag.ops.data[o].name, "w1"))
+            ws = (int)o;
+    assert_true(ws >= 0);
+    tt_sketch_params p;
+    tt_sketch_params_cpu(&p, 2);
+    tt_sketch_space sp;
+    tt_errbuf err = {{0}};
+    if (tt_sketch_space_init(&sp, &w->dag, &p, &err))
+        fail_msg("%s", err.msg);
+    tt_rng rng;
+    tt_rng_seed(&rng, 7);
+    int samples = 0, packed = 0;
+    for (int k = 0; k < 16; k++) {
+        tt_state *st;
+        if (tt_sketch_sample(&sp, k % sp.nsketches, &rng, &st, &err))
+            continue;
+        samples++;
+        packed += st->stages.data[tt_state_stage_of_op(st, ws)].layout_rewrite;
+        check(w, st, "sample");
+        tt_program *prog;
+        assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
+        const tt_buffer *b = tt_program_param(prog, 1);
+        assert_non_null(b);
+        assert_string_equal(b->name, "w1");
+        tt_program_free(prog);
+        tt_state_free(st);
+    }
+    assert_true(samples >= 8);
+    assert_int_equal(packed, samples);
+    tt_sketch_space_free(&sp);
+    tt_workload_free(w);
+}
+
 /* A convolution's padding, at the root in every CPU sketch, is inlined in some samples (Ansor
  * never inlines it there): the code generator then skips the taps that fall in the padding
  * instead of multiplying zeros.  Those samples compute the definition like every other. */
@@ -695,6 +741,7 @@ int main(void)
         cmocka_unit_test(register_tiles_fit_the_registers),
         cmocka_unit_test(tile_mutation_moves_a_factor),
         cmocka_unit_test(samples_and_mutants_compute_the_definition),
+        cmocka_unit_test(pointwise_weights_are_packed),
         cmocka_unit_test(padding_is_sometimes_inlined),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
