@@ -14,8 +14,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "../base/clock.h"
 #include "../base/tensor_mem.h"
 #include "measure_int.h"
 
@@ -32,22 +32,15 @@ typedef struct {
 static probed memo[MAX_MEMO];
 static int nmemo;
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* Seconds of one pass that touches every line. */
 __attribute__((no_sanitize("address"))) static double read_pass(const uint64_t *p, size_t words)
 {
-    double t = now();
+    double t = tt_clock_monotonic();
     uint64_t acc = 0;
     for (size_t i = 0; i < words; i += LINE_BYTES / sizeof(uint64_t))
         acc += p[i];
     __asm__ volatile("" ::"r"(acc));
-    return now() - t;
+    return tt_clock_monotonic() - t;
 }
 
 static bool probe(int64_t bytes)

@@ -378,10 +378,15 @@ static void match_read(void *vctx, tt_eid e)
     c->found = true;
     for (int d = 0; d < n->n; d++) {
         tt_eid ix = c->pool->args.data[n->b + (uint32_t)d];
-        int64_t v;
         c->plain &= c->pool->nodes.data[ix].kind == TT_EXPR_VAR ||
-                    (c->shape && c->shape[d] == 1 && tt_expr_is_const_int(c->pool, ix, &v) && !v);
+                    (c->shape && tt_expr_is_unit_index(c->pool, ix, c->shape[d]));
     }
+}
+
+bool tt_expr_is_unit_index(const tt_expr_pool *p, tt_eid ix, int64_t extent)
+{
+    int64_t v;
+    return extent == 1 && tt_expr_is_const_int(p, ix, &v) && v == 0;
 }
 
 bool tt_expr_reads_tensor(const tt_expr_pool *p, tt_eid e, uint32_t tensor)

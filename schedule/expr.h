@@ -176,6 +176,9 @@ void tt_expr_visit_reads(const tt_expr_pool *p, tt_eid e, void (*fn)(void *ctx, 
 bool tt_expr_any(const tt_expr_pool *p, tt_eid e, bool (*pred)(void *ctx, tt_eid id), void *ctx);
 /* True if `e` contains a READ of tensor `tensor`. */
 bool tt_expr_reads_tensor(const tt_expr_pool *p, tt_eid e, uint32_t tensor);
+/* True if index `ix` of a dimension of `extent` elements is the constant 0 on a dimension of one
+ * element: it reads that dimension's only element, as a loop variable over it would. */
+bool tt_expr_is_unit_index(const tt_expr_pool *p, tt_eid ix, int64_t extent);
 /* True if e reads `tensor` and indexes it by plain variables only (A[i, k], not A[i + r, k]);
  * given the tensor's shape, also by 0 on a dimension of extent 1 (a 1x1 convolution's
  * W[0, 0, c, k]). */

@@ -566,10 +566,8 @@ static void lr_read(void *vctx, tt_eid e)
     for (int d = 0; d < n->n; d++) {
         tt_eid id = r->pool->args.data[n->b + (uint32_t)d];
         const tt_expr *ix = tt_expr_get(r->pool, id);
-        int64_t k;
         uint32_t v = ix->kind == TT_EXPR_VAR ? ix->a : LR_UNIT_DIM;
-        if (ix->kind != TT_EXPR_VAR &&
-            !(r->shape[d] == 1 && tt_expr_is_const_int(r->pool, id, &k) && k == 0)) {
+        if (ix->kind != TT_EXPR_VAR && !tt_expr_is_unit_index(r->pool, id, r->shape[d])) {
             r->not_vars = true;
             continue;
         }
