@@ -61,6 +61,10 @@ typedef struct emitter {
     LLVMValueRef *buf_fn; /* the function each local buffer was allocated in */
     LLVMTypeRef i1, i8, i32, i64, f32, f64, i8p, voidt;
     int lanes; /* > 0 inside an explicitly vectorised loop */
+    /* The target's vector ISA, and whether it is x86 (whose reciprocal estimates emit_recip uses).
+     */
+    tt_vector_isa isa;
+    bool x86;
     uint32_t vec_var;
     LLVMValueRef vec_base; /* the vector variable's lane 0: 0, or a strided loop's counter */
     int auto_unroll;       /* auto_unroll_max_step in effect */

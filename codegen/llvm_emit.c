@@ -22,7 +22,7 @@ typedef struct {
 
 /* Operation codes for value numbering (llvm_vn.c): an expression kind or one of these, times 256,
  * plus the dtypes or lanes that tell two results of the same operands apart. */
-enum { VN_SPLAT = TT_EXPR_KIND_COUNT, VN_CONVERT, VN_GEP, VN_SELECT };
+enum { VN_SPLAT = TT_EXPR_KIND_COUNT, VN_CONVERT, VN_GEP, VN_SELECT, VN_RECIP };
 #define VN_OP(kind, extra) ((int)(kind)*256 + (int)(extra))
 
 static LLVMTypeRef elem_type(emitter *e, tt_dtype t)
@@ -424,6 +424,21 @@ static val emit_binary(emitter *e, const tt_expr *n)
         return (val){LLVMConstInt(e->i1, (unsigned long long)decided, 0), false};
     val a = emit(e, n->a), b = emit(e, n->b);
     bool vec = a.vec || b.vec;
+    if (n->kind == TT_EXPR_DIV && tt_dtype_is_float(ot) && a.vec && !b.vec && n->dtype == ot) {
+        /* A vector over a divisor the lanes share (softmax's row sum, a layer norm's deviation):
+         * times the divisor's reciprocal, one scalar divide that LLVM hoists out of the loops
+         * where the divisor does not change, instead of a vector divide per vector. */
+        LLVMValueRef y = convert(e, b.v, dtype_of(e, n->b), ot, false);
+        LLVMTypeRef st = elem_type(e, ot);
+        int op = VN_OP(VN_RECIP, ot);
+        LLVMValueRef inv = tt__vn_find(&e->vn, op, y, NULL, NULL);
+        if (!inv) {
+            inv = LLVMBuildFDiv(e->b, LLVMConstReal(st, 1.0), y, "");
+            tt__vn_add(&e->vn, op, y, NULL, NULL, inv);
+        }
+        LLVMValueRef x = convert(e, a.v, dtype_of(e, n->a), ot, true);
+        return (val){LLVMBuildFMul(e->b, x, splat(e, inv), ""), true};
+    }
     a = widen(e, a, vec);
     b = widen(e, b, vec);
     LLVMValueRef x = convert(e, a.v, dtype_of(e, n->a), ot, vec);
@@ -440,6 +455,16 @@ static val emit_binary(emitter *e, const tt_expr *n)
         tt__vn_add(&e->vn, op, x, y, NULL, r.v);
     }
     return r;
+}
+
+/* 1 / c for a floating-point constant c whose reciprocal is a normal number, else 0. */
+static double reciprocal_of_const(emitter *e, tt_eid id)
+{
+    const tt_expr *c = tt_expr_get(&e->p->pool, id);
+    if (c->kind != TT_EXPR_FLOAT || !isfinite(c->imm.f) || c->imm.f == 0)
+        return 0;
+    double r = 1.0 / c->imm.f;
+    return isnormal((float)r) ? r : 0;
 }
 
 /* x op y for binary node n, whose operands have been converted to dtype ot. */
@@ -470,7 +495,18 @@ static LLVMValueRef build_binary(emitter *e, const tt_expr *n, tt_dtype ot, LLVM
                     : LLVMBuildMul(e->b, x, y, "");
         break;
     case TT_EXPR_DIV:
-        r.v = fl ? LLVMBuildFDiv(e->b, x, y, "") : floordiv_or_mod(e, true, x, y, t);
+        if (fl) {
+            /* By a constant: times its reciprocal, a multiply where a divide costs 10-16
+             * cycles of throughput (x / 1.41421354 in GELU, / 6 in HardSwish); within an ulp. */
+            double rc = reciprocal_of_const(e, n->b);
+            r.v = rc != 0 ? LLVMBuildFMul(e->b, x,
+                                          vec ? splat(e, LLVMConstReal(elem_type(e, ot), rc))
+                                              : LLVMConstReal(t, rc),
+                                          "")
+                          : LLVMBuildFDiv(e->b, x, y, "");
+        } else {
+            r.v = floordiv_or_mod(e, true, x, y, t);
+        }
         break;
     case TT_EXPR_MOD:
         r.v = fl ? LLVMBuildFRem(e->b, x, y, "") : floordiv_or_mod(e, false, x, y, t);
@@ -661,6 +697,75 @@ static val emit_select(emitter *e, const tt_expr *n)
     return r;
 }
 
+/* a * b + c as llvm.fmuladd: one FMA where the target has one (the polynomials below). */
+static LLVMValueRef fma3(emitter *e, LLVMTypeRef ty, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c)
+{
+    LLVMValueRef args[3] = {a, b, c};
+    return intrinsic(e, "llvm.fmuladd", ty, args, 3);
+}
+
+/* A call of a target intrinsic that is not overloaded (its name fixes its type). */
+static LLVMValueRef fixed_intrinsic(emitter *e, const char *name, LLVMValueRef *args, unsigned n)
+{
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(e->mod, id, NULL, 0);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(e->ctx, id, NULL, 0);
+    return LLVMBuildCall2(e->b, fty, fn, args, n, "");
+}
+
+/* 1 / d for a float32 vector d known to be finite and at least 1 (sigmoid's 1 + exp(-x), erf's
+ * 1 + p|x| with |x| clamped), or NaN.  On x86 the reciprocal estimate (RCP14PS on AVX-512, 14
+ * bits; RCPPS on AVX and SSE, 12 bits) refined by Newton steps, r' = r + r (1 - d r), one for 14
+ * bits and two for 12 (both within an ulp of 1 / d): a divide's throughput is 5-16 cycles a
+ * vector, and in EfficientNet's SiLU it was half of the activation's cost.  Elsewhere a divide. */
+static LLVMValueRef emit_recip(emitter *e, LLVMValueRef d, LLVMTypeRef ty, bool vec, tt_dtype t,
+                               LLVMValueRef one)
+{
+    const char *name = NULL;
+    int w = 0, steps = 2;
+    if (vec && t == TT_DT_FLOAT32 && e->x86) {
+        if (!strcmp(e->isa.name, "avx512") && e->lanes % 16 == 0)
+            name = "llvm.x86.avx512.rcp14.ps.512", w = 16, steps = 1;
+        else if (e->isa.vector_bytes >= 32 && e->lanes % 8 == 0)
+            name = "llvm.x86.avx.rcp.ps.256", w = 8;
+        else if (e->lanes % 4 == 0)
+            name = "llvm.x86.sse.rcp.ps", w = 4;
+    }
+    if (!name)
+        return LLVMBuildFDiv(e->b, one, d, "");
+    /* The estimate piece by piece of the target's width, put back together. */
+    int lanes = e->lanes, npieces = lanes / w;
+    LLVMValueRef pieces[TT_EMIT_MAX_LANES / 4], undef = LLVMGetUndef(ty);
+    for (int k = 0; k < npieces; k++) {
+        LLVMValueRef piece = d;
+        if (npieces > 1) {
+            LLVMValueRef idx[16];
+            for (int i = 0; i < w; i++)
+                idx[i] = LLVMConstInt(e->i32, (unsigned long long)(k * w + i), 0);
+            piece = LLVMBuildShuffleVector(e->b, d, undef, LLVMConstVector(idx, (unsigned)w), "");
+        }
+        LLVMTypeRef pt = LLVMVectorType(e->f32, (unsigned)w);
+        LLVMValueRef args[3] = {piece, LLVMConstNull(pt),
+                                LLVMConstInt(LLVMInt16TypeInContext(e->ctx), 0xffff, 0)};
+        pieces[k] = fixed_intrinsic(e, name, args, w == 16 ? 3 : 1);
+    }
+    /* Concatenate pairs until one vector remains. */
+    for (int n = npieces; n > 1; n /= 2) {
+        int pw = lanes / n;
+        for (int k = 0; k < n / 2; k++) {
+            LLVMValueRef idx[TT_EMIT_MAX_LANES];
+            for (int i = 0; i < 2 * pw; i++)
+                idx[i] = LLVMConstInt(e->i32, (unsigned long long)i, 0);
+            pieces[k] = LLVMBuildShuffleVector(e->b, pieces[2 * k], pieces[2 * k + 1],
+                                               LLVMConstVector(idx, (unsigned)(2 * pw)), "");
+        }
+    }
+    LLVMValueRef r = pieces[0], nd = LLVMBuildFNeg(e->b, d, "");
+    for (int i = 0; i < steps; i++)
+        r = fma3(e, ty, r, fma3(e, ty, nd, r, one), r);
+    return r;
+}
+
 /* exp(x) in float32 as straight-line code that vectorises: Cephes' expf (x = n ln 2 + r, a
  * degree-5 polynomial in r, 2^n built in the exponent's bits), within a few ulp of libm's
  * where neither overflows.  llvm.exp on a vector became one libm call per lane: EfficientNet's
@@ -678,18 +783,18 @@ static LLVMValueRef emit_exp(emitter *e, LLVMValueRef x, LLVMTypeRef ty, bool ve
     args[0] = xc;
     args[1] = EXP_C(-86.6);
     xc = intrinsic(e, "llvm.maxnum", ty, args, 2);
-    LLVMValueRef fx = LLVMBuildFAdd(e->b, LLVMBuildFMul(e->b, xc, EXP_C(1.44269504088896341), ""),
-                                    EXP_C(0.5), "");
+    LLVMValueRef fx = fma3(e, ty, xc, EXP_C(1.44269504088896341), EXP_C(0.5));
     fx = intrinsic(e, "llvm.floor", ty, &fx, 1);
-    LLVMValueRef r = LLVMBuildFSub(e->b, xc, LLVMBuildFMul(e->b, fx, EXP_C(0.693359375), ""), "");
-    r = LLVMBuildFSub(e->b, r, LLVMBuildFMul(e->b, fx, EXP_C(-2.12194440e-4), ""), "");
+    LLVMValueRef nfx = LLVMBuildFNeg(e->b, fx, "");
+    LLVMValueRef r = fma3(e, ty, nfx, EXP_C(0.693359375), xc);
+    r = fma3(e, ty, nfx, EXP_C(-2.12194440e-4), r);
     static const double c[6] = {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3,
                                 4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1};
     LLVMValueRef p = EXP_C(c[0]);
     for (int i = 1; i < 6; i++)
-        p = LLVMBuildFAdd(e->b, LLVMBuildFMul(e->b, p, r, ""), EXP_C(c[i]), "");
-    LLVMValueRef y = LLVMBuildFMul(e->b, p, LLVMBuildFMul(e->b, r, r, ""), "");
-    y = LLVMBuildFAdd(e->b, LLVMBuildFAdd(e->b, y, r, ""), EXP_C(1.0), "");
+        p = fma3(e, ty, p, r, EXP_C(c[i]));
+    LLVMValueRef y = fma3(e, ty, p, LLVMBuildFMul(e->b, r, r, ""), r);
+    y = LLVMBuildFAdd(e->b, y, EXP_C(1.0), "");
     /* 2^(n-1) from the exponent's bits (n + 126 stays in 1..254 over the clamped range), then
      * times 2: 2^n itself would overflow at n = 128. */
     LLVMTypeRef it = vec ? LLVMVectorType(e->i32, (unsigned)e->lanes) : e->i32;
@@ -703,26 +808,39 @@ static LLVMValueRef emit_exp(emitter *e, LLVMValueRef x, LLVMTypeRef ty, bool ve
 #undef EXP_I
 }
 
-/* erf(x) by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7): straight-line code with
- * one exp, so it vectorises where a libm call would not. */
+/* erf(x) as straight-line code that vectorises where a libm call would not: below |x| = 1 an odd
+ * polynomial, x P(x^2) (degree 5 in x^2, fitted here for relative error: 2e-7 in float), above it
+ * Abramowitz and Stegun 7.1.26, 1 - t P(t) exp(-x^2) with t = 1 / (1 + 0.3275911 |x|) (absolute
+ * error 1.5e-7; near 0 it loses the relative precision, 1e-4 at x = 0.001, to cancellation). */
 static LLVMValueRef emit_erf(emitter *e, LLVMValueRef x, LLVMTypeRef ty, bool vec, tt_dtype dt,
                              LLVMValueRef one)
 {
     LLVMTypeRef et = vec ? LLVMGetElementType(ty) : ty;
 #define ERF_C(v) (vec ? splat(e, LLVMConstReal(et, v)) : LLVMConstReal(ty, v))
+    static const double s[6] = {1.1283791471038294,   -0.37612390676009755,
+                                0.11280578875735553,  -0.026720893598272774,
+                                0.004927419853005058, -0.0005667995186351554};
     static const double a[5] = {0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429};
+    LLVMValueRef x2 = LLVMBuildFMul(e->b, x, x, "");
+    LLVMValueRef ps = ERF_C(s[5]);
+    for (int i = 4; i >= 0; i--)
+        ps = fma3(e, ty, ps, x2, ERF_C(s[i]));
+    LLVMValueRef small = LLVMBuildFMul(e->b, x, ps, "");
+    /* |x| at most 6, where erf is 1 in float: the reciprocal below then sees a finite number. */
     LLVMValueRef ax = intrinsic(e, "llvm.fabs", ty, &x, 1);
-    LLVMValueRef t = LLVMBuildFDiv(
-        e->b, one, LLVMBuildFAdd(e->b, one, LLVMBuildFMul(e->b, ERF_C(0.3275911), ax, ""), ""), "");
+    LLVMValueRef axc = LLVMBuildSelect(e->b, LLVMBuildFCmp(e->b, LLVMRealOGT, ax, ERF_C(6.0), ""),
+                                       ERF_C(6.0), ax, "");
+    LLVMValueRef t = emit_recip(e, fma3(e, ty, ERF_C(0.3275911), axc, one), ty, vec, dt, one);
     LLVMValueRef poly = ERF_C(a[4]);
     for (int i = 3; i >= 0; i--)
-        poly = LLVMBuildFAdd(e->b, LLVMBuildFMul(e->b, poly, t, ""), ERF_C(a[i]), "");
+        poly = fma3(e, ty, poly, t, ERF_C(a[i]));
     poly = LLVMBuildFMul(e->b, poly, t, "");
-    LLVMValueRef nx2 = LLVMBuildFNeg(e->b, LLVMBuildFMul(e->b, ax, ax, ""), "");
+    LLVMValueRef nx2 = LLVMBuildFNeg(e->b, LLVMBuildFMul(e->b, axc, axc, ""), "");
     LLVMValueRef ex = emit_exp(e, nx2, ty, vec, dt);
-    LLVMValueRef y = LLVMBuildFSub(e->b, one, LLVMBuildFMul(e->b, poly, ex, ""), "");
+    LLVMValueRef y = fma3(e, ty, LLVMBuildFNeg(e->b, poly, ""), ex, one);
     LLVMValueRef args[2] = {y, x};
-    return intrinsic(e, "llvm.copysign", ty, args, 2);
+    LLVMValueRef large = intrinsic(e, "llvm.copysign", ty, args, 2);
+    return LLVMBuildSelect(e->b, LLVMBuildFCmp(e->b, LLVMRealOLT, ax, one, ""), small, large, "");
 #undef ERF_C
 }
 
@@ -743,7 +861,7 @@ static val emit_call(emitter *e, const tt_expr *n)
     case TT_FUNC_SIGMOID: {
         LLVMValueRef nx = LLVMBuildFNeg(e->b, x, "");
         LLVMValueRef ex = emit_exp(e, nx, ty, a.vec, t);
-        r.v = LLVMBuildFDiv(e->b, one, LLVMBuildFAdd(e->b, one, ex, ""), "");
+        r.v = emit_recip(e, LLVMBuildFAdd(e->b, one, ex, ""), ty, a.vec, t, one);
         break;
     }
     case TT_FUNC_TANH: {

@@ -545,6 +545,9 @@ static tt_status build_module(emitter *e, const tt_program *p, const tt_target *
     const char *host_tr, *host_cpu_name, *host_feat;
     tt_codegen_host(&host_tr, &host_cpu_name, &host_feat);
     e->own_pool = !t->triple[0] || !strcmp(t->triple, host_tr);
+    tt_target_vector_isa(t, host_feat, &e->isa);
+    const char *tr = t->triple[0] ? t->triple : host_tr;
+    e->x86 = !strncmp(tr, "x86_64", 6) || !strncmp(tr, "i386", 4) || !strncmp(tr, "i686", 4);
     e->ctx = LLVMContextCreate();
     e->mod = LLVMModuleCreateWithNameInContext(entry, e->ctx);
     e->b = LLVMCreateBuilderInContext(e->ctx);

@@ -294,7 +294,27 @@ static int direct_readers(const tt_state *st, int op, int *out)
     return n;
 }
 
-static bool elementwise_match(const tt_state *st, int op, int target_op)
+/* The extents of `op`'s axes other than those of extent 1, in order; returns their count. */
+static int non_unit_shape(const tt_op *op, int64_t *out)
+{
+    int n = 0;
+    for (int i = 0; i < op->ndim; i++)
+        if (op->shape[i] != 1)
+            out[n++] = op->shape[i];
+    return n;
+}
+
+/* Same shape, or (unit_dims) the same after dropping the axes of extent 1. */
+static bool same_shape(const tt_op *a, const tt_op *b, bool unit_dims)
+{
+    if (a->ndim == b->ndim && !memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim))
+        return true;
+    int64_t sa[TT_MAX_DIMS], sb[TT_MAX_DIMS];
+    int na = non_unit_shape(a, sa), nb = non_unit_shape(b, sb);
+    return unit_dims && na == nb && !memcmp(sa, sb, sizeof(int64_t) * (size_t)na);
+}
+
+static bool elementwise_match(const tt_state *st, int op, int target_op, bool unit_dims)
 {
     int cur = op;
     for (int depth = 0; cur != target_op; depth++) {
@@ -302,7 +322,7 @@ static bool elementwise_match(const tt_state *st, int op, int target_op)
         if (depth > TT_MAX_STAGES || direct_readers(st, cur, r) != 1)
             return false;
         const tt_op *a = &st->dag.ops.data[cur], *b = &st->dag.ops.data[r[0]];
-        if (a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim))
+        if (!same_shape(a, b, unit_dims))
             return false;
         read_info ri = analyse_reads(st, b, cur);
         if (!ri.injective || ri.missing || ri.duplicated || !ri.in_order)
@@ -314,6 +334,11 @@ static bool elementwise_match(const tt_state *st, int op, int target_op)
 
 bool tt_access_elementwise_consumer(const tt_state *st, int stage, int *target)
 {
+    return tt_access_elementwise_consumer_ex(st, stage, false, target);
+}
+
+bool tt_access_elementwise_consumer_ex(const tt_state *st, int stage, bool unit_dims, int *target)
+{
     int c[2];
     if (tt_access_consumers(st, stage, c, 2) != 1)
         return false;
@@ -323,13 +348,34 @@ bool tt_access_elementwise_consumer(const tt_state *st, int stage, int *target)
         return false;
     if (!strcmp(st->stages.data[c[0]].scope, "shared"))
         return false;
-    return elementwise_match(st, st->stages.data[stage].op, st->stages.data[c[0]].op);
+    return elementwise_match(st, st->stages.data[stage].op, st->stages.data[c[0]].op, unit_dims);
+}
+
+int tt_access_axis_map(const tt_state *st, int stage, int target, int *map)
+{
+    const tt_op *a = op_of(st, stage), *b = op_of(st, target);
+    if (a->ndim == b->ndim && !memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim)) {
+        for (int i = 0; i < b->ndim; i++)
+            map[i] = i;
+        return b->ndim;
+    }
+    int next = 0, n = 0;
+    for (int i = 0; i < b->ndim; i++) {
+        map[i] = -1;
+        if (b->shape[i] == 1)
+            continue;
+        while (next < a->ndim && a->shape[next] == 1)
+            next++;
+        if (next < a->ndim)
+            map[i] = next++, n++;
+    }
+    return n;
 }
 
 /* Every op that reads `op` directly reads it element by element with its shape, and is either
  * `target_op` or an inlined stage whose readers do the same, so that every path ends at
  * target_op. */
-static bool diamond_match(const tt_state *st, int op, int target_op, int depth)
+static bool diamond_match(const tt_state *st, int op, int target_op, int depth, bool unit_dims)
 {
     if (op == target_op)
         return true;
@@ -342,28 +388,28 @@ static bool diamond_match(const tt_state *st, int op, int target_op, int depth)
             continue;
         const tt_op *b = &st->dag.ops.data[i];
         int sg = tt_state_stage_of_op(st, (int)i);
-        if (a->ndim != b->ndim || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) ||
+        if (!same_shape(a, b, unit_dims) ||
             ((int)i != target_op && (sg < 0 || st->stages.data[sg].at != TT_AT_INLINE)))
             return false;
         read_info ri = analyse_reads(st, b, op);
         if (!ri.injective || ri.missing || ri.duplicated || !ri.in_order ||
-            !diamond_match(st, (int)i, target_op, depth + 1))
+            !diamond_match(st, (int)i, target_op, depth + 1, unit_dims))
             return false;
         readers++;
     }
     return readers > 0;
 }
 
-bool tt_access_epilogue_consumer(const tt_state *st, int stage, int *target)
+bool tt_access_epilogue_consumer(const tt_state *st, int stage, bool unit_dims, int *target)
 {
-    if (tt_access_elementwise_consumer(st, stage, target))
+    if (tt_access_elementwise_consumer_ex(st, stage, unit_dims, target))
         return true;
     int c[2];
     if (tt_access_consumers(st, stage, c, 2) != 1 || tt_access_has_reduce(st, c[0]) ||
         !strcmp(st->stages.data[c[0]].scope, "shared"))
         return false;
     *target = c[0];
-    return diamond_match(st, st->stages.data[stage].op, st->stages.data[c[0]].op, 0);
+    return diamond_match(st, st->stages.data[stage].op, st->stages.data[c[0]].op, 0, unit_dims);
 }
 
 static bool stage_changing(tt_step_kind k)

@@ -28,10 +28,18 @@ int tt_access_single_consumer(const tt_state *st, int stage);
 /* The stage has one consumer, reached through a chain of single readers of the same shape that
  * read element by element, and they do not both reduce.  *target gets the consumer. */
 bool tt_access_elementwise_consumer(const tt_state *st, int stage, int *target);
+/* The same, and with unit_dims the chain may also add or drop axes of extent 1 (a MatMul's
+ * [M, N] accumulation read by its [1, M, N] output as out[0, i, j] = t[i, j]). */
+bool tt_access_elementwise_consumer_ex(const tt_state *st, int stage, bool unit_dims, int *target);
+/* For each axis of `target`'s op, the axis of `stage`'s op it corresponds to element by element
+ * (tt_access_elementwise_consumer_ex): itself where the shapes are equal, else the axes other
+ * than those of extent 1 in order, and -1 for target's axes of extent 1.  Returns how many map. */
+int tt_access_axis_map(const tt_state *st, int stage, int target, int *map);
 /* tt_access_elementwise_consumer, or else the one stage that all the stage's readers lead to
  * through inlined elementwise stages of its shape (a diamond: SiLU's x * sigmoid(x), HardSwish),
- * the consumer not reducing: where an accumulator may be written through its epilogue. */
-bool tt_access_epilogue_consumer(const tt_state *st, int stage, int *target);
+ * the consumer not reducing: where an accumulator may be written through its epilogue.  unit_dims
+ * as for tt_access_elementwise_consumer_ex. */
+bool tt_access_epilogue_consumer(const tt_state *st, int stage, bool unit_dims, int *target);
 /* A cache_write step created this stage (the ".local" stage of a cache_write). */
 bool tt_access_has_cache_write(const tt_state *st, int stage);
 /* Ansor's CPU rfactor condition (search.md C4). */

@@ -821,18 +821,47 @@ tt_status tt_space_untuned_schedule(const tt_dag *dag, const tt_target *target, 
 
 /* The stage that stores `main`'s result through its epilogue: its single consumer when that
  * reads it element by element at the root (bias, activation, residual inlined into the output;
- * also through a diamond, SiLU's x * sigmoid(x) or HardSwish), else -1. */
-static int epilogue_writer(const tt_state *st, int main, int n)
+ * also through a diamond, SiLU's x * sigmoid(x) or HardSwish; also where the output adds axes of
+ * extent 1, a MatMul's [1, M, N] output of its [M, N] accumulation), else -1.  map[i]: the axis of
+ * `main` for the writer's axis i, -1 for an added axis of extent 1. */
+static int epilogue_writer(const tt_state *st, int main, int n, int *map)
 {
     int c;
-    if (!tt_access_epilogue_consumer(st, main, &c))
+    if (!tt_access_epilogue_consumer(st, main, true, &c))
         return -1;
     const tt_stage *sg = &st->stages.data[c];
     const tt_op *op = &st->dag.ops.data[sg->op];
-    if (sg->at != TT_AT_ROOT || sg->transformed || op->nreduce > 0 || op->ndim != n ||
-        sg->niters != n)
+    if (sg->at != TT_AT_ROOT || sg->transformed || op->nreduce > 0 || sg->niters != op->ndim ||
+        op->ndim > TT_MAX_ITERS || tt_access_axis_map(st, main, c, map) != n)
         return -1;
     return c;
+}
+
+/* The writer's tiles: its axes that map to `main`'s split by main's tile, [added axes of extent
+ * 1][outer tiles][inner tiles]; *nouter gets the count of the first two. */
+static tt_status tile_writer(tt_state *st, int writer, const int *map, const int64_t *tile,
+                             int *nouter, tt_errbuf *err)
+{
+    int nd = st->stages.data[writer].niters, pos[TT_MAX_ITERS], p = 0;
+    for (int d = 0; d < nd; d++)
+        pos[d] = p, p += map[d] >= 0 ? 2 : 1;
+    for (int d = nd - 1; d >= 0; d--) {
+        tt_status r = map[d] >= 0 ? tt_sched_split(st, writer, d, &tile[map[d]], 1, true, err) : 0;
+        if (r)
+            return r;
+    }
+    int order[TT_MAX_ITERS], k = 0;
+    for (int d = 0; d < nd; d++)
+        if (map[d] < 0)
+            order[k++] = pos[d];
+    for (int d = 0; d < nd; d++)
+        if (map[d] >= 0)
+            order[k++] = pos[d];
+    *nouter = k;
+    for (int d = 0; d < nd; d++)
+        if (map[d] >= 0)
+            order[k++] = pos[d] + 1;
+    return tt_sched_reorder(st, writer, order, k, err);
 }
 
 /* The accumulation in a tile-sized buffer, computed at the last outer tile loop of the stage that
@@ -846,18 +875,21 @@ static int epilogue_writer(const tt_state *st, int main, int n)
 static tt_status local_accumulator(tt_state *st, int main, int n, const int64_t *tile,
                                    bool parallel, bool vectorize, tt_errbuf *err)
 {
-    int writer = epilogue_writer(st, main, n);
+    int map[TT_MAX_ITERS], nouter = n;
+    int writer = epilogue_writer(st, main, n, map);
     tt_status r = TT_OK;
     if (writer < 0) {
         r = tt_sched_cache_write(st, main, "local", err);
         writer = main + 1;
+        if (!r)
+            r = tile_stage(st, writer, n, tile, NULL, 0, NULL, 0, false, err);
+    } else {
+        r = tile_writer(st, writer, map, tile, &nouter, err);
     }
     if (!r)
-        r = tile_stage(st, writer, n, tile, NULL, 0, NULL, 0, false, err);
+        r = tt_sched_compute_at(st, main, writer, nouter - 1, err);
     if (!r)
-        r = tt_sched_compute_at(st, main, writer, n - 1, err);
-    if (!r)
-        r = finish_stage(st, writer, n, parallel, vectorize, 0, 0, err);
+        r = finish_stage(st, writer, nouter, parallel, vectorize, 0, 0, err);
     return r;
 }
 
