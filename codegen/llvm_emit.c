@@ -731,10 +731,11 @@ static LLVMValueRef emit_recip(emitter *e, LLVMValueRef d, LLVMTypeRef ty, bool 
         else if (e->lanes % 4 == 0)
             name = "llvm.x86.sse.rcp.ps", w = 4;
     }
-    if (!name)
+    /* The estimate piece by piece of the target's width, put back together pairwise (vectors
+     * are powers of two lanes wide: tt__codegen_vector_piece). */
+    int lanes = e->lanes, npieces = w ? lanes / w : 0;
+    if (!name || (npieces & (npieces - 1)) || lanes > TT_EMIT_MAX_LANES)
         return LLVMBuildFDiv(e->b, one, d, "");
-    /* The estimate piece by piece of the target's width, put back together. */
-    int lanes = e->lanes, npieces = lanes / w;
     LLVMValueRef pieces[TT_EMIT_MAX_LANES / 4], undef = LLVMGetUndef(ty);
     for (int k = 0; k < npieces; k++) {
         LLVMValueRef piece = d;
