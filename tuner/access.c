@@ -304,10 +304,15 @@ static int non_unit_shape(const tt_op *op, int64_t *out)
     return n;
 }
 
+static bool equal_shape(const tt_op *a, const tt_op *b)
+{
+    return a->ndim == b->ndim && !memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim);
+}
+
 /* Same shape, or (unit_dims) the same after dropping the axes of extent 1. */
 static bool same_shape(const tt_op *a, const tt_op *b, bool unit_dims)
 {
-    if (a->ndim == b->ndim && !memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim))
+    if (equal_shape(a, b))
         return true;
     int64_t sa[TT_MAX_DIMS], sb[TT_MAX_DIMS];
     int na = non_unit_shape(a, sa), nb = non_unit_shape(b, sb);
@@ -354,7 +359,7 @@ bool tt_access_elementwise_consumer_ex(const tt_state *st, int stage, bool unit_
 int tt_access_axis_map(const tt_state *st, int stage, int target, int *map)
 {
     const tt_op *a = op_of(st, stage), *b = op_of(st, target);
-    if (a->ndim == b->ndim && !memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim)) {
+    if (equal_shape(a, b)) {
         for (int i = 0; i < b->ndim; i++)
             map[i] = i;
         return b->ndim;
