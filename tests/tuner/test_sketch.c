@@ -446,6 +446,15 @@ static void samples_and_mutants_compute_the_definition(void **state)
     assert_true(kinds[TT_MUTATE_PARALLEL] > 0);
 }
 
+/* The op of the workload's DAG named `name`, or -1. */
+static int op_named(const tt_workload *w, const char *name)
+{
+    for (size_t o = 0; o < w->dag.ops.len; o++)
+        if (!strcmp(w->dag.ops.data[o].name, name))
+            return (int)o;
+    return -1;
+}
+
 /* A 1x1 convolution as the importer writes it reads its weights at W[0, 0, k, j]: its samples
  * pass them packed in the order the loops read them (LR), as a 3x3 convolution's are; they
  * were left row-major, so a late ResNet-50 layer read rows of 64 weights 8 KiB apart from
@@ -457,10 +466,7 @@ static void pointwise_weights_are_packed(void **state)
                            "out[i0,i1,i2,i3] = max(t0[0,i1,i2,i3], 0); t0:float32[1,7,7,64]; "
                            "x0:float32[1,7,7,32]; w1:const float32[1,1,32,64]; "
                            "out:float32[1,7,7,64]; r0:32");
-    int ws = -1;
-    for (size_t o = 0; o < w->dag.ops.len; o++)
-        if (!strcmp(w->dag.ops.data[o].name, "w1"))
-            ws = (int)o;
+    int ws = op_named(w, "w1");
     assert_true(ws >= 0);
     tt_sketch_params p;
     tt_sketch_params_cpu(&p, 2);
@@ -522,13 +528,8 @@ static void matmul_epilogue_fuses_across_unit_axes(void **state)
         "out[i0,i1,i2] = t2[0,i1,i2] * (t3[0,i1,i2] + 1.0) * 0.5; t1:float32[20,48]; "
         "x0:float32[1,20,32]; w1:const float32[32,48]; t0:float32[1,20,48]; t2:float32[1,20,48]; "
         "w2:const float32[48]; t3:float32[1,20,48]; out:float32[1,20,48]; r0:32");
-    int out_op = -1, acc_op = -1;
-    for (size_t o = 0; o < w->dag.ops.len; o++) {
-        if (!strcmp(w->dag.ops.data[o].name, "out"))
-            out_op = (int)o;
-        if (!strcmp(w->dag.ops.data[o].name, "t1"))
-            acc_op = (int)o;
-    }
+    int out_op = op_named(w, "out"), acc_op = op_named(w, "t1");
+    assert_true(out_op >= 0 && acc_op >= 0);
     tt_sketch_params p;
     tt_sketch_params_cpu(&p, 2);
     tt_sketch_space sp;
