@@ -41,6 +41,9 @@ static void usage(FILE *f)
            "                   a C identifier; without --db every task gets the default schedule\n"
            "  --shape N=DIMS   the shape of input N (symbolic dimensions), as for tvm-tune\n"
            "  --layout L       channels-last (default) or model: as the tasks were tuned\n"
+           "  --winograd on|off  3x3 convolutions as Winograd F(4x4, 3x3) where it pays (default\n"
+           "                   on for CPUs, off for OpenCL): as the tasks were tuned; off builds\n"
+           "                   from records tuned before the rewrite (docs/models.md)\n"
            "  --strict         a workload without a tuned record is an error (default: a warning,\n"
            "                   then the tuned config of the nearest other shape of its operator\n"
            "                   on this target, mapped to its shape, or else the default schedule)\n"
@@ -53,14 +56,13 @@ static void usage(FILE *f)
 
 /* --model: import, partition, build. */
 static int compile_model(const tt_compile_options *ko, const char *model, const char *const *shapes,
-                         int nshapes, tt_net_layout layout, bool quiet)
+                         int nshapes, const tt_net_options *no, bool quiet)
 {
     tt_graph_options go = {shapes, nshapes, 0, NULL, 0};
-    tt_net_options no = {0, layout};
     tt_errbuf err = {{0}};
     tt_graph *g = NULL;
     tt_net *net = NULL;
-    if (tt_graph_import_onnx(model, &go, &g, &err) || tt_net_build(g, &no, &net, &err)) {
+    if (tt_graph_import_onnx(model, &go, &g, &err) || tt_net_build(g, no, &net, &err)) {
         fprintf(stderr, "tvm-compile: %s\n", err.msg);
         tt_graph_free(g);
         return 1;
@@ -97,20 +99,28 @@ static int compile_model(const tt_compile_options *ko, const char *model, const 
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"db", required_argument, 0, 'd'},       {"target", required_argument, 0, 't'},
-        {"device", required_argument, 0, 'D'},   {"output", required_argument, 0, 'o'},
-        {"workload", required_argument, 0, 'w'}, {"symbol", required_argument, 0, 's'},
-        {"strict", no_argument, 0, 'S'},         {"no-fallback", no_argument, 0, 'F'},
-        {"quiet", no_argument, 0, 'q'},          {"model", required_argument, 0, 'm'},
-        {"shape", required_argument, 0, 'x'},    {"layout", required_argument, 0, 'L'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+    static const struct option opts[] = {{"db", required_argument, 0, 'd'},
+                                         {"target", required_argument, 0, 't'},
+                                         {"device", required_argument, 0, 'D'},
+                                         {"output", required_argument, 0, 'o'},
+                                         {"workload", required_argument, 0, 'w'},
+                                         {"symbol", required_argument, 0, 's'},
+                                         {"strict", no_argument, 0, 'S'},
+                                         {"no-fallback", no_argument, 0, 'F'},
+                                         {"quiet", no_argument, 0, 'q'},
+                                         {"model", required_argument, 0, 'm'},
+                                         {"shape", required_argument, 0, 'x'},
+                                         {"layout", required_argument, 0, 'L'},
+                                         {"winograd", required_argument, 0, 'g'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     tt_compile_options o;
     memset(&o, 0, sizeof(o));
     o.log = stderr;
     tt_compile_kernel ks[256];
     int nw = 0, ns = 0;
     bool quiet = false;
+    int winograd = -1; /* the target's default */
     const char *model = NULL;
     const char *shapes[64];
     int nshapes = 0;
@@ -153,6 +163,13 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'g':
+            if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+                fprintf(stderr, "tvm-compile: --winograd takes on or off, got '%s'\n", optarg);
+                return 2;
+            }
+            winograd = !strcmp(optarg, "on");
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -165,10 +182,12 @@ int main(int argc, char **argv)
             usage(stderr);
             return 2;
         }
-        return compile_model(&o, model, shapes, nshapes, (tt_net_layout)layout, quiet);
+        bool on = winograd < 0 ? tt_net_winograd_default(o.target ? o.target : "llvm") : winograd;
+        tt_net_options no = {0, (tt_net_layout)layout, !on};
+        return compile_model(&o, model, shapes, nshapes, &no, quiet);
     }
-    if (nshapes || layout != TT_NET_LAYOUT_CHANNELS_LAST) {
-        fprintf(stderr, "tvm-compile: --shape and --layout are for --model\n");
+    if (nshapes || layout != TT_NET_LAYOUT_CHANNELS_LAST || winograd >= 0) {
+        fprintf(stderr, "tvm-compile: --shape, --layout and --winograd are for --model\n");
         return 2;
     }
     if (optind < argc || !o.db_path || !o.out_prefix || nw == 0 || nw != ns) {

@@ -37,9 +37,12 @@
  *   WRITER   its tensor-expression writer, w_WRITER in graph/te_write.c
  *   FORMULA  for the `formula` writer: the elementwise expression, $ (or $0, $1) for the inputs
  *            read at the output's index, {name=default} for a float attribute; else NULL
- * Adding an operator is a row here, and its rule and writer where they do not exist yet. */
+ * Adding an operator is a row here, and its rule and writer where they do not exist yet.
+ * ConvWinograd is our own, not ONNX's: a 3x3 Conv rewritten by tt_net_build (graph/winograd.c),
+ * whose second input is the transformed weights; a model that names it is refused (`internal`). */
 #define TT_GOP_LIST(X)                                                                             \
     X(CONV, "Conv", ANCHOR, ANY, conv, conv, NULL)                                                 \
+    X(CONV_WINOGRAD, "ConvWinograd", ANCHOR, ANY, internal, conv_winograd, NULL)                   \
     X(CONV_TRANSPOSE, "ConvTranspose", ANCHOR, ROW, conv_transpose, conv_transpose, NULL)          \
     X(GEMM, "Gemm", ANCHOR, ROW, gemm, gemm, NULL)                                                 \
     X(MATMUL, "MatMul", ANCHOR, ROW, matmul, matmul, NULL)                                         \

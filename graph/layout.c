@@ -168,7 +168,7 @@ tt_status tt__net_choose_layouts(tt_graph *g, tt_net_layout layout, int *permute
             if (y->kind != TT_GT_VALUE || y->rank < 3 || y->rank > 5 ||
                 !tt_dtype_is_float(y->dtype))
                 continue;
-            bool follow = n->op == TT_GOP_CONV;
+            bool follow = n->op == TT_GOP_CONV || n->op == TT_GOP_CONV_WINOGRAD;
             for (int k = 0; k < n->ninputs && !follow; k++) {
                 const tt_gtensor *x = n->inputs[k] >= 0 ? &g->tensors.data[n->inputs[k]] : NULL;
                 follow = x && x->permuted && x->rank == y->rank;

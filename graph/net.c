@@ -342,6 +342,8 @@ tt_status tt_net_build(tt_graph *g, const tt_net_options *o, tt_net **out, tt_er
         s = tt__net_fuse_layer_norms(g, &net->fused_layer_norms, err);
     if (!s)
         s = tt__net_scale_weights(g, &net->scaled_weights, err);
+    if (!s && !(o && o->no_winograd))
+        s = tt__net_winograd(g, &net->winograd_convs, err);
     net->layout = o ? o->layout : TT_NET_LAYOUT_CHANNELS_LAST;
     if (!s)
         s = tt__net_choose_layouts(g, net->layout, &net->channels_last, err);
@@ -394,6 +396,13 @@ static const char *const LAYOUT_NAMES[] = {
     [TT_NET_LAYOUT_CHANNELS_LAST] = "channels-last",
     [TT_NET_LAYOUT_MODEL] = "model",
 };
+
+bool tt_net_winograd_default(const char *target)
+{
+    while (*target == ' ')
+        target++;
+    return strncmp(target, "opencl", 6) != 0;
+}
 
 const char *tt_net_layout_name(tt_net_layout l)
 {

@@ -92,6 +92,7 @@ typedef struct tt_net {
     int folded_batchnorms;
     int fused_layer_norms; /* written out in elementwise operators, now one node each */
     int scaled_weights;    /* per-channel scales moved onto a convolution's weights (SE) */
+    int winograd_convs;    /* 3x3 convolutions computed as Winograd F(4x4, 3x3) */
     tt_net_layout layout;
     int channels_last; /* activations stored channels last */
 } tt_net;
@@ -100,7 +101,14 @@ typedef struct tt_net_options {
     /* The largest fused subgraph, in ONNX nodes (0: 16). */
     int max_fused;
     tt_net_layout layout;
+    /* Keep every convolution direct: no Winograd F(4x4, 3x3) for the 3x3 ones (docs/models.md,
+     * "Kernels and tasks"); what builds from records tuned before the rewrite need. */
+    bool no_winograd;
 } tt_net_options;
+
+/* Whether builds for `target` (its text) compute 3x3 convolutions as Winograd's by default:
+ * on CPUs; not on OpenCL devices, whose sketches inline the transforms into the product. */
+bool tt_net_winograd_default(const char *target);
 
 /* Partitions `g` into calls and tasks and plans its memory.  Errors name the node: an operator or
  * dtype that kernels cannot compute (TT_ERR_UNSUPPORTED: bool tensors, MaxPool's indices,

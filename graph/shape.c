@@ -1674,6 +1674,14 @@ static tt_status infer_resize(const ctx *c)
     return TT_OK;
 }
 
+/* Our own operators (ConvWinograd) come from tt_net_build, never from a model. */
+static tt_status infer_internal(const ctx *c)
+{
+    return tt__graph_node_err(c->g, c->node, c->err, TT_ERR_UNSUPPORTED,
+                              "is not an ONNX operator: tvm-tune's own, written by its Winograd "
+                              "rewrite of 3x3 convolutions");
+}
+
 /* Constant nodes become constants at import and never reach the rules. */
 static tt_status infer_none(const ctx *c)
 {
@@ -1728,8 +1736,11 @@ tt_status tt__graph_window(const tt_graph *g, int node, tt__window *w, tt_errbuf
     int nk = x->rank - 2;
     size_t nks;
     const int64_t *ks = attr_ints(&c, "kernel_shape", &nks);
+    static const int64_t three_by_three[2] = {3, 3};
     if (!ks && node_of(&c)->op == TT_GOP_CONV && wt)
         ks = wt->dims + 2;
+    else if (!ks && node_of(&c)->op == TT_GOP_CONV_WINOGRAD)
+        ks = three_by_three; /* its weights are the transformed ones (winograd.c) */
     if (!ks || nk < 1 || nk > TT__MAX_WINDOW)
         return FAIL(&c, "no kernel shape, or more than %d spatial dimensions", TT__MAX_WINDOW);
     return window(&c, x, ks, nk, w);

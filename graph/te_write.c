@@ -602,6 +602,194 @@ static tt_status w_conv(tw *w, const char *out, const tt_gtensor *o)
     return b >= 0 ? bias_stage(w, acc, b, out, o) : TT_OK;
 }
 
+/* ---- ConvWinograd (winograd.c): F(4x4, 3x3) ----
+ *
+ * Five stages; the internal ones are row-major [6, 6, tiles, channels], a tile t being (image,
+ * tile row, tile column):
+ *   d[a, j, t, c] = (B^T x_t)[a, j]                      the input tile's rows, through padding
+ *   v[a, b, t, c] = (d B)[a, b]                          and its columns
+ *   m[a, b, t, o] += v[a, b, t, r] * U[a, b, r, o]       36 products over the input channels
+ *   z[a, y, t, o] = (m A)[a, y]                          the output transform's columns
+ *   out[n, o, h, w] = (A^T z)[h % 4, w % 4] of the tile of (n, h, w), then the bias
+ * Each transform is a select chain over the rows of its constant matrix, so an element costs
+ * the row's few nonzero terms, and the schedule keeps each stage a pass of its own (a stage that
+ * reads its input at several points is never inlined into a reduction, tuner/space.c). */
+
+static const int8_t WINO_BT[6][6] = {
+    {4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+    {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1},
+};
+static const int8_t WINO_AT[4][6] = {
+    {1, 1, 1, 1, 1, 0},
+    {0, 1, -1, 2, -2, 0},
+    {0, 1, 1, 4, 4, 0},
+    {0, 1, -1, 8, -8, 1},
+};
+
+typedef tt_status (*wino_term)(tw *w, int k, const void *ctx);
+
+/* Appends sum over k of row[k] * term(k), the nonzero terms only. */
+static tt_status wino_comb(tw *w, const int8_t *row, wino_term term, const void *ctx)
+{
+    bool first = true;
+    for (int k = 0; k < 6; k++) {
+        int c = row[k];
+        if (!c)
+            continue;
+        if (first)
+            tt_strbuf_append(w->sb, c < 0 ? "-" : "");
+        else
+            tt_strbuf_append(w->sb, c < 0 ? " - " : " + ");
+        if (c != 1 && c != -1)
+            tt_strbuf_printf(w->sb, "%d * ", c < 0 ? -c : c);
+        tt_status s = term(w, k, ctx);
+        if (s)
+            return s;
+        first = false;
+    }
+    return TT_OK;
+}
+
+/* Appends select(var == 0, row 0, select(var == 1, row 1, ... row n-1)). */
+static tt_status wino_chain(tw *w, const char *var, const int8_t (*rows)[6], int n, wino_term term,
+                            const void *ctx)
+{
+    tt_status s = TT_OK;
+    for (int r = 0; r < n - 1 && !s; r++) {
+        tt_strbuf_printf(w->sb, "select(%s == %d, ", var, r);
+        s = wino_comb(w, rows[r], term, ctx);
+        tt_strbuf_append(w->sb, ", ");
+    }
+    if (!s)
+        s = wino_comb(w, rows[n - 1], term, ctx);
+    for (int r = 0; r < n - 1; r++)
+        tt_strbuf_append(w->sb, ")");
+    return s;
+}
+
+/* Starts a statement "name[i0,i1,i2,i3] op " of an internal row-major tensor. */
+static void wino_lhs(tw *w, const char *name, const int64_t *dims, const char *op)
+{
+    if (w->nstmts++)
+        tt_strbuf_append(w->sb, "; ");
+    tt_strbuf_printf(w->sb, "%s[i0,i1,i2,i3] %s ", name, op);
+    tt_strbuf_printf(&w->decls, "; %s:float32", name);
+    decl_dims(&w->decls, 4, dims, NULL);
+}
+
+typedef struct {
+    int x;
+    const char *src;
+    bool padded;
+    const char *n, *row, *col; /* the tile's image, and the index of its first row and column */
+} wino_input;
+
+/* The input tile's element (k, j) of statement d: x[n, c = i3, row + k, col + j = i1]. */
+static tt_status wino_d_term(tw *w, int k, const void *ctx)
+{
+    const wino_input *in = ctx;
+    char r[96], c[96];
+    snprintf(r, sizeof(r), "%s + %d", in->row, k);
+    snprintf(c, sizeof(c), "%s + i1", in->col);
+    const char *idx[4] = {in->n, "i3", r, c};
+    return rd_src(w, in->x, in->src, in->padded, idx);
+}
+
+/* name[i0, k, i2, i3]: statement v's and z's term. */
+static tt_status wino_row_term(tw *w, int k, const void *ctx)
+{
+    tt_strbuf_printf(w->sb, "%s[i0,%d,i2,i3]", (const char *)ctx, k);
+    return TT_OK;
+}
+
+typedef struct {
+    const char *z, *col, *tile, *co;
+} wino_output;
+
+/* z[a = k, w % 4, tile, co]: the output statement's term. */
+static tt_status wino_out_term(tw *w, int k, const void *ctx)
+{
+    const wino_output *o = ctx;
+    tt_strbuf_printf(w->sb, "%s[%d,%s,%s,%s]", o->z, k, o->col, o->tile, o->co);
+    return TT_OK;
+}
+
+static tt_status w_conv_winograd(tw *w, const char *out, const tt_gtensor *o)
+{
+    int x = input(w, 0), u = input(w, 1), b = input(w, 2);
+    const tt_gtensor *X = T(w, x), *U = T(w, u);
+    tt__window win;
+    tt_status s = tt__graph_window(w->g, w->node, &win, w->err);
+    if (s)
+        return s;
+    if (o->dtype != TT_DT_FLOAT32 || X->rank != 4 || U->rank != 4 || win.nk != 2)
+        return BAD(w, "ConvWinograd needs a 2-D float32 convolution");
+    const int m = TT_NET_WINOGRAD_TILE;
+    int64_t N = o->dims[0], CI = U->dims[2], CO = U->dims[3];
+    int64_t TH = (o->dims[2] + m - 1) / m, TW = (o->dims[3] + m - 1) / m, P = N * TH * TW;
+    /* padding that covers every tile: TH * 4 + 2 rows */
+    tt__window cover = win;
+    cover.out[0] = TH * m, cover.out[1] = TW * m;
+    char src[NAME_LEN];
+    bool padded;
+    if ((s = pad_stage(w, x, &cover, 0, src, &padded)))
+        return s;
+    /* the tile t = i2 of statements d, v, m, z: image, first row, first column */
+    char n[64], row[64], col[64];
+    if (N == 1)
+        snprintf(n, sizeof(n), "0");
+    else
+        snprintf(n, sizeof(n), "i2 / %lld", (long long)(TH * TW));
+    if (N == 1)
+        snprintf(row, sizeof(row), "i2 / %lld * %d", (long long)TW, m);
+    else
+        snprintf(row, sizeof(row), "i2 / %lld %% %lld * %d", (long long)TW, (long long)TH, m);
+    snprintf(col, sizeof(col), "i2 %% %lld * %d", (long long)TW, m);
+    char d[NAME_LEN], v[NAME_LEN], mm[NAME_LEN], z[NAME_LEN], acc[NAME_LEN], r[NAME_LEN];
+    tmp(w, d);
+    int64_t din[4] = {6, 6, P, CI};
+    wino_lhs(w, d, din, "=");
+    wino_input in = {x, src, padded, n, row, col};
+    if ((s = wino_chain(w, "i0", WINO_BT, 6, wino_d_term, &in)))
+        return s;
+    tmp(w, v);
+    wino_lhs(w, v, din, "=");
+    if ((s = wino_chain(w, "i1", WINO_BT, 6, wino_row_term, d)))
+        return s;
+    tmp(w, mm);
+    red(w, CI, r);
+    int64_t dm[4] = {6, 6, P, CO};
+    wino_lhs(w, mm, dm, "+=");
+    tt_strbuf_printf(w->sb, "%s[i0,i1,i2,%s] * ", v, r);
+    const char *ui[4] = {"i0", "i1", r, "i3"};
+    if ((s = rd_at(w, w->sb, u, ui)))
+        return s;
+    tmp(w, z);
+    int64_t dz[4] = {6, m, P, CO};
+    wino_lhs(w, z, dz, "=");
+    if ((s = wino_chain(w, "i1", WINO_AT, m, wino_row_term, mm)))
+        return s;
+    /* the output, in the node's layout */
+    const char *const *lv = LV(w, o->rank);
+    char hv[48], wcol[48], tile[160];
+    snprintf(hv, sizeof(hv), "%s %% %d", lv[2], m);
+    snprintf(wcol, sizeof(wcol), "%s %% %d", lv[3], m);
+    if (N == 1)
+        snprintf(tile, sizeof(tile), "%s / %d * %lld + %s / %d", lv[2], m, (long long)TW, lv[3], m);
+    else
+        snprintf(tile, sizeof(tile), "%s * %lld + %s / %d * %lld + %s / %d", lv[0],
+                 (long long)(TH * TW), lv[2], m, (long long)TW, lv[3], m);
+    if (b >= 0)
+        tmp(w, acc);
+    else
+        snprintf(acc, sizeof(acc), "%s", out);
+    lhs(w, acc, o->dtype, o->rank, o->dims, "=");
+    wino_output wo = {z, wcol, tile, lv[1]};
+    if ((s = wino_chain(w, hv, WINO_AT, m, wino_out_term, &wo)))
+        return s;
+    return b >= 0 ? bias_stage(w, acc, b, out, o) : TT_OK;
+}
+
 /* ConvTranspose as a gather: out[n, co, o] sums x[n, ci, (o + pad - r*d) / s] * w[ci, co', r]
  * over the taps whose input position is whole and inside x. */
 static tt_status w_conv_transpose(tw *w, const char *out, const tt_gtensor *o)

@@ -34,7 +34,7 @@ static void usage(FILE *f)
         "  keygen  write a new farm key (for --auth-key-file)\n"
         "\n"
         "tvm-tune tasks --model M.onnx [--shape NAME=1x3x224x224 ...] [--layout L] [--target T]\n"
-        "               [--json]\n"
+        "               [--winograd on|off] [--json]\n"
         "  imports the model, folds BatchNormalization into convolutions, fuses each anchor\n"
         "  (Conv, Gemm, MatMul, pools, reductions) with the elementwise ops after it, and prints\n"
         "  the tasks: each distinct fused kernel as a te: workload, its weight (calls per run),\n"
@@ -42,7 +42,10 @@ static void usage(FILE *f)
         "  --layout channels-last (default: activations between convolutions NHWC, weights\n"
         "  HWIO, the transforms inside the first and last kernels) or model (the model's NCHW);\n"
         "  the layout is part of each task's workload: tune and build with the same one\n"
-        "  (docs/models.md)\n"
+        "  (docs/models.md).  --winograd on (the default for CPU targets; off for opencl)\n"
+        "  computes each 3x3, stride-1 convolution with at least 48 output tiles of 4x4 as\n"
+        "  Winograd F(4x4, 3x3): weights transformed at build time, 4x fewer multiply-adds;\n"
+        "  part of the workloads too (docs/models.md, \"Kernels and tasks\")\n"
         "\n"
         "tvm-tune run --workload W [--weight X] [--workload W2 [--weight X2] ...] [--target T]\n"
         "             [--trials N] [--strategy random|grid|ga|xgb|evo|sketch-random]\n"
@@ -78,10 +81,10 @@ static void usage(FILE *f)
         "  go to the workload whose next round should cut the weighted sum of latencies most\n"
         "  (--scheduler gradient, the default; round-robin takes turns).  --weight says how\n"
         "  often the preceding workload occurs in the model (default 1).\n"
-        "  --model M.onnx [--shape NAME=DIMS] [--layout L] instead of --workload: every task\n"
-        "  of the model\n"
-        "  with its weight, and after each round Ansor's table (latency, weight, trials per\n"
-        "  task) with the network's estimated latency; also for submit.\n"
+        "  --model M.onnx [--shape NAME=DIMS] [--layout L] [--winograd on|off] instead of\n"
+        "  --workload: every task of the model with its weight, and after each round Ansor's\n"
+        "  table (latency, weight, trials per task) with the network's estimated latency;\n"
+        "  also for submit.\n"
         "  --target defaults to llvm (this CPU, with its real features); -num-cores=N sets the\n"
         "  threads of parallel loops.  --target opencl tunes GPU kernels (OpenCL C built by the\n"
         "  device's driver): here on this machine's OpenCL device (--opencl-device P:D, an index\n"
@@ -489,9 +492,11 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
                                          {"model", required_argument, 0, 'm'},
                                          {"shape", required_argument, 0, 'H'},
                                          {"layout", required_argument, 0, 'y'},
+                                         {"winograd", required_argument, 0, 'g'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     memset(a, 0, sizeof(*a));
+    a->winograd = -1;
     const char *key_file = NULL;
     bool flush_given = false;
     tt_tune_options *o = &a->o;
@@ -704,6 +709,10 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
             if (!parse_layout(cmd, optarg, &a->layout))
                 return 2;
             break;
+        case 'g':
+            if (!cli_parse_winograd(cmd, optarg, &a->winograd))
+                return 2;
+            break;
         case '!': key_file = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -717,7 +726,9 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
         return 2;
     }
     if (a->model) {
-        if (!cli_load_model(cmd, a->model, a->shapes, a->nshapes, a->layout, &a->graph, &a->net))
+        if (!cli_load_model(cmd, a->model, a->shapes, a->nshapes, a->layout,
+                            a->winograd < 0 ? !tt_net_winograd_default(a->o.target) : !a->winograd,
+                            &a->graph, &a->net))
             return 1;
         if (a->net->tasks.len > TT_CLI_MAX_WORKLOADS) {
             fprintf(stderr, "tvm-tune %s: %s has %zu tasks; at most %d are tuned together\n", cmd,
@@ -755,11 +766,21 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
     return -1;
 }
 
+bool cli_parse_winograd(const char *cmd, const char *arg, int *mode)
+{
+    if (strcmp(arg, "on") && strcmp(arg, "off")) {
+        fprintf(stderr, "tvm-tune %s: --winograd takes on or off, got '%s'\n", cmd, arg);
+        return false;
+    }
+    *mode = !strcmp(arg, "on");
+    return true;
+}
+
 bool cli_load_model(const char *cmd, const char *path, const char *const *shapes, int nshapes,
-                    tt_net_layout layout, tt_graph **g, tt_net **net)
+                    tt_net_layout layout, bool no_winograd, tt_graph **g, tt_net **net)
 {
     tt_graph_options go = {shapes, nshapes, 0, NULL, 0};
-    tt_net_options no = {0, layout};
+    tt_net_options no = {0, layout, no_winograd};
     tt_errbuf err = {{0}};
     *net = NULL;
     if (tt_graph_import_onnx(path, &go, g, &err) || tt_net_build(*g, &no, net, &err)) {
@@ -873,17 +894,16 @@ static int cmd_run(int argc, char **argv)
 /* tvm-tune tasks: what tuning a model means, before any trial. */
 static int cmd_tasks(int argc, char **argv)
 {
-    static const struct option opts[] = {{"model", required_argument, 0, 'm'},
-                                         {"shape", required_argument, 0, 'H'},
-                                         {"target", required_argument, 0, 't'},
-                                         {"json", no_argument, 0, 'j'},
-                                         {"layout", required_argument, 0, 'O'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"model", required_argument, 0, 'm'},  {"shape", required_argument, 0, 'H'},
+        {"target", required_argument, 0, 't'}, {"json", no_argument, 0, 'j'},
+        {"layout", required_argument, 0, 'O'}, {"winograd", required_argument, 0, 'g'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     const char *model = NULL, *target = "llvm", *shapes[TT_CLI_MAX_SHAPES];
     int nshapes = 0, c;
     bool json = false;
     tt_net_layout layout = TT_NET_LAYOUT_CHANNELS_LAST;
+    int winograd = -1;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
@@ -896,6 +916,10 @@ static int cmd_tasks(int argc, char **argv)
             break;
         case 'O':
             if (!parse_layout("tasks", optarg, &layout))
+                return 2;
+            break;
+        case 'g':
+            if (!cli_parse_winograd("tasks", optarg, &winograd))
                 return 2;
             break;
         case 'h': usage(stdout); return 0;
@@ -914,7 +938,8 @@ static int cmd_tasks(int argc, char **argv)
     }
     tt_graph *g;
     tt_net *net;
-    if (!cli_load_model("tasks", model, shapes, nshapes, layout, &g, &net))
+    if (!cli_load_model("tasks", model, shapes, nshapes, layout,
+                        winograd < 0 ? !tt_net_winograd_default(target) : !winograd, &g, &net))
         return 1;
     double total = net->flops > 0 ? net->flops : 1;
     if (json) {
@@ -927,12 +952,13 @@ static int cmd_tasks(int argc, char **argv)
                                                    t->flops * t->weight / total));
         }
         json_t *root = json_pack(
-            "{s:s, s:s, s:i, s:i, s:f, s:I, s:I, s:I, s:i, s:i, s:i, s:o}", "model", model,
+            "{s:s, s:s, s:i, s:i, s:f, s:I, s:I, s:I, s:i, s:i, s:i, s:i, s:o}", "model", model,
             "target", target, "nodes", (int)g->nodes.len, "calls", (int)net->calls.len, "flops",
             net->flops, "arena_bytes", (json_int_t)net->arena_bytes, "weight_bytes",
             (json_int_t)net->weight_bytes, "unplanned_bytes", (json_int_t)net->unplanned_bytes,
             "folded_batchnorms", net->folded_batchnorms, "fused_layer_norms",
-            net->fused_layer_norms, "scaled_weights", net->scaled_weights, "tasks", tasks);
+            net->fused_layer_norms, "scaled_weights", net->scaled_weights, "winograd_convs",
+            net->winograd_convs, "tasks", tasks);
         char *text = json_dumps(root, JSON_INDENT(2));
         printf("%s\n", text);
         free(text);
@@ -944,10 +970,10 @@ static int cmd_tasks(int argc, char **argv)
         printf("memory: %.2f MiB of weights, %.2f MiB arena for the intermediates (%.2f MiB "
                "without reuse); %d BatchNormalization folded into convolutions, %d layer "
                "normalisations written out in elementwise operators fused, %d channel scales "
-               "moved onto convolution weights\n",
+               "moved onto convolution weights, %d 3x3 convolutions as Winograd F(4x4, 3x3)\n",
                (double)net->weight_bytes / (1 << 20), (double)net->arena_bytes / (1 << 20),
                (double)net->unplanned_bytes / (1 << 20), net->folded_batchnorms,
-               net->fused_layer_norms, net->scaled_weights);
+               net->fused_layer_norms, net->scaled_weights, net->winograd_convs);
         printf("| ID  | %-32s | Weight |  MFLOP | Share  |\n", "Task");
         for (size_t i = 0; i < net->tasks.len; i++) {
             const tt_net_task *t = &net->tasks.data[i];

@@ -23,6 +23,7 @@ typedef struct {
     const char *shapes[TT_CLI_MAX_SHAPES];
     int nshapes;
     tt_net_layout layout;
+    int winograd; /* --winograd: 1 on, 0 off, -1 the target's default */
     tt_graph *graph;
     tt_net *net;
 } tune_args;
@@ -31,10 +32,13 @@ typedef struct {
 int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a);
 void free_tune_args(tune_args *a);
 
-/* Imports `path` (--shape overrides) and partitions it into tasks; prints the error and returns
- * false on failure. */
+/* Imports `path` (--shape overrides) and partitions it into tasks under `layout` and, unless
+ * `no_winograd`, with the 3x3 convolutions as Winograd's; prints the error and returns false on
+ * failure. */
 bool cli_load_model(const char *cmd, const char *path, const char *const *shapes, int nshapes,
-                    tt_net_layout layout, tt_graph **g, tt_net **net);
+                    tt_net_layout layout, bool no_winograd, tt_graph **g, tt_net **net);
+/* --winograd on|off: *mode 1 or 0; prints the error and returns false for anything else. */
+bool cli_parse_winograd(const char *cmd, const char *arg, int *mode);
 
 /* The farm's key of this tvm-tune process: --auth-key-file, else $TVM_TUNE_AUTH_KEY_FILE, else
  * none.  cli_load_auth prints the error and returns false when the file is unusable. */

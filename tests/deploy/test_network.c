@@ -139,7 +139,7 @@ static int run_model(const char *dir, runner_kind kind, tt_net_layout layout, co
     tt_net *net = NULL;
     runner x = {0};
     int rc = 0;
-    tt_net_options no = {0, layout};
+    tt_net_options no = {0, layout, false};
     if ((s = tt_net_build(g, &no, &net, &err))) {
         snprintf(why, nwhy, "partition: %s", err.msg);
         rc = s == TT_ERR_UNSUPPORTED ? 2 : -1;
@@ -342,7 +342,7 @@ static tt_net *small_net_in(const char *name, tt_net_layout layout, tt_graph **g
     char path[1024];
     snprintf(path, sizeof(path), "%s/%s/model.onnx", base, name);
     tt_errbuf err = {{0}};
-    tt_net_options no = {0, layout};
+    tt_net_options no = {0, layout, false};
     tt_net *net = NULL;
     if (tt_graph_import_onnx(path, NULL, g, &err) || tt_net_build(*g, &no, &net, &err))
         fail_msg("%s: %s", name, err.msg);
@@ -378,7 +378,9 @@ static void a_resnet_block_folds_fuses_and_matches(void **state)
     if (!net)
         skip();
     assert_int_equal(net->folded_batchnorms, 2);
-    /* conv+bn+relu, conv+bn+add+relu: the normalisation is in the weights, the rest fused */
+    /* conv+bn+relu, conv+bn+add+relu: the normalisation is in the weights, the rest fused;
+     * 16 tiles of 4x4 are too few for Winograd's form */
+    assert_int_equal(net->winograd_convs, 0);
     assert_int_equal(task_calls(net, "Conv+Relu"), 1);
     assert_int_equal(task_calls(net, "Conv+Add+Relu"), 1);
     assert_int_equal(task_calls(net, "MaxPool"), 1);
@@ -643,6 +645,46 @@ static void an_se_scale_moves_onto_the_weights(void **state)
     tt_graph_free(g);
 }
 
+/* The Winograd rewrite takes the 3x3, stride-1 convolutions of 48 output tiles or more (padded or
+ * not, tiles past the edge, over a batch of 2) and leaves a strided one and a small one; every
+ * form matches numpy in both layouts and as a library (small_network).  With no_winograd every
+ * convolution stays direct. */
+static void three_by_three_convolutions_go_winograd(void **state)
+{
+    (void)state;
+    tt_graph *g;
+    tt_net *net = small_network("winograd_convs", &g);
+    if (!net)
+        skip();
+    assert_int_equal(net->winograd_convs, 2);
+    assert_int_equal(task_calls(net, "ConvWinograd+Relu"), 1);
+    assert_int_equal(task_calls(net, "ConvWinograd"), 1);
+    assert_int_equal(task_calls(net, "Conv"), 1);
+    assert_int_equal(task_calls(net, "Conv+Add"), 1);
+    int transformed = 0;
+    for (size_t i = 0; i < net->tasks.len; i++) {
+        const char *wl = net->tasks.data[i].workload;
+        /* the weights G g G^T [6, 6, CI, CO], the tiles of both images */
+        transformed +=
+            strstr(wl, "const float32[6,6,6,8]") != NULL && strstr(wl, "float32[6,6,70,6]") != NULL;
+        transformed +=
+            strstr(wl, "const float32[6,6,8,8]") != NULL && strstr(wl, "float32[6,6,48,8]") != NULL;
+    }
+    assert_int_equal(transformed, 2);
+    tt_net_free(net);
+    tt_graph_free(g);
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/winograd_convs/model.onnx", models_dir());
+    tt_errbuf err = {{0}};
+    tt_net_options direct = {0, TT_NET_LAYOUT_CHANNELS_LAST, true};
+    assert_int_equal(tt_graph_import_onnx(path, NULL, &g, &err), TT_OK);
+    assert_int_equal(tt_net_build(g, &direct, &net, &err), TT_OK);
+    assert_int_equal(net->winograd_convs, 0);
+    assert_int_equal(task_calls(net, "Conv+Relu"), 1);
+    tt_net_free(net);
+    tt_graph_free(g);
+}
+
 /* Bool tensors computed at run time (comparisons and logical operators of the input, a
  * Transpose of the mask, Where and Cast of it) are computed by kernels, in both layouts and as a
  * library, and match numpy; the mask crosses a kernel boundary as a bool tensor. */
@@ -818,6 +860,7 @@ int main(void)
         cmocka_unit_test(diamond_epilogues_join_their_convolution),
         cmocka_unit_test(a_patch_embedding_stays_channels_last),
         cmocka_unit_test(an_se_scale_moves_onto_the_weights),
+        cmocka_unit_test(three_by_three_convolutions_go_winograd),
         cmocka_unit_test(run_time_masks_are_computed),
         cmocka_unit_test(more_operators_of_the_zoos_match),
         cmocka_unit_test(a_shifted_window_mask_folds_and_matches),

@@ -19,6 +19,7 @@ layernorm_outputs: LayerNormalization's Mean output read before its main output'
 patch_embed: ViT's patch embedding (a Conv whose kernel is its stride, Reshape to [N, C, H*W],
   Transpose to [N, H*W, C]) before a projection: the Reshape passes the Conv's channels-last
   layout on.
+winograd_convs: 3x3 convolutions computed as Winograd F(4x4, 3x3) and left direct.
 se_block: a squeeze-and-excitation block (depthwise Conv, GlobalAveragePool, two 1x1 Convs,
   Sigmoid, the scale Mul, the projection): the scale moves onto the projection's weights; a
   second scale whose product is read twice stays on the activation.
@@ -542,6 +543,26 @@ def patch_embed(outdir):
     b.save(outdir, "patch_embed", x, (tokens + tb) @ wp, 13)
 
 
+def winograd_convs(outdir):
+    """3x3 convolutions the Winograd rewrite takes and leaves, at batch 2: padded 18x26 with a
+    bias and Relu (tiles past the edge: 5 x 7 per image, 70 in all), unpadded to 16x24 (4 x 6
+    tiles, 48: the fewest taken); a stride-2 one and one of an 8x12 output (12 tiles) stay
+    direct, the latter with a residual Add."""
+    b = Builder()
+    x = rand(2, 6, 18, 26)
+    xd = x.astype(np.float64)
+    w1, b1 = rand(8, 6, 3, 3, scale=0.3), rand(8)
+    w2, w3, w4 = (rand(8, 8, 3, 3, scale=0.2) for _ in range(3))
+    t = b.op("Relu", [b.op("Conv", ["input", b.const(w1), b.const(b1)], pads=[1, 1, 1, 1])])
+    r = np.maximum(conv2d(xd, w1, b1, pad=1), 0)
+    t = b.op("Conv", [t, b.const(w2)])
+    r = conv2d(r, w2)
+    t = b.op("Conv", [t, b.const(w3)], strides=[2, 2], pads=[1, 1, 1, 1])
+    r = conv2d(r, w3, stride=2, pad=1)
+    b.op("Add", [b.op("Conv", [t, b.const(w4)], pads=[1, 1, 1, 1]), t])
+    b.save(outdir, "winograd_convs", x, conv2d(r, w4, pad=1) + r, 13)
+
+
 def se_block(outdir):
     """EfficientNet's squeeze-and-excitation at small size: x * s with s = sigmoid(conv(relu(
     conv(mean(x))))) of shape [1, 8, 1, 1] before a 1x1 projection of 6 channels, whose weights
@@ -576,5 +597,5 @@ if __name__ == "__main__":
         sys.exit(__doc__)
     for make in (resnet_block, mobilenet_block, layouts, bert_layer, layernorm_outputs,
                  activations, class_token, more_ops, shifted_window_mask, seq_first_matmul,
-                 diamond_epilogues, run_time_masks, patch_embed, se_block):
+                 diamond_epilogues, run_time_masks, patch_embed, se_block, winograd_convs):
         make(sys.argv[1])

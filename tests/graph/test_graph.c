@@ -341,6 +341,11 @@ static void unsupported_things_are_named(void **state)
     model_spec old = {"Relu", 9, {2, 5}, NULL, false, NULL};
     assert_int_equal(import_built(&old, NULL, &g, &err), TT_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.msg, "opset 9"));
+    /* our own operator (the Winograd rewrite's) is not one a model may name */
+    model_spec own = {"ConvWinograd", 13, {2, 5}, NULL, false, NULL};
+    assert_int_equal(import_built(&own, NULL, &g, &err), TT_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "ConvWinograd"));
+    assert_non_null(strstr(err.msg, "not an ONNX operator"));
     model_spec ext = {"Add", 13, {2, 5}, NULL, true, NULL};
     assert_int_equal(import_built(&ext, NULL, &g, &err), TT_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.msg, "external data"));

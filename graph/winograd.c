@@ -1,0 +1,103 @@
+/* 3x3 convolutions as Winograd's minimal filtering F(4x4, 3x3) (Lavin and Gray, 2015): each
+ * 4x4 tile of the output comes from a 6x6 tile of the input through
+ *
+ *     Y = A^T [ (G g G^T) . (B^T d B) ] A
+ *
+ * so the 36 products per tile and channel pair replace 144 (4x fewer multiply-adds in the
+ * product, which is a batched matrix product over the 36 tile positions).  The weights' transform
+ * G g G^T is done here, once, when the network is built: the node becomes ConvWinograd, reading
+ * the transformed weights U [6, 6, CI, CO]; te_write.c writes the input and output transforms
+ * around the product as stages of the same kernel.
+ *
+ * Where: group 1, 3x3, stride 1, dilation 1, float32, and at least TT_NET_WINOGRAD_MIN_TILES
+ * output tiles over the batch.  With fewer (a batch of one at 14x14: 16 tiles; at 7x7: 4) the
+ * transformed weights, 4x the direct ones, are read for too few tiles: the product waits on
+ * memory and the direct convolution is as fast or faster (docs/models.md, "Kernels and
+ * tasks"). */
+#include <string.h>
+
+#include "net_int.h"
+
+/* G of F(4x4, 3x3) with interpolation points 0, 1, -1, 2, -2 and infinity. */
+static const double G[6][3] = {
+    {1.0 / 4, 0, 0},
+    {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+    {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+    {1.0 / 24, 1.0 / 12, 1.0 / 6},
+    {1.0 / 24, -1.0 / 12, 1.0 / 6},
+    {0, 0, 1},
+};
+
+/* The tiles of an output [N, C, H, W]. */
+static int64_t tiles(const tt_gtensor *y)
+{
+    return y->dims[0] * ((y->dims[2] + TT_NET_WINOGRAD_TILE - 1) / TT_NET_WINOGRAD_TILE) *
+           ((y->dims[3] + TT_NET_WINOGRAD_TILE - 1) / TT_NET_WINOGRAD_TILE);
+}
+
+/* Whether Conv node n is one the rewrite takes. */
+static bool qualifies(const tt_graph *g, int node)
+{
+    const tt_gnode *n = &g->nodes.data[node];
+    if (n->removed || n->op != TT_GOP_CONV || n->ninputs < 2 || n->inputs[0] < 0 ||
+        n->inputs[1] < 0 || n->noutputs < 1 || n->outputs[0] < 0 ||
+        tt__attr_int(n, "group", 1) != 1)
+        return false;
+    const tt_gtensor *x = &g->tensors.data[n->inputs[0]], *W = &g->tensors.data[n->inputs[1]],
+                     *y = &g->tensors.data[n->outputs[0]];
+    if (x->rank != 4 || W->rank != 4 || W->kind != TT_GT_CONST || W->permuted ||
+        W->dtype != TT_DT_FLOAT32 || x->dtype != TT_DT_FLOAT32 || W->dims[2] != 3 ||
+        W->dims[3] != 3 || tiles(y) < TT_NET_WINOGRAD_MIN_TILES)
+        return false;
+    tt__window win;
+    tt_errbuf ignored = {{0}};
+    if (tt__graph_window(g, node, &win, &ignored) || win.nk != 2)
+        return false;
+    for (int d = 0; d < 2; d++)
+        if (win.stride[d] != 1 || win.dilation[d] != 1 || win.kernel[d] != 3)
+            return false;
+    return true;
+}
+
+/* U[a][b][ci][co] = sum over i, j of G[a][i] g[co][ci][i][j] G[b][j], in double. */
+static void transform_weights(const tt_gtensor *W, tt_gtensor *U)
+{
+    int64_t CO = W->dims[0], CI = W->dims[1];
+    const float *g = W->data;
+    float *u = U->data;
+    for (int64_t co = 0; co < CO; co++)
+        for (int64_t ci = 0; ci < CI; ci++) {
+            const float *k = g + (co * CI + ci) * 9;
+            double gk[6][3]; /* G g */
+            for (int a = 0; a < 6; a++)
+                for (int j = 0; j < 3; j++)
+                    gk[a][j] = G[a][0] * k[j] + G[a][1] * k[3 + j] + G[a][2] * k[6 + j];
+            for (int a = 0; a < 6; a++)
+                for (int b = 0; b < 6; b++)
+                    u[((a * 6 + b) * CI + ci) * CO + co] =
+                        (float)(gk[a][0] * G[b][0] + gk[a][1] * G[b][1] + gk[a][2] * G[b][2]);
+        }
+}
+
+tt_status tt__net_winograd(tt_graph *g, int *rewritten, tt_errbuf *err)
+{
+    *rewritten = 0;
+    for (size_t i = 0; i < g->nodes.len; i++) {
+        if (!qualifies(g, (int)i))
+            continue;
+        int w = g->nodes.data[i].inputs[1];
+        int64_t dims[4] = {6, 6, g->tensors.data[w].dims[1], g->tensors.data[w].dims[0]};
+        char name[256];
+        snprintf(name, sizeof(name), "%s.winograd", g->tensors.data[w].name);
+        int u = tt__net_new_const(g, name, TT_DT_FLOAT32, 4, dims);
+        if (u < 0)
+            return tt_err(err, TT_ERR_NOMEM, "out of memory");
+        /* tt__net_new_const may move the tensors */
+        transform_weights(&g->tensors.data[w], &g->tensors.data[u]);
+        tt_gnode *n = &g->nodes.data[i];
+        n->op = TT_GOP_CONV_WINOGRAD;
+        n->inputs[1] = u;
+        ++*rewritten;
+    }
+    return TT_OK;
+}
