@@ -612,8 +612,9 @@ static tt_status w_conv(tw *w, const char *out, const tt_gtensor *o)
  *   z[a, y, t, o] = (m A)[a, y]                          the output transform's columns
  *   out[n, o, h, w] = (A^T z)[h % 4, w % 4] of the tile of (n, h, w), then the bias
  * Each transform is a select chain over the rows of its constant matrix, so an element costs
- * the row's few nonzero terms, and the schedule keeps each stage a pass of its own (a stage that
- * reads its input at several points is never inlined into a reduction, tuner/space.c). */
+ * the row's few nonzero terms.  Schedules keep v a pass of its own (inlined into the products it
+ * would be recomputed per output channel) and inline d into v and z into the output
+ * (tt_access_transform_into_reduction and _into_elementwise, tuner/access.h). */
 
 static const int8_t WINO_BT[6][6] = {
     {4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},

@@ -63,4 +63,15 @@ int tt_access_outer_reduce_tile_end(const tt_state *st, int stage);
 /* Stage id, after all of st's steps, of what step `step` called stage `stage_at_step`. */
 int tt_access_final_stage(const tt_state *st, size_t step, int stage_at_step);
 
+/* Transforms: stages that combine their input at several points (Winograd's input and output
+ * transforms, written as select chains, graph/te_write.c).  Whether op reads one tensor at two
+ * different index lists; whether it is such a stage that a reduction reads (inlined, its work
+ * would repeat for every element the reduction reuses, a matrix product's output column: the
+ * templates and sketches keep it a pass of its own); whether it is one that only non-reductions
+ * read (inlined, its work repeats a few times but its pass over memory goes: CPU sketches inline
+ * it, as the templates do). */
+bool tt_access_reads_at_many_points(const tt_dag *d, int op);
+bool tt_access_transform_into_reduction(const tt_dag *d, int op);
+bool tt_access_transform_into_elementwise(const tt_dag *d, int op);
+
 #endif

@@ -296,8 +296,13 @@ static rule_cond cond_inline(gen_ctx *g, const node *nd)
     if (st->dag.ops.data[st->stages.data[s].op].is_placeholder || tt_access_is_output(st, s) ||
         tt_access_has_reduce(st, s))
         return COND_SKIP;
-    /* GPU sketches inline every such stage (Ansor's AlwaysInline on GPU). */
-    return g->p->gpu || tt_access_strictly_inlineable(st, s) ? COND_APPLY_SKIP_REST : COND_SKIP;
+    /* GPU sketches inline every such stage (Ansor's AlwaysInline on GPU); CPU ones also a
+     * transform that no reduction reads, whose pass over memory costs more than its repeated
+     * arithmetic (Winograd's input rows and output columns, docs/search.md). */
+    return g->p->gpu || tt_access_strictly_inlineable(st, s) ||
+                   tt_access_transform_into_elementwise(&st->dag, st->stages.data[s].op)
+               ? COND_APPLY_SKIP_REST
+               : COND_SKIP;
 }
 
 static tt_status apply_inline(gen_ctx *g, const node *nd)

@@ -30,60 +30,11 @@ static int divisors(int64_t extent, int64_t max, int64_t *out)
     return n;
 }
 
-typedef struct {
-    const tt_expr_pool *p;
-    int64_t tensor; /* only reads of this tensor (-1: any) */
-    tt_eid seen[64];
-    int nseen;
-    bool many;
-} points_ctx;
-
-static void note_point(void *vctx, tt_eid read)
-{
-    points_ctx *c = vctx;
-    const tt_expr *r = tt_expr_get(c->p, read);
-    if (c->many || (c->tensor >= 0 && r->a != (uint32_t)c->tensor))
-        return;
-    for (int i = 0; i < c->nseen; i++)
-        if (tt_expr_get(c->p, c->seen[i])->a == r->a && !tt_expr_equal(c->p, c->seen[i], read)) {
-            c->many = true;
-            return;
-        }
-    if (c->nseen < 64)
-        c->seen[c->nseen++] = read;
-}
-
-/* Whether op's body reads one tensor (`tensor`, or -1: any) at two different points. */
-static bool reads_at_many_points(const tt_dag *d, int op, int64_t tensor)
-{
-    points_ctx c = {&d->pool, tensor, {0}, 0, false};
-    tt_expr_visit_reads(&d->pool, d->ops.data[op].body, note_point, &c);
-    return c.many;
-}
-
-/* A transform (a stage that combines its input at several points, as Winograd's do) whose work
- * inlining would repeat: a reader reads it at several points, or inside a reduction that reuses
- * each element (a matrix product reads each of its input's elements once per output column). */
-static bool repeats_transform(const tt_dag *d, int op)
-{
-    if (!reads_at_many_points(d, op, -1))
-        return false;
-    for (size_t i = 0; i < d->ops.len; i++) {
-        const tt_op *r = &d->ops.data[i];
-        if ((int)i == op || r->is_placeholder ||
-            !tt_expr_reads_tensor(&d->pool, r->body, (uint32_t)op))
-            continue;
-        if (r->nreduce > 0 || reads_at_many_points(d, (int)i, op))
-            return true;
-    }
-    return false;
-}
-
 bool tt__space_inlinable(const tt_dag *d, int op, int main_op)
 {
     const tt_op *o = &d->ops.data[op];
     return op != main_op && !o->is_placeholder && o->nreduce == 0 && tt_dag_has_readers(d, op) &&
-           !repeats_transform(d, op);
+           !tt_access_transform_into_reduction(d, op);
 }
 
 bool tt__space_feeds(const tt_dag *d, int op, int target)

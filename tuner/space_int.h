@@ -6,9 +6,8 @@
 #include "space.h"
 
 void tt__space_add_knob(tt_space *s, const char *name, const int64_t *c, int n);
-/* An intermediate that goes into its readers: no reduction, and not a transform whose work that
- * would repeat (one that reads its input at several points, read at several points or inside a
- * reduction: Winograd's, space.c). */
+/* An intermediate that goes into its readers: no reduction, and not a transform that a
+ * reduction reads (tt_access_transform_into_reduction: Winograd's input transform). */
 bool tt__space_inlinable(const tt_dag *d, int op, int main_op);
 /* Does `target` read `op`, directly or through other ops? */
 bool tt__space_feeds(const tt_dag *d, int op, int target);

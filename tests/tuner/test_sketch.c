@@ -577,6 +577,51 @@ static void matmul_epilogue_fuses_across_unit_axes(void **state)
     tt_workload_free(w);
 }
 
+/* Transforms (stages that combine their input at several points, as Winograd's) in CPU sketches:
+ * the one a product reads stays at the root in every sketch (inlined, it would be recomputed for
+ * every output column); those only non-reductions read are inlined (their pass over memory
+ * costs more than their repeated arithmetic).  Samples compute the definition. */
+static void transforms_stay_out_of_products(void **state)
+{
+    (void)state;
+    tt_workload *w = parse(
+        "te:d[i0,i1,i2] = select(i0 == 0, x0[i1 * 2,i2] - x0[i1 * 2 + 2,i2], x0[i1 * 2 + 1,i2] + "
+        "x0[i1 * 2 + 2,i2]); v[i0,i1,i2] = select(i0 == 0, d[0,i1,i2] + "
+        "d[1,i1,i2], d[1,i1,i2] - 2 * d[0,i1,i2]); m[i0,i1,i2] += v[i0,i1,r0] * w1[i0,r0,i2]; "
+        "z[i0,i1,i2] = select(i0 == 0, m[0,i1,i2] - m[1,i1,i2], m[0,i1,i2] + 3 * m[1,i1,i2]); "
+        "out[i0,i1,i2] = max(z[i0,i1,i2] + z[1 - i0,i1,i2], 0); d:float32[2,6,16]; "
+        "x0:float32[14,16]; v:float32[2,6,16]; m:float32[2,6,32]; w1:const float32[2,16,32]; "
+        "z:float32[2,6,32]; out:float32[2,6,32]; r0:16");
+    int d = op_named(w, "d"), v = op_named(w, "v"), z = op_named(w, "z");
+    tt_sketch_params p;
+    tt_sketch_params_cpu(&p, 2);
+    tt_sketch_space sp;
+    tt_errbuf err = {{0}};
+    if (tt_sketch_space_init(&sp, &w->dag, &p, &err))
+        fail_msg("%s", err.msg);
+    assert_true(sp.nsketches >= 1);
+    for (int k = 0; k < sp.nsketches; k++) {
+        const tt_state *st = sp.sketches[k].state;
+        assert_int_equal(st->stages.data[tt_state_stage_of_op(st, v)].at, TT_AT_ROOT);
+        assert_int_equal(st->stages.data[tt_state_stage_of_op(st, d)].at, TT_AT_INLINE);
+        assert_int_equal(st->stages.data[tt_state_stage_of_op(st, z)].at, TT_AT_INLINE);
+    }
+    tt_rng rng;
+    tt_rng_seed(&rng, 5);
+    int samples = 0;
+    for (int k = 0; k < 8; k++) {
+        tt_state *st;
+        if (tt_sketch_sample(&sp, k % sp.nsketches, &rng, &st, &err))
+            continue;
+        samples++;
+        check(w, st, "sample");
+        tt_state_free(st);
+    }
+    assert_true(samples >= 4);
+    tt_sketch_space_free(&sp);
+    tt_workload_free(w);
+}
+
 /* A convolution's padding, at the root in every CPU sketch, is inlined in some samples (Ansor
  * never inlines it there): the code generator then skips the taps that fall in the padding
  * instead of multiplying zeros.  Those samples compute the definition like every other. */
@@ -829,6 +874,7 @@ int main(void)
         cmocka_unit_test(pointwise_weights_are_packed),
         cmocka_unit_test(matmul_epilogue_fuses_across_unit_axes),
         cmocka_unit_test(padding_is_sometimes_inlined),
+        cmocka_unit_test(transforms_stay_out_of_products),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,6 +18,7 @@
 #include "codegen/codegen.h"
 #include "tuner/tune.h"
 #include "tuner/tune_int.h" /* tt__tune_spawn_search: the search child's lifetime */
+#include "tuner/access.h"
 #include "net/proc.h"
 
 static const char *const workloads[] = {
@@ -270,6 +271,63 @@ static void the_epilogue_is_always_inlined(void **state)
         assert_int_equal(b->at, TT_AT_INLINE);
         tt_state_free(st);
         expect_config(&sp, w, index, (const char *const[]){NULL});
+    }
+    tt_workload_free(w);
+}
+
+/* Op index of the op named `name` in w's DAG. */
+static int op_index(const tt_workload *w, const char *name)
+{
+    for (size_t i = 0; i < w->dag.ops.len; i++)
+        if (!strcmp(w->dag.ops.data[i].name, name))
+            return (int)i;
+    fail_msg("no op %s", name);
+    return -1;
+}
+
+/* A transform (a stage that combines its input at several points, as Winograd's do) stays a pass
+ * of its own where a reduction reads it, whose work inlining would repeat for every output
+ * column (v, read by the product m), and is inlined where only non-reductions read it (d into
+ * v, z into out), in the untuned config and under both choices of inline_producers (whose 0
+ * leaves the product's producers at the root); each computes the definition. */
+static void transforms_stay_out_of_reductions(void **state)
+{
+    (void)state;
+    tt_vector_isa isa = {"avx2", 32, 16, true};
+    tt_space sp;
+    tt_workload *w = open_space(
+        "te:d[i0,i1,i2] = select(i0 == 0, x0[i1 * 2,i2] - x0[i1 * 2 + 2,i2], x0[i1 * 2 + 1,i2] + "
+        "x0[i1 * 2 + 2,i2]); v[i0,i1,i2] = select(i0 == 0, d[0,i1,i2] + "
+        "d[1,i1,i2], d[1,i1,i2] - 2 * d[0,i1,i2]); m[i0,i1,i2] += v[i0,i1,r0] * w1[i0,r0,i2]; "
+        "z[i0,i1,i2] = select(i0 == 0, m[0,i1,i2] - m[1,i1,i2], m[0,i1,i2] + 3 * m[1,i1,i2]); "
+        "out[i0,i1,i2] = max(z[i0,i1,i2] + z[1 - i0,i1,i2], 0); d:float32[2,6,16]; "
+        "x0:float32[14,16]; v:float32[2,6,16]; m:float32[2,6,32]; w1:const float32[2,16,32]; "
+        "z:float32[2,6,32]; out:float32[2,6,32]; r0:16",
+        &isa, &sp);
+    int d = op_index(w, "d"), v = op_index(w, "v"), z = op_index(w, "z");
+    assert_true(tt_access_transform_into_reduction(&w->dag, v));
+    assert_false(tt_access_transform_into_elementwise(&w->dag, v));
+    assert_true(tt_access_transform_into_elementwise(&w->dag, d));
+    assert_true(tt_access_transform_into_elementwise(&w->dag, z));
+    assert_false(tt_access_reads_at_many_points(&w->dag, op_index(w, "m")));
+    tt_cpu_caches caches;
+    tt_cpu_caches_typical(&caches);
+    uint64_t configs[3] = {
+        tt_space_untuned_index(&sp, &isa, &caches, 2),
+        with_knob(&sp, tt_space_default_index(&sp, &isa), "inline_producers", 0),
+        with_knob(&sp, tt_space_default_index(&sp, &isa), "inline_producers", 1)};
+    for (int k = 0; k < 3; k++) {
+        tt_state *st;
+        tt_errbuf err = {{0}};
+        if (tt_space_apply(&sp, configs[k], &st, &err))
+            fail_msg("%s", err.msg);
+        assert_int_equal(st->stages.data[tt_state_stage_of_op(st, v)].at, TT_AT_ROOT);
+        /* d feeds the product: inline_producers 0 (configs[1]) computes it once at the root */
+        assert_int_equal(st->stages.data[tt_state_stage_of_op(st, d)].at,
+                         k == 1 ? TT_AT_ROOT : TT_AT_INLINE);
+        assert_int_equal(st->stages.data[tt_state_stage_of_op(st, z)].at, TT_AT_INLINE);
+        tt_state_free(st);
+        expect_config(&sp, w, configs[k], (const char *const[]){NULL});
     }
     tt_workload_free(w);
 }
@@ -1359,6 +1417,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sampled_configs_compute_the_definition),
         cmocka_unit_test(the_epilogue_is_always_inlined),
+        cmocka_unit_test(transforms_stay_out_of_reductions),
         cmocka_unit_test(cache_blocked_configs_follow_the_caches),
         cmocka_unit_test(short_row_axes_keep_enough_accumulators),
         cmocka_unit_test(accumulators_write_through_the_epilogue),
