@@ -28,17 +28,15 @@ tt_status tt__net_fuse_layer_norms(tt_graph *g, int *fused, tt_errbuf *err);
  * them. */
 tt_status tt__net_scale_weights(tt_graph *g, int *moved, tt_errbuf *err);
 
-/* Winograd F(4x4, 3x3): output tiles of 4x4 from input tiles of 6x6 (winograd.c). */
-#define TT_NET_WINOGRAD_TILE 4
-/* The fewest output tiles (over the batch) for which the rewrite pays: the product reads each
- * transformed weight (4x as many as the direct ones) once per tile, so with fewer tiles it waits
- * on memory (14x14 outputs of 256 channels, 16 tiles: 9.4 MB of weights for 76 MFLOP). */
+/* The fewest output tiles (over the batch) for which Winograd's form pays: the product reads
+ * each transformed weight once per tile, so with fewer tiles it waits on memory (14x14 outputs
+ * of 256 channels in F(4x4)'s 16 tiles: 9.4 MB of weights for 76 MFLOP). */
 #define TT_NET_WINOGRAD_MIN_TILES 48
 
-/* Rewrites every group-1, 3x3, stride-1, undilated float32 Conv with constant weights and at
- * least TT_NET_WINOGRAD_MIN_TILES output tiles into ConvWinograd, whose second input is
- * the transformed weights G g G^T [6, 6, CI, CO] (a new constant; winograd.c); *rewritten counts
- * them. */
+/* Rewrites every group-1, 3x3, stride-1, undilated float32 Conv with constant weights into
+ * ConvWinograd F(4x4, 3x3) where its output has at least TT_NET_WINOGRAD_MIN_TILES tiles of 4x4,
+ * else F(2x2, 3x3) where it has that many of 2x2; the second input becomes the transformed
+ * weights G g G^T [m + 2, m + 2, CI, CO] (a new constant; winograd.c).  *rewritten counts them. */
 tt_status tt__net_winograd(tt_graph *g, int *rewritten, tt_errbuf *err);
 
 /* Chooses the memory order of every tensor (tt_gtensor perm) under `layout` (net.h): channels

@@ -602,29 +602,39 @@ static tt_status w_conv(tw *w, const char *out, const tt_gtensor *o)
     return b >= 0 ? bias_stage(w, acc, b, out, o) : TT_OK;
 }
 
-/* ---- ConvWinograd (winograd.c): F(4x4, 3x3) ----
+/* ---- ConvWinograd (winograd.c): F(m x m, 3x3), m = 4 or 2 ----
  *
- * Five stages; the internal ones are row-major [6, 6, tiles, channels], a tile t being (image,
- * tile row, tile column):
+ * Five stages; the internal ones are row-major [m + 2, m + 2, tiles, channels], a tile t being
+ * (image, tile row, tile column):
  *   d[a, j, t, c] = (B^T x_t)[a, j]                      the input tile's rows, through padding
  *   v[a, b, t, c] = (d B)[a, b]                          and its columns
- *   m[a, b, t, o] += v[a, b, t, r] * U[a, b, r, o]       36 products over the input channels
+ *   m[a, b, t, o] += v[a, b, t, r] * U[a, b, r, o]       (m + 2)^2 products over the channels
  *   z[a, y, t, o] = (m A)[a, y]                          the output transform's columns
- *   out[n, o, h, w] = (A^T z)[h % 4, w % 4] of the tile of (n, h, w), then the bias
+ *   out[n, o, h, w] = (A^T z)[h % m, w % m] of the tile of (n, h, w), then the bias
  * Each transform is a select chain over the rows of its constant matrix, so an element costs
  * the row's few nonzero terms.  Schedules keep v a pass of its own (inlined into the products it
  * would be recomputed per output channel) and inline d into v and z into the output
  * (tt_access_transform_into_reduction and _into_elementwise, tuner/access.h). */
 
-static const int8_t WINO_BT[6][6] = {
+static const int8_t WINO_BT4[6][6] = {
     {4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
     {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1},
 };
-static const int8_t WINO_AT[4][6] = {
+static const int8_t WINO_AT4[4][6] = {
     {1, 1, 1, 1, 1, 0},
     {0, 1, -1, 2, -2, 0},
     {0, 1, 1, 4, 4, 0},
     {0, 1, -1, 8, -8, 1},
+};
+static const int8_t WINO_BT2[4][6] = {
+    {1, 0, -1, 0},
+    {0, 1, 1, 0},
+    {0, -1, 1, 0},
+    {0, 1, 0, -1},
+};
+static const int8_t WINO_AT2[2][6] = {
+    {1, 1, 1, 0},
+    {0, 1, -1, -1},
 };
 
 typedef tt_status (*wino_term)(tw *w, int k, const void *ctx);
@@ -723,12 +733,15 @@ static tt_status w_conv_winograd(tw *w, const char *out, const tt_gtensor *o)
     tt_status s = tt__graph_window(w->g, w->node, &win, w->err);
     if (s)
         return s;
-    if (o->dtype != TT_DT_FLOAT32 || X->rank != 4 || U->rank != 4 || win.nk != 2)
-        return BAD(w, "ConvWinograd needs a 2-D float32 convolution");
-    const int m = TT_NET_WINOGRAD_TILE;
+    if (o->dtype != TT_DT_FLOAT32 || X->rank != 4 || U->rank != 4 || win.nk != 2 ||
+        (U->dims[0] != 6 && U->dims[0] != 4) || U->dims[1] != U->dims[0])
+        return BAD(w, "ConvWinograd needs a 2-D float32 convolution and weights of F(4x4, 3x3) "
+                      "or F(2x2, 3x3)");
+    const int alpha = (int)U->dims[0], m = alpha - 2;
+    const int8_t(*BT)[6] = m == 4 ? WINO_BT4 : WINO_BT2, (*AT)[6] = m == 4 ? WINO_AT4 : WINO_AT2;
     int64_t N = o->dims[0], CI = U->dims[2], CO = U->dims[3];
     int64_t TH = (o->dims[2] + m - 1) / m, TW = (o->dims[3] + m - 1) / m, P = N * TH * TW;
-    /* padding that covers every tile: TH * 4 + 2 rows */
+    /* padding that covers every tile: TH * m + 2 rows */
     tt__window cover = win;
     cover.out[0] = TH * m, cover.out[1] = TW * m;
     char src[NAME_LEN];
@@ -748,27 +761,27 @@ static tt_status w_conv_winograd(tw *w, const char *out, const tt_gtensor *o)
     snprintf(col, sizeof(col), "i2 %% %lld * %d", (long long)TW, m);
     char d[NAME_LEN], v[NAME_LEN], mm[NAME_LEN], z[NAME_LEN], acc[NAME_LEN], r[NAME_LEN];
     tmp(w, d);
-    int64_t din[4] = {6, 6, P, CI};
+    int64_t din[4] = {alpha, alpha, P, CI};
     wino_lhs(w, d, din, "=");
     wino_input in = {x, src, padded, n, row, col};
-    if ((s = wino_chain(w, "i0", WINO_BT, 6, wino_d_term, &in)))
+    if ((s = wino_chain(w, "i0", BT, alpha, wino_d_term, &in)))
         return s;
     tmp(w, v);
     wino_lhs(w, v, din, "=");
-    if ((s = wino_chain(w, "i1", WINO_BT, 6, wino_row_term, d)))
+    if ((s = wino_chain(w, "i1", BT, alpha, wino_row_term, d)))
         return s;
     tmp(w, mm);
     red(w, CI, r);
-    int64_t dm[4] = {6, 6, P, CO};
+    int64_t dm[4] = {alpha, alpha, P, CO};
     wino_lhs(w, mm, dm, "+=");
     tt_strbuf_printf(w->sb, "%s[i0,i1,i2,%s] * ", v, r);
     const char *ui[4] = {"i0", "i1", r, "i3"};
     if ((s = rd_at(w, w->sb, u, ui)))
         return s;
     tmp(w, z);
-    int64_t dz[4] = {6, m, P, CO};
+    int64_t dz[4] = {alpha, m, P, CO};
     wino_lhs(w, z, dz, "=");
-    if ((s = wino_chain(w, "i1", WINO_AT, m, wino_row_term, mm)))
+    if ((s = wino_chain(w, "i1", AT, m, wino_row_term, mm)))
         return s;
     /* the output, in the node's layout */
     const char *const *lv = LV(w, o->rank);
@@ -786,7 +799,7 @@ static tt_status w_conv_winograd(tw *w, const char *out, const tt_gtensor *o)
         snprintf(acc, sizeof(acc), "%s", out);
     lhs(w, acc, o->dtype, o->rank, o->dims, "=");
     wino_output wo = {z, wcol, tile, lv[1]};
-    if ((s = wino_chain(w, hv, WINO_AT, m, wino_out_term, &wo)))
+    if ((s = wino_chain(w, hv, AT, m, wino_out_term, &wo)))
         return s;
     return b >= 0 ? bias_stage(w, acc, b, out, o) : TT_OK;
 }

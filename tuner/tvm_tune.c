@@ -44,8 +44,9 @@ static void usage(FILE *f)
         "  the layout is part of each task's workload: tune and build with the same one\n"
         "  (docs/models.md).  --winograd on (the default for CPU targets; off for opencl)\n"
         "  computes each 3x3, stride-1 convolution with at least 48 output tiles of 4x4 as\n"
-        "  Winograd F(4x4, 3x3): weights transformed at build time, 4x fewer multiply-adds;\n"
-        "  part of the workloads too (docs/models.md, \"Kernels and tasks\")\n"
+        "  Winograd F(4x4, 3x3) (4x fewer multiply-adds), else with 48 of 2x2 as F(2x2, 3x3)\n"
+        "  (2.25x fewer), weights transformed at build time; part of the workloads too\n"
+        "  (docs/models.md, \"Kernels and tasks\")\n"
         "\n"
         "tvm-tune run --workload W [--weight X] [--workload W2 [--weight X2] ...] [--target T]\n"
         "             [--trials N] [--strategy random|grid|ga|xgb|evo|sketch-random]\n"
@@ -970,7 +971,8 @@ static int cmd_tasks(int argc, char **argv)
         printf("memory: %.2f MiB of weights, %.2f MiB arena for the intermediates (%.2f MiB "
                "without reuse); %d BatchNormalization folded into convolutions, %d layer "
                "normalisations written out in elementwise operators fused, %d channel scales "
-               "moved onto convolution weights, %d 3x3 convolutions as Winograd F(4x4, 3x3)\n",
+               "moved onto convolution weights, %d 3x3 convolutions as Winograd's F(4x4 or 2x2, "
+               "3x3)\n",
                (double)net->weight_bytes / (1 << 20), (double)net->arena_bytes / (1 << 20),
                (double)net->unplanned_bytes / (1 << 20), net->folded_batchnorms,
                net->fused_layer_norms, net->scaled_weights, net->winograd_convs);

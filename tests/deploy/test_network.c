@@ -378,11 +378,11 @@ static void a_resnet_block_folds_fuses_and_matches(void **state)
     if (!net)
         skip();
     assert_int_equal(net->folded_batchnorms, 2);
-    /* conv+bn+relu, conv+bn+add+relu: the normalisation is in the weights, the rest fused;
-     * 16 tiles of 4x4 are too few for Winograd's form */
-    assert_int_equal(net->winograd_convs, 0);
-    assert_int_equal(task_calls(net, "Conv+Relu"), 1);
-    assert_int_equal(task_calls(net, "Conv+Add+Relu"), 1);
+    /* conv+bn+relu, conv+bn+add+relu: the normalisation is in the weights (then transformed:
+     * 16x16 outputs are 16 tiles of 4x4, too few, and 64 of 2x2: F(2x2, 3x3)), the rest fused */
+    assert_int_equal(net->winograd_convs, 2);
+    assert_int_equal(task_calls(net, "ConvWinograd+Relu"), 1);
+    assert_int_equal(task_calls(net, "ConvWinograd+Add+Relu"), 1);
     assert_int_equal(task_calls(net, "MaxPool"), 1);
     assert_int_equal(task_calls(net, "Gemm"), 1);
     /* Flatten moves nothing: 6 kernels for 12 nodes */
@@ -645,10 +645,10 @@ static void an_se_scale_moves_onto_the_weights(void **state)
     tt_graph_free(g);
 }
 
-/* The Winograd rewrite takes the 3x3, stride-1 convolutions of 48 output tiles or more (padded or
- * not, tiles past the edge, over a batch of 2) and leaves a strided one and a small one; every
- * form matches numpy in both layouts and as a library (small_network).  With no_winograd every
- * convolution stays direct. */
+/* The Winograd rewrite takes the 3x3, stride-1 convolutions of 48 output tiles or more over a
+ * batch of 2: F(4x4, 3x3) padded (tiles past the edge) and not, F(2x2, 3x3) where only its
+ * smaller tiles are that many; it leaves a strided one.  Every form matches numpy in both
+ * layouts and as a library (small_network).  With no_winograd every convolution stays direct. */
 static void three_by_three_convolutions_go_winograd(void **state)
 {
     (void)state;
@@ -656,21 +656,23 @@ static void three_by_three_convolutions_go_winograd(void **state)
     tt_net *net = small_network("winograd_convs", &g);
     if (!net)
         skip();
-    assert_int_equal(net->winograd_convs, 2);
+    assert_int_equal(net->winograd_convs, 3);
     assert_int_equal(task_calls(net, "ConvWinograd+Relu"), 1);
     assert_int_equal(task_calls(net, "ConvWinograd"), 1);
     assert_int_equal(task_calls(net, "Conv"), 1);
-    assert_int_equal(task_calls(net, "Conv+Add"), 1);
+    assert_int_equal(task_calls(net, "ConvWinograd+Add"), 1);
     int transformed = 0;
     for (size_t i = 0; i < net->tasks.len; i++) {
         const char *wl = net->tasks.data[i].workload;
-        /* the weights G g G^T [6, 6, CI, CO], the tiles of both images */
+        /* the weights G g G^T [m + 2, m + 2, CI, CO], the tiles of both images */
         transformed +=
             strstr(wl, "const float32[6,6,6,8]") != NULL && strstr(wl, "float32[6,6,70,6]") != NULL;
         transformed +=
             strstr(wl, "const float32[6,6,8,8]") != NULL && strstr(wl, "float32[6,6,48,8]") != NULL;
+        transformed +=
+            strstr(wl, "const float32[4,4,8,8]") != NULL && strstr(wl, "float32[4,4,48,8]") != NULL;
     }
-    assert_int_equal(transformed, 2);
+    assert_int_equal(transformed, 3);
     tt_net_free(net);
     tt_graph_free(g);
     char path[1024];

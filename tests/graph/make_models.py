@@ -19,7 +19,8 @@ layernorm_outputs: LayerNormalization's Mean output read before its main output'
 patch_embed: ViT's patch embedding (a Conv whose kernel is its stride, Reshape to [N, C, H*W],
   Transpose to [N, H*W, C]) before a projection: the Reshape passes the Conv's channels-last
   layout on.
-winograd_convs: 3x3 convolutions computed as Winograd F(4x4, 3x3) and left direct.
+winograd_convs: 3x3 convolutions computed as Winograd F(4x4, 3x3) and F(2x2, 3x3), and left
+  direct.
 se_block: a squeeze-and-excitation block (depthwise Conv, GlobalAveragePool, two 1x1 Convs,
   Sigmoid, the scale Mul, the projection): the scale moves onto the projection's weights; a
   second scale whose product is read twice stays on the activation.
@@ -544,10 +545,10 @@ def patch_embed(outdir):
 
 
 def winograd_convs(outdir):
-    """3x3 convolutions the Winograd rewrite takes and leaves, at batch 2: padded 18x26 with a
-    bias and Relu (tiles past the edge: 5 x 7 per image, 70 in all), unpadded to 16x24 (4 x 6
-    tiles, 48: the fewest taken); a stride-2 one and one of an 8x12 output (12 tiles) stay
-    direct, the latter with a residual Add."""
+    """3x3 convolutions the Winograd rewrite takes and leaves, at batch 2: F(4x4, 3x3) padded
+    18x26 with a bias and Relu (tiles past the edge: 5 x 7 per image, 70 in all) and unpadded to
+    16x24 (4 x 6 tiles, 48: the fewest taken); a stride-2 one stays direct; one of an 8x12 output
+    (12 tiles of 4x4, 48 of 2x2) is F(2x2, 3x3), with a residual Add."""
     b = Builder()
     x = rand(2, 6, 18, 26)
     xd = x.astype(np.float64)
