@@ -117,7 +117,7 @@ sys.exit(0 if err < 1e-4 else f'app: relative error {err}')"
 echo "== tvm-net"
 "$bin/tvm-net" info "$work/lib/rb.so" > "$work/info.log"
 grep -q "input  input .*float32\[1, 8, 16, 16\]" "$work/info.log"
-grep -q "Conv+Add+Relu" "$work/info.log"
+grep -q "ConvWinograd+Add+Relu" "$work/info.log"
 "$bin/tvm-net" info "$work/lib/rb.so" --json | "$py" -c "
 import json, sys
 i = json.load(sys.stdin)
@@ -160,7 +160,7 @@ test ! -e "$work/bad/rb-1.a"
 "$py" -c "import sqlite3; sqlite3.connect('$work/empty.db').close()"
 "$bin/tvm-tune" run --workload matmul:M=16,N=16,K=16 --trials 1 --strategy random \
   --db "$work/empty.db" > /dev/null
-expect_fail 1 "task 0 (Conv+Relu, from node 0 .*no record of te:" \
+expect_fail 1 "task 0 (ConvWinograd+Relu, from node 0 .*no record of te:" \
   "$bin/tvm-compile" --model "$model" --db "$work/empty.db" --strict -o "$work/strict/rb"
 [ -z "$(ls -A "$work/strict" 2> /dev/null)" ]
 head -c 300 "$model" > "$work/truncated.onnx"
