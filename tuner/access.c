@@ -559,7 +559,6 @@ int tt_access_outer_reduce_tile_end(const tt_state *st, int stage)
 
 typedef struct {
     const tt_expr_pool *p;
-    int64_t tensor; /* only reads of this tensor (-1: any) */
     tt_eid seen[64];
     int nseen;
     bool many;
@@ -569,7 +568,7 @@ static void note_point(void *vctx, tt_eid read)
 {
     points_ctx *c = vctx;
     const tt_expr *r = tt_expr_get(c->p, read);
-    if (c->many || (c->tensor >= 0 && r->a != (uint32_t)c->tensor))
+    if (c->many)
         return;
     for (int i = 0; i < c->nseen; i++)
         if (tt_expr_get(c->p, c->seen[i])->a == r->a && !tt_expr_equal(c->p, c->seen[i], read)) {
@@ -582,15 +581,14 @@ static void note_point(void *vctx, tt_eid read)
 
 bool tt_access_reads_at_many_points(const tt_dag *d, int op)
 {
-    points_ctx c = {&d->pool, -1, {0}, 0, false};
+    points_ctx c = {&d->pool, {0}, 0, false};
     tt_expr_visit_reads(&d->pool, d->ops.data[op].body, note_point, &c);
     return c.many;
 }
 
-bool tt_access_transform_into_reduction(const tt_dag *d, int op)
+/* Whether a reduction reads op. */
+static bool read_by_reduction(const tt_dag *d, int op)
 {
-    if (d->ops.data[op].is_placeholder || !tt_access_reads_at_many_points(d, op))
-        return false;
     for (size_t i = 0; i < d->ops.len; i++) {
         const tt_op *r = &d->ops.data[i];
         if ((int)i != op && !r->is_placeholder && r->nreduce > 0 &&
@@ -600,10 +598,15 @@ bool tt_access_transform_into_reduction(const tt_dag *d, int op)
     return false;
 }
 
+bool tt_access_transform_into_reduction(const tt_dag *d, int op)
+{
+    return !d->ops.data[op].is_placeholder && tt_access_reads_at_many_points(d, op) &&
+           read_by_reduction(d, op);
+}
+
 bool tt_access_transform_into_elementwise(const tt_dag *d, int op)
 {
-    if (d->ops.data[op].is_placeholder || d->ops.data[op].nreduce > 0 ||
-        !tt_dag_has_readers(d, op) || !tt_access_reads_at_many_points(d, op))
-        return false;
-    return !tt_access_transform_into_reduction(d, op);
+    return !d->ops.data[op].is_placeholder && d->ops.data[op].nreduce == 0 &&
+           tt_dag_has_readers(d, op) && tt_access_reads_at_many_points(d, op) &&
+           !read_by_reduction(d, op);
 }
