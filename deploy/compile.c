@@ -55,7 +55,7 @@ tt_status tt__compile_default_schedule(const tt_dag *dag, const tt_target *targe
         tt_sketch_params p;
         tt_sketch_params_gpu(&p, 256, 32);
         tt_errbuf ignored = {{0}};
-        if (tt_sketch_gpu_tiled(dag, &p, out, &ignored) == TT_OK)
+        if (tt_sketch_gpu_tiled(dag, &p, TT_GPU_TILE_DEFAULT, out, &ignored) == TT_OK)
             return TT_OK;
         return tt_sketch_gpu_default(dag, 32, out, err);
     }

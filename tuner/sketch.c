@@ -1170,12 +1170,12 @@ static int64_t divisor_at_most(int64_t n, int64_t cap)
 }
 
 /* Fills the open splits of a GPU sketch as a hand-written GEMM would: from the innermost spatial
- * axis outwards, up to 4 outputs of each axis per thread (at most `regs` in all: the register
- * tile, S4) and up to 16 threads of each (at most `threads`: S2), no vthread; the innermost
- * reduce axis staged 16 deep through shared memory (R1), the others one at a time.  Returns the
- * work-groups it makes. */
+ * axis outwards, up to `per_axis` outputs of each axis per thread (at most `regs` in all: the
+ * register tile, S4) and up to 16 threads of each (at most `threads`: S2), no vthread; the
+ * innermost reduce axis staged 16 deep through shared memory (R1), the others one at a time.
+ * Returns the work-groups it makes. */
 static int64_t fill_gemm_like(tt_step *steps, const uint8_t *undef, size_t n, int64_t threads,
-                              int64_t regs)
+                              int64_t regs, int64_t per_axis)
 {
     int64_t outputs = 1, per_group = 1;
     bool inner_reduce = true;
@@ -1186,7 +1186,7 @@ static int64_t fill_gemm_like(tt_step *steps, const uint8_t *undef, size_t n, in
         for (int l = 0; l < s->nlen; l++)
             s->lengths[l] = 1;
         if (undef[k] == UNDEF_SPATIAL && s->nlen == 4) {
-            int64_t r = divisor_at_most(s->extent, regs < 4 ? regs : 4);
+            int64_t r = divisor_at_most(s->extent, regs < per_axis ? regs : per_axis);
             int64_t t = divisor_at_most(s->extent / r, threads < 16 ? threads : 16);
             s->lengths[1] = t;
             s->lengths[3] = r;
@@ -1202,8 +1202,40 @@ static int64_t fill_gemm_like(tt_step *steps, const uint8_t *undef, size_t n, in
     return outputs / per_group;
 }
 
-tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_state **out,
-                              tt_errbuf *err)
+/* The vector part of each cooperative fetch (bind_cooperative_fetch splits off 1) set to 4 where
+ * the fetch's extent allows, and the state replayed with it. */
+static tt_status fetch_by_four(const tt_dag *dag, tt_state **st, tt_errbuf *err)
+{
+    size_t n = (*st)->steps.len;
+    tt_step *steps = malloc(sizeof(tt_step) * (n ? n : 1));
+    if (!steps)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    memcpy(steps, (*st)->steps.data, sizeof(tt_step) * n);
+    int changed = 0;
+    for (size_t k = 0; k + 1 < n; k++) {
+        tt_step *s = &steps[k];
+        const tt_step *next = &steps[k + 1];
+        if (s->kind == TT_STEP_SPLIT && s->nlen == 1 && s->lengths[0] == 1 && s->extent % 4 == 0 &&
+            next->kind == TT_STEP_ANNOTATE && next->stage == s->stage &&
+            next->ann == TT_ANN_VECTORIZE &&
+            !strcmp((*st)->stages.data[s->stage].scope, "shared")) {
+            s->lengths[0] = 4;
+            changed++;
+        }
+    }
+    tt_state *re = NULL;
+    tt_status r = changed ? tt_state_replay(dag, steps, n, &re, err)
+                          : tt_err(err, TT_ERR_NOT_FOUND, "no fetch of the large tile takes 4");
+    free(steps);
+    if (r)
+        return r;
+    tt_state_free(*st);
+    *st = re;
+    return TT_OK;
+}
+
+tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_gpu_tile size,
+                              tt_state **out, tt_errbuf *err)
 {
     tt_sketch_space sp;
     tt_status r = tt_sketch_space_init(&sp, dag, p, err);
@@ -1214,7 +1246,15 @@ tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_s
      * outputs (192 groups) and in 50 us with 64 threads of 16 (96 groups): a large GPU wants
      * the threads more than the register tile. */
     static const int64_t shapes[][2] = {{256, 16}, {128, 16}, {128, 4}, {64, 4}, {64, 1}, {32, 1}};
-    r = tt_err(err, TT_ERR_NOT_FOUND, "no GPU sketch of the workload takes a default tiling");
+    /* the large tile has one shape and no fallback: where it makes too few work-groups the
+     * default's smaller ones are the better start */
+    static const int64_t large[][2] = {{256, 64}};
+    bool is_large = size != TT_GPU_TILE_DEFAULT;
+    const int64_t(*try)[2] = is_large ? large : shapes;
+    size_t ntry = is_large ? 1 : sizeof(shapes) / sizeof(shapes[0]);
+    int64_t per_axis = is_large ? 8 : 4;
+    r = tt_err(err, TT_ERR_NOT_FOUND, "no GPU sketch of the workload takes a %s tiling",
+               is_large ? "large" : "default");
     for (int k = 0; k < sp.nsketches && r; k++) {
         const tt_sketch *sk = &sp.sketches[k];
         size_t n = sk->state->steps.len;
@@ -1223,16 +1263,19 @@ tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_s
             r = tt_err(err, TT_ERR_NOMEM, "out of memory");
             break;
         }
-        for (size_t c = 0; c < sizeof(shapes) / sizeof(shapes[0]) && r; c++) {
+        for (size_t c = 0; c < ntry && r; c++) {
             if (n)
                 memcpy(steps, sk->state->steps.data, sizeof(tt_step) * n);
-            int64_t groups = fill_gemm_like(steps, sk->undefined, n, shapes[c][0], shapes[c][1]);
-            if (groups < 64 && c + 1 < sizeof(shapes) / sizeof(shapes[0]))
+            int64_t groups =
+                fill_gemm_like(steps, sk->undefined, n, try[c][0], try[c][1], per_axis);
+            if (groups < 64 && (c + 1 < ntry || is_large))
                 continue;
             tt_state *st = NULL;
             tt_status e = tt_state_replay(dag, steps, n, &st, err);
             if (!e)
                 e = init_thread_bind(&sp, st, err);
+            if (!e && size == TT_GPU_TILE_LARGE_FLOAT4)
+                e = fetch_by_four(dag, &st, err);
             for (size_t g = 0; g < st->stages.len && !e; g++) {
                 const tt_stage *sg = &st->stages.data[g];
                 if (sg->at != TT_AT_INLINE && !st->dag.ops.data[sg->op].is_placeholder &&

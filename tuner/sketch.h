@@ -84,15 +84,27 @@ tt_status tt_sketch_bind_untiled(tt_state *st, int stage, int64_t warp, tt_errbu
  * blockIdx.x and threadIdx.x, reductions serial in each work-item. */
 tt_status tt_sketch_gpu_default(const tt_dag *dag, int warp_size, tt_state **out, tt_errbuf *err);
 
-/* The default GPU schedule of a build without records (tvm-compile --target opencl): the first
- * of `dag`'s GPU sketches (parameters p) that takes a fixed GEMM-like tiling (per thread up to 4
- * outputs of each spatial axis, 16 threads of each, up to 256 threads and 16 outputs in all, fewer
- * while the work-groups number under 64; the innermost reduce axis staged 16 deep through shared
- * memory; auto-unroll 512); a workload without multi-level tiling gets its cross-thread
- * reduction or its elementwise binding.  TT_ERR_NOT_FOUND when no sketch takes it (the caller
- * falls back to tt_sketch_gpu_default). */
-tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_state **out,
-                              tt_errbuf *err);
+/* The fixed GEMM-like tilings of GPU sketches (tt_sketch_gpu_tiled). */
+typedef enum {
+    /* the build's default: per thread up to 4 outputs of each spatial axis and 16 in all, up to
+     * 16 threads of each axis and 256 in all, fewer while the work-groups number under 64 */
+    TT_GPU_TILE_DEFAULT,
+    /* a classic large-GEMM tile (128x128 outputs a work-group on a matmul): up to 8 outputs of
+     * each axis and 64 a thread, 256 threads; only where that still makes 64 work-groups */
+    TT_GPU_TILE_LARGE,
+    /* the large tile with its shared stages fetched 4 floats a work-item (128-bit accesses where
+     * the code generator can prove them aligned) */
+    TT_GPU_TILE_LARGE_FLOAT4
+} tt_gpu_tile;
+
+/* A fixed tiling of `dag` (tvm-compile --target opencl's default without records with
+ * TT_GPU_TILE_DEFAULT; the tuner measures both sizes first): the first of `dag`'s GPU sketches
+ * (parameters p) that takes the tiling of `size` (above; the innermost reduce axis staged 16 deep
+ * through shared memory; auto-unroll 512); a workload without multi-level tiling gets its
+ * cross-thread reduction or its elementwise binding.  TT_ERR_NOT_FOUND when no sketch takes it
+ * (the caller falls back to tt_sketch_gpu_default). */
+tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_gpu_tile size,
+                              tt_state **out, tt_errbuf *err);
 
 /* Mutation kinds and their CPU weights (search.md C6). */
 typedef enum {

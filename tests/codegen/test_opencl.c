@@ -447,6 +447,90 @@ static void template_search_offers_only_kernels_within_the_device(void **state)
     tt_workload_free((tt_workload *)oc.w);
 }
 
+/* Where each fixed GPU tiling (tt_sketch_gpu_tiled) came among the offered configs. */
+typedef struct {
+    const tt_workload *w;
+    int offered;
+    int at_default, at_large, at_large4; /* 1-based position, 0: never offered */
+} starts_check;
+
+static double see_start(void *ctx, const char *config)
+{
+    starts_check *sc = ctx;
+    sc->offered++;
+    if (strcmp(config, "[]")) {
+        tt_state *st = replay(sc->w, config);
+        tt_program *prog;
+        tt_errbuf err = {{0}};
+        assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
+        char *text = NULL;
+        tt_opencl_stats stats;
+        if (!tt_codegen_opencl(prog, "kernel", NULL, &text, NULL, &stats, &err) &&
+            stats.block[0] * stats.block[1] * stats.block[2] == 256 &&
+            strstr(config, "auto_unroll_max_step$512\"]]")) {
+            /* matmul 1024: 64x64 tiles stage 8 KiB, 128x128 tiles 16 KiB */
+            if (stats.shared_bytes == 8192 && !sc->at_default)
+                sc->at_default = sc->offered;
+            if (stats.shared_bytes == 16384 && stats.vector_loops == 0 && !sc->at_large)
+                sc->at_large = sc->offered;
+            if (stats.shared_bytes == 16384 && stats.vector_loops >= 2 && !sc->at_large4)
+                sc->at_large4 = sc->offered;
+        }
+        free(text);
+        tt_program_free(prog);
+        tt_state_free(st);
+    }
+    return 1e-3 * (1.0 + (double)(tt_hash64_str(config) % 1000) / 1000.0);
+}
+
+/* A GPU sketch search measures the fixed tilings right after the naive baseline: the one a build
+ * takes without records, so that a tuned record is never slower than the untuned build, and the
+ * large tile with scalar and 4-float fetches (tt__tune_pick); a resumed run does not offer them
+ * again. */
+static void gpu_search_starts_from_the_fixed_tilings(void **state)
+{
+    need_device();
+    const char *wl = "matmul:M=1024,N=1024,K=1024";
+    tt_errbuf err = {{0}};
+    starts_check sc;
+    memset(&sc, 0, sizeof(sc));
+    assert_int_equal(tt_workload_parse(wl, (tt_workload **)&sc.w, &err), TT_OK);
+    char db[256];
+    snprintf(db, sizeof(db), "%s/starts.db", dir);
+    const char *w[1] = {wl};
+    tt_tune_options o;
+    memset(&o, 0, sizeof(o));
+    o.workloads = w;
+    o.nworkloads = 1;
+    o.target = "opencl";
+    o.trials = 8;
+    o.strategy = TT_STRATEGY_EVO;
+    o.db_path = db;
+    o.seed = 3;
+    o.threads = 2;
+    o.measure.opencl_device = device_spec();
+    o.objective = see_start;
+    o.objective_ctx = &sc;
+    tt_tune_summary sum;
+    if (tt_tune_run(&o, &sum, NULL, &err))
+        fail_msg("%s", err.msg);
+    printf("opencl: of %d offered, the default tiling came %d, the large %d, the large with "
+           "4-float fetches %d\n",
+           sc.offered, sc.at_default, sc.at_large, sc.at_large4);
+    assert_int_equal(sc.offered, 8);
+    assert_true(sc.at_default >= 1 && sc.at_default <= 4);
+    assert_true(sc.at_large >= 1 && sc.at_large <= 4);
+    assert_true(sc.at_large4 >= 1 && sc.at_large4 <= 4);
+    /* resumed with 8 more trials: the three are in the database and not offered again */
+    memset(&sc.offered, 0, sizeof(sc) - offsetof(starts_check, offered));
+    o.trials = 16;
+    if (tt_tune_run(&o, &sum, NULL, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(sc.offered, 8);
+    assert_int_equal(sc.at_default + sc.at_large + sc.at_large4, 0);
+    tt_workload_free((tt_workload *)sc.w);
+}
+
 /* Schedules written for CPUs (parallel, vectorise, unroll, compute_at, caches, rfactor) run on a
  * GPU as one work-item: slow but right, so imported or hand-written configs never miscompute. */
 static void cpu_schedules_run_as_one_work_item(void **state)
@@ -846,6 +930,7 @@ int main(void)
         cmocka_unit_test(gpu_sketches_of_every_operator_match),
         cmocka_unit_test(gpu_template_configs_match),
         cmocka_unit_test(template_search_offers_only_kernels_within_the_device),
+        cmocka_unit_test(gpu_search_starts_from_the_fixed_tilings),
         cmocka_unit_test(cpu_schedules_run_as_one_work_item),
         cmocka_unit_test(cross_thread_reductions_match),
         cmocka_unit_test(vectorised_loops_use_vector_types),

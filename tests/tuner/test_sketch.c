@@ -828,7 +828,7 @@ static void gpu_default_tiles_what_can_be_tiled(void **state)
         tt_sketch_params_gpu(&p, 256, 32);
         tt_state *st;
         tt_errbuf err = {{0}};
-        if (tt_sketch_gpu_tiled(&w->dag, &p, &st, &err))
+        if (tt_sketch_gpu_tiled(&w->dag, &p, TT_GPU_TILE_DEFAULT, &st, &err))
             fail_msg("%s: %s", w->key, err.msg);
         char *steps = tt_steps_to_json(st->steps.data, st->steps.len);
         printf("gpu default %s: %s\n", w->key, steps);
@@ -857,6 +857,65 @@ static void gpu_default_tiles_what_can_be_tiled(void **state)
     }
 }
 
+/* The large tile (TT_GPU_TILE_LARGE, the tuner's second starting point on a GPU): a big matmul
+ * gets 256 threads of 8x8 outputs, a 128x128 tile a work-group staged 16 deep (16 KiB of local
+ * memory), and computes the definition; a matmul too small for 64 such work-groups is refused. */
+static void gpu_large_tile_is_a_128_square(void **state)
+{
+    (void)state;
+    tt_sketch_params p;
+    tt_sketch_params_gpu(&p, 256, 32);
+    tt_errbuf err = {{0}};
+    tt_workload *w = parse("matmul:M=1024,N=1024,K=16");
+    tt_state *st;
+    if (tt_sketch_gpu_tiled(&w->dag, &p, TT_GPU_TILE_LARGE, &st, &err))
+        fail_msg("%s: %s", w->key, err.msg);
+    char *steps = tt_steps_to_json(st->steps.data, st->steps.len);
+    printf("gpu large %s: %s\n", w->key, steps);
+    assert_int_equal(tt_sketch_check_gpu(&p, st, &err), TT_OK);
+    check(w, st, "gpu large");
+    tt_program *prog;
+    assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
+    tt_gpu_limits lim;
+    tt_gpu_limits_default(&lim);
+    char *text = NULL;
+    tt_opencl_stats stats;
+    if (tt_codegen_opencl(prog, "k", &lim, &text, NULL, &stats, &err))
+        fail_msg("%s: %s", w->key, err.msg);
+    assert_int_equal(stats.block[0] * stats.block[1] * stats.block[2], 256);
+    assert_int_equal(stats.shared_bytes, (128 * 16 + 16 * 128) * 4);
+    free(text);
+    free(steps);
+    tt_program_free(prog);
+    tt_state_free(st);
+    /* with 4-float fetches: both shared stages' vector parts are 4, vectorised in OpenCL C */
+    if (tt_sketch_gpu_tiled(&w->dag, &p, TT_GPU_TILE_LARGE_FLOAT4, &st, &err))
+        fail_msg("%s: %s", w->key, err.msg);
+    int by4 = 0;
+    for (size_t k = 0; k < st->steps.len; k++) {
+        const tt_step *s = &st->steps.data[k];
+        by4 += s->kind == TT_STEP_SPLIT && s->nlen == 1 && s->lengths[0] == 4 &&
+               !strcmp(st->stages.data[s->stage].scope, "shared");
+    }
+    assert_int_equal(by4, 2);
+    check(w, st, "gpu large, 4-float fetches");
+    assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
+    if (tt_codegen_opencl(prog, "k", &lim, &text, NULL, &stats, &err))
+        fail_msg("%s: %s", w->key, err.msg);
+    assert_true(stats.vector_loops >= 2);
+    free(text);
+    tt_program_free(prog);
+    tt_state_free(st);
+    tt_workload_free(w);
+    /* 512x512 makes 16 work-groups of 128x128: the default's smaller tiles are the start there */
+    w = parse("matmul:M=512,N=512,K=32");
+    assert_int_equal(tt_sketch_gpu_tiled(&w->dag, &p, TT_GPU_TILE_LARGE, &st, &err),
+                     TT_ERR_NOT_FOUND);
+    assert_int_equal(tt_sketch_gpu_tiled(&w->dag, &p, TT_GPU_TILE_DEFAULT, &st, &err), TT_OK);
+    tt_state_free(st);
+    tt_workload_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -875,6 +934,7 @@ int main(void)
         cmocka_unit_test(matmul_epilogue_fuses_across_unit_axes),
         cmocka_unit_test(padding_is_sometimes_inlined),
         cmocka_unit_test(transforms_stay_out_of_products),
+        cmocka_unit_test(gpu_large_tile_is_a_128_square),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
