@@ -78,6 +78,11 @@ typedef struct tt_tune_options {
      * leaves a field to the device), e.g. kernels that must also fit a smaller GPU of the family,
      * or a test of the search on pocl's generous device.  NULL: the device's. */
     const tt_gpu_limits *gpu_limits;
+    /* OpenCL targets measured here: measure each candidate as soon as the driver has built it,
+     * while later ones still build, rather than after the whole batch.  0: where the device is
+     * not this machine's CPU (a GPU's timing does not share the host's cores with the builds;
+     * pocl's does); 1: always; -1: never. */
+    int overlap_builds;
 } tt_tune_options;
 
 typedef struct tt_tune_summary {

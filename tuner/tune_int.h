@@ -52,8 +52,9 @@ typedef struct {
      * child loads in memory (no linker per candidate); on the farm, as shared objects. */
     tt_codegen_options codegen;
     const char *target_text;
-    bool gpu;          /* an OpenCL target: kernels are OpenCL artifacts */
-    tt_gpu_limits lim; /* what the device allows one kernel (gpu) */
+    bool gpu;            /* an OpenCL target: kernels are OpenCL artifacts */
+    tt_gpu_limits lim;   /* what the device allows one kernel (gpu) */
+    bool overlap_builds; /* measure each candidate while later ones build (tt_tune_options) */
     char device[512];
     char dir[256];
     farm *farm;       /* NULL: measure on this machine */

@@ -431,13 +431,13 @@ tt_status tt__tune_round_trip(task *t, candidate *c, int n, tt_errbuf *err)
         fa[0] = (farm_worker_arg){&q, 0};
         tt__tune_farm_worker(&fa[0]);
     }
-    for (int i = 0; i < started + measuring; i++)
-        pthread_join(th[i], NULL);
-    pthread_cond_destroy(&q.compiled);
-    pthread_mutex_destroy(&q.mu);
-    tt_status failure = q.failure;
-    if (failure)
-        tt_err(err, failure, "%s", q.err.msg);
+    /* A GPU measured here (t->overlap_builds): each candidate as soon as the driver has built it
+     * (the compile workers take them in order), while the later ones build; otherwise after the
+     * whole batch, so that no build shares the machine with a measurement. */
+    bool overlap = !ndev && !t->o->objective && t->overlap_builds && started > 0;
+    if (!overlap)
+        for (int i = 0; i < started + measuring; i++)
+            pthread_join(th[i], NULL);
     tt_db_record recs[256];
     char extras[256][EXTRA_MAX];
     double costs[256][TT_MEASURE_MAX_REPEAT];
@@ -451,6 +451,12 @@ tt_status tt__tune_round_trip(task *t, candidate *c, int n, tt_errbuf *err)
             }
         } else if (t->o->stop && *t->o->stop) {
             break;
+        }
+        if (overlap) {
+            pthread_mutex_lock(&q.mu);
+            while (!c[i].compiled)
+                pthread_cond_wait(&q.compiled, &q.mu);
+            pthread_mutex_unlock(&q.mu);
         }
         /* Locally one at a time: kernels must not share the machine. */
         if (!ndev && !c[i].error_no && t->o->objective) {
@@ -476,6 +482,14 @@ tt_status tt__tune_round_trip(task *t, candidate *c, int n, tt_errbuf *err)
         t->measure_s += c[i].res.run_s;
         rec_of[nrec++] = i;
     }
+    if (overlap) /* the rest of the batch, after a stop */
+        for (int i = 0; i < started; i++)
+            pthread_join(th[i], NULL);
+    pthread_cond_destroy(&q.compiled);
+    pthread_mutex_destroy(&q.mu);
+    tt_status failure = q.failure;
+    if (failure)
+        tt_err(err, failure, "%s", q.err.msg);
     for (int i = 0; i < n; i++)
         unlink(c[i].so);
     /* Record before anything else can go wrong: the batch is what we measured (less what the

@@ -297,6 +297,8 @@ tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db 
         limits_of(cl, o->gpu_limits, &t->lim);
     else
         tt_codegen_vector_isa(&t->target, &t->isa);
+    t->overlap_builds = t->gpu && (o->overlap_builds > 0 ||
+                                   (o->overlap_builds == 0 && strcmp(cl->type, "cpu") != 0));
     if ((s = t->gpu ? tt_space_init_gpu(&t->space, &t->w->dag, t->lim.max_threads,
                                         (int)t->lim.max_vthread, err)
                     : tt_space_init(&t->space, &t->w->dag,

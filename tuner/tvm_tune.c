@@ -57,7 +57,7 @@ static void usage(FILE *f)
         "             [--batch N] [--number N] [--repeat N] [--min-repeat-ms MS]\n"
         "             [--repeat-budget-ms MS] [--cooldown-ms MS]\n"
         "             [--cache-flush[=inputs|constants|network|off]]\n"
-        "             [--opencl-device SPEC]\n"
+        "             [--opencl-device SPEC] [--overlap-builds on|off]\n"
         "             [--tracker HOST:PORT --key K [--parallel N] [--priority P]\n"
         "              [--device-wait SEC] | --rpc HOST:PORT] [--auth-key-file F]\n"
         "  measures candidate schedules of each workload on this machine, each in a sandboxed\n"
@@ -90,7 +90,11 @@ static void usage(FILE *f)
         "  threads of parallel loops.  --target opencl tunes GPU kernels (OpenCL C built by the\n"
         "  device's driver): here on this machine's OpenCL device (--opencl-device P:D, an index\n"
         "  or part of its name; default the first GPU, else the first device, e.g. pocl's CPU\n"
-        "  device), on the farm on each server's (docs/opencl.md).  Strategies: xgb (default: "
+        "  device), on the farm on each server's (docs/opencl.md); a GPU measures each candidate\n"
+        "  as soon as its driver build is done, while later ones build (--overlap-builds off: "
+        "after\n"
+        "  the whole batch, the default on CPU devices such as pocl's, whose timing would share\n"
+        "  the cores with the builds).  Strategies: xgb (default: "
         "XGBoost cost model +\n"
         "  simulated annealing over the tiling template; --diversity R plans from the best 64 x R\n"
         "  proposals the 64 that cover the most knob values; --features itervar feeds the model\n"
@@ -482,6 +486,7 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
                                          {"diversity", required_argument, 0, 'D'},
                                          {"features", required_argument, 0, 'X'},
                                          {"overlap-search", no_argument, 0, 'V'},
+                                         {"overlap-builds", required_argument, 0, 'o'},
                                          {"tracker", required_argument, 0, 'K'},
                                          {"rpc", required_argument, 0, 'Q'},
                                          {"key", required_argument, 0, 'k'},
@@ -713,6 +718,14 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
         case 'g':
             if (!cli_parse_winograd(cmd, optarg, &a->winograd))
                 return 2;
+            break;
+        case 'o':
+            if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+                fprintf(stderr, "tvm-tune %s: --overlap-builds takes on or off, got '%s'\n", cmd,
+                        optarg);
+                return 2;
+            }
+            o->overlap_builds = strcmp(optarg, "on") ? -1 : 1;
             break;
         case '!': key_file = optarg; break;
         case 'h': usage(stdout); return 0;

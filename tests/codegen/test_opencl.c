@@ -17,6 +17,7 @@
 
 #include "codegen/cl_artifact.h"
 #include "codegen/codegen.h"
+#include "db/db.h"
 #include "rpc/measure.h"
 #include "rpc/opencl.h"
 #include "schedule/random_schedule.h"
@@ -531,6 +532,49 @@ static void gpu_search_starts_from_the_fixed_tilings(void **state)
     tt_workload_free((tt_workload *)sc.w);
 }
 
+/* Measurements that overlap the driver's builds (tt_tune_options.overlap_builds, the default on a
+ * GPU; forced here on pocl): each candidate is measured as soon as it is built, and every one of
+ * them is measured, checked and recorded as in the batch-then-measure order. */
+static void measurements_overlap_the_builds(void **state)
+{
+    need_device();
+    const char *wl = "matmul:M=128,N=128,K=128";
+    char db[256];
+    snprintf(db, sizeof(db), "%s/overlap.db", dir);
+    const char *w[1] = {wl};
+    tt_tune_options o;
+    memset(&o, 0, sizeof(o));
+    o.workloads = w;
+    o.nworkloads = 1;
+    o.target = "opencl";
+    o.trials = 12;
+    o.batch = 6;
+    o.strategy = TT_STRATEGY_EVO;
+    o.db_path = db;
+    o.seed = 5;
+    o.threads = 2;
+    o.overlap_builds = 1;
+    o.measure.opencl_device = device_spec();
+    o.measure.repeat = 1;
+    tt_tune_summary sum;
+    tt_errbuf err = {{0}};
+    if (tt_tune_run(&o, &sum, NULL, &err))
+        fail_msg("%s", err.msg);
+    printf("opencl: %lld candidates measured overlapping their builds, %lld errors, best %.3f ms "
+           "(naive %.3f ms)\n",
+           (long long)sum.measured, (long long)sum.errors, sum.best_s * 1e3, sum.naive_s * 1e3);
+    assert_int_equal(sum.measured, 12);
+    assert_true(sum.errors <= 1); /* the large tile may not fit 128x128 (it is not offered) */
+    assert_true(sum.best_s > 0 && sum.naive_s > 0);
+    tt_db *d;
+    assert_int_equal(tt_db_open(db, TT_DB_READONLY, &d, &err), TT_OK);
+    tt_db_stats st;
+    assert_int_equal(tt_db_stats_get(d, 0, &st), TT_OK);
+    assert_int_equal(st.records, 12);
+    assert_true(st.errors[0] >= 11 && st.best_s > 0);
+    tt_db_close(d);
+}
+
 /* Schedules written for CPUs (parallel, vectorise, unroll, compute_at, caches, rfactor) run on a
  * GPU as one work-item: slow but right, so imported or hand-written configs never miscompute. */
 static void cpu_schedules_run_as_one_work_item(void **state)
@@ -931,6 +975,7 @@ int main(void)
         cmocka_unit_test(gpu_template_configs_match),
         cmocka_unit_test(template_search_offers_only_kernels_within_the_device),
         cmocka_unit_test(gpu_search_starts_from_the_fixed_tilings),
+        cmocka_unit_test(measurements_overlap_the_builds),
         cmocka_unit_test(cpu_schedules_run_as_one_work_item),
         cmocka_unit_test(cross_thread_reductions_match),
         cmocka_unit_test(vectorised_loops_use_vector_types),
