@@ -178,9 +178,12 @@ def export(out, name):
     os.makedirs(d, exist_ok=True)
     with torch.inference_mode():
         y = model(*inputs)
-    torch.onnx.export(model, inputs, os.path.join(d, "model.onnx"), opset_version=opset,
-                      input_names=["input", "mask"][:len(inputs)], output_names=["output"],
-                      do_constant_folding=True)
+    kwargs = dict(opset_version=opset, input_names=["input", "mask"][:len(inputs)],
+                  output_names=["output"], do_constant_folding=True)
+    try:  # torch 2.9 and later export through dynamo by default; ours is torch 1.13's exporter
+        torch.onnx.export(model, inputs, os.path.join(d, "model.onnx"), dynamo=False, **kwargs)
+    except TypeError:  # torch before 2.5 has no `dynamo`
+        torch.onnx.export(model, inputs, os.path.join(d, "model.onnx"), **kwargs)
     for k, t in enumerate(inputs):
         np.save(os.path.join(d, f"input_{k}.npy"), t.numpy())
     np.save(os.path.join(d, "output_0.npy"), y.numpy())
