@@ -112,6 +112,25 @@ static tt_status build_task(net_builder *b, int t, tt_errbuf *err)
     return s;
 }
 
+/* A database tuned before the Winograd rewrite (2026-11-29) has records of the direct 3x3
+ * convolutions but none of the ConvWinograd tasks that replace them, and each such task's warning
+ * names only its workload: say once what to do about it. */
+static void note_untuned_winograd(const net_builder *b, FILE *f)
+{
+    int n = 0;
+    for (size_t t = 0; t < b->net->tasks.len; t++)
+        n += !strncmp(b->net->tasks.data[t].label, "ConvWinograd", 12) &&
+             (b->reps[t].source == TT_COMPILE_DEFAULT || b->reps[t].source == TT_COMPILE_SIMILAR);
+    if (n)
+        fprintf(f,
+                "tvm-compile: note: %d Winograd convolution task%s (ConvWinograd...) ha%s no "
+                "records of %s own in %s: tune %s (tvm-tune run --model ... --db ...), or build "
+                "with --winograd off, which computes 3x3 convolutions directly, as databases "
+                "tuned before 2026-11-29 recorded them\n",
+                n, n == 1 ? "" : "s", n == 1 ? "s" : "ve", n == 1 ? "its" : "their",
+                b->o->db_path, n == 1 ? "it" : "them");
+}
+
 static tt_status write_file(const char *path, const void *data, size_t n, tt_errbuf *err)
 {
     FILE *f = fopen(path, "wb");
@@ -283,6 +302,8 @@ tt_status tt_compile_net(const tt_compile_net_options *o, tt_net *net, tt_compil
     }
     for (size_t t = 0; !s && t < nt; t++)
         s = build_task(&b, (int)t, err);
+    if (!s && o->warnings && o->db_path)
+        note_untuned_winograd(&b, o->warnings);
     if (!s)
         s = write_library(&b, dir, summary, err);
     if (b.tmp[0]) {
