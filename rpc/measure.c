@@ -554,9 +554,11 @@ tt_status tt_measure_run(const char *so_path, const char *entry, const tt_measur
     if (so_path[0] != '/' && realpath(so_path, abs_path))
         so_path = abs_path;
     double t0 = tt_clock_monotonic();
-    /* OpenCL candidates go to the worker that keeps the device's context, when it is free. */
-    if (!o.build_only && tt__measure_is_opencl(so_path) &&
-        tt__cl_worker_measure(so_path, bufs, nbufs, ninputs, &o, res)) {
+    /* OpenCL candidates go to the worker that keeps the device's context, when it is free, and
+     * builds to this thread's builder, when it keeps one. */
+    if (tt__measure_is_opencl(so_path) &&
+        (o.build_only ? tt__cl_builder_build(so_path, &o, res)
+                      : tt__cl_worker_measure(so_path, bufs, nbufs, ninputs, &o, res))) {
         res->run_s = tt_clock_monotonic() - t0;
         return TT_OK;
     }

@@ -129,6 +129,15 @@ tt_status tt_measure_run(const char *so_path, const char *entry, const tt_measur
                          int nbufs, int ninputs, const tt_measure_options *opt,
                          tt_measure_result *res, tt_errbuf *err);
 
+/* OpenCL builds (tt_measure_options.build_only) from the calling thread go to a builder process
+ * of its own that keeps the device's context from one build to the next (a fresh process per
+ * build cost NVIDIA's driver seconds in its start and context alone), until
+ * tt_measure_release_builder, which the thread must call before it ends.  For threads that live
+ * as long as their work, such as the tuner's compile threads; a thread that never calls it builds
+ * each artifact in a fresh process.  TT_CL_WORKER=0 turns builders off with the worker. */
+void tt_measure_keep_builder(void);
+void tt_measure_release_builder(void);
+
 /* The last-level cache of this machine's cores (sysconf, else sysfs), 0 when unknown. */
 int64_t tt_measure_llc_bytes(void);
 /* Whether a network touching `network_bytes` per run keeps its weights in this machine's

@@ -84,6 +84,11 @@ typedef struct {
 bool tt__cl_worker_measure(const char *path, const tt_measure_buffer *bufs, int nbufs, int ninputs,
                            const tt_measure_options *o, tt_measure_result *res);
 
+/* Builds an OpenCL artifact (o->build_only) in this thread's long-lived builder, when the thread
+ * keeps one (tt_measure_keep_builder).  False when it does not or none would start: the caller
+ * builds in a fresh process. */
+bool tt__cl_builder_build(const char *path, const tt_measure_options *o, tt_measure_result *res);
+
 /* Fills a result from what a measuring process sent (`got` bytes of m), whether its deadline
  * passed, and its wait status (when it ended). */
 void tt__measure_result_from(tt_measure_result *res, const tt__child_msg *m, size_t got,

@@ -302,11 +302,22 @@ tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE
     int n = o->nworkloads < TT_TUNE_MAX_TASKS ? o->nworkloads : TT_TUNE_MAX_TASKS;
     if (o->nworkloads > TT_TUNE_MAX_TASKS)
         s = tt_err(err, TT_ERR_LIMIT, "at most %d workloads in one run", TT_TUNE_MAX_TASKS);
-    for (int i = 0; i < n && !s; i++)
+    /* OpenCL measured here: compile threads for the whole run, each keeping a builder with the
+     * device's context (its driver's start and context cost seconds a build otherwise) */
+    compile_pool pool;
+    bool pooled = opencl && !o->remote && !o->objective;
+    if (pooled)
+        tt__compile_pool_start(&pool, o->threads > 0 ? o->threads : 1);
+    for (int i = 0; i < n && !s; i++) {
         s = tt__tune_task_open(o, o->workloads[i], db, o->remote ? &fm : NULL,
                                opencl ? &fm.cl : NULL, log, &tasks[i], err);
+        if (tasks[i] && pooled)
+            tasks[i]->pool = &pool;
+    }
     if (!s)
         s = schedule_tasks(o, tasks, n, log, err);
+    if (pooled)
+        tt__compile_pool_stop(&pool);
     for (int k = 0; k < FARM_MAX_DEVICES; k++)
         tt__tune_farm_release(&fm, k);
     pthread_mutex_destroy(&fm.mu);

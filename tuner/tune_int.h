@@ -39,6 +39,8 @@ typedef struct {
     double started; /* wall clock: a sick device's records of this run are marked suspect */
 } farm;
 
+typedef struct compile_pool compile_pool; /* below */
+
 /* ---- one workload's task ---- */
 
 typedef struct {
@@ -57,8 +59,9 @@ typedef struct {
     bool overlap_builds; /* measure each candidate while later ones build (tt_tune_options) */
     char device[512];
     char dir[256];
-    farm *farm;       /* NULL: measure on this machine */
-    char canary[512]; /* farm: the naive schedule, compiled, that tells a sick device ("" none) */
+    farm *farm;         /* NULL: measure on this machine */
+    compile_pool *pool; /* OpenCL measured here: the run's compile threads (NULL: per batch) */
+    char canary[512];   /* farm: the naive schedule, compiled, that tells a sick device ("" none) */
     tt_db *db;
     FILE *log;
     /* inputs and reference outputs, in parameter order */
@@ -158,6 +161,25 @@ typedef struct {
     int retry[256]; /* farm: candidates taken off a sick device, measured first */
     int nretry;
 } compile_queue;
+
+/* Compile threads that last a whole run (OpenCL measured here): each keeps a builder process with
+ * the device's context (tt_measure_keep_builder), which a thread per batch would lose with every
+ * batch.  A batch is posted to all of them; each drains the queue and reports done. */
+struct compile_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t work, idle;
+    compile_queue *q; /* the batch being compiled */
+    uint64_t gen;     /* bumped with each batch */
+    int nthreads, busy;
+    bool quit;
+    pthread_t th[64];
+};
+
+/* Starts `nthreads` compile threads (at most 64; none when threads cannot be made: the batches
+ * then make their own). */
+void tt__compile_pool_start(compile_pool *p, int nthreads);
+/* Ends the threads, each releasing its builder. */
+void tt__compile_pool_stop(compile_pool *p);
 
 /* A farm measuring thread: the batch and its device slot. */
 typedef struct {

@@ -154,6 +154,77 @@ static void *compile_worker(void *arg)
     }
 }
 
+/* ---- the run's compile threads (OpenCL measured here) ---- */
+
+static void *pool_thread(void *arg)
+{
+    compile_pool *p = arg;
+    tt_measure_keep_builder();
+    uint64_t seen = 0;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->quit && p->gen == seen)
+            pthread_cond_wait(&p->work, &p->mu);
+        if (p->quit)
+            break;
+        seen = p->gen;
+        compile_queue *q = p->q;
+        pthread_mutex_unlock(&p->mu);
+        compile_worker(q);
+        pthread_mutex_lock(&p->mu);
+        if (--p->busy == 0)
+            pthread_cond_broadcast(&p->idle);
+    }
+    pthread_mutex_unlock(&p->mu);
+    tt_measure_release_builder();
+    return NULL;
+}
+
+void tt__compile_pool_start(compile_pool *p, int nthreads)
+{
+    memset(p, 0, sizeof(*p));
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->work, NULL);
+    pthread_cond_init(&p->idle, NULL);
+    for (int i = 0; i < nthreads && i < 64; i++)
+        if (!pthread_create(&p->th[p->nthreads], NULL, pool_thread, p))
+            p->nthreads++;
+}
+
+void tt__compile_pool_stop(compile_pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    p->quit = true;
+    pthread_cond_broadcast(&p->work);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->nthreads; i++)
+        pthread_join(p->th[i], NULL);
+    pthread_cond_destroy(&p->work);
+    pthread_cond_destroy(&p->idle);
+    pthread_mutex_destroy(&p->mu);
+}
+
+/* Hands the batch to every thread of the pool; each drains its queue. */
+static void pool_post(compile_pool *p, compile_queue *q)
+{
+    pthread_mutex_lock(&p->mu);
+    p->q = q;
+    p->busy = p->nthreads;
+    p->gen++;
+    pthread_cond_broadcast(&p->work);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Waits until every thread is done with the batch (the queue may then go). */
+static void pool_wait(compile_pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    while (p->busy > 0)
+        pthread_cond_wait(&p->idle, &p->mu);
+    p->q = NULL;
+    pthread_mutex_unlock(&p->mu);
+}
+
 /* After a measurement: TVM's error fields of the candidate (idempotent). */
 void tt__tune_finish_result(task *t, candidate *c, const tt_measure_options *mo)
 {
@@ -417,10 +488,13 @@ tt_status tt__tune_round_trip(task *t, candidate *c, int n, tt_errbuf *err)
     pthread_t th[64 + FARM_MAX_DEVICES];
     farm_worker_arg fa[FARM_MAX_DEVICES];
     int started = 0, measuring = 0;
-    for (int i = 0; i < nth && i < 64; i++)
+    bool pooled = t->pool && t->pool->nthreads > 0 && !ndev;
+    if (pooled)
+        pool_post(t->pool, &q);
+    for (int i = 0; i < nth && i < 64 && !pooled; i++)
         if (!pthread_create(&th[started], NULL, compile_worker, &q))
             started++;
-    if (started == 0)
+    if (started == 0 && !pooled)
         compile_worker(&q);
     for (int k = 0; k < ndev; k++) {
         fa[k] = (farm_worker_arg){&q, k};
@@ -434,10 +508,13 @@ tt_status tt__tune_round_trip(task *t, candidate *c, int n, tt_errbuf *err)
     /* A GPU measured here (t->overlap_builds): each candidate as soon as the driver has built it
      * (the compile workers take them in order), while the later ones build; otherwise after the
      * whole batch, so that no build shares the machine with a measurement. */
-    bool overlap = !ndev && !t->o->objective && t->overlap_builds && started > 0;
-    if (!overlap)
+    bool overlap = !ndev && !t->o->objective && t->overlap_builds && (pooled || started > 0);
+    if (!overlap) {
+        if (pooled)
+            pool_wait(t->pool);
         for (int i = 0; i < started + measuring; i++)
             pthread_join(th[i], NULL);
+    }
     tt_db_record recs[256];
     char extras[256][EXTRA_MAX];
     double costs[256][TT_MEASURE_MAX_REPEAT];
@@ -482,7 +559,9 @@ tt_status tt__tune_round_trip(task *t, candidate *c, int n, tt_errbuf *err)
         t->measure_s += c[i].res.run_s;
         rec_of[nrec++] = i;
     }
-    if (overlap) /* the rest of the batch, after a stop */
+    if (overlap && pooled) /* the rest of the batch, after a stop */
+        pool_wait(t->pool);
+    else if (overlap)
         for (int i = 0; i < started; i++)
             pthread_join(th[i], NULL);
     pthread_cond_destroy(&q.compiled);

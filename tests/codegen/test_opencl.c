@@ -844,6 +844,41 @@ static void builds_alone_before_the_measurement(void **state)
     assert_non_null(strstr(r.error_text, "kernel k"));
 }
 
+/* A thread that keeps a builder (tt_measure_keep_builder: the tuner's compile threads) builds
+ * one artifact after another in the same process and context, a build error included; released,
+ * its builds take a fresh process each again. */
+static void builders_keep_a_context_for_their_thread(void **state)
+{
+    need_device();
+    char path[256];
+    snprintf(path, sizeof(path), "%s/builder.cl", dir);
+    tt_measure_options mo = {.timeout_s = 60, .opencl_device = device_spec(), .build_only = true};
+    tt_measure_result r;
+    tt_errbuf err = {{0}};
+    tt_measure_keep_builder();
+    write_text(path, copy_kernel);
+    assert_int_equal(tt_measure_run(path, "kernel", NULL, 0, 0, &mo, &r, &err), TT_OK);
+    assert_int_equal(r.error_no, 0);
+    int first = r.context_jobs;
+    assert_true(first >= 1);
+    write_text(path, HEAD("4, 1, 1", "16, 1, 1") "__kernel void k(__global float *a, __global "
+                                                 "float *c) { c[0] = not_a_name; }\n");
+    assert_int_equal(tt_measure_run(path, "kernel", NULL, 0, 0, &mo, &r, &err), TT_OK);
+    assert_int_equal(r.error_no, 3);
+    assert_non_null(strstr(r.error_text, "not_a_name"));
+    assert_int_equal(r.context_jobs, first + 1);
+    write_text(path, HEAD("4, 1, 1", "16, 1, 1") "__kernel void k(__global float *a, __global "
+                                                 "float *c) { int i = get_global_id(0); c[i] = "
+                                                 "2.0f * a[i]; }\n");
+    assert_int_equal(tt_measure_run(path, "kernel", NULL, 0, 0, &mo, &r, &err), TT_OK);
+    assert_int_equal(r.error_no, 0);
+    assert_int_equal(r.context_jobs, first + 2);
+    tt_measure_release_builder();
+    assert_int_equal(tt_measure_run(path, "kernel", NULL, 0, 0, &mo, &r, &err), TT_OK);
+    assert_int_equal(r.error_no, 0);
+    assert_int_equal(r.context_jobs, 1);
+}
+
 /* What the device does wrong is a result with TVM's error code, and the next candidate runs in a
  * fresh process: a build error (COMPILE_DEVICE, with the driver's log), a launch the device
  * refuses (INSTANTIATION), a wrong answer, a crash (RUNTIME_DEVICE), a hang (RUN_TIMEOUT). */
@@ -983,6 +1018,7 @@ int main(void)
         cmocka_unit_test(limits_refused_before_the_device),
         cmocka_unit_test(device_errors_are_results),
         cmocka_unit_test(builds_alone_before_the_measurement),
+        cmocka_unit_test(builders_keep_a_context_for_their_thread),
         cmocka_unit_test(one_context_serves_many_candidates),
         cmocka_unit_test(builds_are_cached_by_content),
         cmocka_unit_test(unregistered_gpu_drivers_are_named),
