@@ -127,8 +127,8 @@ static void note_untuned_winograd(const net_builder *b, FILE *f)
                 "records of %s own in %s: tune %s (tvm-tune run --model ... --db ...), or build "
                 "with --winograd off, which computes 3x3 convolutions directly, as databases "
                 "tuned before 2026-11-29 recorded them\n",
-                n, n == 1 ? "" : "s", n == 1 ? "s" : "ve", n == 1 ? "its" : "their",
-                b->o->db_path, n == 1 ? "it" : "them");
+                n, n == 1 ? "" : "s", n == 1 ? "s" : "ve", n == 1 ? "its" : "their", b->o->db_path,
+                n == 1 ? "it" : "them");
 }
 
 static tt_status write_file(const char *path, const void *data, size_t n, tt_errbuf *err)
