@@ -380,6 +380,24 @@ static double check_offer(void *ctx, const char *config)
     return 1e-3 * (1.0 + (double)(tt_hash64_str(config) % 1000) / 1000.0);
 }
 
+/* A tuning run of one workload on this OpenCL device, 2 compile threads. */
+static tt_tune_options opencl_run(const char *const *w, const char *db, int64_t trials,
+                                  tt_strategy strategy, uint64_t seed)
+{
+    tt_tune_options o;
+    memset(&o, 0, sizeof(o));
+    o.workloads = w;
+    o.nworkloads = 1;
+    o.target = "opencl";
+    o.trials = trials;
+    o.strategy = strategy;
+    o.db_path = db;
+    o.seed = seed;
+    o.threads = 2;
+    o.measure.opencl_device = device_spec();
+    return o;
+}
+
 /* The template strategies never offer a config whose kernel exceeds the device (the knobs cannot
  * see local memory, which grows with the tiles): on an H100's 48 KiB the evolutionary search had
  * 46 of 64 matmul 1024 candidates refused by the code generator.  pocl offers 1 MiB, which no
@@ -420,17 +438,7 @@ static void template_search_offers_only_kernels_within_the_device(void **state)
     char db[256];
     snprintf(db, sizeof(db), "%s/offers.db", dir);
     const char *w[1] = {wl};
-    tt_tune_options o;
-    memset(&o, 0, sizeof(o));
-    o.workloads = w;
-    o.nworkloads = 1;
-    o.target = "opencl";
-    o.trials = 64;
-    o.strategy = TT_STRATEGY_RANDOM;
-    o.db_path = db;
-    o.seed = 3;
-    o.threads = 2;
-    o.measure.opencl_device = device_spec();
+    tt_tune_options o = opencl_run(w, db, 64, TT_STRATEGY_RANDOM, 3);
     o.objective = check_offer; /* nothing runs: the test sees each config the search offers */
     o.objective_ctx = &oc;
     tt_gpu_limits asked = {.max_shared_bytes = 49152};
@@ -499,17 +507,7 @@ static void gpu_search_starts_from_the_fixed_tilings(void **state)
     char db[256];
     snprintf(db, sizeof(db), "%s/starts.db", dir);
     const char *w[1] = {wl};
-    tt_tune_options o;
-    memset(&o, 0, sizeof(o));
-    o.workloads = w;
-    o.nworkloads = 1;
-    o.target = "opencl";
-    o.trials = 8;
-    o.strategy = TT_STRATEGY_EVO;
-    o.db_path = db;
-    o.seed = 3;
-    o.threads = 2;
-    o.measure.opencl_device = device_spec();
+    tt_tune_options o = opencl_run(w, db, 8, TT_STRATEGY_EVO, 3);
     o.objective = see_start;
     o.objective_ctx = &sc;
     tt_tune_summary sum;
@@ -542,19 +540,9 @@ static void measurements_overlap_the_builds(void **state)
     char db[256];
     snprintf(db, sizeof(db), "%s/overlap.db", dir);
     const char *w[1] = {wl};
-    tt_tune_options o;
-    memset(&o, 0, sizeof(o));
-    o.workloads = w;
-    o.nworkloads = 1;
-    o.target = "opencl";
-    o.trials = 12;
+    tt_tune_options o = opencl_run(w, db, 12, TT_STRATEGY_EVO, 5);
     o.batch = 6;
-    o.strategy = TT_STRATEGY_EVO;
-    o.db_path = db;
-    o.seed = 5;
-    o.threads = 2;
     o.overlap_builds = 1;
-    o.measure.opencl_device = device_spec();
     o.measure.repeat = 1;
     tt_tune_summary sum;
     tt_errbuf err = {{0}};
