@@ -5,9 +5,12 @@
  * per lane become vector loads and stores, invariant values are broadcast, anything else is
  * gathered lane by lane.  A loop body that does not fit this form (nested loops, guards that
  * depend on the loop variable, loads under a select) is emitted as a scalar loop instead and
- * counted as a fallback.  Parallel loops are outlined into a function that GOMP_parallel runs on
- * every thread, each thread taking a contiguous chunk. */
+ * counted as a fallback.  Parallel loops are outlined into a function that every thread of a team
+ * runs: on the host's pool each takes ranges of iterations, its own contiguous share first and
+ * then what is left of the others' (pool.h); on a cross target's libgomp each takes its
+ * contiguous chunk. */
 #include "codegen_int.h"
+#include "pool.h"
 
 #include <llvm-c/DebugInfo.h>
 
@@ -1831,7 +1834,8 @@ tt__loop_form tt__codegen_loop_form(emitter *e, const tt_stmt *s, int auto_unrol
 {
     if (s->extent == 1)
         return TT__LOOP_UNIT;
-    if (s->ann == TT_ANN_PARALLEL && !e->in_parallel)
+    /* The pool hands out ranges of a parallel loop as 32-bit halves of one word (pool.h). */
+    if (s->ann == TT_ANN_PARALLEL && !e->in_parallel && s->extent <= TT_RT1_MAX_LOOP_EXTENT)
         return TT__LOOP_PARALLEL;
     if (s->ann == TT_ANN_VECTORIZE && !in_vector) {
         if (s->extent <= e->opt.max_vector && vectorisable(e, s->body, s->var))

@@ -239,6 +239,65 @@ static LLVMValueRef call_body(emitter *e, const char *name, LLVMTypeRef ret, LLV
     return f;
 }
 
+/* libgomp's static schedule: thread t runs [t*chunk, min((t+1)*chunk, extent)). */
+static void emit_static_share(emitter *e, const tt_stmt *loop, size_t frees_base)
+{
+    LLVMTypeRef ity = LLVMFunctionType(e->i32, NULL, 0, 0);
+    LLVMValueRef tid = LLVMBuildSExt(
+        e->b, LLVMBuildCall2(e->b, ity, declare(e, "omp_get_thread_num", ity), NULL, 0, ""), e->i64,
+        "");
+    LLVMValueRef nt = LLVMBuildSExt(
+        e->b, LLVMBuildCall2(e->b, ity, declare(e, "omp_get_num_threads", ity), NULL, 0, ""),
+        e->i64, "");
+    LLVMValueRef ext = LLVMConstInt(e->i64, (unsigned long long)loop->extent, 0);
+    LLVMValueRef chunk = LLVMBuildSDiv(
+        e->b, LLVMBuildAdd(e->b, ext, LLVMBuildSub(e->b, nt, LLVMConstInt(e->i64, 1, 0), ""), ""),
+        nt, "");
+    LLVMValueRef begin = LLVMBuildMul(e->b, tid, chunk, "");
+    LLVMValueRef end = LLVMBuildAdd(e->b, begin, chunk, "");
+    end = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, end, ext, ""), end, ext, "");
+    tt__codegen_emit_serial(e, loop, begin, end);
+    emit_frees(e, frees_base);
+}
+
+/* The pool's schedule (pool.h): the loop over the ranges tt_rt1_loop_next hands this thread,
+ *
+ *     while (tt_rt1_loop_next(loop, num, range)) for (i = range[0]; i < range[1]; i++) body
+ *
+ * with the body's buffers allocated once, before the first range, and freed after the last. */
+static void emit_claimed_ranges(emitter *e, const tt_stmt *loop, LLVMValueRef handle,
+                                LLVMValueRef num, size_t frees_base)
+{
+    LLVMTypeRef range_ty = LLVMArrayType(e->i64, 2);
+    LLVMBuilderRef ab = LLVMCreateBuilderInContext(e->ctx);
+    LLVMPositionBuilderBefore(ab, e->entry_term);
+    LLVMValueRef range = LLVMBuildAlloca(ab, range_ty, "range");
+    LLVMDisposeBuilder(ab);
+    LLVMTypeRef i64p = LLVMPointerType(e->i64, 0);
+    LLVMTypeRef nargs[3] = {e->i8p, e->i32, i64p};
+    LLVMTypeRef nty = LLVMFunctionType(e->i32, nargs, 3, 0);
+    LLVMValueRef next_fn = declare(e, "tt_rt1_loop_next", nty);
+    LLVMBasicBlockRef take = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "take");
+    LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "run");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "done");
+    LLVMBuildBr(e->b, take);
+    LLVMPositionBuilderAtEnd(e->b, take);
+    LLVMValueRef first = LLVMBuildBitCast(e->b, range, i64p, "");
+    LLVMValueRef args[3] = {LLVMBuildIntToPtr(e->b, handle, e->i8p, ""), num, first};
+    LLVMValueRef got = LLVMBuildCall2(e->b, nty, next_fn, args, 3, "");
+    LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntNE, got, LLVMConstInt(e->i32, 0, 0), ""), run,
+                    done);
+    LLVMPositionBuilderAtEnd(e->b, run);
+    LLVMValueRef begin = LLVMBuildLoad2(e->b, e->i64, first, "");
+    LLVMValueRef second =
+        LLVMBuildGEP2(e->b, e->i64, first, (LLVMValueRef[]){LLVMConstInt(e->i64, 1, 0)}, 1, "");
+    LLVMValueRef end = LLVMBuildLoad2(e->b, e->i64, second, "");
+    tt__codegen_emit_serial(e, loop, begin, end);
+    LLVMBuildBr(e->b, take);
+    LLVMPositionBuilderAtEnd(e->b, done);
+    emit_frees(e, frees_base);
+}
+
 void tt__codegen_parallel(emitter *e, const tt_stmt *loop)
 {
     size_t nv = e->p->pool.vars.len, nb = e->p->bufs.len;
@@ -267,10 +326,12 @@ void tt__codegen_parallel(emitter *e, const tt_stmt *loop)
             LLVMBuildStore(e->b, LLVMBuildPtrToInt(e->b, e->bufs[b], e->i64, ""),
                            LLVMBuildGEP2(e->b, arr, slots, idx, 2, ""));
         }
-    /* The outlined body: void fn(i8 *captured). */
+    /* The outlined body: void fn(i8 *captured) under libgomp, void fn(i8 *captured,
+     * tt_rt1_loop *loop, i32 num) on the pool (pool.h). */
     char name[300];
     snprintf(name, sizeof(name), "%s.parallel.%d", e->entry_name, e->outlined++);
-    LLVMTypeRef fty = LLVMFunctionType(e->voidt, &e->i8p, 1, 0);
+    LLVMTypeRef fparams[3] = {e->i8p, e->i8p, e->i32};
+    LLVMTypeRef fty = LLVMFunctionType(e->voidt, fparams, e->own_pool ? 3 : 1, 0);
     LLVMValueRef fn = LLVMAddFunction(e->mod, name, fty);
     LLVMSetLinkage(fn, LLVMInternalLinkage);
     /* Save the caller's state. */
@@ -279,7 +340,7 @@ void tt__codegen_parallel(emitter *e, const tt_stmt *loop)
     LLVMValueRef *saved_vars = malloc(nv * sizeof(LLVMValueRef));
     LLVMValueRef *saved_bufs = malloc((nb ? nb : 1) * sizeof(LLVMValueRef));
     /* The captured values as loaded, then as the body's parameters (call_body), slot by slot. */
-    LLVMValueRef *vals = malloc((size_t)(nslots ? nslots : 1) * 2 * sizeof(LLVMValueRef));
+    LLVMValueRef *vals = malloc((size_t)(nslots + 2) * 2 * sizeof(LLVMValueRef));
     size_t saved_frees = e->frees.len;
     if (!saved_vars || !saved_bufs || !vals) {
         free(saved_vars);
@@ -288,7 +349,7 @@ void tt__codegen_parallel(emitter *e, const tt_stmt *loop)
         e->status = TT_ERR_NOMEM;
         return;
     }
-    LLVMValueRef *params = vals + (nslots ? nslots : 1);
+    LLVMValueRef *params = vals + nslots + 2;
     memcpy(saved_vars, e->vars, nv * sizeof(LLVMValueRef));
     memcpy(saved_bufs, e->bufs, nb * sizeof(LLVMValueRef));
     /* Values of the caller are not values of the outlined function. */
@@ -312,11 +373,19 @@ void tt__codegen_parallel(emitter *e, const tt_stmt *loop)
                 LLVMBuildLoad2(e->b, e->i64, LLVMBuildGEP2(e->b, arr, in, idx, 2, ""), "");
             vals[k++] = LLVMBuildIntToPtr(e->b, x, LLVMTypeOf(saved_bufs[b]), "");
         }
-    /* The body proper, with the captured values as parameters (call_body). */
+    /* The body proper, with the captured values as parameters (call_body), and on the pool the
+     * loop's handle (as an integer: not one of the body's buffers) and the thread's number. */
+    int nargs = nslots;
+    if (e->own_pool) {
+        vals[nargs++] = LLVMBuildPtrToInt(e->b, LLVMGetParam(fn, 1), e->i64, "");
+        vals[nargs++] = LLVMGetParam(fn, 2);
+    }
     char body_name[320];
     snprintf(body_name, sizeof(body_name), "%s.body", name);
-    memcpy(params, vals, (size_t)nslots * sizeof(*params));
-    call_body(e, body_name, e->voidt, vals, nslots, params);
+    memcpy(params, vals, (size_t)nargs * sizeof(*params));
+    call_body(e, body_name, e->voidt, vals, nargs, params);
+    LLVMValueRef loop_handle = e->own_pool ? params[nslots] : NULL;
+    LLVMValueRef thread_num = e->own_pool ? params[nslots + 1] : NULL;
     k = 0;
     for (size_t v = 0; v < nv; v++)
         if (saved_vars[v])
@@ -325,31 +394,12 @@ void tt__codegen_parallel(emitter *e, const tt_stmt *loop)
         if (saved_bufs[b])
             e->bufs[b] = params[k++];
     free(vals);
-    /* Static schedule: thread t runs [t*chunk, min((t+1)*chunk, extent)). */
-    LLVMTypeRef ity = LLVMFunctionType(e->i32, NULL, 0, 0);
-    LLVMValueRef tid = LLVMBuildSExt(
-        e->b,
-        LLVMBuildCall2(e->b, ity,
-                       declare(e, e->own_pool ? "tt_rt1_thread_num" : "omp_get_thread_num", ity),
-                       NULL, 0, ""),
-        e->i64, "");
-    LLVMValueRef nt = LLVMBuildSExt(
-        e->b,
-        LLVMBuildCall2(e->b, ity,
-                       declare(e, e->own_pool ? "tt_rt1_num_threads" : "omp_get_num_threads", ity),
-                       NULL, 0, ""),
-        e->i64, "");
-    LLVMValueRef ext = LLVMConstInt(e->i64, (unsigned long long)loop->extent, 0);
-    LLVMValueRef chunk = LLVMBuildSDiv(
-        e->b, LLVMBuildAdd(e->b, ext, LLVMBuildSub(e->b, nt, LLVMConstInt(e->i64, 1, 0), ""), ""),
-        nt, "");
-    LLVMValueRef begin = LLVMBuildMul(e->b, tid, chunk, "");
-    LLVMValueRef end = LLVMBuildAdd(e->b, begin, chunk, "");
-    end = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, end, ext, ""), end, ext, "");
     e->in_parallel = true;
-    tt__codegen_emit_serial(e, loop, begin, end);
+    if (e->own_pool)
+        emit_claimed_ranges(e, loop, loop_handle, thread_num, saved_frees);
+    else
+        emit_static_share(e, loop, saved_frees);
     e->in_parallel = false;
-    emit_frees(e, saved_frees);
     LLVMBuildRetVoid(e->b);
     /* Back to the caller. */
     tt__vn_close(&e->vn);
@@ -363,13 +413,20 @@ void tt__codegen_parallel(emitter *e, const tt_stmt *loop)
     free(saved_bufs);
     LLVMPositionBuilderAtEnd(e->b, saved_bb);
     LLVMTypeRef fnp = LLVMPointerType(fty, 0);
+    LLVMValueRef captured = LLVMBuildBitCast(e->b, slots, e->i8p, "");
+    LLVMValueRef nthreads = LLVMConstInt(e->i32, (unsigned)e->num_threads, 0);
+    if (e->own_pool) {
+        LLVMTypeRef pargs[4] = {fnp, e->i8p, e->i64, e->i32};
+        LLVMTypeRef pty = LLVMFunctionType(e->voidt, pargs, 4, 0);
+        LLVMValueRef call_args[4] = {
+            fn, captured, LLVMConstInt(e->i64, (unsigned long long)loop->extent, 0), nthreads};
+        LLVMBuildCall2(e->b, pty, declare(e, "tt_rt1_parallel_for", pty), call_args, 4, "");
+        return;
+    }
     LLVMTypeRef gargs[4] = {fnp, e->i8p, e->i32, e->i32};
     LLVMTypeRef gty = LLVMFunctionType(e->voidt, gargs, 4, 0);
-    LLVMValueRef call_args[4] = {fn, LLVMBuildBitCast(e->b, slots, e->i8p, ""),
-                                 LLVMConstInt(e->i32, (unsigned)e->num_threads, 0),
-                                 LLVMConstInt(e->i32, 0, 0)};
-    LLVMBuildCall2(e->b, gty, declare(e, e->own_pool ? "tt_rt1_parallel" : "GOMP_parallel", gty),
-                   call_args, 4, "");
+    LLVMValueRef call_args[4] = {fn, captured, nthreads, LLVMConstInt(e->i32, 0, 0)};
+    LLVMBuildCall2(e->b, gty, declare(e, "GOMP_parallel", gty), call_args, 4, "");
 }
 
 /* ---- target machines ---- */

@@ -65,6 +65,11 @@ static void *pool_symbol(const char *name)
         *(int (**)(void)) & p = tt_rt1_thread_num;
     else if (!strcmp(name, "tt_rt1_num_threads"))
         *(int (**)(void)) & p = tt_rt1_num_threads;
+    else if (!strcmp(name, "tt_rt1_parallel_for"))
+        *(void (**)(void (*)(void *, tt_rt1_loop *, int), void *, long long, unsigned)) & p =
+            tt_rt1_parallel_for;
+    else if (!strcmp(name, "tt_rt1_loop_next"))
+        *(int (**)(tt_rt1_loop *, int, long long[2])) & p = tt_rt1_loop_next;
     return p;
 }
 

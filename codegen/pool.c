@@ -16,10 +16,24 @@
 #include <unistd.h>
 
 #define POOL_MAX_THREADS 256
-#define TEAM_BITS        9 /* the region word: a counter above the team's size */
+#define TEAM_BITS        9 /* the region word: the team's size, the loop flag, a counter above */
 #define TEAM_MASK        ((1u << TEAM_BITS) - 1)
+#define REGION_LOOP      (1u << TEAM_BITS) /* a tt_rt1_parallel_for region */
+#define REGION_ONE       (1u << (TEAM_BITS + 1))
 
 typedef void (*region_fn)(void *);
+typedef void (*loop_fn)(void *, tt_rt1_loop *, int);
+
+/* One thread's share of a parallel loop, [next, limit) packed as limit << 32 | next: its owner
+ * takes from the front, others from the back, each with one compare-and-swap. */
+typedef struct {
+    _Alignas(64) _Atomic uint64_t range;
+} loop_share;
+
+struct tt_rt1_loop {
+    int team;
+    loop_share *shares;
+};
 
 /* Each word that threads write in turn on a line of its own. */
 static struct {
@@ -30,6 +44,10 @@ static struct {
      * so that a worker has the region in one cache miss. */
     region_fn fn;
     void *data;
+    /* A loop region's function, argument and shares, written before `region` is bumped. */
+    loop_fn loop_fn;
+    void *loop_data;
+    tt_rt1_loop loop;
     _Alignas(64) atomic_int pending;  /* the team's workers still running the region */
     _Alignas(64) atomic_int sleepers; /* workers asleep on `region` */
     _Alignas(64) int workers;         /* threads started: numbers 1..workers */
@@ -37,6 +55,7 @@ static struct {
     long spin_ns;
     unsigned first_region[POOL_MAX_THREADS]; /* the region word each worker starts after */
 } pool;
+static loop_share shares[POOL_MAX_THREADS];
 
 static pthread_mutex_t pool_busy = PTHREAD_MUTEX_INITIALIZER; /* held by the running region */
 /* The calling thread's place in its team, (team << 16) | number, 0 outside a region (thread 0
@@ -153,7 +172,10 @@ static void *worker(void *arg)
         if (num >= team)
             continue; /* not in this region's team: it does not wait for this one */
         set_place(place_of(num, team));
-        pool.fn(pool.data);
+        if (r & REGION_LOOP)
+            pool.loop_fn(pool.loop_data, &pool.loop, num);
+        else
+            pool.fn(pool.data);
         set_place(0);
         atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_release);
     }
@@ -212,47 +234,160 @@ static int grow(int team)
     return pool.workers + 1 < team ? pool.workers + 1 : team;
 }
 
-void tt_rt1_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags)
+/* Takes the pool for a region of up to `nthreads` threads (0 = the pool's size): the team that
+ * can run, or 0 when this thread must run the region alone (nested, another thread's region
+ * running, no key), in which case the pool is not taken. */
+static int take_pool(unsigned nthreads)
 {
-    (void)flags;
-    uintptr_t outer = place();
-    if (outer || !place_ok || pthread_mutex_trylock(&pool_busy)) {
-        /* Nested, another thread's region running, or no key: this thread alone. */
-        set_place(0);
-        fn(data);
-        set_place(outer);
-        return;
-    }
+    if (place() || !place_ok || pthread_mutex_trylock(&pool_busy))
+        return 0;
     if (!started())
         start_pool();
     int team = nthreads ? (int)nthreads : pool.size;
     if (team > POOL_MAX_THREADS)
         team = POOL_MAX_THREADS;
-    if (team > 1)
-        team = grow(team);
-    else
-        team = 1;
+    return team > 1 ? grow(team) : 1;
+}
+
+/* Starts a region of `team` > 1 threads: its word, with `kind` (0 or REGION_LOOP), published
+ * after everything the workers read, and the sleepers woken. */
+static void begin_region(int team, unsigned kind)
+{
+    unsigned r = atomic_load_explicit(&pool.region, memory_order_relaxed);
+    unsigned next = ((r & ~(TEAM_MASK | REGION_LOOP)) + REGION_ONE) | kind | (unsigned)team;
+    atomic_store(&pool.region, next);
+    if (atomic_load(&pool.sleepers) > 0)
+        syscall(SYS_futex, &pool.region, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Spins until *count is 0, yielding now and then in case the thread it waits for was
+ * descheduled. */
+static void wait_zero(atomic_int *count)
+{
+    for (unsigned i = 1; atomic_load_explicit(count, memory_order_acquire) > 0; i++) {
+        relax();
+        if (i % 4096 == 0)
+            sched_yield();
+    }
+}
+
+void tt_rt1_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags)
+{
+    (void)flags;
+    uintptr_t outer = place();
+    int team = take_pool(nthreads);
+    if (!team) {
+        set_place(0);
+        fn(data);
+        set_place(outer);
+        return;
+    }
     if (team > 1) {
         pool.fn = fn;
         pool.data = data;
         atomic_store_explicit(&pool.pending, team - 1, memory_order_relaxed);
-        unsigned r = atomic_load_explicit(&pool.region, memory_order_relaxed);
-        unsigned next = ((r & ~TEAM_MASK) + (1u << TEAM_BITS)) | (unsigned)team;
-        atomic_store(&pool.region, next);
-        if (atomic_load(&pool.sleepers) > 0)
-            syscall(SYS_futex, &pool.region, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+        begin_region(team, 0);
     }
     set_place(place_of(0, team));
     fn(data);
     set_place(0);
-    if (team > 1) {
-        /* The workers run shares as long as this one: spin, yielding if one was descheduled. */
-        for (unsigned i = 1; atomic_load_explicit(&pool.pending, memory_order_acquire) > 0; i++) {
-            relax();
-            if (i % 4096 == 0)
-                sched_yield();
+    if (team > 1)
+        wait_zero(&pool.pending); /* every worker runs a share as long as this one */
+    pthread_mutex_unlock(&pool_busy);
+}
+
+static uint64_t pack_range(uint64_t next, uint64_t limit)
+{
+    return limit << 32 | next;
+}
+
+/* A quarter of what is left (at least one): pieces shrink as a share runs out, so that whoever
+ * finishes first finds something left to take near the end. */
+static uint64_t piece(uint64_t left)
+{
+    return (left + 3) / 4;
+}
+
+int tt_rt1_loop_next(tt_rt1_loop *loop, int num, long long range[2])
+{
+    loop_share *own = &loop->shares[num];
+    uint64_t v = atomic_load_explicit(&own->range, memory_order_relaxed);
+    for (;;) {
+        uint64_t next = v & 0xffffffffu, limit = v >> 32;
+        if (next >= limit)
+            break;
+        uint64_t to = next + piece(limit - next);
+        if (atomic_compare_exchange_weak_explicit(&own->range, &v, pack_range(to, limit),
+                                                  memory_order_relaxed, memory_order_relaxed)) {
+            range[0] = (long long)next;
+            range[1] = (long long)to;
+            return 1;
         }
     }
+    for (int k = 1; k < loop->team; k++) {
+        loop_share *other = &loop->shares[(num + k) % loop->team];
+        v = atomic_load_explicit(&other->range, memory_order_relaxed);
+        for (;;) {
+            uint64_t next = v & 0xffffffffu, limit = v >> 32;
+            if (next + 1 >= limit)
+                break; /* the last iteration stays its owner's (a late start, not a stall) */
+            uint64_t take = piece(limit - next);
+            if (take > limit - next - 1)
+                take = limit - next - 1;
+            uint64_t from = limit - take;
+            if (atomic_compare_exchange_weak_explicit(&other->range, &v, pack_range(next, from),
+                                                      memory_order_relaxed, memory_order_relaxed)) {
+                range[0] = (long long)from;
+                range[1] = (long long)limit;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+void tt_rt1_parallel_for(void (*fn)(void *, tt_rt1_loop *, int), void *data, long long extent,
+                         unsigned nthreads)
+{
+    if (extent <= 0)
+        return;
+    uintptr_t outer = place();
+    if (extent > TT_RT1_MAX_LOOP_EXTENT)
+        abort(); /* the code generator never emits one (pool.h) */
+    int team = extent > 1 ? take_pool(nthreads) : 0;
+    if (team > extent)
+        team = (int)extent;
+    if (team <= 1) {
+        /* This thread alone, on a share of its own (the pool's may be another region's). */
+        loop_share own;
+        atomic_init(&own.range, pack_range(0, (uint64_t)extent));
+        tt_rt1_loop alone = {1, &own};
+        set_place(0);
+        fn(data, &alone, 0);
+        set_place(outer);
+        if (team == 1)
+            pthread_mutex_unlock(&pool_busy);
+        return;
+    }
+    /* The static schedule's contiguous shares, as the layer before split its loop. */
+    uint64_t chunk = ((uint64_t)extent + (uint64_t)team - 1) / (uint64_t)team;
+    for (int t = 0; t < team; t++) {
+        uint64_t lo = (uint64_t)t * chunk, hi = lo + chunk;
+        if (lo > (uint64_t)extent)
+            lo = (uint64_t)extent;
+        if (hi > (uint64_t)extent)
+            hi = (uint64_t)extent;
+        atomic_store_explicit(&shares[t].range, pack_range(lo, hi), memory_order_relaxed);
+    }
+    pool.loop_fn = fn;
+    pool.loop_data = data;
+    pool.loop = (tt_rt1_loop){team, shares};
+    atomic_store_explicit(&pool.pending, team - 1, memory_order_relaxed);
+    begin_region(team, REGION_LOOP);
+    set_place(place_of(0, team));
+    fn(data, &pool.loop, 0);
+    set_place(0);
+    wait_zero(&pool.pending); /* the workers' last ranges */
     pthread_mutex_unlock(&pool_busy);
 }
 

@@ -208,7 +208,9 @@ static void tiled_matmul_uses_vectors_and_threads(void **state)
     assert_non_null(strstr(ir, "<16 x float>"));
     /* On this machine the loop runs on our pool; a cross-compiled kernel calls the device's
      * libgomp. */
-    assert_non_null(strstr(ir, "@tt_rt1_parallel"));
+    assert_non_null(strstr(ir, "@tt_rt1_parallel_for("));
+    assert_non_null(strstr(ir, "@tt_rt1_loop_next("));
+    assert_null(strstr(ir, "@tt_rt1_thread_num("));
     assert_null(strstr(ir, "GOMP_parallel"));
     free(ir);
     assert_int_equal(tt_target_parse("llvm -mtriple=aarch64-linux-gnu", &t, &err), TT_OK);
@@ -228,6 +230,8 @@ static void tiled_matmul_uses_vectors_and_threads(void **state)
     void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
     assert_non_null(h);
     assert_non_null(dlsym(h, "tt_rt1_parallel"));
+    assert_non_null(dlsym(h, "tt_rt1_parallel_for"));
+    assert_non_null(dlsym(h, "tt_rt1_loop_next"));
     dlclose(h);
     unlink(so);
     free(s);

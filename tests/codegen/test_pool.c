@@ -1,7 +1,8 @@
 /* The kernels' thread pool (codegen/pool.h): every thread of a team runs a region once with its
  * own number, regions follow each other without losing or repeating work, nested and concurrent
- * regions run on their caller alone, sleeping workers wake, and a forked child has a pool of
- * its own. */
+ * regions run on their caller alone, sleeping workers wake, a forked child has a pool of its
+ * own, and a parallel loop runs each iteration once, its stalled thread's share taken by the
+ * others. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -169,6 +170,121 @@ static void sleeping_workers_wake_and_a_child_has_its_own_pool(void **state)
     run_team(4); /* and the parent's still is */
 }
 
+/* ---- parallel loops (tt_rt1_parallel_for) ---- */
+
+#define MAX_EXTENT 4096
+
+typedef struct {
+    atomic_int ran[MAX_EXTENT]; /* per iteration */
+    atomic_int by[MAX_TEAM];    /* iterations per thread number */
+    atomic_int bad;             /* a range out of bounds, or a number outside the team */
+    int extent, team, slow_num; /* slow_num: this thread's first range stalls (-1: none) */
+    atomic_int stalled;
+} loop_run;
+
+static void run_ranges(void *arg, tt_rt1_loop *loop, int num)
+{
+    loop_run *l = arg;
+    if (num < 0 || num >= l->team || tt_rt1_thread_num() != num)
+        atomic_fetch_add(&l->bad, 1);
+    long long r[2];
+    while (tt_rt1_loop_next(loop, num, r)) {
+        if (r[0] < 0 || r[1] > l->extent || r[0] >= r[1]) {
+            atomic_fetch_add(&l->bad, 1);
+            continue;
+        }
+        if (num == l->slow_num && !atomic_exchange(&l->stalled, 1))
+            usleep(100 * 1000); /* a descheduled core, or one shared with a busy neighbour */
+        for (long long i = r[0]; i < r[1]; i++)
+            atomic_fetch_add(&l->ran[i], 1);
+        atomic_fetch_add(&l->by[num], (int)(r[1] - r[0]));
+    }
+}
+
+static void run_loop(loop_run *l, int extent, int team, int slow_num)
+{
+    memset(l, 0, sizeof(*l));
+    l->extent = extent;
+    l->team = team < extent ? team : extent;
+    l->slow_num = slow_num;
+    tt_rt1_parallel_for(run_ranges, l, extent, (unsigned)team);
+    assert_int_equal(atomic_load(&l->bad), 0);
+    for (int i = 0; i < extent; i++)
+        if (atomic_load(&l->ran[i]) != 1)
+            fail_msg("extent %d, team %d: iteration %d ran %d times", extent, team, i,
+                     atomic_load(&l->ran[i]));
+}
+
+static void every_iteration_of_a_parallel_loop_runs_once(void **state)
+{
+    static loop_run l;
+    static const int extents[] = {1, 2, 3, 5, 7, 16, 63, 1000, MAX_EXTENT};
+    for (size_t e = 0; e < sizeof(extents) / sizeof(extents[0]); e++)
+        for (int team = 1; team <= 5; team++) {
+            run_loop(&l, extents[e], team, -1);
+            /* A team larger than the loop is cut to one thread an iteration. */
+            for (int t = l.team; t < MAX_TEAM; t++)
+                assert_int_equal(atomic_load(&l.by[t]), 0);
+        }
+    /* Many in a row, as a network calls its kernels. */
+    for (int i = 0; i < 2000; i++)
+        run_loop(&l, 1 + i % 97, 2, -1);
+    assert_int_equal(tt_rt1_thread_num(), 0);
+    assert_int_equal(tt_rt1_num_threads(), 1);
+}
+
+/* Each thread starts on its own contiguous share; when one stalls, the others take its share
+ * but for the last iteration, which stays its owner's. */
+static void a_stalled_threads_share_is_taken_by_the_others(void **state)
+{
+    static loop_run l;
+    /* Quiet: each thread's share is its static one. */
+    run_loop(&l, 64, 2, -1);
+    /* Thread 1 stalls in its first range: thread 0 runs everything else but the last of
+     * thread 1's share. */
+    run_loop(&l, 64, 2, 1);
+    int by1 = atomic_load(&l.by[1]);
+    assert_true(by1 >= 1);
+    assert_true(by1 <= 8 + 1); /* its first piece (a quarter of 32) and at most one more */
+    assert_int_equal(atomic_load(&l.by[0]) + by1, 64);
+    assert_true(atomic_load(&l.by[0]) > 32);
+    /* The caller stalls: the workers take its share. */
+    run_loop(&l, 300, 3, 0);
+    assert_true(atomic_load(&l.by[0]) < 100);
+    assert_true(atomic_load(&l.by[1]) + atomic_load(&l.by[2]) > 200);
+}
+
+static void nested_loop(void *arg, tt_rt1_loop *loop, int num)
+{
+    atomic_int *bad = arg;
+    long long r[2];
+    while (tt_rt1_loop_next(loop, num, r)) {
+        static loop_run inner[MAX_TEAM];
+        loop_run *l = &inner[num];
+        memset(l, 0, sizeof(*l));
+        l->extent = 50;
+        l->team = 1; /* inside a region: the caller alone, as number 0 */
+        l->slow_num = -1;
+        int t = tt_rt1_thread_num();
+        tt_rt1_parallel_for(run_ranges, l, 50, 4);
+        for (int i = 0; i < 50; i++)
+            if (atomic_load(&l->ran[i]) != 1)
+                atomic_fetch_add(bad, 1);
+        if (atomic_load(&l->bad) || atomic_load(&l->by[0]) != 50 || tt_rt1_thread_num() != t)
+            atomic_fetch_add(bad, 1);
+    }
+}
+
+static void nested_parallel_loops_run_on_their_caller(void **state)
+{
+    atomic_int bad = 0;
+    tt_rt1_parallel_for(nested_loop, &bad, 3, 3);
+    assert_int_equal(atomic_load(&bad), 0);
+    /* And inside a plain region. */
+    tt_rt1_parallel(nested, &bad, 2, 0);
+    assert_int_equal(atomic_load(&bad), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +293,9 @@ int main(void)
         cmocka_unit_test(regions_in_a_row_lose_and_repeat_nothing),
         cmocka_unit_test(nested_and_concurrent_regions_run_on_their_caller),
         cmocka_unit_test(sleeping_workers_wake_and_a_child_has_its_own_pool),
+        cmocka_unit_test(every_iteration_of_a_parallel_loop_runs_once),
+        cmocka_unit_test(a_stalled_threads_share_is_taken_by_the_others),
+        cmocka_unit_test(nested_parallel_loops_run_on_their_caller),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
