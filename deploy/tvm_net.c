@@ -4,9 +4,11 @@
 #include <dlfcn.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../base/clock.h"
 #include "../base/rng.h"
@@ -21,6 +23,8 @@ static void usage(FILE *f)
             "       tvm-net time LIB.so [--name NAME] [-i [INPUT=]FILE.npy ...] [--warmup N]\n"
             "                    [--repeat N] [--json]\n"
             "       tvm-net profile LIB.so [same options as time]\n"
+            "       tvm-net compare A.so B.so [-i ...] [--warmup N] [--repeat N] [--block K]\n"
+            "                    [--json]\n"
             "\n"
             "Loads a network built by tvm-compile --model -o OUTDIR/NAME (OUTDIR/NAME.so).\n"
             "  info      its inputs, outputs and tasks, and where each schedule came from\n"
@@ -34,6 +38,13 @@ static void usage(FILE *f)
             "            per task its calls' median time, its share, the database's estimate\n"
             "            (median x calls) and in-network / estimate, to see where time goes and\n"
             "            which kernels run slower in the network than alone (cold weights)\n"
+            "  compare   two builds of one network (before and after tuning, two databases,\n"
+            "            two versions) in this process: blocks of --block runs (default 10),\n"
+            "            A B B A ..., 2 ms apart, --repeat runs each (default 200, rounded up to\n"
+            "            whole blocks), so that a\n"
+            "            shared machine's slow and fast phases fall on both alike; prints each\n"
+            "            build's median, B / A, in how many block pairs B was faster, and how\n"
+            "            far their outputs differ\n"
             "Libraries built with --target opencl run on the device TVM_TUNE_OPENCL_DEVICE=P:D\n"
             "names (else the first GPU, else the first OpenCL device).\n"
             "  --name NAME   the functions' prefix, when the file was renamed (default: the\n"
@@ -429,6 +440,146 @@ static int print_info(network *net, bool json)
     return 0;
 }
 
+/* Whether b takes and gives the same tensors as a (dtype and shape, in order). */
+static bool same_signature(network *a, network *b)
+{
+    if (a->nin != b->nin || a->nout != b->nout)
+        return false;
+    for (size_t k = 0; k < a->nin + a->nout; k++) {
+        json_t *ta = json_array_get(k < a->nin ? a->ins : a->outs, k < a->nin ? k : k - a->nin),
+               *tb = json_array_get(k < b->nin ? b->ins : b->outs, k < b->nin ? k : k - b->nin);
+        tensor_info x, y;
+        tensor_of(ta, &x);
+        tensor_of(tb, &y);
+        if (x.dt != y.dt || x.rank != y.rank || memcmp(x.dims, y.dims, sizeof(x.dims[0]) * x.rank))
+            return false;
+    }
+    return true;
+}
+
+/* The largest difference between the two builds' float outputs over the largest value of A's. */
+static double output_difference(network *a, void *const *outs_a, void *const *outs_b)
+{
+    double diff = 0, big = 0;
+    for (size_t k = 0; k < a->nout; k++) {
+        tensor_info ti;
+        tensor_of(json_array_get(a->outs, k), &ti);
+        for (int64_t e = 0; e < ti.numel; e++) {
+            double x, y;
+            if (ti.dt == TT_DT_FLOAT32) {
+                x = ((const float *)outs_a[k])[e];
+                y = ((const float *)outs_b[k])[e];
+            } else if (ti.dt == TT_DT_FLOAT64) {
+                x = ((const double *)outs_a[k])[e];
+                y = ((const double *)outs_b[k])[e];
+            } else
+                break;
+            diff = fabs(x - y) > diff ? fabs(x - y) : diff;
+            big = fabs(x) > big ? fabs(x) : big;
+        }
+    }
+    return big > 0 ? diff / big : diff;
+}
+
+/* A pause longer than the idle workers of the other library's pool spin (each library brings
+ * its own pool; pool.h, TT_POOL_SPIN_US), so that they sleep before the next block runs. */
+static void pause_for_pools(void)
+{
+    const char *v = getenv("TT_POOL_SPIN_US");
+    long us = v ? atol(v) : 1000;
+    us = (us < 0 ? 0 : us > 100000 ? 100000 : us) + 1000;
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+}
+
+static void print_side(const char *which, network *net, const char *path, double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof(double), cmp_double);
+    printf("%s %s (%s): median %.4g ms over %d runs (p10 %.4g, p90 %.4g, min %.4g ms)\n", which,
+           net->name, path, tt_median(t, n) * 1e3, n, t[n / 10] * 1e3, t[(n * 9) / 10] * 1e3,
+           t[0] * 1e3);
+}
+
+/* tvm-net compare: builds a and b alternately in blocks of `block` runs (A B, then B A), each
+ * block's runs timed; per block pair the ratio of B's median to A's. */
+static int compare(network *a, network *b, const char *path_a, const char *path_b, void *const *ins,
+                   void *const *outs_a, void *const *outs_b, int warmup, int repeat, int block,
+                   bool json)
+{
+    int blocks = (repeat + block - 1) / block, n = blocks * block, pairs = 0, b_faster = 0;
+    double *t = calloc((size_t)n * 2 + (size_t)blocks + (size_t)block, sizeof(double));
+    if (!t) {
+        fprintf(stderr, "tvm-net: out of memory\n");
+        return -1;
+    }
+    double *ta = t, *tb = t + n, *ratio = t + 2 * n, *sorted = ratio + blocks;
+    for (int k = 0; k < warmup; k++)
+        if (run_network(a, ins, outs_a) || run_network(b, ins, outs_b)) {
+            free(t);
+            return -1;
+        }
+    if (!warmup && (run_network(a, ins, outs_a) || run_network(b, ins, outs_b))) {
+        free(t);
+        return -1;
+    }
+    double diff = output_difference(a, outs_a, outs_b);
+    for (int k = 0; k < blocks; k++) {
+        double med[2];
+        for (int side = 0; side < 2; side++) {
+            bool is_b = (side == 1) != (k % 2 == 1); /* A B, B A, A B, ... */
+            network *net = is_b ? b : a;
+            double *into = (is_b ? tb : ta) + (size_t)k * block;
+            pause_for_pools();
+            if (run_network(net, ins, is_b ? outs_b : outs_a)) {
+                free(t);
+                return -1;
+            }
+            for (int r = 0; r < block; r++) {
+                double t0 = tt_clock_monotonic();
+                if (run_network(net, ins, is_b ? outs_b : outs_a)) {
+                    free(t);
+                    return -1;
+                }
+                into[r] = tt_clock_monotonic() - t0;
+            }
+            memcpy(sorted, into, sizeof(double) * (size_t)block);
+            qsort(sorted, (size_t)block, sizeof(double), cmp_double);
+            med[is_b] = tt_median(sorted, block);
+        }
+        ratio[pairs++] = med[1] / med[0];
+        b_faster += med[1] < med[0];
+    }
+    qsort(ta, (size_t)n, sizeof(double), cmp_double);
+    qsort(tb, (size_t)n, sizeof(double), cmp_double);
+    qsort(ratio, (size_t)pairs, sizeof(double), cmp_double);
+    double ma = tt_median(ta, n), mb = tt_median(tb, n);
+    if (json)
+        printf("{\"a\": {\"name\": \"%s\", \"median_s\": %.9g, \"p10_s\": %.9g, \"p90_s\": %.9g}, "
+               "\"b\": {\"name\": \"%s\", \"median_s\": %.9g, \"p10_s\": %.9g, \"p90_s\": %.9g}, "
+               "\"b_over_a\": %.6g, \"block_pairs\": %d, \"b_faster_pairs\": %d, "
+               "\"pair_ratio_p10\": %.6g, \"pair_ratio_p90\": %.6g, \"runs\": %d, \"block\": %d, "
+               "\"output_difference\": %.3g}\n",
+               a->name, ma, ta[n / 10], ta[(n * 9) / 10], b->name, mb, tb[n / 10], tb[(n * 9) / 10],
+               mb / ma, pairs, b_faster, ratio[pairs / 10], ratio[(pairs * 9) / 10], n, block,
+               diff);
+    else {
+        print_side("A", a, path_a, ta, n);
+        print_side("B", b, path_b, tb, n);
+        printf("B / A = %.3f (B %s); B faster in %d of %d block pairs (their ratios p10 %.3f, "
+               "p90 %.3f); %d blocks of %d runs each, alternated\n",
+               mb / ma,
+               mb < ma   ? "faster"
+               : mb > ma ? "slower"
+                         : "level",
+               b_faster, pairs, ratio[pairs / 10], ratio[(pairs * 9) / 10], blocks * 2, block);
+        printf("outputs: B differs from A by %.3g (the largest difference over A's largest "
+               "value)\n",
+               diff);
+    }
+    free(t);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -437,18 +588,23 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "info") && strcmp(cmd, "run") && strcmp(cmd, "time") &&
-        strcmp(cmd, "profile")) {
+        strcmp(cmd, "profile") && strcmp(cmd, "compare")) {
         fprintf(stderr, "tvm-net: unknown command '%s'\n", cmd);
         usage(stderr);
         return 2;
     }
-    static const struct option opts[] = {
-        {"name", required_argument, 0, 'n'},   {"input", required_argument, 0, 'i'},
-        {"output", required_argument, 0, 'o'}, {"warmup", required_argument, 0, 'w'},
-        {"repeat", required_argument, 0, 'r'}, {"json", no_argument, 0, 'j'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+    static const struct option opts[] = {{"name", required_argument, 0, 'n'},
+                                         {"input", required_argument, 0, 'i'},
+                                         {"output", required_argument, 0, 'o'},
+                                         {"warmup", required_argument, 0, 'w'},
+                                         {"repeat", required_argument, 0, 'r'},
+                                         {"json", no_argument, 0, 'j'},
+                                         {"block", required_argument, 0, 'b'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     const char *name = NULL, *in_args[64], *out_args[64];
-    int nin_args = 0, nout_args = 0, warmup = 10, repeat = 50;
+    bool comparing = !strcmp(cmd, "compare");
+    int nin_args = 0, nout_args = 0, warmup = 10, repeat = comparing ? 200 : 50, block = 10;
     bool json = false;
     int c;
     optind = 2;
@@ -467,21 +623,41 @@ int main(int argc, char **argv)
             break;
         case 'w': warmup = atoi(optarg); break;
         case 'r': repeat = atoi(optarg); break;
+        case 'b': block = atoi(optarg); break;
         case 'j': json = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
     }
-    if (optind + 1 != argc || warmup < 0 || repeat < 1 || repeat > 100000) {
-        fprintf(stderr,
-                optind + 1 != argc ? "tvm-net %s: one LIB.so is needed\n"
-                                   : "tvm-net %s: --warmup >= 0, --repeat 1..100000\n",
-                cmd);
+    int libs = comparing ? 2 : 1;
+    if (optind + libs != argc || warmup < 0 || repeat < 1 || repeat > 100000 || block < 1 ||
+        block > 10000 || (comparing && nout_args)) {
+        if (optind + libs != argc)
+            fprintf(stderr,
+                    comparing ? "tvm-net compare: two libraries, A.so B.so, are needed\n"
+                              : "tvm-net %s: one LIB.so is needed\n",
+                    cmd);
+        else if (nout_args)
+            fprintf(stderr, "tvm-net compare: writes no outputs (-o): tvm-net run does\n");
+        else
+            fprintf(stderr, "tvm-net %s: --warmup >= 0, --repeat 1..100000, --block 1..10000\n",
+                    cmd);
         return 2;
     }
-    network net;
-    if (load(argv[optind], name, &net)) {
+    network net, other;
+    memset(&other, 0, sizeof(other));
+    if (load(argv[optind], name, &net) || (comparing && load(argv[optind + 1], name, &other))) {
         unload(&net);
+        unload(&other);
+        return 1;
+    }
+    if (comparing && !same_signature(&net, &other)) {
+        fprintf(stderr,
+                "tvm-net compare: %s and %s take or give different tensors (tvm-net info shows "
+                "them): not two builds of one network\n",
+                argv[optind], argv[optind + 1]);
+        unload(&net);
+        unload(&other);
         return 1;
     }
     if (!strcmp(cmd, "info")) {
@@ -509,7 +685,7 @@ int main(int argc, char **argv)
                         tensor_name(json_array_get(net.ins, k)));
                 rc = 2;
             }
-    void *ins[64] = {0}, *outs[64] = {0};
+    void *ins[64] = {0}, *outs[64] = {0}, *outs_b[64] = {0};
     tt_rng rng;
     tt_rng_seed(&rng, 1);
     for (size_t k = 0; !rc && k < net.nin; k++)
@@ -518,7 +694,8 @@ int main(int argc, char **argv)
     for (size_t k = 0; !rc && k < net.nout; k++) {
         tensor_info ti;
         tensor_of(json_array_get(net.outs, k), &ti);
-        if (!(outs[k] = calloc(1, (size_t)ti.numel * (size_t)tt_dtype_bytes(ti.dt) + 1))) {
+        size_t bytes = (size_t)ti.numel * (size_t)tt_dtype_bytes(ti.dt) + 1;
+        if (!(outs[k] = calloc(1, bytes)) || (comparing && !(outs_b[k] = calloc(1, bytes)))) {
             fprintf(stderr, "tvm-net: out of memory\n");
             rc = 1;
         }
@@ -543,6 +720,10 @@ int main(int argc, char **argv)
                 printf("output %zu '%s' %s -> %s\n", k, tensor_name(t), sh, file);
             }
         }
+    } else if (!rc && comparing) {
+        if (compare(&net, &other, argv[optind], argv[optind + 1], ins, outs, outs_b, warmup, repeat,
+                    block, json))
+            rc = 1;
     } else if (!rc && !strcmp(cmd, "profile")) {
         if (profile(&net, ins, outs, warmup, repeat, json))
             rc = 1;
@@ -589,7 +770,9 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < 64; k++) {
         free(ins[k]);
         free(outs[k]);
+        free(outs_b[k]);
     }
     unload(&net);
+    unload(&other);
     return rc;
 }

@@ -2,7 +2,8 @@
 # Networks as libraries (issue #17): tvm-compile --model builds the ResNet block of make_models.py;
 # its header compiles warning-free as C99 and C++11; an application links the archive through
 # pkg-config and through an installed CMake package (tvm_tune_add_network) and gets what numpy
-# computed (NAME_run_profiled too); tvm-net info/run/time/profile read and write .npy; bad input
+# computed (NAME_run_profiled too); tvm-net info/run/time/profile read and write .npy, and
+# compare times two builds alternately; bad input
 # (a wrong shape, a file that is not .npy, a name that is no C identifier, --strict without records, a truncated model) is
 # refused with the reason and leaves nothing behind.
 # usage: test_net_cli.sh BUILD_DIR SOURCE_DIR MODELS_DIR
@@ -167,6 +168,27 @@ expect_fail 1 "task 0 (ConvWinograd+Relu, from node 0 .*no record of te:" \
 "$bin/tvm-compile" --model "$model" --db "$work/empty.db" -o "$work/old/rb" 2> "$work/old.log"
 grep -q "note: 2 Winograd convolution tasks (ConvWinograd...) have no records of their own in .*empty.db: tune them .* or build with --winograd off" "$work/old.log"
 test -e "$work/old/rb.so"
+# two builds of one network side by side: the default build and the one with the empty database
+"$bin/tvm-net" compare "$work/lib/rb.so" "$work/old/rb.so" --warmup 1 --repeat 8 --block 2 \
+  -i "$work/input_0.npy" > "$work/compare.log"
+grep -q "^A rb (.*lib/rb.so): median .* ms over 8 runs" "$work/compare.log"
+grep -q "^B rb (.*old/rb.so): median .* ms over 8 runs" "$work/compare.log"
+grep -q "^B / A = [0-9.]* (B [a-z]*); B faster in [0-4] of 4 block pairs .* 8 blocks of 2 runs each" \
+  "$work/compare.log"
+"$bin/tvm-net" compare "$work/lib/rb.so" "$work/old/rb.so" --warmup 0 --repeat 3 --json |
+  "$py" -c "
+import json, sys
+d = json.load(sys.stdin)
+assert d['a']['median_s'] > 0 and d['b']['median_s'] > 0, d
+assert abs(d['b_over_a'] - d['b']['median_s'] / d['a']['median_s']) < 1e-3 * d['b_over_a'], d
+assert d['block_pairs'] == 1 and d['runs'] == 10 and d['block'] == 10, d
+assert d['output_difference'] < 1e-4, d  # the same network, other schedules"
+"$bin/tvm-compile" --model "$models/mobilenet_block/model.onnx" -o "$work/mb/mb" 2> /dev/null > /dev/null
+expect_fail 1 "take or give different tensors .*not two builds of one network" \
+  "$bin/tvm-net" compare "$work/lib/rb.so" "$work/mb/mb.so" --repeat 2
+expect_fail 2 "two libraries, A.so B.so, are needed" "$bin/tvm-net" compare "$work/lib/rb.so"
+expect_fail 2 "writes no outputs" \
+  "$bin/tvm-net" compare "$work/lib/rb.so" "$work/old/rb.so" -o "$work/x.npy"
 head -c 300 "$model" > "$work/truncated.onnx"
 expect_fail 1 "truncated.onnx" "$bin/tvm-compile" --model "$work/truncated.onnx" -o "$work/t/rb"
 test ! -e "$work/t/rb.a"
