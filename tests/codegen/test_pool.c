@@ -178,8 +178,11 @@ typedef struct {
     atomic_int ran[MAX_EXTENT]; /* per iteration */
     atomic_int by[MAX_TEAM];    /* iterations per thread number */
     atomic_int bad;             /* a range out of bounds, or a number outside the team */
-    int extent, team, slow_num; /* slow_num: this thread's first range stalls (-1: none) */
-    atomic_int stalled;
+    /* slow_num: this thread's first range stalls (-1: none), until the others have run
+     * `stall_until` iterations (or 10 s have passed): a descheduled core, or one shared with a
+     * busy neighbour, and a test that does not depend on how fast the others are scheduled */
+    int extent, team, slow_num, stall_until;
+    atomic_int stalled, total;
 } loop_run;
 
 static void run_ranges(void *arg, tt_rt1_loop *loop, int num)
@@ -194,19 +197,22 @@ static void run_ranges(void *arg, tt_rt1_loop *loop, int num)
             continue;
         }
         if (num == l->slow_num && !atomic_exchange(&l->stalled, 1))
-            usleep(100 * 1000); /* a descheduled core, or one shared with a busy neighbour */
+            for (int ms = 0; ms < 10000 && atomic_load(&l->total) < l->stall_until; ms++)
+                usleep(1000);
         for (long long i = r[0]; i < r[1]; i++)
             atomic_fetch_add(&l->ran[i], 1);
         atomic_fetch_add(&l->by[num], (int)(r[1] - r[0]));
+        atomic_fetch_add(&l->total, (int)(r[1] - r[0]));
     }
 }
 
-static void run_loop(loop_run *l, int extent, int team, int slow_num)
+static void run_loop(loop_run *l, int extent, int team, int slow_num, int stall_until)
 {
     memset(l, 0, sizeof(*l));
     l->extent = extent;
     l->team = team < extent ? team : extent;
     l->slow_num = slow_num;
+    l->stall_until = stall_until;
     tt_rt1_parallel_for(run_ranges, l, extent, (unsigned)team);
     assert_int_equal(atomic_load(&l->bad), 0);
     for (int i = 0; i < extent; i++)
@@ -221,14 +227,14 @@ static void every_iteration_of_a_parallel_loop_runs_once(void **state)
     static const int extents[] = {1, 2, 3, 5, 7, 16, 63, 1000, MAX_EXTENT};
     for (size_t e = 0; e < sizeof(extents) / sizeof(extents[0]); e++)
         for (int team = 1; team <= 5; team++) {
-            run_loop(&l, extents[e], team, -1);
+            run_loop(&l, extents[e], team, -1, 0);
             /* A team larger than the loop is cut to one thread an iteration. */
             for (int t = l.team; t < MAX_TEAM; t++)
                 assert_int_equal(atomic_load(&l.by[t]), 0);
         }
     /* Many in a row, as a network calls its kernels. */
     for (int i = 0; i < 2000; i++)
-        run_loop(&l, 1 + i % 97, 2, -1);
+        run_loop(&l, 1 + i % 97, 2, -1, 0);
     assert_int_equal(tt_rt1_thread_num(), 0);
     assert_int_equal(tt_rt1_num_threads(), 1);
 }
@@ -238,20 +244,18 @@ static void every_iteration_of_a_parallel_loop_runs_once(void **state)
 static void a_stalled_threads_share_is_taken_by_the_others(void **state)
 {
     static loop_run l;
-    /* Quiet: each thread's share is its static one. */
-    run_loop(&l, 64, 2, -1);
-    /* Thread 1 stalls in its first range: thread 0 runs everything else but the last of
-     * thread 1's share. */
-    run_loop(&l, 64, 2, 1);
+    /* Thread 1 stalls in its first range (at most a quarter of its 32): thread 0 runs
+     * everything else but the last iteration of thread 1's share, 55 at least. */
+    run_loop(&l, 64, 2, 1, 55);
     int by1 = atomic_load(&l.by[1]);
     assert_true(by1 >= 1);
-    assert_true(by1 <= 8 + 1); /* its first piece (a quarter of 32) and at most one more */
+    assert_true(by1 <= 8 + 1);
     assert_int_equal(atomic_load(&l.by[0]) + by1, 64);
-    assert_true(atomic_load(&l.by[0]) > 32);
-    /* The caller stalls: the workers take its share. */
-    run_loop(&l, 300, 3, 0);
-    assert_true(atomic_load(&l.by[0]) < 100);
-    assert_true(atomic_load(&l.by[1]) + atomic_load(&l.by[2]) > 200);
+    /* The caller stalls in its first range (at most 25 of its 100): the two workers run their
+     * own shares and all of the caller's but its first range and its last iteration. */
+    run_loop(&l, 300, 3, 0, 274);
+    assert_true(atomic_load(&l.by[0]) <= 25 + 1);
+    assert_true(atomic_load(&l.by[1]) + atomic_load(&l.by[2]) >= 274);
 }
 
 static void nested_loop(void *arg, tt_rt1_loop *loop, int num)
