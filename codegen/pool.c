@@ -308,41 +308,37 @@ static uint64_t piece(uint64_t left)
     return (left + 3) / 4;
 }
 
-int tt_rt1_loop_next(tt_rt1_loop *loop, int num, long long range[2])
+/* Takes a piece of `share` into range: from the front (its owner), else from the back, where
+ * the share's last iteration stays its owner's (a late start, not a stall).  0 when there is
+ * none to take. */
+static int take(loop_share *share, int front, long long range[2])
 {
-    loop_share *own = &loop->shares[num];
-    uint64_t v = atomic_load_explicit(&own->range, memory_order_relaxed);
+    uint64_t v = atomic_load_explicit(&share->range, memory_order_relaxed);
     for (;;) {
-        uint64_t next = v & 0xffffffffu, limit = v >> 32;
-        if (next >= limit)
-            break;
-        uint64_t to = next + piece(limit - next);
-        if (atomic_compare_exchange_weak_explicit(&own->range, &v, pack_range(to, limit),
-                                                  memory_order_relaxed, memory_order_relaxed)) {
-            range[0] = (long long)next;
-            range[1] = (long long)to;
+        uint64_t next = v & 0xffffffffu, limit = v >> 32, left = limit - next;
+        if (next >= limit || (!front && left < 2))
+            return 0;
+        uint64_t n = piece(left);
+        if (!front && n > left - 1)
+            n = left - 1;
+        uint64_t lo = front ? next : limit - n, hi = lo + n;
+        if (atomic_compare_exchange_weak_explicit(
+                &share->range, &v, front ? pack_range(hi, limit) : pack_range(next, lo),
+                memory_order_relaxed, memory_order_relaxed)) {
+            range[0] = (long long)lo;
+            range[1] = (long long)hi;
             return 1;
         }
     }
-    for (int k = 1; k < loop->team; k++) {
-        loop_share *other = &loop->shares[(num + k) % loop->team];
-        v = atomic_load_explicit(&other->range, memory_order_relaxed);
-        for (;;) {
-            uint64_t next = v & 0xffffffffu, limit = v >> 32;
-            if (next + 1 >= limit)
-                break; /* the last iteration stays its owner's (a late start, not a stall) */
-            uint64_t take = piece(limit - next);
-            if (take > limit - next - 1)
-                take = limit - next - 1;
-            uint64_t from = limit - take;
-            if (atomic_compare_exchange_weak_explicit(&other->range, &v, pack_range(next, from),
-                                                      memory_order_relaxed, memory_order_relaxed)) {
-                range[0] = (long long)from;
-                range[1] = (long long)limit;
-                return 1;
-            }
-        }
-    }
+}
+
+int tt_rt1_loop_next(tt_rt1_loop *loop, int num, long long range[2])
+{
+    if (take(&loop->shares[num], 1, range))
+        return 1;
+    for (int k = 1; k < loop->team; k++)
+        if (take(&loop->shares[(num + k) % loop->team], 0, range))
+            return 1;
     return 0;
 }
 

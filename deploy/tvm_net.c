@@ -513,15 +513,9 @@ static int compare(network *a, network *b, const char *path_a, const char *path_
         return -1;
     }
     double *ta = t, *tb = t + n, *ratio = t + 2 * n, *sorted = ratio + blocks;
-    for (int k = 0; k < warmup; k++)
-        if (run_network(a, ins, outs_a) || run_network(b, ins, outs_b)) {
-            free(t);
-            return -1;
-        }
-    if (!warmup && (run_network(a, ins, outs_a) || run_network(b, ins, outs_b))) {
-        free(t);
-        return -1;
-    }
+    for (int k = 0; k < (warmup ? warmup : 1); k++) /* at least one run: the outputs */
+        if (run_network(a, ins, outs_a) || run_network(b, ins, outs_b))
+            goto fail;
     double diff = output_difference(a, outs_a, outs_b);
     for (int k = 0; k < blocks; k++) {
         double med[2];
@@ -530,16 +524,12 @@ static int compare(network *a, network *b, const char *path_a, const char *path_
             network *net = is_b ? b : a;
             double *into = (is_b ? tb : ta) + (size_t)k * block;
             pause_for_pools();
-            if (run_network(net, ins, is_b ? outs_b : outs_a)) {
-                free(t);
-                return -1;
-            }
+            if (run_network(net, ins, is_b ? outs_b : outs_a))
+                goto fail;
             for (int r = 0; r < block; r++) {
                 double t0 = tt_clock_monotonic();
-                if (run_network(net, ins, is_b ? outs_b : outs_a)) {
-                    free(t);
-                    return -1;
-                }
+                if (run_network(net, ins, is_b ? outs_b : outs_a))
+                    goto fail;
                 into[r] = tt_clock_monotonic() - t0;
             }
             memcpy(sorted, into, sizeof(double) * (size_t)block);
@@ -578,6 +568,9 @@ static int compare(network *a, network *b, const char *path_a, const char *path_
     }
     free(t);
     return 0;
+fail:
+    free(t);
+    return -1;
 }
 
 int main(int argc, char **argv)
