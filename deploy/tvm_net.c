@@ -492,9 +492,9 @@ static void pause_for_pools(void)
     nanosleep(&ts, NULL);
 }
 
-static void print_side(const char *which, network *net, const char *path, double *t, int n)
+/* One build's line of tvm-net compare, from its run times `t` (sorted). */
+static void print_side(const char *which, network *net, const char *path, const double *t, int n)
 {
-    qsort(t, (size_t)n, sizeof(double), cmp_double);
     printf("%s %s (%s): median %.4g ms over %d runs (p10 %.4g, p90 %.4g, min %.4g ms)\n", which,
            net->name, path, tt_median(t, n) * 1e3, n, t[n / 10] * 1e3, t[(n * 9) / 10] * 1e3,
            t[0] * 1e3);
