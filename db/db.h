@@ -148,18 +148,6 @@ void tt_db_rows_free(tt_db_row *rows, size_t n);
 tt_status tt_db_best(tt_db *db, const char *workload, const char *target, const char *device, int k,
                      bool fallback, tt_db_row **rows, size_t *n);
 
-/* The latest measurement of record `id`'s config: the newest trusted, error-free, timed record
- * of the same workload, target, device and config (the record itself when none is newer).  A
- * best is, by its selection, the luckiest of many noisy measurements; tvm-tune's confirmation
- * (tt_tune_options.confirm) measures it again, and builds expect the time of that (decision 73).
- * *row is malloc'ed (tt_db_rows_free(*row, 1)); TT_ERR_NOT_FOUND when there is no record `id`
- * or its config has no such measurement. */
-tt_status tt_db_latest_of(tt_db *db, int64_t id, tt_db_row **row);
-
-/* Whether a record is a confirmation (its extra JSON says "confirm": true): a best config
- * measured again after a search, not a trial of it. */
-bool tt_db_row_is_confirmation(const tt_db_row *row);
-
 /* Query for history: every field optional (NULL / 0 = any).  Rows in insertion order. */
 typedef struct tt_db_filter {
     const char *workload, *target, *device;

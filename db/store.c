@@ -601,55 +601,6 @@ static tt_status best_once(tt_db *db, const char *workload, const char *target, 
     return s;
 }
 
-static tt_status latest_of_once(tt_db *db, int64_t id, tt_db_row **out)
-{
-    tt_db_row *row = *out = calloc(1, sizeof(tt_db_row));
-    if (!row)
-        return tt__db_fail(db, TT_ERR_NOMEM, "out of memory");
-    /* The record itself qualifies only when it is a trusted, timed success; a best always is. */
-    static const char *const q =
-        "SELECT " TT__DB_ROW_COLUMNS TT__DB_ROW_FROM " JOIN records b ON b.id = ?1"
-        " WHERE r.workload_id = b.workload_id AND r.target_id = b.target_id"
-        " AND r.device_id IS NOT DISTINCT FROM b.device_id AND r.config = b.config"
-        " AND r.error_no = 0" TT__DB_TRUSTED TT__DB_TIMED " ORDER BY r.id DESC LIMIT 1";
-    tt__stmt *st;
-    tt_status s = tt__db_prepare(db, q, &st);
-    if (s) {
-        free(row);
-        *out = NULL;
-        return s;
-    }
-    tt__stmt_bind_int64(st, 1, id);
-    int rc = tt__stmt_step(st);
-    if (rc == TT__STEP_ROW) {
-        if ((s = tt__db_row_read(st, row)))
-            s = tt__db_fail(db, s, "out of memory");
-        else
-            row->match = TT_DB_MATCH_EXACT;
-    } else if (rc == TT__STEP_DONE) {
-        s = tt__db_fail(db, TT_ERR_NOT_FOUND, "no error-free record %lld", (long long)id);
-    } else {
-        s = tt__db_failed(db, "querying a config's latest measurement");
-    }
-    tt__stmt_finalize(st);
-    if (s) {
-        free(row);
-        *out = NULL;
-    }
-    return s;
-}
-
-bool tt_db_row_is_confirmation(const tt_db_row *row)
-{
-    if (!row->extra || !strstr(row->extra, "\"confirm\""))
-        return false;
-    json_t *x = NULL;
-    bool yes = !tt_json_parse(row->extra, strlen(row->extra), &x, NULL) &&
-               json_is_true(json_object_get(x, "confirm"));
-    json_decref(x);
-    return yes;
-}
-
 /* ---- history and stats ---- */
 
 tt_status tt_db_history(tt_db *db, const tt_db_filter *f,
@@ -1134,11 +1085,6 @@ tt_status tt_db_best(tt_db *db, const char *workload, const char *target, const 
                      bool fallback, tt_db_row **rows, size_t *n)
 {
     RETRYING(best_once(db, workload, target, device, k, fallback, rows, n));
-}
-
-tt_status tt_db_latest_of(tt_db *db, int64_t id, tt_db_row **row)
-{
-    RETRYING(latest_of_once(db, id, row));
 }
 
 tt_status tt_db_stats_get(tt_db *db, int64_t job, tt_db_stats *out)

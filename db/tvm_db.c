@@ -287,8 +287,6 @@ typedef struct {
 static int plot_row(void *vctx, const tt_db_row *row)
 {
     plot_ctx *c = vctx;
-    if (tt_db_row_is_confirmation(row))
-        return 0; /* a best measured again after the search: not a trial */
     char key[300] = "";
     if (!row->job)
         snprintf(key, sizeof(key), "%.140s @ %.140s", row->target, row->device ? row->device : "?");

@@ -182,7 +182,6 @@ tt_status tt__compile_pick(const tt__picker *p, const tt_workload *w, tt_state *
     size_t n = 0;
     tt_status s = TT_OK;
     *timestamp = 0;
-    rep->latest = 0;
     if (p->db) {
         s = tt_db_best(p->db, w->key, p->target_text, p->device, 1, !p->no_fallback, &rows, &n);
         if (s == TT_ERR_NOT_FOUND) { /* nothing for it: handled below */
@@ -210,15 +209,6 @@ tt_status tt__compile_pick(const tt__picker *p, const tt_workload *w, tt_state *
             rep->record = rows[0].id;
             rep->fastest_s = rows[0].fastest_s;
             rep->median_s = rows[0].median_s;
-            /* The best is the luckiest of its config's measurements; expect its latest one, the
-             * confirmation tvm-tune made of it, when there is one (decision 73). */
-            tt_db_row *latest = NULL;
-            if (!tt_db_latest_of(p->db, rows[0].id, &latest) && latest->id != rows[0].id &&
-                latest->median_s > 0) {
-                rep->median_s = latest->median_s;
-                rep->latest = latest->id;
-            }
-            tt_db_rows_free(latest, latest ? 1 : 0);
             snprintf(rep->device, sizeof(rep->device), "%s", rows[0].device ? rows[0].device : "");
             snprintf(rep->target, sizeof(rep->target), "%s", rows[0].target);
             *timestamp = rows[0].timestamp;

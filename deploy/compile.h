@@ -57,10 +57,7 @@ typedef struct tt_compile_report {
     long long record;  /* database record id, 0 for the default */
     double fastest_s;  /* the record's time (its fastest sample), 0 for the default (SIMILAR: on the
                           similar workload) */
-    double median_s;   /* the median sample of the config's latest measurement (the record's
-                          own, or tvm-tune's confirmation of it): what a network timed by its
-                          median should take */
-    long long latest;  /* the record median_s is from when it is not `record` (a confirmation) */
+    double median_s;   /* its median sample: what a network timed by its median should take */
     char similar[512]; /* SIMILAR: the workload whose record it is */
     char device[256];
     char target[256];

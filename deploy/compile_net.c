@@ -103,12 +103,6 @@ static tt_status build_task(net_builder *b, int t, tt_errbuf *err)
         else if (r->source == TT_COMPILE_SIMILAR)
             fprintf(b->o->log, "task %2d %-28s x%-3d not tuned: record %lld of %s, mapped\n", t,
                     task->label, task->weight, r->record, r->similar);
-        else if (r->latest)
-            fprintf(b->o->log,
-                    "task %2d %-28s x%-3d record %lld (%s), fastest %.4g ms; measured again "
-                    "(record %lld): median %.4g ms\n",
-                    t, task->label, task->weight, r->record, tt_compile_source_name(r->source),
-                    r->fastest_s * 1e3, r->latest, r->median_s * 1e3);
         else
             fprintf(b->o->log, "task %2d %-28s x%-3d record %lld (%s), fastest %.4g ms\n", t,
                     task->label, task->weight, r->record, tt_compile_source_name(r->source),
@@ -164,10 +158,9 @@ static tt_status write_library(net_builder *b, const char *dir, tt_compile_net_s
     tt_status s = tt__net_weights_build(net, b->layouts, &weights, err);
     if (s)
         return s;
-    /* The network is timed by its median run, so its estimate adds medians: the records'
+    /* The network is timed by its median run, so its estimate adds the records' medians: their
      * fastest samples (what the search ranks by) are 3-15% below on a shared machine, and the
-     * sum of those flattered every network by about 8% (docs/models.md).  Each is the median of
-     * the best config's latest measurement, tvm-tune's confirmation when it made one. */
+     * sum of those flattered every network by about 8% (docs/models.md). */
     double estimate = 0, fastest = 0;
     int tuned = 0;
     for (size_t t = 0; t < net->tasks.len; t++) {

@@ -174,11 +174,10 @@ tt_status tt_jobs_check_params(const json_t *p, json_t **normalised, tt_errbuf *
         return s;
     }
     json_object_set_new(out, "search",
-                        json_pack("{s:i, s:f, s:s, s:s, s:b, s:b}", "population", (int)population,
+                        json_pack("{s:i, s:f, s:s, s:s, s:b}", "population", (int)population,
                                   "diversity", diversity, "features", features ? features : "knob",
                                   "scheduler", scheduler ? scheduler : "gradient", "overlap_search",
-                                  json_is_true(json_object_get(search, "overlap_search")),
-                                  "confirm", json_is_true(json_object_get(search, "confirm"))));
+                                  json_is_true(json_object_get(search, "overlap_search"))));
     tt_cache_flush flush = TT_CACHE_FLUSH_OFF;
     const json_t *flush_j = json_object_get(m, "cache_flush");
     if (flush_j && !tt_cache_flush_from_json(flush_j, &flush)) {
@@ -295,7 +294,6 @@ static void run_job(tt_jobs *j, worker_slot *slot)
     const char *policy = json_string_value(json_object_get(search, "scheduler"));
     o.policy = policy && !strcmp(policy, "round-robin") ? TT_SCHED_ROUND_ROBIN : TT_SCHED_GRADIENT;
     o.overlap_search = json_is_true(json_object_get(search, "overlap_search"));
-    o.confirm = json_is_true(json_object_get(search, "confirm"));
     o.db_path = j->db_path;
     o.db_max_bytes = j->db_max_bytes;
     o.stop = &slot->stop;
@@ -571,8 +569,6 @@ typedef struct {
 static int curve_row(void *vctx, const tt_db_row *row)
 {
     curve_ctx *c = vctx;
-    if (tt_db_row_is_confirmation(row))
-        return 0; /* a best measured again after the search: not a trial */
     int k = 0;
     while (k < c->n && strcmp(c->workload[k], row->workload))
         k++;

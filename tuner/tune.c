@@ -230,55 +230,6 @@ static tt_status schedule_tasks(const tt_tune_options *o, task **tasks, int n, F
     return TT_OK;
 }
 
-/* tt_tune_options.confirm: each task's best config measured once more, one task after another
- * (a network's take a minute or two), as the search measured it.  Stored as confirmations. */
-static tt_status confirm_bests(const tt_tune_options *o, task **tasks, int n, FILE *log,
-                               tt_errbuf *err)
-{
-    double started = tt_clock_monotonic(), before = 0, after = 0;
-    int confirmed = 0, failed = 0;
-    for (int i = 0; i < n && !(o->stop && *o->stop); i++) {
-        task *t = tasks[i];
-        if (t->best_s <= 0 || !t->best_config)
-            continue;
-        candidate *c = &t->cands[0];
-        memset(c, 0, sizeof(*c));
-        /* the naive schedule as the search measured it (on a GPU: bound to blocks and threads) */
-        c->index = strcmp(t->best_config, "[]") ? STEPS_INDEX : UINT64_MAX;
-        c->config = strdup(t->best_config);
-        c->confirm = true;
-        double median = t->best_median_s;
-        tt_status s = c->config ? tt__tune_round_trip(t, c, 1, err)
-                                : tt_err(err, TT_ERR_NOMEM, "out of memory");
-        free(c->config);
-        free(c->rows);
-        free(c->layouts);
-        memset(c, 0, sizeof(*c));
-        if (s)
-            return s;
-        double w = o->weights ? o->weights[i] : 1.0;
-        if (t->confirmed_s > 0) {
-            confirmed++;
-            before += w * median;
-            after += w * t->confirmed_s;
-        } else if (t->confirm_error_no) {
-            failed++;
-            if (log)
-                fprintf(log, "%s%s: its best config failed when measured again (error %d): %s\n",
-                        o->progress ? "\n" : "", t->w->key, t->confirm_error_no,
-                        tt_measure_error_name(t->confirm_error_no));
-        }
-    }
-    if (log && confirmed)
-        fprintf(log,
-                "%sconfirmed: %d best config%s measured again in %.1f s: their medians add up to "
-                "%.4g ms (weighted), %.4g ms in their records (%+.1f%%)%s\n",
-                o->progress ? "\n" : "", confirmed, confirmed == 1 ? "" : "s",
-                tt_clock_monotonic() - started, after * 1e3, before * 1e3,
-                before > 0 ? (after / before - 1) * 100 : 0, failed ? "; some failed (above)" : "");
-    return TT_OK;
-}
-
 tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE *log,
                       tt_errbuf *err)
 {
@@ -365,8 +316,6 @@ tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE
     }
     if (!s)
         s = schedule_tasks(o, tasks, n, log, err);
-    if (!s && o->confirm && !o->objective)
-        s = confirm_bests(o, tasks, n, log, err);
     if (pooled)
         tt__compile_pool_stop(&pool);
     for (int k = 0; k < FARM_MAX_DEVICES; k++)

@@ -83,12 +83,6 @@ typedef struct tt_tune_options {
      * not this machine's CPU (a GPU's timing does not share the host's cores with the builds;
      * pocl's does); 1: always; -1: never. */
     int overlap_builds;
-    /* After the search, measure each workload's best config once more, all of them in the same
-     * minute or two, and store those as confirmations (not trials).  The best of many noisy
-     * measurements is, by its selection, one taken in a fast moment; a network's estimate
-     * (tvm-compile) takes each best config's latest measurement instead (decision 73).  Measured
-     * here or on the farm, as the search was; not with `objective`. */
-    bool confirm;
 } tt_tune_options;
 
 typedef struct tt_tune_summary {
@@ -97,11 +91,6 @@ typedef struct tt_tune_summary {
     int64_t total;    /* including earlier runs */
     int64_t errors;
     double best_s, naive_s, flops;
-    double best_median_s; /* the best record's median sample */
-    /* confirm: the best config's confirmation, its median sample (0: not confirmed: none asked,
-     * stopped, or it failed, then confirm_error_no says how) */
-    double confirmed_s;
-    int confirm_error_no;
     double compile_s; /* mean compile time per candidate of this run (lower + LLVM + link) */
     double measure_s; /* mean wall time of a candidate's measurement in this run (the device's
                          process, the run and the check; the driver's build when not ahead) */

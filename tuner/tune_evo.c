@@ -205,7 +205,7 @@ static int transfer_row(void *ctx, const tt_db_row *row)
     task *t = x->t;
     /* rows of the workloads tt_similar_workloads named: the same operator, not this shape */
     if (x->added >= TRANSFER_MAX || row->config_kind != TT_CONFIG_STEPS ||
-        !strcmp(row->config, "[]") || tt_db_row_is_confirmation(row))
+        !strcmp(row->config, "[]"))
         return 0;
     int g = 0;
     while (g < x->nkeys && strcmp(x->keys[g], row->workload))

@@ -82,10 +82,7 @@ typedef struct {
     double build_s;   /* compile time of this run's candidates */
     double measure_s; /* their measurements' wall time (tt_measure_result.run_s) */
     double best_s, naive_s;
-    double best_median_s; /* the best record's median sample */
     char *best_config;
-    double confirmed_s;   /* the confirmation's median sample (0: none) */
-    int confirm_error_no; /* the confirmation's error (0: none) */
     uint64_t grid_next;
     /* xgb, ga, evo: starting points measured first (the template's default and the best template
      * configs of similar workloads, mapped to this space) */
@@ -142,7 +139,6 @@ typedef struct candidate {
     char device[512]; /* farm: the fingerprint of the device that measured it */
     char host[300];   /* farm: its address ("ip:port"), in the record's extra */
     bool compiled, measured, stored;
-    bool confirm; /* the task's best measured again (tt_tune_options.confirm), not a trial */
     int requeued; /* farm: times moved off a device found sick */
     float *rows;  /* per-store features (evolutionary search) */
     int nrows;
@@ -194,7 +190,7 @@ typedef struct {
 /* tune_task.c: a task, its history and its records */
 bool tt__tune_seen_has(const task *t, uint64_t h);
 void tt__tune_seen_add(task *t, uint64_t h);
-void tt__tune_note_result(task *t, const char *config, double fastest, double median, int error_no);
+void tt__tune_note_result(task *t, const char *config, double fastest, int error_no);
 void tt__tune_run_add(task *t, uint64_t index, double thr);
 void tt__tune_history_add(task *t, const char *config, const float *rows, int nrows, double thr,
                           int group, uint64_t program);

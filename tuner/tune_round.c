@@ -257,10 +257,8 @@ static void fill_record(task *t, const candidate *c, tt_db_record *r, char *extr
      * a CPU how the caches were flushed (times of two modes do not compare) */
     bool indexed = c->index != UINT64_MAX && c->index != STEPS_INDEX;
     bool flushed = !t->gpu && !t->o->objective;
-    if (indexed || c->host[0] || flushed || c->confirm) {
+    if (indexed || c->host[0] || flushed) {
         json_t *x = json_object();
-        if (c->confirm)
-            json_object_set_new(x, "confirm", json_true());
         if (indexed) {
             json_object_set_new(x, "space", json_string(t->space_sig));
             json_object_set_new(x, "index", json_integer((json_int_t)c->index));
@@ -584,13 +582,6 @@ tt_status tt__tune_round_trip(task *t, candidate *c, int n, tt_errbuf *err)
         return tt_err(err, TT_ERR_IO, "storing measurements: %s", tt_db_errmsg(t->db));
     for (int r = 0; r < nrec; r++) {
         int i = rec_of[r];
-        if (c[i].confirm) { /* not a trial: nothing for the search to learn */
-            t->confirm_error_no = recs[r].error_no;
-            t->confirmed_s = recs[r].error_no ? 0 : tt_median(recs[r].costs, recs[r].ncosts);
-            tt__tune_note_result(t, recs[r].config, tt_fastest(recs[r].costs, recs[r].ncosts),
-                                 t->confirmed_s, recs[r].error_no);
-            continue;
-        }
         tt__tune_seen_add(t, tt_hash64_str(recs[r].config));
         t->total++;
         t->measured++;
@@ -599,8 +590,7 @@ tt_status tt__tune_round_trip(task *t, candidate *c, int n, tt_errbuf *err)
             t->errors++;
         } else {
             double fastest = tt_fastest(recs[r].costs, recs[r].ncosts);
-            tt__tune_note_result(t, recs[r].config, fastest,
-                                 tt_median(recs[r].costs, recs[r].ncosts), 0);
+            tt__tune_note_result(t, recs[r].config, fastest, 0);
             thr = tt_tune_label(t->w->flops, recs[r].costs, recs[r].ncosts, fastest, 0);
         }
         if (c[i].index == STEPS_INDEX)

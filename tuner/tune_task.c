@@ -54,7 +54,7 @@ void tt__tune_seen_add(task *t, uint64_t h)
     t->nseen++;
 }
 
-void tt__tune_note_result(task *t, const char *config, double fastest, double median, int error_no)
+void tt__tune_note_result(task *t, const char *config, double fastest, int error_no)
 {
     if (error_no || fastest <= 0)
         return; /* no time to compare */
@@ -62,7 +62,6 @@ void tt__tune_note_result(task *t, const char *config, double fastest, double me
         t->naive_s = fastest;
     if (t->best_s == 0 || fastest < t->best_s) {
         t->best_s = fastest;
-        t->best_median_s = median;
         free(t->best_config);
         t->best_config = strdup(config);
     }
@@ -142,15 +141,11 @@ static void note_flush(task *t, const char *extra)
 static int load_history(void *ctx, const tt_db_row *row)
 {
     task *t = ctx;
-    if (tt_db_row_is_confirmation(row)) { /* a best measured again: not a trial */
-        tt__tune_note_result(t, row->config, row->fastest_s, row->median_s, row->error_no);
-        return 0;
-    }
     tt__tune_seen_add(t, tt_hash64_str(row->config));
     t->total++;
     if (row->error_no)
         t->errors++;
-    tt__tune_note_result(t, row->config, row->fastest_s, row->median_s, row->error_no);
+    tt__tune_note_result(t, row->config, row->fastest_s, row->error_no);
     double thr = tt_tune_label(t->w->flops, row->costs, row->ncosts, row->median_s, row->error_no);
     /* Template strategies: the model and the GA continue from what was measured. */
     uint64_t index;
@@ -406,9 +401,6 @@ void tt__tune_task_close(task *t, const char *wtext, tt_tune_summary *sum)
     sum->total = t->total;
     sum->errors = t->errors;
     sum->best_s = t->best_s;
-    sum->best_median_s = t->best_median_s;
-    sum->confirmed_s = t->confirmed_s;
-    sum->confirm_error_no = t->confirm_error_no;
     sum->naive_s = t->naive_s;
     sum->flops = t->w ? t->w->flops : 0;
     sum->compile_s = t->measured ? t->build_s / (double)t->measured : 0;

@@ -2,7 +2,6 @@
  * IR of a workload under a schedule, optionally checked against the definition) and `ops` (list
  * the operator library); `run`, `submit`, `watch` and `summary` arrive with the tuner and farm. */
 #include "codegen/codegen.h"
-#include "db/db.h"
 #include "schedule/schedule.h"
 #include "rpc/measure.h"
 #include "rpc/measure_proto.h"
@@ -87,11 +86,6 @@ static void usage(FILE *f)
         "  --workload: every task of the model with its weight, and after each round Ansor's\n"
         "  table (latency, weight, trials per task) with the network's estimated latency;\n"
         "  also for submit.\n"
-        "  --confirm on|off (default on with --model, off with --workload): after the search,\n"
-        "  measure each workload's best config once more, all in the same minute or two, and\n"
-        "  store those as confirmations (not trials).  The best of many noisy measurements was\n"
-        "  taken in a fast moment; tvm-compile's network estimate takes each best config's\n"
-        "  latest measurement, so a confirmed estimate is the network's time now.\n"
         "  --target defaults to llvm (this CPU, with its real features); -num-cores=N sets the\n"
         "  threads of parallel loops.  --target opencl tunes GPU kernels (OpenCL C built by the\n"
         "  device's driver): here on this machine's OpenCL device (--opencl-device P:D, an index\n"
@@ -505,12 +499,10 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
                                          {"shape", required_argument, 0, 'H'},
                                          {"layout", required_argument, 0, 'y'},
                                          {"winograd", required_argument, 0, 'g'},
-                                         {"confirm", required_argument, 0, 'c'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     memset(a, 0, sizeof(*a));
     a->winograd = -1;
-    int confirm = -1; /* --confirm: 1 on, 0 off, -1 on with --model */
     const char *key_file = NULL;
     bool flush_given = false;
     tt_tune_options *o = &a->o;
@@ -735,13 +727,6 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
             }
             o->overlap_builds = strcmp(optarg, "on") ? -1 : 1;
             break;
-        case 'c':
-            if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
-                fprintf(stderr, "tvm-tune %s: --confirm takes on or off, got '%s'\n", cmd, optarg);
-                return 2;
-            }
-            confirm = !strcmp(optarg, "on");
-            break;
         case '!': key_file = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -778,7 +763,6 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
          * the whole network (the measuring machine decides, tt_measure_network_fits_llc) */
         o->measure.network_bytes = a->net->weight_bytes + a->net->arena_bytes;
     }
-    o->confirm = confirm < 0 ? a->model != NULL : confirm;
     tt_tune_measure_defaults(o->target, &o->measure);
     if (a->nw == 0) {
         fprintf(stderr, "tvm-tune %s: give at least one --workload, or --model\n", cmd);
@@ -886,35 +870,21 @@ static int cmd_run(int argc, char **argv)
             if (m->naive_s > 0)
                 printf("  (%.1fx the naive schedule, %.6g s)", m->naive_s / m->best_s, m->naive_s);
             printf("\n  config %s\n", m->best_config);
-            if (m->confirmed_s > 0)
-                printf("  again  median %.6g s (%+.1f%% on its record's median, %.6g s)\n",
-                       m->confirmed_s,
-                       m->best_median_s > 0 ? (m->confirmed_s / m->best_median_s - 1) * 100 : 0,
-                       m->best_median_s);
-            else if (m->confirm_error_no)
-                printf("  again  failed: %s (the record of it says why: tvm-db history)\n",
-                       tt_measure_error_name(m->confirm_error_no));
         } else {
             printf("  no error-free measurement yet\n");
         }
     }
     if (args.model && !(s && measured == 0)) {
-        double est = 0, again = 0;
-        int missing = 0, unconfirmed = 0;
+        double est = 0;
+        int missing = 0;
         for (int i = 0; i < nw; i++) {
             est += args.weights[i] * sums[i].best_s;
-            again += args.weights[i] * sums[i].confirmed_s;
             missing += sums[i].best_s <= 0;
-            unconfirmed += sums[i].confirmed_s <= 0;
         }
         printf("%s: %d tasks, %zu kernel calls; estimated latency %s%.3f ms (the sum of weight x "
                "best latency)%s\n",
                args.model, nw, args.net->calls.len, missing ? ">= " : "", est * 1e3,
                missing ? ", some tasks have no measurement yet" : "");
-        if (o.confirm && !unconfirmed)
-            printf("%s: %.3f ms from the best configs measured again (the sum of weight x median; "
-                   "what tvm-compile's estimate will say)\n",
-                   args.model, again * 1e3);
     }
     if (use_remote && sums[0].workload[0] && !(s && measured == 0))
         printf("farm: %.1f s waiting for devices, %lld lost device sessions (their candidates "

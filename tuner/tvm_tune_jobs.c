@@ -34,10 +34,10 @@ static json_t *job_params(const tune_args *a)
         tt_cache_flush_json(o->measure.cache_flush), "network_bytes",
         (json_int_t)o->measure.network_bytes, "timeout_s", o->measure.timeout_s);
     json_t *search =
-        json_pack("{s:i, s:f, s:s, s:s, s:b, s:b}", "population", o->population, "diversity",
+        json_pack("{s:i, s:f, s:s, s:s, s:b}", "population", o->population, "diversity",
                   o->diversity, "features", o->features == TT_FEATURES_ITERVAR ? "itervar" : "knob",
                   "scheduler", o->policy == TT_SCHED_ROUND_ROBIN ? "round-robin" : "gradient",
-                  "overlap_search", o->overlap_search, "confirm", o->confirm);
+                  "overlap_search", o->overlap_search);
     json_object_set_new(p, "search", search);
     return p;
 }

@@ -556,59 +556,6 @@ static void best_prefers_exact_then_other_device_then_family(void **state)
     tt_db_close(db);
 }
 
-/* A best config's latest measurement, what builds expect of it (decision 73): the newest
- * trusted, error-free record of the same config, workload, target and device.  A failed
- * measurement, another device, another config or another workload does not count. */
-static void a_configs_latest_measurement_is_found(void **state)
-{
-    tt_db *db = open_or_fail("latest.db");
-    const char *wl = "relu:M=4,N=4", *a = "[[\"AN\", 1, 0, 1]]", *b = "[[\"AN\", 1, 0, 2]]";
-    double best[3] = {1e-4, 2e-4, 3e-4}, again[3] = {2e-4, 2.5e-4, 4e-4}, fast[1] = {5e-5};
-    tt_db_record r[6] = {
-        rec(wl, "llvm", "dev", a, best, 3, 1),             /* a's best: median 2e-4 */
-        rec(wl, "llvm", "dev", a, again, 3, 2),            /* measured again: median 2.5e-4 */
-        rec(wl, "llvm", "dev", a, fast, 1, 3),             /* ... and again, failing */
-        rec(wl, "llvm", "other", a, fast, 1, 4),           /* on another device */
-        rec(wl, "llvm", "dev", b, fast, 1, 5),             /* another config */
-        rec("relu:M=8,N=8", "llvm", "dev", a, fast, 1, 6), /* another workload */
-    };
-    r[1].extra = r[2].extra = "{\"confirm\":true}";
-    r[2].error_no = 5;
-    assert_int_equal(tt_db_insert(db, r, 6, NULL), TT_OK);
-    tt_db_row *rows, *latest;
-    size_t n;
-    assert_int_equal(tt_db_best(db, wl, "llvm", "dev", 2, false, &rows, &n), TT_OK);
-    assert_int_equal(n, 2);
-    assert_string_equal(rows[1].config, a);
-    assert_true(rows[1].median_s == 2e-4);
-    assert_false(tt_db_row_is_confirmation(&rows[1]));
-    assert_int_equal(tt_db_latest_of(db, rows[1].id, &latest), TT_OK);
-    assert_true(latest->id > rows[1].id);
-    assert_true(latest->median_s == 2.5e-4 && latest->fastest_s == 2e-4);
-    assert_true(tt_db_row_is_confirmation(latest));
-    assert_string_equal(latest->device, "dev");
-    assert_string_equal(latest->config, a);
-    tt_db_rows_free(latest, 1);
-    /* a config measured once is its own latest measurement */
-    assert_int_equal(tt_db_latest_of(db, rows[0].id, &latest), TT_OK);
-    assert_int_equal(latest->id, rows[0].id);
-    assert_false(tt_db_row_is_confirmation(latest));
-    tt_db_rows_free(latest, 1);
-    tt_db_rows_free(rows, n);
-    assert_int_equal(tt_db_latest_of(db, 1 << 30, &latest), TT_ERR_NOT_FOUND);
-    assert_null(latest);
-    /* only an extra JSON object that says so is a confirmation */
-    static char yes[] = "{\"flush\":\"off\",\"confirm\":true}", no[] = "{\"confirm\":false}",
-                junk[] = "\"confirm\": true, not json";
-    tt_db_row x = {.extra = yes};
-    assert_true(tt_db_row_is_confirmation(&x));
-    x.extra = no;
-    assert_false(tt_db_row_is_confirmation(&x));
-    x.extra = junk;
-    assert_false(tt_db_row_is_confirmation(&x));
-    tt_db_close(db);
-}
-
 static int count_suspect(void *ctx, const tt_db_row *row)
 {
     if (row->extra && strstr(row->extra, "\"suspect\":\"device 10.0.0.7:9090 lied\"") &&
@@ -1142,7 +1089,6 @@ int main(int argc, char **argv)
         cmocka_unit_test(migration_fills_the_fastest_sample_from_the_costs),
         cmocka_unit_test(a_leaderboard_out_of_step_is_found_and_rebuilt),
         cmocka_unit_test(ties_go_to_the_earlier_record),
-        cmocka_unit_test(a_configs_latest_measurement_is_found),
         cmocka_unit_test(suspect_records_are_marked_and_skipped),
         cmocka_unit_test(jobs_history_and_stats),
         cmocka_unit_test(devices_and_cost_models),

@@ -17,7 +17,6 @@
 
 #include <cmocka.h>
 
-#include "db/db.h"
 #include "deploy/compile.h"
 #include "deploy/netexec.h"
 #include "graph/net.h"
@@ -807,8 +806,8 @@ static void tuned_records_build_the_network(void **state)
     for (size_t i = 0; i < net->tasks.len; i++)
         assert_int_equal(tt_netexec_report(x, (int)i)->source, TT_COMPILE_EXACT);
     tt_netexec_free(x);
-    /* the library's estimate adds medians (the network is timed by its median), each of its
-     * best config's latest measurement: tvm-tune run --model measured every best again */
+    /* the library's estimate adds the records' medians (the network is timed by its median),
+     * and says what their fastest samples add up to */
     char lib[1100];
     snprintf(lib, sizeof(lib), "%s/net", db);
     tt_compile_net_options co = {path, NULL, NULL, lib, "test", true, false, NULL, NULL};
@@ -818,21 +817,11 @@ static void tuned_records_build_the_network(void **state)
     if (tt_compile_net(&co, net, reps, &sum, &err))
         fail_msg("%s", err.msg);
     double median = 0, fastest = 0;
-    tt_db *tdb;
-    assert_int_equal(tt_db_open(path, TT_DB_READONLY, &tdb, &err), TT_OK);
     for (size_t i = 0; i < net->tasks.len; i++) {
-        assert_true(reps[i].fastest_s > 0 && reps[i].median_s > 0);
-        tt_db_row *latest;
-        assert_int_equal(tt_db_latest_of(tdb, reps[i].record, &latest), TT_OK);
-        assert_true(tt_db_row_is_confirmation(latest));
-        /* the confirmation, unless it was the fastest measurement and so the best itself */
-        assert_int_equal(reps[i].latest ? reps[i].latest : reps[i].record, latest->id);
-        assert_true(reps[i].median_s == latest->median_s);
-        tt_db_rows_free(latest, 1);
+        assert_true(reps[i].fastest_s > 0 && reps[i].median_s >= reps[i].fastest_s);
         median += net->tasks.data[i].weight * reps[i].median_s;
         fastest += net->tasks.data[i].weight * reps[i].fastest_s;
     }
-    tt_db_close(tdb);
     assert_true(fabs(sum.estimate_s - median) <= 1e-12 * median);
     assert_true(fabs(sum.estimate_fastest_s - fastest) <= 1e-12 * fastest);
     free(reps);

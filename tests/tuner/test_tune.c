@@ -889,65 +889,6 @@ static void a_run_records_every_measurement_and_resumes(void **state)
     tt_db_remove(db_path);
 }
 
-static int count_confirmations(void *ctx, const tt_db_row *row)
-{
-    int *n = ctx; /* [confirmations, trials] */
-    n[tt_db_row_is_confirmation(row) ? 0 : 1]++;
-    return 0;
-}
-
-/* --confirm: after the search each workload's best config is measured once more and stored as a
- * confirmation, which builds take as the config's time; it is not a trial, so a resumed run
- * counts and measures as if it were not there. */
-static void a_confirmation_measures_each_best_again_and_is_not_a_trial(void **state)
-{
-    snprintf(db_path, sizeof(db_path), "/tmp/tt-tune-confirm-%d.db", (int)getpid());
-    const char *w[2] = {"matmul:M=16,N=16,K=16", "relu:M=8,N=64"};
-    tt_tune_options o = options(w, 4, NULL);
-    o.nworkloads = 2;
-    o.confirm = true;
-    tt_tune_summary sum[2];
-    tt_errbuf err = {{0}};
-    for (int run = 0; run < 2; run++) {
-        if (tt_tune_run(&o, sum, NULL, &err))
-            fail_msg("%s", err.msg);
-        tt_db *db;
-        assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, &err), TT_OK);
-        /* the scheduler shares trials x workloads among them */
-        assert_int_equal(sum[0].total + sum[1].total, 2 * o.trials);
-        assert_int_equal(sum[0].measured + sum[1].measured, run ? 4 : 8);
-        for (int i = 0; i < 2; i++) {
-            assert_true(sum[i].confirmed_s > 0 && sum[i].best_median_s > 0);
-            assert_int_equal(sum[i].confirm_error_no, 0);
-            int n[2] = {0, 0};
-            tt_db_filter f = {.workload = w[i]};
-            assert_int_equal(tt_db_history(db, &f, count_confirmations, n), TT_OK);
-            assert_int_equal(n[0], run + 1); /* one confirmation per run */
-            assert_int_equal(n[1], sum[i].total);
-            /* the best config's latest measurement is this run's confirmation of it */
-            tt_db_row *best, *latest;
-            size_t nb;
-            assert_int_equal(tt_db_best(db, w[i], "llvm", NULL, 1, false, &best, &nb), TT_OK);
-            assert_string_equal(best[0].config, sum[i].best_config);
-            assert_int_equal(tt_db_latest_of(db, best[0].id, &latest), TT_OK);
-            assert_true(tt_db_row_is_confirmation(latest));
-            assert_true(latest->median_s == sum[i].confirmed_s);
-            tt_db_rows_free(latest, 1);
-            tt_db_rows_free(best, nb);
-        }
-        tt_db_close(db);
-        o.trials = 6; /* the second run resumes: two more trials each, then confirms again */
-    }
-    /* Without --confirm nothing is measured again. */
-    o.confirm = false;
-    o.trials = 7;
-    if (tt_tune_run(&o, sum, NULL, &err))
-        fail_msg("%s", err.msg);
-    assert_int_equal(sum[0].measured + sum[1].measured, 2);
-    assert_true(sum[0].confirmed_s == 0 && sum[1].confirmed_s == 0);
-    tt_db_remove(db_path);
-}
-
 static void grid_search_exhausts_a_small_space(void **state)
 {
     snprintf(db_path, sizeof(db_path), "/tmp/tt-tune-grid-%d.db", (int)getpid());
@@ -1488,7 +1429,6 @@ int main(void)
         cmocka_unit_test(register_tiles_may_move_their_last_tile_back),
         cmocka_unit_test(column_tiles_may_move_their_last_tile_back),
         cmocka_unit_test(a_run_records_every_measurement_and_resumes),
-        cmocka_unit_test(a_confirmation_measures_each_best_again_and_is_not_a_trial),
         cmocka_unit_test(grid_search_exhausts_a_small_space),
         cmocka_unit_test(ga_and_xgb_strategies_pick_new_correct_configs),
         cmocka_unit_test(evolutionary_search_resumes_with_its_model),
