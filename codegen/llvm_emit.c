@@ -716,42 +716,33 @@ static LLVMValueRef fixed_intrinsic(emitter *e, const char *name, LLVMValueRef *
     return LLVMBuildCall2(e->b, fty, fn, args, n, "");
 }
 
-/* 1 / d for a float32 vector d known to be finite and at least 1 (sigmoid's 1 + exp(-x), erf's
- * 1 + p|x| with |x| clamped), or NaN.  On x86 the reciprocal estimate (RCP14PS on AVX-512, 14
- * bits; RCPPS on AVX and SSE, 12 bits) refined by Newton steps, r' = r + r (1 - d r), one for 14
- * bits and two for 12 (both within an ulp of 1 / d): a divide's throughput is 5-16 cycles a
- * vector, and in EfficientNet's SiLU it was half of the activation's cost.  Elsewhere a divide. */
-static LLVMValueRef emit_recip(emitter *e, LLVMValueRef d, LLVMTypeRef ty, bool vec, tt_dtype t,
-                               LLVMValueRef one)
+/* A target intrinsic on `w` float32 lanes applied to float32 vectors of e->lanes lanes: piece by
+ * piece of w lanes, the results put back together pairwise (vectors are powers of two lanes wide:
+ * tt__codegen_vector_piece).  `ins` (nin vectors of e->lanes) are split; each piece's call takes
+ * its pieces, then `tail` (per-piece constants).  NULL where the lanes are no such pieces. */
+static LLVMValueRef piecewise_f32(emitter *e, const char *name, int w, LLVMValueRef *ins, int nin,
+                                  LLVMValueRef *tail, int ntail)
 {
-    const char *name = NULL;
-    int w = 0, steps = 2;
-    if (vec && t == TT_DT_FLOAT32 && e->x86) {
-        if (!strcmp(e->isa.name, "avx512") && e->lanes % 16 == 0)
-            name = "llvm.x86.avx512.rcp14.ps.512", w = 16, steps = 1;
-        else if (e->isa.vector_bytes >= 32 && e->lanes % 8 == 0)
-            name = "llvm.x86.avx.rcp.ps.256", w = 8;
-        else if (e->lanes % 4 == 0)
-            name = "llvm.x86.sse.rcp.ps", w = 4;
-    }
-    /* The estimate piece by piece of the target's width, put back together pairwise (vectors
-     * are powers of two lanes wide: tt__codegen_vector_piece). */
     int lanes = e->lanes, npieces = w ? lanes / w : 0;
-    if (!name || (npieces & (npieces - 1)) || lanes > TT_EMIT_MAX_LANES)
-        return LLVMBuildFDiv(e->b, one, d, "");
-    LLVMValueRef pieces[TT_EMIT_MAX_LANES / 4], undef = LLVMGetUndef(ty);
+    if (npieces < 1 || lanes % w || (npieces & (npieces - 1)) || lanes > TT_EMIT_MAX_LANES ||
+        nin + ntail > 6)
+        return NULL;
+    LLVMValueRef pieces[TT_EMIT_MAX_LANES / 4];
     for (int k = 0; k < npieces; k++) {
-        LLVMValueRef piece = d;
-        if (npieces > 1) {
-            LLVMValueRef idx[16];
-            for (int i = 0; i < w; i++)
-                idx[i] = LLVMConstInt(e->i32, (unsigned long long)(k * w + i), 0);
-            piece = LLVMBuildShuffleVector(e->b, d, undef, LLVMConstVector(idx, (unsigned)w), "");
+        LLVMValueRef args[6];
+        for (int j = 0; j < nin; j++) {
+            args[j] = ins[j];
+            if (npieces > 1) {
+                LLVMValueRef idx[16];
+                for (int i = 0; i < w; i++)
+                    idx[i] = LLVMConstInt(e->i32, (unsigned long long)(k * w + i), 0);
+                args[j] = LLVMBuildShuffleVector(e->b, ins[j], LLVMGetUndef(LLVMTypeOf(ins[j])),
+                                                 LLVMConstVector(idx, (unsigned)w), "");
+            }
         }
-        LLVMTypeRef pt = LLVMVectorType(e->f32, (unsigned)w);
-        LLVMValueRef args[3] = {piece, LLVMConstNull(pt),
-                                LLVMConstInt(LLVMInt16TypeInContext(e->ctx), 0xffff, 0)};
-        pieces[k] = fixed_intrinsic(e, name, args, w == 16 ? 3 : 1);
+        for (int j = 0; j < ntail; j++)
+            args[nin + j] = tail[j];
+        pieces[k] = fixed_intrinsic(e, name, args, (unsigned)(nin + ntail));
     }
     /* Concatenate pairs until one vector remains. */
     for (int n = npieces; n > 1; n /= 2) {
@@ -764,17 +755,63 @@ static LLVMValueRef emit_recip(emitter *e, LLVMValueRef d, LLVMTypeRef ty, bool 
                                                LLVMConstVector(idx, (unsigned)(2 * pw)), "");
         }
     }
-    LLVMValueRef r = pieces[0], nd = LLVMBuildFNeg(e->b, d, "");
+    return pieces[0];
+}
+
+/* Whether float32 vectors of this kernel are AVX-512 registers or several of them. */
+static bool avx512_f32(const emitter *e, bool vec, tt_dtype t)
+{
+    return vec && t == TT_DT_FLOAT32 && e->x86 && !strcmp(e->isa.name, "avx512") &&
+           e->lanes % 16 == 0;
+}
+
+/* 1 / d for a float32 vector d known to be finite and at least 1 (sigmoid's 1 + exp(-x), erf's
+ * 1 + p|x| with |x| clamped), or NaN.  On x86 the reciprocal estimate (RCP14PS on AVX-512, 14
+ * bits; RCPPS on AVX and SSE, 12 bits) refined by Newton steps, r' = r + r (1 - d r), one for 14
+ * bits and two for 12 (both within an ulp of 1 / d): a divide's throughput is 5-16 cycles a
+ * vector, and in EfficientNet's SiLU it was half of the activation's cost.  Elsewhere a divide. */
+static LLVMValueRef emit_recip(emitter *e, LLVMValueRef d, LLVMTypeRef ty, bool vec, tt_dtype t,
+                               LLVMValueRef one)
+{
+    LLVMValueRef r = NULL;
+    int steps = 2;
+    if (avx512_f32(e, vec, t)) {
+        LLVMValueRef tail[2] = {LLVMConstNull(LLVMVectorType(e->f32, 16)),
+                                LLVMConstInt(LLVMInt16TypeInContext(e->ctx), 0xffff, 0)};
+        r = piecewise_f32(e, "llvm.x86.avx512.rcp14.ps.512", 16, &d, 1, tail, 2);
+        steps = 1;
+    } else if (vec && t == TT_DT_FLOAT32 && e->x86) {
+        if (e->isa.vector_bytes >= 32 && e->lanes % 8 == 0)
+            r = piecewise_f32(e, "llvm.x86.avx.rcp.ps.256", 8, &d, 1, NULL, 0);
+        else if (e->lanes % 4 == 0)
+            r = piecewise_f32(e, "llvm.x86.sse.rcp.ps", 4, &d, 1, NULL, 0);
+    }
+    if (!r)
+        return LLVMBuildFDiv(e->b, one, d, "");
+    LLVMValueRef nd = LLVMBuildFNeg(e->b, d, "");
     for (int i = 0; i < steps; i++)
         r = fma3(e, ty, r, fma3(e, ty, nd, r, one), r);
     return r;
 }
 
+/* min(x, hi) and max(x, lo) that keep a NaN x NaN, in one MINPS / MAXPS on x86 (whose result is
+ * the second operand when either is NaN): llvm.minnum's NaN rule cost a compare and a blend. */
+static LLVMValueRef clamp_above(emitter *e, LLVMValueRef x, LLVMValueRef hi)
+{
+    return LLVMBuildSelect(e->b, LLVMBuildFCmp(e->b, LLVMRealOLT, hi, x, ""), hi, x, "");
+}
+
+static LLVMValueRef clamp_below(emitter *e, LLVMValueRef x, LLVMValueRef lo)
+{
+    return LLVMBuildSelect(e->b, LLVMBuildFCmp(e->b, LLVMRealOGT, lo, x, ""), lo, x, "");
+}
+
 /* exp(x) in float32 as straight-line code that vectorises: Cephes' expf (x = n ln 2 + r, a
- * degree-5 polynomial in r, 2^n built in the exponent's bits), within a few ulp of libm's
- * where neither overflows.  llvm.exp on a vector became one libm call per lane: EfficientNet's
- * SiLU kernels ran at 0.3 G elements/s, softmax's exp likewise.  Arguments are clamped to
- * [-86.6, ln FLT_MAX] (below: 2.4e-38 for exp's 0), NaN stays NaN; float64 keeps llvm.exp. */
+ * degree-5 polynomial in r, times 2^n), within a few ulp of libm's where neither overflows.
+ * llvm.exp on a vector became one libm call per lane: EfficientNet's SiLU kernels ran at 0.3 G
+ * elements/s, softmax's exp likewise.  Arguments are clamped to [-86.6, ln FLT_MAX] (below: 2.4e-38
+ * for exp's 0); a NaN goes through every step as a NaN.  2^n: on AVX-512 VSCALEFPS multiplies by
+ * it in one instruction, elsewhere it is built in the exponent's bits; float64 keeps llvm.exp. */
 static LLVMValueRef emit_exp(emitter *e, LLVMValueRef x, LLVMTypeRef ty, bool vec, tt_dtype t)
 {
     if (t != TT_DT_FLOAT32)
@@ -782,11 +819,7 @@ static LLVMValueRef emit_exp(emitter *e, LLVMValueRef x, LLVMTypeRef ty, bool ve
     LLVMTypeRef et = LLVMFloatTypeInContext(e->ctx);
 #define EXP_C(v) (vec ? splat(e, LLVMConstReal(et, v)) : LLVMConstReal(ty, v))
 #define EXP_I(v) (vec ? splat(e, LLVMConstInt(e->i32, v, 0)) : LLVMConstInt(e->i32, v, 0))
-    LLVMValueRef args[2] = {x, EXP_C(88.72283172607421875)};
-    LLVMValueRef xc = intrinsic(e, "llvm.minnum", ty, args, 2);
-    args[0] = xc;
-    args[1] = EXP_C(-86.6);
-    xc = intrinsic(e, "llvm.maxnum", ty, args, 2);
+    LLVMValueRef xc = clamp_below(e, clamp_above(e, x, EXP_C(88.72283172607421875)), EXP_C(-86.6));
     LLVMValueRef fx = fma3(e, ty, xc, EXP_C(1.44269504088896341), EXP_C(0.5));
     fx = intrinsic(e, "llvm.floor", ty, &fx, 1);
     LLVMValueRef nfx = LLVMBuildFNeg(e->b, fx, "");
@@ -799,15 +832,23 @@ static LLVMValueRef emit_exp(emitter *e, LLVMValueRef x, LLVMTypeRef ty, bool ve
         p = fma3(e, ty, p, r, EXP_C(c[i]));
     LLVMValueRef y = fma3(e, ty, p, LLVMBuildFMul(e->b, r, r, ""), r);
     y = LLVMBuildFAdd(e->b, y, EXP_C(1.0), "");
+    if (avx512_f32(e, vec, t)) {
+        LLVMValueRef ins[2] = {y, fx};
+        LLVMValueRef tail[3] = {LLVMConstNull(LLVMVectorType(e->f32, 16)),
+                                LLVMConstInt(LLVMInt16TypeInContext(e->ctx), 0xffff, 0),
+                                LLVMConstInt(e->i32, 4, 0)}; /* the current rounding mode */
+        LLVMValueRef res =
+            piecewise_f32(e, "llvm.x86.avx512.mask.scalef.ps.512", 16, ins, 2, tail, 3);
+        if (res)
+            return res;
+    }
     /* 2^(n-1) from the exponent's bits (n + 126 stays in 1..254 over the clamped range), then
-     * times 2: 2^n itself would overflow at n = 128. */
+     * times 2: 2^n itself would overflow at n = 128.  A NaN's n is garbage, its y NaN. */
     LLVMTypeRef it = vec ? LLVMVectorType(e->i32, (unsigned)e->lanes) : e->i32;
     LLVMValueRef n = LLVMBuildFPToSI(e->b, fx, it, "");
     LLVMValueRef bits = LLVMBuildShl(e->b, LLVMBuildAdd(e->b, n, EXP_I(126), ""), EXP_I(23), "");
     LLVMValueRef pow2 = LLVMBuildBitCast(e->b, bits, ty, "");
-    LLVMValueRef res = LLVMBuildFMul(e->b, LLVMBuildFMul(e->b, y, pow2, ""), EXP_C(2.0), "");
-    LLVMValueRef nan = LLVMBuildFCmp(e->b, LLVMRealUNO, x, x, "");
-    return LLVMBuildSelect(e->b, nan, x, res, "");
+    return LLVMBuildFMul(e->b, LLVMBuildFMul(e->b, y, pow2, ""), EXP_C(2.0), "");
 #undef EXP_C
 #undef EXP_I
 }
@@ -869,13 +910,14 @@ static val emit_call(emitter *e, const tt_expr *n)
         break;
     }
     case TT_FUNC_TANH: {
-        /* tanh(x) = 1 - 2 / (exp(2x) + 1): exact at the limits, vectorisable. */
+        /* tanh(x) = 1 - 2 / (exp(2x) + 1): exact at the limits, vectorisable; exp(2x) + 1 is
+         * finite and at least 1, as emit_recip wants. */
         LLVMValueRef two =
             a.vec ? splat(e, LLVMConstReal(elem_type(e, t), 2.0)) : LLVMConstReal(ty, 2.0);
         LLVMValueRef x2 = LLVMBuildFMul(e->b, x, two, "");
         LLVMValueRef ex = emit_exp(e, x2, ty, a.vec, t);
-        r.v = LLVMBuildFSub(e->b, one,
-                            LLVMBuildFDiv(e->b, two, LLVMBuildFAdd(e->b, ex, one, ""), ""), "");
+        LLVMValueRef inv = emit_recip(e, LLVMBuildFAdd(e->b, ex, one, ""), ty, a.vec, t, one);
+        r.v = LLVMBuildFSub(e->b, one, LLVMBuildFMul(e->b, two, inv, ""), "");
         break;
     }
     case TT_FUNC_ERF: r.v = emit_erf(e, x, ty, a.vec, t, one); break;
