@@ -810,8 +810,9 @@ static LLVMValueRef clamp_below(emitter *e, LLVMValueRef x, LLVMValueRef lo)
  * degree-5 polynomial in r, times 2^n), within a few ulp of libm's where neither overflows.
  * llvm.exp on a vector became one libm call per lane: EfficientNet's SiLU kernels ran at 0.3 G
  * elements/s, softmax's exp likewise.  Arguments are clamped to [-86.6, ln FLT_MAX] (below: 2.4e-38
- * for exp's 0); a NaN goes through every step as a NaN.  2^n: on AVX-512 VSCALEFPS multiplies by
- * it in one instruction, elsewhere it is built in the exponent's bits; float64 keeps llvm.exp. */
+ * for exp's 0); a NaN goes through the clamps and the polynomial as a NaN.  2^n: on AVX-512
+ * VSCALEFPS multiplies by it in one instruction, elsewhere n is added to the exponent's bits;
+ * float64 keeps llvm.exp. */
 static LLVMValueRef emit_exp(emitter *e, LLVMValueRef x, LLVMTypeRef ty, bool vec, tt_dtype t)
 {
     if (t != TT_DT_FLOAT32)
@@ -842,13 +843,15 @@ static LLVMValueRef emit_exp(emitter *e, LLVMValueRef x, LLVMTypeRef ty, bool ve
         if (res)
             return res;
     }
-    /* 2^(n-1) from the exponent's bits (n + 126 stays in 1..254 over the clamped range), then
-     * times 2: 2^n itself would overflow at n = 128.  A NaN's n is garbage, its y NaN. */
+    /* y x 2^n as n added to y's exponent: y = exp(r) is in [0.70, 1.42] (exponent -1 or 0) and
+     * n in -125..128 over the clamped range, so the sum is a normal float's exponent (1..254).
+     * A NaN has no n (fptosi of a NaN is poison): the select gives it back. */
     LLVMTypeRef it = vec ? LLVMVectorType(e->i32, (unsigned)e->lanes) : e->i32;
     LLVMValueRef n = LLVMBuildFPToSI(e->b, fx, it, "");
-    LLVMValueRef bits = LLVMBuildShl(e->b, LLVMBuildAdd(e->b, n, EXP_I(126), ""), EXP_I(23), "");
-    LLVMValueRef pow2 = LLVMBuildBitCast(e->b, bits, ty, "");
-    return LLVMBuildFMul(e->b, LLVMBuildFMul(e->b, y, pow2, ""), EXP_C(2.0), "");
+    LLVMValueRef bits = LLVMBuildAdd(e->b, LLVMBuildBitCast(e->b, y, it, ""),
+                                     LLVMBuildShl(e->b, n, EXP_I(23), ""), "");
+    LLVMValueRef nan = LLVMBuildFCmp(e->b, LLVMRealUNO, x, x, "");
+    return LLVMBuildSelect(e->b, nan, x, LLVMBuildBitCast(e->b, bits, ty, ""), "");
 #undef EXP_C
 #undef EXP_I
 }
