@@ -154,14 +154,28 @@ int64_t tt_measure_llc_bytes(void)
     return cache_bytes(3);
 }
 
+int64_t tt__measure_cache_bytes(int level)
+{
+    return cache_bytes(level);
+}
+
+/* Whether the line at p stays: the first `keep` of each 16 lines, by address, so that a buffer's
+ * kept lines are spread over all of it as a cache's survivors are. */
+static inline bool line_kept(const char *p, int keep)
+{
+    return (int)(((uintptr_t)p >> 6) & 15) < keep;
+}
+
 #if defined(__x86_64__)
 /* CLFLUSHOPT: CLFLUSH's effect without its ordering, so the flushes of a buffer overlap.  On the
  * Intel Xeon of docs/models.md CLFLUSH took 7-9 ms for 4 MB (a measurement of a ResNet-50 layer
  * flushed its weights before each of 64 samples), CLFLUSHOPT 0.23 ms. */
-__attribute__((target("clflushopt"))) static void flush_unordered(const void *p, size_t bytes)
+__attribute__((target("clflushopt"))) static void flush_unordered(const char *p, size_t bytes,
+                                                                  int keep)
 {
     for (size_t off = 0; off < bytes; off += 64)
-        __builtin_ia32_clflushopt((const char *)p + off);
+        if (!line_kept(p + off, keep))
+            __builtin_ia32_clflushopt(p + off);
     __builtin_ia32_mfence();
 }
 
@@ -172,26 +186,36 @@ static bool has_clflushopt(void)
 }
 #endif
 
-void tt__measure_flush(const void *p, size_t bytes)
+void tt__measure_flush_part(const void *buf, size_t bytes, int keep)
 {
+    const char *p = buf;
+    if (keep >= 16)
+        return;
 #if defined(__x86_64__)
     static int unordered = -1; /* a race writes the same value */
     if (unordered < 0)
         unordered = has_clflushopt();
     if (unordered) {
-        flush_unordered(p, bytes);
+        flush_unordered(p, bytes, keep);
         return;
     }
     for (size_t off = 0; off < bytes; off += 64)
-        __builtin_ia32_clflush((const char *)p + off);
+        if (!line_kept(p + off, keep))
+            __builtin_ia32_clflush(p + off);
     __builtin_ia32_mfence();
 #elif defined(__aarch64__)
     for (size_t off = 0; off < bytes; off += 64)
-        __asm__ volatile("dc civac, %0" ::"r"((const char *)p + off) : "memory");
+        if (!line_kept(p + off, keep))
+            __asm__ volatile("dc civac, %0" ::"r"(p + off) : "memory");
     __asm__ volatile("dmb ishst" ::: "memory");
 #else
     (void)p, (void)bytes;
 #endif
+}
+
+void tt__measure_flush(const void *p, size_t bytes)
+{
+    tt__measure_flush_part(p, bytes, 0);
 }
 
 void tt__measure_time(int fd, tt__child_msg *m, const tt_measure_options *o,
@@ -245,25 +269,30 @@ typedef struct {
     int fd; /* where a failed call is reported */
     tt__child_msg *m;
     tt_kernel_pool pool; /* the threads the kernel's parallel loops run on */
-    /* network mode with the network in the last-level cache: each thread's buffer that pushes
-     * its core's own caches out (evict_bytes each, one per thread of the team) */
+    /* network mode with (part of) the network in the last-level cache: each thread's buffer
+     * that pushes its core's own caches out (evict_bytes each, one per thread of the team), and
+     * how many of each 16 lines of the weights and outputs stay in the LLC (the rest go to
+     * memory) */
     unsigned char *evict;
     size_t evict_bytes;
     int evict_threads;
+    int keep16;
 } cpu_run;
 
-static void flush_inputs(const cpu_run *c, bool constants_only)
+/* Flushes the inputs (the constants only, if so) but `keep` of each 16 lines. */
+static void flush_inputs(const cpu_run *c, bool constants_only, int keep)
 {
     for (int i = 0; i < c->ninputs; i++)
         if (!constants_only || c->bufs[i].constant)
-            tt__measure_flush(c->args[i],
-                              (size_t)c->bufs[i].count * tt_elem_bytes(c->bufs[i].elem));
+            tt__measure_flush_part(c->args[i],
+                                   (size_t)c->bufs[i].count * tt_elem_bytes(c->bufs[i].elem), keep);
 }
 
-static void flush_outputs(const cpu_run *c)
+static void flush_outputs(const cpu_run *c, int keep)
 {
     for (int i = c->ninputs; i < c->nbufs; i++)
-        tt__measure_flush(c->args[i], (size_t)c->bufs[i].count * tt_elem_bytes(c->bufs[i].elem));
+        tt__measure_flush_part(c->args[i],
+                               (size_t)c->bufs[i].count * tt_elem_bytes(c->bufs[i].elem), keep);
 }
 
 typedef struct {
@@ -330,17 +359,20 @@ static double run_cpu(void *vctx, int number)
         double total = 0;
         for (int k = 0; k < number; k++) {
             if (c->evict) {
-                /* The whole network stays in the last-level cache: the weights and outputs
-                 * only leave the cores' own caches, then the activations are written. */
+                /* The network stays in the last-level cache, all of it or a share: the weights
+                 * and outputs leave the cores' own caches, the lines that a run does not find
+                 * in the LLC go on to memory, then the activations are written. */
                 share_writer w = {c, c->pool.thread_num, c->pool.num_threads};
                 c->pool.parallel(evict_own_caches, &w, 0, 0);
+                flush_outputs(c, c->keep16);
+                flush_inputs(c, true, c->keep16);
                 write_activation_shares(c);
             } else {
                 if (c->cache_flush == TT_CACHE_FLUSH_NETWORK) {
                     write_activation_shares(c);
-                    flush_outputs(c);
+                    flush_outputs(c, 0);
                 }
-                flush_inputs(c, true);
+                flush_inputs(c, true, 0);
             }
             double t0 = tt_clock_monotonic();
             int32_t r = c->fn(c->args);
@@ -351,7 +383,7 @@ static double run_cpu(void *vctx, int number)
         return total;
     }
     if (c->cache_flush == TT_CACHE_FLUSH_INPUTS)
-        flush_inputs(c, false);
+        flush_inputs(c, false, 0);
     double t0 = tt_clock_monotonic();
     for (int k = 0; k < number; k++) {
         int32_t r = c->fn(c->args);
@@ -441,12 +473,13 @@ static void arm_kernel_deadline(int fd, double seconds)
     setitimer(ITIMER_REAL, &it, NULL);
 }
 
-/* Sets up the eviction buffers of TT_CACHE_FLUSH_NETWORK when the network fits the last-level
- * cache: 1.5 times L1 and L2 for each thread the kernel may run (the pool's team is at most
- * the CPUs this process may use), read once so that its pages exist.  Without memory for them
- * the weights are flushed to memory as for a larger network, and the result says so. */
-static void network_in_llc(cpu_run *c)
+/* Sets up the eviction buffers of TT_CACHE_FLUSH_NETWORK when (a share of) the network stays in
+ * the last-level cache: 1.5 times L1 and L2 for each thread the kernel may run (the pool's team is
+ * at most the CPUs this process may use), read once so that its pages exist.  Without memory for
+ * them the weights are flushed to memory as for a larger network, and the result says so. */
+static void network_in_llc(cpu_run *c, double llc_share)
 {
+    c->keep16 = (int)(llc_share * 16 + 0.5);
     int64_t l1 = cache_bytes(1), l2 = cache_bytes(2);
     cpu_set_t allowed;
     int n = sched_getaffinity(0, sizeof(allowed), &allowed) ? 0 : CPU_COUNT(&allowed);
@@ -465,7 +498,7 @@ static void network_in_llc(cpu_run *c)
 }
 
 static void child(int fd, const char *so, const char *entry, const tt_measure_buffer *bufs,
-                  int nbufs, int ninputs, const tt_measure_options *o, bool network_in_llc_cache)
+                  int nbufs, int ninputs, const tt_measure_options *o, double llc_share)
 {
     tt__child_msg m;
     memset(&m, 0, sizeof(m));
@@ -474,9 +507,9 @@ static void child(int fd, const char *so, const char *entry, const tt_measure_bu
     }
     /* Before the memory limit, which is what the kernel may add. */
     cpu_run c = {.cache_flush = o->cache_flush, .fd = fd, .m = &m};
-    if (network_in_llc_cache)
-        network_in_llc(&c);
-    m.weights_in_llc = c.evict != NULL;
+    if (llc_share > 0)
+        network_in_llc(&c, llc_share);
+    m.llc_share = c.evict ? llc_share : 0;
     if (o->memory_limit > 0) {
         /* The limit is what the kernel may add to the child's own address space (a sanitized
          * build maps terabytes of shadow before any kernel runs). */
@@ -563,14 +596,15 @@ tt_status tt_measure_run(const char *so_path, const char *entry, const tt_measur
         return TT_OK;
     }
     /* Decided here, where the probe's answer is kept for the next candidates (llc_probe.c). */
-    bool in_llc = !tt__measure_is_opencl(so_path) && o.cache_flush == TT_CACHE_FLUSH_NETWORK &&
-                  tt_measure_network_fits_llc(o.network_bytes);
+    double llc_share = !tt__measure_is_opencl(so_path) && o.cache_flush == TT_CACHE_FLUSH_NETWORK
+                           ? tt_measure_network_llc_share(o.network_bytes)
+                           : 0;
     int fd;
     pid_t pid = tt__sandbox_start(&fd, -1, err);
     if (pid < 0)
         return TT_ERR_IO;
     if (pid == 0) {
-        child(fd, so_path, entry, bufs, nbufs, ninputs, &o, in_llc);
+        child(fd, so_path, entry, bufs, nbufs, ninputs, &o, llc_share);
         _exit(0);
     }
     tt__child_msg m;
@@ -614,5 +648,5 @@ void tt__measure_result_from(tt_measure_result *res, const tt__child_msg *m, siz
     res->number = m->number;
     res->context_jobs = m->context_jobs;
     res->build_cached = m->build_cached != 0;
-    res->weights_in_llc = m->weights_in_llc != 0;
+    res->llc_share = m->llc_share;
 }

@@ -73,11 +73,12 @@ typedef struct tt_measure_options {
     tt_cache_flush cache_flush; /* default off */
     double timeout_s;           /* whole child (load, check, timing), default 10 */
     /* TT_CACHE_FLUSH_NETWORK: the bytes one run of the whole network touches (its weights and
-     * its activation arena), 0 = unknown.  Where they stay in the measuring machine's
-     * last-level cache (tt_measure_network_fits_llc), a layer finds its weights there, not in
-     * memory: the constants and outputs are then evicted from the cores' own caches only (each
-     * of the kernel's threads reads a buffer larger than its core's L1 and L2), not flushed to
-     * memory.  The result says which was done (weights_in_llc). */
+     * its activation arena), 0 = unknown.  The share of them that stays in the measuring
+     * machine's last-level cache from one run to the next (tt_measure_network_llc_share) is the
+     * share of a layer's weights and outputs that it finds there: before each timed call the
+     * constants and outputs leave the cores' own caches (each of the kernel's threads reads a
+     * buffer larger than its core's L1 and L2) and the rest of their lines is flushed to memory.
+     * The result says which share was kept (llc_share). */
     int64_t network_bytes;
     /* CPU kernels: the kernel's own calls (warm-up, check, samples), counted from its first
      * call, so that a loaded machine slowing the child's start (fork, dlopen, copies) is not
@@ -113,9 +114,9 @@ typedef struct tt_measure_result {
      * cache (rpc/cl_cache_int.h) */
     int context_jobs;
     bool build_cached;
-    /* TT_CACHE_FLUSH_NETWORK on a CPU: the weights were evicted to the last-level cache only
-     * (network_bytes fit it), not to memory */
-    bool weights_in_llc;
+    /* TT_CACHE_FLUSH_NETWORK on a CPU: the share of the weights' and outputs' cache lines that
+     * were evicted to the last-level cache only, the rest to memory (0, 0.25, 0.5, 0.75 or 1) */
+    double llc_share;
 } tt_measure_result;
 
 /* Loads `entry` from `so_path` in a child process, checks the outputs of the first call against
@@ -140,11 +141,16 @@ void tt_measure_release_builder(void);
 
 /* The last-level cache of this machine's cores (sysconf, else sysfs), 0 when unknown. */
 int64_t tt_measure_llc_bytes(void);
-/* Whether a network touching `network_bytes` per run keeps its weights in this machine's
- * last-level cache between runs: measured once per size and process (rpc/llc_probe.c), as a
- * buffer of that size read again being markedly faster than read from memory; never beyond half
- * the LLC, false when either size is unknown.  TVM_TUNE_LLC_MIB=N instead says the network fits
- * when it is at most N MiB. */
-bool tt_measure_network_fits_llc(int64_t network_bytes);
+/* The share of a network's working set (`network_bytes` touched per run) that this machine's
+ * last-level cache keeps from one run to the next, in quarters: 0 (every run reads it from
+ * memory) to 1 (it stays).  Measured once per size and process (rpc/llc_probe.c): a buffer of that
+ * size read again, against reading it from memory and against a buffer that surely stays; 0 when
+ * either size is unknown or the network exceeds the LLC.  TVM_TUNE_LLC_MIB=N instead says that a
+ * network of at most N MiB stays (1) and a larger one does not (0); TVM_TUNE_LLC_SHARE=S (0 to
+ * 1) says the share of every network. */
+double tt_measure_network_llc_share(int64_t network_bytes);
+/* The name under which records timed with that share are stored ("flush" of a record's extra):
+ * "network" for 0, "network-llc" for 1, "network-llc-25", "-50" or "-75" between. */
+const char *tt_measure_network_flush_name(double llc_share);
 
 #endif

@@ -24,7 +24,7 @@ typedef struct tt__child_msg {
     double costs[TT_MEASURE_MAX_REPEAT];
     char text[512];
     int context_jobs, build_cached; /* OpenCL: tt_measure_result's fields */
-    int weights_in_llc;             /* CPU, network mode: tt_measure_result's field */
+    double llc_share;               /* CPU, network mode: tt_measure_result's field */
 } tt__child_msg;
 
 /* Where tt__measure_fail goes after sending, instead of ending the process: the OpenCL worker
@@ -47,6 +47,16 @@ void tt__measure_time(int fd, tt__child_msg *m, const tt_measure_options *o,
 /* Evicts a buffer from every cache to memory (TVM's cache_flush_cpu_non_first_arg); a no-op where
  * the ISA has no such instruction (neither x86-64 nor AArch64). */
 void tt__measure_flush(const void *p, size_t bytes);
+/* The same for part of its cache lines: of each 16 consecutive lines (by address) the first
+ * `keep` stay where they are, the others go to memory; keep 0 is tt__measure_flush. */
+void tt__measure_flush_part(const void *p, size_t bytes, int keep);
+
+/* The size of this machine's level-`level` data cache (1, 2 or 3), 0 when unknown. */
+int64_t tt__measure_cache_bytes(int level);
+/* The share from per-byte read times: `cold` after a flush to memory, `warm` read again, `hot`
+ * of a buffer that stays in the cache; rounded to a quarter, or -1 when memory is not
+ * measurably slower than the cache (no flush to measure against). */
+double tt__llc_share_from_times(double cold, double warm, double hot);
 
 /* True if the file at `path` is an OpenCL artifact (codegen/cl_artifact.h). */
 bool tt__measure_is_opencl(const char *path);

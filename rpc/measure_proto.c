@@ -352,9 +352,11 @@ json_t *tt_measure_result_json(const tt_measure_result *r)
     json_t *costs = json_array();
     for (int i = 0; i < r->ncosts && i < TT_MEASURE_MAX_REPEAT; i++)
         json_array_append_new(costs, json_real(r->costs[i]));
-    return json_pack("{s:s, s:i, s:s, s:o, s:i, s:f, s:b}", "op", "result", "error_no", r->error_no,
-                     "error_text", r->error_text, "costs", costs, "number", r->number, "run_s",
-                     r->run_s, "weights_in_llc", r->weights_in_llc);
+    /* weights_in_llc: what a device before the shares said (all of it or none) */
+    return json_pack("{s:s, s:i, s:s, s:o, s:i, s:f, s:f, s:b}", "op", "result", "error_no",
+                     r->error_no, "error_text", r->error_text, "costs", costs, "number", r->number,
+                     "run_s", r->run_s, "llc_share", r->llc_share, "weights_in_llc",
+                     r->llc_share >= 1);
 }
 
 tt_status tt_measure_result_from_json(const json_t *j, tt_measure_result *r, tt_errbuf *err)
@@ -378,6 +380,12 @@ tt_status tt_measure_result_from_json(const json_t *j, tt_measure_result *r, tt_
     }
     r->number = (int)num_or(j, "number", 1);
     r->run_s = num_or(j, "run_s", 0);
-    r->weights_in_llc = json_is_true(json_object_get(j, "weights_in_llc"));
+    const json_t *share = json_object_get(j, "llc_share");
+    if (share &&
+        (!json_is_number(share) || json_number_value(share) < 0 || json_number_value(share) > 1))
+        return tt_err(err, TT_ERR_PARSE, "result llc_share is not a number from 0 to 1");
+    r->llc_share = share                                                ? json_number_value(share)
+                   : json_is_true(json_object_get(j, "weights_in_llc")) ? 1
+                                                                        : 0;
     return TT_OK;
 }

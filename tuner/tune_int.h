@@ -16,10 +16,6 @@
 #include "../rpc/measure_proto.h"
 #include "tune.h"
 
-/* A record's "flush" when the network mode kept the weights in the last-level cache
- * (tt_measure_result's weights_in_llc): such times do not compare with "network" ones. */
-#define TT_TUNE_FLUSH_NETWORK_LLC "network-llc"
-
 /* ---- the farm: devices of a tracker's key, one session per batch ---- */
 
 #define FARM_MAX_DEVICES 16
@@ -76,8 +72,9 @@ typedef struct {
      * and the first such mode */
     int64_t other_flush;
     char other_flush_name[32];
-    /* how this run's records say they were flushed: the mode's name, or
-     * TT_TUNE_FLUSH_NETWORK_LLC ("" when a farm's devices decide, either network form) */
+    /* how this run's records say they were flushed: the mode's name, or in the network mode
+     * tt_measure_network_flush_name's ("" when a farm's devices decide, any network form):
+     * records of different shares do not compare */
     char flush_name[32];
     double build_s;   /* compile time of this run's candidates */
     double measure_s; /* their measurements' wall time (tt_measure_result.run_s) */

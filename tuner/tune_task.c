@@ -120,6 +120,18 @@ void tt__tune_history_add(task *t, const char *config, const float *rows, int nr
         fprintf(t->log, "note: out of memory for the cost model's training data\n");
 }
 
+/* Where a network-mode record's flush name says the weights waited, for a warning. */
+static const char *where_weights(const char *flush_name, char *buf, size_t size)
+{
+    if (!strcmp(flush_name, "network"))
+        return "memory";
+    const char *pct = flush_name + strlen("network-llc");
+    if (strncmp(flush_name, "network-llc-", 12))
+        return "the last-level cache";
+    snprintf(buf, size, "the last-level cache for %s%% of their lines", pct + 1);
+    return buf;
+}
+
 /* Counts a resumed record timed with another cache flush mode than this run's. */
 static void note_flush(task *t, const char *extra)
 {
@@ -342,35 +354,38 @@ tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db 
         return tt_err(err, s, "%s", tt_db_errmsg(db));
     /* Resume: what this device already measured for this workload and target. */
     tt_db_filter f = {t->w->key, t->target_text, t->device, 0, 0};
-    bool llc = t->o->measure.cache_flush == TT_CACHE_FLUSH_NETWORK &&
-               tt_measure_network_fits_llc(t->o->measure.network_bytes);
+    double llc_share = t->o->measure.cache_flush == TT_CACHE_FLUSH_NETWORK
+                           ? tt_measure_network_llc_share(t->o->measure.network_bytes)
+                           : 0;
     if (!t->o->remote || t->o->measure.cache_flush != TT_CACHE_FLUSH_NETWORK)
         snprintf(t->flush_name, sizeof(t->flush_name), "%s",
-                 llc ? TT_TUNE_FLUSH_NETWORK_LLC : tt_cache_flush_name(t->o->measure.cache_flush));
+                 llc_share > 0 ? tt_measure_network_flush_name(llc_share)
+                               : tt_cache_flush_name(t->o->measure.cache_flush));
     if ((s = tt_db_history(db, &f, load_history, t)))
         return tt_err(err, s, "%s", tt_db_errmsg(db));
     if (log && t->total > 0)
         fprintf(log, "%s: resuming after %lld measured configs\n", t->w->key, (long long)t->total);
     if (log && t->other_flush > 0 && !strncmp(t->other_flush_name, "network", 7) &&
-        !strncmp(t->flush_name, "network", 7))
+        !strncmp(t->flush_name, "network", 7)) {
+        char then[64], now[64];
         fprintf(log,
                 "%s: warning: %lld earlier records were timed with the weights in %s, this run "
                 "keeps them in %s (the network's %.0f MB against this machine's last-level cache "
                 "of %.0f MB): their times do not compare (tune into a new database)\n",
                 t->w->key, (long long)t->other_flush,
-                strcmp(t->other_flush_name, "network") ? "the last-level cache" : "memory",
-                strcmp(t->flush_name, "network") ? "the last-level cache" : "memory",
+                where_weights(t->other_flush_name, then, sizeof(then)),
+                where_weights(t->flush_name, now, sizeof(now)),
                 (double)t->o->measure.network_bytes / 1e6, (double)tt_measure_llc_bytes() / 1e6);
-    else if (log && t->other_flush > 0)
+    } else if (log && t->other_flush > 0)
         fprintf(log,
                 "%s: warning: %lld earlier records were timed with cache flush '%s', this run "
                 "times with '%s': their times do not compare (resume with --cache-flush=%s, or "
                 "tune into a new database)\n",
                 t->w->key, (long long)t->other_flush, t->other_flush_name,
                 t->flush_name[0] ? t->flush_name : tt_cache_flush_name(t->o->measure.cache_flush),
-                !strcmp(t->other_flush_name, "unrecorded")                ? "constants"
-                : !strcmp(t->other_flush_name, TT_TUNE_FLUSH_NETWORK_LLC) ? "network"
-                                                                          : t->other_flush_name);
+                !strcmp(t->other_flush_name, "unrecorded")    ? "constants"
+                : !strncmp(t->other_flush_name, "network", 7) ? "network"
+                                                              : t->other_flush_name);
     if (o->strategy == TT_STRATEGY_EVO) { /* a model's history and saved model */
         tt__tune_load_transfer(t);
         tt__tune_evo_preload(t);

@@ -150,10 +150,11 @@ static void usage(FILE *f)
         "                    median and fastest of up to 64 samples, GFLOPS; --cache-flush as\n"
         "                    in run (default off; network: as a model's tasks are tuned)\n"
         "  --network-mib N   with --cache-flush=network: the network's weights and arena\n"
-        "                    (tvm-tune tasks prints them); one that stays in the last-level\n"
-        "                    cache between runs (probed; TVM_TUNE_LLC_MIB=N says its size)\n"
-        "                    keeps its weights there, as tvm-tune run --model measures\n"
-        "                    (default: unknown, the weights flushed to memory)\n"
+        "                    (tvm-tune tasks prints them); the share of it that stays in the\n"
+        "                    last-level cache between runs (probed, in quarters;\n"
+        "                    TVM_TUNE_LLC_SHARE=S says it, TVM_TUNE_LLC_MIB=N the size that\n"
+        "                    stays) keeps that share of the weights' lines there, as tvm-tune\n"
+        "                    run --model measures (default: unknown, flushed to memory)\n"
         "  --dag             also print the compute DAG\n"
         "  --state           also print the schedule state (stages and iterators)\n"
         "  --llvm-ir         also print the optimised LLVM IR the CPU code generator emits\n"
@@ -759,8 +760,8 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
          * time it so, or the estimate flatters and the search ranks as no network runs. */
         if (!flush_given)
             o->measure.cache_flush = TT_CACHE_FLUSH_NETWORK;
-        /* ... where its weights wait between runs: memory, or a last-level cache that holds
-         * the whole network (the measuring machine decides, tt_measure_network_fits_llc) */
+        /* ... where its weights wait between runs: memory, the last-level cache, or part of
+         * them in each (the measuring machine decides, tt_measure_network_llc_share) */
         o->measure.network_bytes = a->net->weight_bytes + a->net->arena_bytes;
     }
     tt_tune_measure_defaults(o->target, &o->measure);
@@ -835,13 +836,19 @@ static int cmd_run(int argc, char **argv)
     memset(sums, 0, sizeof(sums));
     if (!use_remote && o.measure.cache_flush == TT_CACHE_FLUSH_NETWORK &&
         o.measure.network_bytes > 0) {
-        bool llc = tt_measure_network_fits_llc(o.measure.network_bytes);
+        double share = tt_measure_network_llc_share(o.measure.network_bytes);
+        char stays[96] = "does not stay", where[96] = "memory";
+        if (share >= 1)
+            snprintf(stays, sizeof(stays), "stays"), snprintf(where, sizeof(where), "the LLC");
+        else if (share > 0)
+            snprintf(stays, sizeof(stays), "stays in part (%.0f%% of its lines)", share * 100),
+                snprintf(where, sizeof(where),
+                         "the LLC for %.0f%% of their lines, the rest in memory", share * 100);
         fprintf(stderr,
                 "network: %.0f MB a run (weights and activation arena), %s in this machine's "
-                "last-level cache from one run to the next (measured; TVM_TUNE_LLC_MIB=N says "
-                "the size instead): its tasks are timed with their weights in %s\n",
-                (double)o.measure.network_bytes / 1e6, llc ? "stays" : "does not stay",
-                llc ? "the last-level cache" : "memory");
+                "last-level cache from one run to the next (measured; TVM_TUNE_LLC_SHARE=S says "
+                "the share instead): its tasks are timed with their weights in %s\n",
+                (double)o.measure.network_bytes / 1e6, stays, where);
     }
     tt_errbuf err = {{0}};
     tt_status s = tt_tune_run(&o, sums, stderr, &err);

@@ -105,7 +105,8 @@ int cli_time_program(const tt_workload *w, const tt_program *prog, const char *t
            "call%s, cache flush %s)\n",
            median * 1e3, best * 1e3, median > 0 ? w->flops / median / 1e9 : 0.0, res.ncosts,
            res.number, res.number == 1 ? "" : "s",
-           res.weights_in_llc ? TT_TUNE_FLUSH_NETWORK_LLC : tt_cache_flush_name(mo->cache_flush));
+           res.llc_share > 0 ? tt_measure_network_flush_name(res.llc_share)
+                             : tt_cache_flush_name(mo->cache_flush));
     rc = 0;
 out:
     for (int i = 0; i < nparams; i++)
