@@ -201,9 +201,19 @@ static tt_status write_library(net_builder *b, const char *dir, tt_compile_net_s
                                err);
     }
     if (!s) {
+        /* The weights' .lrodata after every other section (net_source.c), as GNU ld's own
+         * scripts place it: a script that lld adds to its default one. */
+        char script[4400];
+        snprintf(script, sizeof(script), "%s/%s.ld", b->tmp, b->name);
+        static const char insert[] =
+            "SECTIONS { .lrodata : { *(.lrodata .lrodata.*) } } INSERT AFTER .bss;\n";
+        s = write_file(script, insert, sizeof(insert) - 1, err);
+        const char *extra[] = {script};
         snprintf(path, sizeof(path), "%s/%s.so", b->tmp, b->name);
-        s = tt_codegen_link_shared((const char *const *)b->objs, b->nobjs, path, on_host && b->gomp,
-                                   NULL, 0, err);
+        if (!s)
+            s = tt_codegen_link_shared((const char *const *)b->objs, b->nobjs, path,
+                                       on_host && b->gomp, extra, 1, err);
+        remove(script);
     }
     if (!s) {
         char guard[300];

@@ -207,9 +207,20 @@ void tt__net_buffer_arrays(tt_strbuf *sb, const tt__net_build *b)
 void tt__write_net_weights_asm(tt_strbuf *sb, const char *n, const char *params_path)
 {
     /* The weights: read-only data of the library, paged in by the OS as the kernels touch them
-     * and shared by every process that maps the library. */
+     * and shared by every process that maps the library.  On x86-64 in .lrodata, the large
+     * model's read-only section, which GNU ld's scripts place (by name: clang 14's assembler
+     * does not know SHF_X86_64_LARGE's flag) after every other section: the code's 32-bit
+     * PC-relative references to its own data and GOT must not have to cross gigabytes of
+     * weights (a 2.4 GB blob in .rodata overflowed them). */
     tt_strbuf_printf(sb,
-                     "\n__asm__(\".section .rodata.%s__weights,\\\"a\\\"\\n\"\n"
+                     "\n#if defined(__x86_64__)\n"
+                     "#define %s__WEIGHTS_SECTION \".section .lrodata.%s__weights,\\\"a\\\"\\n\"\n"
+                     "#else\n"
+                     "#define %s__WEIGHTS_SECTION \".section .rodata.%s__weights,\\\"a\\\"\\n\"\n"
+                     "#endif\n",
+                     n, n, n, n);
+    tt_strbuf_printf(sb,
+                     "__asm__(%s__WEIGHTS_SECTION\n"
                      "        \".balign 64\\n\"\n"
                      "        \".globl %s__weights\\n\"\n"
                      "        \".hidden %s__weights\\n\"\n"

@@ -213,9 +213,82 @@ static const char *onnx_dtype_name(int32_t t)
     return t >= 0 && t < (int32_t)(sizeof(names) / sizeof(names[0])) ? names[t] : "unknown";
 }
 
-/* Fills t (dtype, shape, data in g's arena) from a TensorProto; `what` names it in messages. */
+/* A TensorProto's data stored outside the model (exporters do so past protobuf's 2 GB): bytes of
+ * the file `location` names, relative to the model's directory `dir`, from `offset` on.  Only
+ * names inside that directory are followed (no absolute path, no ".."), as ONNX's checker
+ * requires; `length`, when given, must be the tensor's size. */
+static tt_status read_external(const tt_graph *g, const char *dir, const Onnx__TensorProto *p,
+                               const char *what, void *dst, size_t bytes, tt_errbuf *err)
+{
+    const char *name = p->name ? p->name : "", *loc = NULL;
+    int64_t offset = 0, length = -1;
+    for (size_t i = 0; i < p->n_external_data; i++) {
+        const char *k = p->external_data[i]->key, *v = p->external_data[i]->value;
+        if (!k || !v)
+            continue;
+        int64_t *num = !strcmp(k, "offset") ? &offset : !strcmp(k, "length") ? &length : NULL;
+        if (!strcmp(k, "location"))
+            loc = v;
+        else if (num) {
+            char *end;
+            errno = 0;
+            long long x = strtoll(v, &end, 10);
+            if (!*v || *end || errno || x < 0)
+                return tt_err(err, TT_ERR_PARSE, "%s: %s '%s' has external data %s '%s'", g->source,
+                              what, name, k, v);
+            *num = (int64_t)x;
+        }
+    }
+    if (!loc || !*loc)
+        return tt_err(err, TT_ERR_PARSE,
+                      "%s: %s '%s' is stored outside the file but says not where (no location)",
+                      g->source, what, name);
+    if (!dir)
+        return tt_err(err, TT_ERR_UNSUPPORTED,
+                      "%s: %s '%s' is stored outside the file (external data, '%s'): import the "
+                      "model from its path, or save it with its weights inside",
+                      g->source, what, name, loc);
+    bool escapes = loc[0] == '/';
+    for (const char *c = loc; !escapes && (c = strstr(c, "..")); c += 2)
+        escapes = (c == loc || c[-1] == '/') && (c[2] == 0 || c[2] == '/');
+    if (escapes)
+        return tt_err(err, TT_ERR_PARSE,
+                      "%s: %s '%s' names external data '%s' outside the model's directory",
+                      g->source, what, name, loc);
+    if (length >= 0 && (uint64_t)length != bytes)
+        return tt_err(err, TT_ERR_PARSE,
+                      "%s: %s '%s' has %lld bytes of external data for %zu bytes of tensor",
+                      g->source, what, name, (long long)length, bytes);
+    char path[4096];
+    if (snprintf(path, sizeof(path), "%s/%s", dir, loc) >= (int)sizeof(path))
+        return tt_err(err, TT_ERR_LIMIT, "%s: %s '%s': external data path too long", g->source,
+                      what, name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return tt_err(err, TT_ERR_IO, "%s: %s '%s': external data %s: %s", g->source, what, name,
+                      path, strerror(errno));
+    struct stat st;
+    tt_status s = TT_OK;
+    if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode))
+        s = tt_err(err, TT_ERR_IO, "%s: %s '%s': external data %s is not a regular file", g->source,
+                   what, name, path);
+    else if ((uint64_t)offset > (uint64_t)st.st_size ||
+             (uint64_t)st.st_size - (uint64_t)offset < bytes)
+        s = tt_err(err, TT_ERR_PARSE,
+                   "%s: %s '%s': external data %s holds %lld bytes, too few for %zu from offset "
+                   "%lld",
+                   g->source, what, name, path, (long long)st.st_size, bytes, (long long)offset);
+    else if (fseeko(f, (off_t)offset, SEEK_SET) || fread(dst, 1, bytes, f) != bytes)
+        s = tt_err(err, TT_ERR_IO, "%s: %s '%s': reading external data %s: %s", g->source, what,
+                   name, path, strerror(errno));
+    fclose(f);
+    return s;
+}
+
+/* Fills t (dtype, shape, data in g's arena) from a TensorProto; `what` names it in messages.
+ * External data is read from the directory `dir` (NULL: refused). */
 static tt_status tensor_from_proto(tt_graph *g, const Onnx__TensorProto *p, tt_gtensor *t,
-                                   const char *what, tt_errbuf *err)
+                                   const char *what, const char *dir, tt_errbuf *err)
 {
     int dt = dtype_of_onnx(p->has_data_type ? p->data_type : 0);
     if (dt < 0)
@@ -224,13 +297,9 @@ static tt_status tensor_from_proto(tt_graph *g, const Onnx__TensorProto *p, tt_g
                       "double, int32, int64, bool)",
                       g->source, what, p->name ? p->name : "",
                       onnx_dtype_name(p->has_data_type ? p->data_type : 0));
-    if (p->n_external_data ||
-        (p->has_data_location && p->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL))
-        return tt_err(err, TT_ERR_UNSUPPORTED,
-                      "%s: %s '%s' is stored outside the file (external data); save the model "
-                      "with its weights inside (onnx.save(model, path, "
-                      "save_as_external_data=False))",
-                      g->source, what, p->name ? p->name : "");
+    bool external =
+        p->n_external_data ||
+        (p->has_data_location && p->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL);
     if (p->n_dims > TT_GRAPH_MAX_RANK)
         return tt_err(err, TT_ERR_UNSUPPORTED, "%s: %s '%s' has rank %zu (at most %d)", g->source,
                       what, p->name ? p->name : "", p->n_dims, TT_GRAPH_MAX_RANK);
@@ -251,6 +320,8 @@ static tt_status tensor_from_proto(tt_graph *g, const Onnx__TensorProto *p, tt_g
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
     size_t have = 0;
     const void *src = NULL;
+    if (external)
+        return read_external(g, dir, p, what, t->data, bytes, err);
     if (p->has_raw_data) {
         if (p->raw_data.len != bytes)
             return tt_err(err, TT_ERR_PARSE,
@@ -317,6 +388,7 @@ typedef struct {
     tt_graph *g;
     name_map names;
     const tt_graph_options *o;
+    const char *dir; /* the model's directory, for external data (NULL: imported from bytes) */
 } importer;
 
 /* Defines tensor `name` (a new one) as *t; an error when it is defined twice. */
@@ -454,7 +526,8 @@ static tt_status import_attr(importer *im, int node, const Onnx__AttributeProto 
         int t = tt__graph_add_tensor(g, a->t->name ? a->t->name : "", TT_GT_CONST);
         if (t < 0)
             return tt_err(err, TT_ERR_NOMEM, "out of memory");
-        tt_status s = tensor_from_proto(g, a->t, &g->tensors.data[t], "attribute tensor", err);
+        tt_status s =
+            tensor_from_proto(g, a->t, &g->tensors.data[t], "attribute tensor", im->dir, err);
         out->kind = TT_GATTR_TENSOR, out->tensor = t;
         return s;
     }
@@ -634,7 +707,7 @@ static tt_status import_model(importer *im, const Onnx__ModelProto *m, tt_errbuf
         int t;
         if ((s = define(im, tp->name ? tp->name : "", TT_GT_CONST, "an initializer", &t, err)))
             return s;
-        if ((s = tensor_from_proto(g, tp, &g->tensors.data[t], "initializer", err)))
+        if ((s = tensor_from_proto(g, tp, &g->tensors.data[t], "initializer", im->dir, err)))
             return s;
     }
     /* Inputs that are initializers are defaults an application may override; a deployment
@@ -682,8 +755,9 @@ static tt_status import_model(importer *im, const Onnx__ModelProto *m, tt_errbuf
     return tt__graph_infer(g, err);
 }
 
-tt_status tt_graph_import_onnx_bytes(const uint8_t *data, size_t len, const char *source,
-                                     const tt_graph_options *o, tt_graph **out, tt_errbuf *err)
+/* tt_graph_import_onnx_bytes, with external data read from `dir` (NULL: refused). */
+static tt_status import_bytes(const uint8_t *data, size_t len, const char *source, const char *dir,
+                              const tt_graph_options *o, tt_graph **out, tt_errbuf *err)
 {
     *out = NULL;
     int64_t max = o && o->max_bytes > 0 ? o->max_bytes : (int64_t)2 << 30;
@@ -709,7 +783,7 @@ tt_status tt_graph_import_onnx_bytes(const uint8_t *data, size_t len, const char
     }
     tt_arena_init(&g->arena, 64 << 10);
     g->source = tt_arena_strdup(&g->arena, source);
-    importer im = {g, {NULL, NULL, 0}, o};
+    importer im = {g, {NULL, NULL, 0}, o, dir};
     tt_status s =
         g->source ? import_model(&im, m, err) : tt_err(err, TT_ERR_NOMEM, "out of memory");
     free(im.names.keys);
@@ -721,6 +795,26 @@ tt_status tt_graph_import_onnx_bytes(const uint8_t *data, size_t len, const char
     }
     *out = g;
     return TT_OK;
+}
+
+tt_status tt_graph_import_onnx_bytes(const uint8_t *data, size_t len, const char *source,
+                                     const tt_graph_options *o, tt_graph **out, tt_errbuf *err)
+{
+    return import_bytes(data, len, source, NULL, o, out, err);
+}
+
+/* The directory of `path` into buf ("." for a bare name). */
+static const char *dir_of(const char *path, char *buf, size_t size)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return ".";
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    if (n >= size)
+        return NULL;
+    memcpy(buf, path, n);
+    buf[n] = 0;
+    return buf;
 }
 
 /* Reads a whole file of at most `max` bytes into *buf (malloc'd). */
@@ -767,7 +861,8 @@ tt_status tt_graph_import_onnx(const char *path, const tt_graph_options *o, tt_g
     tt_status s = read_file(path, max, &buf, &len, err);
     if (s)
         return s;
-    s = tt_graph_import_onnx_bytes(buf, len, path, o, out, err);
+    char dir[4096];
+    s = import_bytes(buf, len, path, dir_of(path, dir, sizeof(dir)), o, out, err);
     free(buf);
     return s;
 }
@@ -791,7 +886,8 @@ tt_status tt_graph_read_tensor(const char *path, tt_gtensor *out, tt_errbuf *err
     memset(&g, 0, sizeof(g));
     tt_arena_init(&g.arena, 4096);
     g.source = (char *)path;
-    s = tensor_from_proto(&g, tp, out, "tensor", err);
+    char dir[4096];
+    s = tensor_from_proto(&g, tp, out, "tensor", dir_of(path, dir, sizeof(dir)), err);
     if (!s) {
         size_t bytes = (size_t)tt_gtensor_numel(out) * (size_t)tt_dtype_bytes(out->dtype);
         void *data = malloc(bytes ? bytes : 1);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -199,6 +200,8 @@ typedef struct {
     const char *dim_param; /* the first dimension symbolic when set */
     bool external;         /* the weight stored outside the file */
     const char *equation;  /* Einsum's equation attribute, when set */
+    /* external: the weight's location (default weights.bin), offset and length when set */
+    const char *location, *offset, *length;
 } model_spec;
 
 /* A model Y = op(X) (or X + W for external), serialized into *buf. */
@@ -241,11 +244,18 @@ static size_t build_model(const model_spec *m, uint8_t **buf)
     }
     Onnx__TensorProto w = ONNX__TENSOR_PROTO__INIT;
     int64_t wdims[2] = {m->dims[0], m->dims[1]};
-    Onnx__StringStringEntryProto loc = ONNX__STRING_STRING_ENTRY_PROTO__INIT;
-    Onnx__StringStringEntryProto *locs[1] = {&loc};
-    loc.key = "location", loc.value = "weights.bin";
+    Onnx__StringStringEntryProto loc = ONNX__STRING_STRING_ENTRY_PROTO__INIT,
+                                 off = ONNX__STRING_STRING_ENTRY_PROTO__INIT,
+                                 len = ONNX__STRING_STRING_ENTRY_PROTO__INIT;
+    Onnx__StringStringEntryProto *locs[3] = {&loc};
+    size_t nlocs = 1;
+    loc.key = "location", loc.value = (char *)(m->location ? m->location : "weights.bin");
+    if (m->offset)
+        off.key = "offset", off.value = (char *)m->offset, locs[nlocs++] = &off;
+    if (m->length)
+        len.key = "length", len.value = (char *)m->length, locs[nlocs++] = &len;
     w.name = "W", w.n_dims = 2, w.dims = wdims, w.has_data_type = 1,
-    w.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, w.n_external_data = 1,
+    w.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, w.n_external_data = nlocs,
     w.external_data = locs, w.has_data_location = 1,
     w.data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
     Onnx__TensorProto *inits[1] = {&w};
@@ -281,7 +291,7 @@ static tt_status import_built(const model_spec *m, const tt_graph_options *o, tt
 static void a_built_model_imports(void **state)
 {
     (void)state;
-    model_spec m = {"Relu", 13, {2, 5}, NULL, false, NULL};
+    model_spec m = {"Relu", 13, {2, 5}, NULL, false, NULL, NULL, NULL, NULL};
     tt_graph *g;
     tt_errbuf err = {{0}};
     assert_int_equal(import_built(&m, NULL, &g, &err), TT_OK);
@@ -309,7 +319,7 @@ static void bad_files_get_clear_errors(void **state)
     assert_null(g);
     assert_non_null(strstr(err.msg, "notes.txt"));
     /* truncated: every cut of a real model is refused, none crashes */
-    model_spec m = {"Relu", 13, {2, 5}, NULL, false, NULL};
+    model_spec m = {"Relu", 13, {2, 5}, NULL, false, NULL, NULL, NULL, NULL};
     uint8_t *buf;
     size_t n = build_model(&m, &buf);
     for (size_t cut = 0; cut < n; cut++) {
@@ -334,22 +344,104 @@ static void unsupported_things_are_named(void **state)
     (void)state;
     tt_graph *g = NULL;
     tt_errbuf err = {{0}};
-    model_spec op = {"NonMaxSuppression", 13, {2, 5}, NULL, false, NULL};
+    model_spec op = {"NonMaxSuppression", 13, {2, 5}, NULL, false, NULL, NULL, NULL, NULL};
     assert_int_equal(import_built(&op, NULL, &g, &err), TT_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.msg, "NonMaxSuppression"));
     assert_non_null(strstr(err.msg, "the_node"));
-    model_spec old = {"Relu", 9, {2, 5}, NULL, false, NULL};
+    model_spec old = {"Relu", 9, {2, 5}, NULL, false, NULL, NULL, NULL, NULL};
     assert_int_equal(import_built(&old, NULL, &g, &err), TT_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.msg, "opset 9"));
     /* our own operator (the Winograd rewrite's) is not one a model may name */
-    model_spec own = {"ConvWinograd", 13, {2, 5}, NULL, false, NULL};
+    model_spec own = {"ConvWinograd", 13, {2, 5}, NULL, false, NULL, NULL, NULL, NULL};
     assert_int_equal(import_built(&own, NULL, &g, &err), TT_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.msg, "ConvWinograd"));
     assert_non_null(strstr(err.msg, "not an ONNX operator"));
-    model_spec ext = {"Add", 13, {2, 5}, NULL, true, NULL};
+    /* external data needs the model's directory: from bytes there is none */
+    model_spec ext = {"Add", 13, {2, 5}, NULL, true, NULL, NULL, NULL, NULL};
     assert_int_equal(import_built(&ext, NULL, &g, &err), TT_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.msg, "external data"));
+    assert_non_null(strstr(err.msg, "from its path"));
     assert_null(g);
+}
+
+/* Writes a built model to dir/m.onnx and imports it from there. */
+static tt_status import_from_dir(const char *dir, const model_spec *m, tt_graph **g, tt_errbuf *err)
+{
+    uint8_t *buf;
+    size_t n = build_model(m, &buf);
+    char path[512];
+    snprintf(path, sizeof(path), "%s/m.onnx", dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, n, f), n);
+    fclose(f);
+    free(buf);
+    return tt_graph_import_onnx(path, NULL, g, err);
+}
+
+/* Weights stored outside the model (exporters do so past protobuf's 2 GB) are read from the file
+ * beside it that they name, at their offset; a missing or short file, a name outside the
+ * model's directory and a length that is not the tensor's are refused with the reason. */
+static void external_data_is_read_beside_the_model(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tt-external-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[512];
+    snprintf(path, sizeof(path), "%s/weights.bin", dir);
+    float data[4 + 10];
+    for (int i = 0; i < 14; i++)
+        data[i] = i < 4 ? -1.0f : 0.5f * (float)(i - 4);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, sizeof(float), 14, f), 14);
+    fclose(f);
+    tt_graph *g = NULL;
+    tt_errbuf err = {{0}};
+    model_spec m = {"Add", 13, {2, 5}, NULL, true, NULL, "weights.bin", "16", "40"};
+    assert_int_equal(import_from_dir(dir, &m, &g, &err), TT_OK);
+    const tt_gtensor *w = NULL;
+    for (size_t i = 0; i < g->tensors.len; i++)
+        if (g->tensors.data[i].name && !strcmp(g->tensors.data[i].name, "W"))
+            w = &g->tensors.data[i];
+    assert_non_null(w);
+    assert_int_equal(w->kind, TT_GT_CONST);
+    assert_int_equal(w->dims[0] * w->dims[1], 10);
+    assert_memory_equal(w->data, data + 4, 10 * sizeof(float));
+    tt_graph_free(g);
+    g = NULL;
+    /* no offset: from the file's start, all of it */
+    model_spec whole = {"Add", 13, {2, 7}, NULL, true, NULL, "weights.bin", NULL, NULL};
+    assert_int_equal(import_from_dir(dir, &whole, &g, &err), TT_OK);
+    tt_graph_free(g);
+    g = NULL;
+    static const struct {
+        const char *location, *offset, *length, *says;
+        tt_status status;
+    } bad[] = {
+        {"missing.bin", NULL, NULL, "missing.bin", TT_ERR_IO},
+        {"../weights.bin", NULL, NULL, "outside the model's directory", TT_ERR_PARSE},
+        {"/etc/hostname", NULL, NULL, "outside the model's directory", TT_ERR_PARSE},
+        {"weights.bin", "24", NULL, "too few", TT_ERR_PARSE},
+        {"weights.bin", NULL, "8", "8 bytes of external data", TT_ERR_PARSE},
+        {"weights.bin", "-4", NULL, "offset '-4'", TT_ERR_PARSE},
+        {"weights.bin", "4x", NULL, "offset '4x'", TT_ERR_PARSE},
+        {"", NULL, NULL, "no location", TT_ERR_PARSE},
+        {".", NULL, NULL, "not a regular file", TT_ERR_IO},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        model_spec b = {"Add",         13,           {2, 5}, NULL, true, NULL, bad[i].location,
+                        bad[i].offset, bad[i].length};
+        assert_int_equal(import_from_dir(dir, &b, &g, &err), bad[i].status);
+        assert_null(g);
+        assert_non_null(strstr(err.msg, bad[i].says));
+        assert_non_null(strstr(err.msg, "'W'"));
+    }
+    snprintf(path, sizeof(path), "%s/m.onnx", dir);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/weights.bin", dir);
+    unlink(path);
+    rmdir(dir);
 }
 
 /* Einsum's equation against a 2x5 operand: explicit and implicit outputs, the ellipsis, and
@@ -380,7 +472,7 @@ static void einsum_equations_are_checked(void **state)
         {"i...j->ij", 2, {2, 5}, NULL},
     };
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
-        model_spec m = {"Einsum", 13, {2, 5}, NULL, false, cases[k].eq};
+        model_spec m = {"Einsum", 13, {2, 5}, NULL, false, cases[k].eq, NULL, NULL, NULL};
         tt_graph *g = NULL;
         tt_errbuf err = {{0}};
         tt_status s = import_built(&m, NULL, &g, &err);
@@ -405,7 +497,7 @@ static void dynamic_shapes_need_an_override(void **state)
     (void)state;
     tt_graph *g = NULL;
     tt_errbuf err = {{0}};
-    model_spec dyn = {"Sigmoid", 13, {0, 7}, "batch", false, NULL};
+    model_spec dyn = {"Sigmoid", 13, {0, 7}, "batch", false, NULL, NULL, NULL, NULL};
     assert_int_equal(import_built(&dyn, NULL, &g, &err), TT_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.msg, "batch"));
     assert_non_null(strstr(err.msg, "--shape X="));
@@ -429,6 +521,7 @@ int main(void)
         cmocka_unit_test(a_built_model_imports),
         cmocka_unit_test(bad_files_get_clear_errors),
         cmocka_unit_test(unsupported_things_are_named),
+        cmocka_unit_test(external_data_is_read_beside_the_model),
         cmocka_unit_test(dynamic_shapes_need_an_override),
         cmocka_unit_test(einsum_equations_are_checked),
         cmocka_unit_test(node_tests_import_with_the_expected_shapes),
