@@ -8,8 +8,11 @@
 # FILE, writes its rows.  A model that does not import gets the reason tvm-compile gives.
 #
 # usage: scripts/zoo.sh [--opset N] [--batch N] [--time] [--repeat N] [--dir DIR] [--json FILE]
-#                       [MODEL ...]
-#   MODEL     torchvision names (default: the whole zoo below); --opset and --batch apply to all
+#                       [--all | MODEL ...]
+#   MODEL     torchvision names (default: the zoo below, one or two sizes of each family);
+#             --opset and --batch apply to all
+#   --all     every classification and segmentation model torchvision lists (86 in 0.14, up to
+#             ViT-H/14's and RegNet-Y-128GF's 2.5 GB of weights, which export as external data)
 #   --dir     where models and libraries go (default /tmp/tvm-tune-zoo; kept between runs, so a
 #             second run skips the exports)
 # Exit status: 0 when every model imported and matched, 1 otherwise, 2 bad arguments.
@@ -17,7 +20,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${TVM_TUNE_BIN:-$here/build/bin}
 py=/usr/bin/python3
-opset=13 batch=1 time=0 repeat=20 dir=/tmp/tvm-tune-zoo json=
+opset=13 batch=1 time=0 repeat=20 dir=/tmp/tvm-tune-zoo json= all=0
 models=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -27,12 +30,17 @@ while [ $# -gt 0 ]; do
     --repeat) repeat=$2; shift 2 ;;
     --dir) dir=$2; shift 2 ;;
     --json) json=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --all) all=1; shift ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     -*) echo "zoo.sh: unknown option $1" >&2; exit 2 ;;
     *) models+=("$1"); shift ;;
   esac
 done
-if [ ${#models[@]} -eq 0 ]; then
+if [ $all = 1 ]; then
+  read -r -a models < <($py -c 'import torchvision.models as m
+print(" ".join(m.list_models(module=m) + m.list_models(module=m.segmentation)))') ||
+    { echo "zoo.sh: --all needs torchvision 0.14 or later (list_models)" >&2; exit 2; }
+elif [ ${#models[@]} -eq 0 ]; then
   models=(alexnet convnext_tiny convnext_small densenet121 densenet161 efficientnet_b0
           efficientnet_b1 efficientnet_b3 efficientnet_v2_s googlenet inception_v3 mnasnet0_5
           mnasnet1_0 mobilenet_v2 mobilenet_v3_small mobilenet_v3_large regnet_x_400mf
