@@ -165,8 +165,24 @@ def randomise_zero_weights(model):
             p.copy_(torch.randn(p.shape, generator=g) * 0.02)
 
 
+def register_missing_symbolics(opset):
+    """Swin-V2 zeroes the key's part of its QKV bias in place (`qkv_bias[C:2C].zero_()`), which
+    torch 1.13's exporter has no symbolic for (aten::zero): zero(x) is written x * 0, which
+    constant folding folds into the bias.  Registered only where the exporter lacks it."""
+    try:
+        from torch.onnx import symbolic_opset9 as s9
+        if hasattr(s9, "zero"):
+            return
+        torch.onnx.register_custom_op_symbolic(
+            "aten::zero", lambda g, x: g.op("Mul", x, g.op("Constant", value_t=torch.tensor(0.0))),
+            opset)
+    except (ImportError, AttributeError, RuntimeError):
+        pass
+
+
 def export(out, name):
     _, opset, _ = parse(name)
+    register_missing_symbolics(opset)
     model, shape = build(name)
     model.eval()
     with torch.no_grad():
