@@ -8,19 +8,21 @@
 # FILE, writes its rows.  A model that does not import gets the reason tvm-compile gives.
 #
 # usage: scripts/zoo.sh [--opset N] [--batch N] [--time] [--repeat N] [--dir DIR] [--json FILE]
-#                       [--all | MODEL ...]
+#                       [--keep] [--all | MODEL ...]
 #   MODEL     torchvision names (default: the zoo below, one or two sizes of each family);
 #             --opset and --batch apply to all
 #   --all     every classification and segmentation model torchvision lists (86 in 0.14, up to
 #             ViT-H/14's and RegNet-Y-128GF's 2.5 GB of weights, which export as external data)
-#   --dir     where models and libraries go (default /tmp/tvm-tune-zoo; kept between runs, so a
-#             second run skips the exports)
+#   --dir     where models and libraries go (default /tmp/tvm-tune-zoo); the exports stay, so a
+#             second run skips them (--all: about 20 GB per opset and batch), and each library
+#             goes once it is checked and timed (ViT-H/14's is 2.4 GB), unless --keep
+#   --keep    keep the libraries too
 # Exit status: 0 when every model imported and matched, 1 otherwise, 2 bad arguments.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${TVM_TUNE_BIN:-$here/build/bin}
 py=/usr/bin/python3
-opset=13 batch=1 time=0 repeat=20 dir=/tmp/tvm-tune-zoo json= all=0
+opset=13 batch=1 time=0 repeat=20 dir=/tmp/tvm-tune-zoo json= all=0 keep=0
 models=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -31,7 +33,8 @@ while [ $# -gt 0 ]; do
     --dir) dir=$2; shift 2 ;;
     --json) json=$2; shift 2 ;;
     --all) all=1; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    --keep) keep=1; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     -*) echo "zoo.sh: unknown option $1" >&2; exit 2 ;;
     *) models+=("$1"); shift ;;
   esac
@@ -91,9 +94,11 @@ for m in "${models[@]}"; do
   ok=yes
   $py -c 'import sys; sys.exit(0 if sys.argv[1] not in ("", "shape") and float(sys.argv[1]) <= 1e-3 else 1)' "$err" || { ok=mismatch; failed=1; }
   tasks=$("$bin/tvm-net" info "$lib.so" --json 2> /dev/null | $py -c 'import json,sys; print(len(json.load(sys.stdin)["tasks"]))' 2> /dev/null)
+  [ $keep = 1 ] || rm -f "$lib.a" "$lib.out.npy"
   if [ $time = 0 ]; then
     echo "| $m | $ok | $err | $tasks |"
     rows+=("{\"model\": \"$m\", \"imports\": true, \"matches\": \"$ok\", \"max_rel_error\": \"$err\", \"tasks\": ${tasks:-0}}")
+    [ $keep = 1 ] || rm -f "$lib.so" "$lib.h" "$lib.pc"
     continue
   fi
   ours=$(field "$("$bin/tvm-net" time "$lib.so" -i "$d/input_0.npy" --repeat "$repeat" --json 2> /dev/null | tail -1)" median_s)
@@ -108,6 +113,7 @@ vs = lambda v: f"{v / ours:.2f}x" if v > 0 and ours > 0 else "-"
 print(f"| {m} | {ok} | {err} | {ms(ours)} | {ms(ort)} | {ms(torch)} | {vs(ort)} | {vs(torch)} |")
 PY
   rows+=("{\"model\": \"$m\", \"imports\": true, \"matches\": \"$ok\", \"max_rel_error\": \"$err\", \"ours_s\": $ours, \"onnxruntime_s\": $ort, \"pytorch_s\": $torch}")
+  [ $keep = 1 ] || rm -f "$lib.so" "$lib.h" "$lib.pc"
 done
 if [ -n "$json" ]; then
   (IFS=,; echo "[${rows[*]}]") > "$json"
