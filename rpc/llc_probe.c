@@ -71,13 +71,18 @@ static bool pass_times(int64_t bytes, double *cold, double *warm)
     return true;
 }
 
+/* A share rounded to the nearest quarter, within 0..1. */
+static double to_quarter(double share)
+{
+    share = share < 0 ? 0 : share > 1 ? 1 : share;
+    return (double)(int)(share * 4 + 0.5) / 4;
+}
+
 double tt__llc_share_from_times(double cold, double warm, double hot)
 {
     if (!(cold > 0 && warm > 0 && hot > 0) || cold < MIN_GAIN * hot)
         return -1;
-    double share = (cold - warm) / (cold - hot);
-    share = share < 0 ? 0 : share > 1 ? 1 : share;
-    return (double)(int)(share * 4 + 0.5) / 4;
+    return to_quarter((cold - warm) / (cold - hot));
 }
 
 /* The share for `bytes`, measured; the LLC is `llc` bytes. */
@@ -111,7 +116,7 @@ double tt_measure_network_llc_share(int64_t network_bytes)
         char *end;
         double share = strtod(said, &end);
         if (*end == 0 && share >= 0 && share <= 1)
-            return (double)(int)(share * 4 + 0.5) / 4;
+            return to_quarter(share);
     }
     int64_t llc = tt_measure_llc_bytes();
     if (llc <= 0 || network_bytes > llc)
@@ -144,8 +149,7 @@ double tt_measure_network_llc_share(int64_t network_bytes)
 
 const char *tt_measure_network_flush_name(double llc_share)
 {
-    int quarters = (int)(llc_share * 4 + 0.5);
     static const char *const names[] = {"network", "network-llc-25", "network-llc-50",
                                         "network-llc-75", "network-llc"};
-    return names[quarters < 0 ? 0 : quarters > 4 ? 4 : quarters];
+    return names[(int)(to_quarter(llc_share) * 4)];
 }

@@ -285,6 +285,12 @@ const char *tt_cache_flush_name(tt_cache_flush f)
     return (int)f >= 0 && (int)f < NFLUSH ? cache_flush_names[f] : "off";
 }
 
+const char *tt_measure_flush_name(tt_cache_flush f, double llc_share)
+{
+    return f == TT_CACHE_FLUSH_NETWORK ? tt_measure_network_flush_name(llc_share)
+                                       : tt_cache_flush_name(f);
+}
+
 bool tt_cache_flush_parse(const char *s, tt_cache_flush *out)
 {
     for (int i = 0; s && i < NFLUSH; i++)

@@ -71,6 +71,9 @@ bool tt_elem_parse(const char *name, tt_elem *out);
 
 /* The cache flush modes by name: "off", "inputs", "constants"; parse is false for any other. */
 const char *tt_cache_flush_name(tt_cache_flush f);
+/* What a record timed in mode f with that share of the network in the LLC says it was flushed
+ * with: tt_measure_network_flush_name's in the network mode, else the mode's name. */
+const char *tt_measure_flush_name(tt_cache_flush f, double llc_share);
 bool tt_cache_flush_parse(const char *s, tt_cache_flush *out);
 /* As options carry it: false, true (inputs) or "constants"; from_json is false for anything
  * else and leaves *out alone. */

@@ -266,10 +266,9 @@ static void fill_record(task *t, const candidate *c, tt_db_record *r, char *extr
         if (c->host[0])
             json_object_set_new(x, "host", json_string(c->host));
         if (flushed)
-            json_object_set_new(x, "flush",
-                                json_string(c->res.llc_share > 0
-                                                ? tt_measure_network_flush_name(c->res.llc_share)
-                                                : tt_cache_flush_name(t->o->measure.cache_flush)));
+            json_object_set_new(
+                x, "flush",
+                json_string(tt_measure_flush_name(t->o->measure.cache_flush, c->res.llc_share)));
         char *text = json_dumps(x, 0); /* {"space": ..., "index": ...}, as stored before */
         json_decref(x);
         if (text && strlen(text) < EXTRA_MAX) {

@@ -125,10 +125,9 @@ static const char *where_weights(const char *flush_name, char *buf, size_t size)
 {
     if (!strcmp(flush_name, "network"))
         return "memory";
-    const char *pct = flush_name + strlen("network-llc");
     if (strncmp(flush_name, "network-llc-", 12))
         return "the last-level cache";
-    snprintf(buf, size, "the last-level cache for %s%% of their lines", pct + 1);
+    snprintf(buf, size, "the last-level cache for %s%% of their lines", flush_name + 12);
     return buf;
 }
 
@@ -359,8 +358,7 @@ tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db 
                            : 0;
     if (!t->o->remote || t->o->measure.cache_flush != TT_CACHE_FLUSH_NETWORK)
         snprintf(t->flush_name, sizeof(t->flush_name), "%s",
-                 llc_share > 0 ? tt_measure_network_flush_name(llc_share)
-                               : tt_cache_flush_name(t->o->measure.cache_flush));
+                 tt_measure_flush_name(t->o->measure.cache_flush, llc_share));
     if ((s = tt_db_history(db, &f, load_history, t)))
         return tt_err(err, s, "%s", tt_db_errmsg(db));
     if (log && t->total > 0)

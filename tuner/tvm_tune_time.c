@@ -105,8 +105,7 @@ int cli_time_program(const tt_workload *w, const tt_program *prog, const char *t
            "call%s, cache flush %s)\n",
            median * 1e3, best * 1e3, median > 0 ? w->flops / median / 1e9 : 0.0, res.ncosts,
            res.number, res.number == 1 ? "" : "s",
-           res.llc_share > 0 ? tt_measure_network_flush_name(res.llc_share)
-                             : tt_cache_flush_name(mo->cache_flush));
+           tt_measure_flush_name(mo->cache_flush, res.llc_share));
     rc = 0;
 out:
     for (int i = 0; i < nparams; i++)
