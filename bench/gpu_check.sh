@@ -24,7 +24,8 @@
 # Steps that need a C compiler there (tvm-compile's runtime glue; nvcc's host compiler):
 #   "env": what the machine has (a C compiler, PyTorch's exporter);
 #   "tiles": the fixed tilings the GPU search starts from (tt_sketch_gpu_tiled: the build's
-#      default, the 128x128 large tile with scalar and 4-float fetches) measured on matmul
+#      default, the 128x128 large tile with scalar and 4-float fetches, and double-buffered)
+#      measured on matmul
 #      $SIZES, each checked against the reference;
 #   "nets-there": the networks $NETS (export_torch_models.py specs: resnet18, resnet18.b8,
 #      bert_layer, ...) exported there by PyTorch, the first ones of $TUNE_NETS tuned there
@@ -85,16 +86,17 @@ fi
 want tiles &&
 for n in $sizes; do
     w="matmul:M=$n,N=$n,K=$n"
-    say "## the search's fixed starting tilings, $w (naive, default, large, large with 4-float fetches)"
+    say "## the search's fixed starting tilings, $w (naive, default, large, large with 4-float fetches, double-buffered)"
     t0=$(date +%s)
-    timeout $step_timeout tvm-tune run --target opencl --workload "$w" --strategy evo --trials 4 \
+    timeout $step_timeout tvm-tune run --target opencl --workload "$w" --strategy evo --trials 5 \
         --db "$out/tiles.db" > "$out/tiles_$n.log" 2>&1
     say "exit $? in $(( $(date +%s) - t0 )) s"
     tvm-db history --db "$out/tiles.db" --workload "$w" --target opencl --json | python3 -c '
 import json, sys
 for r in json.load(sys.stdin):
     c = r["config"]
-    kind = "naive" if c == "[]" else ("large, 4-float fetches" if "[4], 1]" in c
+    kind = "naive" if c == "[]" else ("large, double-buffered" if "double_buffer" in c
+                                      else "large, 4-float fetches" if "[4], 1]" in c
                                       else ("large" if "1, 16, 1, 8]" in c else "default/other"))
     e, t, g, b, u = r["error_name"], r["fastest_s"] * 1e3, r["gflops"], r["build_s"], r["run_s"]
     print(f"  {kind:24s} {e:16s} fastest {t:9.4f} ms {g:9.0f} GFLOPS  build {b:.2f} s run {u:.2f} s")' 2>&1 | tee -a "$summary"

@@ -13,6 +13,8 @@
  *
  * Memory: `shared` buffers are __local arrays declared at the kernel's top; each fill is fenced by
  * barriers (before: the previous iteration's readers are done; after: the data is visible).
+ * A double-buffered loop's fetch of the next tiles (a `prefetch` sequence) has none: it writes the
+ * halves no work-item reads in this iteration, and one barrier ends each iteration.
  * Other buffers computed inside a kernel are per-work-item private arrays.
  *
  * What cannot run on a GPU is refused with the loop or buffer named: an axis bound twice in one
@@ -293,12 +295,22 @@ static void emit_binary(cl_emitter *e, tt_strbuf *o, const tt_expr *n)
     case TT_EXPR_OR: op = "||"; break;
     default: fail(e, TT_ERR_INTERNAL, "unexpected expression kind %d", n->kind); return;
     }
+    /* Builtins take (vector, vector): in vector code a scalar operand is broadcast, unless
+     * neither operand varies across the lanes (an index, a uniform value: the result is scalar,
+     * and broadcasting it would make an index of vector type). */
+    bool lanes = e->vec_lanes && (tt_expr_uses_var(&e->p->pool, n->a, e->vec_var) ||
+                                  tt_expr_uses_var(&e->p->pool, n->b, e->vec_var));
     if (fn) {
-        /* Builtins take (vector, vector): a scalar operand in vector code is broadcast. */
         tt_strbuf_printf(o, "%s(", fn);
-        emit_lanes(e, o, n->a, ot);
+        if (lanes)
+            emit_lanes(e, o, n->a, ot);
+        else
+            emit_as(e, o, n->a, ot);
         tt_strbuf_append(o, ", ");
-        emit_lanes(e, o, n->b, ot);
+        if (lanes)
+            emit_lanes(e, o, n->b, ot);
+        else
+            emit_as(e, o, n->b, ot);
         tt_strbuf_append(o, ")");
     } else {
         tt_strbuf_append(o, "(");
@@ -848,6 +860,10 @@ static void emit_for_plain(cl_emitter *e, const tt_stmt *s)
              (long long)s->extent, e->var_name[s->var]);
         e->indent++;
         emit_stmt(e, s->body);
+        /* double buffering: the next tiles were fetched into the other halves while this
+         * iteration read its own; both must be done before the next iteration starts */
+        if (s->prefetch)
+            barrier(e, "double-buffered");
         e->indent--;
         line(e, "}");
     }
@@ -961,10 +977,22 @@ static void emit_stmt(cl_emitter *e, tt_sid id)
     const tt_stmt *s = &e->p->stmts.data[id];
     switch (s->kind) {
     case TT_STMT_FOR: emit_for(e, s); return;
-    case TT_STMT_SEQ:
+    case TT_STMT_SEQ: {
+        /* the next tiles of a double-buffered loop: the work-items cooperate as in any fill,
+         * and the barrier that ends the loop's iteration fences it */
+        int saved_private = e->private_fill;
+        if (s->prefetch) {
+            e->private_fill = 0;
+            e->fill_depth++;
+        }
         for (uint32_t k = 0; k < s->n; k++)
             emit_stmt(e, e->p->items.data[s->first + k]);
+        if (s->prefetch) {
+            e->fill_depth--;
+            e->private_fill = saved_private;
+        }
         return;
+    }
     case TT_STMT_STORE: {
         if (e->xr && s == e->xr->store) {
             emit_xr_update(e, s);

@@ -384,16 +384,20 @@ static tt_status format_ansor(const tt_db_row *row, const json_t *extra, tt_strb
         tt_json_write_cxx(sb, s0);
     else
         tt_strbuf_append(sb, "[]");
-    /* LR (packed weights) is ours: TVM has no such step and decides layout rewrites itself when
-     * it builds, so an exported record leaves it out (docs/log-formats.md). */
+    /* LR (packed weights) and the double_buffer pragma are ours: TVM has no LR step and decides
+     * layout rewrites itself when it builds, and auto_scheduler's PR knows no double buffering,
+     * so an exported record leaves them out (docs/log-formats.md). */
     json_t *steps = NULL;
-    if (strstr(row->config, "\"LR\"") &&
+    if ((strstr(row->config, "\"LR\"") || strstr(row->config, "\"double_buffer\"")) &&
         !tt_json_parse(row->config, strlen(row->config), &steps, NULL) && json_is_array(steps)) {
         json_t *kept = json_array();
         for (size_t i = 0; kept && i < json_array_size(steps); i++) {
             json_t *st = json_array_get(steps, i);
             const char *code = json_string_value(json_array_get(st, 0));
-            if (!code || strcmp(code, "LR"))
+            const char *pragma = json_string_value(json_array_get(st, 3));
+            bool ours = code && (!strcmp(code, "LR") || (!strcmp(code, "PR") && pragma &&
+                                                         !strcmp(pragma, "double_buffer")));
+            if (!ours)
                 json_array_append(kept, st);
         }
         tt_strbuf_append(sb, ", ");

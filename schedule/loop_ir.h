@@ -33,6 +33,11 @@ typedef struct tt_stmt {
     tt_eid index, value;     /* STORE */
     tt_eid cond;             /* IF */
     uint32_t first, n;       /* SEQ */
+    /* Double buffering (lower.c): on a FOR, its iterations fetch the next iteration's shared
+     * tiles while reading the current ones, so a GPU ends each iteration with a barrier; on a
+     * SEQ (the FOR body's first statement), that fetch: work-items cooperate in it, and no
+     * barrier fences it.  A sequential reader ignores both. */
+    bool prefetch;
 } tt_stmt;
 
 typedef struct tt_buffer {

@@ -26,6 +26,12 @@ typedef struct {
     int buf;                  /* buffer id, -1 if none (inlined) */
     int consumer;             /* stage index of the attach target, -1 */
     int at_pos;               /* leaf position in the consumer */
+    bool db;                  /* double-buffered (decide_double_buffer): two tiles in the buffer */
+    uint32_t db_var;          /* the attach loop's variable */
+    uint32_t db_phase;        /* a variable of lowering's own: its parity picks the tile (the
+                                 loop's variable where the tiles are read, the next value where
+                                 they are fetched); substituted away by build_level */
+    int64_t db_size;          /* elements of one tile */
 } stage_info;
 
 typedef struct {
@@ -752,7 +758,7 @@ static tt_status derive_layout(lower_ctx *c, int ps, tt_layout *out)
 
 static int add_buffer(lower_ctx *c, int s, int param)
 {
-    const stage_info *si = &c->si[s];
+    stage_info *si = &c->si[s];
     const tt_op *op = &c->st->dag.ops.data[si->op];
     const tt_stage *sg = &c->st->stages.data[s];
     tt_buffer b;
@@ -774,6 +780,10 @@ static int add_buffer(lower_ctx *c, int s, int param)
         stride *= b.shape[d];
     }
     b.size = op->ndim ? stride : 1;
+    if (si->db) {
+        si->db_size = b.size;
+        b.size *= 2;
+    }
     if (TT_VEC_PUSH(&c->p->bufs, b))
         return -1;
     return (int)c->p->bufs.len - 1;
@@ -829,6 +839,10 @@ static tt_eid flat_index(lower_ctx *c, int s, const tt_eid *global)
         tt_eid local = si->full[d] ? global[d] : tt_sub(p, global[d], si->min[d]);
         acc = tt_add(p, acc, tt_mul(p, local, tt_expr_int(p, b->strides[d])));
     }
+    if (si->db) /* iteration v of the attach loop reads tile v % 2 */
+        acc = tt_add(p, acc,
+                     tt_mul(p, tt_mod(p, tt_expr_var(p, si->db_phase), tt_expr_int(p, 2)),
+                            tt_expr_int(p, si->db_size)));
     return tt_simplify(p, acc, &c->bounds);
 }
 
@@ -976,6 +990,69 @@ static tt_sid wrap_loop(lower_ctx *c, int s, int k, tt_sid inner)
     return add_stmt(c, f);
 }
 
+/* A copy of statement `id` with the variables `sub` maps (nsub entries) replaced, simplified. */
+static tt_sid subst_stmt(lower_ctx *c, tt_sid id, const tt_eid *sub, size_t nsub)
+{
+    tt_expr_pool *p = &c->p->pool;
+    tt_stmt s = c->p->stmts.data[id];
+#define SUBST(e) ((e) ? tt_simplify(p, tt_expr_substitute(p, (e), sub, nsub), &c->bounds) : 0)
+    switch (s.kind) {
+    case TT_STMT_SEQ: { /* the items first: copying them appends the items of inner sequences */
+        tt_sid *items = malloc(sizeof(tt_sid) * (s.n ? s.n : 1));
+        if (!items) {
+            c->status = TT_ERR_NOMEM;
+            return 0;
+        }
+        for (uint32_t k = 0; k < s.n; k++)
+            items[k] = subst_stmt(c, c->p->items.data[s.first + k], sub, nsub);
+        s.first = (uint32_t)c->p->items.len;
+        for (uint32_t k = 0; k < s.n && !c->status; k++)
+            if (!items[k] || TT_VEC_PUSH(&c->p->items, items[k]))
+                c->status = c->status ? c->status : TT_ERR_NOMEM;
+        free(items);
+        break;
+    }
+    case TT_STMT_STORE:
+        s.index = SUBST(s.index);
+        s.value = SUBST(s.value);
+        break;
+    default:
+        if (s.kind == TT_STMT_IF)
+            s.cond = SUBST(s.cond);
+        if (s.body)
+            s.body = subst_stmt(c, s.body, sub, nsub);
+        if (s.orelse)
+            s.orelse = subst_stmt(c, s.orelse, sub, nsub);
+        break;
+    }
+#undef SUBST
+    return c->status || p->oom ? 0 : add_stmt(c, s);
+}
+
+/* Whether shared stage s, computed at its consumer's loop v, is double-buffered (TVM's
+ * InjectDoubleBuffer): v must be a loop of one work-item's own (serial or unrolled) with two
+ * iterations or more, and the fill must allocate nothing shared of its own (it is emitted twice).
+ * Otherwise the pragma changes nothing: the program is the single-buffered one. */
+static void decide_double_buffer(lower_ctx *c, int s)
+{
+    stage_info *si = &c->si[s];
+    const tt_stage *sg = &c->st->stages.data[s];
+    if (!sg->double_buffer || !si->attached || si->consumer < 0 || strcmp(sg->scope, "shared"))
+        return;
+    const tt_iter *it = &c->st->stages.data[si->consumer].iters[si->at_pos];
+    if ((it->ann != TT_ANN_NONE && it->ann != TT_ANN_UNROLL) || it->var >= c->nvars ||
+        c->var_ext[it->var] < 2)
+        return;
+    for (int q = 0; q < c->nstages; q++)
+        if (c->si[q].attached && c->si[q].consumer == s)
+            return;
+    char name[96];
+    snprintf(name, sizeof(name), "%s.phase", tt_var_name(&c->p->pool, it->var));
+    si->db = true;
+    si->db_var = it->var;
+    si->db_phase = tt_var_new(&c->p->pool, name);
+}
+
 static tt_sid build_level(lower_ctx *c, nest_ctx *n, int k)
 {
     const tt_stage *sg = &c->st->stages.data[n->s];
@@ -988,16 +1065,74 @@ static tt_sid build_level(lower_ctx *c, nest_ctx *n, int k)
         return seq(c, items, ni);
     }
     tt_sid inner = build_level(c, n, k + 1);
-    /* Stages computed at this iterator: inside the loop, before the rest, allocated there. */
+    /* Stages computed at this iterator: inside the loop, before the rest, allocated there.  A
+     * double-buffered one is allocated around the loop instead: its first tile is filled before
+     * the loop, and iteration v fetches the tile of v + 1 into the other half before it reads its
+     * own.  The last iteration fetches its own tile again into the half no one reads: a fetch
+     * without a branch (a branch around it made pocl's compiler run for minutes), and no read
+     * past the tensor. */
+    int dbs[TT_MAX_STAGES], ndb = 0;
     for (int a = c->nstages - 1; a >= 0; a--) {
         if (!c->si[a].attached || c->si[a].consumer != n->s || c->si[a].at_pos != k)
             continue;
+        if (c->si[a].db) {
+            dbs[ndb++] = a;
+            continue;
+        }
         tt_sid parts[2] = {emit_stage(c, a), inner};
         tt_stmt al = {
             .kind = TT_STMT_ALLOC, .buf = (uint32_t)c->si[a].buf, .body = seq(c, parts, 2)};
         inner = add_stmt(c, al);
     }
-    items[ni++] = wrap_loop(c, n->s, k, inner);
+    if (ndb == 0) {
+        items[ni++] = wrap_loop(c, n->s, k, inner);
+        return seq(c, items, ni);
+    }
+    tt_expr_pool *p = &c->p->pool;
+    uint32_t v = sg->iters[k].var;
+    tt_eid var = tt_expr_var(p, v), zero = tt_expr_int(p, 0);
+    tt_eid after = tt_add(p, var, tt_expr_int(p, 1));
+    tt_eid clamped = tt_expr_binary(p, TT_EXPR_MIN, after, tt_expr_int(p, c->var_ext[v] - 1));
+    size_t nsub = p->vars.len;
+    tt_eid *sub = calloc(nsub, sizeof(tt_eid));
+    tt_sid first[TT_MAX_STAGES], next[TT_MAX_STAGES];
+    if (!sub) {
+        c->status = TT_ERR_NOMEM;
+        return 0;
+    }
+    for (int i = 0; i < ndb; i++) /* the tiles read in iteration v: tile v % 2 */
+        sub[c->si[dbs[i]].db_phase] = var;
+    inner = subst_stmt(c, inner, sub, nsub);
+    for (int i = 0; i < ndb; i++) {
+        uint32_t phase = c->si[dbs[i]].db_phase;
+        tt_sid fill = emit_stage(c, dbs[i]);
+        sub[v] = zero;
+        sub[phase] = zero;
+        first[i] = fill ? subst_stmt(c, fill, sub, nsub) : 0;
+        sub[v] = clamped;
+        sub[phase] = after;
+        next[i] = fill ? subst_stmt(c, fill, sub, nsub) : 0;
+        sub[v] = sub[phase] = 0;
+    }
+    free(sub);
+    /* the fetch: a sequence of its own even for one fill, flagged for the code generators */
+    tt_stmt fetch = {.kind = TT_STMT_SEQ, .first = (uint32_t)c->p->items.len, .prefetch = true};
+    for (int i = 0; i < ndb; i++)
+        if (TT_VEC_PUSH(&c->p->items, next[i]))
+            c->status = TT_ERR_NOMEM;
+    fetch.n = (uint32_t)ndb;
+    tt_sid body[2] = {add_stmt(c, fetch), inner};
+    tt_sid loop = wrap_loop(c, n->s, k, seq(c, body, 2));
+    if (c->status)
+        return 0;
+    c->p->stmts.data[loop].prefetch = true;
+    for (int i = 0; i < ndb; i++) {
+        tt_sid parts[2] = {first[i], loop};
+        tt_stmt al = {
+            .kind = TT_STMT_ALLOC, .buf = (uint32_t)c->si[dbs[i]].buf, .body = seq(c, parts, 2)};
+        loop = add_stmt(c, al);
+    }
+    items[ni++] = loop;
     return seq(c, items, ni);
 }
 
@@ -1176,6 +1311,8 @@ tt_status tt_lower(const tt_state *st, tt_program **out, tt_errbuf *err)
         if ((r = infer_region(&c, s)))
             goto out;
     }
+    for (int s = 0; s < c.nstages; s++)
+        decide_double_buffer(&c, s);
     /* Buffers: parameters in order, then intermediates. */
     int params[64], nin;
     int np = tt_dag_params(&st->dag, params, 64, &nin);

@@ -520,15 +520,24 @@ static tt_status do_pragma(apply_ctx *c)
     tt_status r;
     if ((r = check_stage(c, p->stage, false)) || (r = check_iter(c, p->stage, p->iter)))
         return r;
+    tt_stage *sg = &c->st->stages.data[p->stage];
+    if (strcmp(p->pragma, "double_buffer") == 0) {
+        /* TVM's double_buffer_scope: only a shared tile has a fill that can run ahead */
+        if (strcmp(sg->scope, "shared") != 0)
+            return illegal(c, "double_buffer needs a shared stage, and '%s' is %s",
+                           stage_name(c->st, p->stage), sg->scope[0] ? sg->scope : "global");
+        sg->double_buffer = true;
+        return TT_OK;
+    }
     const char *key = "auto_unroll_max_step$";
     if (strncmp(p->pragma, key, strlen(key)) != 0)
-        return illegal(c, "unknown pragma '%s' (supported: auto_unroll_max_step$N)", p->pragma);
+        return illegal(c, "unknown pragma '%s' (supported: auto_unroll_max_step$N, double_buffer)",
+                       p->pragma);
     char *end;
     long v = strtol(p->pragma + strlen(key), &end, 10);
     if (*end || end == p->pragma + strlen(key) || v < 0 || v > 1 << 20)
         return illegal(c, "auto_unroll_max_step needs a value in 0 .. 1048576, got '%s'",
                        p->pragma + strlen(key));
-    tt_stage *sg = &c->st->stages.data[p->stage];
     sg->auto_unroll_max_step = (int)v;
     sg->pragma_var = sg->iters[p->iter].var;
     return TT_OK;
@@ -1204,7 +1213,8 @@ char *tt_state_print(const tt_state *st)
             tt_strbuf_printf(&sb, " (at %s.%s)", st->dag.ops.data[sg->at_op].name,
                              tt_var_name(&st->dag.pool, sg->at_var));
         if (strcmp(sg->scope, "global"))
-            tt_strbuf_printf(&sb, " [%s]", sg->scope);
+            tt_strbuf_printf(&sb, " [%s%s]", sg->scope,
+                             sg->double_buffer ? ", double-buffered" : "");
         tt_strbuf_append(&sb, "\n");
         for (int k = 0; k < sg->niters; k++) {
             const tt_iter *it = &sg->iters[k];

@@ -139,6 +139,8 @@ typedef struct tt_stage {
     bool transformed;    /* any split/fuse/reorder/annotate applied */
     bool layout_rewrite; /* LR: a constant placeholder stored in the layout its reader's loops
                             read (lower.c derives it; docs/steps.md) */
+    bool double_buffer;  /* PR "double_buffer" on a shared stage: two tiles, the next one fetched
+                            while the current one is read (lower.c; docs/steps.md) */
 } tt_stage;
 
 typedef struct tt_state {

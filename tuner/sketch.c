@@ -865,6 +865,8 @@ static tt_status init_parallel(tt_sketch_space *sp, tt_state *st, tt_errbuf *err
     return TT_OK;
 }
 
+static tt_status init_double_buffer(tt_state *st, tt_rng *rng, tt_errbuf *err);
+
 static const int cpu_unroll[] = {0, 16, 64, 512};
 static const int gpu_unroll[] = {0, 16, 64, 512, 1024};
 
@@ -1274,8 +1276,12 @@ tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_g
             tt_status e = tt_state_replay(dag, steps, n, &st, err);
             if (!e)
                 e = init_thread_bind(&sp, st, err);
-            if (!e && size == TT_GPU_TILE_LARGE_FLOAT4)
+            if (!e && size >= TT_GPU_TILE_LARGE_FLOAT4)
                 e = fetch_by_four(dag, &st, err);
+            for (size_t g = 0; g < st->stages.len && !e && size == TT_GPU_TILE_LARGE_DOUBLE_BUFFER;
+                 g++)
+                if (!strcmp(st->stages.data[g].scope, "shared"))
+                    e = tt_sched_pragma(st, (int)g, 0, "double_buffer", err);
             for (size_t g = 0; g < st->stages.len && !e; g++) {
                 const tt_stage *sg = &st->stages.data[g];
                 if (sg->at != TT_AT_INLINE && !st->dag.ops.data[sg->op].is_placeholder &&
@@ -1446,6 +1452,7 @@ tt_status tt_sketch_sample(tt_sketch_space *sp, int k, tt_rng *rng, tt_state **o
         r = change_compute_location(sp, st, rng, err);
     if (r || (!sp->params.gpu && (r = init_parallel(sp, st, err))) ||
         (r = init_unroll(sp, st, rng, reg_tile ? 16 : 0, err)) ||
+        (sp->params.gpu && (r = init_double_buffer(st, rng, err))) ||
         (!sp->params.gpu && (r = init_vectorize(sp, st, rng, err))) ||
         (!sp->params.gpu && (r = init_layout_rewrite(st)))) {
         tt_state_free(st);
@@ -1581,6 +1588,53 @@ static tt_status mutate_auto_unroll(tt_sketch_space *sp, const tt_state *st, tt_
     return replay_owned(sp, steps, st->steps.len, out, err);
 }
 
+/* A shared stage's double buffering switched: its PR "double_buffer" step dropped, or one
+ * appended.  Stage ids of the appended step are those of the final state, where it applies. */
+static tt_status mutate_double_buffer(tt_sketch_space *sp, const tt_state *st, tt_rng *rng,
+                                      tt_state **out, tt_errbuf *err)
+{
+    int shared[TT_MAX_STAGES], ns = 0;
+    for (size_t g = 0; g < st->stages.len && ns < TT_MAX_STAGES; g++)
+        if (!strcmp(st->stages.data[g].scope, "shared") && st->stages.data[g].at == TT_AT_ITER)
+            shared[ns++] = (int)g;
+    if (ns == 0)
+        return not_applicable(err, "no shared stage");
+    int g = shared[rand_below(rng, ns)];
+    size_t n = st->steps.len;
+    tt_step *steps = malloc(sizeof(tt_step) * (n + 1));
+    if (!steps)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        const tt_step *s = &st->steps.data[i];
+        if (s->kind == TT_STEP_PRAGMA && s->stage == g && !strcmp(s->pragma, "double_buffer"))
+            continue; /* a PR step adds no stage: the ids of the others hold */
+        steps[m++] = *s;
+    }
+    if (m == n) {
+        memset(&steps[m], 0, sizeof(tt_step));
+        steps[m].kind = TT_STEP_PRAGMA;
+        steps[m].stage = g;
+        snprintf(steps[m].pragma, sizeof(steps[m].pragma), "double_buffer");
+        m++;
+    }
+    return replay_owned(sp, steps, m, out, err);
+}
+
+/* Sampling on a GPU: each shared stage double-buffered or not, at even odds (the search and the
+ * cost model decide; Ansor's rules have no double buffering). */
+static tt_status init_double_buffer(tt_state *st, tt_rng *rng, tt_errbuf *err)
+{
+    for (size_t g = 0; g < st->stages.len; g++)
+        if (!strcmp(st->stages.data[g].scope, "shared") && st->stages.data[g].at == TT_AT_ITER &&
+            rand_below(rng, 2) == 0) {
+            tt_status r = tt_sched_pragma(st, (int)g, 0, "double_buffer", err);
+            if (r)
+                return r;
+        }
+    return TT_OK;
+}
+
 /* Candidates are computed in the state as it was when the compute_at step ran, so stage and
  * iterator ids need no translation (Ansor computes them in the final state). */
 static tt_status mutate_compute_location(tt_sketch_space *sp, const tt_state *st, tt_rng *rng,
@@ -1690,6 +1744,7 @@ tt_status tt_sketch_mutate_kind(tt_sketch_space *sp, const tt_state *st, tt_muta
     case TT_MUTATE_AUTO_UNROLL: return mutate_auto_unroll(sp, st, rng, out, err);
     case TT_MUTATE_COMPUTE_LOCATION: return mutate_compute_location(sp, st, rng, out, err);
     case TT_MUTATE_PARALLEL: return mutate_parallel(sp, st, rng, out, err);
+    case TT_MUTATE_DOUBLE_BUFFER: return mutate_double_buffer(sp, st, rng, out, err);
     default: return tt_err(err, TT_ERR_INTERNAL, "unknown mutation %d", (int)kind);
     }
 }
@@ -1697,8 +1752,8 @@ tt_status tt_sketch_mutate_kind(tt_sketch_space *sp, const tt_state *st, tt_muta
 tt_status tt_sketch_mutate(tt_sketch_space *sp, const tt_state *st, tt_rng *rng, tt_state **out,
                            tt_errbuf *err)
 {
-    static const double cpu_weight[TT_MUTATE_COUNT] = {0.90, 0.04, 0.05, 0.01};
-    static const double gpu_weight[TT_MUTATE_COUNT] = {0.90, 0.10, 0, 0};
+    static const double cpu_weight[TT_MUTATE_COUNT] = {0.90, 0.04, 0.05, 0.01, 0};
+    static const double gpu_weight[TT_MUTATE_COUNT] = {0.85, 0.10, 0, 0, 0.05};
     const double *weight = sp->params.gpu ? gpu_weight : cpu_weight;
     double u = tt_rng_uniform(rng), acc = 0;
     tt_mutation k = TT_MUTATE_TILE_SIZE;

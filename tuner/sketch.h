@@ -94,7 +94,10 @@ typedef enum {
     TT_GPU_TILE_LARGE,
     /* the large tile with its shared stages fetched 4 floats a work-item (128-bit accesses where
      * the code generator can prove them aligned) */
-    TT_GPU_TILE_LARGE_FLOAT4
+    TT_GPU_TILE_LARGE_FLOAT4,
+    /* that, with its shared stages double-buffered (PR "double_buffer"): the next 16-deep slices
+     * are fetched while the current ones are read, one barrier a step instead of two */
+    TT_GPU_TILE_LARGE_DOUBLE_BUFFER
 } tt_gpu_tile;
 
 /* A fixed tiling of `dag` (tvm-compile --target opencl's default without records with
@@ -112,6 +115,8 @@ typedef enum {
     TT_MUTATE_AUTO_UNROLL,
     TT_MUTATE_COMPUTE_LOCATION,
     TT_MUTATE_PARALLEL,
+    /* GPU only (ours, not Ansor's): a shared stage's double buffering switched on or off */
+    TT_MUTATE_DOUBLE_BUFFER,
     TT_MUTATE_COUNT
 } tt_mutation;
 
@@ -119,8 +124,8 @@ typedef enum {
  * TT_ERR_ILLEGAL_STEP when the mutation does not apply or makes an invalid state. */
 tt_status tt_sketch_mutate_kind(tt_sketch_space *sp, const tt_state *st, tt_mutation kind,
                                 tt_rng *rng, tt_state **out, tt_errbuf *err);
-/* Applies one mutation chosen by the CPU weights 0.90 / 0.04 / 0.05 / 0.01 (GPU: tile size 0.90,
- * auto-unroll 0.10). */
+/* Applies one mutation chosen by the CPU weights 0.90 / 0.04 / 0.05 / 0.01 (GPU: tile size 0.85,
+ * auto-unroll 0.10, double buffering 0.05). */
 tt_status tt_sketch_mutate(tt_sketch_space *sp, const tt_state *st, tt_rng *rng, tt_state **out,
                            tt_errbuf *err);
 

@@ -102,7 +102,7 @@ typedef struct {
     /* evolutionary search: sketches, measured programs, the current round's plan */
     tt_sketch_space sketch;
     bool have_sketch;
-    bool gpu_starts_picked; /* the build's fixed GPU tilings, measured first (tt__tune_pick) */
+    int gpu_starts_picked; /* fixed GPU tilings offered so far, measured first (tt__tune_pick) */
     tt_evo_history hist;
     char **plan;
     int nplan, plan_next;

@@ -460,7 +460,7 @@ static void template_search_offers_only_kernels_within_the_device(void **state)
 typedef struct {
     const tt_workload *w;
     int offered;
-    int at_default, at_large, at_large4; /* 1-based position, 0: never offered */
+    int at_default, at_large, at_large4, at_large_db; /* 1-based position, 0: never offered */
 } starts_check;
 
 static double see_start(void *ctx, const char *config)
@@ -474,16 +474,23 @@ static double see_start(void *ctx, const char *config)
         assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
         char *text = NULL;
         tt_opencl_stats stats;
+        bool db = strstr(config, "\"double_buffer\"") != NULL;
         if (!tt_codegen_opencl(prog, "kernel", NULL, &text, NULL, &stats, &err) &&
-            stats.block[0] * stats.block[1] * stats.block[2] == 256 &&
-            strstr(config, "auto_unroll_max_step$512\"]]")) {
-            /* matmul 1024: 64x64 tiles stage 8 KiB, 128x128 tiles 16 KiB */
-            if (stats.shared_bytes == 8192 && !sc->at_default)
+            stats.block[0] * stats.block[1] * stats.block[2] == 256) {
+            /* matmul 1024: 64x64 tiles stage 8 KiB, 128x128 tiles 16 KiB, twice that when
+             * double-buffered */
+            bool unroll = strstr(config, "\"auto_unroll_max_step$512\"") != NULL;
+            if (unroll && !db && stats.shared_bytes == 8192 && !sc->at_default)
                 sc->at_default = sc->offered;
-            if (stats.shared_bytes == 16384 && stats.vector_loops == 0 && !sc->at_large)
+            if (unroll && !db && stats.shared_bytes == 16384 && stats.vector_loops == 0 &&
+                !sc->at_large)
                 sc->at_large = sc->offered;
-            if (stats.shared_bytes == 16384 && stats.vector_loops >= 2 && !sc->at_large4)
+            if (unroll && !db && stats.shared_bytes == 16384 && stats.vector_loops >= 2 &&
+                !sc->at_large4)
                 sc->at_large4 = sc->offered;
+            if (unroll && db && stats.shared_bytes == 32768 && stats.vector_loops >= 2 &&
+                !sc->at_large_db)
+                sc->at_large_db = sc->offered;
         }
         free(text);
         tt_program_free(prog);
@@ -494,8 +501,8 @@ static double see_start(void *ctx, const char *config)
 
 /* A GPU sketch search measures the fixed tilings right after the naive baseline: the one a build
  * takes without records, so that a tuned record is never slower than the untuned build, and the
- * large tile with scalar and 4-float fetches (tt__tune_pick); a resumed run does not offer them
- * again. */
+ * large tile with scalar and 4-float fetches and double-buffered (tt__tune_pick); a resumed run
+ * does not offer them again. */
 static void gpu_search_starts_from_the_fixed_tilings(void **state)
 {
     need_device();
@@ -514,19 +521,20 @@ static void gpu_search_starts_from_the_fixed_tilings(void **state)
     if (tt_tune_run(&o, &sum, NULL, &err))
         fail_msg("%s", err.msg);
     printf("opencl: of %d offered, the default tiling came %d, the large %d, the large with "
-           "4-float fetches %d\n",
-           sc.offered, sc.at_default, sc.at_large, sc.at_large4);
+           "4-float fetches %d, and double-buffered %d\n",
+           sc.offered, sc.at_default, sc.at_large, sc.at_large4, sc.at_large_db);
     assert_int_equal(sc.offered, 8);
-    assert_true(sc.at_default >= 1 && sc.at_default <= 4);
-    assert_true(sc.at_large >= 1 && sc.at_large <= 4);
-    assert_true(sc.at_large4 >= 1 && sc.at_large4 <= 4);
-    /* resumed with 8 more trials: the three are in the database and not offered again */
+    assert_true(sc.at_default >= 1 && sc.at_default <= 5);
+    assert_true(sc.at_large >= 1 && sc.at_large <= 5);
+    assert_true(sc.at_large4 >= 1 && sc.at_large4 <= 5);
+    assert_true(sc.at_large_db >= 1 && sc.at_large_db <= 5);
+    /* resumed with 8 more trials: the four are in the database and not offered again */
     memset(&sc.offered, 0, sizeof(sc) - offsetof(starts_check, offered));
     o.trials = 16;
     if (tt_tune_run(&o, &sum, NULL, &err))
         fail_msg("%s", err.msg);
     assert_int_equal(sc.offered, 8);
-    assert_int_equal(sc.at_default + sc.at_large + sc.at_large4, 0);
+    assert_int_equal(sc.at_default + sc.at_large + sc.at_large4 + sc.at_large_db, 0);
     tt_workload_free((tt_workload *)sc.w);
 }
 
@@ -707,6 +715,74 @@ static void vectorised_fetches_load_whole_vectors(void **state)
     const char *const expect[] = {"(*(__global float2 *)&A_0[", "(*(__global float2 *)&B_1[",
                                   "*(__local float2 *)&A_shared_3[", NULL};
     check_vector_code(steps, expect);
+}
+
+/* Double-buffered shared tiles (PR "double_buffer") compute the definition on the device: the
+ * default tiling of a matmul, a padded convolution (its tiles fetched inside the kh, kw loops)
+ * and a batched matmul with every shared stage double-buffered, a schedule with virtual threads,
+ * and the large tile that the tuner starts from (128x128 a work-group, 4-float fetches, two 16-deep
+ * slices of each input in 32 KiB of local memory).  The kernels fence each step of the reduction
+ * once: one barrier more than the single-buffered kernel in the text (the prologue's), and none
+ * around the fetch. */
+static void double_buffered_tiles_match(void **state)
+{
+    need_device();
+    static const char *const wls[] = {"matmul:M=64,N=128,K=64",
+                                      "conv2d_nhwc:N=1,H=8,W=8,CI=32,CO=32,K=3,S=1,P=1",
+                                      "batch_matmul:B=2,M=32,N=64,K=48"};
+    tt_sketch_params sp;
+    tt_sketch_params_gpu(&sp, 256, 32);
+    tt_errbuf err = {{0}};
+    for (size_t k = 0; k < sizeof(wls) / sizeof(wls[0]); k++) {
+        tt_workload *w;
+        assert_int_equal(tt_workload_parse(wls[k], &w, &err), TT_OK);
+        tt_state *st;
+        if (tt_sketch_gpu_tiled(&w->dag, &sp, TT_GPU_TILE_DEFAULT, &st, &err))
+            fail_msg("%s: %s", wls[k], err.msg);
+        tt_opencl_stats one, two;
+        check_state(w, st, 5, wls[k], &one);
+        for (size_t g = 0; g < st->stages.len; g++)
+            if (!strcmp(st->stages.data[g].scope, "shared"))
+                assert_int_equal(tt_sched_pragma(st, (int)g, 0, "double_buffer", &err), TT_OK);
+        check_state(w, st, 6, wls[k], &two);
+        assert_int_equal(two.shared_bytes, 2 * one.shared_bytes);
+        assert_int_equal(two.barriers, one.barriers + 1);
+        tt_state_free(st);
+        tt_workload_free(w);
+    }
+    /* a sampled schedule with 8 virtual threads around the reduction: a branch around its fetch
+     * (the last iteration's) made pocl's compiler run for minutes, hence the branch-free fetch */
+    tt_workload *w;
+    assert_int_equal(tt_workload_parse("matmul:M=32,N=32,K=32", &w, &err), TT_OK);
+    tt_state *st = replay(
+        w, "[[\"CHW\", 2, \"local\"], [\"SP\", 2, 0, 32, [2, 4, 4, 1], 1], [\"SP\", 2, 5, 32, "
+           "[4, 8, 1, 1], 1], [\"SP\", 2, 10, 32, [8, 1], 1], [\"RE\", 2, [0, 5, 1, 6, 2, 7, 10, "
+           "11, 3, 8, 12, 4, 9]], [\"FSP\", 3, 0, 1, 3], [\"FSP\", 3, 4, 2, 3], [\"RE\", 3, [0, "
+           "4, 1, 5, 2, 6, 3, 7]], [\"CA\", 2, 3, 5], [\"CHR\", 1, \"shared\", [2]], [\"CA\", 2, "
+           "3, 6], [\"CHR\", 0, \"shared\", [3]], [\"CA\", 1, 4, 6], [\"FU\", 1, [0, 1]], "
+           "[\"SP\", 1, 0, 1024, [1], 1], [\"AN\", 1, 1, 2], [\"FFSP\", 1, 0, [1, 2], 1, 1], "
+           "[\"AN\", 1, 1, 6], [\"FU\", 3, [0, 1]], [\"SP\", 3, 0, 1024, [1], 1], [\"AN\", 3, "
+           "1, 2], [\"FFSP\", 3, 0, [1, 2], 1, 1], [\"AN\", 3, 1, 6], [\"FU\", 5, [0, 1]], "
+           "[\"AN\", 5, 0, 5], [\"FU\", 5, [1, 2]], [\"AN\", 5, 1, 4], [\"FU\", 5, [2, 3]], "
+           "[\"AN\", 5, 2, 6], [\"PR\", 4, 0, \"auto_unroll_max_step$0\"], [\"PR\", 1, 0, "
+           "\"double_buffer\"], [\"PR\", 3, 0, \"double_buffer\"]]");
+    tt_opencl_stats stats;
+    check_state(w, st, 8, "double-buffered under virtual threads", &stats);
+    tt_state_free(st);
+    tt_workload_free(w);
+    /* K = 64: four 16-deep steps, so the fetch's clamped step, min(k + 1, 3), is not folded
+     * away (inside the 4-float fetch, where it once came out as a vector index) */
+    assert_int_equal(tt_workload_parse("matmul:M=1024,N=1024,K=64", &w, &err), TT_OK);
+    if (tt_sketch_gpu_tiled(&w->dag, &sp, TT_GPU_TILE_LARGE_DOUBLE_BUFFER, &st, &err))
+        fail_msg("large double-buffered tile: %s", err.msg);
+    check_state(w, st, 7, "large double-buffered tile", &stats);
+    assert_int_equal(stats.shared_bytes, 2 * (128 * 16 + 16 * 128) * 4);
+    assert_true(stats.vector_loops >= 2);
+    printf("opencl: double-buffered tiles match (the large one: %lld bytes of local memory, %d "
+           "barriers, %d vector loops)\n",
+           (long long)stats.shared_bytes, stats.barriers, stats.vector_loops);
+    tt_state_free(st);
+    tt_workload_free(w);
 }
 
 /* Limits are checked before anything reaches the device: too many threads per block, too much
@@ -1003,6 +1079,7 @@ int main(void)
         cmocka_unit_test(cross_thread_reductions_match),
         cmocka_unit_test(vectorised_loops_use_vector_types),
         cmocka_unit_test(vectorised_fetches_load_whole_vectors),
+        cmocka_unit_test(double_buffered_tiles_match),
         cmocka_unit_test(limits_refused_before_the_device),
         cmocka_unit_test(device_errors_are_results),
         cmocka_unit_test(builds_alone_before_the_measurement),

@@ -319,9 +319,10 @@ static void our_records_export_as_auto_scheduler_lines(void **state)
     fclose(out);
     assert_int_equal(n, 0);
     free(buf);
-    /* Packed weights (LR) are ours: TVM would not parse the step, and lays out weights itself. */
+    /* Packed weights (LR) and double buffering are ours: TVM would not parse the step nor know
+     * the pragma, and lays out weights itself. */
     tt_db_record lr = r;
-    lr.config = "[[\"SP\", 2, 0, 64, [8], 1], [\"LR\", 1]]";
+    lr.config = "[[\"SP\", 2, 0, 64, [8], 1], [\"LR\", 1], [\"PR\", 1, 0, \"double_buffer\"]]";
     lr.timestamp = 1700000001;
     assert_int_equal(tt_db_insert(db, &lr, 1, NULL), TT_OK);
     buf = NULL;
@@ -330,6 +331,7 @@ static void our_records_export_as_auto_scheduler_lines(void **state)
     fclose(out);
     assert_int_equal(n, 2);
     assert_null(strstr(buf, "LR"));
+    assert_null(strstr(buf, "double_buffer"));
     const char *second = strchr(buf, '\n') + 1;
     assert_non_null(strstr(second, "[[], [[\"SP\", 2, 0, 64, [8], 1]]]]"));
     free(buf);

@@ -918,6 +918,142 @@ static void gpu_large_tile_is_a_128_square(void **state)
     tt_workload_free(w);
 }
 
+/* Statements of `prog` that carry the double-buffering flag: loops and their fetches. */
+static int count_prefetch(const tt_program *prog, tt_stmt_kind kind)
+{
+    int n = 0;
+    for (size_t k = 1; k < prog->stmts.len; k++)
+        n += prog->stmts.data[k].prefetch && prog->stmts.data[k].kind == kind;
+    return n;
+}
+
+/* Double buffering (PR "double_buffer" on a shared stage): the tile's buffer holds two, the first
+ * is filled before the loop that the stage is computed at, and each iteration fetches the next
+ * one under `if (v < extent - 1)` before it reads its own; the program still computes the
+ * definition (the interpreter, which reads what no loop wrote as NaN), and the OpenCL kernel
+ * declares twice the local memory and fences the loop's iteration with one barrier instead of
+ * one before and one after each fill.  A stage computed at a loop of one iteration, or at a
+ * loop bound to threads, stays single-buffered; any other stage refuses the pragma. */
+static void gpu_double_buffer_fetches_ahead(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *w;
+        int loops; /* double-buffered loops expected */
+    } cases[] = {
+        {"matmul:M=64,N=128,K=64", 1},                          /* k.0 runs 4 times */
+        {"conv2d_nhwc:N=1,H=8,W=8,CI=32,CO=32,K=3,S=1,P=1", 1}, /* ci.0 twice, inside kh, kw */
+        {"batch_matmul:B=2,M=32,N=64,K=48", 1},
+        {"matmul:M=64,N=128,K=16", 0}, /* one 16-deep step: nothing to fetch ahead */
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        tt_workload *w = parse(cases[c].w);
+        tt_sketch_params p;
+        tt_sketch_params_gpu(&p, 256, 32);
+        tt_state *st;
+        tt_errbuf err = {{0}};
+        if (tt_sketch_gpu_tiled(&w->dag, &p, TT_GPU_TILE_DEFAULT, &st, &err))
+            fail_msg("%s: %s", w->key, err.msg);
+        tt_gpu_limits lim;
+        tt_gpu_limits_default(&lim);
+        tt_program *one, *two;
+        char *text1 = NULL, *text2 = NULL;
+        tt_opencl_stats s1, s2;
+        assert_int_equal(tt_lower(st, &one, &err), TT_OK);
+        if (tt_codegen_opencl(one, "k", &lim, &text1, NULL, &s1, &err))
+            fail_msg("%s: %s", w->key, err.msg);
+        int shared = 0;
+        for (size_t g = 0; g < st->stages.len; g++)
+            if (!strcmp(st->stages.data[g].scope, "shared")) {
+                assert_int_equal(tt_sched_pragma(st, (int)g, 0, "double_buffer", &err), TT_OK);
+                shared++;
+            } else if (!st->dag.ops.data[st->stages.data[g].op].is_placeholder &&
+                       st->stages.data[g].at != TT_AT_INLINE) {
+                assert_int_equal(tt_sched_pragma(st, (int)g, 0, "double_buffer", &err),
+                                 TT_ERR_ILLEGAL_STEP);
+                assert_non_null(strstr(err.msg, "needs a shared stage"));
+            }
+        assert_true(shared > 0);
+        char *steps = tt_steps_to_json(st->steps.data, st->steps.len);
+        assert_non_null(strstr(steps, "[\"PR\", "));
+        assert_non_null(strstr(steps, "\"double_buffer\"]"));
+        /* the step text round-trips */
+        tt_step *back;
+        size_t nback;
+        assert_int_equal(tt_steps_from_json(steps, &back, &nback, &err), TT_OK);
+        tt_state *re;
+        assert_int_equal(tt_state_replay(&w->dag, back, nback, &re, &err), TT_OK);
+        for (size_t g = 0; g < st->stages.len; g++)
+            assert_int_equal(re->stages.data[g].double_buffer, st->stages.data[g].double_buffer);
+        tt_state_free(re);
+        free(back);
+        check(w, st, "double-buffered");
+        assert_int_equal(tt_lower(st, &two, &err), TT_OK);
+        assert_int_equal(count_prefetch(two, TT_STMT_FOR), cases[c].loops);
+        assert_int_equal(count_prefetch(two, TT_STMT_SEQ), cases[c].loops);
+        if (tt_codegen_opencl(two, "k", &lim, &text2, NULL, &s2, &err))
+            fail_msg("%s: %s", w->key, err.msg);
+        if (cases[c].loops) {
+            printf("double-buffered %s: %s\n", w->key, steps);
+            assert_int_equal(s2.shared_bytes, 2 * s1.shared_bytes);
+            /* one barrier before each fill and one after, merged where adjacent: single-
+             * buffered, n fills make n + 1 in the loop; double-buffered, the prologue's n + 1
+             * and the loop's one */
+            assert_int_equal(s2.barriers, s1.barriers + 1);
+        } else {
+            assert_string_equal(text1, text2);
+        }
+        free(steps);
+        free(text1);
+        free(text2);
+        tt_program_free(one);
+        tt_program_free(two);
+        tt_state_free(st);
+        tt_workload_free(w);
+    }
+    /* the search: GPU samples double-buffer some shared stages, and the mutation switches one */
+    tt_workload *w = parse("matmul:M=64,N=128,K=64");
+    tt_sketch_params p;
+    tt_sketch_params_gpu(&p, 256, 32);
+    tt_sketch_space sp;
+    tt_errbuf err = {{0}};
+    if (tt_sketch_space_init(&sp, &w->dag, &p, &err))
+        fail_msg("%s", err.msg);
+    tt_rng rng;
+    tt_rng_seed(&rng, 3);
+    int samples = 0, with = 0, switched = 0;
+    for (int k = 0; k < 64 && samples < 12; k++) {
+        tt_state *st, *mu;
+        if (tt_sketch_sample(&sp, -1, &rng, &st, &err))
+            continue;
+        samples++;
+        char *a = tt_steps_to_json(st->steps.data, st->steps.len);
+        with += strstr(a, "double_buffer") != NULL;
+        check(w, st, "GPU sample");
+        if (!tt_sketch_mutate_kind(&sp, st, TT_MUTATE_DOUBLE_BUFFER, &rng, &mu, &err)) {
+            char *b = tt_steps_to_json(mu->steps.data, mu->steps.len);
+            int da = 0, db = 0;
+            for (size_t g = 0; g < st->stages.len; g++) {
+                da += st->stages.data[g].double_buffer;
+                db += mu->stages.data[g].double_buffer;
+            }
+            assert_int_equal(abs(da - db), 1);
+            check(w, mu, "GPU double-buffer mutant");
+            switched++;
+            free(b);
+            tt_state_free(mu);
+        }
+        free(a);
+        tt_state_free(st);
+    }
+    printf("double-buffered: %d of %d GPU samples, %d switched by mutation\n", with, samples,
+           switched);
+    assert_true(with > 0 && with < samples);
+    assert_int_equal(switched, samples);
+    tt_sketch_space_free(&sp);
+    tt_workload_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -937,6 +1073,7 @@ int main(void)
         cmocka_unit_test(padding_is_sometimes_inlined),
         cmocka_unit_test(transforms_stay_out_of_products),
         cmocka_unit_test(gpu_large_tile_is_a_128_square),
+        cmocka_unit_test(gpu_double_buffer_fetches_ahead),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
