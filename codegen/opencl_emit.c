@@ -349,6 +349,42 @@ static void emit_call(cl_emitter *e, tt_strbuf *o, const tt_expr *n)
         tt_strbuf_append(o, ")");
 }
 
+/* The bank conflict of a read of local buffer `buf` at `index` (tt_opencl_stats.local_bank_ways):
+ * the index evaluated for threadIdx.x = 0 .. 31, every other variable 0. */
+static int bank_ways(cl_emitter *e, uint32_t buf, tt_eid index)
+{
+    uint32_t tx = e->active[AX_TX].var;
+    int64_t warp = e->launch[AX_TX] < 32 ? e->launch[AX_TX] : 32;
+    if (!tx || warp < 2)
+        return 1;
+    int64_t *vars = calloc(e->p->pool.vars.len, sizeof(int64_t));
+    if (!vars)
+        return 1;
+    int64_t bytes = tt_dtype_bytes(e->p->bufs.data[buf].dtype), words[32];
+    tt_eval_env env = {.vars = vars};
+    int ways = 1;
+    for (int64_t t = 0; t < warp; t++) {
+        vars[tx] = t;
+        tt_value v;
+        if (tt_expr_eval(&e->p->pool, index, &env, &v)) {
+            free(vars);
+            return 1; /* not an index of loop variables alone: not judged */
+        }
+        words[t] = v.i * bytes / 4;
+        int same_bank = 1; /* other words of this bank, each counted once */
+        for (int64_t u = 0; u < t; u++) {
+            bool first = true;
+            for (int64_t w = 0; w < u && first; w++)
+                first = words[w] != words[u];
+            same_bank += first && words[u] != words[t] && (words[u] - words[t]) % 32 == 0;
+        }
+        if (same_bank > ways)
+            ways = same_bank;
+    }
+    free(vars);
+    return ways;
+}
+
 static void emit_expr(cl_emitter *e, tt_strbuf *o, tt_eid id)
 {
     const tt_expr n = *tt_expr_get(&e->p->pool, id);
@@ -381,6 +417,11 @@ static void emit_expr(cl_emitter *e, tt_strbuf *o, tt_eid id)
         }
         if (e->p->bufs.data[n.b].dtype == TT_DT_BOOL)
             tt_strbuf_append(o, "(int)");
+        if (!e->vec_lanes && !strcmp(e->p->bufs.data[n.b].scope, "shared")) {
+            int ways = bank_ways(e, n.b, n.a);
+            if (ways > e->stats.local_bank_ways)
+                e->stats.local_bank_ways = ways;
+        }
         tt_strbuf_printf(o, "%s[", e->buf_name[n.b]);
         emit_expr(e, o, n.a);
         tt_strbuf_append(o, "]");

@@ -845,8 +845,10 @@ static void gpu_default_tiles_what_can_be_tiled(void **state)
         if (tt_codegen_opencl(prog, "k", &lim, &text, NULL, &stats, &err))
             fail_msg("%s: %s", w->key, err.msg);
         int64_t threads = stats.block[0] * stats.block[1] * stats.block[2];
-        printf("  %d kernel(s), %lld work-items per group, %lld bytes shared\n", stats.kernels,
-               (long long)threads, (long long)stats.shared_bytes);
+        printf("  %d kernel(s), %lld work-items per group, %lld bytes shared, local reads "
+               "%d-way\n",
+               stats.kernels, (long long)threads, (long long)stats.shared_bytes,
+               stats.local_bank_ways);
         if (cases[c].threads)
             assert_int_equal(threads, cases[c].threads);
         free(text);
@@ -886,6 +888,9 @@ static void gpu_large_tile_is_a_128_square(void **state)
         fail_msg("%s: %s", w->key, err.msg);
     assert_int_equal(stats.block[0] * stats.block[1] * stats.block[2], 256);
     assert_int_equal(stats.shared_bytes, (128 * 4 + 4 * 128) * 4);
+    /* its reads of local memory take four passes (tt_opencl_stats.local_bank_ways): 16
+     * work-items in a row read B's row 8 floats apart, 4 words in each of 4 banks */
+    assert_int_equal(stats.local_bank_ways, 4);
     free(text);
     free(steps);
     tt_program_free(prog);
@@ -905,6 +910,16 @@ static void gpu_large_tile_is_a_128_square(void **state)
     if (tt_codegen_opencl(prog, "k", &lim, &text, NULL, &stats, &err))
         fail_msg("%s: %s", w->key, err.msg);
     assert_true(stats.vector_loops >= 2);
+    free(text);
+    tt_program_free(prog);
+    tt_state_free(st);
+    /* the default's 4x4 outputs a work-item: B's row 4 floats apart, two words a bank */
+    if (tt_sketch_gpu_tiled(&w->dag, &p, TT_GPU_TILE_DEFAULT, &st, &err))
+        fail_msg("%s: %s", w->key, err.msg);
+    assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
+    if (tt_codegen_opencl(prog, "k", &lim, &text, NULL, &stats, &err))
+        fail_msg("%s: %s", w->key, err.msg);
+    assert_int_equal(stats.local_bank_ways, 2);
     free(text);
     tt_program_free(prog);
     tt_state_free(st);
