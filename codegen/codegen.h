@@ -138,6 +138,7 @@ typedef struct tt_opencl_stats {
      * at once from one of 32 banks, the other loop variables at 0.  1 is conflict-free (a
      * broadcast too); 4 means the read takes four passes.  0: no such read. */
     int local_bank_ways;
+    int staged_fetches; /* double-buffered fetches staged through registers */
 } tt_opencl_stats;
 
 /* Translates `p` into an OpenCL artifact (cl_artifact.h): one kernel per root loop nest, named

@@ -65,7 +65,18 @@ typedef struct {
     const struct xreduce *xr; /* inside a cross-thread reduction's partial loop */
     int xr_acc;               /* its accumulator's number */
     int nreductions;          /* work-group reductions emitted (names of their buffers) */
-    tt_opencl_stats stats;    /* accumulated */
+    /* Register staging of a double-buffered fetch (emit_staged_loop): 1 while its loads go to
+     * private registers, 2 while those go to local memory; its stores numbered in order, the
+     * serial loops around the current one, each staging array's elements and type. */
+    int staging, nstaged, stage_store;
+    int nstage_loops;
+    uint32_t stage_var[8];
+    int64_t stage_ext[8];
+    int64_t stage_size[16];
+    int stage_lanes[16];
+    tt_dtype stage_type[16];
+    bool stage_failed;
+    tt_opencl_stats stats; /* accumulated */
 } cl_emitter;
 
 static tt_status fail(cl_emitter *e, tt_status s, const char *fmt, ...)
@@ -457,6 +468,7 @@ static void emit_expr(cl_emitter *e, tt_strbuf *o, tt_eid id)
 static void emit_stmt(cl_emitter *e, tt_sid id);
 static void check_race(cl_emitter *e, const tt_stmt *s);
 static void emit_for_plain(cl_emitter *e, const tt_stmt *s);
+static bool emit_staged_loop(cl_emitter *e, const tt_stmt *s);
 
 static void barrier(cl_emitter *e, const char *why)
 {
@@ -577,6 +589,36 @@ static bool vectorisable(cl_emitter *e, const tt_stmt *s)
     return one_per_lane(e, b->index, s->var, n) && vector_expr(e, b->value, s->var, n, t);
 }
 
+/* Staging: the next register of the fetch, `stg<k>_<n>[index]`, its index the serial loops of
+ * the fetch around the store (unrolled, so the index is a constant and the array registers).
+ * Phase 1 records each array's size and type; phase 2 finds the same stores in the same order. */
+static void stage_register(cl_emitter *e, tt_strbuf *o, tt_dtype t, int lanes)
+{
+    int n = e->stage_store++;
+    int64_t size = 1;
+    for (int k = 0; k < e->nstage_loops; k++)
+        size *= e->stage_ext[k];
+    if (n >= 16) {
+        e->stage_failed = true;
+        n = 15;
+    } else if (e->staging == 1) {
+        e->stage_size[n] = size;
+        e->stage_lanes[n] = lanes;
+        e->stage_type[n] = t;
+    }
+    tt_strbuf_printf(o, "stg%d_%d[", e->nstaged, n);
+    if (e->nstage_loops == 0)
+        tt_strbuf_append(o, "0");
+    for (int k = 0; k < e->nstage_loops; k++) {
+        int64_t stride = 1;
+        for (int j = k + 1; j < e->nstage_loops; j++)
+            stride *= e->stage_ext[j];
+        tt_strbuf_printf(o, "%s%s * %lld", k ? " + " : "", e->var_name[e->stage_var[k]],
+                         (long long)stride);
+    }
+    tt_strbuf_append(o, "]");
+}
+
 static void emit_vector_loop(cl_emitter *e, const tt_stmt *s)
 {
     const tt_stmt *b = &e->p->stmts.data[s->body];
@@ -589,16 +631,27 @@ static void emit_vector_loop(cl_emitter *e, const tt_stmt *s)
     tt_strbuf_indent(&e->body, e->indent * 2);
     tt_dtype t = e->p->bufs.data[b->buf].dtype;
     const char *space = aligned_space(e, b->buf, b->index, e->vec_lanes);
-    if (space) {
+    if (e->staging == 1) { /* the loads into a register */
+        stage_register(e, &e->body, t, e->vec_lanes);
+        tt_strbuf_append(&e->body, " = ");
+        emit_lanes(e, &e->body, b->value, t);
+        tt_strbuf_append(&e->body, ";\n");
+    } else if (space) {
         tt_strbuf_printf(&e->body, "*(%s %s%d *)&%s[", space, mtype(t), e->vec_lanes,
                          e->buf_name[b->buf]);
         emit_expr(e, &e->body, b->index);
         tt_strbuf_append(&e->body, "] = ");
-        emit_lanes(e, &e->body, b->value, t);
+        if (e->staging == 2)
+            stage_register(e, &e->body, t, e->vec_lanes);
+        else
+            emit_lanes(e, &e->body, b->value, t);
         tt_strbuf_append(&e->body, ";\n");
     } else {
         tt_strbuf_printf(&e->body, "vstore%d(", e->vec_lanes);
-        emit_lanes(e, &e->body, b->value, t);
+        if (e->staging == 2)
+            stage_register(e, &e->body, t, e->vec_lanes);
+        else
+            emit_lanes(e, &e->body, b->value, t);
         tt_strbuf_printf(&e->body, ", 0, &%s[", e->buf_name[b->buf]);
         emit_expr(e, &e->body, b->index);
         tt_strbuf_append(&e->body, "]);\n");
@@ -872,6 +925,70 @@ static void emit_for(cl_emitter *e, const tt_stmt *s)
     emit_for_plain(e, s);
 }
 
+/* A double-buffered loop with its fetch staged through registers, as fast GPU GEMMs do: each
+ * iteration loads the next tiles from global memory into private registers, computes on the current
+ * tiles while those loads are in flight, then stores the registers into the other half of each
+ * buffer, and ends with the barrier.  False (nothing written) when the fetch does not stage: more
+ * than 16 stores or 8 loops, or more than 64 elements of registers. */
+static bool emit_staged_loop(cl_emitter *e, const tt_stmt *s)
+{
+    const tt_stmt *b = &e->p->stmts.data[s->body];
+    if (b->kind != TT_STMT_SEQ || b->n < 2 ||
+        !e->p->stmts.data[e->p->items.data[b->first]].prefetch)
+        return false;
+    tt_sid fetch = e->p->items.data[b->first];
+    size_t at = e->body.len;
+    int saved_indent = e->indent;
+    tt_opencl_stats saved_stats = e->stats;
+    const char *it = ctype(e, TT_DT_INT64);
+    line(e, "for (%s %s = 0; %s < %lld; ++%s) {", it, e->var_name[s->var], e->var_name[s->var],
+         (long long)s->extent, e->var_name[s->var]);
+    e->indent++;
+    e->staging = 1;
+    e->stage_store = 0;
+    e->stage_failed = false;
+    emit_stmt(e, fetch);
+    int nstores = e->stage_store;
+    int64_t elems = 0;
+    for (int k = 0; k < nstores && k < 16; k++)
+        elems += e->stage_size[k] * e->stage_lanes[k];
+    if (e->stage_failed || nstores == 0 || elems > 64 || e->status) {
+        e->staging = 0;
+        e->indent = saved_indent;
+        e->body.len = at; /* undone: the plain loop instead */
+        e->body.data[at] = 0;
+        e->stats = saved_stats;
+        return false;
+    }
+    for (uint32_t k = 1; k < b->n; k++) {
+        e->staging = 0;
+        emit_stmt(e, e->p->items.data[b->first + k]);
+    }
+    e->staging = 2;
+    e->stage_store = 0;
+    emit_stmt(e, fetch);
+    e->staging = 0;
+    barrier(e, "double-buffered");
+    e->indent--;
+    line(e, "}");
+    for (int k = 0; k < nstores; k++) {
+        tt_strbuf_printf(&e->decls, "    %s", mtype(e->stage_type[k]));
+        if (e->stage_lanes[k] > 1)
+            tt_strbuf_printf(&e->decls, "%d", e->stage_lanes[k]);
+        tt_strbuf_printf(&e->decls, " stg%d_%d[%lld];\n", e->nstaged, k,
+                         (long long)e->stage_size[k]);
+        e->private_bytes += e->stage_size[k] * e->stage_lanes[k] * tt_dtype_bytes(e->stage_type[k]);
+    }
+    if (e->lim.max_private_bytes > 0 && e->private_bytes > e->lim.max_private_bytes)
+        fail(e, TT_ERR_LIMIT,
+             "private buffers of one work-item need %lld bytes (the staged fetch's registers are "
+             "the last), more than the %lld allowed",
+             (long long)e->private_bytes, (long long)e->lim.max_private_bytes);
+    e->nstaged++;
+    e->stats.staged_fetches++;
+    return true;
+}
+
 static void emit_for_plain(cl_emitter *e, const tt_stmt *s)
 {
     int ax = axis_of(s->ann);
@@ -887,6 +1004,7 @@ static void emit_for_plain(cl_emitter *e, const tt_stmt *s)
          * private tiles stay in registers. */
         bool unroll =
             s->ann == TT_ANN_UNROLL || s->ann == TT_ANN_VTHREAD || s->ann == TT_ANN_VECTORIZE ||
+            e->staging ||
             (e->auto_unroll && tt_program_nest_trip(e->p, s->body) * s->extent <= e->auto_unroll);
         if (s->ann == TT_ANN_VTHREAD && e->lim.max_vthread > 0 && s->extent > e->lim.max_vthread)
             fail(e, TT_ERR_LIMIT, "vthread loop '%s' has extent %lld, more than the %lld allowed",
@@ -897,10 +1015,23 @@ static void emit_for_plain(cl_emitter *e, const tt_stmt *s)
             e->stats.unrolled_loops++;
         }
         const char *it = ctype(e, TT_DT_INT64);
+        if (s->prefetch && !e->staging && emit_staged_loop(e, s)) {
+            e->auto_unroll = saved_unroll;
+            return;
+        }
         line(e, "for (%s %s = 0; %s < %lld; ++%s) {", it, e->var_name[s->var], e->var_name[s->var],
              (long long)s->extent, e->var_name[s->var]);
         e->indent++;
+        bool stacked = e->staging && e->nstage_loops < 8;
+        if (stacked) {
+            e->stage_var[e->nstage_loops] = s->var;
+            e->stage_ext[e->nstage_loops++] = s->extent;
+        } else if (e->staging) {
+            e->stage_failed = true;
+        }
         emit_stmt(e, s->body);
+        if (stacked)
+            e->nstage_loops--;
         /* double buffering: the next tiles were fetched into the other halves while this
          * iteration read its own; both must be done before the next iteration starts */
         if (s->prefetch)
@@ -1039,13 +1170,22 @@ static void emit_stmt(cl_emitter *e, tt_sid id)
             emit_xr_update(e, s);
             return;
         }
-        check_race(e, s);
         const tt_buffer *b = &e->p->bufs.data[s->buf];
         tt_strbuf_indent(&e->body, e->indent * 2);
+        if (e->staging == 1) { /* the load into a register */
+            stage_register(e, &e->body, b->dtype, 1);
+            tt_strbuf_append(&e->body, " = ");
+            emit_as(e, &e->body, s->value, b->dtype);
+            tt_strbuf_append(&e->body, ";\n");
+            return;
+        }
+        check_race(e, s);
         tt_strbuf_printf(&e->body, "%s[", e->buf_name[s->buf]);
         emit_expr(e, &e->body, s->index);
         tt_strbuf_append(&e->body, "] = ");
-        if (b->dtype == TT_DT_BOOL) {
+        if (e->staging == 2) {
+            stage_register(e, &e->body, b->dtype, 1);
+        } else if (b->dtype == TT_DT_BOOL) {
             tt_strbuf_append(&e->body, "(uchar)");
             emit_as(e, &e->body, s->value, TT_DT_BOOL);
         } else {

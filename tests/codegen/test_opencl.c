@@ -717,7 +717,8 @@ static void vectorised_fetches_load_whole_vectors(void **state)
     check_vector_code(steps, expect);
 }
 
-/* Double-buffered shared tiles (PR "double_buffer") compute the definition on the device: the
+/* Double-buffered shared tiles (PR "double_buffer"), their fetch staged through registers,
+ * compute the definition on the device: the
  * default tiling of a matmul, a padded convolution (its tiles fetched inside the kh, kw loops)
  * and a batched matmul with every shared stage double-buffered, a schedule with virtual threads,
  * and the large tile that the tuner starts from (128x128 a work-group, 4-float fetches, two 16-deep
@@ -747,6 +748,7 @@ static void double_buffered_tiles_match(void **state)
         check_state(w, st, 6, wls[k], &two);
         assert_int_equal(two.shared_bytes, 2 * one.shared_bytes);
         assert_int_equal(two.barriers, one.barriers + 1);
+        assert_int_equal(two.staged_fetches, 1);
         tt_state_free(st);
         tt_workload_free(w);
     }
@@ -777,7 +779,9 @@ static void double_buffered_tiles_match(void **state)
         fail_msg("large double-buffered tile: %s", err.msg);
     check_state(w, st, 7, "large double-buffered tile", &stats);
     assert_int_equal(stats.shared_bytes, 2 * (128 * 16 + 16 * 128) * 4);
-    assert_true(stats.vector_loops >= 2);
+    /* the 4-float fetches: into the first tiles, into registers, from registers */
+    assert_int_equal(stats.vector_loops, 6);
+    assert_int_equal(stats.staged_fetches, 1);
     printf("opencl: double-buffered tiles match (the large one: %lld bytes of local memory, %d "
            "barriers, %d vector loops)\n",
            (long long)stats.shared_bytes, stats.barriers, stats.vector_loops);

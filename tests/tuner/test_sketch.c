@@ -1015,6 +1015,9 @@ static void gpu_double_buffer_fetches_ahead(void **state)
              * buffered, n fills make n + 1 in the loop; double-buffered, the prologue's n + 1
              * and the loop's one */
             assert_int_equal(s2.barriers, s1.barriers + 1);
+            /* the fetch goes through registers: loaded before the step's products, stored to
+             * local memory after them */
+            assert_int_equal(s2.staged_fetches, 1);
         } else {
             assert_string_equal(text1, text2);
         }
