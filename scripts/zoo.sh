@@ -88,7 +88,12 @@ for m in "${models[@]}"; do
     rows+=("{\"model\": \"$m\", \"imports\": false}")
     failed=1; continue
   fi
-  err=$("$bin/tvm-net" run "$lib.so" -i "$d/input_0.npy" -o "$lib.out.npy" > /dev/null 2>&1 &&
+  # every input the export wrote (a transformer encoder's padding mask too), in order
+  ins=() inargs=()
+  for k in 0 1 2 3 4 5 6 7; do
+    [ -f "$d/input_$k.npy" ] && { ins+=("$d/input_$k.npy"); inargs+=(-i "$d/input_$k.npy"); }
+  done
+  err=$("$bin/tvm-net" run "$lib.so" "${inargs[@]}" -o "$lib.out.npy" > /dev/null 2>&1 &&
         $py -c 'import numpy as np,sys; a,b=np.load(sys.argv[1]),np.load(sys.argv[2]); print("%.1e" % (abs(a-b).max()/abs(b).max()) if a.shape==b.shape else "shape")' \
             "$lib.out.npy" "$d/output_0.npy")
   ok=yes
@@ -101,10 +106,10 @@ for m in "${models[@]}"; do
     [ $keep = 1 ] || rm -f "$lib.so" "$lib.h" "$lib.pc"
     continue
   fi
-  ours=$(field "$("$bin/tvm-net" time "$lib.so" -i "$d/input_0.npy" --repeat "$repeat" --json 2> /dev/null | tail -1)" median_s)
+  ours=$(field "$("$bin/tvm-net" time "$lib.so" "${inargs[@]}" --repeat "$repeat" --json 2> /dev/null | tail -1)" median_s)
   torch=$(field "$($py "$here/scripts/export_torch_models.py" --time "$spec" "$d" --threads "$cores" --repeat "$repeat" 2> /dev/null | tail -1)" median_s)
   ort=0
-  [ -d "$anchors" ] && ort=$(field "$(node "$here/bench/ort_time.js" "$anchors" "$d/model.onnx" "$cores" "$repeat" "$d/output_0.npy" "$d/input_0.npy" 2> /dev/null | tail -1)" median_s)
+  [ -d "$anchors" ] && ort=$(field "$(node "$here/bench/ort_time.js" "$anchors" "$d/model.onnx" "$cores" "$repeat" "$d/output_0.npy" "${ins[@]}" 2> /dev/null | tail -1)" median_s)
   $py - "$m" "$ok" "$err" "$ours" "$ort" "$torch" <<'PY'
 import sys
 m, ok, err, ours, ort, torch = sys.argv[1:4] + [float(v) for v in sys.argv[4:]]
