@@ -1,5 +1,5 @@
 /* The GPU template space (space.h, tt_space_init_gpu): TVM's direct GPU template generalised to
- * any workload's main stage. */
+ * any workload's main stage, with a knob of ours: its shared tiles double-buffered or not. */
 #include <stdio.h>
 #include <string.h>
 
@@ -47,7 +47,7 @@ tt_status tt_space_init_gpu(tt_space *s, const tt_dag *dag, int64_t max_threads,
     s->max_threads = (int)(max_threads > 0 ? max_threads : 256);
     s->max_vthread = max_vthread > 0 ? max_vthread : 8;
     const tt_op *m = &dag->ops.data[s->main_stage];
-    if (m->ndim + m->nreduce + 2 > TT_SPACE_MAX_KNOBS)
+    if (m->ndim + m->nreduce + 3 > TT_SPACE_MAX_KNOBS)
         return tt_err(err, TT_ERR_UNSUPPORTED, "op '%s' has too many axes for the GPU template",
                       m->name);
     int64_t c[TT_SPACE_MAX_CHOICES];
@@ -71,6 +71,8 @@ tt_status tt_space_init_gpu(tt_space *s, const tt_dag *dag, int64_t max_threads,
     int64_t unroll[3] = {0, 512, 1500}, explicit_[2] = {0, 1};
     tt__space_add_knob(s, "auto_unroll_max_step", unroll, 3);
     tt__space_add_knob(s, "unroll_explicit", explicit_, m->nreduce > 0 ? 2 : 1);
+    /* ours (TVM's template has none): the shared tiles double-buffered, PR "double_buffer" */
+    tt__space_add_knob(s, "double_buffer", explicit_, m->nreduce > 0 ? 2 : 1);
     s->size = 1;
     for (int k = 0; k < s->nknobs; k++)
         s->size *= (uint64_t)s->knobs[k].n;
@@ -97,6 +99,7 @@ tt_status tt__space_apply_gpu(const tt_space *s, uint64_t index, tt_state **out,
         rtile[k] = s->knobs[n + k].choice[pos[n + k]];
     int unroll = (int)s->knobs[n + nr].choice[pos[n + nr]];
     bool unroll_explicit = s->knobs[n + nr + 1].choice[pos[n + nr + 1]] != 0;
+    bool double_buffer = s->knobs[n + nr + 2].choice[pos[n + nr + 2]] != 0;
     if (vthreads > s->max_vthread)
         return tt_err(err, TT_ERR_ILLEGAL_STEP,
                       "the config uses %lld virtual threads, more than %d", (long long)vthreads,
@@ -171,6 +174,8 @@ tt_status tt__space_apply_gpu(const tt_space *s, uint64_t index, tt_state **out,
                 r = tt_sched_split(st, sh, 0, &threads, 1, true, err);
             if (!r)
                 r = tt_sched_annotate(st, sh, 1, TT_ANN_THREAD_X, err);
+            if (!r && double_buffer)
+                r = tt_sched_pragma(st, sh, 0, "double_buffer", err);
         }
         local = tt_state_stage_of_op(st, local_op);
         if (!r && unroll > 0) {

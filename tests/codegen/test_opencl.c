@@ -276,7 +276,7 @@ static void check_state(const tt_workload *w, const tt_state *st, uint64_t seed,
 }
 
 /* The GPU template (the space of tvm-tune's template strategies on OpenCL) on matmul and
- * convolutions: random valid configs compute the definition. */
+ * convolutions: random valid configs compute the definition, double-buffered ones among them. */
 static void gpu_template_configs_match(void **state)
 {
     need_device();
@@ -286,7 +286,7 @@ static void gpu_template_configs_match(void **state)
         "conv2d_nchw:N=1,CI=4,H=8,W=8,CO=8,K=3,S=1,P=1",
         "conv2d_nhwc:N=1,H=7,W=7,CI=4,CO=6,K=3,S=2,P=1",
     };
-    int ran = 0;
+    int ran = 0, doubled = 0;
     for (size_t i = 0; i < sizeof(workloads) / sizeof(workloads[0]); i++) {
         tt_workload *w;
         tt_errbuf err = {{0}};
@@ -305,6 +305,8 @@ static void gpu_template_configs_match(void **state)
             tt_opencl_stats stats;
             check_state(w, st, (uint64_t)draw, workloads[i], &stats);
             assert_true(stats.block[0] >= 1 && stats.grid[0] >= 1);
+            for (size_t g = 0; g < st->stages.len; g++)
+                doubled += st->stages.data[g].double_buffer;
             tt_state_free(st);
             got++;
         }
@@ -312,7 +314,9 @@ static void gpu_template_configs_match(void **state)
         ran += got;
         tt_workload_free(w);
     }
-    printf("opencl: %d GPU template configs matched on the device\n", ran);
+    printf("opencl: %d GPU template configs matched on the device (%d double-buffered tiles)\n",
+           ran, doubled);
+    assert_true(doubled > 0); /* the template's double_buffer knob */
 }
 
 /* A GPU driver that no ICD file registers is named, so a run does not silently measure on pocl's
