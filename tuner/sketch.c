@@ -865,7 +865,20 @@ static tt_status init_parallel(tt_sketch_space *sp, tt_state *st, tt_errbuf *err
     return TT_OK;
 }
 
-static tt_status init_double_buffer(tt_state *st, tt_rng *rng, tt_errbuf *err);
+/* Double buffering of the shared stages (PR "double_buffer"): in GPU sampling each at even odds
+ * (the search and the cost model decide; Ansor's rules have no double buffering), every one
+ * without `rng` (the double-buffered large tile). */
+static tt_status init_double_buffer(tt_state *st, tt_rng *rng, tt_errbuf *err)
+{
+    for (size_t g = 0; g < st->stages.len; g++)
+        if (!strcmp(st->stages.data[g].scope, "shared") && st->stages.data[g].at == TT_AT_ITER &&
+            (!rng || rand_below(rng, 2) == 0)) {
+            tt_status r = tt_sched_pragma(st, (int)g, 0, "double_buffer", err);
+            if (r)
+                return r;
+        }
+    return TT_OK;
+}
 
 static const int cpu_unroll[] = {0, 16, 64, 512};
 static const int gpu_unroll[] = {0, 16, 64, 512, 1024};
@@ -1278,10 +1291,8 @@ tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_g
                 e = init_thread_bind(&sp, st, err);
             if (!e && size >= TT_GPU_TILE_LARGE_FLOAT4)
                 e = fetch_by_four(dag, &st, err);
-            for (size_t g = 0; g < st->stages.len && !e && size == TT_GPU_TILE_LARGE_DOUBLE_BUFFER;
-                 g++)
-                if (!strcmp(st->stages.data[g].scope, "shared"))
-                    e = tt_sched_pragma(st, (int)g, 0, "double_buffer", err);
+            if (!e && size == TT_GPU_TILE_LARGE_DOUBLE_BUFFER)
+                e = init_double_buffer(st, NULL, err);
             for (size_t g = 0; g < st->stages.len && !e; g++) {
                 const tt_stage *sg = &st->stages.data[g];
                 if (sg->at != TT_AT_INLINE && !st->dag.ops.data[sg->op].is_placeholder &&
@@ -1619,20 +1630,6 @@ static tt_status mutate_double_buffer(tt_sketch_space *sp, const tt_state *st, t
         m++;
     }
     return replay_owned(sp, steps, m, out, err);
-}
-
-/* Sampling on a GPU: each shared stage double-buffered or not, at even odds (the search and the
- * cost model decide; Ansor's rules have no double buffering). */
-static tt_status init_double_buffer(tt_state *st, tt_rng *rng, tt_errbuf *err)
-{
-    for (size_t g = 0; g < st->stages.len; g++)
-        if (!strcmp(st->stages.data[g].scope, "shared") && st->stages.data[g].at == TT_AT_ITER &&
-            rand_below(rng, 2) == 0) {
-            tt_status r = tt_sched_pragma(st, (int)g, 0, "double_buffer", err);
-            if (r)
-                return r;
-        }
-    return TT_OK;
 }
 
 /* Candidates are computed in the state as it was when the compute_at step ran, so stage and

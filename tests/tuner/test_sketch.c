@@ -800,6 +800,18 @@ static void tile_mutation_moves_a_factor(void **state)
     tt_workload_free(w);
 }
 
+/* The build's default GPU tiling of `w` (256 threads, warps of 32); fails the test without one. */
+static tt_state *gpu_default_tiling(const tt_workload *w)
+{
+    tt_sketch_params p;
+    tt_sketch_params_gpu(&p, 256, 32);
+    tt_state *st;
+    tt_errbuf err = {{0}};
+    if (tt_sketch_gpu_tiled(&w->dag, &p, TT_GPU_TILE_DEFAULT, &st, &err))
+        fail_msg("%s: %s", w->key, err.msg);
+    return st;
+}
+
 /* The default GPU schedule of a build (tt_sketch_gpu_tiled): a matmul and a convolution get
  * register tiles, thread blocks and shared-memory stages and compute the definition; a
  * reduction gets its cross-thread form; each is within the bindings' limits. */
@@ -826,10 +838,8 @@ static void gpu_default_tiles_what_can_be_tiled(void **state)
         tt_workload *w = parse(cases[c].w);
         tt_sketch_params p;
         tt_sketch_params_gpu(&p, 256, 32);
-        tt_state *st;
+        tt_state *st = gpu_default_tiling(w);
         tt_errbuf err = {{0}};
-        if (tt_sketch_gpu_tiled(&w->dag, &p, TT_GPU_TILE_DEFAULT, &st, &err))
-            fail_msg("%s: %s", w->key, err.msg);
         char *steps = tt_steps_to_json(st->steps.data, st->steps.len);
         printf("gpu default %s: %s\n", w->key, steps);
         assert_non_null(strstr(steps, cases[c].has));
@@ -963,12 +973,8 @@ static void gpu_double_buffer_fetches_ahead(void **state)
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         tt_workload *w = parse(cases[c].w);
-        tt_sketch_params p;
-        tt_sketch_params_gpu(&p, 256, 32);
-        tt_state *st;
+        tt_state *st = gpu_default_tiling(w);
         tt_errbuf err = {{0}};
-        if (tt_sketch_gpu_tiled(&w->dag, &p, TT_GPU_TILE_DEFAULT, &st, &err))
-            fail_msg("%s: %s", w->key, err.msg);
         tt_gpu_limits lim;
         tt_gpu_limits_default(&lim);
         tt_program *one, *two;
