@@ -133,10 +133,11 @@ typedef struct tt_opencl_stats {
     int barriers, unrolled_loops, guarded_thread_loops;
     int vector_loops; /* vectorised loops written with OpenCL vector types (vloadN/vstoreN) */
     int cross_thread_reductions; /* reductions shared by a work-group (tree in local memory) */
-    /* The worst bank conflict of a scalar read of local memory: the most distinct 4-byte words
-     * that the first 32 work-items along threadIdx.x (a warp, where x is the fastest axis) read
-     * at once from one of 32 banks, the other loop variables at 0.  1 is conflict-free (a
-     * broadcast too); 4 means the read takes four passes.  0: no such read. */
+    /* The worst bank conflict of a read of local memory: the most distinct 4-byte words that
+     * the first 32 work-items along threadIdx.x (a warp, where x is the fastest axis) read in
+     * one phase from one of 32 banks, the other loop variables at 0.  A phase is 128 bytes: all
+     * 32 work-items of a scalar read, 8 of a 16-byte vector read.  1 is conflict-free (a
+     * broadcast too); 4 means the read takes four passes a phase.  0: no such read. */
     int local_bank_ways;
     int staged_fetches; /* double-buffered fetches staged through registers */
 } tt_opencl_stats;

@@ -360,9 +360,12 @@ static void emit_call(cl_emitter *e, tt_strbuf *o, const tt_expr *n)
         tt_strbuf_append(o, ")");
 }
 
-/* The bank conflict of a read of local buffer `buf` at `index` (tt_opencl_stats.local_bank_ways):
- * the index evaluated for threadIdx.x = 0 .. 31, every other variable 0. */
-static int bank_ways(cl_emitter *e, uint32_t buf, tt_eid index)
+/* The bank conflict of a read of local buffer `buf` at `index` (tt_opencl_stats.local_bank_ways),
+ * `lanes` elements a work-item from there: the index evaluated for threadIdx.x = 0 .. 31, every
+ * other variable 0 (a vector loop's lane 0).  A warp's access is served in phases of 128 bytes
+ * (32 work-items of 4-byte reads, 8 of 16-byte ones, as NVIDIA's and AMD's local memories
+ * do); the passes are the most distinct 4-byte words one phase puts in one of 32 banks. */
+static int bank_ways(cl_emitter *e, uint32_t buf, tt_eid index, int lanes)
 {
     uint32_t tx = e->active[AX_TX].var;
     int64_t warp = e->launch[AX_TX] < 32 ? e->launch[AX_TX] : 32;
@@ -371,7 +374,9 @@ static int bank_ways(cl_emitter *e, uint32_t buf, tt_eid index)
     int64_t *vars = calloc(e->p->pool.vars.len, sizeof(int64_t));
     if (!vars)
         return 1;
-    int64_t bytes = tt_dtype_bytes(e->p->bufs.data[buf].dtype), words[32];
+    int64_t bytes = tt_dtype_bytes(e->p->bufs.data[buf].dtype);
+    int64_t span = bytes * lanes / 4 > 1 ? bytes * lanes / 4 : 1; /* words a work-item reads */
+    int64_t phase = 32 / span > 1 ? 32 / span : 1, words[32];
     tt_eval_env env = {.vars = vars};
     int ways = 1;
     for (int64_t t = 0; t < warp; t++) {
@@ -382,17 +387,26 @@ static int bank_ways(cl_emitter *e, uint32_t buf, tt_eid index)
             return 1; /* not an index of loop variables alone: not judged */
         }
         words[t] = v.i * bytes / 4;
-        int same_bank = 1; /* other words of this bank, each counted once */
-        for (int64_t u = 0; u < t; u++) {
-            bool first = true;
-            for (int64_t w = 0; w < u && first; w++)
-                first = words[w] != words[u];
-            same_bank += first && words[u] != words[t] && (words[u] - words[t]) % 32 == 0;
-        }
-        if (same_bank > ways)
-            ways = same_bank;
     }
     free(vars);
+    for (int64_t p0 = 0; p0 < warp; p0 += phase) {
+        int64_t end = p0 + phase < warp ? p0 + phase : warp;
+        int per_bank[32] = {0};
+        int64_t seen[32 * 32];
+        int nseen = 0;
+        for (int64_t t = p0; t < end; t++)
+            for (int64_t w = words[t]; w < words[t] + span; w++) {
+                bool dup = false;
+                for (int i = 0; i < nseen && !dup; i++)
+                    dup = seen[i] == w;
+                if (dup || nseen >= 32 * 32)
+                    continue;
+                seen[nseen++] = w;
+                int b = (int)(((w % 32) + 32) % 32);
+                if (++per_bank[b] > ways)
+                    ways = per_bank[b];
+            }
+    }
     return ways;
 }
 
@@ -417,6 +431,11 @@ static void emit_expr(cl_emitter *e, tt_strbuf *o, tt_eid id)
         if (e->vec_lanes && tt_expr_uses_var(&e->p->pool, n.a, e->vec_var)) {
             /* One element per lane (checked by vectorisable): a vector load from lane 0's. */
             const char *space = aligned_space(e, n.b, n.a, e->vec_lanes);
+            if (!strcmp(e->p->bufs.data[n.b].scope, "shared")) {
+                int ways = bank_ways(e, n.b, n.a, e->vec_lanes);
+                if (ways > e->stats.local_bank_ways)
+                    e->stats.local_bank_ways = ways;
+            }
             if (space)
                 tt_strbuf_printf(o, "(*(%s %s%d *)&%s[", space, mtype(e->p->bufs.data[n.b].dtype),
                                  e->vec_lanes, e->buf_name[n.b]);
@@ -428,8 +447,8 @@ static void emit_expr(cl_emitter *e, tt_strbuf *o, tt_eid id)
         }
         if (e->p->bufs.data[n.b].dtype == TT_DT_BOOL)
             tt_strbuf_append(o, "(int)");
-        if (!e->vec_lanes && !strcmp(e->p->bufs.data[n.b].scope, "shared")) {
-            int ways = bank_ways(e, n.b, n.a);
+        if (!strcmp(e->p->bufs.data[n.b].scope, "shared")) {
+            int ways = bank_ways(e, n.b, n.a, 1);
             if (ways > e->stats.local_bank_ways)
                 e->stats.local_bank_ways = ways;
         }

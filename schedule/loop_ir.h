@@ -86,6 +86,15 @@ tt_status tt_pack_program(const tt_program *prog, int param, tt_program **out, t
 tt_status tt_program_insert_pack_stages(const tt_program *prog, bool parallel, tt_program **out,
                                         tt_errbuf *err);
 
+/* Virtual-thread injection (TVM's InjectVirtualThread), applied by tt_lower: each vthread loop
+ * is pushed down to the statements that depend on its variable, so that what does not (the
+ * shared tiles' fetch, widened to every virtual thread by bound inference) runs once and the
+ * virtual threads' register tiles interleave in one reduction loop.  Buffers allocated inside
+ * the loop that the virtual threads write differently get a leading dimension of the loop's
+ * extent, one copy each.  A loop whose injection would move a write before a read of it stays
+ * as it is.  The result computes what the plain loops did.  TT_ERR_NOMEM. */
+tt_status tt_program_inject_vthreads(tt_program *p, tt_errbuf *err);
+
 /* The buffer of parameter i (inputs first, then outputs), or NULL. */
 const tt_buffer *tt_program_param(const tt_program *p, int i);
 

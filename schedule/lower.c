@@ -502,15 +502,17 @@ static tt_status infer_region(lower_ctx *c, int s)
                 ranged[c->st->stages.data[r].iters[k].var] = 1;
     /* A shared buffer serves every work-item of the group: its region covers all threadIdx
      * values of the loops around the attach point (TVM's relaxation for shared scope), so the
-     * fill does not depend on which work-item runs it.  vthread loops stay fixed: on the device
-     * they are serial loops of each work-item, which refill per virtual thread. */
+     * fill does not depend on which work-item runs it.  vthread loops too: the fill then does
+     * not depend on the virtual thread either, and tt_program_inject_vthreads runs it once for
+     * all of them. */
     if (strcmp(sg->scope, "shared") == 0) {
         int q = cs, qpos = pos;
         for (int depth = 0; depth <= TT_MAX_STAGES && q >= 0; depth++) {
             const tt_stage *qg = &c->st->stages.data[q];
             for (int k = 0; k <= qpos && k < qg->niters; k++) {
                 tt_ann a = qg->iters[k].ann;
-                if (a == TT_ANN_THREAD_X || a == TT_ANN_THREAD_Y || a == TT_ANN_THREAD_Z)
+                if (a == TT_ANN_THREAD_X || a == TT_ANN_THREAD_Y || a == TT_ANN_THREAD_Z ||
+                    a == TT_ANN_VTHREAD)
                     ranged[qg->iters[k].var] = 1;
             }
             if (!c->si[q].attached)
@@ -1368,6 +1370,8 @@ tt_status tt_lower(const tt_state *st, tt_program **out, tt_errbuf *err)
         body = add_stmt(&c, al);
     }
     p->root = body;
+    if ((r = tt_program_inject_vthreads(p, err)))
+        goto out;
     rename_ctx *rn = calloc(1, sizeof(*rn));
     if (rn) {
         rn->c = &c;

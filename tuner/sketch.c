@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "access.h"
+#include "codegen/codegen.h"
 
 #define MAX_SKETCHES 64
 #define MAX_STEPS    512
@@ -880,6 +881,52 @@ static tt_status init_double_buffer(tt_state *st, tt_rng *rng, tt_errbuf *err)
     return TT_OK;
 }
 
+/* The innermost iterator of stage g when a vector tile may vectorise it (tt_sketch_vector_tile):
+ * spatial, unannotated, 2 or 4 iterations, nothing computed at it; else -1. */
+static int vector_tile_iter(const tt_state *st, int g)
+{
+    const tt_stage *sg = &st->stages.data[g];
+    int k = sg->niters - 1;
+    if (k < 0)
+        return -1;
+    const tt_iter *it = &sg->iters[k];
+    bool fits = it->kind == TT_ITER_SPATIAL && it->ann == TT_ANN_NONE &&
+                (it->extent == 2 || it->extent == 4) && !tt_access_has_attached(st, g, k);
+    return fits ? k : -1;
+}
+
+/* The cache-write stages a vector tile applies to: local, computed at a consumer, a reduction. */
+static bool vector_tile_stage(const tt_state *st, int g)
+{
+    const tt_stage *sg = &st->stages.data[g];
+    return !strcmp(sg->scope, "local") && sg->at == TT_AT_ITER && tt_access_has_reduce(st, g);
+}
+
+tt_status tt_sketch_vector_tile(tt_state *st, tt_rng *rng, tt_errbuf *err)
+{
+    int done = 0;
+    for (size_t g = 0; g < st->stages.len; g++) {
+        if (!vector_tile_stage(st, (int)g))
+            continue;
+        int k = vector_tile_iter(st, (int)g);
+        if (k < 0 || (rng && rand_below(rng, 2)))
+            continue;
+        int64_t lanes = st->stages.data[g].iters[k].extent;
+        tt_status r = tt_sched_annotate(st, (int)g, k, TT_ANN_VECTORIZE, err);
+        if (r)
+            return r;
+        done++;
+        int c = tt_state_stage_of_op(st, st->stages.data[g].at_op), ck;
+        if (c >= 0 && (ck = vector_tile_iter(st, c)) >= 0 &&
+            st->stages.data[c].iters[ck].extent == lanes &&
+            (r = tt_sched_annotate(st, c, ck, TT_ANN_VECTORIZE, err)))
+            return r;
+    }
+    if (!done && !rng)
+        return tt_err(err, TT_ERR_NOT_FOUND, "no register tile ends in a loop of 2 or 4");
+    return TT_OK;
+}
+
 static const int cpu_unroll[] = {0, 16, 64, 512};
 static const int gpu_unroll[] = {0, 16, 64, 512, 1024};
 
@@ -1185,12 +1232,13 @@ static int64_t divisor_at_most(int64_t n, int64_t cap)
 }
 
 /* Fills the open splits of a GPU sketch as a hand-written GEMM would: from the innermost spatial
- * axis outwards, up to `per_axis` outputs of each axis per thread (at most `regs` in all: the
- * register tile, S4) and up to 16 threads of each (at most `threads`: S2), no vthread; the
- * innermost reduce axis staged 16 deep through shared memory (R1), the others one at a time.
- * Returns the work-groups it makes. */
+ * axis outwards, up to `per_axis` outputs of each axis per thread (the register tile, S4), that
+ * `vthreads` times over (S1: the copies a thread computes lie a row of threads apart, as in
+ * TVM's and cuBLAS's conflict-free GEMMs), at most `regs` outputs a thread in all, and up to 16
+ * threads of each axis (at most `threads`: S2); the innermost reduce axis staged 16 deep through
+ * shared memory (R1), the others one at a time.  Returns the work-groups it makes. */
 static int64_t fill_gemm_like(tt_step *steps, const uint8_t *undef, size_t n, int64_t threads,
-                              int64_t regs, int64_t per_axis)
+                              int64_t regs, int64_t per_axis, int64_t vthreads)
 {
     int64_t outputs = 1, per_group = 1;
     bool inner_reduce = true;
@@ -1202,13 +1250,15 @@ static int64_t fill_gemm_like(tt_step *steps, const uint8_t *undef, size_t n, in
             s->lengths[l] = 1;
         if (undef[k] == UNDEF_SPATIAL && s->nlen == 4) {
             int64_t r = divisor_at_most(s->extent, regs < per_axis ? regs : per_axis);
-            int64_t t = divisor_at_most(s->extent / r, threads < 16 ? threads : 16);
+            int64_t v = divisor_at_most(s->extent / r, vthreads < regs / r ? vthreads : regs / r);
+            int64_t t = divisor_at_most(s->extent / (r * v), threads < 16 ? threads : 16);
+            s->lengths[0] = v;
             s->lengths[1] = t;
             s->lengths[3] = r;
-            regs /= r;
+            regs /= r * v;
             threads /= t;
             outputs *= s->extent;
-            per_group *= r * t;
+            per_group *= r * v * t;
         } else if (undef[k] != UNDEF_SPATIAL && s->nlen == 2 && inner_reduce) {
             s->lengths[0] = divisor_at_most(s->extent, 16);
             inner_reduce = false;
@@ -1249,6 +1299,72 @@ static tt_status fetch_by_four(const tt_dag *dag, tt_state **st, tt_errbuf *err)
     return TT_OK;
 }
 
+/* The worst bank conflict of `st`'s reads of local memory (tt_opencl_stats.local_bank_ways), and
+ * its program through *prog when prog is not NULL; -1 when it does not lower or emit. */
+static int bank_ways_of(const tt_state *st, tt_program **prog)
+{
+    tt_program *p;
+    if (tt_lower(st, &p, NULL))
+        return -1;
+    tt_gpu_limits lim;
+    tt_gpu_limits_default(&lim);
+    tt_opencl_stats stats;
+    char *text = NULL;
+    int ways =
+        tt_codegen_opencl(p, "k", &lim, &text, NULL, &stats, NULL) ? -1 : stats.local_bank_ways;
+    free(text);
+    if (prog && ways >= 0)
+        *prog = p;
+    else
+        tt_program_free(p);
+    return ways;
+}
+
+/* Shared tiles padded where that spares bank conflicts (TVM's storage_align of shared stages):
+ * each shared stage whose rows are under 32 words, and divide 32, gets its row stride raised
+ * by 4 (SA: factor 32, offset row + 4), kept when the worst read of local memory then takes
+ * fewer passes.  The large tile's A is 128 rows of 16 floats: a warp's two rows of work-items
+ * read rows 4 apart, 64 words, in one bank; padded to 20 they lie 16 banks apart.  Rows stay a
+ * multiple of 4 floats, so 4-float fetches stay aligned. */
+static void pad_shared_rows(tt_state **st)
+{
+    tt_program *prog = NULL;
+    int ways = bank_ways_of(*st, &prog);
+    if (ways < 0)
+        return; /* judged by the caller's checks */
+    for (size_t g = 0; g < (*st)->stages.len; g++) {
+        const tt_stage *sg = &(*st)->stages.data[g];
+        const char *name = (*st)->dag.ops.data[sg->op].name;
+        if (strcmp(sg->scope, "shared"))
+            continue;
+        const tt_buffer *b = NULL;
+        for (size_t k = 0; k < prog->bufs.len && !b; k++)
+            if (!strcmp(prog->bufs.data[k].name, name))
+                b = &prog->bufs.data[k];
+        int64_t row = b && b->ndim >= 2 ? b->shape[b->ndim - 1] : 0;
+        if (row <= 0 || row >= 32 || 32 % row || b->strides[b->ndim - 2] != row)
+            continue;
+        tt_state *padded;
+        if (tt_state_clone(*st, &padded))
+            break;
+        tt_program *pp = NULL;
+        int now = -1;
+        if (!tt_sched_storage_align(padded, (int)g, b->ndim - 2, 32, (int)((row + 4) % 32), NULL))
+            now = bank_ways_of(padded, &pp);
+        if (now >= 0 && now < ways) {
+            tt_state_free(*st);
+            tt_program_free(prog);
+            *st = padded;
+            prog = pp;
+            ways = now;
+        } else {
+            tt_program_free(pp);
+            tt_state_free(padded);
+        }
+    }
+    tt_program_free(prog);
+}
+
 tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_gpu_tile size,
                               tt_state **out, tt_errbuf *err)
 {
@@ -1267,7 +1383,10 @@ tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_g
     bool is_large = size != TT_GPU_TILE_DEFAULT;
     const int64_t(*try)[2] = is_large ? large : shapes;
     size_t ntry = is_large ? 1 : sizeof(shapes) / sizeof(shapes[0]);
-    int64_t per_axis = is_large ? 8 : 4;
+    /* the large tile's 8x8 outputs a thread are 2x2 virtual threads of 4x4: a row of 16
+     * threads reads B's tile 4 floats apart (2 words a bank, 128-bit reads without conflict)
+     * rather than 8 (4 words a bank) */
+    int64_t per_axis = 4, vthreads = is_large ? 2 : 1;
     r = tt_err(err, TT_ERR_NOT_FOUND, "no GPU sketch of the workload takes a %s tiling",
                is_large ? "large" : "default");
     for (int k = 0; k < sp.nsketches && r; k++) {
@@ -1282,7 +1401,7 @@ tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_g
             if (n)
                 memcpy(steps, sk->state->steps.data, sizeof(tt_step) * n);
             int64_t groups =
-                fill_gemm_like(steps, sk->undefined, n, try[c][0], try[c][1], per_axis);
+                fill_gemm_like(steps, sk->undefined, n, try[c][0], try[c][1], per_axis, vthreads);
             if (groups < 64 && (c + 1 < ntry || is_large))
                 continue;
             tt_state *st = NULL;
@@ -1291,6 +1410,10 @@ tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_g
                 e = init_thread_bind(&sp, st, err);
             if (!e && size >= TT_GPU_TILE_LARGE_FLOAT4)
                 e = fetch_by_four(dag, &st, err);
+            if (!e && size >= TT_GPU_TILE_LARGE_FLOAT4)
+                e = tt_sketch_vector_tile(st, NULL, err);
+            if (!e && size >= TT_GPU_TILE_LARGE_FLOAT4)
+                pad_shared_rows(&st);
             if (!e && size == TT_GPU_TILE_LARGE_DOUBLE_BUFFER)
                 e = init_double_buffer(st, NULL, err);
             for (size_t g = 0; g < st->stages.len && !e; g++) {
@@ -1464,6 +1587,7 @@ tt_status tt_sketch_sample(tt_sketch_space *sp, int k, tt_rng *rng, tt_state **o
     if (r || (!sp->params.gpu && (r = init_parallel(sp, st, err))) ||
         (r = init_unroll(sp, st, rng, reg_tile ? 16 : 0, err)) ||
         (sp->params.gpu && (r = init_double_buffer(st, rng, err))) ||
+        (sp->params.gpu && (r = tt_sketch_vector_tile(st, rng, err))) ||
         (!sp->params.gpu && (r = init_vectorize(sp, st, rng, err))) ||
         (!sp->params.gpu && (r = init_layout_rewrite(st)))) {
         tt_state_free(st);
@@ -1632,6 +1756,58 @@ static tt_status mutate_double_buffer(tt_sketch_space *sp, const tt_state *st, t
     return replay_owned(sp, steps, m, out, err);
 }
 
+/* A register tile's vectorisation (tt_sketch_vector_tile) switched: one cache-write stage whose
+ * tile can take it loses its AN vectorize steps (its own and its copy-out's), or gains them. */
+static tt_status mutate_vector_tile(tt_sketch_space *sp, const tt_state *st, tt_rng *rng,
+                                    tt_state **out, tt_errbuf *err)
+{
+    int cand[TT_MAX_STAGES], nc = 0;
+    for (size_t g = 0; g < st->stages.len && nc < TT_MAX_STAGES; g++) {
+        const tt_stage *sg = &st->stages.data[g];
+        if (vector_tile_stage(st, (int)g) &&
+            (vector_tile_iter(st, (int)g) >= 0 ||
+             (sg->niters > 0 && sg->iters[sg->niters - 1].ann == TT_ANN_VECTORIZE)))
+            cand[nc++] = (int)g;
+    }
+    if (nc == 0)
+        return not_applicable(err, "no register tile to vectorise");
+    int g = cand[rand_below(rng, nc)];
+    const tt_stage *sg = &st->stages.data[g];
+    int c = tt_state_stage_of_op(st, sg->at_op);
+    size_t n = st->steps.len, m = 0;
+    tt_step *steps = malloc(sizeof(tt_step) * (n + 2));
+    if (!steps)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    int k = vector_tile_iter(st, g);
+    if (k >= 0) { /* switch on: the annotations appended, as tt_sketch_vector_tile makes them */
+        memcpy(steps, st->steps.data, sizeof(tt_step) * n);
+        m = n;
+        int ck = c >= 0 ? vector_tile_iter(st, c) : -1;
+        for (int a = 0; a < 2; a++) {
+            int stage = a ? c : g, iter = a ? ck : k;
+            if (iter < 0 || st->stages.data[stage].iters[iter].extent != sg->iters[k].extent)
+                continue;
+            memset(&steps[m], 0, sizeof(tt_step));
+            steps[m].kind = TT_STEP_ANNOTATE;
+            steps[m].stage = stage;
+            steps[m].iter = iter;
+            steps[m].ann = TT_ANN_VECTORIZE;
+            m++;
+        }
+        return replay_owned(sp, steps, m, out, err);
+    }
+    /* switch off: the AN vectorize steps of the stage's last iterator and its copy-out's */
+    for (size_t i = 0; i < n; i++) {
+        const tt_step *s = &st->steps.data[i];
+        if (s->kind == TT_STEP_ANNOTATE && s->ann == TT_ANN_VECTORIZE &&
+            ((s->stage == g && s->iter == sg->niters - 1) ||
+             (c >= 0 && s->stage == c && s->iter == st->stages.data[c].niters - 1)))
+            continue; /* an AN step adds no stage or iterator: the others' ids hold */
+        steps[m++] = *s;
+    }
+    return replay_owned(sp, steps, m, out, err);
+}
+
 /* Candidates are computed in the state as it was when the compute_at step ran, so stage and
  * iterator ids need no translation (Ansor computes them in the final state). */
 static tt_status mutate_compute_location(tt_sketch_space *sp, const tt_state *st, tt_rng *rng,
@@ -1742,6 +1918,7 @@ tt_status tt_sketch_mutate_kind(tt_sketch_space *sp, const tt_state *st, tt_muta
     case TT_MUTATE_COMPUTE_LOCATION: return mutate_compute_location(sp, st, rng, out, err);
     case TT_MUTATE_PARALLEL: return mutate_parallel(sp, st, rng, out, err);
     case TT_MUTATE_DOUBLE_BUFFER: return mutate_double_buffer(sp, st, rng, out, err);
+    case TT_MUTATE_VECTOR_TILE: return mutate_vector_tile(sp, st, rng, out, err);
     default: return tt_err(err, TT_ERR_INTERNAL, "unknown mutation %d", (int)kind);
     }
 }
@@ -1749,8 +1926,8 @@ tt_status tt_sketch_mutate_kind(tt_sketch_space *sp, const tt_state *st, tt_muta
 tt_status tt_sketch_mutate(tt_sketch_space *sp, const tt_state *st, tt_rng *rng, tt_state **out,
                            tt_errbuf *err)
 {
-    static const double cpu_weight[TT_MUTATE_COUNT] = {0.90, 0.04, 0.05, 0.01, 0};
-    static const double gpu_weight[TT_MUTATE_COUNT] = {0.85, 0.10, 0, 0, 0.05};
+    static const double cpu_weight[TT_MUTATE_COUNT] = {0.90, 0.04, 0.05, 0.01, 0, 0};
+    static const double gpu_weight[TT_MUTATE_COUNT] = {0.80, 0.10, 0, 0, 0.05, 0.05};
     const double *weight = sp->params.gpu ? gpu_weight : cpu_weight;
     double u = tt_rng_uniform(rng), acc = 0;
     tt_mutation k = TT_MUTATE_TILE_SIZE;

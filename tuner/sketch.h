@@ -92,8 +92,9 @@ typedef enum {
     /* a classic large-GEMM tile (128x128 outputs a work-group on a matmul): up to 8 outputs of
      * each axis and 64 a thread, 256 threads; only where that still makes 64 work-groups */
     TT_GPU_TILE_LARGE,
-    /* the large tile with its shared stages fetched 4 floats a work-item (128-bit accesses where
-     * the code generator can prove them aligned) */
+    /* the large tile with its shared stages fetched 4 floats a work-item and its register tile
+     * vectorised (tt_sketch_vector_tile): 128-bit accesses of global and local memory where the
+     * code generator can prove them aligned */
     TT_GPU_TILE_LARGE_FLOAT4,
     /* that, with its shared stages double-buffered (PR "double_buffer"): the next 16-deep slices
      * are fetched while the current ones are read, one barrier a step instead of two */
@@ -109,6 +110,15 @@ typedef enum {
 tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_gpu_tile size,
                               tt_state **out, tt_errbuf *err);
 
+/* Vector register tiles on a GPU (ours; Ansor leaves it to the vendor's compiler): the innermost
+ * loop of a cache-write ("local") stage's register tile, where it is spatial and runs 2 or 4
+ * times, and the same loop of its copy-out get the vectorize annotation.  The products then read
+ * the shared tile a vector at a time (with the large tile's virtual threads, 128-bit reads
+ * without bank conflicts) and the results leave as vector stores.  With `rng`, each stage at even
+ * odds (GPU sampling); without, every one (the 4-float large tile).  TT_ERR_NOT_FOUND when no
+ * stage has such a loop. */
+tt_status tt_sketch_vector_tile(tt_state *st, tt_rng *rng, tt_errbuf *err);
+
 /* Mutation kinds and their CPU weights (search.md C6). */
 typedef enum {
     TT_MUTATE_TILE_SIZE,
@@ -117,6 +127,9 @@ typedef enum {
     TT_MUTATE_PARALLEL,
     /* GPU only (ours, not Ansor's): a shared stage's double buffering switched on or off */
     TT_MUTATE_DOUBLE_BUFFER,
+    /* GPU only (ours): a register tile's vector loads and stores (tt_sketch_vector_tile)
+     * switched on or off */
+    TT_MUTATE_VECTOR_TILE,
     TT_MUTATE_COUNT
 } tt_mutation;
 

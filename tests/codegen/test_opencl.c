@@ -481,7 +481,8 @@ static double see_start(void *ctx, const char *config)
         bool db = strstr(config, "\"double_buffer\"") != NULL;
         if (!tt_codegen_opencl(prog, "kernel", NULL, &text, NULL, &stats, &err) &&
             stats.block[0] * stats.block[1] * stats.block[2] == 256) {
-            /* matmul 1024: 64x64 tiles stage 8 KiB, 128x128 tiles 16 KiB, twice that when
+            /* matmul 1024: 64x64 tiles stage 8 KiB, 128x128 tiles 16 KiB; with 4-float
+             * fetches A's rows are padded from 16 floats to 20 (18 KiB), twice that when
              * double-buffered */
             bool unroll = strstr(config, "\"auto_unroll_max_step$512\"") != NULL;
             if (unroll && !db && stats.shared_bytes == 8192 && !sc->at_default)
@@ -489,10 +490,10 @@ static double see_start(void *ctx, const char *config)
             if (unroll && !db && stats.shared_bytes == 16384 && stats.vector_loops == 0 &&
                 !sc->at_large)
                 sc->at_large = sc->offered;
-            if (unroll && !db && stats.shared_bytes == 16384 && stats.vector_loops >= 2 &&
+            if (unroll && !db && stats.shared_bytes == 18432 && stats.vector_loops >= 2 &&
                 !sc->at_large4)
                 sc->at_large4 = sc->offered;
-            if (unroll && db && stats.shared_bytes == 32768 && stats.vector_loops >= 2 &&
+            if (unroll && db && stats.shared_bytes == 36864 && stats.vector_loops >= 2 &&
                 !sc->at_large_db)
                 sc->at_large_db = sc->offered;
         }
@@ -782,9 +783,12 @@ static void double_buffered_tiles_match(void **state)
     if (tt_sketch_gpu_tiled(&w->dag, &sp, TT_GPU_TILE_LARGE_DOUBLE_BUFFER, &st, &err))
         fail_msg("large double-buffered tile: %s", err.msg);
     check_state(w, st, 7, "large double-buffered tile", &stats);
-    assert_int_equal(stats.shared_bytes, 2 * (128 * 16 + 16 * 128) * 4);
-    /* the 4-float fetches: into the first tiles, into registers, from registers */
-    assert_int_equal(stats.vector_loops, 6);
+    /* A's rows padded from 16 floats to 20 (no bank conflict) */
+    assert_int_equal(stats.shared_bytes, 2 * (128 * 20 + 16 * 128) * 4);
+    assert_int_equal(stats.local_bank_ways, 1);
+    /* the 4-float fetches: into the first tiles, into registers, from registers; the vector
+     * register tile: its init, its products, its copy-out */
+    assert_int_equal(stats.vector_loops, 9);
     assert_int_equal(stats.staged_fetches, 1);
     printf("opencl: double-buffered tiles match (the large one: %lld bytes of local memory, %d "
            "barriers, %d vector loops)\n",

@@ -454,6 +454,139 @@ static void layout_rewrite_refuses_what_it_cannot_pack(void **state)
     }
 }
 
+/* ---- virtual-thread injection on hand-built programs ---- */
+
+static tt_sid hb_push(tt_program *p, tt_stmt s)
+{
+    assert_int_equal(TT_VEC_PUSH(&p->stmts, s), 0);
+    return (tt_sid)(p->stmts.len - 1);
+}
+
+static tt_sid hb_seq(tt_program *p, const tt_sid *items, uint32_t n)
+{
+    tt_stmt s = {.kind = TT_STMT_SEQ, .first = (uint32_t)p->items.len, .n = n};
+    for (uint32_t k = 0; k < n; k++)
+        assert_int_equal(TT_VEC_PUSH(&p->items, items[k]), 0);
+    return hb_push(p, s);
+}
+
+static uint32_t hb_buf(tt_program *p, const char *name, const char *scope, int64_t size, int param)
+{
+    tt_buffer b = {.name = name, .dtype = TT_DT_FLOAT32, .ndim = 1, .size = size, .param = param};
+    b.shape[0] = size;
+    b.strides[0] = 1;
+    snprintf(b.scope, sizeof(b.scope), "%s", scope);
+    assert_int_equal(TT_VEC_PUSH(&p->bufs, b), 0);
+    return (uint32_t)p->bufs.len - 1;
+}
+
+static tt_sid hb_store(tt_program *p, uint32_t buf, tt_eid index, tt_eid value)
+{
+    tt_stmt s = {.kind = TT_STMT_STORE, .buf = buf, .index = index, .value = value};
+    return hb_push(p, s);
+}
+
+static tt_sid hb_alloc(tt_program *p, uint32_t buf, tt_sid body)
+{
+    tt_stmt s = {.kind = TT_STMT_ALLOC, .buf = buf, .body = body};
+    return hb_push(p, s);
+}
+
+static tt_program *hb_new(void)
+{
+    tt_program *p = calloc(1, sizeof(*p));
+    assert_non_null(p);
+    tt_expr_pool_init(&p->pool);
+    tt_stmt none = {0};
+    hb_push(p, none);
+    return p;
+}
+
+/* Whether a store into `buf` lies inside a vthread loop under `id`. */
+static bool stored_in_vthread(const tt_program *p, tt_sid id, uint32_t buf, bool inside)
+{
+    const tt_stmt *s = &p->stmts.data[id];
+    if (s->kind == TT_STMT_STORE)
+        return inside && s->buf == buf;
+    inside |= s->kind == TT_STMT_FOR && s->ann == TT_ANN_VTHREAD;
+    if (s->kind == TT_STMT_SEQ) {
+        for (uint32_t k = 0; k < s->n; k++)
+            if (stored_in_vthread(p, p->items.data[s->first + k], buf, inside))
+                return true;
+        return false;
+    }
+    return (s->kind == TT_STMT_FOR || s->kind == TT_STMT_ALLOC || s->kind == TT_STMT_IF) &&
+           stored_in_vthread(p, s->body, buf, inside);
+}
+
+/* Injection (tt_program_inject_vthreads) on
+ *     for vt in 0..2 vthread: alloc S shared: { S[0] = 7;  alloc X local: { X[0] = S[0] + vt;
+ *                                               Y[vt] = X[0] } }
+ * runs the shared store once, outside any vthread loop, gives X a copy per virtual thread, and
+ * computes what the plain loop did.  Two loops it leaves alone: one whose virtual threads would
+ * share a buffer allocated outside it (X allocated around the loop), and one where a store that
+ * runs once would move before a read of the same buffer by an earlier statement. */
+static void virtual_threads_share_what_does_not_depend_on_them(void **state)
+{
+    (void)state;
+    for (int variant = 0; variant < 3; variant++) {
+        tt_program *p = hb_new();
+        tt_expr_pool *ep = &p->pool;
+        uint32_t vt = tt_var_new(ep, "vt");
+        uint32_t Y = hb_buf(p, "Y", "global", 2, 0), S = hb_buf(p, "S", "shared", 1, -1),
+                 X = hb_buf(p, "X", "local", 1, -1);
+        p->nparams = 1;
+        tt_eid zero = tt_expr_int(ep, 0), V = tt_expr_var(ep, vt);
+        tt_eid Vf = tt_expr_cast(ep, TT_DT_FLOAT32, V);
+        tt_eid S0 = tt_expr_load(ep, TT_DT_FLOAT32, S, zero);
+        tt_eid X0 = tt_expr_load(ep, TT_DT_FLOAT32, X, zero);
+        tt_sid inner[2] = {hb_store(p, X, zero, tt_add(ep, S0, Vf)), hb_store(p, Y, V, X0)};
+        tt_sid xbody = hb_seq(p, inner, 2);
+        tt_sid body;
+        if (variant == 2) { /* S read by the virtual threads, then written again */
+            tt_sid items[3] = {hb_store(p, S, zero, tt_expr_float(ep, TT_DT_FLOAT32, 7)),
+                               hb_alloc(p, X, xbody),
+                               hb_store(p, S, zero, tt_expr_float(ep, TT_DT_FLOAT32, 1))};
+            body = hb_alloc(p, S, hb_seq(p, items, 3));
+        } else {
+            tt_sid items[2] = {hb_store(p, S, zero, tt_expr_float(ep, TT_DT_FLOAT32, 7)),
+                               variant == 0 ? hb_alloc(p, X, xbody) : xbody};
+            body = hb_alloc(p, S, hb_seq(p, items, 2));
+        }
+        tt_stmt loop = {
+            .kind = TT_STMT_FOR, .ann = TT_ANN_VTHREAD, .var = vt, .extent = 2, .body = body};
+        p->root = hb_push(p, loop);
+        if (variant == 1)
+            p->root = hb_alloc(p, X, p->root);
+        tt_sid before = p->root;
+        tt_errbuf err = {{0}};
+        assert_int_equal(tt_program_inject_vthreads(p, &err), TT_OK);
+        char *text = tt_program_print(p);
+        printf("variant %d:\n%s", variant, text);
+        if (variant == 0) {
+            assert_int_equal(p->stmts.data[p->root].kind, TT_STMT_ALLOC); /* the loop is gone */
+            assert_false(stored_in_vthread(p, p->root, S, false));
+            assert_true(stored_in_vthread(p, p->root, X, false));
+            assert_true(stored_in_vthread(p, p->root, Y, false));
+            assert_int_equal(p->bufs.data[X].size, 2);
+            assert_int_equal(p->bufs.data[X].ndim, 2);
+            assert_int_equal(p->bufs.data[X].shape[0], 2);
+            assert_non_null(strstr(text, "X: float32[2, 1] local"));
+        } else {
+            assert_int_equal(p->root, before);
+            assert_true(stored_in_vthread(p, p->root, S, false));
+            assert_int_equal(p->bufs.data[X].size, 1);
+        }
+        float y[2] = {0, 0};
+        void *args[1] = {y};
+        if (tt_interp_run(p, args, &err))
+            fail_msg("variant %d: %s", variant, err.msg);
+        assert_true(y[0] == 7.0f && y[1] == 8.0f);
+        free(text);
+        tt_program_free(p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -471,6 +604,7 @@ int main(void)
         cmocka_unit_test(verification_catches_a_wrong_program),
         cmocka_unit_test(layout_rewrite_packs_weights_in_loop_order),
         cmocka_unit_test(layout_rewrite_refuses_what_it_cannot_pack),
+        cmocka_unit_test(virtual_threads_share_what_does_not_depend_on_them),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -812,6 +812,16 @@ static tt_state *gpu_default_tiling(const tt_workload *w)
     return st;
 }
 
+/* The GPU sketch space of `w` (256 threads, warps of 32); fails the test without one. */
+static void gpu_space(const tt_workload *w, tt_sketch_space *sp)
+{
+    tt_sketch_params p;
+    tt_sketch_params_gpu(&p, 256, 32);
+    tt_errbuf err = {{0}};
+    if (tt_sketch_space_init(sp, &w->dag, &p, &err))
+        fail_msg("%s: %s", w->key, err.msg);
+}
+
 /* The default GPU schedule of a build (tt_sketch_gpu_tiled): a matmul and a convolution get
  * register tiles, thread blocks and shared-memory stages and compute the definition; a
  * reduction gets its cross-thread form; each is within the bindings' limits. */
@@ -869,6 +879,29 @@ static void gpu_default_tiles_what_can_be_tiled(void **state)
     }
 }
 
+/* TT_OK when every vthread loop of `prog` under `id` holds only statements of its own thread:
+ * no shared-memory store (a fetch the virtual threads would repeat), no other loop but a
+ * vector one; TT_ERR_INVALID_ARG otherwise. */
+static tt_status vthread_loops_are_leaves(const tt_program *prog, tt_sid id, bool inside)
+{
+    const tt_stmt *s = &prog->stmts.data[id];
+    if (s->kind == TT_STMT_STORE)
+        return inside && !strcmp(prog->bufs.data[s->buf].scope, "shared") ? TT_ERR_INVALID_ARG
+                                                                          : TT_OK;
+    if (s->kind == TT_STMT_FOR && inside && s->ann != TT_ANN_VECTORIZE)
+        return TT_ERR_INVALID_ARG;
+    inside |= s->kind == TT_STMT_FOR && s->ann == TT_ANN_VTHREAD;
+    tt_status r = TT_OK;
+    if (s->kind == TT_STMT_SEQ)
+        for (uint32_t k = 0; k < s->n && !r; k++)
+            r = vthread_loops_are_leaves(prog, prog->items.data[s->first + k], inside);
+    if (!r && (s->kind == TT_STMT_FOR || s->kind == TT_STMT_ALLOC || s->kind == TT_STMT_IF))
+        r = vthread_loops_are_leaves(prog, s->body, inside);
+    if (!r && s->kind == TT_STMT_IF && s->orelse)
+        r = vthread_loops_are_leaves(prog, s->orelse, inside);
+    return r;
+}
+
 /* The large tile (TT_GPU_TILE_LARGE, the tuner's second starting point on a GPU): a big matmul
  * gets 256 threads of 8x8 outputs, a 128x128 tile a work-group with its reduction staged through
  * local memory, and computes the definition; a matmul too small for 64 such work-groups is
@@ -898,9 +931,14 @@ static void gpu_large_tile_is_a_128_square(void **state)
         fail_msg("%s: %s", w->key, err.msg);
     assert_int_equal(stats.block[0] * stats.block[1] * stats.block[2], 256);
     assert_int_equal(stats.shared_bytes, (128 * 4 + 4 * 128) * 4);
-    /* its reads of local memory take four passes (tt_opencl_stats.local_bank_ways): 16
-     * work-items in a row read B's row 8 floats apart, 4 words in each of 4 banks */
-    assert_int_equal(stats.local_bank_ways, 4);
+    /* 2x2 virtual threads of 4x4 outputs (tt_program_inject_vthreads): one fetch of the tiles
+     * for all four, whose products interleave in one reduction loop */
+    assert_non_null(strstr(steps, "[2, 16, 1, 4]"));
+    assert_int_equal(vthread_loops_are_leaves(prog, prog->root, false), TT_OK);
+    /* its reads of local memory take two passes (tt_opencl_stats.local_bank_ways): 16
+     * work-items in a row read B's row 4 floats apart, 2 words in each of 16 banks, where
+     * without virtual threads (8 outputs of a row a thread) they read it 8 apart: 4 passes */
+    assert_int_equal(stats.local_bank_ways, 2);
     free(text);
     free(steps);
     tt_program_free(prog);
@@ -919,7 +957,11 @@ static void gpu_large_tile_is_a_128_square(void **state)
     assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
     if (tt_codegen_opencl(prog, "k", &lim, &text, NULL, &stats, &err))
         fail_msg("%s: %s", w->key, err.msg);
-    assert_true(stats.vector_loops >= 2);
+    /* the register tile vectorised too: 2 fetches, the init, the product, the copy-out */
+    assert_true(stats.vector_loops >= 5);
+    /* no read of local memory conflicts: B's tile 4 floats a work-item, 8 work-items in a phase
+     * of 128 bytes; A's rows of 4 floats for the warp's two rows of work-items 16 banks apart */
+    assert_int_equal(stats.local_bank_ways, 1);
     free(text);
     tt_program_free(prog);
     tt_state_free(st);
@@ -934,6 +976,27 @@ static void gpu_large_tile_is_a_128_square(void **state)
     tt_program_free(prog);
     tt_state_free(st);
     tt_workload_free(w);
+    /* 16 deep (K = 64; lowered and emitted, not run), A's tile is 128 rows of 16 floats: the
+     * warp's two rows of work-items read rows 64 words apart, in one bank (2 passes); the 4-float
+     * tile pads the rows to 20 floats (SA, factor 32, offset 20), 16 banks apart: 1 pass */
+    w = parse("matmul:M=1024,N=1024,K=64");
+    for (int padded = 0; padded < 2; padded++) {
+        tt_gpu_tile size = padded ? TT_GPU_TILE_LARGE_FLOAT4 : TT_GPU_TILE_LARGE;
+        if (tt_sketch_gpu_tiled(&w->dag, &p, size, &st, &err))
+            fail_msg("%s: %s", w->key, err.msg);
+        steps = tt_steps_to_json(st->steps.data, st->steps.len);
+        assert_true(!strstr(steps, "[\"SA\", 1, 0, 32, 20]") == !padded);
+        assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
+        if (tt_codegen_opencl(prog, "k", &lim, &text, NULL, &stats, &err))
+            fail_msg("%s: %s", w->key, err.msg);
+        assert_int_equal(stats.local_bank_ways, padded ? 1 : 2);
+        assert_int_equal(stats.shared_bytes, ((padded ? 20 : 16) * 128 + 16 * 128) * 4);
+        free(steps);
+        free(text);
+        tt_program_free(prog);
+        tt_state_free(st);
+    }
+    tt_workload_free(w);
     /* 512x512 makes 16 work-groups of 128x128: the default's smaller tiles are the start there */
     w = parse("matmul:M=512,N=512,K=32");
     assert_int_equal(tt_sketch_gpu_tiled(&w->dag, &p, TT_GPU_TILE_LARGE, &st, &err),
@@ -943,13 +1006,25 @@ static void gpu_large_tile_is_a_128_square(void **state)
     tt_workload_free(w);
 }
 
-/* Statements of `prog` that carry the double-buffering flag: loops and their fetches. */
+/* Statements of `prog` under `id` that carry the double-buffering flag: loops and their
+ * fetches. */
+static int count_prefetch_in(const tt_program *prog, tt_sid id, tt_stmt_kind kind)
+{
+    const tt_stmt *s = &prog->stmts.data[id];
+    int n = s->prefetch && s->kind == kind;
+    if (s->kind == TT_STMT_SEQ)
+        for (uint32_t k = 0; k < s->n; k++)
+            n += count_prefetch_in(prog, prog->items.data[s->first + k], kind);
+    if (s->kind == TT_STMT_FOR || s->kind == TT_STMT_ALLOC || s->kind == TT_STMT_IF)
+        n += count_prefetch_in(prog, s->body, kind);
+    if (s->kind == TT_STMT_IF && s->orelse)
+        n += count_prefetch_in(prog, s->orelse, kind);
+    return n;
+}
+
 static int count_prefetch(const tt_program *prog, tt_stmt_kind kind)
 {
-    int n = 0;
-    for (size_t k = 1; k < prog->stmts.len; k++)
-        n += prog->stmts.data[k].prefetch && prog->stmts.data[k].kind == kind;
-    return n;
+    return count_prefetch_in(prog, prog->root, kind);
 }
 
 /* Double buffering (PR "double_buffer" on a shared stage): the tile's buffer holds two, the first
@@ -1037,12 +1112,9 @@ static void gpu_double_buffer_fetches_ahead(void **state)
     }
     /* the search: GPU samples double-buffer some shared stages, and the mutation switches one */
     tt_workload *w = parse("matmul:M=64,N=128,K=64");
-    tt_sketch_params p;
-    tt_sketch_params_gpu(&p, 256, 32);
     tt_sketch_space sp;
     tt_errbuf err = {{0}};
-    if (tt_sketch_space_init(&sp, &w->dag, &p, &err))
-        fail_msg("%s", err.msg);
+    gpu_space(w, &sp);
     tt_rng rng;
     tt_rng_seed(&rng, 3);
     int samples = 0, with = 0, switched = 0;
@@ -1078,6 +1150,102 @@ static void gpu_double_buffer_fetches_ahead(void **state)
     tt_workload_free(w);
 }
 
+/* GPU samples with virtual threads (vthread loops of 2 or more): lowered, each vthread loop holds
+ * only its own thread's statements (the shared fetch runs once for all of them), and the program
+ * computes the definition. */
+static void gpu_virtual_threads_fetch_once(void **state)
+{
+    (void)state;
+    static const char *const workloads[] = {
+        "matmul:M=64,N=64,K=16",
+        "batch_matmul:B=2,M=16,N=32,K=8",
+        "conv2d_nhwc:N=1,H=6,W=6,CI=8,CO=16,K=3,S=1,P=1",
+        "conv2d_nchw:N=1,CI=4,H=6,W=6,CO=16,K=3,S=1,P=1",
+    };
+    for (size_t wi = 0; wi < sizeof(workloads) / sizeof(workloads[0]); wi++) {
+        tt_workload *w = parse(workloads[wi]);
+        tt_sketch_space sp;
+        tt_errbuf err = {{0}};
+        gpu_space(w, &sp);
+        tt_rng rng;
+        tt_rng_seed(&rng, 11 + wi);
+        int got = 0;
+        for (int k = 0; k < 200 && got < 3; k++) {
+            tt_state *st;
+            if (tt_sketch_sample(&sp, -1, &rng, &st, &err))
+                continue;
+            int64_t vthreads = 1;
+            for (size_t g = 0; g < st->stages.len; g++)
+                for (int i = 0; i < st->stages.data[g].niters; i++)
+                    if (st->stages.data[g].iters[i].ann == TT_ANN_VTHREAD)
+                        vthreads *= st->stages.data[g].iters[i].extent;
+            tt_program *prog;
+            if (vthreads > 1 && !tt_lower(st, &prog, &err)) {
+                if (vthread_loops_are_leaves(prog, prog->root, false)) {
+                    char *steps = tt_steps_to_json(st->steps.data, st->steps.len);
+                    char *ir = tt_program_print(prog);
+                    fail_msg("%s %s: a vthread loop holds more than its thread's work:\n%s", w->key,
+                             steps, ir);
+                }
+                check(w, st, "GPU sample with virtual threads");
+                tt_program_free(prog);
+                got++;
+            }
+            tt_state_free(st);
+        }
+        printf("%s: %d samples with virtual threads checked\n", w->key, got);
+        assert_true(got >= 2);
+        tt_sketch_space_free(&sp);
+        tt_workload_free(w);
+    }
+}
+
+/* Vector register tiles (tt_sketch_vector_tile): GPU sampling vectorises some register tiles'
+ * innermost loop and their copy-out's, the mutation switches one on or off, and each computes the
+ * definition; vectorised, the product reads the shared tile as vectors. */
+static void gpu_vector_tiles_switch_on_and_off(void **state)
+{
+    (void)state;
+    tt_workload *w = parse("matmul:M=32,N=64,K=16");
+    tt_sketch_space sp;
+    tt_errbuf err = {{0}};
+    gpu_space(w, &sp);
+    tt_rng rng;
+    tt_rng_seed(&rng, 5);
+    int samples = 0, with = 0, on = 0, off = 0;
+    for (int k = 0; k < 200 && samples < 16; k++) {
+        tt_state *st, *mu;
+        if (tt_sketch_sample(&sp, -1, &rng, &st, &err))
+            continue;
+        samples++;
+        int va = 0, vb = 0;
+        for (size_t g = 0; g < st->stages.len; g++)
+            for (int i = 0; i < st->stages.data[g].niters; i++)
+                va += st->stages.data[g].iters[i].ann == TT_ANN_VECTORIZE &&
+                      !strcmp(st->stages.data[g].scope, "local");
+        with += va > 0;
+        if (!tt_sketch_mutate_kind(&sp, st, TT_MUTATE_VECTOR_TILE, &rng, &mu, &err)) {
+            for (size_t g = 0; g < mu->stages.len; g++)
+                for (int i = 0; i < mu->stages.data[g].niters; i++)
+                    vb += mu->stages.data[g].iters[i].ann == TT_ANN_VECTORIZE &&
+                          !strcmp(mu->stages.data[g].scope, "local");
+            assert_int_equal(abs(va - vb), 1);
+            on += vb > va;
+            off += vb < va;
+            check(w, mu, "GPU vector-tile mutant");
+            tt_state_free(mu);
+        }
+        check(w, st, "GPU sample");
+        tt_state_free(st);
+    }
+    printf("vector tiles: %d of %d GPU samples; the mutation switched %d on and %d off\n", with,
+           samples, on, off);
+    assert_true(with > 0 && with < samples);
+    assert_true(on > 0 && off > 0);
+    tt_sketch_space_free(&sp);
+    tt_workload_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1098,6 +1266,8 @@ int main(void)
         cmocka_unit_test(transforms_stay_out_of_products),
         cmocka_unit_test(gpu_large_tile_is_a_128_square),
         cmocka_unit_test(gpu_double_buffer_fetches_ahead),
+        cmocka_unit_test(gpu_virtual_threads_fetch_once),
+        cmocka_unit_test(gpu_vector_tiles_switch_on_and_off),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
