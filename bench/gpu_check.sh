@@ -33,8 +33,10 @@
 #      schedules), checked against PyTorch, timed and profiled by tvm-net, and PyTorch eager with
 #      CUDA timed on the same input; no 64 MiB of weights to carry;
 #   "convs": cuDNN's time for each convolution of ResNet-18 (batch 1 and 8), CUDA events.
+#      Networks in $WINO_NETS are built a second time with --winograd on (default schedules).
 # Environment: STEPS (default "test bench restart cublas nets"), TRIALS, SIZES (default
-# "1024 2048"), STEP_TIMEOUT (s, default 200), NETS, TUNE_NETS, NET_TRIALS (default 12).
+# "1024 2048"), STEP_TIMEOUT (s, default 200), NETS, TUNE_NETS, NET_TRIALS (default 12),
+# WINO_NETS (default none).
 set -uo pipefail
 out=${OUT:-/tmp/gpu-check}
 trials=${TRIALS:-192}
@@ -171,8 +173,9 @@ if want tune; then
     done
 fi
 
-net_report() { # NAME LIBRARY MODEL_DIR: checked against PyTorch, timed, profiled; PyTorch timed
-    local m=$1 lib=$2 d=$3 t0
+net_report() { # NAME LIBRARY MODEL_DIR [SPEC]: checked against PyTorch, timed, profiled; PyTorch
+    # timed on export_torch_models.py's SPEC (default NAME; "-" for none)
+    local m=$1 lib=$2 d=$3 spec=${4:-$1} t0
     t0=$(date +%s)
     timeout $step_timeout tvm-net run "$lib" -i "$d/input_0.npy" -o "$out/$m.npy" > "$out/net_$m.log" 2>&1
     say "run: exit $? in $(( $(date +%s) - t0 )) s (the first run builds the program on the driver)"
@@ -186,7 +189,8 @@ print('$m: max |ours - torch| / max |torch| =', float(np.abs(a - b).max() / np.a
     timeout $step_timeout tvm-net profile "$lib" --warmup 5 --repeat 20 > "$out/profile_$m.log" 2>&1
     sort -t'|' -k6 -rn "$out/profile_$m.log" | head -8 | tee -a "$summary"
     tail -1 "$out/profile_$m.log" | tee -a "$summary"
-    timeout 120 python3 scripts/export_torch_models.py --time "$m" "$d" --device cuda --repeat 50 2>&1 | tail -1 | tee -a "$summary"
+    [ "$spec" = - ] ||
+        timeout 120 python3 scripts/export_torch_models.py --time "$spec" "$d" --device cuda --repeat 50 2>&1 | tail -1 | tee -a "$summary"
 }
 
 if want nets-there; then
@@ -212,6 +216,15 @@ if want nets-there; then
         timeout $step_timeout tvm-compile --model "$models/$m/model.onnx" --target opencl "${db[@]}" -o "$lib" \
             --quiet > "$out/compile_$m.log" 2>&1 || { say "tvm-compile failed: $(tail -3 "$out/compile_$m.log")"; continue; }
         net_report "$m" "$lib.so" "$models/$m"
+        if [[ " ${WINO_NETS:-} " == *" $m "* ]] && in_budget "network $m with Winograd"; then
+            # 3x3 convolutions as Winograd's F(4x4 | 2x2, 3x3), default schedules (cuDNN's
+            # choice for many of them): whether --winograd should be on for GPUs too
+            timeout $step_timeout tvm-compile --model "$models/$m/model.onnx" --target opencl \
+                --winograd on -o "${lib}_wino" --quiet > "$out/compile_${m}_wino.log" 2>&1 &&
+                net_report "$m.winograd-untuned" "${lib}_wino.so" "$models/$m" - ||
+                say "tvm-compile --winograd on failed: $(tail -3 "$out/compile_${m}_wino.log")"
+            rm -f "${lib}_wino.a"
+        fi
         rm -f "$lib.a" "$models/$m/model.onnx"
     done
 fi
