@@ -335,9 +335,10 @@ static tt_sid inject_loop(tt_program *p, tt_sid id, tt_status *status)
     } while (v.changed);
     find_allocs(&v, loop.body);
     /* Virtual threads that write a buffer of the work-group or work-item allocated around them
-     * communicate through it: run one after the other, as the plain loop does. */
+     * communicate through it: run one after the other, as the plain loop does.  (Global memory
+     * they write in different places, as threads do.) */
     for (size_t b = 0; b < nb; b++)
-        v.conflict |= v.touched[b] && !v.expand[b] && p->bufs.data[b].param < 0;
+        v.conflict |= v.touched[b] && !v.expand[b] && strcmp(p->bufs.data[b].scope, "global");
     tt_sid out = inject(&v, loop.body);
     if (!v.status && !v.conflict) {
         for (size_t b = 0; b < nb; b++) {
