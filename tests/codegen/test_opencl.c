@@ -726,10 +726,11 @@ static void vectorised_fetches_load_whole_vectors(void **state)
  * compute the definition on the device: the
  * default tiling of a matmul, a padded convolution (its tiles fetched inside the kh, kw loops)
  * and a batched matmul with every shared stage double-buffered, a schedule with virtual threads,
- * and the large tile that the tuner starts from (128x128 a work-group, 4-float fetches, two 16-deep
- * slices of each input in 32 KiB of local memory).  The kernels fence each step of the reduction
- * once: one barrier more than the single-buffered kernel in the text (the prologue's), and none
- * around the fetch. */
+ * and the large tiles that the tuner starts from (128x128 a work-group as 2x2 virtual threads of
+ * 4x4 outputs a work-item; single-buffered, then with 4-float fetches and a vector register tile,
+ * then double-buffered: two 16-deep slices of each input in 36 KiB of local memory).  The kernels
+ * fence each step of the reduction once: one barrier more than the single-buffered kernel in the
+ * text (the prologue's), and none around the fetch. */
 static void double_buffered_tiles_match(void **state)
 {
     need_device();
@@ -780,6 +781,16 @@ static void double_buffered_tiles_match(void **state)
     /* K = 64: four 16-deep steps, so the fetch's clamped step, min(k + 1, 3), is not folded
      * away (inside the 4-float fetch, where it once came out as a vector index) */
     assert_int_equal(tt_workload_parse("matmul:M=1024,N=1024,K=64", &w, &err), TT_OK);
+    /* the single-buffered large tiles first: 2x2 virtual threads of 4x4 (injected: one fetch for
+     * the four), then with 4-float fetches, a vector register tile and A's rows padded */
+    for (int four = 0; four < 2; four++) {
+        if (tt_sketch_gpu_tiled(&w->dag, &sp, four ? TT_GPU_TILE_LARGE_FLOAT4 : TT_GPU_TILE_LARGE,
+                                &st, &err))
+            fail_msg("large tile: %s", err.msg);
+        check_state(w, st, 9, four ? "large tile, 4-float" : "large tile", &stats);
+        assert_int_equal(stats.local_bank_ways, four ? 1 : 2);
+        tt_state_free(st);
+    }
     if (tt_sketch_gpu_tiled(&w->dag, &sp, TT_GPU_TILE_LARGE_DOUBLE_BUFFER, &st, &err))
         fail_msg("large double-buffered tile: %s", err.msg);
     check_state(w, st, 7, "large double-buffered tile", &stats);
