@@ -4,15 +4,10 @@
 #include <string.h>
 
 #include "access.h"
-#include "codegen/codegen.h"
+#include "sketch_int.h"
 
 #define MAX_SKETCHES 64
 #define MAX_STEPS    512
-
-/* tt_sketch.undefined: a split whose lengths are sampled; one of a multi-level tiling's spatial
- * axes (where register tiles go). */
-#define UNDEF_OPEN    1
-#define UNDEF_SPATIAL 2
 
 void tt_sketch_params_cpu(tt_sketch_params *p, int num_cores)
 {
@@ -869,7 +864,7 @@ static tt_status init_parallel(tt_sketch_space *sp, tt_state *st, tt_errbuf *err
 /* Double buffering of the shared stages (PR "double_buffer"): in GPU sampling each at even odds
  * (the search and the cost model decide; Ansor's rules have no double buffering), every one
  * without `rng` (the double-buffered large tile). */
-static tt_status init_double_buffer(tt_state *st, tt_rng *rng, tt_errbuf *err)
+tt_status tt__sketch_double_buffer(tt_state *st, tt_rng *rng, tt_errbuf *err)
 {
     for (size_t g = 0; g < st->stages.len; g++)
         if (!strcmp(st->stages.data[g].scope, "shared") && st->stages.data[g].at == TT_AT_ITER &&
@@ -1170,7 +1165,7 @@ static tt_status bind_cooperative_fetch(tt_state *st, int s, tt_errbuf *err)
     return tt_sched_annotate(st, s, 1, TT_ANN_THREAD_X, err);
 }
 
-static tt_status init_thread_bind(tt_sketch_space *sp, tt_state *st, tt_errbuf *err)
+tt_status tt__sketch_thread_bind(tt_sketch_space *sp, tt_state *st, tt_errbuf *err)
 {
     for (size_t s = 0; s < st->stages.len; s++) {
         const tt_stage *sg = &st->stages.data[s];
@@ -1220,223 +1215,6 @@ tt_status tt_sketch_gpu_default(const tt_dag *dag, int warp_size, tt_state **out
     }
     *out = st;
     return TT_OK;
-}
-
-/* The largest divisor of n that is at most cap (1 at least). */
-static int64_t divisor_at_most(int64_t n, int64_t cap)
-{
-    for (int64_t d = cap < n ? cap : n; d > 1; d--)
-        if (n % d == 0)
-            return d;
-    return 1;
-}
-
-/* Fills the open splits of a GPU sketch as a hand-written GEMM would: from the innermost spatial
- * axis outwards, up to `per_axis` outputs of each axis per thread (the register tile, S4), that
- * `vthreads` times over (S1: the copies a thread computes lie a row of threads apart, as in
- * TVM's and cuBLAS's conflict-free GEMMs), at most `regs` outputs a thread in all, and up to 16
- * threads of each axis (at most `threads`: S2); the innermost reduce axis staged 16 deep through
- * shared memory (R1), the others one at a time.  Returns the work-groups it makes. */
-static int64_t fill_gemm_like(tt_step *steps, const uint8_t *undef, size_t n, int64_t threads,
-                              int64_t regs, int64_t per_axis, int64_t vthreads)
-{
-    int64_t outputs = 1, per_group = 1;
-    bool inner_reduce = true;
-    for (size_t k = n; k-- > 0;) {
-        tt_step *s = &steps[k];
-        if (!undef[k] || s->kind != TT_STEP_SPLIT || s->extent <= 0)
-            continue;
-        for (int l = 0; l < s->nlen; l++)
-            s->lengths[l] = 1;
-        if (undef[k] == UNDEF_SPATIAL && s->nlen == 4) {
-            int64_t r = divisor_at_most(s->extent, regs < per_axis ? regs : per_axis);
-            int64_t v = divisor_at_most(s->extent / r, vthreads < regs / r ? vthreads : regs / r);
-            int64_t t = divisor_at_most(s->extent / (r * v), threads < 16 ? threads : 16);
-            s->lengths[0] = v;
-            s->lengths[1] = t;
-            s->lengths[3] = r;
-            regs /= r * v;
-            threads /= t;
-            outputs *= s->extent;
-            per_group *= r * v * t;
-        } else if (undef[k] != UNDEF_SPATIAL && s->nlen == 2 && inner_reduce) {
-            s->lengths[0] = divisor_at_most(s->extent, 16);
-            inner_reduce = false;
-        }
-    }
-    return outputs / per_group;
-}
-
-/* The vector part of each cooperative fetch (bind_cooperative_fetch splits off 1) set to 4 where
- * the fetch's extent allows, and the state replayed with it. */
-static tt_status fetch_by_four(const tt_dag *dag, tt_state **st, tt_errbuf *err)
-{
-    size_t n = (*st)->steps.len;
-    tt_step *steps = malloc(sizeof(tt_step) * (n ? n : 1));
-    if (!steps)
-        return tt_err(err, TT_ERR_NOMEM, "out of memory");
-    memcpy(steps, (*st)->steps.data, sizeof(tt_step) * n);
-    int changed = 0;
-    for (size_t k = 0; k + 1 < n; k++) {
-        tt_step *s = &steps[k];
-        const tt_step *next = &steps[k + 1];
-        if (s->kind == TT_STEP_SPLIT && s->nlen == 1 && s->lengths[0] == 1 && s->extent % 4 == 0 &&
-            next->kind == TT_STEP_ANNOTATE && next->stage == s->stage &&
-            next->ann == TT_ANN_VECTORIZE &&
-            !strcmp((*st)->stages.data[s->stage].scope, "shared")) {
-            s->lengths[0] = 4;
-            changed++;
-        }
-    }
-    tt_state *re = NULL;
-    tt_status r = changed ? tt_state_replay(dag, steps, n, &re, err)
-                          : tt_err(err, TT_ERR_NOT_FOUND, "no fetch of the large tile takes 4");
-    free(steps);
-    if (r)
-        return r;
-    tt_state_free(*st);
-    *st = re;
-    return TT_OK;
-}
-
-/* The worst bank conflict of `st`'s reads of local memory (tt_opencl_stats.local_bank_ways), and
- * its program through *prog when prog is not NULL; -1 when it does not lower or emit. */
-static int bank_ways_of(const tt_state *st, tt_program **prog)
-{
-    tt_program *p;
-    if (tt_lower(st, &p, NULL))
-        return -1;
-    tt_gpu_limits lim;
-    tt_gpu_limits_default(&lim);
-    tt_opencl_stats stats;
-    char *text = NULL;
-    int ways =
-        tt_codegen_opencl(p, "k", &lim, &text, NULL, &stats, NULL) ? -1 : stats.local_bank_ways;
-    free(text);
-    if (prog && ways >= 0)
-        *prog = p;
-    else
-        tt_program_free(p);
-    return ways;
-}
-
-/* Shared tiles padded where that spares bank conflicts (TVM's storage_align of shared stages):
- * each shared stage whose rows are under 32 words, and divide 32, gets its row stride raised
- * by 4 (SA: factor 32, offset row + 4), kept when the worst read of local memory then takes
- * fewer passes.  The large tile's A is 128 rows of 16 floats: a warp's two rows of work-items
- * read rows 4 apart, 64 words, in one bank; padded to 20 they lie 16 banks apart.  Rows stay a
- * multiple of 4 floats, so 4-float fetches stay aligned. */
-static void pad_shared_rows(tt_state **st)
-{
-    tt_program *prog = NULL;
-    int ways = bank_ways_of(*st, &prog);
-    if (ways < 0)
-        return; /* judged by the caller's checks */
-    for (size_t g = 0; g < (*st)->stages.len; g++) {
-        const tt_stage *sg = &(*st)->stages.data[g];
-        const char *name = (*st)->dag.ops.data[sg->op].name;
-        if (strcmp(sg->scope, "shared"))
-            continue;
-        const tt_buffer *b = NULL;
-        for (size_t k = 0; k < prog->bufs.len && !b; k++)
-            if (!strcmp(prog->bufs.data[k].name, name))
-                b = &prog->bufs.data[k];
-        int64_t row = b && b->ndim >= 2 ? b->shape[b->ndim - 1] : 0;
-        if (row <= 0 || row >= 32 || 32 % row || b->strides[b->ndim - 2] != row)
-            continue;
-        tt_state *padded;
-        if (tt_state_clone(*st, &padded))
-            break;
-        tt_program *pp = NULL;
-        int now = -1;
-        if (!tt_sched_storage_align(padded, (int)g, b->ndim - 2, 32, (int)((row + 4) % 32), NULL))
-            now = bank_ways_of(padded, &pp);
-        if (now >= 0 && now < ways) {
-            tt_state_free(*st);
-            tt_program_free(prog);
-            *st = padded;
-            prog = pp;
-            ways = now;
-        } else {
-            tt_program_free(pp);
-            tt_state_free(padded);
-        }
-    }
-    tt_program_free(prog);
-}
-
-tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_gpu_tile size,
-                              tt_state **out, tt_errbuf *err)
-{
-    tt_sketch_space sp;
-    tt_status r = tt_sketch_space_init(&sp, dag, p, err);
-    if (r)
-        return r;
-    /* threads per group and register tile, larger first, while the work-groups number under 64.
-     * On the H200, BERT's 128x768x768 products ran in 40 us a call with 128 threads of 4
-     * outputs (192 groups) and in 50 us with 64 threads of 16 (96 groups): a large GPU wants
-     * the threads more than the register tile. */
-    static const int64_t shapes[][2] = {{256, 16}, {128, 16}, {128, 4}, {64, 4}, {64, 1}, {32, 1}};
-    /* the large tile has one shape and no fallback: where it makes too few work-groups the
-     * default's smaller ones are the better start */
-    static const int64_t large[][2] = {{256, 64}};
-    bool is_large = size != TT_GPU_TILE_DEFAULT;
-    const int64_t(*try)[2] = is_large ? large : shapes;
-    size_t ntry = is_large ? 1 : sizeof(shapes) / sizeof(shapes[0]);
-    /* the large tile's 8x8 outputs a thread are 2x2 virtual threads of 4x4: a row of 16
-     * threads reads B's tile 4 floats apart (2 words a bank, 128-bit reads without conflict)
-     * rather than 8 (4 words a bank) */
-    int64_t per_axis = 4, vthreads = is_large ? 2 : 1;
-    r = tt_err(err, TT_ERR_NOT_FOUND, "no GPU sketch of the workload takes a %s tiling",
-               is_large ? "large" : "default");
-    for (int k = 0; k < sp.nsketches && r; k++) {
-        const tt_sketch *sk = &sp.sketches[k];
-        size_t n = sk->state->steps.len;
-        tt_step *steps = malloc(sizeof(tt_step) * (n ? n : 1));
-        if (!steps) {
-            r = tt_err(err, TT_ERR_NOMEM, "out of memory");
-            break;
-        }
-        for (size_t c = 0; c < ntry && r; c++) {
-            if (n)
-                memcpy(steps, sk->state->steps.data, sizeof(tt_step) * n);
-            int64_t groups =
-                fill_gemm_like(steps, sk->undefined, n, try[c][0], try[c][1], per_axis, vthreads);
-            if (groups < 64 && (c + 1 < ntry || is_large))
-                continue;
-            tt_state *st = NULL;
-            tt_status e = tt_state_replay(dag, steps, n, &st, err);
-            if (!e)
-                e = init_thread_bind(&sp, st, err);
-            if (!e && size >= TT_GPU_TILE_LARGE_FLOAT4)
-                e = fetch_by_four(dag, &st, err);
-            if (!e && size >= TT_GPU_TILE_LARGE_FLOAT4)
-                e = tt_sketch_vector_tile(st, NULL, err);
-            if (!e && size >= TT_GPU_TILE_LARGE_FLOAT4)
-                pad_shared_rows(&st);
-            if (!e && size == TT_GPU_TILE_LARGE_DOUBLE_BUFFER)
-                e = init_double_buffer(st, NULL, err);
-            for (size_t g = 0; g < st->stages.len && !e; g++) {
-                const tt_stage *sg = &st->stages.data[g];
-                if (sg->at != TT_AT_INLINE && !st->dag.ops.data[sg->op].is_placeholder &&
-                    tt_access_has_reduce(st, (int)g))
-                    e = tt_sched_pragma(st, (int)g, 0, "auto_unroll_max_step$512", err);
-            }
-            if (!e)
-                e = tt_sketch_check_gpu(&sp.params, st, err);
-            if (e && st) {
-                tt_state_free(st);
-                st = NULL;
-            }
-            if (!e) {
-                *out = st;
-                r = TT_OK;
-            }
-        }
-        free(steps);
-    }
-    tt_sketch_space_free(&sp);
-    return r;
 }
 
 bool tt_state_nested_parallel(const tt_state *st)
@@ -1581,12 +1359,12 @@ tt_status tt_sketch_sample(tt_sketch_space *sp, int k, tt_rng *rng, tt_state **o
     if (r)
         return r;
     if (sp->params.gpu)
-        r = init_thread_bind(sp, st, err);
+        r = tt__sketch_thread_bind(sp, st, err);
     else
         r = change_compute_location(sp, st, rng, err);
     if (r || (!sp->params.gpu && (r = init_parallel(sp, st, err))) ||
         (r = init_unroll(sp, st, rng, reg_tile ? 16 : 0, err)) ||
-        (sp->params.gpu && (r = init_double_buffer(st, rng, err))) ||
+        (sp->params.gpu && (r = tt__sketch_double_buffer(st, rng, err))) ||
         (sp->params.gpu && (r = tt_sketch_vector_tile(st, rng, err))) ||
         (!sp->params.gpu && (r = init_vectorize(sp, st, rng, err))) ||
         (!sp->params.gpu && (r = init_layout_rewrite(st)))) {
