@@ -897,25 +897,31 @@ static bool vector_tile_stage(const tt_state *st, int g)
     return !strcmp(sg->scope, "local") && sg->at == TT_AT_ITER && tt_access_has_reduce(st, g);
 }
 
+/* Stage g's register tile vectorised (vector_tile_iter holds), and its copy-out's loop where it
+ * runs as many times. */
+static tt_status vector_tile_one(tt_state *st, int g, tt_errbuf *err)
+{
+    int k = vector_tile_iter(st, g);
+    int64_t lanes = st->stages.data[g].iters[k].extent;
+    tt_status r = tt_sched_annotate(st, g, k, TT_ANN_VECTORIZE, err);
+    int c = tt_state_stage_of_op(st, st->stages.data[g].at_op), ck;
+    if (!r && c >= 0 && (ck = vector_tile_iter(st, c)) >= 0 &&
+        st->stages.data[c].iters[ck].extent == lanes)
+        r = tt_sched_annotate(st, c, ck, TT_ANN_VECTORIZE, err);
+    return r;
+}
+
 tt_status tt_sketch_vector_tile(tt_state *st, tt_rng *rng, tt_errbuf *err)
 {
     int done = 0;
     for (size_t g = 0; g < st->stages.len; g++) {
-        if (!vector_tile_stage(st, (int)g))
+        if (!vector_tile_stage(st, (int)g) || vector_tile_iter(st, (int)g) < 0 ||
+            (rng && rand_below(rng, 2)))
             continue;
-        int k = vector_tile_iter(st, (int)g);
-        if (k < 0 || (rng && rand_below(rng, 2)))
-            continue;
-        int64_t lanes = st->stages.data[g].iters[k].extent;
-        tt_status r = tt_sched_annotate(st, (int)g, k, TT_ANN_VECTORIZE, err);
+        tt_status r = vector_tile_one(st, (int)g, err);
         if (r)
             return r;
         done++;
-        int c = tt_state_stage_of_op(st, st->stages.data[g].at_op), ck;
-        if (c >= 0 && (ck = vector_tile_iter(st, c)) >= 0 &&
-            st->stages.data[c].iters[ck].extent == lanes &&
-            (r = tt_sched_annotate(st, c, ck, TT_ANN_VECTORIZE, err)))
-            return r;
     }
     if (!done && !rng)
         return tt_err(err, TT_ERR_NOT_FOUND, "no register tile ends in a loop of 2 or 4");
@@ -1552,28 +1558,22 @@ static tt_status mutate_vector_tile(tt_sketch_space *sp, const tt_state *st, tt_
     int g = cand[rand_below(rng, nc)];
     const tt_stage *sg = &st->stages.data[g];
     int c = tt_state_stage_of_op(st, sg->at_op);
+    if (vector_tile_iter(st, g) >= 0) { /* switch on, as tt_sketch_vector_tile does */
+        tt_state *mu;
+        if (tt_state_clone(st, &mu))
+            return tt_err(err, TT_ERR_NOMEM, "out of memory");
+        tt_status r = vector_tile_one(mu, g, err);
+        tt_step *steps = r ? NULL : copy_steps(mu);
+        if (!r)
+            r = steps ? replay_owned(sp, steps, mu->steps.len, out, err)
+                      : tt_err(err, TT_ERR_NOMEM, "out of memory");
+        tt_state_free(mu);
+        return r;
+    }
     size_t n = st->steps.len, m = 0;
-    tt_step *steps = malloc(sizeof(tt_step) * (n + 2));
+    tt_step *steps = malloc(sizeof(tt_step) * (n ? n : 1));
     if (!steps)
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
-    int k = vector_tile_iter(st, g);
-    if (k >= 0) { /* switch on: the annotations appended, as tt_sketch_vector_tile makes them */
-        memcpy(steps, st->steps.data, sizeof(tt_step) * n);
-        m = n;
-        int ck = c >= 0 ? vector_tile_iter(st, c) : -1;
-        for (int a = 0; a < 2; a++) {
-            int stage = a ? c : g, iter = a ? ck : k;
-            if (iter < 0 || st->stages.data[stage].iters[iter].extent != sg->iters[k].extent)
-                continue;
-            memset(&steps[m], 0, sizeof(tt_step));
-            steps[m].kind = TT_STEP_ANNOTATE;
-            steps[m].stage = stage;
-            steps[m].iter = iter;
-            steps[m].ann = TT_ANN_VECTORIZE;
-            m++;
-        }
-        return replay_owned(sp, steps, m, out, err);
-    }
     /* switch off: the AN vectorize steps of the stage's last iterator and its copy-out's */
     for (size_t i = 0; i < n; i++) {
         const tt_step *s = &st->steps.data[i];
