@@ -17,4 +17,12 @@
  * Returns -1 with errno set (and nothing left open) when the pipe or the fork failed. */
 pid_t tt_child_fork(int *fd, int orphan_exit);
 
+/* In a child: closes every socket it inherited except `keep` (-1: none), listening ones and
+ * connections alike.  A child must not hold its parent's port or connections: a parent killed
+ * and started again at once would find its port still taken by a child that is still dying
+ * (its SIGKILL is delivered, not yet acted on), and a peer would not see the connection close.
+ * Other descriptors (the pipe back, files, a GPU driver's) stay.  Allocates nothing, so it is
+ * safe in the child of a threaded process. */
+void tt_child_close_sockets(int keep);
+
 #endif

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -58,4 +59,15 @@ void tt_socket_keepalive(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
     setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof(user_timeout_ms));
+}
+
+bool tt_socket_is_self_connected(int fd)
+{
+    struct sockaddr_storage self, peer;
+    socklen_t ls = sizeof(self), lp = sizeof(peer);
+    memset(&self, 0, sizeof(self));
+    memset(&peer, 0, sizeof(peer));
+    return getsockname(fd, (struct sockaddr *)&self, &ls) == 0 &&
+           getpeername(fd, (struct sockaddr *)&peer, &lp) == 0 && ls == lp &&
+           memcmp(&self, &peer, ls) == 0;
 }

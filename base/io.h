@@ -18,5 +18,10 @@ void tt_socket_deadlines(int fd, double seconds);
  * keepalive probes after 5 s of quiet, every 2 s, 3 unanswered, and at most 15 s for sent data
  * to be acknowledged.  Reads and writes then fail with ETIMEDOUT. */
 void tt_socket_keepalive(int fd);
+/* True when connected socket fd is connected to itself.  Linux lets a connect() to a port in
+ * the ephemeral range on which nothing listens pick that very port as its own ("simultaneous
+ * open"): the socket then echoes what it writes, so it passes a magic-number handshake, and it
+ * holds the port that its server wants to listen on again.  Callers treat it as refused. */
+bool tt_socket_is_self_connected(int fd);
 
 #endif

@@ -58,6 +58,10 @@ static int dial(const char *host, int port, double timeout_s, tt_errbuf *err)
             saved = errno;
             close(fd);
             fd = -1;
+        } else if (tt_socket_is_self_connected(fd)) {
+            saved = ECONNREFUSED; /* nothing listens there (io.h) */
+            close(fd);
+            fd = -1;
         }
     }
     freeaddrinfo(res);

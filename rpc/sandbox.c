@@ -9,7 +9,6 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -56,50 +55,6 @@ static void harden(const char *dir)
         setenv("TMPDIR", dir, 1);
 }
 
-/* Closes every socket the child inherited (the server's connections to the tracker and to its
- * clients, a listening socket): a kernel must not be able to write frames on them, and a hung
- * child must not hold a connection open after the server has closed it.  Other descriptors
- * (the pipe back, a GPU driver's) stay.  Lists /proc/self/fd with getdents64 into a stack buffer,
- * as nothing that allocates is safe in the child of a threaded process; without /proc, tries
- * the first 4096 descriptors. */
-static void close_sockets(int keep)
-{
-    struct stat st;
-    int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0) {
-        for (int fd = 3; fd < 4096; fd++)
-            if (fd != keep && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode))
-                close(fd);
-        return;
-    }
-    char buf[4096];
-    for (;;) {
-        long n = syscall(SYS_getdents64, dir, buf, sizeof(buf));
-        if (n <= 0)
-            break;
-        for (long off = 0; off < n;) {
-            /* struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name */
-            unsigned short reclen;
-            memcpy(&reclen, buf + off + 16, sizeof(reclen));
-            const char *name = buf + off + 19;
-            int fd = 0;
-            bool number = name[0] != 0;
-            for (const char *c = name; *c; c++) {
-                if (*c < '0' || *c > '9') {
-                    number = false;
-                    break;
-                }
-                fd = fd * 10 + (*c - '0');
-            }
-            if (number && fd > 2 && fd != dir && fd != keep && fstat(fd, &st) == 0 &&
-                S_ISSOCK(st.st_mode))
-                close(fd);
-            off += reclen;
-        }
-    }
-    close(dir);
-}
-
 pid_t tt__sandbox_start(int *fd, int keep_socket, tt_errbuf *err)
 {
     static pthread_once_t swept = PTHREAD_ONCE_INIT;
@@ -120,7 +75,9 @@ pid_t tt__sandbox_start(int *fd, int keep_socket, tt_errbuf *err)
         static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
         for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
             signal(fatal[i], SIG_DFL);
-        close_sockets(keep_socket);
+        /* a kernel must not write frames on the server's connections, nor hold them open
+         * once the server has closed them */
+        tt_child_close_sockets(keep_socket);
         harden(pid_dir(getpid()));
         return 0;
     }

@@ -80,11 +80,14 @@ tt_status tt_tracker_connect(const char *host, int port, double timeout_s,
         if (fd < 0)
             continue;
         tt_socket_deadlines(fd, timeout_s);
-        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
-            c->fd = fd;
-        } else {
+        if (connect(fd, a->ai_addr, a->ai_addrlen)) {
             saved = errno;
             close(fd);
+        } else if (tt_socket_is_self_connected(fd)) {
+            saved = ECONNREFUSED; /* nothing listens there */
+            close(fd);
+        } else {
+            c->fd = fd;
         }
     }
     freeaddrinfo(res);

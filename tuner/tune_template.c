@@ -110,6 +110,9 @@ int tt__tune_spawn_search(task *t, void (*child)(task *, int, void *), void *arg
     if (*pid < 0)
         return -1;
     if (*pid == 0) {
+        /* a tracker's round must not keep its port: killed and started again at once, the
+         * tracker would find the port taken by a child still dying of its SIGKILL */
+        tt_child_close_sockets(-1);
         tt_rng_seed(&t->rng, seed);
         child(t, fd, arg);
         _exit(1);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -186,6 +188,43 @@ static char *drain(FILE *f)
     rewind(f);
     assert_int_equal(ftruncate(fileno(f), 0), 0);
     return text;
+}
+
+/* A socket bound to a port and connected to that same port talks to itself (as a connect() to
+ * a dead server's ephemeral port may, by chance): that is what the check must see; a real
+ * connection is not. */
+static void self_connected_sockets_are_told_apart(void **state)
+{
+    (void)state;
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int server = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(bind(server, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(server, 1), 0);
+    socklen_t len = sizeof(a);
+    assert_int_equal(getsockname(server, (struct sockaddr *)&a, &len), 0);
+    int client = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(connect(client, (struct sockaddr *)&a, sizeof(a)), 0);
+    int accepted = accept(server, NULL, NULL);
+    assert_true(accepted >= 0);
+    assert_false(tt_socket_is_self_connected(client));
+    assert_false(tt_socket_is_self_connected(accepted));
+    close(client);
+    close(accepted);
+    close(server);
+    int self = socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    setsockopt(self, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    a.sin_port = 0;
+    assert_int_equal(bind(self, (struct sockaddr *)&a, sizeof(a)), 0);
+    len = sizeof(a);
+    assert_int_equal(getsockname(self, (struct sockaddr *)&a, &len), 0);
+    assert_int_equal(connect(self, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_true(tt_socket_is_self_connected(self));
+    close(self);
+    int unconnected = socket(AF_INET, SOCK_STREAM, 0);
+    assert_false(tt_socket_is_self_connected(unconnected)); /* no peer */
+    close(unconnected);
 }
 
 static void daemon_logs_are_structured(void **state)
@@ -386,6 +425,7 @@ int main(void)
         cmocka_unit_test(median_and_clocks),
         cmocka_unit_test(log_levels_parse),
         cmocka_unit_test(daemon_logs_are_structured),
+        cmocka_unit_test(self_connected_sockets_are_told_apart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,9 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <netinet/in.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -1396,6 +1399,64 @@ static void a_killed_tuner_takes_its_search_round_with_it(void **state)
     assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
 
+/* A search round holds none of its tuner's sockets.  The tracker runs jobs' rounds in such
+ * children: one that kept the tracker's listening socket held its port after the tracker was
+ * killed, until its own SIGKILL took effect, and a tracker started again at once could not
+ * listen ("address already in use").  The child reports what its copy of the listener is; the
+ * tuner then closes its own and listens on the same port while the child still runs. */
+static int listener_fd = -1;
+
+static void reports_the_listener(task *t, int fd, void *arg)
+{
+    (void)t, (void)arg;
+    struct stat st;
+    char held = fstat(listener_fd, &st) == 0 && S_ISSOCK(st.st_mode);
+    if (write(fd, &held, 1) != 1)
+        _exit(1);
+    for (;;)
+        pause();
+}
+
+static int listen_loopback(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 4)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void a_search_round_holds_none_of_the_tuners_sockets(void **state)
+{
+    (void)state;
+    listener_fd = listen_loopback(0);
+    assert_true(listener_fd >= 0);
+    struct sockaddr_in a;
+    socklen_t len = sizeof(a);
+    assert_int_equal(getsockname(listener_fd, (struct sockaddr *)&a, &len), 0);
+    int port = ntohs(a.sin_port);
+    task t;
+    memset(&t, 0, sizeof(t));
+    tt_rng_seed(&t.rng, 1);
+    pid_t search = 0;
+    int fd = tt__tune_spawn_search(&t, reports_the_listener, NULL, &search);
+    assert_true(fd >= 0);
+    char held = 1;
+    assert_int_equal(read(fd, &held, 1), 1);
+    assert_int_equal(held, 0);
+    close(listener_fd);
+    int again = listen_loopback(port); /* the child still runs */
+    assert_true(again >= 0);
+    close(again);
+    kill(search, SIGKILL);
+    tt__tune_reap_search(fd, search);
+}
+
 static void bad_workloads_and_targets_are_errors(void **state)
 {
     snprintf(db_path, sizeof(db_path), "/tmp/tt-tune-bad-%d.db", (int)getpid());
@@ -1440,6 +1501,7 @@ int main(void)
         cmocka_unit_test(models_learn_from_the_fastest_sample),
         cmocka_unit_test(bad_workloads_and_targets_are_errors),
         cmocka_unit_test(a_killed_tuner_takes_its_search_round_with_it),
+        cmocka_unit_test(a_search_round_holds_none_of_the_tuners_sockets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
