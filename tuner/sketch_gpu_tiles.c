@@ -21,14 +21,31 @@ static int64_t divisor_at_most(int64_t n, int64_t cap)
 /* Fills the open splits of a GPU sketch as a hand-written GEMM would: from the innermost spatial
  * axis outwards, up to `per_axis` outputs of each axis per thread (the register tile, S4), that
  * `vthreads` times over (S1: the copies a thread computes lie a row of threads apart, as in
- * TVM's and cuBLAS's conflict-free GEMMs), at most `regs` outputs a thread in all, and up to 16
- * threads of each axis (at most `threads`: S2); the innermost reduce axis staged 16 deep through
- * shared memory (R1), the others one at a time.  Returns the work-groups it makes. */
+ * TVM's and cuBLAS's conflict-free GEMMs), at most `regs` outputs a thread in all, and up to
+ * `axis_threads` threads of each axis (at most `threads` in all, *group_threads: S2); the reduction
+ * staged through shared memory at least 16 deep where its axes allow (R1, from the innermost axis
+ * outwards: a matmul's k by 16, a 3x3 convolution's window whole and 2 of its channels).  Staged by
+ * the window's row alone, an NCHW convolution at 7x7x512 ran 1536 rounds of fetch, two barriers and
+ * 12 products a thread; now 256 rounds of 72, and the rows of the window's halo are fetched once,
+ * not three times.  Not `deep`: the innermost reduce axis alone, up to 16.  Returns the
+ * work-groups it makes. */
 static int64_t fill_gemm_like(tt_step *steps, const uint8_t *undef, size_t n, int64_t threads,
-                              int64_t regs, int64_t per_axis, int64_t vthreads)
+                              int64_t regs, int64_t per_axis, int64_t vthreads,
+                              int64_t axis_threads, bool deep, int64_t *group_threads)
 {
-    int64_t outputs = 1, per_group = 1;
-    bool inner_reduce = true;
+    int64_t outputs = 1, per_group = 1, depth = 16, budget = threads;
+    /* a reduction that the innermost axis stages in a few rounds stays so (a depthwise 3x3
+     * convolution: 3 rounds of 3); staged deeper, its tiles would grow for little */
+    int64_t reduce = 1, inner = 0;
+    for (size_t k = n; k-- > 0;)
+        if (undef[k] && undef[k] != UNDEF_SPATIAL && steps[k].kind == TT_STEP_SPLIT &&
+            steps[k].nlen == 2 && steps[k].extent > 0) {
+            reduce *= steps[k].extent;
+            if (!inner)
+                inner = divisor_at_most(steps[k].extent, 16);
+        }
+    if (inner && reduce / inner <= 16)
+        deep = false;
     for (size_t k = n; k-- > 0;) {
         tt_step *s = &steps[k];
         if (!undef[k] || s->kind != TT_STEP_SPLIT || s->extent <= 0)
@@ -38,7 +55,8 @@ static int64_t fill_gemm_like(tt_step *steps, const uint8_t *undef, size_t n, in
         if (undef[k] == UNDEF_SPATIAL && s->nlen == 4) {
             int64_t r = divisor_at_most(s->extent, regs < per_axis ? regs : per_axis);
             int64_t v = divisor_at_most(s->extent / r, vthreads < regs / r ? vthreads : regs / r);
-            int64_t t = divisor_at_most(s->extent / (r * v), threads < 16 ? threads : 16);
+            int64_t t = divisor_at_most(s->extent / (r * v),
+                                        threads < axis_threads ? threads : axis_threads);
             s->lengths[0] = v;
             s->lengths[1] = t;
             s->lengths[3] = r;
@@ -46,11 +64,12 @@ static int64_t fill_gemm_like(tt_step *steps, const uint8_t *undef, size_t n, in
             threads /= t;
             outputs *= s->extent;
             per_group *= r * v * t;
-        } else if (undef[k] != UNDEF_SPATIAL && s->nlen == 2 && inner_reduce) {
-            s->lengths[0] = divisor_at_most(s->extent, 16);
-            inner_reduce = false;
+        } else if (undef[k] != UNDEF_SPATIAL && s->nlen == 2 && depth > 1) {
+            s->lengths[0] = divisor_at_most(s->extent, depth);
+            depth = deep ? (depth + s->lengths[0] - 1) / s->lengths[0] : 1;
         }
     }
+    *group_threads = budget / threads;
     return outputs / per_group;
 }
 
@@ -152,6 +171,61 @@ static void pad_shared_rows(tt_state **st)
     tt_program_free(prog);
 }
 
+/* The state of `steps` (a sketch's, filled) with the finishing touches of tile `size`, checked
+ * against the sketch's GPU limits. */
+static tt_status tiled_state(const tt_dag *dag, tt_sketch_space *sp, tt_gpu_tile size,
+                             const tt_step *steps, size_t n, tt_state **out, tt_errbuf *err)
+{
+    tt_state *st = NULL;
+    tt_status e = tt_state_replay(dag, steps, n, &st, err);
+    if (!e)
+        e = tt__sketch_thread_bind(sp, st, err);
+    if (!e && size >= TT_GPU_TILE_LARGE_FLOAT4)
+        e = fetch_by_four(dag, &st, err);
+    if (!e && size >= TT_GPU_TILE_LARGE_FLOAT4)
+        e = tt_sketch_vector_tile(st, NULL, err);
+    if (!e && size >= TT_GPU_TILE_LARGE_FLOAT4)
+        pad_shared_rows(&st);
+    if (!e && size == TT_GPU_TILE_LARGE_DOUBLE_BUFFER)
+        e = tt__sketch_double_buffer(st, NULL, err);
+    for (size_t g = 0; !e && g < st->stages.len; g++) {
+        const tt_stage *sg = &st->stages.data[g];
+        if (sg->at != TT_AT_INLINE && !st->dag.ops.data[sg->op].is_placeholder &&
+            tt_access_has_reduce(st, (int)g))
+            e = tt_sched_pragma(st, (int)g, 0, "auto_unroll_max_step$512", err);
+    }
+    if (!e)
+        e = tt_sketch_check_gpu(&sp->params, st, err);
+    if (e && st) {
+        tt_state_free(st);
+        st = NULL;
+    }
+    *out = st;
+    return e;
+}
+
+/* Local memory a tiled default may take before its reduction is staged shallower: 32 KiB, the
+ * least of the GPUs a build without a device in mind may meet (Mali; NVIDIA has 48, AMD and
+ * Intel 64).  MobileNet-V2's depthwise convolutions staged whole took 65 KiB. */
+enum { TILED_SHARED_CAP = 32 << 10 };
+
+static int64_t shared_bytes_of(const tt_state *st)
+{
+    tt_program *p;
+    if (tt_lower(st, &p, NULL))
+        return -1;
+    tt_gpu_limits lim;
+    tt_gpu_limits_default(&lim);
+    lim.max_shared_bytes = 0;
+    tt_opencl_stats stats;
+    char *text = NULL;
+    int64_t bytes =
+        tt_codegen_opencl(p, "k", &lim, &text, NULL, &stats, NULL) ? -1 : stats.shared_bytes;
+    free(text);
+    tt_program_free(p);
+    return bytes;
+}
+
 tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_gpu_tile size,
                               tt_state **out, tt_errbuf *err)
 {
@@ -185,37 +259,31 @@ tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_g
             break;
         }
         for (size_t c = 0; c < ntry && r; c++) {
-            if (n)
-                memcpy(steps, sk->state->steps.data, sizeof(tt_step) * n);
-            int64_t groups =
-                fill_gemm_like(steps, sk->undefined, n, try[c][0], try[c][1], per_axis, vthreads);
-            if (groups < 64 && (c + 1 < ntry || is_large))
-                continue;
-            tt_state *st = NULL;
-            tt_status e = tt_state_replay(dag, steps, n, &st, err);
-            if (!e)
-                e = tt__sketch_thread_bind(&sp, st, err);
-            if (!e && size >= TT_GPU_TILE_LARGE_FLOAT4)
-                e = fetch_by_four(dag, &st, err);
-            if (!e && size >= TT_GPU_TILE_LARGE_FLOAT4)
-                e = tt_sketch_vector_tile(st, NULL, err);
-            if (!e && size >= TT_GPU_TILE_LARGE_FLOAT4)
-                pad_shared_rows(&st);
-            if (!e && size == TT_GPU_TILE_LARGE_DOUBLE_BUFFER)
-                e = tt__sketch_double_buffer(st, NULL, err);
-            for (size_t g = 0; g < st->stages.len && !e; g++) {
-                const tt_stage *sg = &st->stages.data[g];
-                if (sg->at != TT_AT_INLINE && !st->dag.ops.data[sg->op].is_placeholder &&
-                    tt_access_has_reduce(st, (int)g))
-                    e = tt_sched_pragma(st, (int)g, 0, "auto_unroll_max_step$512", err);
-            }
-            if (!e)
-                e = tt_sketch_check_gpu(&sp.params, st, err);
-            if (e && st) {
-                tt_state_free(st);
-                st = NULL;
-            }
-            if (!e) {
+            /* 16 threads an axis make square tiles of threads; where the outer axes cannot
+             * take their share (a 7x7 feature map: 7 has no divisor from 2 to 4) the group
+             * would be under a warp, and the innermost axis takes the threads alone (on
+             * ResNet-18's 7x7x512 convolutions, 64 threads of 4 channels rather than the naive
+             * binding, 16 threads being refused).  The reduction is staged deep unless that
+             * takes more local memory than TILED_SHARED_CAP, and a shape that takes more even
+             * so gives way to the next. */
+            for (int deep = 1; deep >= 0 && r; deep--) {
+                if (n)
+                    memcpy(steps, sk->state->steps.data, sizeof(tt_step) * n);
+                int64_t group_threads;
+                int64_t groups = fill_gemm_like(steps, sk->undefined, n, try[c][0], try[c][1],
+                                                per_axis, vthreads, 16, deep, &group_threads);
+                if (group_threads < p->warp_size && try[c][0] > 16)
+                    groups = fill_gemm_like(steps, sk->undefined, n, try[c][0], try[c][1], per_axis,
+                                            vthreads, try[c][0], deep, &group_threads);
+                if (groups < 64 && (c + 1 < ntry || is_large))
+                    break;
+                tt_state *st;
+                if (tiled_state(dag, &sp, size, steps, n, &st, err))
+                    continue;
+                if ((deep || c + 1 < ntry) && shared_bytes_of(st) > TILED_SHARED_CAP) {
+                    tt_state_free(st);
+                    continue;
+                }
                 *out = st;
                 r = TT_OK;
             }

@@ -832,17 +832,23 @@ static void gpu_default_tiles_what_can_be_tiled(void **state)
         const char *w;
         const char *has; /* in the steps: what the default must do */
         int64_t threads; /* work-items per group */
+        int64_t depth;   /* reduction steps a shared tile holds (0: not checked) */
     } cases[] = {
-        {"matmul:M=64,N=128,K=16", "\"shared\"", 64},
-        {"conv2d_nhwc:N=1,H=8,W=8,CI=16,CO=32,K=3,S=1,P=1", "\"shared\"", 0},
-        {"te:R[i] += A[i,k]; A:float32[64,256]", "", 32},
-        {"softmax:M=64,N=256", "", 0},
+        {"matmul:M=64,N=128,K=16", "\"shared\"", 64, 16},
+        {"conv2d_nhwc:N=1,H=8,W=8,CI=16,CO=32,K=3,S=1,P=1", "\"shared\"", 0, 0},
+        /* a 7x7 map (ResNet-18's last stage): 7 has no divisor from 2 to 4, so the channels
+         * take the threads alone, rather than 16 threads, under a warp, and the naive binding */
+        {"conv2d_nhwc:N=1,H=7,W=7,CI=16,CO=512,K=3,S=1,P=1", "\"shared\"", 64, 16},
+        /* the 3x3 window whole and 2 channels: 18 products a round, not the window's row of 3 */
+        {"conv2d_nchw:N=1,CI=8,H=8,W=8,CO=16,K=3,S=1,P=1", "\"shared\"", 0, 18},
+        {"te:R[i] += A[i,k]; A:float32[64,256]", "", 32, 0},
+        {"softmax:M=64,N=256", "", 0, 0},
         /* a MatMul+Add of a network: the product, its reshape and the bias, in one task */
         {"te:t1[i0,i1] += x0[0,i0,r0] * w1[r0,i1]; t0[i0,i1,i2] = t1[i1,i2]; out[i0,i1,i2] = "
          "w2[i2] + t0[0,i1,i2]; t1:float32[64,128]; x0:float32[1,64,16]; w1:const "
          "float32[16,128]; t0:float32[1,64,128]; out:float32[1,64,128]; w2:const float32[128]; "
          "r0:16",
-         "\"shared\"", 64},
+         "\"shared\"", 64, 16},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         tt_workload *w = parse(cases[c].w);
@@ -871,8 +877,63 @@ static void gpu_default_tiles_what_can_be_tiled(void **state)
                stats.local_bank_ways);
         if (cases[c].threads)
             assert_int_equal(threads, cases[c].threads);
+        /* the splits of reduce axes (two parts in the GPU structure) within a round */
+        int64_t depth = 1;
+        for (size_t i = 0; i < st->steps.len; i++) {
+            const tt_step *sp = &st->steps.data[i];
+            if (sp->kind == TT_STEP_SPLIT && sp->nlen == 2)
+                depth *= sp->lengths[0] * sp->lengths[1];
+        }
+        if (cases[c].depth)
+            assert_int_equal(depth, cases[c].depth);
         free(text);
         free(steps);
+        tt_program_free(prog);
+        tt_state_free(st);
+        tt_workload_free(w);
+    }
+}
+
+/* The default takes at most 32 KiB of local memory (the least GPUs have) where a tiling fits:
+ * its reduction staged shallower, else a smaller shape.  A 7x7 stride-2 convolution of 3
+ * channels took 51 KiB, more than NVIDIA's 48; a depthwise one staged whole, 65 KiB; a 3x3
+ * one with channels to reduce still stages deep (18). */
+static void gpu_default_fits_the_least_local_memory(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *w;
+        int64_t depth; /* 0: not checked */
+    } cases[] = {
+        {"conv2d_nchw:N=1,CI=3,H=224,W=224,CO=64,K=7,S=2,P=3", 0},
+        {"depthwise_conv2d_nhwc:N=1,H=112,W=112,C=96,K=3,S=2,P=1", 3},
+        {"conv2d_nchw:N=1,CI=64,H=56,W=56,CO=64,K=3,S=1,P=1", 18},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        tt_workload *w = parse(cases[c].w);
+        tt_state *st = gpu_default_tiling(w);
+        tt_errbuf err = {{0}};
+        tt_program *prog;
+        assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
+        tt_gpu_limits lim;
+        tt_gpu_limits_default(&lim);
+        lim.max_shared_bytes = 0;
+        char *text = NULL;
+        tt_opencl_stats stats;
+        if (tt_codegen_opencl(prog, "k", &lim, &text, NULL, &stats, &err))
+            fail_msg("%s: %s", w->key, err.msg);
+        int64_t depth = 1;
+        for (size_t i = 0; i < st->steps.len; i++) {
+            const tt_step *sp = &st->steps.data[i];
+            if (sp->kind == TT_STEP_SPLIT && sp->nlen == 2)
+                depth *= sp->lengths[0] * sp->lengths[1];
+        }
+        printf("gpu default %s: %lld bytes shared, %lld deep\n", w->key,
+               (long long)stats.shared_bytes, (long long)depth);
+        assert_true(stats.shared_bytes > 0 && stats.shared_bytes <= 32 << 10);
+        if (cases[c].depth)
+            assert_int_equal(depth, cases[c].depth);
+        free(text);
         tt_program_free(prog);
         tt_state_free(st);
         tt_workload_free(w);
@@ -1258,6 +1319,7 @@ int main(void)
         cmocka_unit_test(counts_match_tvm),
         cmocka_unit_test(gpu_counts_match_tvm),
         cmocka_unit_test(gpu_default_tiles_what_can_be_tiled),
+        cmocka_unit_test(gpu_default_fits_the_least_local_memory),
         cmocka_unit_test(gpu_search_offers_only_kernels_within_the_device),
         cmocka_unit_test(search_rounds_offer_each_program_once),
         cmocka_unit_test(factor_schemes),
