@@ -822,6 +822,19 @@ static void gpu_space(const tt_workload *w, tt_sketch_space *sp)
         fail_msg("%s: %s", w->key, err.msg);
 }
 
+/* The reduction steps one round of a GPU state's shared tiles holds: the inner parts of its
+ * reduce axes' splits (two parts each in the GPU structure). */
+static int64_t staged_depth(const tt_state *st)
+{
+    int64_t depth = 1;
+    for (size_t i = 0; i < st->steps.len; i++) {
+        const tt_step *sp = &st->steps.data[i];
+        if (sp->kind == TT_STEP_SPLIT && sp->nlen == 2)
+            depth *= sp->lengths[0] * sp->lengths[1];
+    }
+    return depth;
+}
+
 /* The default GPU schedule of a build (tt_sketch_gpu_tiled): a matmul and a convolution get
  * register tiles, thread blocks and shared-memory stages and compute the definition; a
  * reduction gets its cross-thread form; each is within the bindings' limits. */
@@ -877,13 +890,7 @@ static void gpu_default_tiles_what_can_be_tiled(void **state)
                stats.local_bank_ways);
         if (cases[c].threads)
             assert_int_equal(threads, cases[c].threads);
-        /* the splits of reduce axes (two parts in the GPU structure) within a round */
-        int64_t depth = 1;
-        for (size_t i = 0; i < st->steps.len; i++) {
-            const tt_step *sp = &st->steps.data[i];
-            if (sp->kind == TT_STEP_SPLIT && sp->nlen == 2)
-                depth *= sp->lengths[0] * sp->lengths[1];
-        }
+        int64_t depth = staged_depth(st);
         if (cases[c].depth)
             assert_int_equal(depth, cases[c].depth);
         free(text);
@@ -922,12 +929,7 @@ static void gpu_default_fits_the_least_local_memory(void **state)
         tt_opencl_stats stats;
         if (tt_codegen_opencl(prog, "k", &lim, &text, NULL, &stats, &err))
             fail_msg("%s: %s", w->key, err.msg);
-        int64_t depth = 1;
-        for (size_t i = 0; i < st->steps.len; i++) {
-            const tt_step *sp = &st->steps.data[i];
-            if (sp->kind == TT_STEP_SPLIT && sp->nlen == 2)
-                depth *= sp->lengths[0] * sp->lengths[1];
-        }
+        int64_t depth = staged_depth(st);
         printf("gpu default %s: %lld bytes shared, %lld deep\n", w->key,
                (long long)stats.shared_bytes, (long long)depth);
         assert_true(stats.shared_bytes > 0 && stats.shared_bytes <= 32 << 10);
