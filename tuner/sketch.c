@@ -550,7 +550,14 @@ static tt_status apply_cross_thread(gen_ctx *g, const node *nd)
     int fused = ids[0];
     int target = tt_access_single_consumer(st, s);
     int common = target >= 0 ? tt_access_common_outer(st, s, target) : 0;
-    if (target >= 0 && common > 0 && !tt_access_needs_mlt(st, target)) {
+    /* The reduction's threads follow the consumer's innermost axis: one shorter than a warp
+     * would leave it fewer threads than the warp (a GlobalAveragePool's [1, 512, 1, 1] output
+     * gave one thread to each 49-long reduction), so it then stays at the root. */
+    const tt_stage *tg = target >= 0 ? &st->stages.data[target] : NULL;
+    bool short_consumer = tg && tg->niters > 0 && tg->iters[tg->niters - 1].extent > 0 &&
+                          tg->iters[tg->niters - 1].extent < g->p->warp_size &&
+                          tg->iters[tg->niters - 1].extent < st->stages.data[s].iters[fused].extent;
+    if (target >= 0 && common > 0 && !tt_access_needs_mlt(st, target) && !short_consumer) {
         /* Fuse into the consumer: share its thread split. */
         int split = -1;
         for (size_t i = 0; i < st->steps.len; i++)
@@ -558,7 +565,6 @@ static tt_status apply_cross_thread(gen_ctx *g, const node *nd)
                 tt_access_final_stage(st, i, st->steps.data[i].stage) == target)
                 split = (int)i;
         if (split < 0) {
-            const tt_stage *tg = &st->stages.data[target];
             /* The warp, or the whole loop when it is shorter (Ansor's split would leave an
              * outer loop of one; our states refuse lengths beyond the extent). */
             int64_t warp = g->p->warp_size;

@@ -856,6 +856,11 @@ static void gpu_default_tiles_what_can_be_tiled(void **state)
         {"conv2d_nchw:N=1,CI=8,H=8,W=8,CO=16,K=3,S=1,P=1", "\"shared\"", 0, 18},
         {"te:R[i] += A[i,k]; A:float32[64,256]", "", 32, 0},
         {"softmax:M=64,N=256", "", 0, 0},
+        /* a GlobalAveragePool: its output's innermost axis is 1 long, too short to lend the
+         * reduction its threads (one thread each, once) */
+        {"te:t0[i0,i1] += x0[0,r0,r1,i1]; out[i0,i1,i2,i3] = t0[i0,i1] / 49.0; t0:float32[1,512]; "
+         "x0:float32[1,7,7,512]; out:float32[1,512,1,1]; r0:7; r1:7",
+         "", 32, 0},
         /* a MatMul+Add of a network: the product, its reshape and the bias, in one task */
         {"te:t1[i0,i1] += x0[0,i0,r0] * w1[r0,i1]; t0[i0,i1,i2] = t1[i1,i2]; out[i0,i1,i2] = "
          "w2[i2] + t0[0,i1,i2]; t1:float32[64,128]; x0:float32[1,64,16]; w1:const "
