@@ -186,6 +186,9 @@ a, b = np.load('$out/$m.npy'), np.load('$d/output_0.npy')
 print('$m: max |ours - torch| / max |torch| =', float(np.abs(a - b).max() / np.abs(b).max()))" 2>&1 | tee -a "$summary"
     rm -f "$out/$m.npy"
     timeout $step_timeout tvm-net time "$lib" --warmup 10 --repeat 50 2>&1 | tee -a "$summary"
+    # the same with the caller's pageable memory handed to the driver (no pinned buffers)
+    TVM_TUNE_OPENCL_PINNED=0 timeout $step_timeout tvm-net time "$lib" --warmup 10 --repeat 50 2>&1 |
+        sed 's/^/pageable: /' | tee -a "$summary"
     timeout $step_timeout tvm-net profile "$lib" --warmup 5 --repeat 20 > "$out/profile_$m.log" 2>&1
     sort -t'|' -k6 -rn "$out/profile_$m.log" | head -8 | tee -a "$summary"
     tail -1 "$out/profile_$m.log" | tee -a "$summary"

@@ -9,7 +9,8 @@
  *           picks a device (TVM_TUNE_OPENCL_DEVICE=P:D, else the first GPU, else the first
  *           device), checks that the network fits it (global memory, the largest allocation,
  *           each kernel's work-group size and local memory), builds the one program that holds
- *           every kernel, and uploads the weights once;
+ *           every kernel, uploads the weights once, and maps a pinned host buffer for each
+ *           input and output (TVM_TUNE_OPENCL_PINNED=0: none);
  *   run     writes the inputs, enqueues every kernel on one in-order queue with no host round
  *           trip between them (activations stay in device buffers), reads the outputs back;
  *   profile the same, with each kernel's device time read from its profiling event.
@@ -82,6 +83,8 @@ typedef struct {
     X(clCreateBuffer) \
     X(clEnqueueWriteBuffer) \
     X(clEnqueueReadBuffer) \
+    X(clEnqueueMapBuffer) \
+    X(clEnqueueUnmapMemObject) \
     X(clEnqueueNDRangeKernel) \
     X(clGetEventProfilingInfo) \
     X(clReleaseEvent) \
@@ -118,6 +121,10 @@ typedef struct {
     cl_program prog;
     cl_kernel *k;
     cl_mem *mem;
+    /* pinned host copies of the inputs and outputs (tt_clnet_pin), mapped once; NULL where
+     * a buffer is not one, or with TVM_TUNE_OPENCL_PINNED=0 */
+    cl_mem *pinned;
+    void **pinned_at;
     cl_event *events;
     char error[4096];
 } tt_clnet;
@@ -386,8 +393,63 @@ static int tt_clnet_alloc(tt_clnet *n)
     return TT_CLNET_OK;
 }
 
+/* Transfers from pageable memory go through the driver's own staging copy, at a fraction of
+ * what the bus carries from pinned memory (NVIDIA's OpenCL guide: map a buffer made with
+ * CL_MEM_ALLOC_HOST_PTR and copy from the mapped pointer).  Each input and output gets such a
+ * buffer, mapped once for the library's life; a run copies the caller's data through it.
+ * TVM_TUNE_OPENCL_PINNED=0 leaves them out (the caller's memory goes to the driver as it is). */
+static int tt_clnet_pin(tt_clnet *n)
+{
+    const char *want = getenv("TVM_TUNE_OPENCL_PINNED");
+    if (want && want[0] && strcmp(want, "0") && strcmp(want, "1")) {
+        tt_clnet_fail(n, "%s: TVM_TUNE_OPENCL_PINNED='%s' is not 0 or 1", n->name, want);
+        return TT_CLNET_BAD_ARGUMENT;
+    }
+    if (want && !strcmp(want, "0"))
+        return TT_CLNET_OK;
+    n->pinned = calloc((size_t)n->nbuffers + 1, sizeof(cl_mem));
+    n->pinned_at = calloc((size_t)n->nbuffers + 1, sizeof(void *));
+    if (!n->pinned || !n->pinned_at) {
+        tt_clnet_fail(n, "%s: out of host memory", n->name);
+        return TT_CLNET_RUN_FAILED;
+    }
+    for (int i = 0; i < n->nbuffers; i++) {
+        const tt_clnet_buffer *b = &n->buffers[i];
+        if ((b->kind != TT_CLNET_INPUT && b->kind != TT_CLNET_OUTPUT) || b->bytes <= 0)
+            continue;
+        cl_int e;
+        char what[96], sz[32];
+        snprintf(what, sizeof(what), "pinned host memory of %s for an %s",
+                 tt_clnet_size(sz, b->bytes), b->kind == TT_CLNET_INPUT ? "input" : "output");
+        n->pinned[i] = n->clCreateBuffer(n->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR,
+                                         (size_t)b->bytes, NULL, &e);
+        if (!n->pinned[i])
+            return tt_clnet_call_failed(n, TT_CLNET_DEVICE_LIMIT, "clCreateBuffer", e, what);
+        n->pinned_at[i] =
+            n->clEnqueueMapBuffer(n->queue, n->pinned[i], CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+                                  (size_t)b->bytes, 0, NULL, NULL, &e);
+        if (!n->pinned_at[i])
+            return tt_clnet_call_failed(n, TT_CLNET_DEVICE_LIMIT, "clEnqueueMapBuffer", e, what);
+    }
+    return TT_CLNET_OK;
+}
+
 static void tt_clnet_release_locked(tt_clnet *n)
 {
+    if (n->pinned)
+        for (int i = 0; i < n->nbuffers; i++)
+            if (n->pinned[i]) {
+                if (n->pinned_at && n->pinned_at[i])
+                    n->clEnqueueUnmapMemObject(n->queue, n->pinned[i], n->pinned_at[i], 0, NULL,
+                                               NULL);
+                n->clReleaseMemObject(n->pinned[i]);
+            }
+    if (n->pinned && n->queue)
+        n->clFinish(n->queue);
+    free(n->pinned);
+    free(n->pinned_at);
+    n->pinned = NULL;
+    n->pinned_at = NULL;
     if (n->mem)
         for (int i = 0; i < n->nbuffers; i++)
             if (n->mem[i])
@@ -443,6 +505,8 @@ static int tt_clnet_init_locked(tt_clnet *n)
         rc = tt_clnet_build(n);
     if (!rc)
         rc = tt_clnet_alloc(n);
+    if (!rc)
+        rc = tt_clnet_pin(n);
     if (!rc && (e = n->clFinish(n->queue)) != CL_SUCCESS)
         rc = tt_clnet_call_failed(n, TT_CLNET_RUN_FAILED, "clFinish", e, "uploading the weights");
     if (rc)
@@ -492,9 +556,16 @@ static int tt_clnet_run_locked(tt_clnet *n, const void *const *in, void *const *
     cl_int e;
     for (int i = 0; i < n->nbuffers; i++) {
         const tt_clnet_buffer *b = &n->buffers[i];
-        if (b->kind == TT_CLNET_INPUT && b->bytes > 0 &&
-            (e = n->clEnqueueWriteBuffer(n->queue, n->mem[i], CL_FALSE, 0, (size_t)b->bytes,
-                                         in[b->index], 0, NULL, NULL)) != CL_SUCCESS)
+        if (b->kind != TT_CLNET_INPUT || b->bytes <= 0)
+            continue;
+        const void *from = in[b->index];
+        if (n->pinned_at && n->pinned_at[i]) {
+            /* the previous run's write from it has finished: that run ended with clFinish */
+            memcpy(n->pinned_at[i], from, (size_t)b->bytes);
+            from = n->pinned_at[i];
+        }
+        if ((e = n->clEnqueueWriteBuffer(n->queue, n->mem[i], CL_FALSE, 0, (size_t)b->bytes, from,
+                                         0, NULL, NULL)) != CL_SUCCESS)
             return tt_clnet_call_failed(n, TT_CLNET_RUN_FAILED, "clEnqueueWriteBuffer", e,
                                         "an input");
     }
@@ -531,9 +602,11 @@ static int tt_clnet_run_locked(tt_clnet *n, const void *const *in, void *const *
     }
     for (int i = 0; i < n->nbuffers && !rc; i++) {
         const tt_clnet_buffer *b = &n->buffers[i];
-        if (b->kind == TT_CLNET_OUTPUT && b->bytes > 0 &&
-            (e = n->clEnqueueReadBuffer(n->queue, n->mem[i], CL_FALSE, 0, (size_t)b->bytes,
-                                        out[b->index], 0, NULL, NULL)) != CL_SUCCESS)
+        if (b->kind != TT_CLNET_OUTPUT || b->bytes <= 0)
+            continue;
+        void *to = n->pinned_at && n->pinned_at[i] ? n->pinned_at[i] : out[b->index];
+        if ((e = n->clEnqueueReadBuffer(n->queue, n->mem[i], CL_FALSE, 0, (size_t)b->bytes, to, 0,
+                                        NULL, NULL)) != CL_SUCCESS)
             rc =
                 tt_clnet_call_failed(n, TT_CLNET_RUN_FAILED, "clEnqueueReadBuffer", e, "an output");
     }
@@ -548,6 +621,11 @@ static int tt_clnet_run_locked(tt_clnet *n, const void *const *in, void *const *
     /* a kernel that faults is reported here, at the latest */
     if ((e = n->clFinish(n->queue)) != CL_SUCCESS && !rc)
         rc = tt_clnet_call_failed(n, TT_CLNET_RUN_FAILED, "clFinish", e, "running the network");
+    for (int i = 0; i < n->nbuffers && !rc; i++) {
+        const tt_clnet_buffer *b = &n->buffers[i];
+        if (b->kind == TT_CLNET_OUTPUT && b->bytes > 0 && n->pinned_at && n->pinned_at[i])
+            memcpy(out[b->index], n->pinned_at[i], (size_t)b->bytes);
+    }
     for (int i = 0; i < n->ncopies && !rc; i++) {
         const tt_clnet_copy *cp = &n->copies[i];
         if (cp->buffer == -1)

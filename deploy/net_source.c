@@ -428,6 +428,8 @@ tt_status tt__write_net_header(const char *path, const char *guard, const tt__ne
             "first device),\n"
             " * checks that the network fits it, builds the kernels and uploads the weights "
             "once;\n"
+            " * inputs and outputs travel through pinned host buffers "
+            "(TVM_TUNE_OPENCL_PINNED=0: not);\n"
             " * %s_release gives it all back.  Inputs and outputs are dense row-major arrays "
             "in host\n"
             " * memory; activations stay on the device.  The functions return 0 or a "

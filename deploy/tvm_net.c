@@ -46,7 +46,8 @@ static void usage(FILE *f)
             "            build's median, B / A, in how many block pairs B was faster, and how\n"
             "            far their outputs differ\n"
             "Libraries built with --target opencl run on the device TVM_TUNE_OPENCL_DEVICE=P:D\n"
-            "names (else the first GPU, else the first OpenCL device).\n"
+            "names (else the first GPU, else the first OpenCL device); inputs and outputs go\n"
+            "through pinned host buffers unless TVM_TUNE_OPENCL_PINNED=0.\n"
             "  --name NAME   the functions' prefix, when the file was renamed (default: the\n"
             "                file's name without .so)\n"
             "Exit status: 0 done, 1 failed (the reason on stderr), 2 bad arguments.\n");

@@ -7,6 +7,8 @@
 # - the header compiles as C99 and C++11; an application links the archive through pkg-config
 #   and calls NAME_init / NAME_run / NAME_profile / NAME_release;
 # - tvm-net time and profile (each call's device time from OpenCL events);
+# - inputs and outputs through pinned host buffers, or the caller's memory as it is
+#   (TVM_TUNE_OPENCL_PINNED=0): the same answers;
 # - no platform, a device that does not exist, a network beyond the device's memory, a malformed
 #   setting, a driver that fails the build: a clear error naming the reason and the device, and
 #   no output written.
@@ -151,6 +153,14 @@ int main(void)
 C
 cc -O2 -o "$work/app" "$work/app.c" $(PKG_CONFIG_PATH="$work/lib" pkg-config --cflags --libs rb)
 "$work/app" | grep -q '^OK$'
+# the inputs and outputs go through pinned host buffers unless TVM_TUNE_OPENCL_PINNED=0: the same
+# answers either way
+TVM_TUNE_OPENCL_PINNED=0 "$work/app" | grep -q '^OK$'
+"$bin/tvm-net" run "$work/lib/rb.so" -i "$work/small/resnet_block_input_0.pb.npy" \
+  -o "$work/pinned.npy" > /dev/null
+TVM_TUNE_OPENCL_PINNED=0 "$bin/tvm-net" run "$work/lib/rb.so" \
+  -i "$work/small/resnet_block_input_0.pb.npy" -o "$work/pageable.npy" > /dev/null
+cmp "$work/pinned.npy" "$work/pageable.npy"
 mkdir -p "$work/no-icd"
 OCL_ICD_VENDORS=$work/no-icd "$work/app" > "$work/app.log" || true
 grep -q "^init -1: rb: no OpenCL platform" "$work/app.log"
@@ -180,6 +190,9 @@ expect_fail "the network needs .* of device memory (weights .*) but device '.*' 
 test ! -e "$work/none.npy"
 expect_fail "is not a size" \
   env TVM_TUNE_OPENCL_MEMORY=lots "$bin/tvm-net" time "$work/lib/rb.so" --repeat 1
+expect_fail "TVM_TUNE_OPENCL_PINNED='yes' is not 0 or 1" \
+  env TVM_TUNE_OPENCL_PINNED=yes "$bin/tvm-net" run "$work/lib/rb.so" -i "$work/small/resnet_block_input_0.pb.npy" -o "$work/none.npy"
+test ! -e "$work/none.npy"
 # a driver that fails the build: the library's program with a token no compiler takes
 mkdir -p "$work/broken"
 "$py" - "$work/lib/rb.so" "$work/broken/rb.so" <<'PY'
