@@ -1,8 +1,10 @@
 #include "io.h"
 
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -70,4 +72,42 @@ bool tt_socket_is_self_connected(int fd)
     return getsockname(fd, (struct sockaddr *)&self, &ls) == 0 &&
            getpeername(fd, (struct sockaddr *)&peer, &lp) == 0 && ls == lp &&
            memcmp(&self, &peer, ls) == 0;
+}
+
+int tt_socket_dial(const char *host, int port, double timeout_s, char *why, size_t whylen)
+{
+    char service[16];
+    snprintf(service, sizeof(service), "%d", port);
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_socktype = SOCK_STREAM;
+    int rc = getaddrinfo(host, service, &hints, &res);
+    if (rc) {
+        snprintf(why, whylen, "%s", gai_strerror(rc));
+        return -1;
+    }
+    int fd = -1, saved = ECONNREFUSED;
+    for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0)
+            continue;
+        tt_socket_deadlines(fd, timeout_s);
+        if (connect(fd, a->ai_addr, a->ai_addrlen)) {
+            saved = errno;
+            close(fd);
+            fd = -1;
+        } else if (tt_socket_is_self_connected(fd)) {
+            saved = ECONNREFUSED; /* nothing listens there */
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        snprintf(why, whylen, "%s", strerror(saved));
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    tt_socket_keepalive(fd);
+    return fd;
 }

@@ -23,5 +23,11 @@ void tt_socket_keepalive(int fd);
  * open"): the socket then echoes what it writes, so it passes a magic-number handshake, and it
  * holds the port that its server wants to listen on again.  Callers treat it as refused. */
 bool tt_socket_is_self_connected(int fd);
+/* A TCP connection to host:port (any of its addresses), close-on-exec, with `timeout_s` deadlines
+ * on the connect and on every later receive and send, TCP_NODELAY (frames are small) and
+ * keepalive (tt_socket_keepalive: a peer whose link is cut silently is noticed in about 15 s); a
+ * connection to itself counts as refused.  Returns the descriptor, or -1 with the reason (the
+ * resolver's or the connect's) in why. */
+int tt_socket_dial(const char *host, int port, double timeout_s, char *why, size_t whylen);
 
 #endif

@@ -2,9 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,44 +35,15 @@ struct tt_remote {
     int ndata_ids;
 };
 
+/* A device whose link is cut silently sends nothing, not even a reset: with keepalive
+ * (tt_socket_dial) the session ends in about 15 s instead of waiting out the measurement timeout
+ * and its slack. */
 static int dial(const char *host, int port, double timeout_s, tt_errbuf *err)
 {
-    char service[16];
-    snprintf(service, sizeof(service), "%d", port);
-    struct addrinfo hints = {0}, *res = NULL;
-    hints.ai_socktype = SOCK_STREAM;
-    int rc = getaddrinfo(host, service, &hints, &res);
-    if (rc) {
-        tt_err(err, TT_ERR_IO, "device %s:%d: %s", host, port, gai_strerror(rc));
-        return -1;
-    }
-    int fd = -1, saved = ECONNREFUSED;
-    for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-        if (fd < 0)
-            continue;
-        tt_socket_deadlines(fd, timeout_s);
-        if (connect(fd, a->ai_addr, a->ai_addrlen)) {
-            saved = errno;
-            close(fd);
-            fd = -1;
-        } else if (tt_socket_is_self_connected(fd)) {
-            saved = ECONNREFUSED; /* nothing listens there (io.h) */
-            close(fd);
-            fd = -1;
-        }
-    }
-    freeaddrinfo(res);
-    if (fd < 0) {
-        tt_err(err, TT_ERR_IO, "cannot connect to the device at %s:%d: %s", host, port,
-               strerror(saved));
-        return -1;
-    }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    /* A device whose link is cut silently sends nothing, not even a reset: the session ends
-     * in about 15 s instead of waiting out the measurement timeout and its slack. */
-    tt_socket_keepalive(fd);
+    char why[160];
+    int fd = tt_socket_dial(host, port, timeout_s, why, sizeof(why));
+    if (fd < 0)
+        tt_err(err, TT_ERR_IO, "cannot connect to the device at %s:%d: %s", host, port, why);
     return fd;
 }
 

@@ -1,9 +1,7 @@
 #include "tracker_client.h"
 
 #include <errno.h>
-#include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -66,37 +64,12 @@ tt_status tt_tracker_connect(const char *host, int port, double timeout_s,
                              const tt_auth_keyring *auth, tt_tracker_conn *c, tt_errbuf *err)
 {
     memset(c, 0, sizeof(*c));
-    c->fd = -1;
-    char service[16];
-    snprintf(service, sizeof(service), "%d", port);
-    struct addrinfo hints = {0}, *res = NULL;
-    hints.ai_socktype = SOCK_STREAM;
-    int rc = getaddrinfo(host, service, &hints, &res);
-    if (rc)
-        return tt_err(err, TT_ERR_IO, "tracker %s:%d: %s", host, port, gai_strerror(rc));
-    int saved = 0;
-    for (struct addrinfo *a = res; a && c->fd < 0; a = a->ai_next) {
-        int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-        if (fd < 0)
-            continue;
-        tt_socket_deadlines(fd, timeout_s);
-        if (connect(fd, a->ai_addr, a->ai_addrlen)) {
-            saved = errno;
-            close(fd);
-        } else if (tt_socket_is_self_connected(fd)) {
-            saved = ECONNREFUSED; /* nothing listens there */
-            close(fd);
-        } else {
-            c->fd = fd;
-        }
-    }
-    freeaddrinfo(res);
+    /* keepalive (tt_socket_dial): a device notices a cut link and registers again */
+    char why[160];
+    c->fd = tt_socket_dial(host, port, timeout_s, why, sizeof(why));
     if (c->fd < 0)
         return tt_err(err, TT_ERR_IO, "cannot connect to the tracker at %s:%d: %s", host, port,
-                      strerror(saved ? saved : ECONNREFUSED));
-    int one = 1;
-    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    tt_socket_keepalive(c->fd); /* a device notices a cut link and registers again */
+                      why);
     /* The magic goes alone, and nothing more until the echo: TVM's tracker needs that. */
     uint8_t m[4], echo[4];
     tt_put_le32(m, TT_TRACKER_MAGIC);

@@ -105,25 +105,35 @@ static tt_status fetch_by_four(const tt_dag *dag, tt_state **st, tt_errbuf *err)
     return TT_OK;
 }
 
+/* `st` lowered and emitted for a GPU of the default limits, its statistics in *stats and its
+ * program through *prog when prog is not NULL; false when it does not lower or emit.  Without
+ * `capped`, local memory is not limited (to learn how much a tiling takes). */
+static bool emitted_stats(const tt_state *st, bool capped, tt_opencl_stats *stats,
+                          tt_program **prog)
+{
+    tt_program *p;
+    if (tt_lower(st, &p, NULL))
+        return false;
+    tt_gpu_limits lim;
+    tt_gpu_limits_default(&lim);
+    if (!capped)
+        lim.max_shared_bytes = 0;
+    char *text = NULL;
+    bool ok = !tt_codegen_opencl(p, "k", &lim, &text, NULL, stats, NULL);
+    free(text);
+    if (prog && ok)
+        *prog = p;
+    else
+        tt_program_free(p);
+    return ok;
+}
+
 /* The worst bank conflict of `st`'s reads of local memory (tt_opencl_stats.local_bank_ways), and
  * its program through *prog when prog is not NULL; -1 when it does not lower or emit. */
 static int bank_ways_of(const tt_state *st, tt_program **prog)
 {
-    tt_program *p;
-    if (tt_lower(st, &p, NULL))
-        return -1;
-    tt_gpu_limits lim;
-    tt_gpu_limits_default(&lim);
     tt_opencl_stats stats;
-    char *text = NULL;
-    int ways =
-        tt_codegen_opencl(p, "k", &lim, &text, NULL, &stats, NULL) ? -1 : stats.local_bank_ways;
-    free(text);
-    if (prog && ways >= 0)
-        *prog = p;
-    else
-        tt_program_free(p);
-    return ways;
+    return emitted_stats(st, true, &stats, prog) ? stats.local_bank_ways : -1;
 }
 
 /* Shared tiles padded where that spares bank conflicts (TVM's storage_align of shared stages):
@@ -209,23 +219,6 @@ static tt_status tiled_state(const tt_dag *dag, tt_sketch_space *sp, tt_gpu_tile
  * Intel 64).  MobileNet-V2's depthwise convolutions staged whole took 65 KiB. */
 enum { TILED_SHARED_CAP = 32 << 10 };
 
-static int64_t shared_bytes_of(const tt_state *st)
-{
-    tt_program *p;
-    if (tt_lower(st, &p, NULL))
-        return -1;
-    tt_gpu_limits lim;
-    tt_gpu_limits_default(&lim);
-    lim.max_shared_bytes = 0;
-    tt_opencl_stats stats;
-    char *text = NULL;
-    int64_t bytes =
-        tt_codegen_opencl(p, "k", &lim, &text, NULL, &stats, NULL) ? -1 : stats.shared_bytes;
-    free(text);
-    tt_program_free(p);
-    return bytes;
-}
-
 tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_gpu_tile size,
                               tt_state **out, tt_errbuf *err)
 {
@@ -280,7 +273,9 @@ tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_g
                 tt_state *st;
                 if (tiled_state(dag, &sp, size, steps, n, &st, err))
                     continue;
-                if ((deep || c + 1 < ntry) && shared_bytes_of(st) > TILED_SHARED_CAP) {
+                tt_opencl_stats stats;
+                if ((deep || c + 1 < ntry) && emitted_stats(st, false, &stats, NULL) &&
+                    stats.shared_bytes > TILED_SHARED_CAP) {
                     tt_state_free(st);
                     continue;
                 }
