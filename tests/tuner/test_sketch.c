@@ -822,6 +822,27 @@ static void gpu_space(const tt_workload *w, tt_sketch_space *sp)
         fail_msg("%s: %s", w->key, err.msg);
 }
 
+/* The OpenCL statistics of `st` lowered and emitted under the default GPU limits (local memory
+ * unlimited unless `capped`); fails the test when it does not lower or emit. */
+static void emitted_stats(const tt_workload *w, const tt_state *st, bool capped,
+                          tt_opencl_stats *stats)
+{
+    tt_errbuf err = {{0}};
+    tt_program *prog;
+    if (tt_lower(st, &prog, &err))
+        fail_msg("%s: %s", w->key, err.msg);
+    tt_gpu_limits lim;
+    tt_gpu_limits_default(&lim);
+    if (!capped)
+        lim.max_shared_bytes = 0;
+    char *text = NULL;
+    tt_status r = tt_codegen_opencl(prog, "k", &lim, &text, NULL, stats, &err);
+    free(text);
+    tt_program_free(prog);
+    if (r)
+        fail_msg("%s: %s", w->key, err.msg);
+}
+
 /* The reduction steps one round of a GPU state's shared tiles holds: the inner parts of its
  * reduce axes' splits (two parts each in the GPU structure). */
 static int64_t staged_depth(const tt_state *st)
@@ -880,14 +901,8 @@ static void gpu_default_tiles_what_can_be_tiled(void **state)
         assert_non_null(strstr(steps, "auto_unroll_max_step$512"));
         assert_int_equal(tt_sketch_check_gpu(&p, st, &err), TT_OK);
         check(w, st, "gpu default");
-        tt_program *prog;
-        assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
-        tt_gpu_limits lim;
-        tt_gpu_limits_default(&lim);
-        char *text = NULL;
         tt_opencl_stats stats;
-        if (tt_codegen_opencl(prog, "k", &lim, &text, NULL, &stats, &err))
-            fail_msg("%s: %s", w->key, err.msg);
+        emitted_stats(w, st, true, &stats);
         int64_t threads = stats.block[0] * stats.block[1] * stats.block[2];
         printf("  %d kernel(s), %lld work-items per group, %lld bytes shared, local reads "
                "%d-way\n",
@@ -898,9 +913,7 @@ static void gpu_default_tiles_what_can_be_tiled(void **state)
         int64_t depth = staged_depth(st);
         if (cases[c].depth)
             assert_int_equal(depth, cases[c].depth);
-        free(text);
         free(steps);
-        tt_program_free(prog);
         tt_state_free(st);
         tt_workload_free(w);
     }
@@ -924,24 +937,14 @@ static void gpu_default_fits_the_least_local_memory(void **state)
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         tt_workload *w = parse(cases[c].w);
         tt_state *st = gpu_default_tiling(w);
-        tt_errbuf err = {{0}};
-        tt_program *prog;
-        assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
-        tt_gpu_limits lim;
-        tt_gpu_limits_default(&lim);
-        lim.max_shared_bytes = 0;
-        char *text = NULL;
         tt_opencl_stats stats;
-        if (tt_codegen_opencl(prog, "k", &lim, &text, NULL, &stats, &err))
-            fail_msg("%s: %s", w->key, err.msg);
+        emitted_stats(w, st, false, &stats);
         int64_t depth = staged_depth(st);
         printf("gpu default %s: %lld bytes shared, %lld deep\n", w->key,
                (long long)stats.shared_bytes, (long long)depth);
         assert_true(stats.shared_bytes > 0 && stats.shared_bytes <= 32 << 10);
         if (cases[c].depth)
             assert_int_equal(depth, cases[c].depth);
-        free(text);
-        tt_program_free(prog);
         tt_state_free(st);
         tt_workload_free(w);
     }
