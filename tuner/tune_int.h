@@ -52,6 +52,8 @@ typedef struct {
     const char *target_text;
     bool gpu;            /* an OpenCL target: kernels are OpenCL artifacts */
     tt_gpu_limits lim;   /* what the device allows one kernel (gpu) */
+    int warp;            /* gpu: threads the naive binding and the sketches take as a warp: 32,
+                          * or fewer where the device allows fewer a work-group */
     bool overlap_builds; /* measure each candidate while later ones build (tt_tune_options) */
     char device[512];
     char dir[256];

@@ -64,7 +64,7 @@ void tt__tune_compile_one(candidate *c)
     tt_program *prog = NULL;
     tt_state *st = NULL;
     if (c->index == UINT64_MAX) { /* the naive schedule (on GPU: bound to blocks and threads) */
-        if (t->gpu ? tt_sketch_gpu_default(&t->w->dag, 32, &st, &err)
+        if (t->gpu ? tt_sketch_gpu_default(&t->w->dag, t->warp, &st, &err)
                    : tt_state_create(&t->w->dag, &st, &err))
             c->error_no = 1;
     } else if (c->index == STEPS_INDEX) {

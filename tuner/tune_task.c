@@ -304,9 +304,10 @@ tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db 
         return s;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     t->gpu = cl != NULL;
-    if (t->gpu)
+    if (t->gpu) {
         limits_of(cl, o->gpu_limits, &t->lim);
-    else
+        t->warp = t->lim.max_threads > 0 && t->lim.max_threads < 32 ? (int)t->lim.max_threads : 32;
+    } else
         tt_codegen_vector_isa(&t->target, &t->isa);
     t->overlap_builds = t->gpu && (o->overlap_builds > 0 ||
                                    (o->overlap_builds == 0 && strcmp(cl->type, "cpu") != 0));
@@ -320,7 +321,7 @@ tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db 
     if (tt_strategy_uses_sketches(o->strategy)) {
         tt_sketch_params sp;
         if (t->gpu) {
-            tt_sketch_params_gpu(&sp, (int)t->lim.max_threads, 32);
+            tt_sketch_params_gpu(&sp, (int)t->lim.max_threads, t->warp);
             sp.max_vthread = (int)t->lim.max_vthread;
         } else {
             tt_sketch_params_cpu(&sp, t->target.num_cores ? t->target.num_cores : (int)cores);

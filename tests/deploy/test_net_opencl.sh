@@ -9,8 +9,8 @@
 # - tvm-net time and profile (each call's device time from OpenCL events);
 # - inputs and outputs through pinned host buffers, or the caller's memory as it is
 #   (TVM_TUNE_OPENCL_PINNED=0): the same answers;
-# - no platform, a device that does not exist, a network beyond the device's memory, a malformed
-#   setting, a driver that fails the build: a clear error naming the reason and the device, and
+# - no platform, a device that does not exist, a network beyond the device's memory, a kernel
+#   beyond its work-group size, a malformed setting, a driver that fails the build: a clear error naming the reason and the device, and
 #   no output written.
 # usage: test_net_opencl.sh BUILD_DIR SOURCE_DIR MODELS_DIR TORCH_MODELS_DIR
 set -euo pipefail
@@ -193,6 +193,17 @@ expect_fail "is not a size" \
 expect_fail "TVM_TUNE_OPENCL_PINNED='yes' is not 0 or 1" \
   env TVM_TUNE_OPENCL_PINNED=yes "$bin/tvm-net" run "$work/lib/rb.so" -i "$work/small/resnet_block_input_0.pb.npy" -o "$work/none.npy"
 test ! -e "$work/none.npy"
+# a device that allows fewer work-items a group than a kernel runs (pocl: POCL_MAX_WORK_GROUP_SIZE)
+expect_fail "rb: kernel t0_0 (task 0, Conv+Relu) runs [0-9]* work-items per group; device '.*' allows 16 for it (CL_KERNEL_WORK_GROUP_SIZE)" \
+  env POCL_MAX_WORK_GROUP_SIZE=16 "$bin/tvm-net" run "$work/lib/rb.so" -i "$work/small/resnet_block_input_0.pb.npy" -o "$work/none.npy"
+test ! -e "$work/none.npy"
+# tuned on such a device, the naive baseline and the sketches take 16 threads, not a warp of 32
+POCL_MAX_WORK_GROUP_SIZE=16 "$bin/tvm-tune" run --workload matmul:M=64,N=64,K=64 --target opencl \
+  --strategy evo --trials 4 --db "$work/wg16.db" > "$work/wg16.log" 2>&1
+grep -q "on opencl: 4 measured now, 4 in all, 0 errors" "$work/wg16.log" || {
+  cat "$work/wg16.log" >&2
+  exit 1
+}
 # a driver that fails the build: the library's program with a token no compiler takes
 mkdir -p "$work/broken"
 "$py" - "$work/lib/rb.so" "$work/broken/rb.so" <<'PY'
