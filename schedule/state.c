@@ -268,8 +268,12 @@ static tt_status new_var(apply_ctx *c, const char *name, uint32_t *out)
 
 /* ---- the steps ---- */
 
+/* `over`: the lengths may multiply to more than the extent (the excess is guarded).  Only a
+ * cooperative fetch's split by its consumer's threads takes it: a tile of 32 elements fetched by
+ * 64 threads leaves 32 of them idle, while a loop tile larger than its loop only adds empty
+ * iterations (and can hang a run). */
 static tt_status do_split_common(apply_ctx *c, int s, int it, const int64_t *lengths, int n,
-                                 bool inner_to_outer)
+                                 bool inner_to_outer, bool over)
 {
     tt_stage *sg = &c->st->stages.data[s];
     tt_iter old = sg->iters[it];
@@ -287,8 +291,7 @@ static tt_status do_split_common(apply_ctx *c, int s, int it, const int64_t *len
             return illegal(c, "split length %d of iterator '%s' is %lld; lengths must be positive",
                            i, old.name, (long long)lengths[i]);
         prod *= lengths[i];
-        /* Tiles larger than the iterator only add empty iterations (and can hang a run). */
-        if (prod > old.extent)
+        if (prod > old.extent && !over)
             return illegal(c, "split lengths of '%s' multiply to more than its extent %lld",
                            old.name, (long long)old.extent);
     }
@@ -338,7 +341,7 @@ static tt_status do_split(apply_ctx *c)
         return r;
     if (p->extent < 0)
         return illegal(c, "negative extent %lld", (long long)p->extent);
-    return do_split_common(c, p->stage, p->iter, p->lengths, p->nlen, p->inner_to_outer);
+    return do_split_common(c, p->stage, p->iter, p->lengths, p->nlen, p->inner_to_outer, false);
 }
 
 static const tt_step *split_source(apply_ctx *c, int src)
@@ -369,7 +372,7 @@ static tt_status do_follow_split(apply_ctx *c)
     for (int i = n; i < src->nlen; i++)
         prod *= src->lengths[i];
     lengths[n++] = prod;
-    return do_split_common(c, p->stage, p->iter, lengths, n, true);
+    return do_split_common(c, p->stage, p->iter, lengths, n, true, false);
 }
 
 static tt_status do_follow_fused_split(apply_ctx *c)
@@ -389,7 +392,7 @@ static tt_status do_follow_fused_split(apply_ctx *c)
             return illegal(c, "level %d is out of range for source step %d", p->level, p->srcs[k]);
         len *= src->lengths[p->level];
     }
-    return do_split_common(c, p->stage, p->iter, &len, 1, p->factor_or_nparts != 0);
+    return do_split_common(c, p->stage, p->iter, &len, 1, p->factor_or_nparts != 0, true);
 }
 
 static tt_status do_fuse(apply_ctx *c)

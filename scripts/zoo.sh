@@ -7,10 +7,14 @@
 # runs in a fresh process.  Prints a markdown table (docs/models.md, "The zoo") and, with --json
 # FILE, writes its rows.  A model that does not import gets the reason tvm-compile gives.
 #
-# usage: scripts/zoo.sh [--opset N] [--batch N] [--time] [--repeat N] [--dir DIR] [--json FILE]
-#                       [--keep] [--all | MODEL ...]
+# usage: scripts/zoo.sh [--opset N] [--batch N] [--target T] [--time] [--repeat N] [--dir DIR]
+#                       [--json FILE] [--keep] [--all | MODEL ...]
 #   MODEL     torchvision names (default: the zoo below, one or two sizes of each family);
 #             --opset and --batch apply to all
+#   --target  tvm-compile's target (default: this machine's CPU); opencl builds each model for
+#             the OpenCL device (TVM_TUNE_OPENCL_DEVICE, else the first GPU, else pocl's CPU
+#             device) with the default GPU schedules, and --time then times ours alone (the
+#             anchors run on the CPU)
 #   --all     every classification and segmentation model torchvision lists (86 in 0.14, up to
 #             ViT-H/14's and RegNet-Y-128GF's 2.5 GB of weights, which export as external data)
 #   --dir     where models and libraries go (default /tmp/tvm-tune-zoo); the exports stay, so a
@@ -22,19 +26,20 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${TVM_TUNE_BIN:-$here/build/bin}
 py=/usr/bin/python3
-opset=13 batch=1 time=0 repeat=20 dir=/tmp/tvm-tune-zoo json= all=0 keep=0
+opset=13 batch=1 target= time=0 repeat=20 dir=/tmp/tvm-tune-zoo json= all=0 keep=0
 models=()
 while [ $# -gt 0 ]; do
   case $1 in
     --opset) opset=$2; shift 2 ;;
     --batch) batch=$2; shift 2 ;;
+    --target) target=$2; shift 2 ;;
     --time) time=1; shift ;;
     --repeat) repeat=$2; shift 2 ;;
     --dir) dir=$2; shift 2 ;;
     --json) json=$2; shift 2 ;;
     --all) all=1; shift ;;
     --keep) keep=1; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     -*) echo "zoo.sh: unknown option $1" >&2; exit 2 ;;
     *) models+=("$1"); shift ;;
   esac
@@ -59,7 +64,13 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
 isa=avx
 grep -qw avx2 /proc/cpuinfo && isa=avx2
 grep -qw avx512f /proc/cpuinfo && isa=avx512
-echo "zoo: $cpu, $cores cores, $isa; opset $opset, batch $batch, untuned (no database)"
+targs=()
+where="$cpu, $cores cores, $isa"
+if [ -n "$target" ]; then
+  targs=(--target "$target")
+  where="$where; target $target"
+fi
+echo "zoo: $where; opset $opset, batch $batch, untuned (no database)"
 echo
 if [ $time = 1 ]; then
   echo "| model | imports | max rel. error | ours (ms) | ONNX Runtime (ms) | PyTorch (ms) | vs ONNX Runtime | vs PyTorch |"
@@ -82,7 +93,7 @@ for m in "${models[@]}"; do
     echo "| $m | export failed: $(tail -1 "$dir/$spec.export.log" | cut -c1-120) | | |"
     failed=1; continue
   fi
-  if ! "$bin/tvm-compile" --model "$d/model.onnx" -o "$lib" --quiet 2> "$dir/$spec.compile.log"; then
+  if ! "$bin/tvm-compile" --model "$d/model.onnx" "${targs[@]}" -o "$lib" --quiet 2> "$dir/$spec.compile.log"; then
     why=$(grep -v '^warning' "$dir/$spec.compile.log" | tail -1 | sed "s|$d/||" | cut -c1-160)
     echo "| $m | no: $why | | |"
     rows+=("{\"model\": \"$m\", \"imports\": false}")
@@ -107,9 +118,10 @@ for m in "${models[@]}"; do
     continue
   fi
   ours=$(field "$("$bin/tvm-net" time "$lib.so" "${inargs[@]}" --repeat "$repeat" --json 2> /dev/null | tail -1)" median_s)
-  torch=$(field "$($py "$here/scripts/export_torch_models.py" --time "$spec" "$d" --threads "$cores" --repeat "$repeat" 2> /dev/null | tail -1)" median_s)
-  ort=0
-  [ -d "$anchors" ] && ort=$(field "$(node "$here/bench/ort_time.js" "$anchors" "$d/model.onnx" "$cores" "$repeat" "$d/output_0.npy" "${ins[@]}" 2> /dev/null | tail -1)" median_s)
+  torch=0 ort=0
+  # the anchors run on this machine's CPU: beside an OpenCL build they would compare devices
+  [ "$target" = opencl ] || torch=$(field "$($py "$here/scripts/export_torch_models.py" --time "$spec" "$d" --threads "$cores" --repeat "$repeat" 2> /dev/null | tail -1)" median_s)
+  [ "$target" != opencl ] && [ -d "$anchors" ] && ort=$(field "$(node "$here/bench/ort_time.js" "$anchors" "$d/model.onnx" "$cores" "$repeat" "$d/output_0.npy" "${ins[@]}" 2> /dev/null | tail -1)" median_s)
   $py - "$m" "$ok" "$err" "$ours" "$ort" "$torch" <<'PY'
 import sys
 m, ok, err, ours, ort, torch = sys.argv[1:4] + [float(v) for v in sys.argv[4:]]

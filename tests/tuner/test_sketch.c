@@ -856,6 +856,43 @@ static int64_t staged_depth(const tt_state *st)
     return depth;
 }
 
+/* A small GPU task (the layouts model's 1x1 convolution: 25x4 outputs, 8 input channels) takes at
+ * least a warp of threads only as 50 or 100, more than its 8x4 weights have elements: the
+ * cooperative fetch's split by the threads goes over the tile's extent, its excess threads idle.
+ * Such splits were refused, so no sample of this task was valid and its search found nothing. */
+static void gpu_fetch_splits_take_more_threads_than_elements(void **state)
+{
+    (void)state;
+    tt_workload *w = parse("te:out[i0,i1,i2,i3] += x0[0,0,i2 + r2,r0] * w1[0,0,r0,i3]; "
+                           "out:float32[1,1,25,4]; x0:float32[1,1,25,8]; w1:const "
+                           "float32[1,1,8,4]; r0:8; r1:1; r2:1");
+    tt_sketch_space sp;
+    gpu_space(w, &sp);
+    tt_rng rng;
+    tt_rng_seed(&rng, 7);
+    int valid = 0, over = 0;
+    for (int k = 0; k < 600 && valid < 6; k++) {
+        tt_state *st;
+        tt_errbuf err = {{0}};
+        if (tt_sketch_sample(&sp, -1, &rng, &st, &err))
+            continue;
+        tt_opencl_stats stats;
+        emitted_stats(w, st, true, &stats);
+        int64_t threads = stats.block[0] * stats.block[1] * stats.block[2];
+        assert_true(threads >= 32);
+        over += threads > 32;
+        check(w, st, "sample");
+        valid++;
+        tt_state_free(st);
+    }
+    printf("25x4 outputs on GPU: %d valid samples, %d with more threads than w1 has elements\n",
+           valid, over);
+    assert_true(valid >= 6);
+    assert_true(over == valid);
+    tt_sketch_space_free(&sp);
+    tt_workload_free(w);
+}
+
 /* The default GPU schedule of a build (tt_sketch_gpu_tiled): a matmul and a convolution get
  * register tiles, thread blocks and shared-memory stages and compute the definition; a
  * reduction gets its cross-thread form; each is within the bindings' limits. */
@@ -1330,6 +1367,7 @@ int main(void)
         cmocka_unit_test(gpu_counts_match_tvm),
         cmocka_unit_test(gpu_default_tiles_what_can_be_tiled),
         cmocka_unit_test(gpu_default_fits_the_least_local_memory),
+        cmocka_unit_test(gpu_fetch_splits_take_more_threads_than_elements),
         cmocka_unit_test(gpu_search_offers_only_kernels_within_the_device),
         cmocka_unit_test(search_rounds_offer_each_program_once),
         cmocka_unit_test(factor_schemes),
