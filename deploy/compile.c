@@ -54,6 +54,7 @@ tt_status tt__compile_default_schedule(const tt_dag *dag, const tt_target *targe
          * one on a GPU), else the naive binding */
         tt_sketch_params p;
         tt_sketch_params_gpu(&p, 256, 32);
+        p.shared_memory = tt_target_fast_local_memory(target);
         tt_errbuf ignored = {{0}};
         if (tt_sketch_gpu_tiled(dag, &p, TT_GPU_TILE_DEFAULT, out, &ignored) == TT_OK)
             return TT_OK;

@@ -102,6 +102,11 @@ void tt_target_family(const tt_target *t, char *out, size_t n)
     snprintf(out, n, "%s:%s", t->kind, t->device[0] ? t->device : "gpu");
 }
 
+bool tt_target_fast_local_memory(const tt_target *t)
+{
+    return strcmp(t->device, "mali") != 0;
+}
+
 /* Applies a feature list ("+a,-b,...") to the flags it names; later entries win. */
 static void apply_features(const char *list, bool *avx512, bool *avx2, bool *avx, bool *fma)
 {

@@ -28,6 +28,11 @@ tt_status tt_target_parse(const char *text, tt_target *out, tt_errbuf *err);
  * "opencl:mali", "cuda:gpu". */
 void tt_target_family(const tt_target *t, char *out, size_t n);
 
+/* Whether a GPU target's local memory (CUDA's shared memory) is faster than its global memory, so
+ * that staging tiles there pays: false for `-device=mali`, whose local memory is the same main
+ * memory behind the same caches (TVM's Mali schedules and Ansor's Mali rules use none). */
+bool tt_target_fast_local_memory(const tt_target *t);
+
 /* What a CPU target's vector unit offers the code generator and the search spaces: the widest
  * vector register and how many there are, which bound a register-blocked micro-kernel (rows x
  * vectors accumulators plus the operands must fit, or the tile spills). */

@@ -29,6 +29,7 @@ void tt_sketch_params_gpu(tt_sketch_params *p, int max_threads, int warp_size)
     p->warp_size = warp_size > 0 ? warp_size : 32;
     p->max_vthread = p->warp_size / 4 > 1 ? p->warp_size / 4 : 1;
     p->cross_thread = true;
+    p->shared_memory = true;
     snprintf(p->structure, sizeof(p->structure), "SSSRRSRS");
 }
 
@@ -487,8 +488,9 @@ static tt_status apply_skip(gen_ctx *g, const node *nd)
  * reduce tile. */
 static rule_cond cond_cache_read(gen_ctx *g, const node *nd)
 {
-    (void)g;
     int c[2];
+    if (!g->p->shared_memory)
+        return COND_SKIP;
     if (tt_access_consumers(nd->st, nd->stage, c, 2) != 1)
         return COND_SKIP;
     if (!tt_access_needs_mlt(nd->st, c[0]) || tt_access_cross_thread_reduction(nd->st, c[0]) ||

@@ -22,6 +22,9 @@ typedef struct tt_sketch_params {
     int max_vthread;          /* GPU: largest vthread extent (warp / 4) */
     /* GPU: the CrossThreadReduction rule (Ansor's default; on). */
     bool cross_thread;
+    /* GPU: AddCacheRead, tiles staged through local memory (on; off where local memory is no
+     * faster than global, as on Mali: tt_target_fast_local_memory). */
+    bool shared_memory;
     /* CPU register tiles (ours; 0 = off, Ansor's sampling): the target's float32 lanes per vector
      * register and its vector registers.  With them, half of the samples get a register-blocked
      * innermost tile (tt_sketch_sample). */
@@ -31,7 +34,7 @@ typedef struct tt_sketch_params {
 /* Ansor's CPU defaults (search.md C2) for `num_cores` cores. */
 void tt_sketch_params_cpu(tt_sketch_params *p, int num_cores);
 /* Ansor's GPU defaults: structure "SSSRRSRS", the given block and warp sizes, vthread up to
- * warp / 4, cross-thread reduction on. */
+ * warp / 4, cross-thread reduction and shared-memory stages on. */
 void tt_sketch_params_gpu(tt_sketch_params *p, int max_threads, int warp_size);
 
 typedef struct tt_sketch {

@@ -222,6 +222,11 @@ enum { TILED_SHARED_CAP = 32 << 10 };
 tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_gpu_tile size,
                               tt_state **out, tt_errbuf *err)
 {
+    /* the large tiles are shared-memory tiles (and vector fetches into them) */
+    if (size != TT_GPU_TILE_DEFAULT && !p->shared_memory)
+        return tt_err(err, TT_ERR_NOT_FOUND,
+                      "the large tilings stage through local memory, which this target "
+                      "does not use");
     tt_sketch_space sp;
     tt_status r = tt_sketch_space_init(&sp, dag, p, err);
     if (r)

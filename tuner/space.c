@@ -1243,7 +1243,9 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
 
 void tt_space_signature(const tt_space *s, char *out, size_t n)
 {
-    uint64_t sig = tt_hash64_str(s->gpu ? "gpu-template-1" : "tiling-space-5");
+    uint64_t sig = tt_hash64_str(!s->gpu        ? "tiling-space-5"
+                                 : s->no_shared ? "gpu-template-unshared-1"
+                                                : "gpu-template-1");
     for (int k = 0; k < s->nknobs; k++) {
         sig = tt_hash64_update(sig, s->knobs[k].name, strlen(s->knobs[k].name));
         sig = tt_hash64_update(sig, s->knobs[k].choice, sizeof(int64_t) * (size_t)s->knobs[k].n);

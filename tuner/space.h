@@ -27,6 +27,7 @@ typedef struct tt_space {
     bool gpu;        /* the GPU template (tt_space_init_gpu) */
     int max_threads; /* GPU: threads per block a config may use */
     int max_vthread; /* GPU: largest vthread extent (the product over the axes) */
+    bool no_shared;  /* GPU: inputs not staged through shared memory (Mali) */
     int main_stage;  /* stage id of the main op */
     int nspatial, nreduce;
     int nknobs;
@@ -63,9 +64,11 @@ tt_status tt_space_init(tt_space *s, const tt_dag *dag, int cores, const tt_vect
  * main stage accumulated in a per-thread local buffer, its inputs staged through shared memory
  * per outer reduction step and fetched cooperatively by all threads, auto_unroll_max_step
  * [0, 512, 1500] and unroll_explicit [0, 1].  Configs whose threads exceed `max_threads` or
- * whose vthread extent exceeds `max_vthread` are invalid (INSTANTIATION, as AutoTVM's). */
+ * whose vthread extent exceeds `max_vthread` are invalid (INSTANTIATION, as AutoTVM's).
+ * Without `shared_memory` (Mali: tt_target_fast_local_memory) the inputs are read from global
+ * memory as they are, and the space has its own signature. */
 tt_status tt_space_init_gpu(tt_space *s, const tt_dag *dag, int64_t max_threads, int max_vthread,
-                            tt_errbuf *err);
+                            bool shared_memory, tt_errbuf *err);
 /* The inner lengths of choice `pos` of split knob `k`; returns their count. */
 int tt_space_split_lengths(const tt_space *s, int k, int pos, int64_t *out);
 /* One number per knob choice for the cost model's knob features: log2(1 + value), or for a split

@@ -38,12 +38,13 @@ static int split_choices(int64_t extent, int64_t max_vt, int64_t max_t, int64_t 
 }
 
 tt_status tt_space_init_gpu(tt_space *s, const tt_dag *dag, int64_t max_threads, int max_vthread,
-                            tt_errbuf *err)
+                            bool shared_memory, tt_errbuf *err)
 {
     tt_status r = tt__space_pick_main(s, dag, err);
     if (r)
         return r;
     s->gpu = true;
+    s->no_shared = !shared_memory;
     s->max_threads = (int)(max_threads > 0 ? max_threads : 256);
     s->max_vthread = max_vthread > 0 ? max_vthread : 8;
     const tt_op *m = &dag->ops.data[s->main_stage];
@@ -72,7 +73,7 @@ tt_status tt_space_init_gpu(tt_space *s, const tt_dag *dag, int64_t max_threads,
     tt__space_add_knob(s, "auto_unroll_max_step", unroll, 3);
     tt__space_add_knob(s, "unroll_explicit", explicit_, m->nreduce > 0 ? 2 : 1);
     /* ours (TVM's template has none): the shared tiles double-buffered, PR "double_buffer" */
-    tt__space_add_knob(s, "double_buffer", explicit_, m->nreduce > 0 ? 2 : 1);
+    tt__space_add_knob(s, "double_buffer", explicit_, m->nreduce > 0 && shared_memory ? 2 : 1);
     s->size = 1;
     for (int k = 0; k < s->nknobs; k++)
         s->size *= (uint64_t)s->knobs[k].n;
@@ -117,7 +118,7 @@ tt_status tt__space_apply_gpu(const tt_space *s, uint64_t index, tt_state **out,
         /* The accumulation in a per-thread local buffer; its inputs through shared memory. */
         r = tt_sched_cache_write(st, tt_state_stage_of_op(st, main_op), "local", err);
         local_op = (int)st->dag.ops.len - 1;
-        for (size_t i = 0; i < s->dag->ops.len && !r; i++) {
+        for (size_t i = 0; i < s->dag->ops.len && !r && !s->no_shared; i++) {
             if (!s->dag->ops.data[i].is_placeholder ||
                 !tt_expr_reads_tensor(&s->dag->pool, s->dag->ops.data[main_op].body, (uint32_t)i))
                 continue;

@@ -312,7 +312,8 @@ tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db 
     t->overlap_builds = t->gpu && (o->overlap_builds > 0 ||
                                    (o->overlap_builds == 0 && strcmp(cl->type, "cpu") != 0));
     if ((s = t->gpu ? tt_space_init_gpu(&t->space, &t->w->dag, t->lim.max_threads,
-                                        (int)t->lim.max_vthread, err)
+                                        (int)t->lim.max_vthread,
+                                        tt_target_fast_local_memory(&t->target), err)
                     : tt_space_init(&t->space, &t->w->dag,
                                     t->target.num_cores ? t->target.num_cores : (int)cores, &t->isa,
                                     err)))
@@ -322,6 +323,7 @@ tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db 
         tt_sketch_params sp;
         if (t->gpu) {
             tt_sketch_params_gpu(&sp, (int)t->lim.max_threads, t->warp);
+            sp.shared_memory = tt_target_fast_local_memory(&t->target);
             sp.max_vthread = (int)t->lim.max_vthread;
         } else {
             tt_sketch_params_cpu(&sp, t->target.num_cores ? t->target.num_cores : (int)cores);

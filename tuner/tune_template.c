@@ -390,9 +390,9 @@ static int seed_from(task *t, const char *key, int cores)
     tt_space sp;
     tt_similar best[SEED_PER_WORKLOAD];
     int n = 0;
-    if (!(t->gpu
-              ? tt_space_init_gpu(&sp, &w->dag, t->lim.max_threads, (int)t->lim.max_vthread, NULL)
-              : tt_space_init(&sp, &w->dag, cores, &t->isa, NULL)))
+    if (!(t->gpu ? tt_space_init_gpu(&sp, &w->dag, t->lim.max_threads, (int)t->lim.max_vthread,
+                                     !t->space.no_shared, NULL)
+                 : tt_space_init(&sp, &w->dag, cores, &t->isa, NULL)))
         n = tt_similar_best_of(t->db, key, t->target_text, t->device, &sp, best, SEED_PER_WORKLOAD);
     for (int i = 0; i < n; i++)
         seed_add(t, tt_space_nearest_index(&t->space, &sp, best[i].index));

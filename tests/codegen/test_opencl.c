@@ -286,37 +286,51 @@ static void gpu_template_configs_match(void **state)
         "conv2d_nchw:N=1,CI=4,H=8,W=8,CO=8,K=3,S=1,P=1",
         "conv2d_nhwc:N=1,H=7,W=7,CI=4,CO=6,K=3,S=2,P=1",
     };
-    int ran = 0, doubled = 0;
+    int ran = 0, doubled = 0, staged = 0, unshared = 0;
     for (size_t i = 0; i < sizeof(workloads) / sizeof(workloads[0]); i++) {
         tt_workload *w;
         tt_errbuf err = {{0}};
         assert_int_equal(tt_workload_parse(workloads[i], &w, &err), TT_OK);
-        tt_space sp;
-        if (tt_space_init_gpu(&sp, &w->dag, 256, 8, &err))
-            fail_msg("%s: %s", workloads[i], err.msg);
-        assert_true(sp.gpu && sp.size > 1);
-        tt_rng rng;
-        tt_rng_seed(&rng, 31 + i);
-        int got = 0;
-        for (int draw = 0; draw < 100 && got < 3; draw++) {
-            tt_state *st;
-            if (tt_space_apply(&sp, tt_rng_below(&rng, sp.size), &st, &err))
-                continue;
-            tt_opencl_stats stats;
-            check_state(w, st, (uint64_t)draw, workloads[i], &stats);
-            assert_true(stats.block[0] >= 1 && stats.grid[0] >= 1);
-            for (size_t g = 0; g < st->stages.len; g++)
-                doubled += st->stages.data[g].double_buffer;
-            tt_state_free(st);
-            got++;
+        char sig[2][64];
+        /* with shared-memory stages, and without (opencl -device=mali) */
+        for (int shared = 1; shared >= 0; shared--) {
+            tt_space sp;
+            if (tt_space_init_gpu(&sp, &w->dag, 256, 8, shared, &err))
+                fail_msg("%s: %s", workloads[i], err.msg);
+            assert_true(sp.gpu && sp.size > 1);
+            tt_space_signature(&sp, sig[shared], sizeof(sig[shared]));
+            tt_rng rng;
+            tt_rng_seed(&rng, 31 + i);
+            int got = 0;
+            for (int draw = 0; draw < 100 && got < 3; draw++) {
+                tt_state *st;
+                if (tt_space_apply(&sp, tt_rng_below(&rng, sp.size), &st, &err))
+                    continue;
+                tt_opencl_stats stats;
+                check_state(w, st, (uint64_t)draw, workloads[i], &stats);
+                assert_true(stats.block[0] >= 1 && stats.grid[0] >= 1);
+                for (size_t g = 0; g < st->stages.len; g++) {
+                    doubled += st->stages.data[g].double_buffer;
+                    bool in_shared = !strcmp(st->stages.data[g].scope, "shared");
+                    staged += shared && in_shared;
+                    assert_false(!shared && in_shared);
+                }
+                unshared += !shared;
+                tt_state_free(st);
+                got++;
+            }
+            assert_true(got > 0);
+            ran += got;
         }
-        assert_true(got > 0);
-        ran += got;
+        /* an index of one space means another config in the other: records keep them apart */
+        assert_string_not_equal(sig[0], sig[1]);
         tt_workload_free(w);
     }
-    printf("opencl: %d GPU template configs matched on the device (%d double-buffered tiles)\n",
-           ran, doubled);
+    printf("opencl: %d GPU template configs matched on the device (%d double-buffered tiles, %d "
+           "shared stages; %d of them without, as on Mali)\n",
+           ran, doubled, staged, unshared);
     assert_true(doubled > 0); /* the template's double_buffer knob */
+    assert_true(staged > 0 && unshared > 0);
 }
 
 /* A GPU driver that no ICD file registers is named, so a run does not silently measure on pocl's
@@ -424,7 +438,7 @@ static void template_search_offers_only_kernels_within_the_device(void **state)
     oc.lim.max_shared_bytes = devs[d].local_mem < 49152 ? devs[d].local_mem : 49152;
     /* The control: a share of the space's configs is beyond the device. */
     tt_space sp;
-    assert_int_equal(tt_space_init_gpu(&sp, &oc.w->dag, oc.lim.max_threads, 8, &err), TT_OK);
+    assert_int_equal(tt_space_init_gpu(&sp, &oc.w->dag, oc.lim.max_threads, 8, true, &err), TT_OK);
     tt_rng rng;
     tt_rng_seed(&rng, 5);
     int beyond = 0, drawn = 0;

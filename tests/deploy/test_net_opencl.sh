@@ -4,6 +4,7 @@
 # - every model of make_models.py against its test data, and torchvision's ResNet-18 and
 #   MobileNet-V2 and the BERT-base layer against PyTorch (1e-3 relative), default schedules;
 # - records tuned on the device (tvm-tune run --model --target opencl) build and still match;
+# - `opencl -device=mali` (no tiles staged in local memory) builds networks that match, and tunes;
 # - the header compiles as C99 and C++11; an application links the archive through pkg-config
 #   and calls NAME_init / NAME_run / NAME_profile / NAME_release;
 # - tvm-net time and profile (each call's device time from OpenCL events);
@@ -110,6 +111,30 @@ shutil.copytree(sys.argv[1], sys.argv[2] + "/resnet_block")
 PY
 "$py" "$src/tests/deploy/check_net_models.py" "$bin" "$work/tuned" "$work/tuned" --target opencl \
   --db "$work/tuned.db"
+
+echo "== opencl -device=mali: nothing staged in local memory"
+# Mali's local memory is its global memory: the defaults and the search stage nothing there (the
+# cross-thread reductions' trees aside), and the networks still match
+mkdir -p "$work/mali-models"
+for m in resnet_block mobilenet_block bert_layer; do ln -s "$models/$m" "$work/mali-models/$m"; done
+"$py" "$src/tests/deploy/check_net_models.py" "$bin" "$work/mali-models" "$work/mali" \
+  --target "opencl -device=mali"
+"$py" - "$work/mali/resnet_block.so" "$work/small/resnet_block.so" <<'PY'
+import re, sys
+def staged(path):  # the tiles a library's kernels stage in local memory (t1_shared_4, ...)
+    return re.findall(rb"__local float (\w+_shared_\d+)", open(path, "rb").read())
+mali, plain = staged(sys.argv[1]), staged(sys.argv[2])
+assert plain and not mali, (plain, mali)
+print(f"resnet_block: {len(plain)} tiles staged in local memory for opencl, none for mali")
+PY
+"$bin/tvm-tune" run --workload matmul:M=64,N=64,K=64 --target "opencl -device=mali" --strategy evo \
+  --trials 6 --db "$work/mali.db" > "$work/mali.log" 2>&1
+grep -q "on opencl -device=mali: 6 measured now, 6 in all, 0 errors" "$work/mali.log"
+if grep -q '"CHR"' "$work/mali.log"; then
+  echo "FAIL: a Mali candidate stages through local memory:" >&2
+  cat "$work/mali.log" >&2
+  exit 1
+fi
 
 echo "== the header, and an application through pkg-config"
 printf '#include "rb.h"\nint main(void) { return RB_NUM_INPUTS - 1 + (RB_NUM_CALLS < 1); }\n' > "$work/h.c"

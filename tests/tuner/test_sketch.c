@@ -987,6 +987,64 @@ static void gpu_default_fits_the_least_local_memory(void **state)
     }
 }
 
+/* `opencl -device=mali`: local memory is the same main memory as global on Mali, so its sketches
+ * stage nothing there (Ansor's Mali rules have no AddCacheRead): no sketch of a matmul or a
+ * convolution has a shared stage, their samples compute the definition, the default tiling is
+ * register tiles and threads alone, and the large tilings (shared tiles) are not offered. */
+static void gpu_mali_stages_nothing_in_local_memory(void **state)
+{
+    (void)state;
+    tt_target mali, plain;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_target_parse("opencl -device=mali", &mali, &err), TT_OK);
+    assert_int_equal(tt_target_parse("opencl", &plain, &err), TT_OK);
+    assert_false(tt_target_fast_local_memory(&mali));
+    assert_true(tt_target_fast_local_memory(&plain));
+    static const char *const cases[] = {"matmul:M=32,N=32,K=32",
+                                        "conv2d_nhwc:N=1,H=8,W=8,CI=8,CO=16,K=3,S=1,P=1"};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        tt_workload *w = parse(cases[c]);
+        tt_sketch_params p;
+        tt_sketch_params_gpu(&p, 256, 32);
+        p.shared_memory = tt_target_fast_local_memory(&mali);
+        tt_sketch_space sp;
+        if (tt_sketch_space_init(&sp, &w->dag, &p, &err))
+            fail_msg("%s: %s", w->key, err.msg);
+        for (int k = 0; k < sp.nsketches; k++)
+            for (size_t g = 0; g < sp.sketches[k].state->stages.len; g++)
+                assert_string_not_equal(sp.sketches[k].state->stages.data[g].scope, "shared");
+        tt_rng rng;
+        tt_rng_seed(&rng, 3);
+        int valid = 0;
+        for (int k = 0; k < 400 && valid < 4; k++) {
+            tt_state *st;
+            if (tt_sketch_sample(&sp, -1, &rng, &st, NULL))
+                continue;
+            check(w, st, "mali sample");
+            valid++;
+            tt_state_free(st);
+        }
+        assert_int_equal(valid, 4);
+        tt_state *st;
+        if (tt_sketch_gpu_tiled(&w->dag, &p, TT_GPU_TILE_DEFAULT, &st, &err))
+            fail_msg("%s: %s", w->key, err.msg);
+        tt_opencl_stats stats;
+        emitted_stats(w, st, true, &stats);
+        printf("mali default %s: %lld threads, %lld groups, %lld bytes local\n", w->key,
+               (long long)(stats.block[0] * stats.block[1] * stats.block[2]),
+               (long long)(stats.grid[0] * stats.grid[1] * stats.grid[2]),
+               (long long)stats.shared_bytes);
+        assert_int_equal(stats.shared_bytes, 0);
+        assert_true(stats.block[0] * stats.block[1] * stats.block[2] >= 32);
+        check(w, st, "mali default");
+        tt_state_free(st);
+        assert_int_equal(tt_sketch_gpu_tiled(&w->dag, &p, TT_GPU_TILE_LARGE, &st, &err),
+                         TT_ERR_NOT_FOUND);
+        tt_sketch_space_free(&sp);
+        tt_workload_free(w);
+    }
+}
+
 /* TT_OK when every vthread loop of `prog` under `id` (of 2 or more: a loop of one is a plain loop)
  * holds only statements of its own thread:
  * no shared-memory store (a fetch the virtual threads would repeat), no other loop but a
@@ -1368,6 +1426,7 @@ int main(void)
         cmocka_unit_test(gpu_default_tiles_what_can_be_tiled),
         cmocka_unit_test(gpu_default_fits_the_least_local_memory),
         cmocka_unit_test(gpu_fetch_splits_take_more_threads_than_elements),
+        cmocka_unit_test(gpu_mali_stages_nothing_in_local_memory),
         cmocka_unit_test(gpu_search_offers_only_kernels_within_the_device),
         cmocka_unit_test(search_rounds_offer_each_program_once),
         cmocka_unit_test(factor_schemes),
