@@ -355,8 +355,9 @@ static int tt_clnet_build(tt_clnet *n)
         if (wg && threads > wg) {
             tt_clnet_fail(n,
                           "%s: %s runs %zu work-items per group; device '%s' allows %zu for it "
-                          "(CL_KERNEL_WORK_GROUP_SIZE): tune or build for this device",
-                          n->name, what, threads, n->device_name, wg);
+                          "(CL_KERNEL_WORK_GROUP_SIZE): tune on this device, or build for it with "
+                          "--target 'opencl -max_num_threads=%zu'",
+                          n->name, what, threads, n->device_name, wg, wg);
             return TT_CLNET_DEVICE_LIMIT;
         }
         if (local && kernel_local > local) {

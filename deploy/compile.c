@@ -52,13 +52,15 @@ tt_status tt__compile_default_schedule(const tt_dag *dag, const tt_target *targe
     if (gpu) {
         /* a tiled schedule where the workload has one (matmul, convolutions: 5-20x the naive
          * one on a GPU), else the naive binding */
+        int threads, warp;
+        tt__compile_gpu_threads(target, &threads, &warp);
         tt_sketch_params p;
-        tt_sketch_params_gpu(&p, 256, 32);
+        tt_sketch_params_gpu(&p, threads, warp);
         p.shared_memory = tt_target_fast_local_memory(target);
         tt_errbuf ignored = {{0}};
         if (tt_sketch_gpu_tiled(dag, &p, TT_GPU_TILE_DEFAULT, out, &ignored) == TT_OK)
             return TT_OK;
-        return tt_sketch_gpu_default(dag, 32, out, err);
+        return tt_sketch_gpu_default(dag, warp, out, err);
     }
     /* What the tuner measures first besides the template's default (tt__tune_load_seeds): the
      * window config for window operators (depthwise convolutions, pools), else the cache-blocked
@@ -199,9 +201,11 @@ tt_status tt__compile_pick(const tt__picker *p, const tt_workload *w, tt_state *
              * measured was bound to blocks and threads.  Replayed as it stands, [] is one
              * work-item running the whole loop nest: on the H200 a BERT layer's 12 us batched
              * matmul took 96 ms. */
+            int threads, warp;
+            tt__compile_gpu_threads(&p->target, &threads, &warp);
             tt_state_free(*st);
             *st = NULL;
-            s = tt_sketch_gpu_default(&w->dag, 32, st, err);
+            s = tt_sketch_gpu_default(&w->dag, warp, st, err);
         }
         if (!s) {
             rep->source = rows[0].match == TT_DB_MATCH_EXACT          ? TT_COMPILE_EXACT
@@ -358,7 +362,7 @@ static tt_status build_kernel(builder *b, tt__kernel *k, const char *obj, char *
         /* the device's own limits apply when it runs; a record tuned on a GPU with 1024
          * work-items a group must build */
         tt_gpu_limits lim;
-        tt__compile_gpu_limits(&lim);
+        tt__compile_gpu_limits(&b->pk.target, &lim);
         s = tt_codegen_opencl(prog, k->symbol, &lim, &k->cl_text, &len, NULL, err);
         if (!s)
             s = tt_cl_artifact_parse(k->cl_text, len, &k->cl, err);
@@ -591,10 +595,18 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
     return s;
 }
 
-void tt__compile_gpu_limits(tt_gpu_limits *lim)
+void tt__compile_gpu_limits(const tt_target *target, tt_gpu_limits *lim)
 {
+    int64_t threads = target->max_num_threads > 0 ? target->max_num_threads : 1024;
     tt_gpu_limits_default(lim);
-    lim->max_threads = 1024;
-    lim->max_block[0] = lim->max_block[1] = lim->max_block[2] = 1024;
+    lim->max_threads = threads;
+    lim->max_block[0] = lim->max_block[1] = lim->max_block[2] = threads;
     lim->max_shared_bytes = 0;
+}
+
+void tt__compile_gpu_threads(const tt_target *target, int *threads, int *warp)
+{
+    int n = target->max_num_threads;
+    *threads = n > 0 && n < 256 ? n : 256;
+    *warp = *threads < 32 ? *threads : 32;
 }

@@ -30,9 +30,13 @@ tt_status tt__compile_default_schedule(const tt_dag *dag, const tt_target *targe
                                        tt_state **out, tt_errbuf *err);
 
 /* The limits OpenCL code is generated under at build time: generous (1024 work-items, no local
- * memory cap), since the device is not known yet; a network library checks its kernels against the
- * device's own limits when it is initialised. */
-void tt__compile_gpu_limits(tt_gpu_limits *lim);
+ * memory cap), since the device is not known yet, unless the target names its work-items
+ * (-max_num_threads); a network library checks its kernels against the device's own limits when
+ * it is initialised. */
+void tt__compile_gpu_limits(const tt_target *target, tt_gpu_limits *lim);
+/* The threads a default GPU schedule's group may take (256, or the target's -max_num_threads
+ * when fewer) and the warp its bindings split by (32, or that when fewer). */
+void tt__compile_gpu_threads(const tt_target *target, int *threads, int *warp);
 
 /* How kernels get their schedules: the database's best record for the target (and device), or
  * the default schedule with a warning. */

@@ -78,7 +78,7 @@ static tt_status build_task(net_builder *b, int t, tt_errbuf *err)
                        "the record reads a weight packed (LR), which OpenCL builds do not support");
         snprintf(entry, sizeof(entry), "t%d", t);
         tt_gpu_limits lim;
-        tt__compile_gpu_limits(&lim);
+        tt__compile_gpu_limits(&b->pk.target, &lim);
         size_t len = 0;
         if (!s)
             s = tt_codegen_opencl(code.prog, entry, &lim, &b->texts[t], &len, NULL, err);

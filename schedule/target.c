@@ -19,6 +19,21 @@ static tt_status set_field(char *dst, size_t cap, const char *v, size_t len, con
     return TT_OK;
 }
 
+/* A positive integer option's value (at most 1000000), or TT_ERR_PARSE naming the option. */
+static tt_status set_positive(int *dst, const char *v, size_t len, const char *opt, tt_errbuf *err)
+{
+    int n = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (v[i] < '0' || v[i] > '9' || n > 1000000)
+            return tt_err(err, TT_ERR_PARSE, "target: -%s needs a positive integer", opt);
+        n = n * 10 + (v[i] - '0');
+    }
+    if (n <= 0)
+        return tt_err(err, TT_ERR_PARSE, "target: -%s needs a positive integer", opt);
+    *dst = n;
+    return TT_OK;
+}
+
 tt_status tt_target_parse(const char *text, tt_target *t, tt_errbuf *err)
 {
     memset(t, 0, sizeof(*t));
@@ -70,17 +85,10 @@ tt_status tt_target_parse(const char *text, tt_target *t, tt_errbuf *err)
             st = set_field(t->model, sizeof(t->model), v, vlen, name, err);
         else if (!strcmp(name, "device"))
             st = set_field(t->device, sizeof(t->device), v, vlen, name, err);
-        else if (!strcmp(name, "num-cores")) {
-            int n = 0;
-            for (size_t i = 0; i < vlen; i++) {
-                if (v[i] < '0' || v[i] > '9' || n > 1000000)
-                    return tt_err(err, TT_ERR_PARSE, "target: -num-cores needs a positive integer");
-                n = n * 10 + (v[i] - '0');
-            }
-            if (n <= 0)
-                return tt_err(err, TT_ERR_PARSE, "target: -num-cores needs a positive integer");
-            t->num_cores = n;
-        }
+        else if (!strcmp(name, "num-cores"))
+            st = set_positive(&t->num_cores, v, vlen, name, err);
+        else if (!strcmp(name, "max_num_threads"))
+            st = set_positive(&t->max_num_threads, v, vlen, name, err);
         if (st)
             return st;
         s += len;

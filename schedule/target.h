@@ -19,6 +19,10 @@ typedef struct tt_target {
     char model[64];  /* -model */
     char device[64]; /* -device */
     int num_cores;   /* -num-cores, 0 = unset */
+    /* -max_num_threads (TVM's, GPU targets): work-items a work-group may have, 0 = unset.  The
+     * builds' kernels and the search keep under it (a device that allows fewer than a build's
+     * default of 256, named before the device is at hand). */
+    int max_num_threads;
 } tt_target;
 
 /* Parses a target string.  Unknown options are accepted and ignored (TVM has many); an unknown

@@ -5,6 +5,7 @@
 #   MobileNet-V2 and the BERT-base layer against PyTorch (1e-3 relative), default schedules;
 # - records tuned on the device (tvm-tune run --model --target opencl) build and still match;
 # - `opencl -device=mali` (no tiles staged in local memory) builds networks that match, and tunes;
+# - `opencl -max_num_threads=64` builds for a device of 64 work-items a group;
 # - the header compiles as C99 and C++11; an application links the archive through pkg-config
 #   and calls NAME_init / NAME_run / NAME_profile / NAME_release;
 # - tvm-net time and profile (each call's device time from OpenCL events);
@@ -77,6 +78,32 @@ naive = [i for i in convs if i not in tiled]
 assert len(convs) >= 12 and not naive, (len(convs), naive)
 print(f"resnet18: all {len(convs)} convolution tasks tiled through shared memory")
 PY
+
+echo "== a device of 64 work-items a group: built for it with -max_num_threads"
+# the default schedules take up to 256 work-items a group; such a library is refused there, one
+# built with the target's -max_num_threads=64 runs and still matches PyTorch
+d=$torch_models/resnet18
+expect_fail "runs [0-9]* work-items per group; device '.*' allows 64 for it (CL_KERNEL_WORK_GROUP_SIZE): tune on this device, or build for it with --target 'opencl -max_num_threads=64'" \
+  env POCL_MAX_WORK_GROUP_SIZE=64 "$bin/tvm-net" run "$work/resnet18.so" -i "$d/input_0.npy" -o "$work/none.npy"
+test ! -e "$work/none.npy"
+"$bin/tvm-compile" --model "$d/model.onnx" --target "opencl -max_num_threads=64" -o "$work/r18w64" \
+  --quiet 2> /dev/null
+POCL_MAX_WORK_GROUP_SIZE=64 "$bin/tvm-net" run "$work/r18w64.so" -i "$d/input_0.npy" \
+  -o "$work/r18w64.npy" > /dev/null
+"$py" - "$work/r18w64.npy" "$d/output_0.npy" "$work/r18w64.so" <<'PY'
+import re, sys
+import numpy as np
+ours, torch = np.load(sys.argv[1]), np.load(sys.argv[2])
+err = float(np.abs(ours - torch).max() / np.abs(torch).max())
+blocks = [int(a) * int(b) * int(c) for a, b, c in
+          re.findall(rb'"block": \[(\d+), (\d+), (\d+)\]', open(sys.argv[3], "rb").read())]
+assert blocks and max(blocks) <= 64 and err <= 1e-3, (max(blocks), err)
+print(f"resnet18 for 64 work-items a group: {len(blocks)} kernels of at most {max(blocks)}, "
+      f"relative error {err:.1e}")
+PY
+expect_fail "target: -max_num_threads needs a positive integer" \
+  "$bin/tvm-compile" --model "$d/model.onnx" --target "opencl -max_num_threads=lots" -o "$work/bad/r18"
+test ! -e "$work/bad"
 
 echo "== records tuned on the device build the network"
 rb=$models/resnet_block
