@@ -474,6 +474,52 @@ static void template_search_offers_only_kernels_within_the_device(void **state)
     tt_workload_free((tt_workload *)oc.w);
 }
 
+/* A target's -max_num_threads bounds the search as the device's own limit does: with "opencl
+ * -max_num_threads=64" neither the sketches (evo) nor the template (random) offer a kernel of more
+ * than 64 work-items a group, where on the same device without it they do. */
+static void target_thread_limit_bounds_the_search(void **state)
+{
+    need_device();
+    const char *wl = "matmul:M=256,N=256,K=256";
+    static const struct {
+        const char *target;
+        tt_strategy strategy;
+        bool bounded;
+    } runs[] = {
+        {"opencl -max_num_threads=64", TT_STRATEGY_EVO, true},
+        {"opencl -max_num_threads=64", TT_STRATEGY_RANDOM, true},
+        {"opencl", TT_STRATEGY_EVO, false},
+    };
+    for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+        tt_errbuf err = {{0}};
+        offer_check oc;
+        memset(&oc, 0, sizeof(oc));
+        assert_int_equal(tt_workload_parse(wl, (tt_workload **)&oc.w, &err), TT_OK);
+        tt_gpu_limits_default(&oc.lim);
+        oc.lim.max_threads = 64;
+        oc.lim.max_shared_bytes = 0;
+        char db[256];
+        snprintf(db, sizeof(db), "%s/threads%zu.db", dir, i);
+        const char *w[1] = {wl};
+        tt_tune_options o = opencl_run(w, db, 48, runs[i].strategy, 9);
+        o.target = runs[i].target;
+        o.objective = check_offer; /* nothing runs: the test sees each config offered */
+        o.objective_ctx = &oc;
+        tt_tune_summary sum;
+        if (tt_tune_run(&o, &sum, NULL, &err))
+            fail_msg("%s: %s", runs[i].target, err.msg);
+        printf("opencl: '%s' (%s) offered %d configs of %s, %d beyond 64 work-items a group\n",
+               runs[i].target, runs[i].strategy == TT_STRATEGY_EVO ? "evo" : "random", oc.offered,
+               wl, oc.over);
+        assert_true(oc.offered >= 40);
+        if (runs[i].bounded)
+            assert_int_equal(oc.over, 0);
+        else
+            assert_true(oc.over > 0);
+        tt_workload_free((tt_workload *)oc.w);
+    }
+}
+
 /* Where each fixed GPU tiling (tt_sketch_gpu_tiled) came among the offered configs. */
 typedef struct {
     const tt_workload *w;
@@ -1110,6 +1156,7 @@ int main(void)
         cmocka_unit_test(gpu_sketches_of_every_operator_match),
         cmocka_unit_test(gpu_template_configs_match),
         cmocka_unit_test(template_search_offers_only_kernels_within_the_device),
+        cmocka_unit_test(target_thread_limit_bounds_the_search),
         cmocka_unit_test(gpu_search_starts_from_the_fixed_tilings),
         cmocka_unit_test(measurements_overlap_the_builds),
         cmocka_unit_test(cpu_schedules_run_as_one_work_item),
