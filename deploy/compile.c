@@ -358,14 +358,9 @@ static tt_status build_kernel(builder *b, tt__kernel *k, const char *obj, char *
     if (!s)
         s = build_packed_form(b, k, prog, obj, objs, nobjs, err);
     if (!s && b->pk.gpu) {
-        size_t len;
         /* the device's own limits apply when it runs; a record tuned on a GPU with 1024
          * work-items a group must build */
-        tt_gpu_limits lim;
-        tt__compile_gpu_limits(&b->pk.target, &lim);
-        s = tt_codegen_opencl(prog, k->symbol, &lim, &k->cl_text, &len, NULL, err);
-        if (!s)
-            s = tt_cl_artifact_parse(k->cl_text, len, &k->cl, err);
+        s = tt__compile_opencl(&b->pk.target, prog, k->symbol, &k->cl_text, &k->cl, err);
     } else if (!s) {
         /* SYM takes every input row-major whatever the record (decision 63): a record that
          * reads some packed gets its pack stages inside SYM, run on each call.  Serial: with
@@ -595,13 +590,21 @@ tt_status tt_compile(const tt_compile_options *o, tt_compile_report *reports, tt
     return s;
 }
 
-void tt__compile_gpu_limits(const tt_target *target, tt_gpu_limits *lim)
+tt_status tt__compile_opencl(const tt_target *target, const tt_program *prog, const char *entry,
+                             char **text, tt_cl_artifact *art, tt_errbuf *err)
 {
     int64_t threads = target->max_num_threads > 0 ? target->max_num_threads : 1024;
-    tt_gpu_limits_default(lim);
-    lim->max_threads = threads;
-    lim->max_block[0] = lim->max_block[1] = lim->max_block[2] = threads;
-    lim->max_shared_bytes = 0;
+    tt_gpu_limits lim;
+    tt_gpu_limits_default(&lim);
+    lim.max_threads = threads;
+    lim.max_block[0] = lim.max_block[1] = lim.max_block[2] = threads;
+    lim.max_shared_bytes = 0;
+    size_t len = 0;
+    tt_status s = tt_codegen_opencl(prog, entry, &lim, text, &len, NULL, err);
+    if (s == TT_ERR_LIMIT && target->max_num_threads > 0)
+        return tt_err_prefix(err, s, "beyond the target's -max_num_threads=%d",
+                             target->max_num_threads);
+    return s ? s : tt_cl_artifact_parse(*text, len, art, err);
 }
 
 void tt__compile_gpu_threads(const tt_target *target, int *threads, int *warp)

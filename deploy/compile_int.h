@@ -29,11 +29,12 @@ typedef struct tt__kernel {
 tt_status tt__compile_default_schedule(const tt_dag *dag, const tt_target *target, bool gpu,
                                        tt_state **out, tt_errbuf *err);
 
-/* The limits OpenCL code is generated under at build time: generous (1024 work-items, no local
- * memory cap), since the device is not known yet, unless the target names its work-items
- * (-max_num_threads); a network library checks its kernels against the device's own limits when
- * it is initialised. */
-void tt__compile_gpu_limits(const tt_target *target, tt_gpu_limits *lim);
+/* `prog` as OpenCL C (kernels named from `entry`) and its artifact, under the limits of a build:
+ * generous (1024 work-items, no local memory cap), since the device is not known yet, unless the
+ * target names its work-items (-max_num_threads; a kernel beyond it is an error that says so); a
+ * library checks its kernels against the device's own limits when it is initialised. */
+tt_status tt__compile_opencl(const tt_target *target, const tt_program *prog, const char *entry,
+                             char **text, tt_cl_artifact *art, tt_errbuf *err);
 /* The threads a default GPU schedule's group may take (256, or the target's -max_num_threads
  * when fewer) and the warp its bindings split by (32, or that when fewer). */
 void tt__compile_gpu_threads(const tt_target *target, int *threads, int *warp);

@@ -77,13 +77,8 @@ static tt_status build_task(net_builder *b, int t, tt_errbuf *err)
             s = tt_err(err, TT_ERR_UNSUPPORTED,
                        "the record reads a weight packed (LR), which OpenCL builds do not support");
         snprintf(entry, sizeof(entry), "t%d", t);
-        tt_gpu_limits lim;
-        tt__compile_gpu_limits(&b->pk.target, &lim);
-        size_t len = 0;
         if (!s)
-            s = tt_codegen_opencl(code.prog, entry, &lim, &b->texts[t], &len, NULL, err);
-        if (!s)
-            s = tt_cl_artifact_parse(b->texts[t], len, &b->arts[t], err);
+            s = tt__compile_opencl(&b->pk.target, code.prog, entry, &b->texts[t], &b->arts[t], err);
     } else if (!s) {
         tt_codegen_options co = {3, 64, 64, NULL, false};
         tt_codegen_stats stats;
