@@ -611,5 +611,5 @@ void tt__compile_gpu_threads(const tt_target *target, int *threads, int *warp)
 {
     int n = target->max_num_threads;
     *threads = n > 0 && n < 256 ? n : 256;
-    *warp = *threads < 32 ? *threads : 32;
+    *warp = tt_sketch_gpu_warp(*threads);
 }

@@ -18,6 +18,11 @@ void tt_sketch_params_cpu(tt_sketch_params *p, int num_cores)
     snprintf(p->structure, sizeof(p->structure), "SSRSRS");
 }
 
+int tt_sketch_gpu_warp(int64_t max_threads)
+{
+    return max_threads > 0 && max_threads < 32 ? (int)max_threads : 32;
+}
+
 void tt_sketch_params_gpu(tt_sketch_params *p, int max_threads, int warp_size)
 {
     memset(p, 0, sizeof(*p));

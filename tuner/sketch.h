@@ -33,6 +33,10 @@ typedef struct tt_sketch_params {
 
 /* Ansor's CPU defaults (search.md C2) for `num_cores` cores. */
 void tt_sketch_params_cpu(tt_sketch_params *p, int num_cores);
+/* The warp GPU bindings split by: 32, or a device's (or target's) limit of work-items a group
+ * where that is fewer (0: no limit). */
+int tt_sketch_gpu_warp(int64_t max_threads);
+
 /* Ansor's GPU defaults: structure "SSSRRSRS", the given block and warp sizes, vthread up to
  * warp / 4, cross-thread reduction and shared-memory stages on. */
 void tt_sketch_params_gpu(tt_sketch_params *p, int max_threads, int warp_size);

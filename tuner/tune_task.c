@@ -307,7 +307,7 @@ tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db 
     if (t->gpu) {
         limits_of(cl, o->gpu_limits, &t->lim);
         t->lim.max_threads = tighter(t->lim.max_threads, t->target.max_num_threads);
-        t->warp = t->lim.max_threads > 0 && t->lim.max_threads < 32 ? (int)t->lim.max_threads : 32;
+        t->warp = tt_sketch_gpu_warp(t->lim.max_threads);
     } else
         tt_codegen_vector_isa(&t->target, &t->isa);
     t->overlap_builds = t->gpu && (o->overlap_builds > 0 ||
