@@ -1286,7 +1286,7 @@ static void emit_kernel(cl_emitter *e, tt_sid root, const char *entry, tt_cl_art
         k->block[d] = e->launch[AX_TX + d];
         threads *= k->block[d];
         if (e->lim.max_block[d] > 0 && k->block[d] > e->lim.max_block[d]) {
-            fail(e, TT_ERR_LIMIT, "%s has extent %lld, more than the device's %lld",
+            fail(e, TT_ERR_LIMIT, "%s has extent %lld, more than the %lld allowed",
                  axis_name[AX_TX + d], (long long)k->block[d], (long long)e->lim.max_block[d]);
             return;
         }
@@ -1298,7 +1298,7 @@ static void emit_kernel(cl_emitter *e, tt_sid root, const char *entry, tt_cl_art
     }
     if (e->lim.max_threads > 0 && threads > e->lim.max_threads) {
         fail(e, TT_ERR_LIMIT,
-             "a work-group of %lld x %lld x %lld = %lld work-items is more than the device's %lld",
+             "a work-group of %lld x %lld x %lld = %lld work-items is more than the %lld allowed",
              (long long)k->block[0], (long long)k->block[1], (long long)k->block[2],
              (long long)threads, (long long)e->lim.max_threads);
         return;
@@ -1316,7 +1316,7 @@ static void emit_kernel(cl_emitter *e, tt_sid root, const char *entry, tt_cl_art
     if (e->status)
         return;
     if (e->lim.max_shared_bytes > 0 && e->shared_bytes > e->lim.max_shared_bytes) {
-        fail(e, TT_ERR_LIMIT, "shared (local) memory of %lld bytes is more than the device's %lld",
+        fail(e, TT_ERR_LIMIT, "shared (local) memory of %lld bytes is more than the %lld allowed",
              (long long)e->shared_bytes, (long long)e->lim.max_shared_bytes);
         return;
     }

@@ -486,6 +486,46 @@ static void opencl_records_build_as_measured(void **state)
     tt_workload_free(w);
 }
 
+/* A record beyond the target's -max_num_threads (tuned on a device that allows more) is refused
+ * with the option and the kernel named, and nothing is written; the same target without the
+ * option builds it. */
+static void opencl_record_beyond_max_num_threads_is_refused(void **state)
+{
+    (void)state;
+    static const char *const wl = "matmul:M=64,N=64,K=12";
+    static const char *const narrow = "opencl -max_num_threads=64";
+    tt_workload *w;
+    tt_errbuf err = {{0}};
+    tt_state *st;
+    assert_int_equal(tt_workload_parse(wl, &w, &err), TT_OK);
+    assert_int_equal(tt_sketch_gpu_default(&w->dag, 128, &st, &err), TT_OK);
+    char *steps = tt_steps_to_json(st->steps.data, st->steps.len);
+    add_record(wl, narrow, NULL, steps, 1e-5);
+    add_record(wl, "opencl", NULL, steps, 1e-5);
+    tt_compile_kernel k = {wl, "narrow"};
+    tt_compile_report rep;
+    char warn[4096], path[400];
+    assert_int_equal(
+        compile(narrow, &k, 1, true, false, NULL, "libnarrow", &rep, warn, sizeof(warn), &err),
+        TT_ERR_LIMIT);
+    assert_non_null(strstr(err.msg, "beyond the target's -max_num_threads=64"));
+    assert_non_null(strstr(err.msg, "threadIdx.x has extent 128, more than the 64 allowed"));
+    assert_non_null(strstr(err.msg, wl));
+    static const char *const outputs[] = {"libnarrow.so", "libnarrow.a", "libnarrow.h",
+                                          "libnarrow.pc"};
+    for (size_t i = 0; i < sizeof(outputs) / sizeof(outputs[0]); i++) {
+        snprintf(path, sizeof(path), "%s/out/%s", dir, outputs[i]);
+        assert_int_equal(access(path, F_OK), -1);
+    }
+    if (compile("opencl", &k, 1, true, false, NULL, "libnarrow", &rep, warn, sizeof(warn), &err))
+        fail_msg("%s", err.msg);
+    snprintf(path, sizeof(path), "%s/out/libnarrow.so", dir);
+    assert_int_equal(access(path, F_OK), 0);
+    free(steps);
+    tt_state_free(st);
+    tt_workload_free(w);
+}
+
 /* The tiling space of `workload` for this machine, as tvm-tune and tvm-compile build it; returns
  * the cores it was built for. */
 static int host_space(const char *workload, tt_workload **w, tt_space *sp, tt_vector_isa *isa)
@@ -817,6 +857,7 @@ int main(void)
         cmocka_unit_test(errors_are_clear),
         cmocka_unit_test(cross_target_library),
         cmocka_unit_test(opencl_records_build_as_measured),
+        cmocka_unit_test(opencl_record_beyond_max_num_threads_is_refused),
         cmocka_unit_test(an_untuned_shape_gets_its_nearest_shapes_config),
         cmocka_unit_test(a_rebuilt_library_keeps_its_functions_contract),
     };
