@@ -129,11 +129,24 @@ static tt_status parse_autotvm(line_ctx *c, const json_t *root, tt_db_record *re
 
 /* Known registered auto_scheduler workloads, written as our TE programs in TVM's op order, so
  * their records replay on our DAGs.  Returns a malloc'ed TE workload text or NULL. */
+/* The second element of an exported key whose record lost steps TVM cannot read. */
+#define LOSSY_MARK "tvm-tune: steps TVM cannot read left out"
+
 static char *map_ansor_key(const json_t *key)
 {
     if (!json_is_array(key) || !json_is_string(json_array_get(key, 0)))
         return NULL;
     const char *name = json_string_value(json_array_get(key, 0));
+    /* Ours, as export writes it: ["<our workload key>"] (a record exported without steps TVM
+     * cannot read carries a second element, and stays foreign: its steps are not the ones that
+     * were measured). */
+    if (json_array_size(key) == 1 && strchr(name, ':')) {
+        tt_workload *w;
+        if (tt_workload_parse(name, &w, NULL))
+            return NULL;
+        tt_workload_free(w);
+        return strdup(name);
+    }
     int64_t a[8] = {0};
     tt_strbuf sb = {0};
     if (!strcmp(name, "matmul_add") && json_array_size(key) == 5 &&
@@ -359,14 +372,35 @@ static tt_status format_autotvm(const tt_db_row *row, const json_t *extra, tt_st
 
 static tt_status format_ansor(const tt_db_row *row, const json_t *extra, tt_strbuf *sb)
 {
+    /* LR (packed weights) and the double_buffer pragma are ours: TVM has no LR step and decides
+     * layout rewrites itself when it builds, and auto_scheduler's PR knows no double buffering,
+     * so an exported record leaves them out (docs/database.md), and says so in its workload
+     * key, so that importing it back does not pair its time with steps that were not measured. */
+    json_t *steps = NULL, *kept = NULL;
+    if ((strstr(row->config, "\"LR\"") || strstr(row->config, "\"double_buffer\"")) &&
+        !tt_json_parse(row->config, strlen(row->config), &steps, NULL) && json_is_array(steps)) {
+        kept = json_array();
+        for (size_t i = 0; kept && i < json_array_size(steps); i++) {
+            json_t *st = json_array_get(steps, i);
+            const char *code = json_string_value(json_array_get(st, 0));
+            const char *pragma = json_string_value(json_array_get(st, 3));
+            bool ours = code && (!strcmp(code, "LR") || (!strcmp(code, "PR") && pragma &&
+                                                         !strcmp(pragma, "double_buffer")));
+            if (!ours)
+                json_array_append(kept, st);
+        }
+    }
+    json_decref(steps);
     const json_t *task = json_object_get(extra, "task");
     tt_strbuf_append(sb, "{\"i\": [");
     if (task) {
         tt_json_write_cxx(sb, task);
     } else {
-        /* Our own record: the workload key wrapped as a one-element JSON list. */
+        /* Our own record: the workload key wrapped as a one-element JSON list (two when steps
+         * were left out). */
         tt_strbuf key = {0};
-        json_t *k = json_pack("[s]", row->workload);
+        json_t *k =
+            kept ? json_pack("[ss]", row->workload, LOSSY_MARK) : json_pack("[s]", row->workload);
         tt_json_write_cxx(&key, k);
         json_decref(k);
         tt_strbuf_append(sb, "[");
@@ -384,22 +418,7 @@ static tt_status format_ansor(const tt_db_row *row, const json_t *extra, tt_strb
         tt_json_write_cxx(sb, s0);
     else
         tt_strbuf_append(sb, "[]");
-    /* LR (packed weights) and the double_buffer pragma are ours: TVM has no LR step and decides
-     * layout rewrites itself when it builds, and auto_scheduler's PR knows no double buffering,
-     * so an exported record leaves them out (docs/log-formats.md). */
-    json_t *steps = NULL;
-    if ((strstr(row->config, "\"LR\"") || strstr(row->config, "\"double_buffer\"")) &&
-        !tt_json_parse(row->config, strlen(row->config), &steps, NULL) && json_is_array(steps)) {
-        json_t *kept = json_array();
-        for (size_t i = 0; kept && i < json_array_size(steps); i++) {
-            json_t *st = json_array_get(steps, i);
-            const char *code = json_string_value(json_array_get(st, 0));
-            const char *pragma = json_string_value(json_array_get(st, 3));
-            bool ours = code && (!strcmp(code, "LR") || (!strcmp(code, "PR") && pragma &&
-                                                         !strcmp(pragma, "double_buffer")));
-            if (!ours)
-                json_array_append(kept, st);
-        }
+    if (kept) {
         tt_strbuf_append(sb, ", ");
         tt_json_write_cxx(sb, kept);
         tt_strbuf_append(sb, "]], \"r\": [[");
@@ -407,7 +426,6 @@ static tt_status format_ansor(const tt_db_row *row, const json_t *extra, tt_strb
     } else {
         tt_strbuf_printf(sb, ", %s]], \"r\": [[", row->config);
     }
-    json_decref(steps);
     char b[40];
     for (int i = 0; i < row->ncosts; i++) {
         tt_fmt_g6(b, sizeof(b), row->costs[i]);

@@ -363,7 +363,8 @@ static int tt_clnet_build(tt_clnet *n)
         if (local && kernel_local > local) {
             tt_clnet_fail(n,
                           "%s: %s uses %llu bytes of local memory; device '%s' has %llu "
-                          "(CL_DEVICE_LOCAL_MEM_SIZE)",
+                          "(CL_DEVICE_LOCAL_MEM_SIZE): tune on this device (records tuned on "
+                          "one with more local memory do not fit it)",
                           n->name, what, (unsigned long long)kernel_local, n->device_name,
                           (unsigned long long)local);
             return TT_CLNET_DEVICE_LIMIT;

@@ -334,6 +334,28 @@ static void our_records_export_as_auto_scheduler_lines(void **state)
     assert_null(strstr(buf, "double_buffer"));
     const char *second = strchr(buf, '\n') + 1;
     assert_non_null(strstr(second, "[[], [[\"SP\", 2, 0, 64, [8], 1]]]]"));
+    /* ... and its key says so, so that it does not come back as a config of ours */
+    assert_non_null(strstr(second,
+                           "[\"[\\\"matmul:M=64,N=64,K=64\\\", \\\"tvm-tune: steps TVM cannot read "
+                           "left out\\\"]\""));
+    /* Imported into another database, the whole record comes back as ours (the best config of
+     * its workload); the one that lost steps is kept as a foreign record. */
+    tt_db_close(db);
+    db = fresh_db();
+    FILE *in = fmemopen(buf, strlen(buf), "r");
+    tt_db_import_report rep;
+    assert_int_equal(tt_db_import_stream(db, in, "exported", &rep, &err), TT_OK);
+    fclose(in);
+    assert_int_equal(rep.records, 2);
+    assert_int_equal(rep.mapped, 1);
+    tt_db_row *rows;
+    assert_int_equal(
+        tt_db_best(db, "matmul:M=64,N=64,K=64", "llvm -num-cores=4", NULL, 2, false, &rows, &n),
+        TT_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(rows[0].config, "[[\"SP\", 2, 0, 64, [8], 1]]");
+    assert_true(rows[0].fastest_s == 1.25e-3);
+    tt_db_rows_free(rows, n);
     free(buf);
     tt_db_close(db);
 }

@@ -12,7 +12,7 @@
 # - inputs and outputs through pinned host buffers, or the caller's memory as it is
 #   (TVM_TUNE_OPENCL_PINNED=0): the same answers;
 # - no platform, a device that does not exist, a network beyond the device's memory, a kernel
-#   beyond its work-group size, a malformed setting, a driver that fails the build: a clear error naming the reason and the device, and
+#   beyond its work-group size or its local memory, a malformed setting, a driver that fails the build: a clear error naming the reason and the device, and
 #   no output written.
 # usage: test_net_opencl.sh BUILD_DIR SOURCE_DIR MODELS_DIR TORCH_MODELS_DIR
 set -euo pipefail
@@ -104,6 +104,52 @@ PY
 expect_fail "target: -max_num_threads needs a positive integer" \
   "$bin/tvm-compile" --model "$d/model.onnx" --target "opencl -max_num_threads=lots" -o "$work/bad/r18"
 test ! -e "$work/bad"
+
+echo "== a kernel beyond the device's local memory"
+# A record tuned on a device with more local memory than this one (pocl has 1 MiB): a 64x1024 by
+# 1024x256 product staged whole, 1.25 MiB of tiles, written as tvm-db export writes our records.
+# The library builds; the runtime refuses it before it runs, naming the kernel and the device.
+mkdir -p "$work/lm"
+"$py" - "$work/lm" <<'PY'
+import os, sys
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper, save
+w = np.random.RandomState(0).uniform(-1, 1, (1024, 256)).astype(np.float32)
+g = helper.make_graph([helper.make_node("MatMul", ["input", "w"], ["output"])], "wide",
+                      [helper.make_tensor_value_info("input", TensorProto.FLOAT, [64, 1024])],
+                      [helper.make_tensor_value_info("output", TensorProto.FLOAT, [64, 256])],
+                      [numpy_helper.from_array(w, "w")])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]),
+     os.path.join(sys.argv[1], "wide.onnx"))
+np.save(os.path.join(sys.argv[1], "input.npy"), np.ones((64, 1024), np.float32))
+PY
+"$bin/tvm-tune" tasks --model "$work/lm/wide.onnx" --target opencl --json > "$work/lm/tasks.json"
+"$py" - "$work/lm/tasks.json" > "$work/lm/wide.json" <<'PY'
+import json, sys
+(task,) = json.load(open(sys.argv[1]))["tasks"]
+steps = [["CHW", 2, "local"], ["SP", 2, 0, 64, [1, 8, 1, 8], 1],
+         ["SP", 2, 5, 256, [1, 16, 1, 16], 1], ["SP", 2, 10, 1024, [1024, 1], 1],
+         ["RE", 2, [0, 5, 1, 6, 2, 7, 10, 11, 3, 8, 12, 4, 9]], ["FSP", 3, 0, 1, 3],
+         ["FSP", 3, 4, 2, 3], ["RE", 3, [0, 4, 1, 5, 2, 6, 3, 7]], ["CA", 2, 3, 5],
+         ["CHR", 1, "shared", [2]], ["CA", 2, 3, 6], ["CHR", 0, "shared", [3]], ["CA", 1, 4, 6],
+         ["FU", 1, [0, 1]], ["SP", 1, 0, 65536, [1], 1], ["AN", 1, 1, 2],
+         ["FFSP", 1, 0, [1, 2], 1, 1], ["AN", 1, 1, 6], ["FU", 3, [0, 1]],
+         ["SP", 3, 0, 262144, [1], 1], ["AN", 3, 1, 2], ["FFSP", 3, 0, [1, 2], 1, 1],
+         ["AN", 3, 1, 6], ["FU", 5, [0, 1]], ["AN", 5, 0, 5], ["FU", 5, [1, 2]], ["AN", 5, 1, 4],
+         ["FU", 5, [2, 3]], ["AN", 5, 2, 6]]
+print(json.dumps({"i": [[json.dumps([task["workload"]]), "opencl", [1, 64, 64, 0, 0, 0, 0, 0],
+                         "", 0, []], [[], steps]],
+                  "r": [[1e-4], 0, 1.0, 1796000000], "v": "v0.6"}))
+PY
+"$bin/tvm-db" import "$work/lm/wide.json" --db "$work/lm/tuning.db" 2>&1 | tee "$work/lm/import.log"
+grep -q "1 map onto our operators" "$work/lm/import.log"
+"$bin/tvm-compile" --model "$work/lm/wide.onnx" --target opencl --db "$work/lm/tuning.db" \
+  -o "$work/lm/wide" --quiet 2> /dev/null
+"$bin/tvm-net" info "$work/lm/wide.so" > "$work/lm/info.txt"
+grep -q "MatMul .* exact (record 1," "$work/lm/info.txt"
+expect_fail "kernel t0_0 (task 0, MatMul) uses 1310720 bytes of local memory; device '.*' has [0-9]* (CL_DEVICE_LOCAL_MEM_SIZE): tune on this device" \
+  "$bin/tvm-net" run "$work/lm/wide.so" -i "$work/lm/input.npy" -o "$work/lm/none.npy"
+test ! -e "$work/lm/none.npy"
 
 echo "== records tuned on the device build the network"
 rb=$models/resnet_block
