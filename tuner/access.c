@@ -534,6 +534,44 @@ static bool thread_bound_reduce(const tt_stage *sg)
     return false;
 }
 
+typedef struct {
+    const tt_dag *d;
+    tt_eid largest;
+    int64_t elements;
+} largest_ctx;
+
+static void note_largest(void *vctx, tt_eid read)
+{
+    largest_ctx *c = vctx;
+    const tt_op *t = &c->d->ops.data[tt_expr_get(&c->d->pool, read)->a];
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++)
+        n *= t->shape[i];
+    if (n > c->elements) {
+        c->elements = n;
+        c->largest = read;
+    }
+}
+
+int64_t tt_access_largest_read(const tt_state *st, int stage, bool *along_reduce)
+{
+    const tt_op *op = op_of(st, stage);
+    *along_reduce = false;
+    if (op->is_placeholder)
+        return 0;
+    largest_ctx c = {&st->dag, 0, 0};
+    tt_expr_visit_reads(&st->dag.pool, op->body, note_largest, &c);
+    if (!c.largest)
+        return 0;
+    const tt_expr *r = tt_expr_get(&st->dag.pool, c.largest);
+    const tt_expr *last =
+        r->n ? tt_expr_get(&st->dag.pool, tt_expr_read_index(&st->dag.pool, r, r->n - 1)) : NULL;
+    for (int k = 0; last && last->kind == TT_EXPR_VAR && k < op->nreduce; k++)
+        if (op->raxis[k] == last->a)
+            *along_reduce = true;
+    return c.elements;
+}
+
 bool tt_access_cross_thread_reduction(const tt_state *st, int stage)
 {
     const tt_stage *sg = &st->stages.data[stage];

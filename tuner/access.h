@@ -55,6 +55,11 @@ bool tt_access_reads_directly(const tt_state *st, int stage, int producer);
 /* How many leading axes `stage`'s output shares with its consumer `target`: positions where
  * every read (through inlined stages) indexes with the consumer's own axis variable. */
 int tt_access_common_outer(const tt_state *st, int stage, int target);
+/* The elements of the largest tensor the stage reads (0: it reads none), and in *along_reduce
+ * whether that read varies fastest along one of the stage's reductions: its last index is a
+ * reduce axis of the op (a matrix-vector product's weight rows w[n, k], which the threads of a
+ * work-group read coalesced when they share the reduction of one output). */
+int64_t tt_access_largest_read(const tt_state *st, int stage, bool *along_reduce);
 /* The stage, or a stage computed at it, has a reduce iterator bound to threadIdx.x. */
 bool tt_access_cross_thread_reduction(const tt_state *st, int stage);
 /* Ansor's cache-read location: the last reduce iterator of the outermost reduce tile (the n-th

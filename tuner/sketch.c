@@ -524,6 +524,41 @@ static tt_status apply_cache_read(gen_ctx *g, const node *nd)
     return r;
 }
 
+/* A matrix-vector product (ours; Ansor leaves these to multi-level tiling, whose threads take an
+ * output each): too few outputs to give a GPU its threads one output apiece (under 64 work-groups
+ * of 256), a reduction of four warps or more, and its largest operand read along the reduction
+ * and used by at most 4 outputs an element (a classifier's or an MLP's weight rows [n, k] at
+ * batch 1 to 4; a 1x1 convolution reuses its operands more, and is a matrix product).  Tiled,
+ * AlexNet's 9216 x 4096 layer ran 64 work-groups of 64 threads, each thread streaming its own rows:
+ * 4096 threads to read 151 MB.  Its cross-thread reduction stays at the root instead: a work-group
+ * an output, its threads sharing the reduction, each warp reading 128 contiguous bytes of a row at
+ * a time. */
+enum { GEMV_MAX_SPACE = 64 * 256 };
+
+static bool gemv_like(const tt_sketch_params *p, const tt_state *st, int stage)
+{
+    int64_t space, reduce;
+    tt_access_lengths(st, stage, &space, &reduce);
+    bool along_reduce;
+    int64_t largest = tt_access_largest_read(st, stage, &along_reduce);
+    return space < GEMV_MAX_SPACE && reduce >= 4 * (int64_t)p->warp_size && along_reduce &&
+           space * reduce <= 4 * largest;
+}
+
+/* Threads sharing a matrix-vector product's reduction of `extent`: the most whole warps, up to 256
+ * (and the block limit), that leave each thread 8 or more of it, dividing it where such a count
+ * does; a warp at least. */
+static int64_t gemv_threads(const tt_sketch_params *p, int64_t extent)
+{
+    int64_t warp = p->warp_size > 0 ? p->warp_size : 32;
+    int64_t cap = p->max_threads > 0 && p->max_threads < 256 ? p->max_threads : 256;
+    for (int exact = 1; exact >= 0; exact--)
+        for (int64_t t = cap / warp * warp; t > warp; t -= warp)
+            if (extent / t >= 8 && (!exact || extent % t == 0))
+                return t;
+    return warp;
+}
+
 /* GPU rule 5, CrossThreadReduction: too little spatial work for the threads of a block, so
  * threads share the reduction. */
 static rule_cond cond_cross_thread(gen_ctx *g, const node *nd)
@@ -537,7 +572,9 @@ static rule_cond cond_cross_thread(gen_ctx *g, const node *nd)
     int64_t space, reduce;
     tt_access_lengths(st, nd->stage, &space, &reduce);
     if (tt_access_needs_mlt(st, nd->stage))
-        return space <= g->p->max_threads && space < reduce ? COND_APPLY : COND_SKIP;
+        return (space <= g->p->max_threads && space < reduce) || gemv_like(g->p, st, nd->stage)
+                   ? COND_APPLY
+                   : COND_SKIP;
     return reduce > 1 && reduce > g->p->warp_size ? COND_APPLY : COND_SKIP;
 }
 
@@ -548,6 +585,7 @@ static tt_status apply_cross_thread(gen_ctx *g, const node *nd)
     if (r)
         return r;
     int s = nd->stage, ids[TT_MAX_ITERS], nred = 0;
+    bool gemv = tt_access_needs_mlt(st, s) && gemv_like(g->p, st, s);
     const tt_stage *sg = &st->stages.data[s];
     for (int i = 0; i < sg->niters; i++)
         if (sg->iters[i].kind == TT_ITER_REDUCE)
@@ -564,7 +602,7 @@ static tt_status apply_cross_thread(gen_ctx *g, const node *nd)
     bool short_consumer = tg && tg->niters > 0 && tg->iters[tg->niters - 1].extent > 0 &&
                           tg->iters[tg->niters - 1].extent < g->p->warp_size &&
                           tg->iters[tg->niters - 1].extent < st->stages.data[s].iters[fused].extent;
-    if (target >= 0 && common > 0 && !tt_access_needs_mlt(st, target) && !short_consumer) {
+    if (!gemv && target >= 0 && common > 0 && !tt_access_needs_mlt(st, target) && !short_consumer) {
         /* Fuse into the consumer: share its thread split. */
         int split = -1;
         for (size_t i = 0; i < st->steps.len; i++)
@@ -596,6 +634,8 @@ static tt_status apply_cross_thread(gen_ctx *g, const node *nd)
             goto fail;
     } else {
         int64_t warp = g->p->warp_size, ext = st->stages.data[s].iters[fused].extent;
+        if (gemv)
+            warp = gemv_threads(g->p, ext);
         if (ext > 0 && ext < warp)
             warp = ext;
         if ((r = tt_sched_split(st, s, fused, &warp, 1, true, g->err)) ||

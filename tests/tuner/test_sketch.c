@@ -956,6 +956,82 @@ static void gpu_default_tiles_what_can_be_tiled(void **state)
     }
 }
 
+/* Matrix-vector products (a classifier's Gemm at batch 1 or 2, weights [n, k]): the default and a
+ * sketch of the search share each output's reduction among a work-group's threads at the root,
+ * a work-group an output, the weight rows read along k, and compute the definition.  Tiled, the
+ * 1000-class heads had no group of a warp and ran the naive binding, one thread a row; a 4096-wide
+ * layer ran 4096 threads.  A 1x1 convolution (a matrix product: its activations reused by 32
+ * outputs) and a product whose weights run along n ([k, n]) keep their tilings. */
+static void gpu_matrix_vector_products_share_their_reductions(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *w;
+        int64_t outputs; /* work-groups of the reduction's kernel; 0: not a cross-thread form */
+        int64_t threads; /* its work-items a group */
+    } cases[] = {
+        {"te:t0[i0,i1] += x0[i0,r0] * w1[i1,r0]; out[i0,i1] = t0[i0,i1] + w2[i1]; "
+         "t0:float32[1,100]; x0:float32[1,512]; w1:const float32[100,512]; out:float32[1,100]; "
+         "w2:const float32[100]; r0:512",
+         100, 64},
+        {"te:t1[i0,i1] += x0[i0,r0] * w1[i1,r0]; t0[i0,i1] = t1[i0,i1] + w2[i1]; out[i0,i1] = "
+         "max(t0[0,i1], 0); t1:float32[2,30]; x0:float32[2,1280]; w1:const float32[30,1280]; "
+         "t0:float32[2,30]; w2:const float32[30]; out:float32[2,30]; r0:1280",
+         60, 160},
+        {"te:t0[i0,i1] += x0[i0,r0] * w1[i1,r0]; out[i0,i1] = t0[i0,i1] + w2[i1]; "
+         "t0:float32[1,40]; x0:float32[1,1000]; w1:const float32[40,1000]; out:float32[1,40]; "
+         "w2:const float32[40]; r0:1000",
+         40, 96},
+        {"te:out[i0,i1,i2,i3] += x0[0,0,i2 + r2,r0] * x1[0,0,r0,i3]; out:float32[1,1,98,32]; "
+         "x0:float32[1,1,98,160]; x1:float32[1,1,160,32]; r0:160; r1:1; r2:1",
+         0, 0},
+        {"te:out[i0,i1] += x0[i0,r0] * w1[r0,i1]; out:float32[1,256]; x0:float32[1,256]; "
+         "w1:const float32[256,256]; r0:256",
+         0, 0},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        tt_workload *w = parse(cases[c].w);
+        tt_state *st = gpu_default_tiling(w);
+        check(w, st, "gpu default");
+        tt_opencl_stats stats;
+        emitted_stats(w, st, true, &stats);
+        int64_t threads = stats.block[0] * stats.block[1] * stats.block[2];
+        printf("gpu default %s: %d kernel(s), first %lld groups of %lld, %d cross-thread "
+               "reduction(s)\n",
+               w->key, stats.kernels, (long long)stats.grid[0], (long long)threads,
+               stats.cross_thread_reductions);
+        if (cases[c].outputs) {
+            assert_true(stats.cross_thread_reductions > 0);
+            assert_int_equal(stats.grid[0] * stats.grid[1] * stats.grid[2], cases[c].outputs);
+            assert_int_equal(threads, cases[c].threads);
+        } else {
+            assert_int_equal(stats.cross_thread_reductions, 0);
+        }
+        tt_state_free(st);
+        /* the search has the form too: a sample of each sketch computes the definition */
+        tt_sketch_space sp;
+        gpu_space(w, &sp);
+        tt_rng rng;
+        tt_rng_seed(&rng, 3);
+        int with_form = 0;
+        for (int k = 0; k < sp.nsketches; k++) {
+            for (int tries = 0; tries < 200; tries++) {
+                tt_errbuf err = {{0}};
+                if (tt_sketch_sample(&sp, k, &rng, &st, &err))
+                    continue;
+                check(w, st, "gpu sample");
+                emitted_stats(w, st, false, &stats);
+                with_form += stats.cross_thread_reductions > 0;
+                tt_state_free(st);
+                break;
+            }
+        }
+        assert_true(cases[c].outputs ? with_form > 0 : with_form == 0);
+        tt_sketch_space_free(&sp);
+        tt_workload_free(w);
+    }
+}
+
 /* The default takes at most 32 KiB of local memory (the least GPUs have) where a tiling fits:
  * its reduction staged shallower, else a smaller shape.  A 7x7 stride-2 convolution of 3
  * channels took 51 KiB, more than NVIDIA's 48; a depthwise one staged whole, 65 KiB; a 3x3
@@ -1424,6 +1500,7 @@ int main(void)
         cmocka_unit_test(counts_match_tvm),
         cmocka_unit_test(gpu_counts_match_tvm),
         cmocka_unit_test(gpu_default_tiles_what_can_be_tiled),
+        cmocka_unit_test(gpu_matrix_vector_products_share_their_reductions),
         cmocka_unit_test(gpu_default_fits_the_least_local_memory),
         cmocka_unit_test(gpu_fetch_splits_take_more_threads_than_elements),
         cmocka_unit_test(gpu_mali_stages_nothing_in_local_memory),
@@ -1444,5 +1521,8 @@ int main(void)
         cmocka_unit_test(gpu_virtual_threads_fetch_once),
         cmocka_unit_test(gpu_vector_tiles_switch_on_and_off),
     };
+    /* TT_TEST_FILTER=NAME runs the tests whose names match (cmocka's wildcards) */
+    if (getenv("TT_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("TT_TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
