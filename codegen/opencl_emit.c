@@ -835,11 +835,17 @@ static void emit_xreduce(cl_emitter *e, const tt_stmt *root, const xreduce *x)
      * 0 applies the result. */
     line(e, "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);");
     line(e, "red_%d[lid_%d] = acc_%d;", k, k, k);
-    line(e, "for (int s_%d = 1; s_%d < %lld; s_%d <<= 1) {", k, k, (long long)len, k);
+    /* Sequential addressing (halves folded onto the lower, the stride halving from the power of
+     * two at or above the length): the work-items still adding are the lowest lanes, so whole
+     * warps drop out and a warp reads consecutive words, where interleaved pairs (lane % 2s)
+     * left every warp busy to the end and read with a stride of 2s words, in conflict. */
+    long long half = 1;
+    while (2 * half < len)
+        half *= 2;
+    line(e, "for (int s_%d = %lld; s_%d > 0; s_%d >>= 1) {", k, half, k, k);
     e->indent++;
     line(e, "barrier(CLK_LOCAL_MEM_FENCE);");
-    line(e, "if ((lane_%d & (2 * s_%d - 1)) == 0 && lane_%d + s_%d < %lld)", k, k, k, k,
-         (long long)len);
+    line(e, "if (lane_%d < s_%d && lane_%d + s_%d < %lld)", k, k, k, k, (long long)len);
     char a[64], c[96];
     snprintf(a, sizeof(a), "red_%d[lid_%d]", k, k);
     snprintf(c, sizeof(c), "red_%d[lid_%d + s_%d * %lld]", k, k, k, (long long)stride);
