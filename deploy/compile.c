@@ -49,19 +49,8 @@ static tt_status template_space(const tt_dag *dag, const tt_target *target, tt_s
 tt_status tt__compile_default_schedule(const tt_dag *dag, const tt_target *target, bool gpu,
                                        tt_state **out, tt_errbuf *err)
 {
-    if (gpu) {
-        /* a tiled schedule where the workload has one (matmul, convolutions: 5-20x the naive
-         * one on a GPU), else the naive binding */
-        int threads, warp;
-        tt__compile_gpu_threads(target, &threads, &warp);
-        tt_sketch_params p;
-        tt_sketch_params_gpu(&p, threads, warp);
-        p.shared_memory = tt_target_fast_local_memory(target);
-        tt_errbuf ignored = {{0}};
-        if (tt_sketch_gpu_tiled(dag, &p, TT_GPU_TILE_DEFAULT, out, &ignored) == TT_OK)
-            return TT_OK;
-        return tt_sketch_gpu_default(dag, warp, out, err);
-    }
+    if (gpu)
+        return tt_sketch_gpu_build_default(dag, target, out, NULL, 0, err);
     /* What the tuner measures first besides the template's default (tt__tune_load_seeds): the
      * window config for window operators (depthwise convolutions, pools), else the cache-blocked
      * one for this machine's caches (typical ones for a cross target) with the window's column
@@ -202,7 +191,7 @@ tt_status tt__compile_pick(const tt__picker *p, const tt_workload *w, tt_state *
              * work-item running the whole loop nest: on the H200 a BERT layer's 12 us batched
              * matmul took 96 ms. */
             int threads, warp;
-            tt__compile_gpu_threads(&p->target, &threads, &warp);
+            tt_sketch_gpu_build_threads(&p->target, &threads, &warp);
             tt_state_free(*st);
             *st = NULL;
             s = tt_sketch_gpu_default(&w->dag, warp, st, err);
@@ -605,11 +594,4 @@ tt_status tt__compile_opencl(const tt_target *target, const tt_program *prog, co
         return tt_err_prefix(err, s, "beyond the target's -max_num_threads=%d",
                              target->max_num_threads);
     return s ? s : tt_cl_artifact_parse(*text, len, art, err);
-}
-
-void tt__compile_gpu_threads(const tt_target *target, int *threads, int *warp)
-{
-    int n = target->max_num_threads;
-    *threads = n > 0 && n < 256 ? n : 256;
-    *warp = tt_sketch_gpu_warp(*threads);
 }

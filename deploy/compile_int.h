@@ -35,9 +35,6 @@ tt_status tt__compile_default_schedule(const tt_dag *dag, const tt_target *targe
  * library checks its kernels against the device's own limits when it is initialised. */
 tt_status tt__compile_opencl(const tt_target *target, const tt_program *prog, const char *entry,
                              char **text, tt_cl_artifact *art, tt_errbuf *err);
-/* The threads a default GPU schedule's group may take (256, or the target's -max_num_threads
- * when fewer) and the warp its bindings split by (32, or that when fewer). */
-void tt__compile_gpu_threads(const tt_target *target, int *threads, int *warp);
 
 /* How kernels get their schedules: the database's best record for the target (and device), or
  * the default schedule with a warning. */

@@ -117,6 +117,17 @@ typedef enum {
 tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_gpu_tile size,
                               tt_state **out, tt_errbuf *err);
 
+/* The threads a GPU build's default schedules take a work-group (256, or the target's
+ * -max_num_threads where fewer) and the warp their bindings split by (32, or that where fewer). */
+void tt_sketch_gpu_build_threads(const tt_target *target, int *threads, int *warp);
+
+/* The schedule a GPU build (tvm-compile --target opencl) gives a workload without records: the
+ * default tiling (tt_sketch_gpu_tiled, TT_GPU_TILE_DEFAULT, within the threads above and without
+ * local-memory stages where the target has no fast local memory), else the naive binding.
+ * `desc` (may be NULL) gets which, and why not the tiling. */
+tt_status tt_sketch_gpu_build_default(const tt_dag *dag, const tt_target *target, tt_state **out,
+                                      char *desc, size_t ndesc, tt_errbuf *err);
+
 /* Vector register tiles on a GPU (ours; Ansor leaves it to the vendor's compiler): the innermost
  * loop of a cache-write ("local") stage's register tile, where it is spatial and runs 2 or 4
  * times, and the same loop of its copy-out get the vectorize annotation.  The products then read

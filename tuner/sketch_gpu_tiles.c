@@ -267,12 +267,16 @@ tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_g
             for (int deep = 1; deep >= 0 && r; deep--) {
                 if (n)
                     memcpy(steps, sk->state->steps.data, sizeof(tt_step) * n);
-                int64_t group_threads;
-                int64_t groups = fill_gemm_like(steps, sk->undefined, n, try[c][0], try[c][1],
+                /* the last, smallest shape within a limit under a warp of 32 (a target's
+                 * -max_num_threads=16: every shape was refused, and the naive binding taken) */
+                int64_t threads = try[c][0], group_threads;
+                if (c + 1 == ntry && !is_large && p->max_threads > 0 && threads > p->max_threads)
+                    threads = p->max_threads;
+                int64_t groups = fill_gemm_like(steps, sk->undefined, n, threads, try[c][1],
                                                 per_axis, vthreads, 16, deep, &group_threads);
-                if (group_threads < p->warp_size && try[c][0] > 16)
-                    groups = fill_gemm_like(steps, sk->undefined, n, try[c][0], try[c][1], per_axis,
-                                            vthreads, try[c][0], deep, &group_threads);
+                if (group_threads < p->warp_size && threads > 16)
+                    groups = fill_gemm_like(steps, sk->undefined, n, threads, try[c][1], per_axis,
+                                            vthreads, threads, deep, &group_threads);
                 if (groups < 64 && (c + 1 < ntry || is_large))
                     break;
                 tt_state *st;
@@ -292,4 +296,32 @@ tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_g
     }
     tt_sketch_space_free(&sp);
     return r;
+}
+
+void tt_sketch_gpu_build_threads(const tt_target *target, int *threads, int *warp)
+{
+    int n = target->max_num_threads;
+    *threads = n > 0 && n < 256 ? n : 256;
+    *warp = tt_sketch_gpu_warp(*threads);
+}
+
+tt_status tt_sketch_gpu_build_default(const tt_dag *dag, const tt_target *target, tt_state **out,
+                                      char *desc, size_t ndesc, tt_errbuf *err)
+{
+    /* a tiled schedule where the workload has one (matmul, convolutions: 5-20x the naive one on
+     * a GPU), else the naive binding */
+    int threads, warp;
+    tt_sketch_gpu_build_threads(target, &threads, &warp);
+    tt_sketch_params p;
+    tt_sketch_params_gpu(&p, threads, warp);
+    p.shared_memory = tt_target_fast_local_memory(target);
+    tt_errbuf why = {{0}};
+    if (tt_sketch_gpu_tiled(dag, &p, TT_GPU_TILE_DEFAULT, out, &why) == TT_OK) {
+        if (desc)
+            snprintf(desc, ndesc, "the GPU default tiling (up to %d work-items a group)", threads);
+        return TT_OK;
+    }
+    if (desc)
+        snprintf(desc, ndesc, "the naive GPU binding (warps of %d): %s", warp, why.msg);
+    return tt_sketch_gpu_default(dag, warp, out, err);
 }

@@ -6,6 +6,7 @@
 #include "rpc/measure.h"
 #include "rpc/measure_proto.h"
 #include "rpc/tracker_client.h"
+#include "tuner/sketch.h"
 #include "tuner/tune.h"
 #include "tuner/tvm_tune_cli.h"
 
@@ -142,7 +143,8 @@ static void usage(FILE *f)
         "  --steps FILE      schedule as an Ansor step list (JSON array); '-' reads stdin\n"
         "  --steps-json J    the same, given inline\n"
         "  --default         the schedule tvm-compile builds without records (on this CPU, or\n"
-        "                    --target's), with its knobs\n"
+        "                    --target's), with its knobs; for --target opencl the GPU default\n"
+        "                    (a tiling, a cross-thread reduction, or the naive binding)\n"
         "  --check           run the program in the interpreter on random inputs and compare\n"
         "                    every output element with the naive definition (exit 1 on mismatch)\n"
         "  --seed N          seed of the random inputs (default 1)\n"
@@ -199,8 +201,8 @@ static int cmd_ops(void)
     return 0;
 }
 
-/* The CPU schedule tvm-compile builds for `w` without records (tt_space_untuned_schedule), as a
- * step list; `desc` gets its knobs. */
+/* The schedule tvm-compile builds for `w` without records (CPU: tt_space_untuned_schedule; GPU:
+ * tt_sketch_gpu_build_default), as a step list; `desc` gets its knobs or its form. */
 static tt_status untuned_schedule(const tt_workload *w, const char *target_text, tt_step **steps,
                                   size_t *nsteps, char *desc, size_t ndesc, tt_errbuf *err)
 {
@@ -208,12 +210,10 @@ static tt_status untuned_schedule(const tt_workload *w, const char *target_text,
     tt_status s = tt_target_parse(target_text, &t, err);
     if (s)
         return s;
-    if (!strcmp(t.kind, "opencl"))
-        return tt_err(err, TT_ERR_UNSUPPORTED,
-                      "only CPU targets (tvm-compile's GPU default is "
-                      "the first GPU sketch that takes its tiling)");
     tt_state *st;
-    if ((s = tt_space_untuned_schedule(&w->dag, &t, &st, desc, ndesc, err)))
+    if ((s = !strcmp(t.kind, "opencl")
+                 ? tt_sketch_gpu_build_default(&w->dag, &t, &st, desc, ndesc, err)
+                 : tt_space_untuned_schedule(&w->dag, &t, &st, desc, ndesc, err)))
         return s;
     char *js = tt_steps_to_json(st->steps.data, st->steps.len);
     tt_state_free(st);

@@ -228,6 +228,23 @@ expect_fail 2 "--network-mib goes with --time --cache-flush=network" \
 expect_fail 2 "--network-mib needs a positive size, got 'x'" \
   "$bin/tvm-tune" lower --workload "$wl" --default --time --cache-flush=network --network-mib x
 
+echo "== tvm-tune lower --default --target opencl"
+# what a GPU build takes without records: a classifier head's reduction shared by 64 threads a
+# work-group (one output each), a matmul tiled within -max_num_threads=16 (the naive binding
+# before 2026-12-01), each checked against the definition
+head='te:t0[i0,i1] += x0[i0,r0] * w1[i1,r0]; out[i0,i1] = t0[i0,i1] + w2[i1]; t0:float32[1,1000]; x0:float32[1,512]; w1:const float32[1000,512]; out:float32[1,1000]; w2:const float32[1000]; r0:512'
+"$bin/tvm-tune" lower --workload "$head" --default --target opencl --check > "$work/gpu.log"
+grep -q "^# default schedule: the GPU default tiling (up to 256 work-items a group)" "$work/gpu.log"
+grep -q "for r0.1 in 0..64 threadIdx.x" "$work/gpu.log"
+grep -q "for i0@i1@ in 0..1000 blockIdx.x" "$work/gpu.log"
+grep -q "^check: OK" "$work/gpu.log"
+"$bin/tvm-tune" lower --workload matmul:M=64,N=64,K=64 --default \
+  --target "opencl -max_num_threads=16" --check > "$work/gpu16.log"
+grep -q "^# default schedule: the GPU default tiling (up to 16 work-items a group)" "$work/gpu16.log"
+grep -q "^check: OK" "$work/gpu16.log"
+expect_fail 1 "runs on this CPU only (target 'llvm'), not 'opencl'" \
+  "$bin/tvm-tune" lower --workload "$head" --default --target opencl --time
+
 echo "== installed: tvm_tune_add_network"
 cmake --install "$build" --prefix "$work/prefix" > /dev/null
 test -x "$work/prefix/bin/tvm-net"
