@@ -97,9 +97,9 @@ for n in $sizes; do
 import json, sys
 for r in json.load(sys.stdin):
     c = r["config"]
-    kind = "naive" if c == "[]" else ("large, double-buffered" if "double_buffer" in c
-                                      else "large, 4-float, vector tile" if "[4], 1]" in c
-                                      else ("large" if "2, 16, 1, 4]" in c else "default/other"))
+    # the tuner names each fixed start in the record (extra "start", since 2026-12-01)
+    start = (r.get("extra") or {}).get("start")
+    kind = start or ("naive" if c == "[]" else "sampled")
     e, t, g, b, u = r["error_name"], r["fastest_s"] * 1e3, r["gflops"], r["build_s"], r["run_s"]
     print(f"  {kind:24s} {e:16s} fastest {t:9.4f} ms {g:9.0f} GFLOPS  build {b:.2f} s run {u:.2f} s")' 2>&1 | tee -a "$summary"
 done

@@ -141,6 +141,13 @@ static json_t *row_json(const tt_db_row *r)
     json_object_set_new(o, "total_s", json_real(r->total_s));
     json_object_set_new(o, "timestamp", json_real(r->timestamp));
     json_object_set_new(o, "job", r->job ? json_integer(r->job) : json_null());
+    /* what the record keeps besides (a template index, a farm device's host, a GPU start's
+     * tiling: docs/database.md) */
+    json_t *extra = r->extra ? json_loads(r->extra, 0, NULL) : NULL;
+    if (json_is_object(extra))
+        json_object_set_new(o, "extra", extra);
+    else
+        json_decref(extra);
     return o;
 }
 

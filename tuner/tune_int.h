@@ -143,6 +143,9 @@ typedef struct candidate {
     int nrows;
     uint64_t program;   /* tt_evo_program_hash of its lowered program (evolutionary search), 0 */
     tt_layout *layouts; /* per parameter, when some constant input is passed packed (LR) */
+    /* GPU: which fixed tiling it is (pick_gpu_starts: "default", "large", ...), in the record's
+     * extra as "start"; NULL for the others */
+    const char *start;
 } candidate;
 
 /* A batch in flight: compile threads take candidates in order; with a farm, one measuring

@@ -253,11 +253,12 @@ static void fill_record(task *t, const candidate *c, tt_db_record *r, char *extr
     r->config = c->config;
     r->config_kind = TT_CONFIG_STEPS;
     r->job = t->o->job;
-    /* the template index (resume), on a farm the measuring device's address (marking), and on
-     * a CPU how the caches were flushed (times of two modes do not compare) */
+    /* the template index (resume), on a farm the measuring device's address (marking), on a
+     * CPU how the caches were flushed (times of two modes do not compare), and on a GPU which
+     * fixed tiling a start is (what the bench's tables and a user's history call it) */
     bool indexed = c->index != UINT64_MAX && c->index != STEPS_INDEX;
     bool flushed = !t->gpu && !t->o->objective;
-    if (indexed || c->host[0] || flushed) {
+    if (indexed || c->host[0] || flushed || c->start) {
         json_t *x = json_object();
         if (indexed) {
             json_object_set_new(x, "space", json_string(t->space_sig));
@@ -265,6 +266,8 @@ static void fill_record(task *t, const candidate *c, tt_db_record *r, char *extr
         }
         if (c->host[0])
             json_object_set_new(x, "host", json_string(c->host));
+        if (c->start)
+            json_object_set_new(x, "start", json_string(c->start));
         if (flushed)
             json_object_set_new(
                 x, "flush",
@@ -339,6 +342,7 @@ static int pick_gpu_starts(task *t, candidate *c, int n, int want)
 {
     static const tt_gpu_tile sizes[] = {TT_GPU_TILE_DEFAULT, TT_GPU_TILE_LARGE,
                                         TT_GPU_TILE_LARGE_FLOAT4, TT_GPU_TILE_LARGE_DOUBLE_BUFFER};
+    static const char *const names[] = {"default", "large", "large-float4", "large-double-buffer"};
     if (!t->gpu || !t->have_sketch)
         return n;
     /* a batch smaller than the starts leaves the rest to the next one */
@@ -358,6 +362,7 @@ static int pick_gpu_starts(task *t, candidate *c, int n, int want)
         }
         c[n].index = STEPS_INDEX;
         c[n].config = cfg;
+        c[n].start = names[t->gpu_starts_picked - 1];
         n++;
     }
     return n;

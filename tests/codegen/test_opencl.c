@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "codegen/cl_artifact.h"
 #include "codegen/codegen.h"
@@ -525,6 +526,7 @@ typedef struct {
     const tt_workload *w;
     int offered;
     int at_default, at_large, at_large4, at_large_db; /* 1-based position, 0: never offered */
+    char *config[4];                                  /* the configs of the four, in that order */
 } starts_check;
 
 static double see_start(void *ctx, const char *config)
@@ -545,17 +547,20 @@ static double see_start(void *ctx, const char *config)
              * fetches A's rows are padded from 16 floats to 20 (18 KiB), twice that when
              * double-buffered */
             bool unroll = strstr(config, "\"auto_unroll_max_step$512\"") != NULL;
+            int kind = -1;
             if (unroll && !db && stats.shared_bytes == 8192 && !sc->at_default)
-                sc->at_default = sc->offered;
+                sc->at_default = sc->offered, kind = 0;
             if (unroll && !db && stats.shared_bytes == 16384 && stats.vector_loops == 0 &&
                 !sc->at_large)
-                sc->at_large = sc->offered;
+                sc->at_large = sc->offered, kind = 1;
             if (unroll && !db && stats.shared_bytes == 18432 && stats.vector_loops >= 2 &&
                 !sc->at_large4)
-                sc->at_large4 = sc->offered;
+                sc->at_large4 = sc->offered, kind = 2;
             if (unroll && db && stats.shared_bytes == 36864 && stats.vector_loops >= 2 &&
                 !sc->at_large_db)
-                sc->at_large_db = sc->offered;
+                sc->at_large_db = sc->offered, kind = 3;
+            if (kind >= 0)
+                sc->config[kind] = strdup(config);
         }
         free(text);
         tt_program_free(prog);
@@ -564,10 +569,39 @@ static double see_start(void *ctx, const char *config)
     return 1e-3 * (1.0 + (double)(tt_hash64_str(config) % 1000) / 1000.0);
 }
 
+/* The records that carry a start's name in their extra JSON ("start"), by name: tvm-db history
+ * --json shows it, and the GPU bench's tables label their rows by it. */
+typedef struct {
+    char *config[4];
+    int named, others;
+} start_names;
+
+static int note_start_name(void *ctx, const tt_db_row *row)
+{
+    static const char *const names[] = {"default", "large", "large-float4", "large-double-buffer"};
+    start_names *sn = ctx;
+    json_t *x = row->extra ? json_loads(row->extra, 0, NULL) : NULL;
+    const char *name = json_string_value(json_object_get(x, "start"));
+    int k = -1;
+    for (int i = 0; name && i < 4; i++)
+        if (!strcmp(name, names[i]))
+            k = i;
+    if (name)
+        assert_true(k >= 0 && !sn->config[k]);
+    if (k >= 0) {
+        sn->config[k] = strdup(row->config);
+        sn->named++;
+    } else {
+        sn->others++;
+    }
+    json_decref(x);
+    return 0;
+}
+
 /* A GPU sketch search measures the fixed tilings right after the naive baseline: the one a build
  * takes without records, so that a tuned record is never slower than the untuned build, and the
- * large tile with scalar and 4-float fetches and double-buffered (tt__tune_pick); a resumed run
- * does not offer them again. */
+ * large tile with scalar and 4-float fetches and double-buffered (tt__tune_pick), each record
+ * named for its tiling; a resumed run does not offer them again. */
 static void gpu_search_starts_from_the_fixed_tilings(void **state)
 {
     need_device();
@@ -593,6 +627,23 @@ static void gpu_search_starts_from_the_fixed_tilings(void **state)
     assert_true(sc.at_large >= 1 && sc.at_large <= 5);
     assert_true(sc.at_large4 >= 1 && sc.at_large4 <= 5);
     assert_true(sc.at_large_db >= 1 && sc.at_large_db <= 5);
+    /* each of the four records says which it is */
+    tt_db *d;
+    assert_int_equal(tt_db_open(db, TT_DB_READONLY, &d, &err), TT_OK);
+    start_names sn;
+    memset(&sn, 0, sizeof(sn));
+    assert_int_equal(tt_db_history(d, NULL, note_start_name, &sn), TT_OK);
+    tt_db_close(d);
+    assert_int_equal(sn.named, 4);
+    assert_int_equal(sn.others, 4);
+    for (int k = 0; k < 4; k++) {
+        assert_non_null(sc.config[k]);
+        assert_non_null(sn.config[k]);
+        assert_string_equal(sn.config[k], sc.config[k]);
+        free(sn.config[k]);
+        free(sc.config[k]);
+        sc.config[k] = NULL;
+    }
     /* resumed with 8 more trials: the four are in the database and not offered again */
     memset(&sc.offered, 0, sizeof(sc) - offsetof(starts_check, offered));
     o.trials = 16;
@@ -600,6 +651,8 @@ static void gpu_search_starts_from_the_fixed_tilings(void **state)
         fail_msg("%s", err.msg);
     assert_int_equal(sc.offered, 8);
     assert_int_equal(sc.at_default + sc.at_large + sc.at_large4 + sc.at_large_db, 0);
+    for (int k = 0; k < 4; k++)
+        free(sc.config[k]);
     tt_workload_free((tt_workload *)sc.w);
 }
 
