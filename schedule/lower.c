@@ -978,10 +978,40 @@ typedef struct {
     int first_reduce;
 } nest_ctx;
 
+/* The conjuncts of `cond` that use `var` and those that do not, each joined by AND (0: none). */
+static void split_guard(tt_expr_pool *p, tt_eid cond, uint32_t var, tt_eid *dep, tt_eid *indep)
+{
+    const tt_expr *e = tt_expr_get(p, cond);
+    if (e->kind == TT_EXPR_AND) {
+        tt_eid a = e->a, b = e->b;
+        split_guard(p, a, var, dep, indep);
+        split_guard(p, b, var, dep, indep);
+    } else if (tt_expr_uses_var(p, cond, var)) {
+        *dep = and_cond(p, *dep, cond);
+    } else {
+        *indep = and_cond(p, *indep, cond);
+    }
+}
+
 static tt_sid wrap_loop(lower_ctx *c, int s, int k, tt_sid inner)
 {
     const tt_stage *sg = &c->st->stages.data[s];
     const tt_iter *it = &sg->iters[k];
+    /* A guard's conjuncts that do not depend on the loop's variable are tested once, around the
+     * loop: a padded reduction's `k < 197` then wraps a thread's register tile of products, not
+     * each of them (GPU compilers did not hoist it).  Serial, unrolled and vectorised loops only:
+     * a bound loop's variable is a thread's or a group's. */
+    const tt_stmt *in = &c->p->stmts.data[inner];
+    if (in->kind == TT_STMT_IF && !in->orelse &&
+        (it->ann == TT_ANN_NONE || it->ann == TT_ANN_UNROLL || it->ann == TT_ANN_VECTORIZE)) {
+        tt_eid dep = 0, indep = 0;
+        tt_sid body = in->body;
+        split_guard(&c->p->pool, in->cond, it->var, &dep, &indep);
+        if (indep) {
+            tt_sid loop = wrap_loop(c, s, k, dep ? guarded(c, dep, body) : body);
+            return guarded(c, indep, loop);
+        }
+    }
     tt_stmt f = {.kind = TT_STMT_FOR,
                  .ann = it->ann,
                  .var = it->var,

@@ -1382,6 +1382,37 @@ static bool register_tile(tt_sketch_space *sp, const tt_sketch *sk, tt_step *ste
     return true;
 }
 
+/* The length a GPU split of `extent` is also drawn as (0: none): an extent of 16 or more with no
+ * divisor from 8 to 64 but itself (ViT's 197 tokens, a prime) rounded up to a multiple of 16, or of
+ * 8 where that wastes over a quarter.  Its schemes whose parts below the outermost fit the extent
+ * are tiles that do not divide it: the spatial ones end where the axis ends (clamped), the
+ * reduction's last round is guarded (lower.c). */
+static int64_t padded_extent(int64_t extent)
+{
+    if (extent < 16)
+        return 0;
+    for (int64_t d = 8; d <= 64 && d < extent; d++)
+        if (extent % d == 0)
+            return 0;
+    int64_t up16 = (extent + 15) / 16 * 16;
+    return (up16 - extent) * 4 <= extent ? up16 : (extent + 7) / 8 * 8;
+}
+
+/* A scheme of `fe` (over a padded extent) whose lengths multiply to at most `extent`, drawn
+ * uniformly in a few tries; NULL when none came. */
+static const int64_t *fitting_scheme(const factor_entry *fe, int n, int64_t extent, tt_rng *rng)
+{
+    for (int tries = 0; tries < 16 && fe->count > 0; tries++) {
+        const int64_t *pick = fe->schemes + (int64_t)rand_below(rng, (int)fe->count) * n;
+        int64_t prod = 1;
+        for (int l = 0; l < n; l++)
+            prod *= pick[l];
+        if (prod <= extent)
+            return pick;
+    }
+    return NULL;
+}
+
 tt_status tt_sketch_sample(tt_sketch_space *sp, int k, tt_rng *rng, tt_state **out, tt_errbuf *err)
 {
     if (sp->nsketches == 0)
@@ -1395,11 +1426,21 @@ tt_status tt_sketch_sample(tt_sketch_space *sp, int k, tt_rng *rng, tt_state **o
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
     if (n)
         memcpy(steps, sk->state->steps.data, sizeof(tt_step) * n);
-    /* FillTileSize: a uniformly drawn factorisation of each open split. */
+    /* FillTileSize: a uniformly drawn factorisation of each open split; on a GPU, half the time
+     * one of a padded length where the extent's divisors give poor tiles (padded_extent). */
     for (size_t i = 0; i < n; i++) {
         tt_step *s = &steps[i];
         if (!sk->undefined[i] || s->kind != TT_STEP_SPLIT || s->extent <= 0)
             continue;
+        int64_t padded = sp->params.gpu ? padded_extent(s->extent) : 0;
+        if (padded && rand_below(rng, 2)) {
+            const factor_entry *pe = schemes_of(sp, padded, s->nlen);
+            const int64_t *pick = pe ? fitting_scheme(pe, s->nlen, s->extent, rng) : NULL;
+            if (pick) {
+                memcpy(s->lengths, pick, sizeof(int64_t) * (size_t)s->nlen);
+                continue;
+            }
+        }
         const factor_entry *fe = schemes_of(sp, s->extent, s->nlen);
         if (!fe) {
             free(steps);

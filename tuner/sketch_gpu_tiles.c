@@ -18,6 +18,43 @@ static int64_t divisor_at_most(int64_t n, int64_t cap)
     return 1;
 }
 
+/* The tile of an axis of `extent` that does not divide it: up to `rcap` outputs a thread times
+ * up to `tcap` threads, the largest whose last tile wastes at most a quarter of the axis, and
+ * false when that is not more than twice `have` (the tile the divisors make).  ViT's 197 tokens
+ * (a prime) had one row a work-group (each group read all of B for it) or the naive binding;
+ * padded to 7 tiles of 32 rows, the last moved back to end at row 197 (clamped, lower.c),
+ * no element is guarded. */
+static bool padded_tile(int64_t extent, int64_t rcap, int64_t tcap, int64_t have, int64_t *r,
+                        int64_t *t)
+{
+    int64_t best = 0;
+    for (int64_t rr = rcap; rr >= 1; rr /= 2)
+        for (int64_t tt = tcap; tt >= 1; tt /= 2) {
+            int64_t tile = rr * tt, tiles = (extent + tile - 1) / tile;
+            if (tile <= extent && (tiles * tile - extent) * 4 <= extent && tile > best) {
+                best = tile;
+                *r = rr;
+                *t = tt;
+            }
+        }
+    return best >= 2 * have;
+}
+
+/* How deep a reduction of `extent` is staged, up to `cap`: its largest divisor, or where that is
+ * under half of what could be, the largest depth (halving from `cap`) whose last round wastes at
+ * most a quarter: a product over ViT's 197 tokens is 13 rounds of 16, the last guarded, not 197
+ * rounds of 1. */
+static int64_t reduce_depth(int64_t extent, int64_t cap)
+{
+    int64_t d = divisor_at_most(extent, cap);
+    for (int64_t c = cap < extent ? cap : extent; c >= 2 * d; c /= 2) {
+        int64_t rounds = (extent + c - 1) / c;
+        if ((rounds * c - extent) * 4 <= extent)
+            return c;
+    }
+    return d;
+}
+
 /* Fills the open splits of a GPU sketch as a hand-written GEMM would: from the innermost spatial
  * axis outwards, up to `per_axis` outputs of each axis per thread (the register tile, S4), that
  * `vthreads` times over (S1: the copies a thread computes lie a row of threads apart, as in
@@ -33,7 +70,7 @@ static int64_t fill_gemm_like(tt_step *steps, const uint8_t *undef, size_t n, in
                               int64_t regs, int64_t per_axis, int64_t vthreads,
                               int64_t axis_threads, bool deep, int64_t *group_threads)
 {
-    int64_t outputs = 1, per_group = 1, depth = 16, budget = threads;
+    int64_t groups = 1, depth = 16, budget = threads;
     /* a reduction that the innermost axis stages in a few rounds stays so (a depthwise 3x3
      * convolution: 3 rounds of 3); staged deeper, its tiles would grow for little */
     int64_t reduce = 1, inner = 0;
@@ -42,9 +79,9 @@ static int64_t fill_gemm_like(tt_step *steps, const uint8_t *undef, size_t n, in
             steps[k].nlen == 2 && steps[k].extent > 0) {
             reduce *= steps[k].extent;
             if (!inner)
-                inner = divisor_at_most(steps[k].extent, 16);
+                inner = reduce_depth(steps[k].extent, 16);
         }
-    if (inner && reduce / inner <= 16)
+    if (inner && (reduce + inner - 1) / inner <= 16)
         deep = false;
     for (size_t k = n; k-- > 0;) {
         tt_step *s = &steps[k];
@@ -53,24 +90,30 @@ static int64_t fill_gemm_like(tt_step *steps, const uint8_t *undef, size_t n, in
         for (int l = 0; l < s->nlen; l++)
             s->lengths[l] = 1;
         if (undef[k] == UNDEF_SPATIAL && s->nlen == 4) {
-            int64_t r = divisor_at_most(s->extent, regs < per_axis ? regs : per_axis);
+            int64_t rcap = regs < per_axis ? regs : per_axis;
+            int64_t tcap = threads < axis_threads ? threads : axis_threads;
+            int64_t r = divisor_at_most(s->extent, rcap);
             int64_t v = divisor_at_most(s->extent / r, vthreads < regs / r ? vthreads : regs / r);
-            int64_t t = divisor_at_most(s->extent / (r * v),
-                                        threads < axis_threads ? threads : axis_threads);
+            int64_t t = divisor_at_most(s->extent / (r * v), tcap);
+            int64_t pr, pt;
+            if (padded_tile(s->extent, rcap, tcap, r * v * t, &pr, &pt)) {
+                r = pr;
+                v = 1;
+                t = pt;
+            }
             s->lengths[0] = v;
             s->lengths[1] = t;
             s->lengths[3] = r;
             regs /= r * v;
             threads /= t;
-            outputs *= s->extent;
-            per_group *= r * v * t;
+            groups *= (s->extent + r * v * t - 1) / (r * v * t);
         } else if (undef[k] != UNDEF_SPATIAL && s->nlen == 2 && depth > 1) {
-            s->lengths[0] = divisor_at_most(s->extent, depth);
+            s->lengths[0] = reduce_depth(s->extent, depth);
             depth = deep ? (depth + s->lengths[0] - 1) / s->lengths[0] : 1;
         }
     }
     *group_threads = budget / threads;
-    return outputs / per_group;
+    return groups;
 }
 
 /* The vector part of each cooperative fetch (bind_cooperative_fetch splits off 1) set to 4 where

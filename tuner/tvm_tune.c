@@ -47,7 +47,10 @@ static void usage(FILE *f)
         "  computes each 3x3, stride-1 convolution with at least 48 output tiles of 4x4 as\n"
         "  Winograd F(4x4, 3x3) (4x fewer multiply-adds), else with 48 of 2x2 as F(2x2, 3x3)\n"
         "  (2.25x fewer), weights transformed at build time; part of the workloads too\n"
-        "  (docs/models.md, \"Kernels and tasks\")\n"
+        "  (docs/models.md, \"Kernels and tasks\").  For --target opencl, an Untuned column\n"
+        "  (JSON: default) says what a build without records runs each task as: tiled,\n"
+        "  cross-thread (a work-group shares each reduction) or naive (a work-item an output:\n"
+        "  right for elementwise tasks; a product left so wants tuning first)\n"
         "\n"
         "tvm-tune run --workload W [--weight X] [--workload W2 [--weight X2] ...] [--target T]\n"
         "             [--trials N] [--strategy random|grid|ga|xgb|evo|sketch-random]\n"
@@ -913,6 +916,36 @@ static int cmd_run(int argc, char **argv)
     return rc;
 }
 
+/* The form of the schedule a GPU build takes for `workload` without records: "tiled" (shared or
+ * register tiles), "cross-thread" (a reduction shared by a work-group's threads), "naive" (a
+ * work-item an output: right for elementwise tasks, slow for products), or "error". */
+static const char *gpu_default_form(const char *workload, const tt_target *target)
+{
+    tt_workload *w;
+    tt_errbuf err = {{0}};
+    if (tt_workload_parse(workload, &w, &err))
+        return "error";
+    tt_state *st;
+    const char *form = "error";
+    if (!tt_sketch_gpu_build_default(&w->dag, target, &st, NULL, 0, &err)) {
+        form = "naive";
+        for (size_t g = 0; g < st->stages.len; g++) {
+            const tt_stage *sg = &st->stages.data[g];
+            if (!strcmp(sg->scope, "shared") || !strcmp(sg->scope, "local")) {
+                form = "tiled";
+                break;
+            }
+            for (int k = 0; k < sg->niters; k++)
+                if (sg->iters[k].kind == TT_ITER_REDUCE &&
+                    (sg->iters[k].ann == TT_ANN_THREAD_X || sg->iters[k].ann == TT_ANN_THREAD_Y))
+                    form = "cross-thread";
+        }
+        tt_state_free(st);
+    }
+    tt_workload_free(w);
+    return form;
+}
+
 /* tvm-tune tasks: what tuning a model means, before any trial. */
 static int cmd_tasks(int argc, char **argv)
 {
@@ -964,14 +997,17 @@ static int cmd_tasks(int argc, char **argv)
                         winograd < 0 ? !tt_net_winograd_default(target) : !winograd, &g, &net))
         return 1;
     double total = net->flops > 0 ? net->flops : 1;
+    bool gpu = !strcmp(tg.kind, "opencl");
     if (json) {
         json_t *tasks = json_array();
         for (size_t i = 0; i < net->tasks.len; i++) {
             const tt_net_task *t = &net->tasks.data[i];
-            json_array_append_new(tasks, json_pack("{s:i, s:s, s:s, s:i, s:f, s:f}", "id", (int)i,
-                                                   "label", t->label, "workload", t->workload,
-                                                   "weight", t->weight, "flops", t->flops, "share",
-                                                   t->flops * t->weight / total));
+            json_t *o = json_pack("{s:i, s:s, s:s, s:i, s:f, s:f}", "id", (int)i, "label", t->label,
+                                  "workload", t->workload, "weight", t->weight, "flops", t->flops,
+                                  "share", t->flops * t->weight / total);
+            if (gpu)
+                json_object_set_new(o, "default", json_string(gpu_default_form(t->workload, &tg)));
+            json_array_append_new(tasks, o);
         }
         json_t *root = json_pack(
             "{s:s, s:s, s:i, s:i, s:f, s:I, s:I, s:I, s:i, s:i, s:i, s:i, s:o}", "model", model,
@@ -997,11 +1033,17 @@ static int cmd_tasks(int argc, char **argv)
                (double)net->weight_bytes / (1 << 20), (double)net->arena_bytes / (1 << 20),
                (double)net->unplanned_bytes / (1 << 20), net->folded_batchnorms,
                net->fused_layer_norms, net->scaled_weights, net->winograd_convs);
-        printf("| ID  | %-32s | Weight |  MFLOP | Share  |\n", "Task");
+        /* on a GPU, the form of each task's untuned schedule: the naive products are the ones
+         * that most want tuning */
+        printf("| ID  | %-32s | Weight |  MFLOP | Share  |%s\n", "Task",
+               gpu ? " Untuned      |" : "");
         for (size_t i = 0; i < net->tasks.len; i++) {
             const tt_net_task *t = &net->tasks.data[i];
-            printf("| %3zu | %-32.32s | %6d | %6.1f | %5.1f%% |\n", i, t->label, t->weight,
+            printf("| %3zu | %-32.32s | %6d | %6.1f | %5.1f%% |", i, t->label, t->weight,
                    t->flops / 1e6, 100 * t->flops * t->weight / total);
+            if (gpu)
+                printf(" %-12s |", gpu_default_form(t->workload, &tg));
+            printf("\n");
         }
         printf("workloads (tvm-tune run --model %s tunes them all):\n", model);
         for (size_t i = 0; i < net->tasks.len; i++)

@@ -921,6 +921,46 @@ static void double_buffered_tiles_match(void **state)
     tt_workload_free(w);
 }
 
+/* Axes of a prime length (ViT's 197 tokens) take tiles that do not divide them: the spatial
+ * ones a last tile moved back to end with the axis (computing a few elements twice, no guard),
+ * the reduction rounds of 16 whose last is guarded once a round of a thread's products.  They
+ * compute the definition on the device; before, 197 gave one row a work-group or the naive
+ * binding. */
+static void prime_extents_take_padded_tiles(void **state)
+{
+    need_device();
+    static const char *const wls[] = {"matmul:M=67,N=128,K=67", "batch_matmul:B=2,M=67,N=67,K=32",
+                                      "batch_matmul:B=1,M=37,N=64,K=37"};
+    tt_sketch_params sp;
+    tt_sketch_params_gpu(&sp, 256, 32);
+    tt_errbuf err = {{0}};
+    for (size_t k = 0; k < sizeof(wls) / sizeof(wls[0]); k++) {
+        tt_workload *w;
+        assert_int_equal(tt_workload_parse(wls[k], &w, &err), TT_OK);
+        tt_state *st;
+        if (tt_sketch_gpu_tiled(&w->dag, &sp, TT_GPU_TILE_DEFAULT, &st, &err))
+            fail_msg("%s: %s", wls[k], err.msg);
+        int padded = 0;
+        for (size_t i = 0; i < st->steps.len; i++) {
+            const tt_step *s = &st->steps.data[i];
+            int64_t tile = 1;
+            for (int l = 0; s->kind == TT_STEP_SPLIT && l < s->nlen; l++)
+                tile *= s->lengths[l];
+            if (s->kind == TT_STEP_SPLIT && (s->extent == 67 || s->extent == 37) && tile > 1 &&
+                s->extent % tile)
+                padded++;
+        }
+        assert_true(padded >= 2);
+        tt_opencl_stats stats;
+        check_state(w, st, 10 + k, wls[k], &stats);
+        printf("opencl: %s tiled with %d padded axes: %lld groups of %lld work-items\n", wls[k],
+               padded, (long long)(stats.grid[0] * stats.grid[1] * stats.grid[2]),
+               (long long)(stats.block[0] * stats.block[1] * stats.block[2]));
+        tt_state_free(st);
+        tt_workload_free(w);
+    }
+}
+
 /* Limits are checked before anything reaches the device: too many threads per block, too much
  * local memory, a vthread too long, each named in the error. */
 static void limits_refused_before_the_device(void **state)
@@ -1217,6 +1257,7 @@ int main(void)
         cmocka_unit_test(vectorised_loops_use_vector_types),
         cmocka_unit_test(vectorised_fetches_load_whole_vectors),
         cmocka_unit_test(double_buffered_tiles_match),
+        cmocka_unit_test(prime_extents_take_padded_tiles),
         cmocka_unit_test(limits_refused_before_the_device),
         cmocka_unit_test(device_errors_are_results),
         cmocka_unit_test(builds_alone_before_the_measurement),
@@ -1225,5 +1266,8 @@ int main(void)
         cmocka_unit_test(builds_are_cached_by_content),
         cmocka_unit_test(unregistered_gpu_drivers_are_named),
     };
+    /* TT_TEST_FILTER=NAME runs the tests whose names match (cmocka's wildcards) */
+    if (getenv("TT_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("TT_TEST_FILTER"));
     return cmocka_run_group_tests(tests, setup, teardown);
 }

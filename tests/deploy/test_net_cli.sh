@@ -244,6 +244,30 @@ grep -q "^# default schedule: the GPU default tiling (up to 16 work-items a grou
 grep -q "^check: OK" "$work/gpu16.log"
 expect_fail 1 "runs on this CPU only (target 'llvm'), not 'opencl'" \
   "$bin/tvm-tune" lower --workload "$head" --default --target opencl --time
+# a product over a prime length (ViT's 197 tokens): tiles of 32 rows padded, the last moved back
+# to end with the axis (no guard on the outputs), the reduction's last round guarded
+"$bin/tvm-tune" lower --workload matmul:M=37,N=64,K=37 --default --target opencl --check \
+  > "$work/gpuprime.log"
+grep -q "^# default schedule: the GPU default tiling" "$work/gpuprime.log"
+grep -q 'C\[min(' "$work/gpuprime.log"
+grep -q "if k.0 \* 8 + .* < 37:" "$work/gpuprime.log"
+grep -q "^check: OK" "$work/gpuprime.log"
+
+echo "== tvm-tune tasks --target opencl: each task's untuned form"
+"$bin/tvm-tune" tasks --model "$model" --target opencl > "$work/gputasks.log"
+grep -q "| Share  | Untuned      |$" "$work/gputasks.log"
+grep -q "| Conv+Add+Relu .* | tiled        |$" "$work/gputasks.log"
+grep -q "| Gemm .* | cross-thread |$" "$work/gputasks.log"
+grep -q "| MaxPool .* | naive        |$" "$work/gputasks.log"
+"$bin/tvm-tune" tasks --model "$model" --target opencl --json | $py -c "
+import json, sys
+t = json.load(sys.stdin)['tasks']
+assert all(x['default'] in ('tiled', 'cross-thread', 'naive') for x in t), t
+"
+"$bin/tvm-tune" tasks --model "$model" --json | $py -c "
+import json, sys
+assert all('default' not in x for x in json.load(sys.stdin)['tasks'])
+"
 
 echo "== installed: tvm_tune_add_network"
 cmake --install "$build" --prefix "$work/prefix" > /dev/null

@@ -170,6 +170,26 @@ static void a_tail_tile_ends_where_its_axis_ends(void **state)
     lowered_free(&l);
 }
 
+/* A guard is tested around the loops it does not depend on: a reduction split by 4 that does
+ * not divide 14 tests k once a step, not once an element of the row j runs over (on a GPU, a
+ * thread's whole register tile of products sat under the test); the part of a conjunction that
+ * depends on the loop stays inside it. */
+static void a_guard_is_tested_outside_the_loops_it_does_not_use(void **state)
+{
+    (void)state;
+    lowered l;
+    lower_or_fail(&l, "matmul:M=8,N=16,K=14",
+                  "[[\"SP\", 2, 2, 14, [4], 1], [\"RE\", 2, [0, 2, 3, 1]]]");
+    expect_in(&l, "if k.0 * 4 + k.1 < 14:\n          for j in 0..16:\n");
+    lowered_free(&l);
+    lower_or_fail(&l, "matmul:M=14,N=12,K=14",
+                  "[[\"SP\", 2, 0, 14, [4], 1], [\"SP\", 2, 3, 14, [4], 1], "
+                  "[\"RE\", 2, [0, 3, 1, 4, 2]]]");
+    expect_in(&l, "if i.0 * 4 + i.1 < 14:\n");
+    expect_in(&l, "if k.0 * 4 + k.1 < 14:\n              for j in 0..12:\n");
+    lowered_free(&l);
+}
+
 static void cache_read_into_shared_memory_at_a_reduction_tile(void **state)
 {
     /* A.shared holds the 16x4 slice of A used by one k.0 iteration of a 16-row block. */
@@ -594,6 +614,7 @@ int main(void)
         cmocka_unit_test(lane_steps_follow_rows),
         cmocka_unit_test(cache_write_gives_a_register_tile),
         cmocka_unit_test(a_tail_tile_ends_where_its_axis_ends),
+        cmocka_unit_test(a_guard_is_tested_outside_the_loops_it_does_not_use),
         cmocka_unit_test(cache_read_into_shared_memory_at_a_reduction_tile),
         cmocka_unit_test(rfactor_splits_a_reduction),
         cmocka_unit_test(storage_align_pads_the_stride),
