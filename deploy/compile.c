@@ -119,7 +119,7 @@ tt_status tt__picker_open(tt__picker *p, const char *db_path, const char *target
     p->no_fallback = no_fallback;
     p->warnings = warnings;
     p->target_text = target && target[0] ? target : "llvm";
-    tt_status s = tt_target_parse(p->target_text, &p->target, err);
+    tt_status s = tt_target_parse_user(p->target_text, &p->target, err);
     if (s)
         return s;
     p->gpu = !strcmp(p->target.kind, "opencl");
@@ -167,6 +167,22 @@ static tt_status similar_config(const tt__picker *p, const tt_workload *w, tt_st
     return TT_OK;
 }
 
+/* Whether `st` fits the GPU target's limits (-max_num_threads, -max_shared_memory_per_block);
+ * false with the reason in `why`. */
+static bool fits_gpu_target(const tt__picker *p, const tt_state *st, tt_errbuf *why)
+{
+    tt_program *prog;
+    if (tt_lower(st, &prog, why))
+        return false;
+    char *text = NULL;
+    tt_cl_artifact art;
+    memset(&art, 0, sizeof(art));
+    tt_status s = tt__compile_opencl(&p->target, prog, "k", &text, &art, why);
+    free(text);
+    tt_program_free(prog);
+    return s == TT_OK;
+}
+
 tt_status tt__compile_pick(const tt__picker *p, const tt_workload *w, tt_state **st,
                            tt_compile_report *rep, double *timestamp, tt_errbuf *err)
 {
@@ -195,6 +211,22 @@ tt_status tt__compile_pick(const tt__picker *p, const tt_workload *w, tt_state *
             tt_state_free(*st);
             *st = NULL;
             s = tt_sketch_gpu_default(&w->dag, warp, st, err);
+        }
+        tt_errbuf why = {{0}};
+        if (!s && p->gpu && rows[0].match != TT_DB_MATCH_EXACT && !fits_gpu_target(p, *st, &why)) {
+            /* tuned for another target of the family, with limits this one does not have (a
+             * record of this very target that does not fit is an error, at its build) */
+            if (p->warnings)
+                fprintf(p->warnings,
+                        "tvm-compile: warning: %s: record %lld of %s does not fit target '%s' "
+                        "(%s): using the default schedule\n",
+                        w->key, (long long)rows[0].id, rows[0].target, p->target_text, why.msg);
+            tt_state_free(*st);
+            *st = NULL;
+            tt_db_rows_free(rows, n);
+            rep->source = TT_COMPILE_DEFAULT;
+            snprintf(rep->target, sizeof(rep->target), "%s", p->target_text);
+            return tt__compile_default_schedule(&w->dag, &p->target, p->gpu, st, err);
         }
         if (!s) {
             rep->source = rows[0].match == TT_DB_MATCH_EXACT          ? TT_COMPILE_EXACT
@@ -587,10 +619,15 @@ tt_status tt__compile_opencl(const tt_target *target, const tt_program *prog, co
     tt_gpu_limits_default(&lim);
     lim.max_threads = threads;
     lim.max_block[0] = lim.max_block[1] = lim.max_block[2] = threads;
-    lim.max_shared_bytes = 0;
+    lim.max_shared_bytes = target->max_shared_memory_per_block; /* 0: checked on the device */
     size_t len = 0;
     tt_status s = tt_codegen_opencl(prog, entry, &lim, text, &len, NULL, err);
-    if (s == TT_ERR_LIMIT && target->max_num_threads > 0)
+    /* name the target option whose limit it broke (the message says which limit) */
+    bool local = s == TT_ERR_LIMIT && err && strstr(err->msg, "local");
+    if (s == TT_ERR_LIMIT && local && target->max_shared_memory_per_block > 0)
+        return tt_err_prefix(err, s, "beyond the target's -max_shared_memory_per_block=%d",
+                             target->max_shared_memory_per_block);
+    if (s == TT_ERR_LIMIT && !local && target->max_num_threads > 0)
         return tt_err_prefix(err, s, "beyond the target's -max_num_threads=%d",
                              target->max_num_threads);
     return s ? s : tt_cl_artifact_parse(*text, len, art, err);

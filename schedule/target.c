@@ -34,7 +34,39 @@ static tt_status set_positive(int *dst, const char *v, size_t len, const char *o
     return TT_OK;
 }
 
+/* TVM's target options that we accept and do not use (its target kinds' attributes and the
+ * common ones of its target strings), so that a target copied from TVM parses as it is. */
+static bool tvm_option(const char *name)
+{
+    static const char names[] =
+        " libs opt-level link-params tag host system-lib runtime executor interface-api"
+        " unpacked-api mabi mfloat-abi fast-math fast-math-nnan fast-math-ninf fast-math-nsz"
+        " fast-math-arcp fast-math-contract fast-math-reassoc jit vector-width from_device arch"
+        " max_threads_per_block texture_spatial_limit max_function_args registers_per_block"
+        " max_local_memory_per_block supports_float16 supports_int8 supports_16bit_buffer"
+        " supports_storage_buffer_storage_class supports_push_descriptor"
+        " supports_dedicated_allocation code-model max_block_size_x max_block_size_y"
+        " l2_cache_size_bytes ";
+    size_t n = strlen(name);
+    for (const char *p = n ? strstr(names, name) : NULL; p; p = strstr(p + 1, name))
+        if (p[-1] == ' ' && p[n] == ' ')
+            return true;
+    return false;
+}
+
+static tt_status parse(const char *text, tt_target *t, bool strict, tt_errbuf *err);
+
 tt_status tt_target_parse(const char *text, tt_target *t, tt_errbuf *err)
+{
+    return parse(text, t, false, err);
+}
+
+tt_status tt_target_parse_user(const char *text, tt_target *t, tt_errbuf *err)
+{
+    return parse(text, t, true, err);
+}
+
+static tt_status parse(const char *text, tt_target *t, bool strict, tt_errbuf *err)
 {
     memset(t, 0, sizeof(*t));
     const char *s = text;
@@ -89,6 +121,16 @@ tt_status tt_target_parse(const char *text, tt_target *t, tt_errbuf *err)
             st = set_positive(&t->num_cores, v, vlen, name, err);
         else if (!strcmp(name, "max_num_threads"))
             st = set_positive(&t->max_num_threads, v, vlen, name, err);
+        else if (!strcmp(name, "thread_warp_size"))
+            st = set_positive(&t->thread_warp_size, v, vlen, name, err);
+        else if (!strcmp(name, "max_shared_memory_per_block"))
+            st = set_positive(&t->max_shared_memory_per_block, v, vlen, name, err);
+        else if (strict && !tvm_option(name))
+            st = tt_err(err, TT_ERR_PARSE,
+                        "target column %zu: unknown option '-%s' (ours: -mtriple, -mcpu, -mattr, "
+                        "-num-cores, -keys, -model, -device, -max_num_threads, -thread_warp_size, "
+                        "-max_shared_memory_per_block; TVM's others are accepted and ignored)",
+                        col, name);
         if (st)
             return st;
         s += len;

@@ -23,11 +23,26 @@ typedef struct tt_target {
      * builds' kernels and the search keep under it (a device that allows fewer than a build's
      * default of 256, named before the device is at hand). */
     int max_num_threads;
+    /* -thread_warp_size (TVM's, GPU targets): work-items that run in lockstep (NVIDIA 32, AMD 64,
+     * Intel 8 to 32), 0 = unset (32).  GPU bindings split by it: a work-group's threads come in
+     * whole warps, a cross-thread reduction splits by it. */
+    int thread_warp_size;
+    /* -max_shared_memory_per_block (TVM's, GPU targets): bytes of local memory a work-group may
+     * take, 0 = unset.  A build's default tilings keep under it (else under 32 KiB, the least a
+     * GPU has), its kernels are refused beyond it, and the search keeps under it and the
+     * device's own. */
+    int max_shared_memory_per_block;
 } tt_target;
 
-/* Parses a target string.  Unknown options are accepted and ignored (TVM has many); an unknown
- * kind, a malformed option or a value too long returns TT_ERR_PARSE naming it. */
+/* Parses a target string.  Unknown options are accepted and ignored (TVM has many, and imported
+ * logs carry them); an unknown kind, a malformed option or a value too long returns
+ * TT_ERR_PARSE naming it. */
 tt_status tt_target_parse(const char *text, tt_target *out, tt_errbuf *err);
+/* tt_target_parse for a target a user typed (--target): an option that is neither ours nor one
+ * of TVM's target options is refused, naming it and its column (a misspelt -max_num_thread
+ * would otherwise build for 256 threads without a word).  TVM's options we do not use (-libs,
+ * -opt-level, -arch, ...) are accepted and ignored. */
+tt_status tt_target_parse_user(const char *text, tt_target *out, tt_errbuf *err);
 /* The family used for fallbacks: kind plus architecture, e.g. "llvm:host", "llvm:aarch64",
  * "opencl:mali", "cuda:gpu". */
 void tt_target_family(const tt_target *t, char *out, size_t n);

@@ -109,7 +109,7 @@ tt_status tt_jobs_check_params(const json_t *p, json_t **normalised, tt_errbuf *
     tt_errbuf terr = {{0}};
     if (!s && json_object_get(p, "target") && !target)
         s = bad(err, "\"target\" must be a string");
-    if (!s && tt_target_parse(target ? target : "llvm", &t, &terr))
+    if (!s && tt_target_parse_user(target ? target : "llvm", &t, &terr))
         s = bad(err, "target: %s", terr.msg);
     if (!s && strcmp(t.kind, "llvm") && strcmp(t.kind, "c") && strcmp(t.kind, "opencl"))
         s = bad(err, "target kind '%s' cannot be measured on the farm (llvm or opencl)", t.kind);

@@ -18,9 +18,10 @@ void tt_sketch_params_cpu(tt_sketch_params *p, int num_cores)
     snprintf(p->structure, sizeof(p->structure), "SSRSRS");
 }
 
-int tt_sketch_gpu_warp(int64_t max_threads)
+int tt_sketch_gpu_warp(int64_t max_threads, int target_warp)
 {
-    return max_threads > 0 && max_threads < 32 ? (int)max_threads : 32;
+    int warp = target_warp > 0 ? target_warp : 32;
+    return max_threads > 0 && max_threads < warp ? (int)max_threads : warp;
 }
 
 void tt_sketch_params_gpu(tt_sketch_params *p, int max_threads, int warp_size)

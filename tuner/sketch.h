@@ -20,6 +20,9 @@ typedef struct tt_sketch_params {
     int warp_size;            /* GPU: threads of a warp (32) */
     int max_threads;          /* GPU: threads per block */
     int max_vthread;          /* GPU: largest vthread extent (warp / 4) */
+    /* GPU: local memory a fixed tiling (tt_sketch_gpu_tiled) may take before its reduction is
+     * staged shallower (0: 32 KiB, the least a GPU has; a target's -max_shared_memory_per_block) */
+    int64_t max_shared_bytes;
     /* GPU: the CrossThreadReduction rule (Ansor's default; on). */
     bool cross_thread;
     /* GPU: AddCacheRead, tiles staged through local memory (on; off where local memory is no
@@ -33,9 +36,9 @@ typedef struct tt_sketch_params {
 
 /* Ansor's CPU defaults (search.md C2) for `num_cores` cores. */
 void tt_sketch_params_cpu(tt_sketch_params *p, int num_cores);
-/* The warp GPU bindings split by: 32, or a device's (or target's) limit of work-items a group
- * where that is fewer (0: no limit). */
-int tt_sketch_gpu_warp(int64_t max_threads);
+/* The warp GPU bindings split by: the target's -thread_warp_size (`target_warp`, 0: unset, 32),
+ * or a device's (or target's) limit of work-items a group where that is fewer (0: no limit). */
+int tt_sketch_gpu_warp(int64_t max_threads, int target_warp);
 
 /* Ansor's GPU defaults: structure "SSSRRSRS", the given block and warp sizes, vthread up to
  * warp / 4, cross-thread reduction and shared-memory stages on. */
@@ -118,7 +121,8 @@ tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_g
                               tt_state **out, tt_errbuf *err);
 
 /* The threads a GPU build's default schedules take a work-group (256, or the target's
- * -max_num_threads where fewer) and the warp their bindings split by (32, or that where fewer). */
+ * -max_num_threads where fewer) and the warp their bindings split by (the target's
+ * -thread_warp_size, else 32; the threads where fewer). */
 void tt_sketch_gpu_build_threads(const tt_target *target, int *threads, int *warp);
 
 /* The schedule a GPU build (tvm-compile --target opencl) gives a workload without records: the

@@ -257,9 +257,10 @@ static tt_status tiled_state(const tt_dag *dag, tt_sketch_space *sp, tt_gpu_tile
     return e;
 }
 
-/* Local memory a tiled default may take before its reduction is staged shallower: 32 KiB, the
- * least of the GPUs a build without a device in mind may meet (Mali; NVIDIA has 48, AMD and
- * Intel 64).  MobileNet-V2's depthwise convolutions staged whole took 65 KiB. */
+/* Local memory a tiled default may take before its reduction is staged shallower, unless the
+ * target names its own (-max_shared_memory_per_block): 32 KiB, the least of the GPUs a build
+ * without a device in mind may meet (Mali; NVIDIA has 48, AMD and Intel 64).  MobileNet-V2's
+ * depthwise convolutions staged whole took 65 KiB. */
 enum { TILED_SHARED_CAP = 32 << 10 };
 
 tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_gpu_tile size,
@@ -289,6 +290,7 @@ tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_g
      * threads reads B's tile 4 floats apart (2 words a bank, 128-bit reads without conflict)
      * rather than 8 (4 words a bank) */
     int64_t per_axis = 4, vthreads = is_large ? 2 : 1;
+    int64_t cap = p->max_shared_bytes > 0 ? p->max_shared_bytes : TILED_SHARED_CAP;
     r = tt_err(err, TT_ERR_NOT_FOUND, "no GPU sketch of the workload takes a %s tiling",
                is_large ? "large" : "default");
     for (int k = 0; k < sp.nsketches && r; k++) {
@@ -327,7 +329,7 @@ tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_g
                     continue;
                 tt_opencl_stats stats;
                 if ((deep || c + 1 < ntry) && emitted_stats(st, false, &stats, NULL) &&
-                    stats.shared_bytes > TILED_SHARED_CAP) {
+                    stats.shared_bytes > cap) {
                     tt_state_free(st);
                     continue;
                 }
@@ -345,7 +347,7 @@ void tt_sketch_gpu_build_threads(const tt_target *target, int *threads, int *war
 {
     int n = target->max_num_threads;
     *threads = n > 0 && n < 256 ? n : 256;
-    *warp = tt_sketch_gpu_warp(*threads);
+    *warp = tt_sketch_gpu_warp(*threads, target->thread_warp_size);
 }
 
 tt_status tt_sketch_gpu_build_default(const tt_dag *dag, const tt_target *target, tt_state **out,
@@ -358,6 +360,7 @@ tt_status tt_sketch_gpu_build_default(const tt_dag *dag, const tt_target *target
     tt_sketch_params p;
     tt_sketch_params_gpu(&p, threads, warp);
     p.shared_memory = tt_target_fast_local_memory(target);
+    p.max_shared_bytes = target->max_shared_memory_per_block;
     tt_errbuf why = {{0}};
     if (tt_sketch_gpu_tiled(dag, &p, TT_GPU_TILE_DEFAULT, out, &why) == TT_OK) {
         if (desc)

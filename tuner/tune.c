@@ -238,7 +238,7 @@ tt_status tt_tune_run(const tt_tune_options *o, tt_tune_summary *summaries, FILE
         snprintf(summaries[i].workload, sizeof(summaries[i].workload), "%s", o->workloads[i]);
     }
     tt_target t;
-    tt_status s = tt_target_parse(o->target ? o->target : "llvm", &t, err);
+    tt_status s = tt_target_parse_user(o->target ? o->target : "llvm", &t, err);
     if (s)
         return s;
     bool opencl = !strcmp(t.kind, "opencl");

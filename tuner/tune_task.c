@@ -307,7 +307,9 @@ tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db 
     if (t->gpu) {
         limits_of(cl, o->gpu_limits, &t->lim);
         t->lim.max_threads = tighter(t->lim.max_threads, t->target.max_num_threads);
-        t->warp = tt_sketch_gpu_warp(t->lim.max_threads);
+        t->lim.max_shared_bytes =
+            tighter(t->lim.max_shared_bytes, t->target.max_shared_memory_per_block);
+        t->warp = tt_sketch_gpu_warp(t->lim.max_threads, t->target.thread_warp_size);
     } else
         tt_codegen_vector_isa(&t->target, &t->isa);
     t->overlap_builds = t->gpu && (o->overlap_builds > 0 ||
@@ -326,6 +328,8 @@ tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db 
             tt_sketch_params_gpu(&sp, (int)t->lim.max_threads, t->warp);
             sp.shared_memory = tt_target_fast_local_memory(&t->target);
             sp.max_vthread = (int)t->lim.max_vthread;
+            /* the fixed tilings keep under the target's local memory, as a build's default */
+            sp.max_shared_bytes = t->target.max_shared_memory_per_block;
         } else {
             tt_sketch_params_cpu(&sp, t->target.num_cores ? t->target.num_cores : (int)cores);
             /* Register tiles of the target's vectors; vectors of up to 4 registers. */

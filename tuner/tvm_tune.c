@@ -99,7 +99,10 @@ static void usage(FILE *f)
         "after\n"
         "  the whole batch, the default on CPU devices such as pocl's, whose timing would share\n"
         "  the cores with the builds).  --target 'opencl -device=mali': Mali's rules, no tiles\n"
-        "  staged in local memory (on Mali it is the same memory as global).\n"
+        "  staged in local memory (on Mali it is the same memory as global).  TVM's GPU options\n"
+        "  -max_num_threads=N, -max_shared_memory_per_block=B (bytes of local memory a group)\n"
+        "  and -thread_warp_size=W (AMD: 64; default 32) bound the search with the device's\n"
+        "  own limits; an option neither ours nor TVM's is an error (docs/opencl.md).\n"
         "  Strategies: xgb (default: XGBoost cost model +\n"
         "  simulated annealing over the tiling template; --diversity R plans from the best 64 x R\n"
         "  proposals the 64 that cover the most knob values; --features itervar feeds the model\n"
@@ -210,7 +213,7 @@ static tt_status untuned_schedule(const tt_workload *w, const char *target_text,
                                   size_t *nsteps, char *desc, size_t ndesc, tt_errbuf *err)
 {
     tt_target t;
-    tt_status s = tt_target_parse(target_text, &t, err);
+    tt_status s = tt_target_parse_user(target_text, &t, err);
     if (s)
         return s;
     tt_state *st;
@@ -389,7 +392,7 @@ static int cmd_lower(int argc, char **argv)
     free(ir);
     if (show_ir || show_asm) {
         tt_target t;
-        if ((s = tt_target_parse(target_text, &t, &err))) {
+        if ((s = tt_target_parse_user(target_text, &t, &err))) {
             fprintf(stderr, "tvm-tune lower: --target: %s\n", err.msg);
             goto out;
         }
@@ -987,7 +990,7 @@ static int cmd_tasks(int argc, char **argv)
     }
     tt_target tg;
     tt_errbuf err = {{0}};
-    if (tt_target_parse(target, &tg, &err)) {
+    if (tt_target_parse_user(target, &tg, &err)) {
         fprintf(stderr, "tvm-tune tasks: --target: %s\n", err.msg);
         return 2;
     }

@@ -26,7 +26,7 @@ int cli_time_program(const tt_workload *w, const tt_program *prog, const char *t
 {
     tt_errbuf err = {{0}};
     tt_target target;
-    if (tt_target_parse(target_text, &target, &err)) {
+    if (tt_target_parse_user(target_text, &target, &err)) {
         fprintf(stderr, "tvm-tune lower: --target: %s\n", err.msg);
         return 1;
     }

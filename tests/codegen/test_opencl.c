@@ -477,7 +477,8 @@ static void template_search_offers_only_kernels_within_the_device(void **state)
 
 /* A target's -max_num_threads bounds the search as the device's own limit does: with "opencl
  * -max_num_threads=64" neither the sketches (evo) nor the template (random) offer a kernel of more
- * than 64 work-items a group, where on the same device without it they do. */
+ * than 64 work-items a group, where on the same device without it they do; likewise
+ * -max_shared_memory_per_block=4096 and the local memory of each kernel offered. */
 static void target_thread_limit_bounds_the_search(void **state)
 {
     need_device();
@@ -485,11 +486,14 @@ static void target_thread_limit_bounds_the_search(void **state)
     static const struct {
         const char *target;
         tt_strategy strategy;
+        int64_t threads, shared; /* the limits checked (0: not) */
         bool bounded;
     } runs[] = {
-        {"opencl -max_num_threads=64", TT_STRATEGY_EVO, true},
-        {"opencl -max_num_threads=64", TT_STRATEGY_RANDOM, true},
-        {"opencl", TT_STRATEGY_EVO, false},
+        {"opencl -max_num_threads=64", TT_STRATEGY_EVO, 64, 0, true},
+        {"opencl -max_num_threads=64", TT_STRATEGY_RANDOM, 64, 0, true},
+        {"opencl", TT_STRATEGY_EVO, 64, 0, false},
+        {"opencl -max_shared_memory_per_block=4096", TT_STRATEGY_EVO, 0, 4096, true},
+        {"opencl", TT_STRATEGY_EVO, 0, 4096, false},
     };
     for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
         tt_errbuf err = {{0}};
@@ -497,8 +501,10 @@ static void target_thread_limit_bounds_the_search(void **state)
         memset(&oc, 0, sizeof(oc));
         assert_int_equal(tt_workload_parse(wl, (tt_workload **)&oc.w, &err), TT_OK);
         tt_gpu_limits_default(&oc.lim);
-        oc.lim.max_threads = 64;
-        oc.lim.max_shared_bytes = 0;
+        oc.lim.max_threads = runs[i].threads ? runs[i].threads : 1024;
+        for (int d = 0; d < 3; d++)
+            oc.lim.max_block[d] = oc.lim.max_threads;
+        oc.lim.max_shared_bytes = runs[i].shared;
         char db[256];
         snprintf(db, sizeof(db), "%s/threads%zu.db", dir, i);
         const char *w[1] = {wl};
@@ -509,9 +515,10 @@ static void target_thread_limit_bounds_the_search(void **state)
         tt_tune_summary sum;
         if (tt_tune_run(&o, &sum, NULL, &err))
             fail_msg("%s: %s", runs[i].target, err.msg);
-        printf("opencl: '%s' (%s) offered %d configs of %s, %d beyond 64 work-items a group\n",
-               runs[i].target, runs[i].strategy == TT_STRATEGY_EVO ? "evo" : "random", oc.offered,
-               wl, oc.over);
+        printf("opencl: '%s' (%s) offered %d configs of %s, %d beyond %lld %s\n", runs[i].target,
+               runs[i].strategy == TT_STRATEGY_EVO ? "evo" : "random", oc.offered, wl, oc.over,
+               (long long)(runs[i].threads ? runs[i].threads : runs[i].shared),
+               runs[i].threads ? "work-items a group" : "bytes of local memory");
         assert_true(oc.offered >= 40);
         if (runs[i].bounded)
             assert_int_equal(oc.over, 0);

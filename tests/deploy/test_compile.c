@@ -526,6 +526,76 @@ static void opencl_record_beyond_max_num_threads_is_refused(void **state)
     tt_workload_free(w);
 }
 
+/* TVM's GPU target options: -max_shared_memory_per_block refuses a record of the target whose
+ * tiles take more local memory (naming the option), skips such a record of another target of
+ * the family (a warning, then the default), and the build's own default keeps under it;
+ * -thread_warp_size is the warp the bindings split by (the threads where fewer); an option that
+ * is neither ours nor TVM's is refused, where it used to be ignored. */
+static void opencl_target_options_bound_the_build(void **state)
+{
+    (void)state;
+    static const char *const wl = "matmul:M=1024,N=1024,K=64";
+    static const char *const small = "opencl -max_shared_memory_per_block=4096";
+    tt_workload *w;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_workload_parse(wl, &w, &err), TT_OK);
+    tt_sketch_params p;
+    tt_sketch_params_gpu(&p, 256, 32);
+    tt_state *st;
+    assert_int_equal(tt_sketch_gpu_tiled(&w->dag, &p, TT_GPU_TILE_LARGE, &st, &err), TT_OK);
+    char *steps = tt_steps_to_json(st->steps.data, st->steps.len);
+    add_record(wl, small, NULL, steps, 1e-5); /* 16 KiB of tiles (128x16 and 16x128) */
+    tt_compile_kernel k = {wl, "small"};
+    tt_compile_report rep;
+    char warn[4096];
+    assert_int_equal(
+        compile(small, &k, 1, true, false, NULL, "libsmall", &rep, warn, sizeof(warn), &err),
+        TT_ERR_LIMIT);
+    assert_non_null(strstr(err.msg, "beyond the target's -max_shared_memory_per_block=4096"));
+    assert_non_null(strstr(err.msg, "more than the 4096 allowed"));
+    /* another target of the family finds the record by fallback: it does not fit, so the
+     * default, which keeps under the limit */
+    static const char *const fresh = "opencl -max_shared_memory_per_block=4096 -libs=cblas";
+    if (compile(fresh, &k, 1, false, false, NULL, "libsmall", &rep, warn, sizeof(warn), &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(rep.source, TT_COMPILE_DEFAULT);
+    if (!strstr(warn, "does not fit target 'opencl -max_shared_memory_per_block=4096 -libs=cblas' "
+                      "(beyond the target's -max_shared_memory_per_block=4096"))
+        fail_msg("%s", warn);
+    tt_target t;
+    assert_int_equal(tt_target_parse_user(fresh, &t, &err), TT_OK);
+    tt_state *def;
+    assert_int_equal(tt_sketch_gpu_build_default(&w->dag, &t, &def, NULL, 0, &err), TT_OK);
+    tt_program *prog;
+    assert_int_equal(tt_lower(def, &prog, &err), TT_OK);
+    tt_opencl_stats stats;
+    char *text = NULL;
+    assert_int_equal(tt_codegen_opencl(prog, "k", NULL, &text, NULL, &stats, &err), TT_OK);
+    assert_true(stats.shared_bytes > 0 && stats.shared_bytes <= 4096);
+    free(text);
+    tt_program_free(prog);
+    tt_state_free(def);
+    /* the warp */
+    int threads, warp;
+    assert_int_equal(tt_target_parse_user("opencl -thread_warp_size=64", &t, &err), TT_OK);
+    tt_sketch_gpu_build_threads(&t, &threads, &warp);
+    assert_int_equal(warp, 64);
+    assert_int_equal(
+        tt_target_parse_user("opencl -thread_warp_size=64 -max_num_threads=16", &t, &err), TT_OK);
+    tt_sketch_gpu_build_threads(&t, &threads, &warp);
+    assert_int_equal(threads, 16);
+    assert_int_equal(warp, 16);
+    /* a misspelt option: refused by name for a user's target, ignored in a stored one */
+    assert_int_equal(compile("opencl -max_num_thread=64", &k, 1, false, false, NULL, "libsmall",
+                             &rep, warn, sizeof(warn), &err),
+                     TT_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "column 8: unknown option '-max_num_thread'"));
+    assert_int_equal(tt_target_parse("opencl -max_num_thread=64", &t, &err), TT_OK);
+    free(steps);
+    tt_state_free(st);
+    tt_workload_free(w);
+}
+
 /* The tiling space of `workload` for this machine, as tvm-tune and tvm-compile build it; returns
  * the cores it was built for. */
 static int host_space(const char *workload, tt_workload **w, tt_space *sp, tt_vector_isa *isa)
@@ -858,6 +928,7 @@ int main(void)
         cmocka_unit_test(cross_target_library),
         cmocka_unit_test(opencl_records_build_as_measured),
         cmocka_unit_test(opencl_record_beyond_max_num_threads_is_refused),
+        cmocka_unit_test(opencl_target_options_bound_the_build),
         cmocka_unit_test(an_untuned_shape_gets_its_nearest_shapes_config),
         cmocka_unit_test(a_rebuilt_library_keeps_its_functions_contract),
     };
