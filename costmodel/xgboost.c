@@ -209,6 +209,20 @@ typedef struct {
     int n;
 } validation;
 
+/* A fresh booster over `d` with the model's parameters, in place of the one before (the model
+ * untrained until it is boosted). */
+static tt_status new_booster(tt_costmodel *m, DMatrixHandle d, tt_errbuf *err)
+{
+    if (m->booster) {
+        XGBoosterFree(m->booster);
+        m->booster = NULL;
+    }
+    m->trained = false;
+    if (XGBoosterCreate(&d, 1, &m->booster))
+        return xgb_fail(err, "booster");
+    return set_params(m, err);
+}
+
 /* One boosting run of a built-in objective on `d`.  With `held` (rows with weight 0 in `d`) or
  * `val`, stops when the held-out rows' pairwise accuracy has not improved for `patience` rounds;
  * without, when the training a-recall@top_n has not (AutoTVM's rule; patience 0: exactly
@@ -221,17 +235,8 @@ static tt_status boost_builtin(tt_costmodel *m, DMatrixHandle d, int nrows, cons
     double *score = nscore ? malloc(sizeof(double) * (size_t)nscore) : NULL;
     if (nscore && !score)
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
-    tt_status s = TT_OK;
-    if (m->booster) {
-        XGBoosterFree(m->booster);
-        m->booster = NULL;
-    }
-    m->trained = false;
-    if (XGBoosterCreate(&d, 1, &m->booster)) {
-        s = xgb_fail(err, "booster");
-        goto out;
-    }
-    if ((s = set_params(m, err)))
+    tt_status s = new_booster(m, d, err);
+    if (s)
         goto out;
     double best = -INFINITY;
     int best_round = 0, i = 0;
@@ -414,16 +419,7 @@ static tt_status boost_packed(tt_costmodel *m, DMatrixHandle d, int nrows, const
         goto out;
     }
     float *hess = grad + nrows;
-    if (m->booster) {
-        XGBoosterFree(m->booster);
-        m->booster = NULL;
-    }
-    m->trained = false;
-    if (XGBoosterCreate(&d, 1, &m->booster)) {
-        s = xgb_fail(err, "booster");
-        goto out;
-    }
-    if ((s = set_params(m, err)))
+    if ((s = new_booster(m, d, err)))
         goto out;
     double best = -INFINITY;
     int best_round = 0, round = 0;
