@@ -107,14 +107,14 @@ json_t *tt_device_info_json(const tt_device_info *d)
         json_array_append_new(
             arr,
             json_pack("{s:i, s:i, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:[I,I,I], s:I, s:I, "
-                      "s:b, s:b}",
+                      "s:b, s:i, s:b}",
                       "platform", c->platform, "device", c->device, "name", c->name, "vendor",
                       c->vendor, "version", c->version, "driver", c->driver, "type", c->type,
                       "compute_units", c->compute_units, "max_work_group",
                       (json_int_t)c->max_work_group, "max_work_item", (json_int_t)c->max_item[0],
                       (json_int_t)c->max_item[1], (json_int_t)c->max_item[2], "local_mem",
                       (json_int_t)c->local_mem, "global_mem", (json_int_t)c->global_mem, "fp64",
-                      c->fp64, "selected", i == d->opencl_selected));
+                      c->fp64, "warp", c->warp, "selected", i == d->opencl_selected));
     }
     json_object_set_new(j, "opencl", arr);
     json_object_set_new(j, "opencl_fingerprint", json_string(d->opencl_fingerprint));
@@ -170,6 +170,8 @@ void tt_device_info_from_json(const json_t *j, tt_device_info *d)
         c->local_mem = get_int(o, "local_mem");
         c->global_mem = get_int(o, "global_mem");
         c->fp64 = json_is_true(json_object_get(o, "fp64"));
+        int64_t warp = get_int(o, "warp"); /* absent from older servers: 0 */
+        c->warp = warp > 0 && warp <= 1024 ? (int)warp : 0;
         if (json_is_true(json_object_get(o, "selected")))
             d->opencl_selected = d->nopencl;
         d->nopencl++;

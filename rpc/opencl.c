@@ -101,6 +101,30 @@ static int64_t info_u64(const tt_cl_api *api, cl_device_id d, cl_device_info wha
     return (int64_t)v;
 }
 
+/* The vendors' queries for the threads that run in lockstep (their extension headers' values); a
+ * device without the extension fails the query, which leaves 0. */
+enum {
+    CL_DEVICE_WARP_SIZE_NV_ = 0x4003,
+    CL_DEVICE_WAVEFRONT_WIDTH_AMD_ = 0x4043,
+    CL_DEVICE_SUB_GROUP_SIZES_INTEL_ = 0x4108
+};
+
+static int reported_warp(const tt_cl_api *api, cl_device_id d)
+{
+    int64_t w = info_u64(api, d, CL_DEVICE_WARP_SIZE_NV_, 4);
+    if (w <= 0)
+        w = info_u64(api, d, CL_DEVICE_WAVEFRONT_WIDTH_AMD_, 4);
+    if (w <= 0) {
+        size_t sizes[16] = {0}, got = 0;
+        if (api->clGetDeviceInfo(d, CL_DEVICE_SUB_GROUP_SIZES_INTEL_, sizeof(sizes), sizes, &got) ==
+            CL_SUCCESS)
+            for (size_t k = 0; k < got / sizeof(size_t) && k < 16; k++)
+                if ((int64_t)sizes[k] > w)
+                    w = (int64_t)sizes[k];
+    }
+    return w > 0 && w <= 1024 ? (int)w : 0;
+}
+
 int tt__cl_list(const tt_cl_api *api, tt_cl_device_info *out, cl_device_id *ids, int max)
 {
     cl_platform_id plats[8];
@@ -147,6 +171,7 @@ int tt__cl_list(const tt_cl_api *api, tt_cl_device_info *out, cl_device_id *ids,
             o->global_mem = info_u64(api, devs[d], CL_DEVICE_GLOBAL_MEM_SIZE, 8);
             o->max_alloc = info_u64(api, devs[d], CL_DEVICE_MAX_MEM_ALLOC_SIZE, 8);
             o->fp64 = info_u64(api, devs[d], CL_DEVICE_DOUBLE_FP_CONFIG, 8) != 0;
+            o->warp = reported_warp(api, devs[d]);
             n++;
         }
     }

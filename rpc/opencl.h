@@ -30,6 +30,10 @@ typedef struct tt_cl_device_info {
     int64_t global_mem;     /* bytes */
     int64_t max_alloc;      /* largest single buffer */
     bool fp64;
+    /* Work-items that run in lockstep, as the vendor's extension reports it: NVIDIA's warp
+     * (cl_nv_device_attribute_query), AMD's wavefront (cl_amd_device_attribute_query), Intel's
+     * widest sub-group (cl_intel_required_subgroup_size); 0 where none does (pocl). */
+    int warp;
 } tt_cl_device_info;
 
 /* Lists the OpenCL devices from a child process (the caller's process never loads a driver).

@@ -309,7 +309,10 @@ tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db 
         t->lim.max_threads = tighter(t->lim.max_threads, t->target.max_num_threads);
         t->lim.max_shared_bytes =
             tighter(t->lim.max_shared_bytes, t->target.max_shared_memory_per_block);
-        t->warp = tt_sketch_gpu_warp(t->lim.max_threads, t->target.thread_warp_size);
+        /* the target's -thread_warp_size, else what the device's vendor reports (AMD: 64) */
+        t->warp = tt_sketch_gpu_warp(t->lim.max_threads, t->target.thread_warp_size > 0
+                                                             ? t->target.thread_warp_size
+                                                             : cl->warp);
     } else
         tt_codegen_vector_isa(&t->target, &t->isa);
     t->overlap_builds = t->gpu && (o->overlap_builds > 0 ||

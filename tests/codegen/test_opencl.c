@@ -19,6 +19,7 @@
 #include "codegen/cl_artifact.h"
 #include "codegen/codegen.h"
 #include "db/db.h"
+#include "rpc/device_info.h"
 #include "rpc/measure.h"
 #include "rpc/opencl.h"
 #include "schedule/random_schedule.h"
@@ -332,6 +333,35 @@ static void gpu_template_configs_match(void **state)
            ran, doubled, staged, unshared);
     assert_true(doubled > 0); /* the template's double_buffer knob */
     assert_true(staged > 0 && unshared > 0);
+}
+
+/* The warp a device's vendor reports (NVIDIA's warp, AMD's wavefront: the tuner's bindings split
+ * by it unless the target says -thread_warp_size) travels with the device's description from a
+ * server; pocl reports none, and a server from before it sends none: 0, the default of 32. */
+static void device_warps_travel_with_the_device(void **state)
+{
+    (void)state;
+    tt_device_info d;
+    memset(&d, 0, sizeof(d));
+    tt_errbuf err = {{0}};
+    if (ndevs > 0)
+        assert_int_equal(tt_device_probe_opencl(&d, device_spec(), &err), TT_OK);
+    for (int i = 0; i < d.nopencl; i++)
+        assert_int_equal(d.opencl[i].warp, 0); /* pocl */
+    d.nopencl = d.nopencl ? d.nopencl : 1;
+    d.opencl_selected = 0;
+    d.opencl[0].warp = 64;
+    json_t *j = tt_device_info_json(&d);
+    tt_device_info back;
+    tt_device_info_from_json(j, &back);
+    assert_int_equal(back.opencl[0].warp, 64);
+    json_object_del(json_array_get(json_object_get(j, "opencl"), 0), "warp");
+    tt_device_info_from_json(j, &back);
+    assert_int_equal(back.opencl[0].warp, 0);
+    json_decref(j);
+    assert_int_equal(tt_sketch_gpu_warp(1024, 64), 64);
+    assert_int_equal(tt_sketch_gpu_warp(1024, 0), 32);
+    assert_int_equal(tt_sketch_gpu_warp(16, 64), 16);
 }
 
 /* A GPU driver that no ICD file registers is named, so a run does not silently measure on pocl's
@@ -1272,6 +1302,7 @@ int main(void)
         cmocka_unit_test(one_context_serves_many_candidates),
         cmocka_unit_test(builds_are_cached_by_content),
         cmocka_unit_test(unregistered_gpu_drivers_are_named),
+        cmocka_unit_test(device_warps_travel_with_the_device),
     };
     /* TT_TEST_FILTER=NAME runs the tests whose names match (cmocka's wildcards) */
     if (getenv("TT_TEST_FILTER"))
