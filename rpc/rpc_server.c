@@ -801,8 +801,12 @@ tt_status tt_rpc_server_run(const tt_rpc_server_options *o, tt_errbuf *err)
         if (s.dev.opencl_selected >= 0) {
             const tt_cl_device_info *c = &s.dev.opencl[s.dev.opencl_selected];
             snprintf(s.cl_spec, sizeof(s.cl_spec), "%d:%d", c->platform, c->device);
-            say(&s, TT_LOG_INFO, "OpenCL device %s: %s (%s, %d compute units)", s.cl_spec, c->name,
-                c->version, c->compute_units);
+            if (c->warp > 0)
+                say(&s, TT_LOG_INFO, "OpenCL device %s: %s (%s, %d compute units, warps of %d)",
+                    s.cl_spec, c->name, c->version, c->compute_units, c->warp);
+            else
+                say(&s, TT_LOG_INFO, "OpenCL device %s: %s (%s, %d compute units)", s.cl_spec,
+                    c->name, c->version, c->compute_units);
         }
     }
     bool keyed = o->auth && o->auth->nkeys;
