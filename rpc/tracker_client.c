@@ -220,14 +220,17 @@ tt_status tt_tracker_format_devices(const char *summary_json, char **out, tt_err
             const json_t *c = json_array_get(cl, k);
             const char *name = json_string_value(json_object_get(c, "name"));
             const char *type = json_string_value(json_object_get(c, "type"));
-            tt_strbuf_printf(&sb,
-                             "%-12s   opencl %lld:%lld %s%s (%s, %lld units, local %lld KiB)\n", "",
-                             (long long)json_integer_value(json_object_get(c, "platform")),
+            long long warp = (long long)json_integer_value(json_object_get(c, "warp"));
+            tt_strbuf_printf(&sb, "%-12s   opencl %lld:%lld %s%s (%s, %lld units, local %lld KiB",
+                             "", (long long)json_integer_value(json_object_get(c, "platform")),
                              (long long)json_integer_value(json_object_get(c, "device")),
                              json_is_true(json_object_get(c, "selected")) ? "* " : "",
                              name ? name : "?", type ? type : "?",
                              (long long)json_integer_value(json_object_get(c, "compute_units")),
                              (long long)json_integer_value(json_object_get(c, "local_mem")) / 1024);
+            if (warp > 0)
+                tt_strbuf_printf(&sb, ", warps of %lld", warp);
+            tt_strbuf_append(&sb, ")\n");
         }
     }
     for (size_t i = 0; i < n; i++) {
