@@ -183,6 +183,15 @@ static bool fits_gpu_target(const tt__picker *p, const tt_state *st, tt_errbuf *
     return s == TT_OK;
 }
 
+/* The default schedule of `w` for the picker's target, reported as such. */
+static tt_status default_schedule(const tt__picker *p, const tt_workload *w, tt_state **st,
+                                  tt_compile_report *rep, tt_errbuf *err)
+{
+    rep->source = TT_COMPILE_DEFAULT;
+    snprintf(rep->target, sizeof(rep->target), "%s", p->target_text);
+    return tt__compile_default_schedule(&w->dag, &p->target, p->gpu, st, err);
+}
+
 tt_status tt__compile_pick(const tt__picker *p, const tt_workload *w, tt_state **st,
                            tt_compile_report *rep, double *timestamp, tt_errbuf *err)
 {
@@ -224,9 +233,7 @@ tt_status tt__compile_pick(const tt__picker *p, const tt_workload *w, tt_state *
             tt_state_free(*st);
             *st = NULL;
             tt_db_rows_free(rows, n);
-            rep->source = TT_COMPILE_DEFAULT;
-            snprintf(rep->target, sizeof(rep->target), "%s", p->target_text);
-            return tt__compile_default_schedule(&w->dag, &p->target, p->gpu, st, err);
+            return default_schedule(p, w, st, rep, err);
         }
         if (!s) {
             rep->source = rows[0].match == TT_DB_MATCH_EXACT          ? TT_COMPILE_EXACT
@@ -280,9 +287,7 @@ tt_status tt__compile_pick(const tt__picker *p, const tt_workload *w, tt_state *
     }
     if (p->warnings && p->db)
         fprintf(p->warnings, "tvm-compile: warning: %s: using the default schedule\n", reason);
-    rep->source = TT_COMPILE_DEFAULT;
-    snprintf(rep->target, sizeof(rep->target), "%s", p->target_text);
-    return tt__compile_default_schedule(&w->dag, &p->target, p->gpu, st, err);
+    return default_schedule(p, w, st, rep, err);
 }
 
 /* Compiles `prog` into object `obj` with the typed entry `sym`; *parallel gets whether it uses

@@ -872,6 +872,20 @@ static void vectorised_fetches_load_whole_vectors(void **state)
     check_vector_code(steps, expect);
 }
 
+/* `wl` parsed into *w and its GPU default tiling (256 threads, warps of 32); fails the test
+ * without one. */
+static tt_state *default_tiling_of(const char *wl, tt_workload **w)
+{
+    tt_sketch_params sp;
+    tt_sketch_params_gpu(&sp, 256, 32);
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_workload_parse(wl, w, &err), TT_OK);
+    tt_state *st;
+    if (tt_sketch_gpu_tiled(&(*w)->dag, &sp, TT_GPU_TILE_DEFAULT, &st, &err))
+        fail_msg("%s: %s", wl, err.msg);
+    return st;
+}
+
 /* Double-buffered shared tiles (PR "double_buffer"), their fetch staged through registers,
  * compute the definition on the device: the
  * default tiling of a matmul, a padded convolution (its tiles fetched inside the kh, kw loops)
@@ -892,10 +906,7 @@ static void double_buffered_tiles_match(void **state)
     tt_errbuf err = {{0}};
     for (size_t k = 0; k < sizeof(wls) / sizeof(wls[0]); k++) {
         tt_workload *w;
-        assert_int_equal(tt_workload_parse(wls[k], &w, &err), TT_OK);
-        tt_state *st;
-        if (tt_sketch_gpu_tiled(&w->dag, &sp, TT_GPU_TILE_DEFAULT, &st, &err))
-            fail_msg("%s: %s", wls[k], err.msg);
+        tt_state *st = default_tiling_of(wls[k], &w);
         tt_opencl_stats one, two;
         check_state(w, st, 5, wls[k], &one);
         for (size_t g = 0; g < st->stages.len; g++)
@@ -968,15 +979,9 @@ static void prime_extents_take_padded_tiles(void **state)
     need_device();
     static const char *const wls[] = {"matmul:M=67,N=128,K=67", "batch_matmul:B=2,M=67,N=67,K=32",
                                       "batch_matmul:B=1,M=37,N=64,K=37"};
-    tt_sketch_params sp;
-    tt_sketch_params_gpu(&sp, 256, 32);
-    tt_errbuf err = {{0}};
     for (size_t k = 0; k < sizeof(wls) / sizeof(wls[0]); k++) {
         tt_workload *w;
-        assert_int_equal(tt_workload_parse(wls[k], &w, &err), TT_OK);
-        tt_state *st;
-        if (tt_sketch_gpu_tiled(&w->dag, &sp, TT_GPU_TILE_DEFAULT, &st, &err))
-            fail_msg("%s: %s", wls[k], err.msg);
+        tt_state *st = default_tiling_of(wls[k], &w);
         int padded = 0;
         for (size_t i = 0; i < st->steps.len; i++) {
             const tt_step *s = &st->steps.data[i];
