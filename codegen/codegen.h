@@ -126,6 +126,18 @@ typedef struct tt_gpu_limits {
  * 48 KiB local memory (what OpenCL GPUs commonly offer), 16 KiB private arrays, vthread 8. */
 void tt_gpu_limits_default(tt_gpu_limits *lim);
 
+/* Which of a GPU's limits a kernel broke (tt_opencl_stats.broke), so that a caller can name the
+ * option or device property behind it without reading the message. */
+typedef enum tt_gpu_limit_kind {
+    TT_GPU_LIMIT_NONE = 0,
+    TT_GPU_LIMIT_THREADS, /* work-items per work-group, in all or on one axis */
+    TT_GPU_LIMIT_SHARED,  /* __local memory per work-group */
+    TT_GPU_LIMIT_PRIVATE, /* private arrays per work-item */
+    TT_GPU_LIMIT_VTHREAD, /* extent of a vthread loop */
+    TT_GPU_LIMIT_GRID,    /* work-groups on one axis */
+    TT_GPU_LIMIT_COUNTS,  /* kernels, parameters or workspace buffers of one artifact */
+} tt_gpu_limit_kind;
+
 typedef struct tt_opencl_stats {
     int kernels;
     int64_t grid[3], block[3]; /* of the first kernel */
@@ -139,7 +151,8 @@ typedef struct tt_opencl_stats {
      * 32 work-items of a scalar read, 8 of a 16-byte vector read.  1 is conflict-free (a
      * broadcast too); 4 means the read takes four passes a phase.  0: no such read. */
     int local_bank_ways;
-    int staged_fetches; /* double-buffered fetches staged through registers */
+    int staged_fetches;      /* double-buffered fetches staged through registers */
+    tt_gpu_limit_kind broke; /* on TT_ERR_LIMIT, the limit broken; else TT_GPU_LIMIT_NONE */
 } tt_opencl_stats;
 
 /* Translates `p` into an OpenCL artifact (cl_artifact.h): one kernel per root loop nest, named
@@ -152,8 +165,9 @@ typedef struct tt_opencl_stats {
  *
  * TT_ERR_LIMIT when the kernel exceeds `lim` (threads, local or private memory, vthread) and
  * TT_ERR_ILLEGAL_STEP when the bindings cannot run on a GPU (an axis bound twice in one nest, a
- * barrier under thread-dependent control flow); both say which loop or buffer.  The caller frees
- * *text. */
+ * barrier under thread-dependent control flow); both say which loop or buffer.  `stats`, when
+ * given, is filled on success and on TT_ERR_LIMIT (its `broke` then says which limit).  The caller
+ * frees *text. */
 tt_status tt_codegen_opencl(const tt_program *p, const char *entry, const tt_gpu_limits *lim,
                             char **text, size_t *len, tt_opencl_stats *stats, tt_errbuf *err);
 

@@ -93,6 +93,21 @@ static tt_status fail(cl_emitter *e, tt_status s, const char *fmt, ...)
     return s;
 }
 
+/* fail() for a broken limit, recording which (tt_opencl_stats.broke) when it is the first error. */
+static void fail_limit(cl_emitter *e, tt_gpu_limit_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fail_limit(cl_emitter *e, tt_gpu_limit_kind kind, const char *fmt, ...)
+{
+    if (e->status)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    tt_verr(e->err, TT_ERR_LIMIT, fmt, ap);
+    va_end(ap);
+    e->status = TT_ERR_LIMIT;
+    e->stats.broke = kind;
+}
+
 static int axis_of(tt_ann a)
 {
     switch (a) {
@@ -1005,10 +1020,11 @@ static bool emit_staged_loop(cl_emitter *e, const tt_stmt *s)
         e->private_bytes += e->stage_size[k] * e->stage_lanes[k] * tt_dtype_bytes(e->stage_type[k]);
     }
     if (e->lim.max_private_bytes > 0 && e->private_bytes > e->lim.max_private_bytes)
-        fail(e, TT_ERR_LIMIT,
-             "private buffers of one work-item need %lld bytes (the staged fetch's registers are "
-             "the last), more than the %lld allowed",
-             (long long)e->private_bytes, (long long)e->lim.max_private_bytes);
+        fail_limit(
+            e, TT_GPU_LIMIT_PRIVATE,
+            "private buffers of one work-item need %lld bytes (the staged fetch's registers are "
+            "the last), more than the %lld allowed",
+            (long long)e->private_bytes, (long long)e->lim.max_private_bytes);
     e->nstaged++;
     e->stats.staged_fetches++;
     return true;
@@ -1032,9 +1048,10 @@ static void emit_for_plain(cl_emitter *e, const tt_stmt *s)
             e->staging ||
             (e->auto_unroll && tt_program_nest_trip(e->p, s->body) * s->extent <= e->auto_unroll);
         if (s->ann == TT_ANN_VTHREAD && e->lim.max_vthread > 0 && s->extent > e->lim.max_vthread)
-            fail(e, TT_ERR_LIMIT, "vthread loop '%s' has extent %lld, more than the %lld allowed",
-                 tt_var_name(&e->p->pool, s->var), (long long)s->extent,
-                 (long long)e->lim.max_vthread);
+            fail_limit(e, TT_GPU_LIMIT_VTHREAD,
+                       "vthread loop '%s' has extent %lld, more than the %lld allowed",
+                       tt_var_name(&e->p->pool, s->var), (long long)s->extent,
+                       (long long)e->lim.max_vthread);
         if (unroll && s->extent > 1) {
             line(e, "#pragma unroll");
             e->stats.unrolled_loops++;
@@ -1145,10 +1162,11 @@ static void emit_alloc(cl_emitter *e, const tt_stmt *s)
     }
     e->private_bytes += bytes;
     if (e->lim.max_private_bytes > 0 && e->private_bytes > e->lim.max_private_bytes)
-        fail(e, TT_ERR_LIMIT,
-             "private buffers of one work-item need %lld bytes ('%s' is the last), more than the "
-             "%lld allowed",
-             (long long)e->private_bytes, b->name, (long long)e->lim.max_private_bytes);
+        fail_limit(
+            e, TT_GPU_LIMIT_PRIVATE,
+            "private buffers of one work-item need %lld bytes ('%s' is the last), more than the "
+            "%lld allowed",
+            (long long)e->private_bytes, b->name, (long long)e->lim.max_private_bytes);
     line(e, "{");
     e->indent++;
     line(e, "%s %s[%lld];", mtype(b->dtype), e->buf_name[s->buf],
@@ -1274,7 +1292,7 @@ static void scan_launch(cl_emitter *e, tt_sid id)
 static void emit_kernel(cl_emitter *e, tt_sid root, const char *entry, tt_cl_artifact *art)
 {
     if (art->nkernels == TT_CL_MAX_KERNELS) {
-        fail(e, TT_ERR_LIMIT, "more than %d kernels", TT_CL_MAX_KERNELS);
+        fail_limit(e, TT_GPU_LIMIT_COUNTS, "more than %d kernels", TT_CL_MAX_KERNELS);
         return;
     }
     for (int a = 0; a < AX_N; a++) {
@@ -1292,21 +1310,23 @@ static void emit_kernel(cl_emitter *e, tt_sid root, const char *entry, tt_cl_art
         k->block[d] = e->launch[AX_TX + d];
         threads *= k->block[d];
         if (e->lim.max_block[d] > 0 && k->block[d] > e->lim.max_block[d]) {
-            fail(e, TT_ERR_LIMIT, "%s has extent %lld, more than the %lld allowed",
-                 axis_name[AX_TX + d], (long long)k->block[d], (long long)e->lim.max_block[d]);
+            fail_limit(e, TT_GPU_LIMIT_THREADS, "%s has extent %lld, more than the %lld allowed",
+                       axis_name[AX_TX + d], (long long)k->block[d],
+                       (long long)e->lim.max_block[d]);
             return;
         }
         if (k->grid[d] > INT32_MAX) {
-            fail(e, TT_ERR_LIMIT, "%s has extent %lld", axis_name[AX_BX + d],
-                 (long long)k->grid[d]);
+            fail_limit(e, TT_GPU_LIMIT_GRID, "%s has extent %lld", axis_name[AX_BX + d],
+                       (long long)k->grid[d]);
             return;
         }
     }
     if (e->lim.max_threads > 0 && threads > e->lim.max_threads) {
-        fail(e, TT_ERR_LIMIT,
-             "a work-group of %lld x %lld x %lld = %lld work-items is more than the %lld allowed",
-             (long long)k->block[0], (long long)k->block[1], (long long)k->block[2],
-             (long long)threads, (long long)e->lim.max_threads);
+        fail_limit(
+            e, TT_GPU_LIMIT_THREADS,
+            "a work-group of %lld x %lld x %lld = %lld work-items is more than the %lld allowed",
+            (long long)k->block[0], (long long)k->block[1], (long long)k->block[2],
+            (long long)threads, (long long)e->lim.max_threads);
         return;
     }
     art->nkernels++;
@@ -1322,8 +1342,9 @@ static void emit_kernel(cl_emitter *e, tt_sid root, const char *entry, tt_cl_art
     if (e->status)
         return;
     if (e->lim.max_shared_bytes > 0 && e->shared_bytes > e->lim.max_shared_bytes) {
-        fail(e, TT_ERR_LIMIT, "shared (local) memory of %lld bytes is more than the %lld allowed",
-             (long long)e->shared_bytes, (long long)e->lim.max_shared_bytes);
+        fail_limit(e, TT_GPU_LIMIT_SHARED,
+                   "shared (local) memory of %lld bytes is more than the %lld allowed",
+                   (long long)e->shared_bytes, (long long)e->lim.max_shared_bytes);
         return;
     }
     if (e->shared_bytes > art->shared_bytes)
@@ -1430,7 +1451,7 @@ tt_status tt_codegen_opencl(const tt_program *p, const char *entry, const tt_gpu
     for (size_t n = 1; n < p->pool.nodes.len; n++)
         e.fp64 |= p->pool.nodes.data[n].dtype == TT_DT_FLOAT64;
     if (p->nparams > TT_CL_MAX_BUFFERS) {
-        fail(&e, TT_ERR_LIMIT, "more than %d parameters", TT_CL_MAX_BUFFERS);
+        fail_limit(&e, TT_GPU_LIMIT_COUNTS, "more than %d parameters", TT_CL_MAX_BUFFERS);
         goto out;
     }
     if (e.status)
@@ -1445,7 +1466,8 @@ tt_status tt_codegen_opencl(const tt_program *p, const char *entry, const tt_gpu
             art->params[bf->param] = cb;
         else if (e.workspace[b]) {
             if (art->nworkspace == TT_CL_MAX_BUFFERS) {
-                fail(&e, TT_ERR_LIMIT, "more than %d workspace buffers", TT_CL_MAX_BUFFERS);
+                fail_limit(&e, TT_GPU_LIMIT_COUNTS, "more than %d workspace buffers",
+                           TT_CL_MAX_BUFFERS);
                 goto out;
             }
             art->workspace[art->nworkspace++] = cb;
@@ -1479,9 +1501,9 @@ tt_status tt_codegen_opencl(const tt_program *p, const char *entry, const tt_gpu
         *len = all.len;
     *text = tt_strbuf_take(&all);
     e.stats.kernels = art->nkernels;
-    if (stats)
-        *stats = e.stats;
 out:
+    if (stats && (!e.status || e.status == TT_ERR_LIMIT))
+        *stats = e.stats;
     if (e.buf_name)
         for (size_t b = 0; b < p->bufs.len; b++)
             free(e.buf_name[b]);

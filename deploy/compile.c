@@ -626,13 +626,14 @@ tt_status tt__compile_opencl(const tt_target *target, const tt_program *prog, co
     lim.max_block[0] = lim.max_block[1] = lim.max_block[2] = threads;
     lim.max_shared_bytes = target->max_shared_memory_per_block; /* 0: checked on the device */
     size_t len = 0;
-    tt_status s = tt_codegen_opencl(prog, entry, &lim, text, &len, NULL, err);
-    /* name the target option whose limit it broke (the message says which limit) */
-    bool local = s == TT_ERR_LIMIT && err && strstr(err->msg, "local");
-    if (s == TT_ERR_LIMIT && local && target->max_shared_memory_per_block > 0)
+    tt_opencl_stats st = {0};
+    tt_status s = tt_codegen_opencl(prog, entry, &lim, text, &len, &st, err);
+    /* name the target option whose limit it broke */
+    if (s == TT_ERR_LIMIT && st.broke == TT_GPU_LIMIT_SHARED &&
+        target->max_shared_memory_per_block > 0)
         return tt_err_prefix(err, s, "beyond the target's -max_shared_memory_per_block=%d",
                              target->max_shared_memory_per_block);
-    if (s == TT_ERR_LIMIT && !local && target->max_num_threads > 0)
+    if (s == TT_ERR_LIMIT && st.broke == TT_GPU_LIMIT_THREADS && target->max_num_threads > 0)
         return tt_err_prefix(err, s, "beyond the target's -max_num_threads=%d",
                              target->max_num_threads);
     return s ? s : tt_cl_artifact_parse(*text, len, art, err);

@@ -1016,21 +1016,45 @@ static void limits_refused_before_the_device(void **state)
     char *text = NULL;
     size_t len;
     tt_gpu_limits lim;
+    tt_opencl_stats broke;
     tt_gpu_limits_default(&lim);
     lim.max_threads = 32;
-    assert_int_equal(tt_codegen_opencl(prog, "kernel", &lim, &text, &len, NULL, &err),
+    assert_int_equal(tt_codegen_opencl(prog, "kernel", &lim, &text, &len, &broke, &err),
                      TT_ERR_LIMIT);
     assert_non_null(strstr(err.msg, "64 work-items is more than the 32 allowed"));
+    assert_int_equal(broke.broke, TT_GPU_LIMIT_THREADS);
     tt_gpu_limits_default(&lim);
     lim.max_shared_bytes = 512;
-    assert_int_equal(tt_codegen_opencl(prog, "kernel", &lim, &text, &len, NULL, &err),
+    assert_int_equal(tt_codegen_opencl(prog, "kernel", &lim, &text, &len, &broke, &err),
                      TT_ERR_LIMIT);
     assert_non_null(strstr(err.msg, "shared (local) memory of 1024 bytes"));
+    assert_int_equal(broke.broke, TT_GPU_LIMIT_SHARED);
     tt_gpu_limits_default(&lim);
     lim.max_block[0] = 16;
-    assert_int_equal(tt_codegen_opencl(prog, "kernel", &lim, &text, &len, NULL, &err),
+    assert_int_equal(tt_codegen_opencl(prog, "kernel", &lim, &text, &len, &broke, &err),
                      TT_ERR_LIMIT);
     assert_non_null(strstr(err.msg, "threadIdx.x has extent 64"));
+    assert_int_equal(broke.broke, TT_GPU_LIMIT_THREADS);
+    assert_null(text);
+    /* Private arrays (the default tiling's register tile): `broke` says which limit, where the
+     * message alone would leave a caller guessing which option to name. */
+    tt_workload *dw;
+    tt_state *dst = default_tiling_of("matmul:M=64,N=64,K=64", &dw);
+    tt_program *dprog;
+    assert_int_equal(tt_lower(dst, &dprog, &err), TT_OK);
+    tt_gpu_limits_default(&lim);
+    lim.max_private_bytes = 2; /* its 64x64 default keeps one float a work-item */
+    assert_int_equal(tt_codegen_opencl(dprog, "kernel", &lim, &text, &len, &broke, &err),
+                     TT_ERR_LIMIT);
+    assert_non_null(strstr(err.msg, "private buffers of one work-item"));
+    assert_int_equal(broke.broke, TT_GPU_LIMIT_PRIVATE);
+    assert_int_equal(tt_codegen_opencl(dprog, "kernel", NULL, &text, &len, &broke, &err), TT_OK);
+    assert_int_equal(broke.broke, TT_GPU_LIMIT_NONE);
+    free(text);
+    text = NULL;
+    tt_program_free(dprog);
+    tt_state_free(dst);
+    tt_workload_free(dw);
     assert_null(text);
     tt_program_free(prog);
     tt_state_free(st);
