@@ -1480,6 +1480,8 @@ tt_status tt_sketch_sample(tt_sketch_space *sp, int k, tt_rng *rng, tt_state **o
         tt_state_free(st);
         return r;
     }
+    if (sp->params.gpu)
+        tt__sketch_pad_shared(&sp->params, &st, -1, rng);
     *out = st;
     return TT_OK;
 }
@@ -1602,18 +1604,25 @@ static tt_status mutate_auto_unroll(tt_sketch_space *sp, const tt_state *st, tt_
     return replay_owned(sp, steps, st->steps.len, out, err);
 }
 
-/* A shared stage's double buffering switched: its PR "double_buffer" step dropped, or one
- * appended.  Stage ids of the appended step are those of the final state, where it applies. */
-static tt_status mutate_double_buffer(tt_sketch_space *sp, const tt_state *st, tt_rng *rng,
-                                      tt_state **out, tt_errbuf *err)
+/* One of `st`'s shared stages computed inside a loop nest (the ones a fetch fills), drawn
+ * uniformly; -1 when it has none. */
+static int random_shared_stage(const tt_state *st, tt_rng *rng)
 {
     int shared[TT_MAX_STAGES], ns = 0;
     for (size_t g = 0; g < st->stages.len && ns < TT_MAX_STAGES; g++)
         if (!strcmp(st->stages.data[g].scope, "shared") && st->stages.data[g].at == TT_AT_ITER)
             shared[ns++] = (int)g;
-    if (ns == 0)
+    return ns ? shared[rand_below(rng, ns)] : -1;
+}
+
+/* A shared stage's double buffering switched: its PR "double_buffer" step dropped, or one
+ * appended.  Stage ids of the appended step are those of the final state, where it applies. */
+static tt_status mutate_double_buffer(tt_sketch_space *sp, const tt_state *st, tt_rng *rng,
+                                      tt_state **out, tt_errbuf *err)
+{
+    int g = random_shared_stage(st, rng);
+    if (g < 0)
         return not_applicable(err, "no shared stage");
-    int g = shared[rand_below(rng, ns)];
     size_t n = st->steps.len;
     tt_step *steps = malloc(sizeof(tt_step) * (n + 1));
     if (!steps)
@@ -1633,6 +1642,36 @@ static tt_status mutate_double_buffer(tt_sketch_space *sp, const tt_state *st, t
         m++;
     }
     return replay_owned(sp, steps, m, out, err);
+}
+
+/* A shared stage's padding switched: its SA step dropped, or the padding that spares bank
+ * conflicts (tt__sketch_pad_shared) added; not applicable where none would. */
+static tt_status mutate_pad_shared(tt_sketch_space *sp, const tt_state *st, tt_rng *rng,
+                                   tt_state **out, tt_errbuf *err)
+{
+    int g = random_shared_stage(st, rng);
+    if (g < 0)
+        return not_applicable(err, "no shared stage");
+    size_t n = st->steps.len, m = 0;
+    tt_step *steps = copy_steps(st);
+    if (!steps)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        if (!(steps[i].kind == TT_STEP_STORAGE_ALIGN &&
+              tt_access_final_stage(st, i, steps[i].stage) == g))
+            steps[m++] = steps[i];
+    if (m < n)
+        return replay_owned(sp, steps, m, out, err);
+    free(steps);
+    tt_state *mu;
+    if (tt_state_clone(st, &mu))
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    if (!tt__sketch_pad_shared(&sp->params, &mu, g, NULL)) {
+        tt_state_free(mu);
+        return not_applicable(err, "no padding spares the stage's bank conflicts");
+    }
+    *out = mu;
+    return TT_OK;
 }
 
 /* A register tile's vectorisation (tt_sketch_vector_tile) switched: one cache-write stage whose
@@ -1792,6 +1831,7 @@ tt_status tt_sketch_mutate_kind(tt_sketch_space *sp, const tt_state *st, tt_muta
     case TT_MUTATE_PARALLEL: return mutate_parallel(sp, st, rng, out, err);
     case TT_MUTATE_DOUBLE_BUFFER: return mutate_double_buffer(sp, st, rng, out, err);
     case TT_MUTATE_VECTOR_TILE: return mutate_vector_tile(sp, st, rng, out, err);
+    case TT_MUTATE_PAD_SHARED: return mutate_pad_shared(sp, st, rng, out, err);
     default: return tt_err(err, TT_ERR_INTERNAL, "unknown mutation %d", (int)kind);
     }
 }
@@ -1799,8 +1839,8 @@ tt_status tt_sketch_mutate_kind(tt_sketch_space *sp, const tt_state *st, tt_muta
 tt_status tt_sketch_mutate(tt_sketch_space *sp, const tt_state *st, tt_rng *rng, tt_state **out,
                            tt_errbuf *err)
 {
-    static const double cpu_weight[TT_MUTATE_COUNT] = {0.90, 0.04, 0.05, 0.01, 0, 0};
-    static const double gpu_weight[TT_MUTATE_COUNT] = {0.80, 0.10, 0, 0, 0.05, 0.05};
+    static const double cpu_weight[TT_MUTATE_COUNT] = {0.90, 0.04, 0.05, 0.01, 0, 0, 0};
+    static const double gpu_weight[TT_MUTATE_COUNT] = {0.75, 0.10, 0, 0, 0.05, 0.05, 0.05};
     const double *weight = sp->params.gpu ? gpu_weight : cpu_weight;
     double u = tt_rng_uniform(rng), acc = 0;
     tt_mutation k = TT_MUTATE_TILE_SIZE;

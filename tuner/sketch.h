@@ -152,6 +152,8 @@ typedef enum {
     /* GPU only (ours): a register tile's vector loads and stores (tt_sketch_vector_tile)
      * switched on or off */
     TT_MUTATE_VECTOR_TILE,
+    /* GPU only (ours): a shared stage's rows padded against bank conflicts (SA) or unpadded */
+    TT_MUTATE_PAD_SHARED,
     TT_MUTATE_COUNT
 } tt_mutation;
 

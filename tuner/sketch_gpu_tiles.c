@@ -148,21 +148,29 @@ static tt_status fetch_by_four(const tt_dag *dag, tt_state **st, tt_errbuf *err)
     return TT_OK;
 }
 
-/* `st` lowered and emitted for a GPU of the default limits, its statistics in *stats and its
- * program through *prog when prog is not NULL; false when it does not lower or emit.  Without
- * `capped`, local memory is not limited (to learn how much a tiling takes). */
-static bool emitted_stats(const tt_state *st, bool capped, tt_opencl_stats *stats,
+/* The limits a state is judged by: the sketch's work-items and virtual threads, local memory
+ * unlimited (callers compare it against their own cap, to learn how much a tiling takes). */
+static void judging_limits(const tt_sketch_params *p, tt_gpu_limits *lim)
+{
+    tt_gpu_limits_default(lim);
+    if (p->max_threads > 0)
+        lim->max_threads = lim->max_block[0] = lim->max_block[1] = lim->max_block[2] =
+            p->max_threads;
+    if (p->max_vthread > 0)
+        lim->max_vthread = p->max_vthread;
+    lim->max_shared_bytes = 0;
+}
+
+/* `st` lowered and emitted within `lim`, its statistics in *stats and its program through *prog
+ * when prog is not NULL; false when it does not lower or emit. */
+static bool emitted_stats(const tt_state *st, const tt_gpu_limits *lim, tt_opencl_stats *stats,
                           tt_program **prog)
 {
     tt_program *p;
     if (tt_lower(st, &p, NULL))
         return false;
-    tt_gpu_limits lim;
-    tt_gpu_limits_default(&lim);
-    if (!capped)
-        lim.max_shared_bytes = 0;
     char *text = NULL;
-    bool ok = !tt_codegen_opencl(p, "k", &lim, &text, NULL, stats, NULL);
+    bool ok = !tt_codegen_opencl(p, "k", lim, &text, NULL, stats, NULL);
     free(text);
     if (prog && ok)
         *prog = p;
@@ -171,57 +179,73 @@ static bool emitted_stats(const tt_state *st, bool capped, tt_opencl_stats *stat
     return ok;
 }
 
-/* The worst bank conflict of `st`'s reads of local memory (tt_opencl_stats.local_bank_ways), and
- * its program through *prog when prog is not NULL; -1 when it does not lower or emit. */
-static int bank_ways_of(const tt_state *st, tt_program **prog)
+/* Local memory a padded tiling may take: the target's, else what OpenCL GPUs commonly offer. */
+static int64_t padding_cap(const tt_sketch_params *p)
 {
-    tt_opencl_stats stats;
-    return emitted_stats(st, true, &stats, prog) ? stats.local_bank_ways : -1;
+    tt_gpu_limits lim;
+    tt_gpu_limits_default(&lim);
+    return p->max_shared_bytes > 0 ? p->max_shared_bytes : lim.max_shared_bytes;
 }
 
-/* Shared tiles padded where that spares bank conflicts (TVM's storage_align of shared stages):
- * each shared stage whose rows are under 32 words, and divide 32, gets its row stride raised
- * by 4 (SA: factor 32, offset row + 4), kept when the worst read of local memory then takes
- * fewer passes.  The large tile's A is 128 rows of 16 floats: a warp's two rows of work-items
- * read rows 4 apart, 64 words, in one bank; padded to 20 they lie 16 banks apart.  Rows stay a
- * multiple of 4 floats, so 4-float fetches stay aligned. */
-static void pad_shared_rows(tt_state **st)
+/* Shared stage g's rows padded (SA: factor 32, stride row + pad) when that makes the worst read
+ * of local memory take fewer passes than *ways and stays within the cap.  A stride of row + 4
+ * keeps rows a multiple of 16 bytes (4-float fetches stay aligned) and is tried first; row + 1
+ * spreads a column read by 32 work-items over all 32 banks where + 4 reaches only 8.  On success
+ * *st, *prog and *ways are the padded state's. */
+static bool pad_stage(const tt_sketch_params *p, tt_state **st, int g, tt_program **prog, int *ways)
 {
-    tt_program *prog = NULL;
-    int ways = bank_ways_of(*st, &prog);
-    if (ways < 0)
-        return; /* judged by the caller's checks */
-    for (size_t g = 0; g < (*st)->stages.len; g++) {
-        const tt_stage *sg = &(*st)->stages.data[g];
-        const char *name = (*st)->dag.ops.data[sg->op].name;
-        if (strcmp(sg->scope, "shared"))
-            continue;
-        const tt_buffer *b = NULL;
-        for (size_t k = 0; k < prog->bufs.len && !b; k++)
-            if (!strcmp(prog->bufs.data[k].name, name))
-                b = &prog->bufs.data[k];
-        int64_t row = b && b->ndim >= 2 ? b->shape[b->ndim - 1] : 0;
-        if (row <= 0 || row >= 32 || 32 % row || b->strides[b->ndim - 2] != row)
-            continue;
+    const tt_stage *sg = &(*st)->stages.data[g];
+    const char *name = (*st)->dag.ops.data[sg->op].name;
+    const tt_buffer *b = NULL;
+    for (size_t k = 0; k < (*prog)->bufs.len && !b; k++)
+        if (!strcmp((*prog)->bufs.data[k].name, name))
+            b = &(*prog)->bufs.data[k];
+    int64_t row = b && b->ndim >= 2 ? b->shape[b->ndim - 1] : 0;
+    if (row <= 0 || b->strides[b->ndim - 2] != row)
+        return false; /* one-dimensional, or padded already */
+    tt_gpu_limits lim;
+    judging_limits(p, &lim);
+    static const int pads[] = {4, 1};
+    for (size_t i = 0; i < sizeof(pads) / sizeof(pads[0]); i++) {
         tt_state *padded;
         if (tt_state_clone(*st, &padded))
-            break;
+            return false;
         tt_program *pp = NULL;
-        int now = -1;
-        if (!tt_sched_storage_align(padded, (int)g, b->ndim - 2, 32, (int)((row + 4) % 32), NULL))
-            now = bank_ways_of(padded, &pp);
-        if (now >= 0 && now < ways) {
+        tt_opencl_stats stats;
+        bool better = !tt_sched_storage_align(padded, g, b->ndim - 2, 32,
+                                              (int)((row + pads[i]) % 32), NULL) &&
+                      emitted_stats(padded, &lim, &stats, &pp) && stats.local_bank_ways < *ways &&
+                      stats.shared_bytes <= padding_cap(p);
+        if (better) {
             tt_state_free(*st);
-            tt_program_free(prog);
+            tt_program_free(*prog);
             *st = padded;
-            prog = pp;
-            ways = now;
-        } else {
-            tt_program_free(pp);
-            tt_state_free(padded);
+            *prog = pp;
+            *ways = stats.local_bank_ways;
+            return true;
         }
+        tt_program_free(pp);
+        tt_state_free(padded);
     }
+    return false;
+}
+
+int tt__sketch_pad_shared(const tt_sketch_params *p, tt_state **st, int only, tt_rng *rng)
+{
+    if (rng && tt_rng_uniform(rng) < 0.5)
+        return 0;
+    tt_gpu_limits lim;
+    judging_limits(p, &lim);
+    tt_program *prog = NULL;
+    tt_opencl_stats stats;
+    if (!emitted_stats(*st, &lim, &stats, &prog))
+        return 0; /* judged by the caller's checks */
+    int ways = stats.local_bank_ways, padded = 0;
+    for (size_t g = 0; g < (*st)->stages.len && ways > 1; g++)
+        if ((only < 0 || (int)g == only) && !strcmp((*st)->stages.data[g].scope, "shared"))
+            padded += pad_stage(p, st, (int)g, &prog, &ways);
     tt_program_free(prog);
+    return padded;
 }
 
 /* The state of `steps` (a sketch's, filled) with the finishing touches of tile `size`, checked
@@ -238,7 +262,7 @@ static tt_status tiled_state(const tt_dag *dag, tt_sketch_space *sp, tt_gpu_tile
     if (!e && size >= TT_GPU_TILE_LARGE_FLOAT4)
         e = tt_sketch_vector_tile(st, NULL, err);
     if (!e && size >= TT_GPU_TILE_LARGE_FLOAT4)
-        pad_shared_rows(&st);
+        tt__sketch_pad_shared(&sp->params, &st, -1, NULL);
     if (!e && size == TT_GPU_TILE_LARGE_DOUBLE_BUFFER)
         e = tt__sketch_double_buffer(st, NULL, err);
     for (size_t g = 0; !e && g < st->stages.len; g++) {
@@ -328,7 +352,9 @@ tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_g
                 if (tiled_state(dag, &sp, size, steps, n, &st, err))
                     continue;
                 tt_opencl_stats stats;
-                if ((deep || c + 1 < ntry) && emitted_stats(st, false, &stats, NULL) &&
+                tt_gpu_limits lim;
+                judging_limits(p, &lim);
+                if ((deep || c + 1 < ntry) && emitted_stats(st, &lim, &stats, NULL) &&
                     stats.shared_bytes > cap) {
                     tt_state_free(st);
                     continue;

@@ -17,4 +17,11 @@ tt_status tt__sketch_thread_bind(tt_sketch_space *sp, tt_state *st, tt_errbuf *e
  * every one without. */
 tt_status tt__sketch_double_buffer(tt_state *st, tt_rng *rng, tt_errbuf *err);
 
+/* Shared stages' rows padded (SA, TVM's storage_align) where that spares bank conflicts, as the
+ * OpenCL code generator counts them (tt_opencl_stats.local_bank_ways): each stage in turn (or
+ * stage `only` alone, when >= 0) takes the padding that lowers the worst conflict, within the
+ * sketch's limits and its local memory.  With `rng`, at even odds none is tried.  The number of
+ * stages padded. */
+int tt__sketch_pad_shared(const tt_sketch_params *p, tt_state **st, int only, tt_rng *rng);
+
 #endif

@@ -939,6 +939,36 @@ static void double_buffered_tiles_match(void **state)
     check_state(w, st, 8, "double-buffered under virtual threads", &stats);
     tt_state_free(st);
     tt_workload_free(w);
+    /* a sampled capsule convolution of 9 work-items, its reduction loops unrolled around their
+     * barriers (auto_unroll_max_step 1024) and the data's tile fetched through registers: pocl's
+     * default work-group method (loopvec) got 56 of its 72 outputs wrong, its "loops" right
+     * (tests/CMakeLists.txt sets it; docs/opencl.md "pocl") */
+    assert_int_equal(tt_workload_parse(
+                         "conv2d_capsule_nhwijc:N=1,H=6,W=6,CI=2,CO=2,K=3,S=2,P=1,CAP=2", &w, &err),
+                     TT_OK);
+    st = replay(
+        w, "[[\"CHW\", 3, \"local\"], [\"SP\", 3, 0, 1, [1, 1, 1, 1], 1], [\"SP\", 3, 5, 3, [1, "
+           "3, 1, 1], 1], [\"SP\", 3, 10, 3, [1, 3, 1, 1], 1], [\"SP\", 3, 15, 2, [2, 1, 1, 1], "
+           "1], [\"SP\", 3, 20, 2, [1, 1, 1, 2], 1], [\"SP\", 3, 25, 2, [1, 1, 1, 2], 1], [\"SP"
+           "\", 3, 30, 3, [1, 1], 1], [\"SP\", 3, 33, 3, [1, 3], 1], [\"SP\", 3, 36, 2, [2, 1], "
+           "1], [\"SP\", 3, 39, 2, [1, 1], 1], [\"RE\", 3, [0, 5, 10, 15, 20, 25, 1, 6, 11, 16, "
+           "21, 26, 2, 7, 12, 17, 22, 27, 30, 33, 36, 39, 31, 34, 37, 40, 3, 8, 13, 18, 23, 28, "
+           "32, 35, 38, 41, 4, 9, 14, 19, 24, 29]], [\"FSP\", 4, 0, 1, 3], [\"FSP\", 4, 4, 2, 3]"
+           ", [\"FSP\", 4, 8, 3, 3], [\"FSP\", 4, 12, 4, 3], [\"FSP\", 4, 16, 5, 3], [\"FSP\", 4"
+           ", 20, 6, 3], [\"RE\", 4, [0, 4, 8, 12, 16, 20, 1, 5, 9, 13, 17, 21, 2, 6, 10, 14, 18"
+           ", 22, 3, 7, 11, 15, 19, 23]], [\"CA\", 3, 4, 17], [\"CHR\", 2, \"shared\", [3]], [\""
+           "CA\", 3, 4, 21], [\"CHR\", 1, \"shared\", [4]], [\"CA\", 2, 5, 21], [\"CI\", 1], [\""
+           "FU\", 2, [0, 1, 2, 3, 4, 5]], [\"SP\", 2, 0, 512, [1], 1], [\"AN\", 2, 1, 2], [\"FFS"
+           "P\", 2, 0, [1, 2, 3, 4, 5, 6], 1, 1], [\"AN\", 2, 1, 6], [\"FU\", 4, [0, 1, 2, 3, 4,"
+           " 5]], [\"SP\", 4, 0, 144, [1], 1], [\"AN\", 4, 1, 2], [\"FFSP\", 4, 0, [1, 2, 3, 4, "
+           "5, 6], 1, 1], [\"AN\", 4, 1, 6], [\"FU\", 6, [0, 1, 2, 3, 4, 5]], [\"AN\", 6, 0, 5],"
+           " [\"FU\", 6, [1, 2, 3, 4, 5, 6]], [\"AN\", 6, 1, 4], [\"FU\", 6, [2, 3, 4, 5, 6, 7]]"
+           ", [\"AN\", 6, 2, 6], [\"PR\", 5, 0, \"auto_unroll_max_step$1024\"], [\"PR\", 2, 0, "
+           "\"double_buffer\"]]");
+    check_state(w, st, 3, "double-buffered capsule convolution, unrolled", &stats);
+    assert_int_equal(stats.staged_fetches, 1);
+    tt_state_free(st);
+    tt_workload_free(w);
     /* K = 64: four 16-deep steps, so the fetch's clamped step, min(k + 1, 3), is not folded
      * away (inside the 4-float fetch, where it once came out as a vector index) */
     assert_int_equal(tt_workload_parse("matmul:M=1024,N=1024,K=64", &w, &err), TT_OK);

@@ -1425,7 +1425,7 @@ static void gpu_double_buffer_fetches_ahead(void **state)
     tt_rng rng;
     tt_rng_seed(&rng, 3);
     int samples = 0, with = 0, switched = 0;
-    for (int k = 0; k < 64 && samples < 12; k++) {
+    for (int k = 0; k < 256 && samples < 12; k++) { /* about 1 draw in 9 is valid */
         tt_state *st, *mu;
         if (tt_sketch_sample(&sp, -1, &rng, &st, &err))
             continue;
@@ -1457,6 +1457,100 @@ static void gpu_double_buffer_fetches_ahead(void **state)
     tt_workload_free(w);
 }
 
+/* `st` without its SA steps (its shared rows unpadded), replayed. */
+static tt_state *unpadded(const tt_workload *w, const tt_state *st)
+{
+    tt_step *steps = malloc(sizeof(tt_step) * (st->steps.len + 1));
+    assert_non_null(steps);
+    size_t n = 0;
+    for (size_t i = 0; i < st->steps.len; i++)
+        if (st->steps.data[i].kind != TT_STEP_STORAGE_ALIGN)
+            steps[n++] = st->steps.data[i];
+    tt_state *out;
+    tt_errbuf err = {{0}};
+    if (tt_state_replay(&w->dag, steps, n, &out, &err))
+        fail_msg("%s: %s", w->key, err.msg);
+    free(steps);
+    return out;
+}
+
+static int bank_ways(const tt_workload *w, const tt_state *st)
+{
+    tt_opencl_stats stats;
+    emitted_stats(w, st, false, &stats);
+    return stats.local_bank_ways;
+}
+
+static int count_padded(const tt_state *st)
+{
+    int n = 0;
+    for (size_t i = 0; i < st->steps.len; i++)
+        n += st->steps.data[i].kind == TT_STEP_STORAGE_ALIGN;
+    return n;
+}
+
+/* Shared rows padded against bank conflicts (SA, TVM's storage_align): GPU sampling pads some
+ * samples, each only where the worst read of local memory then takes fewer passes, and the
+ * mutation switches a stage's padding off, or on where that spares conflicts; every padded state
+ * computes the definition. */
+static void gpu_samples_pad_shared_rows_against_bank_conflicts(void **state)
+{
+    (void)state;
+    static const char *const workloads[] = {"matmul:M=64,N=128,K=32",
+                                            "batch_matmul:B=2,M=32,N=64,K=16"};
+    int padded = 0, plain = 0, added = 0, removed = 0;
+    for (size_t wi = 0; wi < sizeof(workloads) / sizeof(workloads[0]); wi++) {
+        tt_workload *w = parse(workloads[wi]);
+        tt_sketch_space sp;
+        tt_errbuf err = {{0}};
+        gpu_space(w, &sp);
+        tt_rng rng;
+        tt_rng_seed(&rng, 5 + wi);
+        int was = padded + added + removed;
+        for (int k = 0; k < 600 && padded + added + removed < was + 6; k++) {
+            tt_state *st, *mu;
+            if (tt_sketch_sample(&sp, -1, &rng, &st, &err))
+                continue;
+            int ways = bank_ways(w, st);
+            if (count_padded(st) > 0) {
+                tt_state *un = unpadded(w, st);
+                assert_true(ways < bank_ways(w, un));
+                check(w, st, "GPU sample with padded rows");
+                tt_state_free(un);
+                padded++;
+            } else if (ways > 1) {
+                plain++;
+            } else {
+                tt_state_free(st);
+                continue;
+            }
+            /* the mutation picks a shared stage: its padding dropped (no better than padded),
+             * or, on one still unpadded, added where that spares conflicts */
+            if (!tt_sketch_mutate_kind(&sp, st, TT_MUTATE_PAD_SHARED, &rng, &mu, &err)) {
+                if (count_padded(mu) < count_padded(st)) {
+                    assert_true(bank_ways(w, mu) >= ways);
+                    removed++;
+                } else {
+                    assert_int_equal(count_padded(mu), count_padded(st) + 1);
+                    assert_true(bank_ways(w, mu) < ways);
+                    check(w, mu, "GPU mutant with padded rows");
+                    added++;
+                }
+                tt_state_free(mu);
+            } else {
+                assert_non_null(strstr(err.msg, "mutation does not apply"));
+            }
+            tt_state_free(st);
+        }
+        tt_sketch_space_free(&sp);
+        tt_workload_free(w);
+    }
+    printf("padded rows: %d samples padded (%d unpadded with conflicts), the mutation padded %d "
+           "and unpadded %d\n",
+           padded, plain, added, removed);
+    assert_true(padded >= 2 && plain >= 2 && added >= 2 && removed >= 2);
+}
+
 /* GPU samples with virtual threads (vthread loops of 2 or more): lowered, each vthread loop holds
  * only its own thread's statements (the shared fetch runs once for all of them), and the program
  * computes the definition. */
@@ -1481,7 +1575,7 @@ static void gpu_virtual_threads_fetch_once(void **state)
         tt_rng rng;
         tt_rng_seed(&rng, 11 + wi);
         int got = 0;
-        for (int k = 0; k < 200 && got < 3; k++) {
+        for (int k = 0; k < 400 && got < 3; k++) {
             tt_state *st;
             if (tt_sketch_sample(&sp, -1, &rng, &st, &err))
                 continue;
@@ -1584,6 +1678,7 @@ int main(void)
         cmocka_unit_test(gpu_large_tile_is_a_128_square),
         cmocka_unit_test(gpu_double_buffer_fetches_ahead),
         cmocka_unit_test(gpu_virtual_threads_fetch_once),
+        cmocka_unit_test(gpu_samples_pad_shared_rows_against_bank_conflicts),
         cmocka_unit_test(gpu_vector_tiles_switch_on_and_off),
     };
     /* TT_TEST_FILTER=NAME runs the tests whose names match (cmocka's wildcards) */
