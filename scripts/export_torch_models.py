@@ -28,7 +28,8 @@ Usage: export_torch_models.py OUT [NAME ...]      (default: resnet18, mobilenet_
                                                    mobilenet_v3_small, bert_layer,
                                                    transformer_encoder, swin_t,
                                                    lraspp_mobilenet_v3_large.o17,
-                                                   mobilenet_v3_small.o17.b8)
+                                                   mobilenet_v3_small.o17.b8, resnet18.b8,
+                                                   bert_layer.b8)
        export_torch_models.py --time NAME MODEL_DIR [--threads N] [--repeat N] [--device cuda]
            times PyTorch on MODEL_DIR's input: prints one JSON line (bench/bench_model; on a GPU,
            bench/gpu_check.sh: each call timed with CUDA events)
@@ -265,8 +266,9 @@ def main(argv):
     if not argv or argv[0].startswith("-"):
         raise SystemExit(__doc__)
     for name in argv[1:] or ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "bert_layer",
-                             "transformer_encoder", "transformer_encoder.o17.b2", "swin_t", "lraspp_mobilenet_v3_large.o17",
-                             "mobilenet_v3_small.o17.b8"]:
+                             "transformer_encoder", "transformer_encoder.o17.b2", "swin_t",
+                             "lraspp_mobilenet_v3_large.o17", "mobilenet_v3_small.o17.b8",
+                             "resnet18.b8", "bert_layer.b8"]:
         export(argv[0], name)
 
 

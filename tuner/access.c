@@ -553,14 +553,21 @@ static void note_largest(void *vctx, tt_eid read)
     }
 }
 
+/* The read of the largest tensor in `stage`'s body (c->largest 0: it reads none). */
+static largest_ctx largest_read_of(const tt_state *st, int stage)
+{
+    const tt_op *op = op_of(st, stage);
+    largest_ctx c = {&st->dag, 0, 0};
+    if (!op->is_placeholder)
+        tt_expr_visit_reads(&st->dag.pool, op->body, note_largest, &c);
+    return c;
+}
+
 int64_t tt_access_largest_read(const tt_state *st, int stage, bool *along_reduce)
 {
     const tt_op *op = op_of(st, stage);
     *along_reduce = false;
-    if (op->is_placeholder)
-        return 0;
-    largest_ctx c = {&st->dag, 0, 0};
-    tt_expr_visit_reads(&st->dag.pool, op->body, note_largest, &c);
+    largest_ctx c = largest_read_of(st, stage);
     if (!c.largest)
         return 0;
     const tt_expr *r = tt_expr_get(&st->dag.pool, c.largest);
@@ -570,6 +577,22 @@ int64_t tt_access_largest_read(const tt_state *st, int stage, bool *along_reduce
         if (op->raxis[k] == last->a)
             *along_reduce = true;
     return c.elements;
+}
+
+uint32_t tt_access_largest_read_axes(const tt_state *st, int stage)
+{
+    const tt_op *op = op_of(st, stage);
+    largest_ctx c = largest_read_of(st, stage);
+    if (!c.largest)
+        return 0;
+    const tt_expr *r = tt_expr_get(&st->dag.pool, c.largest);
+    uint32_t axes = 0;
+    for (int a = 0; a < op->ndim; a++)
+        for (int i = 0; i < r->n; i++)
+            if (tt_expr_uses_var(&st->dag.pool, tt_expr_read_index(&st->dag.pool, r, i),
+                                 op->axis[a]))
+                axes |= 1u << a;
+    return axes;
 }
 
 bool tt_access_cross_thread_reduction(const tt_state *st, int stage)

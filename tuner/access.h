@@ -60,6 +60,9 @@ int tt_access_common_outer(const tt_state *st, int stage, int target);
  * reduce axis of the op (a matrix-vector product's weight rows w[n, k], which the threads of a
  * work-group read coalesced when they share the reduction of one output). */
 int64_t tt_access_largest_read(const tt_state *st, int stage, bool *along_reduce);
+/* The spatial axes of `stage`'s op (bit k: op->axis[k]) that index its largest read (0: it reads
+ * none): the weight rows w[n, k] of a matrix-vector product use n, not the batch. */
+uint32_t tt_access_largest_read_axes(const tt_state *st, int stage);
 /* The stage, or a stage computed at it, has a reduce iterator bound to threadIdx.x. */
 bool tt_access_cross_thread_reduction(const tt_state *st, int stage);
 /* Ansor's cache-read location: the last reduce iterator of the outermost reduce tile (the n-th

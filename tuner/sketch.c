@@ -579,6 +579,39 @@ static rule_cond cond_cross_thread(gen_ctx *g, const node *nd)
     return reduce > 1 && reduce > g->p->warp_size ? COND_APPLY : COND_SKIP;
 }
 
+/* A matrix-vector product's batch axes (the spatial ones its weight rows do not use) moved inside
+ * the others, so that the work-groups of one weight row are neighbours in blockIdx.x and run
+ * together: at batch 2 to 4 the row then comes from memory once and from the cache for the other
+ * rows of the batch, where batch-major groups, a whole matrix apart, read a matrix larger than
+ * the cache (AlexNet's 151 MB, an LLM's layers) once per batch row. */
+static tt_status gemv_batch_inside(tt_state *st, int s, tt_errbuf *err)
+{
+    uint32_t rows = tt_access_largest_read_axes(st, s);
+    const tt_stage *sg = &st->stages.data[s];
+    const tt_op *op = &st->dag.ops.data[sg->op];
+    bool batch[TT_MAX_ITERS] = {false}, some = false;
+    for (int i = 0; i < sg->niters && i < op->ndim; i++) {
+        if (sg->iters[i].var != op->axis[i])
+            return TT_OK; /* already transformed */
+        batch[i] = !(rows >> i & 1);
+        some |= batch[i] && sg->iters[i].extent > 1;
+    }
+    if (!some)
+        return TT_OK; /* batch 1: nothing to move */
+    int order[TT_MAX_ITERS], n = 0;
+    for (int pass = 0; pass < 3; pass++)
+        for (int i = 0; i < sg->niters; i++) {
+            bool reduce = sg->iters[i].kind == TT_ITER_REDUCE;
+            if ((pass == 0 && !reduce && !batch[i]) || (pass == 1 && !reduce && batch[i]) ||
+                (pass == 2 && reduce))
+                order[n++] = i;
+        }
+    for (int i = 0; i < n; i++)
+        if (order[i] != i)
+            return tt_sched_reorder(st, s, order, n, err);
+    return TT_OK;
+}
+
 static tt_status apply_cross_thread(gen_ctx *g, const node *nd)
 {
     tt_state *st;
@@ -587,6 +620,8 @@ static tt_status apply_cross_thread(gen_ctx *g, const node *nd)
         return r;
     int s = nd->stage, ids[TT_MAX_ITERS], nred = 0;
     bool gemv = tt_access_needs_mlt(st, s) && gemv_like(g->p, st, s);
+    if (gemv && (r = gemv_batch_inside(st, s, g->err)))
+        goto fail;
     const tt_stage *sg = &st->stages.data[s];
     for (int i = 0; i < sg->niters; i++)
         if (sg->iters[i].kind == TT_ITER_REDUCE)

@@ -189,12 +189,14 @@ static void shared_memory_matmul_matches(void **state)
 }
 
 /* Random legal GPU schedules (sketches with thread binding, as the search draws them) of every
- * operator compute what the definition computes on the device. */
-#define GPU_SCHEDULES 3
-
+ * operator compute what the definition computes on the device: 3 each, or TT_GPU_SCHEDULES,
+ * drawn from seeds moved by TT_GPU_SEED (a longer hunt for code generator bugs by hand). */
 static void gpu_sketches_of_every_operator_match(void **state)
 {
     need_device();
+    const char *many = getenv("TT_GPU_SCHEDULES"), *seed = getenv("TT_GPU_SEED");
+    int per_workload = many && atoi(many) > 0 ? atoi(many) : 3;
+    uint64_t seed_base = 77 + (seed ? strtoull(seed, NULL, 10) : 0);
     int ran = 0, kernels = 0, barriers = 0, workgroups_over_1 = 0;
     for (size_t w = 0; w < tt_test_nworkloads; w++) {
         tt_workload *wl;
@@ -207,9 +209,9 @@ static void gpu_sketches_of_every_operator_match(void **state)
         if (tt_sketch_space_init(&space, &wl->dag, &sp, &err))
             fail_msg("%s: sketches: %s", tt_test_workloads[w], err.msg);
         tt_rng rng;
-        tt_rng_seed(&rng, 77 + w);
+        tt_rng_seed(&rng, seed_base + w);
         int got = 0;
-        for (int draw = 0; draw < 200 && got < GPU_SCHEDULES; draw++) {
+        for (int draw = 0; draw < 70 * per_workload && got < per_workload; draw++) {
             tt_state *st;
             if (tt_sketch_sample(&space, -1, &rng, &st, &err))
                 continue;

@@ -975,7 +975,8 @@ static void gpu_default_tiles_what_can_be_tiled(void **state)
 
 /* Matrix-vector products (a classifier's Gemm at batch 1 or 2, weights [n, k]): the default and a
  * sketch of the search share each output's reduction among a work-group's threads at the root,
- * a work-group an output, the weight rows read along k, and compute the definition.  Tiled, the
+ * a work-group an output, the weight rows read along k (at batch 2 the batch inside the rows: a
+ * row's work-groups neighbours), and compute the definition.  Tiled, the
  * 1000-class heads had no group of a warp and ran the naive binding, one thread a row; a 4096-wide
  * layer ran 4096 threads.  A 1x1 convolution (a matrix product: its activations reused by 32
  * outputs) and a product whose weights run along n ([k, n]) keep their tilings. */
@@ -1021,6 +1022,12 @@ static void gpu_matrix_vector_products_share_their_reductions(void **state)
             assert_true(stats.cross_thread_reductions > 0);
             assert_int_equal(stats.grid[0] * stats.grid[1] * stats.grid[2], cases[c].outputs);
             assert_int_equal(threads, cases[c].threads);
+            /* the batch inside the weight rows (the groups of a row neighbours in blockIdx.x,
+             * reading it once from memory); nothing moved at batch 1 */
+            char *steps = tt_steps_to_json(st->steps.data, st->steps.len);
+            bool batched = st->dag.ops.data[st->stages.data[st->stages.len - 1].op].shape[0] > 1;
+            assert_true(!strstr(steps, "[\"RE\", 2, [1, 0, 2]]") == !batched);
+            free(steps);
         } else {
             assert_int_equal(stats.cross_thread_reductions, 0);
         }
