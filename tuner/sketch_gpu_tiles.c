@@ -238,8 +238,10 @@ int tt__sketch_pad_shared(const tt_sketch_params *p, tt_state **st, int only, tt
     judging_limits(p, &lim);
     tt_program *prog = NULL;
     tt_opencl_stats stats;
-    if (!emitted_stats(*st, &lim, &stats, &prog))
-        return 0; /* judged by the caller's checks */
+    if (!emitted_stats(*st, &lim, &stats, &prog) || stats.shared_bytes > padding_cap(p)) {
+        tt_program_free(prog); /* judged by the caller's checks; no room to pad */
+        return 0;
+    }
     int ways = stats.local_bank_ways, padded = 0;
     for (size_t g = 0; g < (*st)->stages.len && ways > 1; g++)
         if ((only < 0 || (int)g == only) && !strcmp((*st)->stages.data[g].scope, "shared"))
