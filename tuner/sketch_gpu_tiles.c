@@ -234,6 +234,11 @@ int tt__sketch_pad_shared(const tt_sketch_params *p, tt_state **st, int only, tt
 {
     if (rng && tt_rng_uniform(rng) < 0.5)
         return 0;
+    bool shared = false;
+    for (size_t g = 0; g < (*st)->stages.len && !shared; g++)
+        shared = !strcmp((*st)->stages.data[g].scope, "shared") && (only < 0 || (int)g == only);
+    if (!shared)
+        return 0; /* nothing to pad: spare the lowering */
     tt_gpu_limits lim;
     judging_limits(p, &lim);
     tt_program *prog = NULL;
