@@ -1432,7 +1432,7 @@ static void gpu_double_buffer_fetches_ahead(void **state)
     tt_rng rng;
     tt_rng_seed(&rng, 3);
     int samples = 0, with = 0, switched = 0;
-    for (int k = 0; k < 256 && samples < 12; k++) { /* about 1 draw in 9 is valid */
+    for (int k = 0; k < 256 && samples < 8; k++) { /* about 1 draw in 9 is valid */
         tt_state *st, *mu;
         if (tt_sketch_sample(&sp, -1, &rng, &st, &err))
             continue;
