@@ -16,6 +16,7 @@ void tt_evo_params_default(tt_evo_params *p)
     p->objective = TT_COSTMODEL_PROG_RANK;
     p->labels = TT_LABELS_RANK;
     p->gpu_limits = NULL;
+    p->stats = NULL;
 }
 
 static void *grow(void *ptr, int *cap, int need, size_t elem)
@@ -126,6 +127,17 @@ int tt_evo_features(const tt_state *st, const tt_gpu_limits *gpu_limits, float *
         n = n > 0 ? -1 : n;
     tt_program_free(prog);
     return n;
+}
+
+/* Whether `st` lowers to an OpenCL kernel within `lim`. */
+static bool within_gpu_limits(const tt_state *st, const tt_gpu_limits *lim)
+{
+    tt_program *prog;
+    if (tt_lower(st, &prog, NULL))
+        return false;
+    bool ok = !tt_codegen_opencl_check(prog, lim, NULL);
+    tt_program_free(prog);
+    return ok;
 }
 
 /* ---- population ---- */
@@ -414,6 +426,7 @@ int tt_evo_search_round(tt_sketch_space *sp, const tt_evo_params *p, const tt_ev
             tt_costmodel_save(model, model_blob, model_len, NULL);
     }
     scorer sc = {model, rng, p->gpu_limits};
+    tt_evo_stats stats = {0};
     pop cur = {0}, next = {0};
     hset uniq = {0};
     best_set best = {0};
@@ -428,11 +441,21 @@ int tt_evo_search_round(tt_sketch_space *sp, const tt_evo_params *p, const tt_ev
     order = malloc(sizeof(ranked) * (size_t)(h->nprog + 1));
     if (!best.json || !best.score || !best.hash || !cum || !order)
         goto out;
-    /* Initial population: random samples of the sketches... */
-    for (int tries = 0; cur.n < p->population && tries < 4 * p->population; tries++) {
+    /* Initial population: random samples of the sketches... On a GPU only those within its
+     * limits: of matmul 1024's samples that pass the sketch's checks (1024 work-items), 15% fit
+     * 48 KiB of local memory, so a population of 256 held some 35 programs that could run and
+     * 220 that scored -inf; the draws go on longer instead, up to 64 a place (each passing
+     * sample judged by lowering it, as score_all would: about 1 s for 256 places there). */
+    int draws = p->gpu_limits ? 64 * p->population : 4 * p->population;
+    for (int tries = 0; cur.n < p->population && tries < draws; tries++) {
         tt_state *st;
+        stats.drawn++;
         if (tt_sketch_sample(sp, -1, rng, &st, NULL))
             continue;
+        if (p->gpu_limits && !within_gpu_limits(st, p->gpu_limits)) {
+            tt_state_free(st);
+            continue;
+        }
         char *json = tt_steps_to_json(st->steps.data, st->steps.len);
         bool fresh = json && hset_add(&uniq, tt_hash64_str(json));
         free(json);
@@ -441,6 +464,7 @@ int tt_evo_search_round(tt_sketch_space *sp, const tt_evo_params *p, const tt_ev
         else
             tt_state_free(st);
     }
+    stats.initial = cur.n;
     /* ...and the best measured programs. */
     int nm = 0;
     for (int i = 0; i < h->nprog; i++)
@@ -501,12 +525,20 @@ int tt_evo_search_round(tt_sketch_space *sp, const tt_evo_params *p, const tt_ev
         for (int tries = 0; next.n < p->population && tries < 3 * p->population; tries++) {
             const indiv *parent = &cur.v[pick_roulette(&cur, cum, rng)];
             tt_state *child;
+            stats.children_tried++;
             if (tt_rng_uniform(rng) < p->mutation_prob) {
                 if (tt_sketch_mutate(sp, parent->st, rng, &child, NULL))
                     continue;
+                /* a mutant beyond the GPU's limits (a tile grown past local memory) would score
+                 * -inf and never breed: its place goes to another */
+                if (p->gpu_limits && !within_gpu_limits(child, p->gpu_limits)) {
+                    tt_state_free(child);
+                    continue;
+                }
             } else if (tt_state_clone(parent->st, &child)) {
                 continue;
             }
+            stats.children_kept++;
             pop_add(&next, child);
         }
         pop_clear(&cur);
@@ -567,6 +599,8 @@ int tt_evo_search_round(tt_sketch_space *sp, const tt_evo_params *p, const tt_ev
         free(random[i]);
     free(random);
 out:
+    if (p->stats)
+        *p->stats = stats;
     if (best.json)
         for (int i = 0; i < best.n; i++)
             free(best.json[i]);

@@ -30,7 +30,15 @@ typedef struct tt_evo_params {
      * memory, work-group size, private arrays) scores -inf and is never offered, as Ansor's
      * feature extraction runs VerifyGPUCode; NULL on CPUs. */
     const tt_gpu_limits *gpu_limits;
+    /* Where a round reports what it drew (NULL: not reported). */
+    struct tt_evo_stats *stats;
 } tt_evo_params;
+
+/* What a search round drew: samples of the sketches, those kept in the initial population (on a
+ * GPU only those within gpu_limits), and children bred over the generations and kept. */
+typedef struct tt_evo_stats {
+    int drawn, initial, children_tried, children_kept;
+} tt_evo_stats;
 
 void tt_evo_params_default(tt_evo_params *p);
 

@@ -270,7 +270,8 @@ static int beyond_limits(const tt_workload *w, char **configs, int n, const tt_g
 
 /* A GPU search round offers only programs whose kernels fit the device, as Ansor's feature
  * extraction runs VerifyGPUCode: on an H100 (48 KiB of local memory) 46 of 64 matmul 1024
- * candidates were refused by the code generator before this check.  Here a device with 8 KiB. */
+ * candidates were refused by the code generator before this check.  Here a device with 8 KiB;
+ * its population, samples and children, holds only programs that fit. */
 static void gpu_search_offers_only_kernels_within_the_device(void **state)
 {
     (void)state;
@@ -290,8 +291,10 @@ static void gpu_search_offers_only_kernels_within_the_device(void **state)
     tt_evo_history h;
     memset(&h, 0, sizeof(h));
     int over[2];
+    tt_evo_stats stats[2];
     for (int checked = 0; checked < 2; checked++) {
         ep.gpu_limits = checked ? &lim : NULL;
+        ep.stats = &stats[checked];
         tt_rng rng;
         tt_rng_seed(&rng, 7);
         char *out[32];
@@ -302,10 +305,35 @@ static void gpu_search_offers_only_kernels_within_the_device(void **state)
         for (int i = 0; i < n; i++)
             free(out[i]);
     }
-    printf("sketch: %d of 32 configs beyond 8 KiB of local memory unchecked, %d checked\n", over[0],
-           over[1]);
+    printf("sketch: %d of 32 configs beyond 8 KiB of local memory unchecked, %d checked; the "
+           "checked population: %d programs within the limits from %d draws, %d of %d children "
+           "kept\n",
+           over[0], over[1], stats[1].initial, stats[1].drawn, stats[1].children_kept,
+           stats[1].children_tried);
     assert_true(over[0] > 8);     /* the limit matters for this workload... */
     assert_int_equal(over[1], 0); /* ...and the checked search never offers such a kernel */
+    /* the population holds only programs that fit, drawn for longer (64 draws a place at most;
+     * under 1 in 100 fits 8 KiB): before, the first 512 draws' samples, nearly all beyond */
+    assert_true(stats[1].initial >= 16 && stats[1].drawn > stats[0].drawn);
+    assert_true(stats[1].children_kept > 0 && stats[1].children_kept <= stats[1].children_tried);
+    /* 48 KiB, a common GPU's local memory: about 1 draw in 30 fits, and a population of 64 is
+     * filled with them */
+    tt_gpu_limits_default(&lim);
+    lim.max_threads = 1024;
+    ep.gpu_limits = &lim;
+    ep.population = 64;
+    tt_rng rng;
+    tt_rng_seed(&rng, 9);
+    char *out[16];
+    int n = tt_evo_search_round(&sp, &ep, &h, NULL, 0, never_seen, NULL, &rng, out, 16, NULL, NULL,
+                                &err);
+    assert_int_equal(n, 16);
+    assert_int_equal(beyond_limits(w, out, n, &lim), 0);
+    for (int i = 0; i < n; i++)
+        free(out[i]);
+    printf("sketch: 48 KiB: %d of %d places filled from %d draws\n", stats[1].initial,
+           ep.population, stats[1].drawn);
+    assert_int_equal(stats[1].initial, ep.population);
     tt_sketch_space_free(&sp);
     tt_workload_free(w);
 }
