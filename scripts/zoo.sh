@@ -26,6 +26,7 @@ set -uo pipefail
 # pocl's default work-group method miscompiles some valid kernels (docs/opencl.md "pocl, the
 # test device"): checked on pocl, a mismatch should be ours.  Other drivers ignore it.
 export POCL_WORK_GROUP_METHOD=${POCL_WORK_GROUP_METHOD:-loops}
+export POCL_WORK_GROUP_SPECIALIZATION=${POCL_WORK_GROUP_SPECIALIZATION:-0}
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${TVM_TUNE_BIN:-$here/build/bin}
 py=/usr/bin/python3

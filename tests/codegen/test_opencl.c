@@ -944,7 +944,7 @@ static void double_buffered_tiles_match(void **state)
     /* a sampled capsule convolution of 9 work-items, its reduction loops unrolled around their
      * barriers (auto_unroll_max_step 1024) and the data's tile fetched through registers: pocl's
      * default work-group method (loopvec) got 56 of its 72 outputs wrong, its "loops" right
-     * (tests/CMakeLists.txt sets it; docs/opencl.md "pocl") */
+     * (tests/CMakeLists.txt sets it; docs/opencl.md "pocl, the test device") */
     assert_int_equal(tt_workload_parse(
                          "conv2d_capsule_nhwijc:N=1,H=6,W=6,CI=2,CO=2,K=3,S=2,P=1,CAP=2", &w, &err),
                      TT_OK);
@@ -969,6 +969,31 @@ static void double_buffered_tiles_match(void **state)
            "\"double_buffer\"]]");
     check_state(w, st, 3, "double-buffered capsule convolution, unrolled", &stats);
     assert_int_equal(stats.staged_fetches, 1);
+    tt_state_free(st);
+    tt_workload_free(w);
+    /* a sampled grouped convolution of 8 work-items with vector register tiles: pocl's "loops"
+     * method crashed in it (SIGSEGV) when its work-group functions were specialised for the local
+     * size (hence POCL_WORK_GROUP_SPECIALIZATION=0 beside it) */
+    assert_int_equal(
+        tt_workload_parse("conv2d_nhwc:N=1,H=8,W=8,CI=4,CO=8,K=3,S=2,P=1,G=2", &w, &err), TT_OK);
+    st = replay(
+        w, "[[\"CHW\", 3, \"local\"], [\"SP\", 3, 0, 1, [1, 1, 1, 1], 1], [\"SP\", 3, 5, 4, [2, "
+           "2, 1, 1], 1], [\"SP\", 3, 10, 4, [1, 4, 1, 1], 1], [\"SP\", 3, 15, 8, [1, 1, 1, 2], "
+           "1], [\"SP\", 3, 20, 3, [1, 3], 1], [\"SP\", 3, 23, 3, [1, 3], 1], [\"SP\", 3, 26, 2,"
+           " [1, 2], 1], [\"RE\", 3, [0, 5, 10, 15, 1, 6, 11, 16, 2, 7, 12, 17, 20, 23, 26, 21, "
+           "24, 27, 3, 8, 13, 18, 22, 25, 28, 4, 9, 14, 19]], [\"FSP\", 4, 0, 1, 3], [\"FSP\", 4"
+           ", 4, 2, 3], [\"FSP\", 4, 8, 3, 3], [\"FSP\", 4, 12, 4, 3], [\"RE\", 4, [0, 4, 8, 12,"
+           " 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15]], [\"CA\", 3, 4, 11], [\"CHR\", 2, \"share"
+           "d\", [3]], [\"CA\", 3, 4, 14], [\"CHR\", 1, \"shared\", [4]], [\"CA\", 2, 5, 14], ["
+           "\"CI\", 1], [\"FU\", 2, [0, 1, 2, 3]], [\"SP\", 2, 0, 400, [1], 1], [\"AN\", 2, 1, 2"
+           "], [\"FFSP\", 2, 0, [1, 2, 3, 4], 1, 1], [\"AN\", 2, 1, 6], [\"FU\", 4, [0, 1, 2, 3]"
+           "], [\"SP\", 4, 0, 144, [1], 1], [\"AN\", 4, 1, 2], [\"FFSP\", 4, 0, [1, 2, 3, 4], 1,"
+           " 1], [\"AN\", 4, 1, 6], [\"FU\", 6, [0, 1, 2, 3]], [\"AN\", 6, 0, 5], [\"FU\", 6, [1"
+           ", 2, 3, 4]], [\"AN\", 6, 1, 4], [\"FU\", 6, [2, 3, 4, 5]], [\"AN\", 6, 2, 6], [\"PR"
+           "\", 5, 0, \"auto_unroll_max_step$512\"], [\"PR\", 2, 0, \"double_buffer\"], [\"AN\","
+           " 5, 28, 2], [\"AN\", 6, 6, 2]]");
+    check_state(w, st, 4, "grouped convolution with vector register tiles", &stats);
+    assert_true(stats.vector_loops > 0);
     tt_state_free(st);
     tt_workload_free(w);
     /* K = 64: four 16-deep steps, so the fetch's clamped step, min(k + 1, 3), is not folded
