@@ -444,22 +444,19 @@ int tt_evo_search_round(tt_sketch_space *sp, const tt_evo_params *p, const tt_ev
     /* Initial population: random samples of the sketches... On a GPU only those within its
      * limits: of matmul 1024's samples that pass the sketch's checks (1024 work-items), 15% fit
      * 48 KiB of local memory, so a population of 256 held some 35 programs that could run and
-     * 220 that scored -inf; the draws go on longer instead, up to 64 a place (each passing
-     * sample judged by lowering it, as score_all would: about 1 s for 256 places there). */
+     * 220 that scored -inf; the draws go on longer instead, up to 64 a place (each fresh
+     * sample judged by lowering it, as score_all would: 1.3 s for 256 places there). */
     int draws = p->gpu_limits ? 64 * p->population : 4 * p->population;
     for (int tries = 0; cur.n < p->population && tries < draws; tries++) {
         tt_state *st;
         stats.drawn++;
         if (tt_sketch_sample(sp, -1, rng, &st, NULL))
             continue;
-        if (p->gpu_limits && !within_gpu_limits(st, p->gpu_limits)) {
-            tt_state_free(st);
-            continue;
-        }
+        /* a repeat first: it costs a hash, the limits a lowering */
         char *json = tt_steps_to_json(st->steps.data, st->steps.len);
         bool fresh = json && hset_add(&uniq, tt_hash64_str(json));
         free(json);
-        if (fresh)
+        if (fresh && (!p->gpu_limits || within_gpu_limits(st, p->gpu_limits)))
             pop_add(&cur, st);
         else
             tt_state_free(st);
