@@ -1283,104 +1283,138 @@ static void rename_loops(rename_ctx *r, tt_sid id)
     }
 }
 
-tt_status tt_lower(const tt_state *st, tt_program **out, tt_errbuf *err)
+/* Steps 1 to 3 and the buffers: everything tt_lower does before emitting statements. */
+static tt_status lower_buffers(lower_ctx *c)
 {
-    *out = NULL;
-    tt_program *p = calloc(1, sizeof(*p));
-    lower_ctx c = {.st = st, .p = p, .err = err, .nstages = (int)st->stages.len, .status = TT_OK};
-    tt_status r = TT_OK;
-    if (!p || tt_expr_pool_clone(&st->dag.pool, &p->pool)) {
-        free(p);
-        return tt_err(err, TT_ERR_NOMEM, "out of memory");
-    }
+    const tt_state *st = c->st;
+    tt_program *p = c->p;
+    tt_errbuf *err = c->err;
+    tt_status r;
     tt_stmt none = {0};
-    c.si = calloc(st->stages.len, sizeof(stage_info));
+    c->si = calloc(st->stages.len, sizeof(stage_info));
     /* Variables created during lowering are never loop variables, so the tables only need the
      * state's variables (plus slack for safety). */
-    c.nvars = p->pool.vars.len;
-    c.var_ext = calloc(c.nvars, sizeof(int64_t));
-    c.root_val = calloc(c.nvars, sizeof(tt_eid));
-    c.clamped = calloc(c.nvars, 1);
-    c.bounds.lo = calloc(c.nvars, sizeof(int64_t));
-    c.bounds.hi = calloc(c.nvars, sizeof(int64_t));
-    c.bounds.known = calloc(c.nvars, 1);
-    c.bounds.n = c.nvars;
-    if (!c.si || !c.var_ext || !c.root_val || !c.clamped || !c.bounds.lo || !c.bounds.hi ||
-        !c.bounds.known || TT_VEC_PUSH(&p->stmts, none)) {
-        r = tt_err(err, TT_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    for (int s = 0; s < c.nstages; s++) {
+    c->nvars = p->pool.vars.len;
+    c->var_ext = calloc(c->nvars, sizeof(int64_t));
+    c->root_val = calloc(c->nvars, sizeof(tt_eid));
+    c->clamped = calloc(c->nvars, 1);
+    c->bounds.lo = calloc(c->nvars, sizeof(int64_t));
+    c->bounds.hi = calloc(c->nvars, sizeof(int64_t));
+    c->bounds.known = calloc(c->nvars, 1);
+    c->bounds.n = c->nvars;
+    if (!c->si || !c->var_ext || !c->root_val || !c->clamped || !c->bounds.lo || !c->bounds.hi ||
+        !c->bounds.known || TT_VEC_PUSH(&p->stmts, none))
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    for (int s = 0; s < c->nstages; s++) {
         const tt_stage *sg = &st->stages.data[s];
-        c.si[s].op = sg->op;
-        c.si[s].placeholder = st->dag.ops.data[sg->op].is_placeholder;
-        c.si[s].inlined = sg->at == TT_AT_INLINE;
-        c.si[s].attached = sg->at == TT_AT_ITER;
-        c.si[s].buf = -1;
-        c.si[s].consumer = -1;
+        c->si[s].op = sg->op;
+        c->si[s].placeholder = st->dag.ops.data[sg->op].is_placeholder;
+        c->si[s].inlined = sg->at == TT_AT_INLINE;
+        c->si[s].attached = sg->at == TT_AT_ITER;
+        c->si[s].buf = -1;
+        c->si[s].consumer = -1;
     }
-    for (int s = 0; s < c.nstages; s++)
-        if (!c.si[s].placeholder && !c.si[s].inlined &&
-            !(c.si[s].body = expand(&c, st->dag.ops.data[c.si[s].op].body, 0))) {
-            r = tt_err(err, TT_ERR_LOWER, "inlining into '%s' failed (cyclic or out of memory)",
-                       op_name(&c, c.si[s].op));
-            goto out;
-        }
+    for (int s = 0; s < c->nstages; s++)
+        if (!c->si[s].placeholder && !c->si[s].inlined &&
+            !(c->si[s].body = expand(c, st->dag.ops.data[c->si[s].op].body, 0)))
+            return tt_err(err, TT_ERR_LOWER, "inlining into '%s' failed (cyclic or out of memory)",
+                          op_name(c, c->si[s].op));
     /* Regions need the consumer's iterator extents, so derive consumers first. */
-    for (int s = c.nstages - 1; s >= 0; s--) {
-        if (c.si[s].inlined)
+    for (int s = c->nstages - 1; s >= 0; s--) {
+        if (c->si[s].inlined)
             continue;
-        if (c.si[s].attached) {
-            int cs = stage_of(&c, st->stages.data[s].at_op);
-            if (cs >= 0 && cs < s) {
-                r = lerr(&c, "'%s' is computed at '%s', which comes before it",
-                         op_name(&c, c.si[s].op), op_name(&c, c.si[cs].op));
-                goto out;
-            }
+        if (c->si[s].attached) {
+            int cs = stage_of(c, st->stages.data[s].at_op);
+            if (cs >= 0 && cs < s)
+                return lerr(c, "'%s' is computed at '%s', which comes before it",
+                            op_name(c, c->si[s].op), op_name(c, c->si[cs].op));
             if (cs >= 0)
-                derive(&c, cs);
+                derive(c, cs);
         }
-        if ((r = infer_region(&c, s)))
-            goto out;
+        if ((r = infer_region(c, s)))
+            return r;
     }
-    for (int s = 0; s < c.nstages; s++)
-        decide_double_buffer(&c, s);
+    for (int s = 0; s < c->nstages; s++)
+        decide_double_buffer(c, s);
     /* Buffers: parameters in order, then intermediates. */
     int params[64], nin;
     int np = tt_dag_params(&st->dag, params, 64, &nin);
-    if (np > 64) {
-        r = tt_err(err, TT_ERR_LIMIT, "more than 64 parameters");
-        goto out;
-    }
+    if (np > 64)
+        return tt_err(err, TT_ERR_LIMIT, "more than 64 parameters");
     p->nparams = np;
     p->ninputs = nin;
     for (int i = 0; i < np; i++) {
-        int s = stage_of(&c, params[i]);
-        if (c.si[s].inlined) {
-            r = lerr(&c, "output '%s' cannot be inlined", op_name(&c, params[i]));
-            goto out;
-        }
-        if (c.si[s].attached) {
-            r = lerr(&c, "output '%s' cannot be computed at another stage", op_name(&c, params[i]));
-            goto out;
-        }
-        if ((c.si[s].buf = add_buffer(&c, s, i)) < 0) {
-            r = tt_err(err, TT_ERR_NOMEM, "out of memory");
-            goto out;
-        }
+        int s = stage_of(c, params[i]);
+        if (c->si[s].inlined)
+            return lerr(c, "output '%s' cannot be inlined", op_name(c, params[i]));
+        if (c->si[s].attached)
+            return lerr(c, "output '%s' cannot be computed at another stage",
+                        op_name(c, params[i]));
+        if ((c->si[s].buf = add_buffer(c, s, i)) < 0)
+            return tt_err(err, TT_ERR_NOMEM, "out of memory");
         if (st->stages.data[s].layout_rewrite) {
-            tt_buffer *b = &p->bufs.data[c.si[s].buf];
-            if ((r = derive_layout(&c, s, &b->layout)))
-                goto out;
+            tt_buffer *b = &p->bufs.data[c->si[s].buf];
+            if ((r = derive_layout(c, s, &b->layout)))
+                return r;
             if (b->layout.nparts)
                 b->size = b->layout.size;
         }
     }
-    for (int s = 0; s < c.nstages; s++)
-        if (c.si[s].buf < 0 && !c.si[s].inlined && (c.si[s].buf = add_buffer(&c, s, -1)) < 0) {
-            r = tt_err(err, TT_ERR_NOMEM, "out of memory");
-            goto out;
-        }
+    for (int s = 0; s < c->nstages; s++)
+        if (c->si[s].buf < 0 && !c->si[s].inlined && (c->si[s].buf = add_buffer(c, s, -1)) < 0)
+            return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    return TT_OK;
+}
+
+static void lower_ctx_free(lower_ctx *c)
+{
+    free(c->si);
+    free(c->var_ext);
+    free(c->root_val);
+    free(c->clamped);
+    free(c->bounds.lo);
+    free(c->bounds.hi);
+    free(c->bounds.known);
+}
+
+/* The context and the program of lowering `st`; NULL program when out of memory. */
+static lower_ctx lower_ctx_init(const tt_state *st, tt_errbuf *err)
+{
+    tt_program *p = calloc(1, sizeof(*p));
+    lower_ctx c = {.st = st, .p = p, .err = err, .nstages = (int)st->stages.len, .status = TT_OK};
+    if (p && tt_expr_pool_clone(&st->dag.pool, &p->pool)) {
+        free(p);
+        c.p = NULL;
+    }
+    return c;
+}
+
+tt_status tt_lower_buffers(const tt_state *st, tt_program **out, tt_errbuf *err)
+{
+    *out = NULL;
+    lower_ctx c = lower_ctx_init(st, err);
+    if (!c.p)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    tt_status r = lower_buffers(&c);
+    lower_ctx_free(&c);
+    if (r) {
+        tt_program_free(c.p);
+        return r;
+    }
+    *out = c.p;
+    return TT_OK;
+}
+
+tt_status tt_lower(const tt_state *st, tt_program **out, tt_errbuf *err)
+{
+    *out = NULL;
+    lower_ctx c = lower_ctx_init(st, err);
+    tt_program *p = c.p;
+    if (!p)
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    tt_status r = lower_buffers(&c);
+    if (r)
+        goto out;
     /* Root stages in order; intermediates allocated around everything. */
     tt_sid items[TT_MAX_STAGES];
     int ni = 0;
@@ -1411,13 +1445,7 @@ tt_status tt_lower(const tt_state *st, tt_program **out, tt_errbuf *err)
     if (c.status || p->pool.oom)
         r = tt_err(err, TT_ERR_NOMEM, "out of memory");
 out:
-    free(c.si);
-    free(c.var_ext);
-    free(c.root_val);
-    free(c.clamped);
-    free(c.bounds.lo);
-    free(c.bounds.hi);
-    free(c.bounds.known);
+    lower_ctx_free(&c);
     if (r) {
         tt_program_free(p);
         return r;
@@ -1432,6 +1460,17 @@ const tt_buffer *tt_program_param(const tt_program *p, int i)
         if (p->bufs.data[b].param == i)
             return &p->bufs.data[b];
     return NULL;
+}
+
+int64_t tt_program_scope_bytes(const tt_program *p, const char *scope)
+{
+    int64_t bytes = 0;
+    for (size_t k = 0; k < p->bufs.len; k++) {
+        const tt_buffer *b = &p->bufs.data[k];
+        if (!strcmp(b->scope, scope))
+            bytes += b->size * (b->dtype == TT_DT_BOOL ? 1 : tt_dtype_bytes(b->dtype));
+    }
+    return bytes;
 }
 
 void tt_program_free(tt_program *p)

@@ -1035,7 +1035,17 @@ static tt_status apply_in_place(tt_state *st, const tt_step *step, tt_errbuf *er
 
 tt_status tt_state_apply(tt_state *st, const tt_step *step, tt_errbuf *err)
 {
-    /* Steps that fail leave the state as it was: work on a copy, swap on success. */
+    /* Annotations, pragmas and storage_align check everything before they change a field of one
+     * stage, so they apply in place once the step has room: a GPU sample's binding is mostly
+     * annotations, and copying the state (its DAG's expressions) for each was 8% of a search
+     * round. */
+    if (step->kind == TT_STEP_ANNOTATE || step->kind == TT_STEP_PRAGMA ||
+        step->kind == TT_STEP_STORAGE_ALIGN) {
+        if (TT_VEC_RESERVE(&st->steps, 1))
+            return tt_err(err, TT_ERR_NOMEM, "out of memory");
+        return apply_in_place(st, step, err);
+    }
+    /* Other steps that fail leave the state as it was: work on a copy, swap on success. */
     tt_state *work;
     if (tt_state_clone(st, &work))
         return tt_err(err, TT_ERR_NOMEM, "out of memory");

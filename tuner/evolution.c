@@ -129,17 +129,6 @@ int tt_evo_features(const tt_state *st, const tt_gpu_limits *gpu_limits, float *
     return n;
 }
 
-/* Whether `st` lowers to an OpenCL kernel within `lim`. */
-static bool within_gpu_limits(const tt_state *st, const tt_gpu_limits *lim)
-{
-    tt_program *prog;
-    if (tt_lower(st, &prog, NULL))
-        return false;
-    bool ok = !tt_codegen_opencl_check(prog, lim, NULL);
-    tt_program_free(prog);
-    return ok;
-}
-
 /* ---- population ---- */
 
 typedef struct {
@@ -147,6 +136,9 @@ typedef struct {
     char *json;
     uint64_t hash;
     float score;
+    int valid;   /* judge(): 1 lowers (on a GPU, within its limits), -1 not, 0 not judged yet */
+    float *rows; /* its features, once judged with a model to score them */
+    int nrows;
 } indiv;
 
 typedef struct {
@@ -159,6 +151,7 @@ static void pop_clear(pop *p)
     for (int i = 0; i < p->n; i++) {
         tt_state_free(p->v[i].st);
         free(p->v[i].json);
+        free(p->v[i].rows);
     }
     p->n = 0;
 }
@@ -170,19 +163,29 @@ static void pop_free(pop *p)
     memset(p, 0, sizeof(*p));
 }
 
-/* Takes ownership of st. */
-static bool pop_add(pop *p, tt_state *st)
+/* Takes ownership of st (and of json, its steps' JSON, when not NULL). */
+static indiv *pop_add(pop *p, tt_state *st, char *json)
 {
-    char *json = tt_steps_to_json(st->steps.data, st->steps.len);
+    if (!json)
+        json = tt_steps_to_json(st->steps.data, st->steps.len);
     indiv *g = json ? grow(p->v, &p->cap, p->n + 1, sizeof(indiv)) : NULL;
     if (!g) {
         free(json);
         tt_state_free(st);
-        return false;
+        return NULL;
     }
     p->v = g;
-    p->v[p->n++] = (indiv){st, json, tt_hash64_str(json), 0};
-    return true;
+    p->v[p->n] = (indiv){st, json, tt_hash64_str(json), 0, 0, NULL, 0};
+    return &p->v[p->n++];
+}
+
+/* Removes the last member (one judged invalid as it was added). */
+static void pop_drop_last(pop *p)
+{
+    indiv *x = &p->v[--p->n];
+    tt_state_free(x->st);
+    free(x->json);
+    free(x->rows);
 }
 
 /* A set of 64-bit hashes (open addressing, 0 never stored). */
@@ -246,6 +249,54 @@ typedef struct {
     const tt_gpu_limits *gpu_limits; /* programs beyond them score -inf */
 } scorer;
 
+/* Judges x once: whether its state lowers (on a GPU, to a kernel within the limits: its buffers
+ * first, tt_lower_buffers, since most GPU samples that fail take more local memory than there
+ * is) and, when a model will score it, its features, from one lowering.  Before, a GPU member was
+ * lowered to judge its limits and again in every generation's scoring, where features were also
+ * computed without a model, to be thrown away. */
+static void judge(const scorer *sc, indiv *x)
+{
+    if (x->valid < 0 || (x->valid > 0 && (x->rows || !sc->model)))
+        return;
+    tt_program *prog;
+    const tt_gpu_limits *lim = sc->gpu_limits;
+    x->valid = -1;
+    if (lim && lim->max_shared_bytes > 0) {
+        if (tt_lower_buffers(x->st, &prog, NULL))
+            return;
+        bool over = tt_program_scope_bytes(prog, "shared") > lim->max_shared_bytes;
+        tt_program_free(prog);
+        if (over)
+            return;
+    }
+    if (tt_lower(x->st, &prog, NULL))
+        return;
+    if (!lim || !tt_codegen_opencl_check(prog, lim, NULL)) {
+        int n = tt_features_per_store(prog, NULL, 0);
+        x->valid = n > 0 ? 1 : -1;
+        if (n > 0 && sc->model) {
+            x->rows = malloc(sizeof(float) * TT_STORE_FEATURES * (size_t)n);
+            if (x->rows)
+                x->nrows = tt_features_per_store(prog, x->rows, n);
+            else
+                x->valid = -1;
+        }
+    }
+    tt_program_free(prog);
+}
+
+/* A copy of x's judgement for its clone y (the same state). */
+static void judged_as(indiv *y, const indiv *x)
+{
+    y->valid = x->valid;
+    if (x->rows && (y->rows = malloc(sizeof(float) * TT_STORE_FEATURES * (size_t)x->nrows))) {
+        memcpy(y->rows, x->rows, sizeof(float) * TT_STORE_FEATURES * (size_t)x->nrows);
+        y->nrows = x->nrows;
+    } else if (x->rows) {
+        y->valid = 0; /* judged again */
+    }
+}
+
 static tt_status score_all(scorer *sc, pop *p, tt_errbuf *err)
 {
     float *rows = NULL;
@@ -255,18 +306,15 @@ static tt_status score_all(scorer *sc, pop *p, tt_errbuf *err)
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
     tt_status s = TT_OK;
     for (int i = 0; i < p->n; i++) {
-        float *r;
-        int n = tt_evo_features(p->v[i].st, sc->gpu_limits, &r, NULL);
-        ok[i] = n > 0;
-        if (n <= 0 || !sc->model) {
-            free(r);
+        judge(sc, &p->v[i]);
+        ok[i] = p->v[i].valid > 0;
+        int n = p->v[i].nrows;
+        if (!ok[i] || !sc->model)
             continue;
-        }
         int cap0 = cap;
         float *g = grow(rows, &cap, nrows + n, sizeof(float) * TT_STORE_FEATURES);
         int *gp = g ? grow(prog, &capp, nrows + n, sizeof(int)) : NULL;
         if (!g || !gp) {
-            free(r);
             if (g)
                 rows = g;
             cap = cap0;
@@ -275,12 +323,11 @@ static tt_status score_all(scorer *sc, pop *p, tt_errbuf *err)
         }
         rows = g;
         prog = gp;
-        memcpy(rows + (size_t)nrows * TT_STORE_FEATURES, r,
+        memcpy(rows + (size_t)nrows * TT_STORE_FEATURES, p->v[i].rows,
                sizeof(float) * TT_STORE_FEATURES * (size_t)n);
         for (int k = 0; k < n; k++)
             prog[nrows + k] = i;
         nrows += n;
-        free(r);
     }
     if (sc->model) {
         float *out = malloc(sizeof(float) * (size_t)(p->n > 0 ? p->n : 1));
@@ -444,22 +491,29 @@ int tt_evo_search_round(tt_sketch_space *sp, const tt_evo_params *p, const tt_ev
     /* Initial population: random samples of the sketches... On a GPU only those within its
      * limits: of matmul 1024's samples that pass the sketch's checks (1024 work-items), 15% fit
      * 48 KiB of local memory, so a population of 256 held some 35 programs that could run and
-     * 220 that scored -inf; the draws go on longer instead, up to 64 a place (each fresh
-     * sample judged by lowering it, as score_all would: 1.3 s for 256 places there). */
+     * 220 that scored -inf; the draws go on longer instead, up to 64 a place, each fresh sample
+     * judged as it is drawn (judge(): its buffers, then one lowering that scoring reuses; a
+     * round of 256 places there takes 0.7 s, 1.8 s when each was lowered twice). */
     int draws = p->gpu_limits ? 64 * p->population : 4 * p->population;
     for (int tries = 0; cur.n < p->population && tries < draws; tries++) {
         tt_state *st;
         stats.drawn++;
         if (tt_sketch_sample(sp, -1, rng, &st, NULL))
             continue;
-        /* a repeat first: it costs a hash, the limits a lowering */
+        /* a repeat first: it costs a hash, the limits a lowering and an
+         * emission, or a tenth of that where the buffers tell */
         char *json = tt_steps_to_json(st->steps.data, st->steps.len);
-        bool fresh = json && hset_add(&uniq, tt_hash64_str(json));
-        free(json);
-        if (fresh && (!p->gpu_limits || within_gpu_limits(st, p->gpu_limits)))
-            pop_add(&cur, st);
-        else
+        if (!json || !hset_add(&uniq, tt_hash64_str(json))) {
+            free(json);
             tt_state_free(st);
+            continue;
+        }
+        indiv *x = pop_add(&cur, st, json);
+        if (x && p->gpu_limits) {
+            judge(&sc, x);
+            if (x->valid < 0)
+                pop_drop_last(&cur);
+        }
     }
     stats.initial = cur.n;
     /* ...and the best measured programs. */
@@ -472,7 +526,7 @@ int tt_evo_search_round(tt_sketch_space *sp, const tt_evo_params *p, const tt_ev
     for (int i = 0; i < nm && i < want; i++) {
         tt_state *st;
         if (!tt_state_from_json(sp->dag, h->configs[order[i].prog], &st, NULL))
-            pop_add(&cur, st);
+            pop_add(&cur, st, NULL);
     }
     if (cur.n == 0) {
         tt_err(err, TT_ERR_ILLEGAL_STEP, "no valid program could be sampled from %d sketches",
@@ -526,17 +580,26 @@ int tt_evo_search_round(tt_sketch_space *sp, const tt_evo_params *p, const tt_ev
             if (tt_rng_uniform(rng) < p->mutation_prob) {
                 if (tt_sketch_mutate(sp, parent->st, rng, &child, NULL))
                     continue;
+                indiv *x = pop_add(&next, child, NULL);
                 /* a mutant beyond the GPU's limits (a tile grown past local memory) would score
                  * -inf and never breed: its place goes to another */
-                if (p->gpu_limits && !within_gpu_limits(child, p->gpu_limits)) {
-                    tt_state_free(child);
-                    continue;
+                if (x && p->gpu_limits) {
+                    judge(&sc, x);
+                    if (x->valid < 0) {
+                        pop_drop_last(&next);
+                        continue;
+                    }
                 }
-            } else if (tt_state_clone(parent->st, &child)) {
-                continue;
+            } else {
+                /* a clone keeps its parent's judgement (parent may move as next grows: it is
+                 * in cur) */
+                if (tt_state_clone(parent->st, &child))
+                    continue;
+                indiv *x = pop_add(&next, child, NULL);
+                if (x)
+                    judged_as(x, parent);
             }
             stats.children_kept++;
-            pop_add(&next, child);
         }
         pop_clear(&cur);
         pop tmp = cur;

@@ -239,10 +239,16 @@ int tt__sketch_pad_shared(const tt_sketch_params *p, tt_state **st, int only, tt
         shared = !strcmp((*st)->stages.data[g].scope, "shared") && (only < 0 || (int)g == only);
     if (!shared)
         return 0; /* nothing to pad: spare the lowering */
+    tt_program *prog = NULL;
+    bool over = tt_lower_buffers(*st, &prog, NULL) ||
+                tt_program_scope_bytes(prog, "shared") > padding_cap(p);
+    tt_program_free(prog);
+    if (over)
+        return 0; /* no room to pad, told by the buffers alone (most GPU samples) */
     tt_gpu_limits lim;
     judging_limits(p, &lim);
-    tt_program *prog = NULL;
     tt_opencl_stats stats;
+    prog = NULL;
     if (!emitted_stats(*st, &lim, &stats, &prog) || stats.shared_bytes > padding_cap(p)) {
         tt_program_free(prog); /* judged by the caller's checks; no room to pad */
         return 0;

@@ -40,7 +40,7 @@ int tt__sketch_location_candidates(const tt_state *st, int stage, int (*out)[2],
 int tt__sketch_vector_tile_iter(const tt_state *st, int g);
 bool tt__sketch_vector_tile_stage(const tt_state *st, int g);
 tt_status tt__sketch_vector_tile_one(tt_state *st, int g, tt_errbuf *err);
-/* The divisors of n in increasing order, at most `max`; their count. */
+/* The divisors of n in increasing order, at most `max` (up to 256); their count. */
 int tt__sketch_divisors(int64_t n, int64_t *out, int max);
 
 #endif

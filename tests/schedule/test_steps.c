@@ -289,9 +289,25 @@ static void a_failed_step_leaves_the_state_unchanged(void **state)
     char *before = tt_state_print(st);
     int bad_order[2] = {0, 1};
     assert_int_equal(tt_sched_reorder(st, 2, bad_order, 2, &err), TT_ERR_ILLEGAL_STEP);
+    /* annotations, pragmas and storage_align apply in place, without the copy (tt_state_apply):
+     * each checks everything before it changes a field */
+    assert_int_equal(tt_sched_annotate(st, 2, 3, TT_ANN_PARALLEL, &err), TT_ERR_ILLEGAL_STEP);
+    assert_non_null(strstr(err.msg, "reduce iterator"));
+    assert_int_equal(tt_sched_annotate(st, 2, 0, TT_ANN_VECTORIZE, &err), TT_ERR_ILLEGAL_STEP);
+    assert_int_equal(tt_sched_pragma(st, 2, 0, "auto_unroll_max_step$x", &err),
+                     TT_ERR_ILLEGAL_STEP);
+    assert_int_equal(tt_sched_pragma(st, 2, 0, "double_buffer", &err), TT_ERR_ILLEGAL_STEP);
+    assert_int_equal(tt_sched_storage_align(st, 2, 0, 32, 1, &err), TT_ERR_ILLEGAL_STEP);
     char *after = tt_state_print(st);
     assert_string_equal(before, after);
     assert_int_equal(st->steps.len, 1);
+    /* ...and when they succeed they are recorded as any other step */
+    assert_int_equal(tt_sched_annotate(st, 2, 0, TT_ANN_PARALLEL, &err), TT_OK);
+    assert_int_equal(tt_sched_pragma(st, 2, 0, "auto_unroll_max_step$16", &err), TT_OK);
+    assert_int_equal(st->steps.len, 3);
+    assert_int_equal(st->steps.data[1].kind, TT_STEP_ANNOTATE);
+    assert_int_equal(st->stages.data[2].iters[0].ann, TT_ANN_PARALLEL);
+    assert_int_equal(st->stages.data[2].auto_unroll_max_step, 16);
     free(before);
     free(after);
     tt_state_free(st);

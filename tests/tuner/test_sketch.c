@@ -14,6 +14,7 @@
 #include "tuner/access.h"
 #include "tuner/evolution.h"
 #include "tuner/sketch.h"
+#include "tuner/sketch_int.h"
 
 static tt_workload *parse(const char *text)
 {
@@ -22,6 +23,25 @@ static tt_workload *parse(const char *text)
     if (tt_workload_parse(text, &w, &err))
         fail_msg("%s: %s", text, err.msg);
     return w;
+}
+
+/* The GPU sketch space of `w` (`threads` work-items a group, warps of 32); fails the test
+ * without one. */
+static void gpu_space(const tt_workload *w, int threads, tt_sketch_space *sp)
+{
+    tt_sketch_params p;
+    tt_sketch_params_gpu(&p, threads, 32);
+    tt_errbuf err = {{0}};
+    if (tt_sketch_space_init(sp, &w->dag, &p, &err))
+        fail_msg("%s: %s", w->key, err.msg);
+}
+
+/* A device of 1024 work-items a group and `shared` bytes of local memory (0: unlimited). */
+static void gpu_device(tt_gpu_limits *lim, int64_t shared)
+{
+    tt_gpu_limits_default(lim);
+    lim->max_threads = 1024;
+    lim->max_shared_bytes = shared;
 }
 
 static int sketch_count_for(const char *text, bool gpu)
@@ -85,11 +105,9 @@ static void gpu_counts_match_tvm(void **state)
      * binds the output's tiles to blocks, virtual threads and threads, and the shared stages are
      * fetched by the same threads. */
     tt_workload *w = parse("matmul:M=512,N=512,K=512");
-    tt_sketch_params p;
-    tt_sketch_params_gpu(&p, 1024, 32);
     tt_sketch_space sp;
+    gpu_space(w, 1024, &sp);
     tt_errbuf err = {{0}};
-    assert_int_equal(tt_sketch_space_init(&sp, &w->dag, &p, &err), TT_OK);
     const tt_state *st = sp.sketches[0].state;
     int shared = 0;
     for (size_t i = 0; i < st->stages.len; i++)
@@ -114,7 +132,7 @@ static void gpu_counts_match_tvm(void **state)
     assert_int_equal(bound[TT_ANN_VTHREAD], 1);
     assert_int_equal(bound[TT_ANN_THREAD_X], 3); /* the output and the two cooperative fetches */
     assert_int_equal(bound[TT_ANN_PARALLEL], 0);
-    assert_int_equal(tt_sketch_check_gpu(&p, out, &err), TT_OK);
+    assert_int_equal(tt_sketch_check_gpu(&sp.params, out, &err), TT_OK);
     tt_state_free(out);
     tt_sketch_space_free(&sp);
     tt_workload_free(w);
@@ -133,6 +151,24 @@ static void factor_schemes(void **state)
     /* the innermost limit applies to the last length only */
     assert_int_equal(tt_factor_schemes(128, 1, 64, s, 64), 7);
     assert_int_equal(tt_factor_schemes(7, 3, 64, s, 64), 4);
+    /* the divisors, found up to the square root, are those counting to n finds, in its order,
+     * the first `max` of them */
+    static const int64_t ns[] = {1, 2, 7, 12, 36, 197, 1024, 3136, 50176, 720720, 735134400};
+    for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
+        for (int max = 1; max <= 256; max += max < 8 ? 1 : 37) {
+            int64_t d[256], want[256];
+            int k = 0;
+            for (int64_t x = 1; x <= ns[i] && k < max; x++)
+                if (ns[i] % x == 0)
+                    want[k++] = x;
+            int got = tt__sketch_divisors(ns[i], d, max);
+            if (got != k)
+                fail_msg("%lld, max %d: %d divisors, want %d", (long long)ns[i], max, got, k);
+            for (int j = 0; j < k; j++)
+                if (d[j] != want[j])
+                    fail_msg("%lld, max %d: divisor %d is %lld, want %lld", (long long)ns[i], max,
+                             j, (long long)d[j], (long long)want[j]);
+        }
 }
 
 /* The undefined tile sizes of a sketch are its multi-level tiling splits. */
@@ -276,15 +312,11 @@ static void gpu_search_offers_only_kernels_within_the_device(void **state)
 {
     (void)state;
     tt_workload *w = parse("matmul:M=1024,N=1024,K=1024");
-    tt_sketch_params p;
-    tt_sketch_params_gpu(&p, 1024, 32);
     tt_sketch_space sp;
+    gpu_space(w, 1024, &sp);
     tt_errbuf err = {{0}};
-    assert_int_equal(tt_sketch_space_init(&sp, &w->dag, &p, &err), TT_OK);
     tt_gpu_limits lim;
-    tt_gpu_limits_default(&lim);
-    lim.max_threads = 1024;
-    lim.max_shared_bytes = 8192;
+    gpu_device(&lim, 8192);
     tt_evo_params ep;
     tt_evo_params_default(&ep);
     ep.population = 128;
@@ -318,8 +350,7 @@ static void gpu_search_offers_only_kernels_within_the_device(void **state)
     assert_true(stats[1].children_kept > 0 && stats[1].children_kept <= stats[1].children_tried);
     /* 48 KiB, a common GPU's local memory: about 1 draw in 30 fits, and a population of 64 is
      * filled with them */
-    tt_gpu_limits_default(&lim);
-    lim.max_threads = 1024;
+    gpu_device(&lim, 48 * 1024);
     ep.gpu_limits = &lim;
     ep.population = 64;
     tt_rng rng;
@@ -336,6 +367,67 @@ static void gpu_search_offers_only_kernels_within_the_device(void **state)
     assert_int_equal(stats[1].initial, ep.population);
     tt_sketch_space_free(&sp);
     tt_workload_free(w);
+}
+
+/* tt_lower_buffers, by which the GPU search rejects a tile beyond local memory before lowering
+ * it, gives tt_lower's buffers (vthread copies aside) and never more local memory than the
+ * kernel declares: over random GPU samples of a matmul and a convolution, padded and double
+ * buffered ones among them. */
+static void gpu_buffers_bound_local_memory(void **state)
+{
+    (void)state;
+    static const char *const ws[] = {"matmul:M=512,N=512,K=512",
+                                     "conv2d_nchw:N=1,H=14,W=14,CI=64,CO=64,K=3,S=1,P=1"};
+    int judged = 0, exact = 0, over = 0;
+    for (size_t i = 0; i < sizeof(ws) / sizeof(ws[0]); i++) {
+        tt_workload *w = parse(ws[i]);
+        tt_sketch_space sp;
+        gpu_space(w, 1024, &sp);
+        tt_errbuf err = {{0}};
+        tt_gpu_limits lim;
+        gpu_device(&lim, 0); /* emitted whatever they take, to compare */
+        tt_rng rng;
+        tt_rng_seed(&rng, 11);
+        for (int k = 0; k < 1000; k++) {
+            tt_state *st;
+            if (tt_sketch_sample(&sp, -1, &rng, &st, NULL))
+                continue;
+            tt_program *lb, *full;
+            assert_int_equal(tt_lower_buffers(st, &lb, &err), TT_OK);
+            assert_int_equal(tt_lower(st, &full, &err), TT_OK);
+            assert_int_equal(lb->root, 0);
+            assert_int_equal(lb->nparams, full->nparams);
+            assert_int_equal(lb->bufs.len, full->bufs.len);
+            for (size_t b = 0; b < lb->bufs.len; b++) {
+                const tt_buffer *x = &lb->bufs.data[b], *y = &full->bufs.data[b];
+                assert_string_equal(x->name, y->name);
+                assert_string_equal(x->scope, y->scope);
+                assert_true(x->size <= y->size);
+            }
+            char *text = NULL;
+            tt_opencl_stats stats;
+            if (!tt_codegen_opencl(full, "k", &lim, &text, NULL, &stats, NULL)) {
+                int64_t bound = tt_program_scope_bytes(lb, "shared");
+                assert_true(bound <= stats.shared_bytes);
+                assert_true(bound <= tt_program_scope_bytes(full, "shared"));
+                judged++;
+                exact += bound == stats.shared_bytes;
+                over += bound > 48 * 1024;
+            }
+            free(text);
+            tt_program_free(lb);
+            tt_program_free(full);
+            tt_state_free(st);
+        }
+        tt_sketch_space_free(&sp);
+        tt_workload_free(w);
+    }
+    printf("sketch: %d GPU samples; the buffers' bound is their kernel's local memory in %d, and "
+           "tells %d beyond 48 KiB\n",
+           judged, exact, over);
+    assert_true(judged >= 100);
+    assert_true(exact * 10 >= judged * 9); /* a bound that tells: nearly always exact */
+    assert_true(over > 0);
 }
 
 /* The program of a config (tt_evo_program_hash of the lowered state). */
@@ -840,16 +932,6 @@ static tt_state *gpu_default_tiling(const tt_workload *w)
     return st;
 }
 
-/* The GPU sketch space of `w` (256 threads, warps of 32); fails the test without one. */
-static void gpu_space(const tt_workload *w, tt_sketch_space *sp)
-{
-    tt_sketch_params p;
-    tt_sketch_params_gpu(&p, 256, 32);
-    tt_errbuf err = {{0}};
-    if (tt_sketch_space_init(sp, &w->dag, &p, &err))
-        fail_msg("%s: %s", w->key, err.msg);
-}
-
 /* The OpenCL statistics of `st` lowered and emitted under the default GPU limits (local memory
  * unlimited unless `capped`); fails the test when it does not lower or emit. */
 static void emitted_stats(const tt_workload *w, const tt_state *st, bool capped,
@@ -911,7 +993,7 @@ static void gpu_fetch_splits_take_more_threads_than_elements(void **state)
                            "out:float32[1,1,25,4]; x0:float32[1,1,25,8]; w1:const "
                            "float32[1,1,8,4]; r0:8; r1:1; r2:1");
     tt_sketch_space sp;
-    gpu_space(w, &sp);
+    gpu_space(w, 256, &sp);
     tt_rng rng;
     tt_rng_seed(&rng, 7);
     int valid = 0, over = 0;
@@ -1062,7 +1144,7 @@ static void gpu_matrix_vector_products_share_their_reductions(void **state)
         tt_state_free(st);
         /* the search has the form too: a sample of each sketch computes the definition */
         tt_sketch_space sp;
-        gpu_space(w, &sp);
+        gpu_space(w, 256, &sp);
         tt_rng rng;
         tt_rng_seed(&rng, 3);
         int with_form = 0;
@@ -1110,7 +1192,7 @@ static void gpu_prime_extents_take_padded_tiles(void **state)
 
     w = parse("matmul:M=37,N=37,K=37");
     tt_sketch_space sp;
-    gpu_space(w, &sp);
+    gpu_space(w, 256, &sp);
     tt_rng rng;
     tt_rng_seed(&rng, 11);
     int valid = 0, padded = 0;
@@ -1456,7 +1538,7 @@ static void gpu_double_buffer_fetches_ahead(void **state)
     tt_workload *w = parse("matmul:M=64,N=128,K=64");
     tt_sketch_space sp;
     tt_errbuf err = {{0}};
-    gpu_space(w, &sp);
+    gpu_space(w, 256, &sp);
     tt_rng rng;
     tt_rng_seed(&rng, 3);
     int samples = 0, with = 0, switched = 0;
@@ -1538,7 +1620,7 @@ static void gpu_samples_pad_shared_rows_against_bank_conflicts(void **state)
         tt_workload *w = parse(workloads[wi]);
         tt_sketch_space sp;
         tt_errbuf err = {{0}};
-        gpu_space(w, &sp);
+        gpu_space(w, 256, &sp);
         tt_rng rng;
         tt_rng_seed(&rng, 5 + wi);
         int was = padded + added + removed;
@@ -1606,7 +1688,7 @@ static void gpu_virtual_threads_fetch_once(void **state)
         tt_workload *w = parse(workloads[wi]);
         tt_sketch_space sp;
         tt_errbuf err = {{0}};
-        gpu_space(w, &sp);
+        gpu_space(w, 256, &sp);
         tt_rng rng;
         tt_rng_seed(&rng, 11 + wi);
         int got = 0;
@@ -1650,7 +1732,7 @@ static void gpu_vector_tiles_switch_on_and_off(void **state)
     tt_workload *w = parse("matmul:M=32,N=64,K=16");
     tt_sketch_space sp;
     tt_errbuf err = {{0}};
-    gpu_space(w, &sp);
+    gpu_space(w, 256, &sp);
     tt_rng rng;
     tt_rng_seed(&rng, 5);
     int samples = 0, with = 0, on = 0, off = 0;
@@ -1699,6 +1781,7 @@ int main(void)
         cmocka_unit_test(gpu_fetch_splits_take_more_threads_than_elements),
         cmocka_unit_test(gpu_mali_stages_nothing_in_local_memory),
         cmocka_unit_test(gpu_search_offers_only_kernels_within_the_device),
+        cmocka_unit_test(gpu_buffers_bound_local_memory),
         cmocka_unit_test(search_rounds_offer_each_program_once),
         cmocka_unit_test(factor_schemes),
         cmocka_unit_test(sketch_structure),
