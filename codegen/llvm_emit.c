@@ -1891,7 +1891,7 @@ tt__loop_form tt__codegen_loop_form(emitter *e, const tt_stmt *s, int auto_unrol
     }
     if ((s->ann == TT_ANN_UNROLL && s->extent <= e->opt.unroll_limit) ||
         (auto_unroll && s->ann != TT_ANN_PARALLEL &&
-         tt_program_nest_trip(e->p, s->body) * s->extent <= auto_unroll &&
+         tt_program_nest_trip(e->p, s->body, false) * s->extent <= auto_unroll &&
          !tt__codegen_contains_parallel(e, s->body)))
         return TT__LOOP_UNROLLED;
     return TT__LOOP_ROLLED;

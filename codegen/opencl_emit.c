@@ -1042,11 +1042,13 @@ static void emit_for_plain(cl_emitter *e, const tt_stmt *s)
         emit_vector_loop(e, s);
     } else {
         /* vthread: a virtual thread is a serial loop of every work-item, unrolled so that its
-         * private tiles stay in registers. */
-        bool unroll =
-            s->ann == TT_ANN_UNROLL || s->ann == TT_ANN_VTHREAD || s->ann == TT_ANN_VECTORIZE ||
-            e->staging ||
-            (e->auto_unroll && tt_program_nest_trip(e->p, s->body) * s->extent <= e->auto_unroll);
+         * private tiles stay in registers.  A vector loop inside counts once (TVM's order:
+         * VectorizeLoop, then UnrollLoop): the large tile's 16-deep inner product, 16 float4
+         * FMAs a step, was 1024 > 512 counted by lanes and stayed a loop. */
+        bool unroll = s->ann == TT_ANN_UNROLL || s->ann == TT_ANN_VTHREAD ||
+                      s->ann == TT_ANN_VECTORIZE || e->staging ||
+                      (e->auto_unroll &&
+                       tt_program_nest_trip(e->p, s->body, true) * s->extent <= e->auto_unroll);
         if (s->ann == TT_ANN_VTHREAD && e->lim.max_vthread > 0 && s->extent > e->lim.max_vthread)
             fail_limit(e, TT_GPU_LIMIT_VTHREAD,
                        "vthread loop '%s' has extent %lld, more than the %lld allowed",

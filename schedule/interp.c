@@ -186,25 +186,26 @@ static void print_stmt(const tt_program *p, tt_strbuf *sb, tt_sid id, int depth)
     }
 }
 
-int64_t tt_program_nest_trip(const tt_program *p, tt_sid id)
+int64_t tt_program_nest_trip(const tt_program *p, tt_sid id, bool vectors_as_one)
 {
     const tt_stmt *s = &p->stmts.data[id];
     switch (s->kind) {
     case TT_STMT_FOR: {
-        int64_t inner = tt_program_nest_trip(p, s->body);
-        int64_t ext = s->extent > 0 ? s->extent : 1;
+        int64_t inner = tt_program_nest_trip(p, s->body, vectors_as_one);
+        int64_t ext =
+            s->extent > 0 && !(vectors_as_one && s->ann == TT_ANN_VECTORIZE) ? s->extent : 1;
         return inner > (1 << 24) / ext ? (1 << 24) : inner * ext;
     }
     case TT_STMT_SEQ: {
         int64_t m = 1;
         for (uint32_t k = 0; k < s->n; k++) {
-            int64_t t = tt_program_nest_trip(p, p->items.data[s->first + k]);
+            int64_t t = tt_program_nest_trip(p, p->items.data[s->first + k], vectors_as_one);
             m = t > m ? t : m;
         }
         return m;
     }
     case TT_STMT_ALLOC:
-    case TT_STMT_IF: return tt_program_nest_trip(p, s->body);
+    case TT_STMT_IF: return tt_program_nest_trip(p, s->body, vectors_as_one);
     default: return 1;
     }
 }

@@ -112,8 +112,10 @@ const tt_buffer *tt_program_param(const tt_program *p, int i);
 
 /* Iterations of the deepest path through the nest at `id` (loops multiply, a sequence takes its
  * longest part), capped at 2^24: what auto_unroll_max_step compares with, in both code
- * generators. */
-int64_t tt_program_nest_trip(const tt_program *p, tt_sid id);
+ * generators.  With `vectors_as_one` a vectorized loop counts once, as in TVM, whose UnrollLoop
+ * runs after VectorizeLoop: the OpenCL generator's count (its vectors are one statement).  The
+ * LLVM generator counts their lanes still, as its tuned CPU records were measured with. */
+int64_t tt_program_nest_trip(const tt_program *p, tt_sid id, bool vectors_as_one);
 
 /* Readable form, e.g.
  *     for i.0 in 0..16 parallel:
