@@ -1331,6 +1331,20 @@ static tt_status vthread_loops_are_leaves(const tt_program *prog, tt_sid id, boo
  * local memory, and computes the definition; a matmul too small for 64 such work-groups is
  * refused.  K is 4 (staged 4 deep, 4 KiB) so that the interpreter's check stays cheap under the
  * sanitizers: a million outputs are the least the tile takes. */
+/* Whether OpenCL C `text` has a loop starting with `loop` right under a `#pragma unroll`. */
+static bool unrolled(const char *text, const char *loop)
+{
+    for (const char *p = strstr(text, "#pragma unroll\n"); p;
+         p = strstr(p + 1, "#pragma unroll\n")) {
+        const char *q = p + strlen("#pragma unroll\n");
+        while (*q == ' ')
+            q++;
+        if (!strncmp(q, loop, strlen(loop)))
+            return true;
+    }
+    return false;
+}
+
 static void gpu_large_tile_is_a_128_square(void **state)
 {
     (void)state;
@@ -1389,6 +1403,21 @@ static void gpu_large_tile_is_a_128_square(void **state)
     free(text);
     tt_program_free(prog);
     tt_state_free(st);
+    /* over a deeper reduction, the 16-deep inner product is unrolled under its
+     * auto_unroll_max_step of 512: 16 steps of 16 float4 FMAs, a vector counting once as in TVM
+     * (1024 counted by lanes: it stayed a loop) */
+    tt_workload *deep = parse("matmul:M=1024,N=1024,K=64");
+    if (tt_sketch_gpu_tiled(&deep->dag, &p, TT_GPU_TILE_LARGE_FLOAT4, &st, &err))
+        fail_msg("%s: %s", deep->key, err.msg);
+    assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
+    if (tt_codegen_opencl(prog, "k", &lim, &text, NULL, &stats, &err))
+        fail_msg("%s: %s", deep->key, err.msg);
+    assert_non_null(strstr(text, "for (int k_1"));
+    assert_true(unrolled(text, "for (int k_1"));
+    free(text);
+    tt_program_free(prog);
+    tt_state_free(st);
+    tt_workload_free(deep);
     /* the default's 4x4 outputs a work-item: B's row 4 floats apart, two words a bank */
     if (tt_sketch_gpu_tiled(&w->dag, &p, TT_GPU_TILE_DEFAULT, &st, &err))
         fail_msg("%s: %s", w->key, err.msg);
