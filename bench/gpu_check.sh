@@ -24,7 +24,8 @@
 # Steps that need a C compiler there (tvm-compile's runtime glue; nvcc's host compiler):
 #   "env": what the machine has (a C compiler, PyTorch's exporter);
 #   "tiles": the fixed tilings the GPU search starts from (tt_sketch_gpu_tiled: the build's
-#      default, the 128x128 large tile with scalar and 4-float fetches, and double-buffered)
+#      default, the 128x128 large tile with scalar and 4-float fetches, double-buffered, and
+#      with A's rows copied into registers by 128-bit reads)
 #      measured on matmul
 #      $SIZES, each checked against the reference;
 #   "nets-there": the networks $NETS (export_torch_models.py specs: resnet18, resnet18.b8,
@@ -88,9 +89,9 @@ fi
 want tiles &&
 for n in $sizes; do
     w="matmul:M=$n,N=$n,K=$n"
-    say "## the search's fixed starting tilings, $w (naive, default, large, large with 4-float fetches, double-buffered)"
+    say "## the search's fixed starting tilings, $w (naive, default, large, large with 4-float fetches, double-buffered, A's rows in registers)"
     t0=$(date +%s)
-    timeout $step_timeout tvm-tune run --target opencl --workload "$w" --strategy evo --trials 5 \
+    timeout $step_timeout tvm-tune run --target opencl --workload "$w" --strategy evo --trials 6 \
         --db "$out/tiles.db" > "$out/tiles_$n.log" 2>&1
     say "exit $? in $(( $(date +%s) - t0 )) s"
     tvm-db history --db "$out/tiles.db" --workload "$w" --target opencl --json | python3 -c '

@@ -595,6 +595,35 @@ uint32_t tt_access_largest_read_axes(const tt_state *st, int stage)
     return axes;
 }
 
+typedef struct {
+    const tt_dag *d;
+    uint32_t producer, axis;
+    int reads, along;
+} along_ctx;
+
+static void note_along(void *vctx, tt_eid read)
+{
+    along_ctx *c = vctx;
+    const tt_expr *r = tt_expr_get(&c->d->pool, read);
+    if (r->a != c->producer)
+        return;
+    c->reads++;
+    const tt_expr *last =
+        r->n ? tt_expr_get(&c->d->pool, tt_expr_read_index(&c->d->pool, r, r->n - 1)) : NULL;
+    c->along += last && last->kind == TT_EXPR_VAR && last->a == c->axis;
+}
+
+bool tt_access_reads_along_innermost_reduce(const tt_state *st, int stage, int producer)
+{
+    const tt_op *op = op_of(st, stage);
+    if (op->is_placeholder || op->nreduce == 0)
+        return false;
+    along_ctx c = {&st->dag, (uint32_t)st->stages.data[producer].op, op->raxis[op->nreduce - 1], 0,
+                   0};
+    tt_expr_visit_reads(&st->dag.pool, op->body, note_along, &c);
+    return c.reads > 0 && c.along == c.reads;
+}
+
 bool tt_access_cross_thread_reduction(const tt_state *st, int stage)
 {
     const tt_stage *sg = &st->stages.data[stage];

@@ -63,6 +63,11 @@ int64_t tt_access_largest_read(const tt_state *st, int stage, bool *along_reduce
 /* The spatial axes of `stage`'s op (bit k: op->axis[k]) that index its largest read (0: it reads
  * none): the weight rows w[n, k] of a matrix-vector product use n, not the batch. */
 uint32_t tt_access_largest_read_axes(const tt_state *st, int stage);
+/* Every read of `producer`'s op in `stage`'s body has the innermost reduce axis of stage's op as
+ * its last index (a matmul's A[i, k]: a register tile whose vectors run along the output's rows
+ * reads it one element at a time, and a copy of it in registers can be filled by vectors along
+ * k); false when there is no such read. */
+bool tt_access_reads_along_innermost_reduce(const tt_state *st, int stage, int producer);
 /* The stage, or a stage computed at it, has a reduce iterator bound to threadIdx.x. */
 bool tt_access_cross_thread_reduction(const tt_state *st, int stage);
 /* Ansor's cache-read location: the last reduce iterator of the outermost reduce tile (the n-th

@@ -108,7 +108,13 @@ typedef enum {
     TT_GPU_TILE_LARGE_FLOAT4,
     /* that, with its shared stages double-buffered (PR "double_buffer"): the next 16-deep slices
      * are fetched while the current ones are read, one barrier a step instead of two */
-    TT_GPU_TILE_LARGE_DOUBLE_BUFFER
+    TT_GPU_TILE_LARGE_DOUBLE_BUFFER,
+    /* that, with each input the register tile reads one float at a time along the reduction (a
+     * matmul's A[i, k]; B's rows are its vectors) copied into registers 4 deep (CHR "local" at
+     * the reduction's middle tile, filled by 128-bit reads of local memory), as fast GPU GEMMs
+     * read both tiles: 8 scalar reads of A a step become 2 vector ones.  TT_ERR_NOT_FOUND
+     * where no input is read so */
+    TT_GPU_TILE_LARGE_REGISTERS
 } tt_gpu_tile;
 
 /* A fixed tiling of `dag` (tvm-compile --target opencl's default without records with

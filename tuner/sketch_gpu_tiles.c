@@ -261,6 +261,74 @@ int tt__sketch_pad_shared(const tt_sketch_params *p, tt_state **st, int only, tt
     return padded;
 }
 
+/* The innermost staged reduction of filled `steps` split 4 deep below its staged depth (k.1 16,
+ * k.2 1 become 4 and 4), where a register copy of an input 4 floats along it is filled
+ * (register_cache); false where the depth is not a multiple of 4 of 8 or more. */
+static bool reduce_by_four(tt_step *steps, const uint8_t *undef, size_t n)
+{
+    for (size_t k = n; k-- > 0;) {
+        tt_step *s = &steps[k];
+        if (!undef[k] || undef[k] == UNDEF_SPATIAL || s->kind != TT_STEP_SPLIT || s->nlen != 2)
+            continue;
+        if (s->lengths[0] < 8 || s->lengths[0] % 4 || s->lengths[1] != 1)
+            return false;
+        s->lengths[0] /= 4;
+        s->lengths[1] = 4;
+        return true;
+    }
+    return false;
+}
+
+/* Each shared stage that its consumer reads along the innermost reduction gets a copy in
+ * registers (CHR "local") computed at the consumer's middle reduce tile (NAME.1, the split by
+ * reduce_by_four), filled by vectors along the reduction; the code generator must emit that fill
+ * as vectors.  NOT_FOUND where no stage is read so. */
+static tt_status register_cache(const tt_sketch_params *p, tt_state **st, tt_errbuf *err)
+{
+    tt_gpu_limits lim;
+    judging_limits(p, &lim);
+    tt_opencl_stats before, after;
+    if (!emitted_stats(*st, &lim, &before, NULL))
+        return tt_err(err, TT_ERR_NOT_FOUND, "the tile does not emit");
+    int cached = 0;
+    tt_status r = TT_OK;
+    for (size_t g = 0; g < (*st)->stages.len && !r; g++) {
+        int c, at;
+        const tt_stage *sg = &(*st)->stages.data[g];
+        if (strcmp(sg->scope, "shared") != 0)
+            continue;
+        tt_access_attach_point(*st, (int)g, &c, &at);
+        if (c < 0 || !tt_access_reads_along_innermost_reduce(*st, c, (int)g))
+            continue;
+        const tt_op *op = &(*st)->dag.ops.data[(*st)->stages.data[c].op];
+        char name[96];
+        snprintf(name, sizeof(name), "%s.1",
+                 tt_var_name(&(*st)->dag.pool, op->raxis[op->nreduce - 1]));
+        int mid = -1;
+        for (int i = 0; i < (*st)->stages.data[c].niters && mid < 0; i++)
+            if (!strcmp((*st)->stages.data[c].iters[i].name, name))
+                mid = i;
+        if (mid < 0)
+            continue;
+        /* the copy is stage g + 1; the consumer moves one on */
+        if ((r = tt_sched_cache_read(*st, (int)g, "local", &c, 1, err)) ||
+            (r = tt_sched_compute_at(*st, (int)g + 1, c + 1, mid, err)) ||
+            (r = tt_sched_annotate(*st, (int)g + 1, (*st)->stages.data[g + 1].niters - 1,
+                                   TT_ANN_VECTORIZE, err)))
+            break;
+        cached++;
+        g++;
+    }
+    if (r)
+        return r;
+    if (!cached)
+        return tt_err(err, TT_ERR_NOT_FOUND, "no input is read along the innermost reduction");
+    if (!emitted_stats(*st, &lim, &after, NULL) ||
+        after.vector_loops < before.vector_loops + cached)
+        return tt_err(err, TT_ERR_NOT_FOUND, "the register copies do not fill by vectors");
+    return TT_OK;
+}
+
 /* The state of `steps` (a sketch's, filled) with the finishing touches of tile `size`, checked
  * against the sketch's GPU limits. */
 static tt_status tiled_state(const tt_dag *dag, tt_sketch_space *sp, tt_gpu_tile size,
@@ -276,8 +344,10 @@ static tt_status tiled_state(const tt_dag *dag, tt_sketch_space *sp, tt_gpu_tile
         e = tt_sketch_vector_tile(st, NULL, err);
     if (!e && size >= TT_GPU_TILE_LARGE_FLOAT4)
         tt__sketch_pad_shared(&sp->params, &st, -1, NULL);
-    if (!e && size == TT_GPU_TILE_LARGE_DOUBLE_BUFFER)
+    if (!e && size >= TT_GPU_TILE_LARGE_DOUBLE_BUFFER)
         e = tt__sketch_double_buffer(st, NULL, err);
+    if (!e && size == TT_GPU_TILE_LARGE_REGISTERS)
+        e = register_cache(&sp->params, &st, err);
     for (size_t g = 0; !e && g < st->stages.len; g++) {
         const tt_stage *sg = &st->stages.data[g];
         if (sg->at != TT_AT_INLINE && !st->dag.ops.data[sg->op].is_placeholder &&
@@ -361,6 +431,12 @@ tt_status tt_sketch_gpu_tiled(const tt_dag *dag, const tt_sketch_params *p, tt_g
                                             vthreads, threads, deep, &group_threads);
                 if (groups < 64 && (c + 1 < ntry || is_large))
                     break;
+                if (size == TT_GPU_TILE_LARGE_REGISTERS &&
+                    !reduce_by_four(steps, sk->undefined, n)) {
+                    r = tt_err(err, TT_ERR_NOT_FOUND,
+                               "the reduction is not staged a multiple of 4 deep");
+                    continue;
+                }
                 tt_state *st;
                 if (tiled_state(dag, &sp, size, steps, n, &st, err))
                     continue;

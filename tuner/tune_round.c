@@ -334,15 +334,18 @@ static char *config_of(task *t, uint64_t index)
 }
 
 /* GPU sketch search: the fixed tilings of tt_sketch_gpu_tiled (the one a build takes without
- * records, and the large one with scalar and 4-float fetches, and double-buffered) are measured
+ * records, and the large one with scalar and 4-float fetches, double-buffered, and with A's rows
+ * in registers) are measured
  * right after the baseline, so that a tuned record is never slower than the untuned build, and the
  * search breeds from them as from any measured program.  Before, 24 trials of a ResNet task could
  * end slower than the build's default. */
 static int pick_gpu_starts(task *t, candidate *c, int n, int want)
 {
     static const tt_gpu_tile sizes[] = {TT_GPU_TILE_DEFAULT, TT_GPU_TILE_LARGE,
-                                        TT_GPU_TILE_LARGE_FLOAT4, TT_GPU_TILE_LARGE_DOUBLE_BUFFER};
-    static const char *const names[] = {"default", "large", "large-float4", "large-double-buffer"};
+                                        TT_GPU_TILE_LARGE_FLOAT4, TT_GPU_TILE_LARGE_DOUBLE_BUFFER,
+                                        TT_GPU_TILE_LARGE_REGISTERS};
+    static const char *const names[] = {"default", "large", "large-float4", "large-double-buffer",
+                                        "large-registers"};
     if (!t->gpu || !t->have_sketch)
         return n;
     /* a batch smaller than the starts leaves the rest to the next one */

@@ -24,6 +24,7 @@
 #include "rpc/opencl.h"
 #include "schedule/random_schedule.h"
 #include "schedule/verify.h"
+#include "tuner/access.h"
 #include "tuner/sketch.h"
 #include "tuner/space.h"
 #include "tuner/tune.h"
@@ -564,8 +565,9 @@ static void target_thread_limit_bounds_the_search(void **state)
 typedef struct {
     const tt_workload *w;
     int offered;
-    int at_default, at_large, at_large4, at_large_db; /* 1-based position, 0: never offered */
-    char *config[4];                                  /* the configs of the four, in that order */
+    /* 1-based position, 0: never offered */
+    int at_default, at_large, at_large4, at_large_db, at_large_regs;
+    char *config[5]; /* the configs of the five, in that order */
 } starts_check;
 
 static double see_start(void *ctx, const char *config)
@@ -595,9 +597,13 @@ static double see_start(void *ctx, const char *config)
             if (unroll && !db && stats.shared_bytes == 18432 && stats.vector_loops >= 2 &&
                 !sc->at_large4)
                 sc->at_large4 = sc->offered, kind = 2;
-            if (unroll && db && stats.shared_bytes == 36864 && stats.vector_loops >= 2 &&
+            bool regs = strstr(config, "\"local\", [") != NULL; /* a CHR to registers */
+            if (unroll && db && !regs && stats.shared_bytes == 36864 && stats.vector_loops >= 2 &&
                 !sc->at_large_db)
                 sc->at_large_db = sc->offered, kind = 3;
+            if (unroll && db && regs && stats.shared_bytes == 36864 && stats.vector_loops >= 3 &&
+                !sc->at_large_regs)
+                sc->at_large_regs = sc->offered, kind = 4;
             if (kind >= 0)
                 sc->config[kind] = strdup(config);
         }
@@ -611,18 +617,19 @@ static double see_start(void *ctx, const char *config)
 /* The records that carry a start's name in their extra JSON ("start"), by name: tvm-db history
  * --json shows it, and the GPU bench's tables label their rows by it. */
 typedef struct {
-    char *config[4];
+    char *config[5];
     int named, others;
 } start_names;
 
 static int note_start_name(void *ctx, const tt_db_row *row)
 {
-    static const char *const names[] = {"default", "large", "large-float4", "large-double-buffer"};
+    static const char *const names[] = {"default", "large", "large-float4", "large-double-buffer",
+                                        "large-registers"};
     start_names *sn = ctx;
     json_t *x = row->extra ? json_loads(row->extra, 0, NULL) : NULL;
     const char *name = json_string_value(json_object_get(x, "start"));
     int k = -1;
-    for (int i = 0; name && i < 4; i++)
+    for (int i = 0; name && i < 5; i++)
         if (!strcmp(name, names[i]))
             k = i;
     if (name)
@@ -639,8 +646,8 @@ static int note_start_name(void *ctx, const tt_db_row *row)
 
 /* A GPU sketch search measures the fixed tilings right after the naive baseline: the one a build
  * takes without records, so that a tuned record is never slower than the untuned build, and the
- * large tile with scalar and 4-float fetches and double-buffered (tt__tune_pick), each record
- * named for its tiling; a resumed run does not offer them again. */
+ * large tile with scalar and 4-float fetches, double-buffered, and with A's rows in registers
+ * (tt__tune_pick), each record named for its tiling; a resumed run does not offer them again. */
 static void gpu_search_starts_from_the_fixed_tilings(void **state)
 {
     need_device();
@@ -659,23 +666,24 @@ static void gpu_search_starts_from_the_fixed_tilings(void **state)
     if (tt_tune_run(&o, &sum, NULL, &err))
         fail_msg("%s", err.msg);
     printf("opencl: of %d offered, the default tiling came %d, the large %d, the large with "
-           "4-float fetches %d, and double-buffered %d\n",
-           sc.offered, sc.at_default, sc.at_large, sc.at_large4, sc.at_large_db);
+           "4-float fetches %d, double-buffered %d, and with A's rows in registers %d\n",
+           sc.offered, sc.at_default, sc.at_large, sc.at_large4, sc.at_large_db, sc.at_large_regs);
     assert_int_equal(sc.offered, 8);
-    assert_true(sc.at_default >= 1 && sc.at_default <= 5);
-    assert_true(sc.at_large >= 1 && sc.at_large <= 5);
-    assert_true(sc.at_large4 >= 1 && sc.at_large4 <= 5);
-    assert_true(sc.at_large_db >= 1 && sc.at_large_db <= 5);
-    /* each of the four records says which it is */
+    assert_true(sc.at_default >= 1 && sc.at_default <= 6);
+    assert_true(sc.at_large >= 1 && sc.at_large <= 6);
+    assert_true(sc.at_large4 >= 1 && sc.at_large4 <= 6);
+    assert_true(sc.at_large_db >= 1 && sc.at_large_db <= 6);
+    assert_true(sc.at_large_regs >= 1 && sc.at_large_regs <= 6);
+    /* each of the five records says which it is */
     tt_db *d;
     assert_int_equal(tt_db_open(db, TT_DB_READONLY, &d, &err), TT_OK);
     start_names sn;
     memset(&sn, 0, sizeof(sn));
     assert_int_equal(tt_db_history(d, NULL, note_start_name, &sn), TT_OK);
     tt_db_close(d);
-    assert_int_equal(sn.named, 4);
-    assert_int_equal(sn.others, 4);
-    for (int k = 0; k < 4; k++) {
+    assert_int_equal(sn.named, 5);
+    assert_int_equal(sn.others, 3);
+    for (int k = 0; k < 5; k++) {
         assert_non_null(sc.config[k]);
         assert_non_null(sn.config[k]);
         assert_string_equal(sn.config[k], sc.config[k]);
@@ -683,14 +691,15 @@ static void gpu_search_starts_from_the_fixed_tilings(void **state)
         free(sc.config[k]);
         sc.config[k] = NULL;
     }
-    /* resumed with 8 more trials: the four are in the database and not offered again */
+    /* resumed with 8 more trials: the five are in the database and not offered again */
     memset(&sc.offered, 0, sizeof(sc) - offsetof(starts_check, offered));
     o.trials = 16;
     if (tt_tune_run(&o, &sum, NULL, &err))
         fail_msg("%s", err.msg);
     assert_int_equal(sc.offered, 8);
-    assert_int_equal(sc.at_default + sc.at_large + sc.at_large4 + sc.at_large_db, 0);
-    for (int k = 0; k < 4; k++)
+    assert_int_equal(sc.at_default + sc.at_large + sc.at_large4 + sc.at_large_db + sc.at_large_regs,
+                     0);
+    for (int k = 0; k < 5; k++)
         free(sc.config[k]);
     tt_workload_free((tt_workload *)sc.w);
 }
@@ -1022,6 +1031,28 @@ static void double_buffered_tiles_match(void **state)
     printf("opencl: double-buffered tiles match (the large one: %lld bytes of local memory, %d "
            "barriers, %d vector loops)\n",
            (long long)stats.shared_bytes, stats.barriers, stats.vector_loops);
+    tt_state_free(st);
+    /* A's rows copied into registers 4 deep, from either half of the double buffer: one more
+     * vector loop (the copy: 128-bit reads of local memory), the same local memory; and a dense
+     * layer's two inputs, both read along k, both copied */
+    if (tt_sketch_gpu_tiled(&w->dag, &sp, TT_GPU_TILE_LARGE_REGISTERS, &st, &err))
+        fail_msg("large tile, registers: %s", err.msg);
+    check_state(w, st, 8, "large tile with A's rows in registers", &stats);
+    assert_int_equal(stats.shared_bytes, 2 * (128 * 20 + 16 * 128) * 4);
+    assert_int_equal(stats.vector_loops, 10);
+    tt_state_free(st);
+    tt_workload_free(w);
+    assert_int_equal(tt_workload_parse("te:C[i,j] += A[i,k] * W[j,k]; A:float32[1024,64]; "
+                                       "W:float32[1024,64]",
+                                       &w, &err),
+                     TT_OK);
+    if (tt_sketch_gpu_tiled(&w->dag, &sp, TT_GPU_TILE_LARGE_REGISTERS, &st, &err))
+        fail_msg("dense layer, registers: %s", err.msg);
+    int copies = 0;
+    for (size_t g = 0; g < st->stages.len; g++)
+        copies += !strcmp(st->stages.data[g].scope, "local") && !tt_access_has_reduce(st, (int)g);
+    assert_int_equal(copies, 2);
+    check_state(w, st, 9, "dense layer with both inputs in registers", &stats);
     tt_state_free(st);
     tt_workload_free(w);
 }

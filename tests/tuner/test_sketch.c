@@ -430,6 +430,64 @@ static void gpu_buffers_bound_local_memory(void **state)
     assert_true(over > 0);
 }
 
+/* The large tile with registers (TT_GPU_TILE_LARGE_REGISTERS): each input read along the
+ * innermost reduction gets a register copy at the reduction's middle tile, 4 deep, filled by
+ * vectors along k; inputs read otherwise do not, and a workload with none is not offered it.
+ * (test_opencl runs them on the device.) */
+static void gpu_registers_copy_inputs_read_along_the_reduction(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *w;
+        int copies; /* -1: not offered */
+    } cases[] = {
+        {"matmul:M=1024,N=1024,K=256", 1}, /* A[i, k]; B[k, j] is the register tile's vectors */
+        {"te:C[i,j] += A[i,k] * W[j,k]; A:float32[1024,64]; W:float32[1024,64]", 2},
+        {"batch_matmul:B=16,M=512,N=512,K=64", 1},
+        {"te:C[i,j] += A[k,i] * B[k,j]; A:float32[64,1024]; B:float32[64,1024]", -1},
+    };
+    tt_sketch_params p;
+    tt_sketch_params_gpu(&p, 256, 32);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        tt_workload *w = parse(cases[i].w);
+        tt_state *st;
+        tt_errbuf err = {{0}};
+        tt_status s = tt_sketch_gpu_tiled(&w->dag, &p, TT_GPU_TILE_LARGE_REGISTERS, &st, &err);
+        if (cases[i].copies < 0) {
+            assert_int_equal(s, TT_ERR_NOT_FOUND);
+            assert_non_null(strstr(err.msg, "along the innermost reduction"));
+            tt_workload_free(w);
+            continue;
+        }
+        if (s)
+            fail_msg("%s: %s", cases[i].w, err.msg);
+        int copies = 0;
+        for (size_t g = 0; g < st->stages.len; g++) {
+            const tt_stage *sg = &st->stages.data[g];
+            if (strcmp(sg->scope, "local") || tt_access_has_reduce(st, (int)g))
+                continue;
+            copies++;
+            /* at the consumer's k.1, 4 deep along k, the innermost axis a vector */
+            int target, at;
+            tt_access_attach_point(st, (int)g, &target, &at);
+            assert_true(target > (int)g);
+            assert_string_equal(st->stages.data[target].iters[at].name, "k.1");
+            const tt_stage *c = &st->stages.data[target];
+            int k2 = -1;
+            for (int it = at + 1; it < c->niters; it++)
+                k2 = !strcmp(c->iters[it].name, "k.2") ? it : k2;
+            assert_true(k2 > at);
+            assert_int_equal(c->iters[k2].extent, 4);
+            /* (its extents are the tensor's until lowering infers the 4-deep region) */
+            assert_int_equal(sg->iters[sg->niters - 1].ann, TT_ANN_VECTORIZE);
+        }
+        assert_int_equal(copies, cases[i].copies);
+        assert_int_equal(tt_sketch_check_gpu(&p, st, &err), TT_OK);
+        tt_state_free(st);
+        tt_workload_free(w);
+    }
+}
+
 /* The program of a config (tt_evo_program_hash of the lowered state). */
 static uint64_t program_of(const tt_workload *w, const char *json)
 {
@@ -1811,6 +1869,7 @@ int main(void)
         cmocka_unit_test(gpu_mali_stages_nothing_in_local_memory),
         cmocka_unit_test(gpu_search_offers_only_kernels_within_the_device),
         cmocka_unit_test(gpu_buffers_bound_local_memory),
+        cmocka_unit_test(gpu_registers_copy_inputs_read_along_the_reduction),
         cmocka_unit_test(search_rounds_offer_each_program_once),
         cmocka_unit_test(factor_schemes),
         cmocka_unit_test(sketch_structure),
