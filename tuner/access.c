@@ -436,10 +436,15 @@ bool tt_access_has_cache_write(const tt_state *st, int stage)
 
 int tt_access_final_stage(const tt_state *st, size_t step, int stage_at_step)
 {
+    /* a cache write and an rfactor insert their stage before the one they name, a cache read
+     * after it (state.c): a CHR of the stage itself leaves its id as it was (a register copy
+     * of a shared stage, after the stage's PR and SA steps) */
     int inc = 0;
     for (size_t i = step + 1; i < st->steps.len; i++) {
         const tt_step *s = &st->steps.data[i];
-        if (stage_changing(s->kind) && s->stage <= stage_at_step + inc)
+        int at = stage_at_step + inc;
+        if (stage_changing(s->kind) &&
+            (s->kind == TT_STEP_CACHE_READ ? s->stage < at : s->stage <= at))
             inc++;
     }
     return stage_at_step + inc;

@@ -1529,8 +1529,11 @@ tt_status tt_sketch_sample(tt_sketch_space *sp, int k, tt_rng *rng, tt_state **o
         tt_state_free(st);
         return r;
     }
-    if (sp->params.gpu)
+    if (sp->params.gpu) {
+        /* copies first: the padding is judged by the reads of local memory that remain */
+        tt__sketch_register_copy(&sp->params, &st, rng);
         tt__sketch_pad_shared(&sp->params, &st, -1, rng);
+    }
     *out = st;
     return TT_OK;
 }

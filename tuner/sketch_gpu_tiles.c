@@ -279,52 +279,93 @@ static bool reduce_by_four(tt_step *steps, const uint8_t *undef, size_t n)
     return false;
 }
 
-/* Each shared stage that its consumer reads along the innermost reduction gets a copy in
- * registers (CHR "local") computed at the consumer's middle reduce tile (NAME.1, the split by
- * reduce_by_four), filled by vectors along the reduction; the code generator must emit that fill
- * as vectors.  NOT_FOUND where no stage is read so. */
-static tt_status register_cache(const tt_sketch_params *p, tt_state **st, tt_errbuf *err)
+/* The iterator NAME.L of the innermost reduce axis of stage c's op, or -1. */
+static int reduce_level(const tt_state *st, int c, int level)
 {
+    const tt_op *op = &st->dag.ops.data[st->stages.data[c].op];
+    if (op->nreduce == 0)
+        return -1;
+    char name[96];
+    snprintf(name, sizeof(name), "%s.%d", tt_var_name(&st->dag.pool, op->raxis[op->nreduce - 1]),
+             level);
+    for (int i = 0; i < st->stages.data[c].niters; i++)
+        if (!strcmp(st->stages.data[c].iters[i].name, name))
+            return i;
+    return -1;
+}
+
+/* Whether shared stage g is one a register copy applies to: its consumer c reads it along the
+ * innermost reduction, whose middle tile (NAME.1) has at least 2 steps below it (NAME.2). */
+static bool copy_applies(const tt_state *st, int g, int *c, int *mid)
+{
+    int at, inner;
+    if (strcmp(st->stages.data[g].scope, "shared") != 0)
+        return false;
+    tt_access_attach_point(st, g, c, &at);
+    if (*c < 0 || !tt_access_reads_along_innermost_reduce(st, *c, g))
+        return false;
+    *mid = reduce_level(st, *c, 1);
+    inner = reduce_level(st, *c, 2);
+    return *mid >= 0 && inner > *mid && st->stages.data[*c].iters[inner].extent >= 2;
+}
+
+int tt__sketch_register_copy(const tt_sketch_params *p, tt_state **st, tt_rng *rng)
+{
+    if (rng && tt_rng_uniform(rng) < 0.5)
+        return 0;
+    int c, mid, want = 0;
+    for (size_t g = 0; g < (*st)->stages.len; g++)
+        want += copy_applies(*st, (int)g, &c, &mid);
+    if (!want)
+        return 0; /* spare the emission */
+    tt_program *prog = NULL;
+    bool over = tt_lower_buffers(*st, &prog, NULL) ||
+                tt_program_scope_bytes(prog, "shared") > padding_cap(p);
+    tt_program_free(prog);
+    if (over)
+        return 0; /* beyond local memory already: the search rejects it, told by its buffers */
     tt_gpu_limits lim;
     judging_limits(p, &lim);
     tt_opencl_stats before, after;
-    if (!emitted_stats(*st, &lim, &before, NULL))
-        return tt_err(err, TT_ERR_NOT_FOUND, "the tile does not emit");
-    int cached = 0;
-    tt_status r = TT_OK;
-    for (size_t g = 0; g < (*st)->stages.len && !r; g++) {
-        int c, at;
-        const tt_stage *sg = &(*st)->stages.data[g];
-        if (strcmp(sg->scope, "shared") != 0)
-            continue;
-        tt_access_attach_point(*st, (int)g, &c, &at);
-        if (c < 0 || !tt_access_reads_along_innermost_reduce(*st, c, (int)g))
-            continue;
-        const tt_op *op = &(*st)->dag.ops.data[(*st)->stages.data[c].op];
-        char name[96];
-        snprintf(name, sizeof(name), "%s.1",
-                 tt_var_name(&(*st)->dag.pool, op->raxis[op->nreduce - 1]));
-        int mid = -1;
-        for (int i = 0; i < (*st)->stages.data[c].niters && mid < 0; i++)
-            if (!strcmp((*st)->stages.data[c].iters[i].name, name))
-                mid = i;
-        if (mid < 0)
+    tt_state *work = NULL;
+    if (!emitted_stats(*st, &lim, &before, NULL) || before.shared_bytes > padding_cap(p) ||
+        tt_state_clone(*st, &work))
+        return 0;
+    int copies = 0;
+    for (size_t g = 0; g < work->stages.len; g++) {
+        if (!copy_applies(work, (int)g, &c, &mid))
             continue;
         /* the copy is stage g + 1; the consumer moves one on */
-        if ((r = tt_sched_cache_read(*st, (int)g, "local", &c, 1, err)) ||
-            (r = tt_sched_compute_at(*st, (int)g + 1, c + 1, mid, err)) ||
-            (r = tt_sched_annotate(*st, (int)g + 1, (*st)->stages.data[g + 1].niters - 1,
-                                   TT_ANN_VECTORIZE, err)))
+        if (tt_sched_cache_read(work, (int)g, "local", &c, 1, NULL) ||
+            tt_sched_compute_at(work, (int)g + 1, c + 1, mid, NULL) ||
+            tt_sched_annotate(work, (int)g + 1, work->stages.data[g + 1].niters - 1,
+                              TT_ANN_VECTORIZE, NULL)) {
+            copies = 0;
             break;
-        cached++;
+        }
+        copies++;
         g++;
     }
-    if (r)
-        return r;
-    if (!cached)
+    if (!copies || !emitted_stats(work, &lim, &after, NULL) ||
+        after.vector_loops < before.vector_loops + copies) {
+        tt_state_free(work);
+        return 0; /* the copies would be filled one float at a time: no gain */
+    }
+    tt_state_free(*st);
+    *st = work;
+    return copies;
+}
+
+/* The fixed large tile's register copies (TT_GPU_TILE_LARGE_REGISTERS), all of them;
+ * NOT_FOUND where none applies or none fills by vectors. */
+static tt_status register_cache(const tt_sketch_params *p, tt_state **st, tt_errbuf *err)
+{
+    int c, mid, want = 0;
+    for (size_t g = 0; g < (*st)->stages.len; g++)
+        want += copy_applies(*st, (int)g, &c, &mid);
+    if (!want)
         return tt_err(err, TT_ERR_NOT_FOUND, "no input is read along the innermost reduction");
-    if (!emitted_stats(*st, &lim, &after, NULL) ||
-        after.vector_loops < before.vector_loops + cached)
+    if (tt__sketch_register_copy(p, st, NULL) != want)
         return tt_err(err, TT_ERR_NOT_FOUND, "the register copies do not fill by vectors");
     return TT_OK;
 }

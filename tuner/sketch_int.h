@@ -26,6 +26,13 @@ tt_status tt__sketch_double_buffer(tt_state *st, tt_rng *rng, tt_errbuf *err);
  * sketch's limits and its local memory.  With `rng`, at even odds none is tried.  The number of
  * stages padded. */
 int tt__sketch_pad_shared(const tt_sketch_params *p, tt_state **st, int only, tt_rng *rng);
+/* Register copies (CHR "local" at the reduction's middle tile, NAME.1) of the shared stages
+ * that their consumer reads along the innermost reduction (a matmul's A[i, k]: the register
+ * tile's vectors run along B's rows, so it read A one float at a time), filled by vectors along
+ * NAME.2: all of them, kept only where the code generator emits every fill as vectors and local
+ * memory is within the cap; with `rng`, at even odds.  Returns the copies made (the state is
+ * unchanged when 0). */
+int tt__sketch_register_copy(const tt_sketch_params *p, tt_state **st, tt_rng *rng);
 
 /* Shared by sampling (sketch.c) and mutation (sketch_mutate.c). */
 /* A uniform draw in [0, n) (0 when n <= 0). */

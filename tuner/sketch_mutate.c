@@ -150,7 +150,9 @@ static tt_status mutate_double_buffer(tt_sketch_space *sp, const tt_state *st, t
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         const tt_step *s = &st->steps.data[i];
-        if (s->kind == TT_STEP_PRAGMA && s->stage == g && !strcmp(s->pragma, "double_buffer"))
+        /* stage ids as of each step: a register copy's CHR, after it, moves the stages on */
+        if (s->kind == TT_STEP_PRAGMA && tt_access_final_stage(st, i, s->stage) == g &&
+            !strcmp(s->pragma, "double_buffer"))
             continue; /* a PR step adds no stage: the ids of the others hold */
         steps[m++] = *s;
     }
@@ -228,12 +230,14 @@ static tt_status mutate_vector_tile(tt_sketch_space *sp, const tt_state *st, tt_
     tt_step *steps = malloc(sizeof(tt_step) * (n ? n : 1));
     if (!steps)
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
-    /* switch off: the AN vectorize steps of the stage's last iterator and its copy-out's */
+    /* switch off: the AN vectorize steps of the stage's last iterator and its copy-out's (stage
+     * ids as of each step: a register copy's CHR, after them, moves the stages on) */
     for (size_t i = 0; i < n; i++) {
         const tt_step *s = &st->steps.data[i];
+        int at = s->kind == TT_STEP_ANNOTATE ? tt_access_final_stage(st, i, s->stage) : -1;
         if (s->kind == TT_STEP_ANNOTATE && s->ann == TT_ANN_VECTORIZE &&
-            ((s->stage == g && s->iter == sg->niters - 1) ||
-             (c >= 0 && s->stage == c && s->iter == st->stages.data[c].niters - 1)))
+            ((at == g && s->iter == sg->niters - 1) ||
+             (c >= 0 && at == c && s->iter == st->stages.data[c].niters - 1)))
             continue; /* an AN step adds no stage or iterator: the others' ids hold */
         steps[m++] = *s;
     }

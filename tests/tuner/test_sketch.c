@@ -25,6 +25,9 @@ static tt_workload *parse(const char *text)
     return w;
 }
 
+/* `st` lowers and computes w's definition in the interpreter; fails the test otherwise. */
+static void check(const tt_workload *w, const tt_state *st, const char *what);
+
 /* The GPU sketch space of `w` (`threads` work-items a group, warps of 32); fails the test
  * without one. */
 static void gpu_space(const tt_workload *w, int threads, tt_sketch_space *sp)
@@ -486,6 +489,41 @@ static void gpu_registers_copy_inputs_read_along_the_reduction(void **state)
         tt_state_free(st);
         tt_workload_free(w);
     }
+    /* sampled GPU programs get them at even odds where they apply, and with them (and their
+     * tile-size mutants) compute the definition */
+    tt_workload *w = parse("matmul:M=64,N=128,K=32");
+    tt_sketch_space sp;
+    gpu_space(w, 256, &sp);
+    tt_rng rng;
+    tt_rng_seed(&rng, 21);
+    int with = 0, without = 0, mutants = 0;
+    for (int k = 0; k < 2000 && with < 6; k++) {
+        tt_state *st, *mu;
+        if (tt_sketch_sample(&sp, -1, &rng, &st, NULL))
+            continue;
+        int copies = 0;
+        for (size_t g = 0; g < st->stages.len; g++)
+            copies +=
+                !strcmp(st->stages.data[g].scope, "local") && !tt_access_has_reduce(st, (int)g);
+        if (copies) {
+            with++;
+            check(w, st, "GPU sample with a register copy");
+            if (!tt_sketch_mutate_kind(&sp, st, TT_MUTATE_TILE_SIZE, &rng, &mu, NULL)) {
+                check(w, mu, "its tile-size mutant");
+                mutants++;
+                tt_state_free(mu);
+            }
+        } else {
+            without++;
+        }
+        tt_state_free(st);
+    }
+    printf("sketch: %d GPU samples with register copies (%d mutants checked), %d without\n", with,
+           mutants, without);
+    assert_int_equal(with, 6);
+    assert_true(without > with && mutants >= 1);
+    tt_sketch_space_free(&sp);
+    tt_workload_free(w);
 }
 
 /* The program of a config (tt_evo_program_hash of the lowered state). */
@@ -1710,8 +1748,11 @@ static void gpu_samples_pad_shared_rows_against_bank_conflicts(void **state)
         gpu_space(w, 256, &sp);
         tt_rng rng;
         tt_rng_seed(&rng, 5 + wi);
-        int was = padded + added + removed;
-        for (int k = 0; k < 600 && padded + added + removed < was + 6; k++) {
+        int was = padded + added + removed, removed_was = removed;
+        /* each workload until 10 are seen, one removal among them (rarer: a padded sample's
+         * mutation picks its padded stage) */
+        for (int k = 0; k < 600 && (padded + added + removed < was + 10 || removed == removed_was);
+             k++) {
             tt_state *st, *mu;
             if (tt_sketch_sample(&sp, -1, &rng, &st, &err))
                 continue;
@@ -1779,7 +1820,8 @@ static void gpu_virtual_threads_fetch_once(void **state)
         tt_rng rng;
         tt_rng_seed(&rng, 11 + wi);
         int got = 0;
-        for (int k = 0; k < 400 && got < 3; k++) {
+        for (int k = 0; k < 1600 && got < 3;
+             k++) { /* valid samples of the chained products are rare */
             tt_state *st;
             if (tt_sketch_sample(&sp, -1, &rng, &st, &err))
                 continue;
