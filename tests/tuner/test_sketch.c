@@ -1929,8 +1929,11 @@ int main(void)
         cmocka_unit_test(gpu_samples_pad_shared_rows_against_bank_conflicts),
         cmocka_unit_test(gpu_vector_tiles_switch_on_and_off),
     };
-    /* TT_TEST_FILTER=NAME runs the tests whose names match (cmocka's wildcards) */
+    /* TT_TEST_FILTER=NAME runs the tests whose names match (cmocka's wildcards), TT_TEST_SKIP
+     * skips them: CTest runs the GPU cases (gpu_*) and the others as two tests */
     if (getenv("TT_TEST_FILTER"))
         cmocka_set_test_filter(getenv("TT_TEST_FILTER"));
+    if (getenv("TT_TEST_SKIP"))
+        cmocka_set_skip_filter(getenv("TT_TEST_SKIP"));
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
