@@ -82,6 +82,9 @@ tt_status tt_lower_buffers(const tt_state *st, tt_program **out, tt_errbuf *err)
 
 /* Bytes of the buffers of `scope` ("shared", "local", "global") in `p`. */
 int64_t tt_program_scope_bytes(const tt_program *p, const char *scope);
+/* The same of tt_lower_buffers(st): a lower bound on what st's kernel takes; -1 when st does not
+ * lower. */
+int64_t tt_lower_scope_bytes(const tt_state *st, const char *scope);
 
 /* The program that packs constant input `param` of `prog` (a parameter with a layout, from the
  * LR step) into that layout: two parameters, the dense row-major tensor NAME (input) and

@@ -1473,6 +1473,16 @@ int64_t tt_program_scope_bytes(const tt_program *p, const char *scope)
     return bytes;
 }
 
+int64_t tt_lower_scope_bytes(const tt_state *st, const char *scope)
+{
+    tt_program *p;
+    if (tt_lower_buffers(st, &p, NULL))
+        return -1;
+    int64_t bytes = tt_program_scope_bytes(p, scope);
+    tt_program_free(p);
+    return bytes;
+}
+
 void tt_program_free(tt_program *p)
 {
     if (!p)

@@ -109,9 +109,17 @@ int tt_evo_features(const tt_state *st, const tt_gpu_limits *gpu_limits, float *
                     uint64_t *program)
 {
     tt_program *prog;
-    *rows = NULL;
+    if (rows)
+        *rows = NULL;
     if (program)
         *program = 0;
+    /* most GPU samples that fail take more local memory than there is, which their buffers tell
+     * for a tenth of a lowering and an emission (a program's hash needs the lowering) */
+    if (gpu_limits && gpu_limits->max_shared_bytes > 0 && !program) {
+        int64_t bound = tt_lower_scope_bytes(st, "shared");
+        if (bound < 0 || bound > gpu_limits->max_shared_bytes)
+            return -1;
+    }
     if (tt_lower(st, &prog, NULL))
         return -1;
     if (program)
@@ -121,9 +129,9 @@ int tt_evo_features(const tt_state *st, const tt_gpu_limits *gpu_limits, float *
         return -1;
     }
     int n = tt_features_per_store(prog, NULL, 0);
-    if (n > 0 && (*rows = malloc(sizeof(float) * TT_STORE_FEATURES * (size_t)n)))
+    if (n > 0 && rows && (*rows = malloc(sizeof(float) * TT_STORE_FEATURES * (size_t)n)))
         tt_features_per_store(prog, *rows, n);
-    else
+    else if (rows)
         n = n > 0 ? -1 : n;
     tt_program_free(prog);
     return n;
@@ -249,40 +257,17 @@ typedef struct {
     const tt_gpu_limits *gpu_limits; /* programs beyond them score -inf */
 } scorer;
 
-/* Judges x once: whether its state lowers (on a GPU, to a kernel within the limits: its buffers
- * first, tt_lower_buffers, since most GPU samples that fail take more local memory than there
- * is) and, when a model will score it, its features, from one lowering.  Before, a GPU member was
- * lowered to judge its limits and again in every generation's scoring, where features were also
- * computed without a model, to be thrown away. */
+/* Judges x once (tt_evo_features): whether its state lowers, on a GPU to a kernel within the
+ * limits, and when a model will score it, its features, from one lowering.  Before, a GPU member
+ * was lowered to judge its limits and again in every generation's scoring, where features were
+ * also computed without a model, to be thrown away. */
 static void judge(const scorer *sc, indiv *x)
 {
     if (x->valid < 0 || (x->valid > 0 && (x->rows || !sc->model)))
         return;
-    tt_program *prog;
-    const tt_gpu_limits *lim = sc->gpu_limits;
-    x->valid = -1;
-    if (lim && lim->max_shared_bytes > 0) {
-        if (tt_lower_buffers(x->st, &prog, NULL))
-            return;
-        bool over = tt_program_scope_bytes(prog, "shared") > lim->max_shared_bytes;
-        tt_program_free(prog);
-        if (over)
-            return;
-    }
-    if (tt_lower(x->st, &prog, NULL))
-        return;
-    if (!lim || !tt_codegen_opencl_check(prog, lim, NULL)) {
-        int n = tt_features_per_store(prog, NULL, 0);
-        x->valid = n > 0 ? 1 : -1;
-        if (n > 0 && sc->model) {
-            x->rows = malloc(sizeof(float) * TT_STORE_FEATURES * (size_t)n);
-            if (x->rows)
-                x->nrows = tt_features_per_store(prog, x->rows, n);
-            else
-                x->valid = -1;
-        }
-    }
-    tt_program_free(prog);
+    int n = tt_evo_features(x->st, sc->gpu_limits, sc->model ? &x->rows : NULL, NULL);
+    x->valid = n > 0 ? 1 : -1;
+    x->nrows = n > 0 ? n : 0;
 }
 
 /* A copy of x's judgement for its clone y (the same state). */

@@ -63,8 +63,10 @@ tt_status tt_evo_history_add(tt_evo_history *h, const char *config, const float 
 void tt_evo_history_free(tt_evo_history *h);
 
 /* Feature rows of a state (lowered here): a malloc'ed array in *rows, the count returned; -1 when
- * the state does not lower, or (with `gpu_limits`) when its OpenCL kernel exceeds them.  With
- * `program`, also its tt_evo_program_hash. */
+ * the state does not lower, or (with `gpu_limits`) when its OpenCL kernel exceeds them (without
+ * `program`, judged by its buffers first where they already take more local memory).  With
+ * `rows` NULL, only the count (no features computed).  With `program`, also its
+ * tt_evo_program_hash. */
 int tt_evo_features(const tt_state *st, const tt_gpu_limits *gpu_limits, float **rows,
                     uint64_t *program);
 

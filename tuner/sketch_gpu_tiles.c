@@ -239,16 +239,13 @@ int tt__sketch_pad_shared(const tt_sketch_params *p, tt_state **st, int only, tt
         shared = !strcmp((*st)->stages.data[g].scope, "shared") && (only < 0 || (int)g == only);
     if (!shared)
         return 0; /* nothing to pad: spare the lowering */
-    tt_program *prog = NULL;
-    bool over = tt_lower_buffers(*st, &prog, NULL) ||
-                tt_program_scope_bytes(prog, "shared") > padding_cap(p);
-    tt_program_free(prog);
-    if (over)
+    int64_t bound = tt_lower_scope_bytes(*st, "shared");
+    if (bound < 0 || bound > padding_cap(p))
         return 0; /* no room to pad, told by the buffers alone (most GPU samples) */
     tt_gpu_limits lim;
     judging_limits(p, &lim);
     tt_opencl_stats stats;
-    prog = NULL;
+    tt_program *prog = NULL;
     if (!emitted_stats(*st, &lim, &stats, &prog) || stats.shared_bytes > padding_cap(p)) {
         tt_program_free(prog); /* judged by the caller's checks; no room to pad */
         return 0;
@@ -318,11 +315,8 @@ int tt__sketch_register_copy(const tt_sketch_params *p, tt_state **st, tt_rng *r
         want += copy_applies(*st, (int)g, &c, &mid);
     if (!want)
         return 0; /* spare the emission */
-    tt_program *prog = NULL;
-    bool over = tt_lower_buffers(*st, &prog, NULL) ||
-                tt_program_scope_bytes(prog, "shared") > padding_cap(p);
-    tt_program_free(prog);
-    if (over)
+    int64_t bound = tt_lower_scope_bytes(*st, "shared");
+    if (bound < 0 || bound > padding_cap(p))
         return 0; /* beyond local memory already: the search rejects it, told by its buffers */
     tt_gpu_limits lim;
     judging_limits(p, &lim);
