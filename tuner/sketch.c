@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../schedule/loop_ir.h"
 #include "access.h"
 #include "sketch_int.h"
 
@@ -1462,6 +1463,83 @@ static const int64_t *fitting_scheme(const factor_entry *fe, int n, int64_t exte
     return NULL;
 }
 
+/* FillTileSize for one open split: a uniformly drawn factorisation; on a GPU, half the time one
+ * of a padded length where the extent's divisors give poor tiles (padded_extent).  False when out
+ * of memory. */
+static bool draw_split(tt_sketch_space *sp, tt_step *s, tt_rng *rng)
+{
+    int64_t padded = sp->params.gpu ? padded_extent(s->extent) : 0;
+    if (padded && tt__sketch_rand_below(rng, 2)) {
+        const factor_entry *pe = schemes_of(sp, padded, s->nlen);
+        const int64_t *pick = pe ? fitting_scheme(pe, s->nlen, s->extent, rng) : NULL;
+        if (pick) {
+            memcpy(s->lengths, pick, sizeof(int64_t) * (size_t)s->nlen);
+            return true;
+        }
+    }
+    const factor_entry *fe = schemes_of(sp, s->extent, s->nlen);
+    if (!fe)
+        return false;
+    if (fe->count > 0)
+        memcpy(s->lengths,
+               fe->schemes + (int64_t)tt__sketch_rand_below(rng, (int)fe->count) * s->nlen,
+               sizeof(int64_t) * (size_t)s->nlen);
+    return true;
+}
+
+/* The open spatial splits of one GPU multi-level tiling, as ThreadBind binds them (bind_tiled_root:
+ * level 1 of every axis fused into the vthread, level 2 into threadIdx.x), within the sketch's
+ * limits: at most max_vthread virtual threads, at most max_threads work-items, and a warp or
+ * more where there are over two warps of outputs. */
+static bool bindable(const tt_sketch_params *p, const tt_step *steps, const int *ids, int m)
+{
+    int64_t vthreads = 1, threads = 1, total = 1;
+    for (int i = 0; i < m; i++) {
+        const tt_step *s = &steps[ids[i]];
+        vthreads *= s->lengths[0];
+        threads *= s->lengths[1];
+        total *= s->extent;
+    }
+    return (p->max_vthread <= 0 || vthreads <= p->max_vthread) &&
+           (p->max_threads <= 0 || threads <= p->max_threads) &&
+           (threads >= p->warp_size || total <= 2 * (int64_t)p->warp_size);
+}
+
+/* GPU: each multi-level tiling's spatial splits drawn again, all together, until they bind within
+ * the limits (up to 64 times; then the binding rejects them).  Drawing them independently, as
+ * Ansor does, bound 1 sample in 5 of matmul 1024 (1024 work-items, 8 vthreads): over half had
+ * more virtual threads than 8, a quarter fewer work-items than a warp.  Redrawing the whole group
+ * keeps each tiling exactly as likely as before among those that bind: only the draws that the
+ * binding would reject are skipped, before the replay that made them cost 100 us each. */
+static bool draw_bindable(tt_sketch_space *sp, const tt_sketch *sk, tt_step *steps, size_t n,
+                          tt_rng *rng)
+{
+    int spatial_levels = 0;
+    for (const char *c = sp->params.structure; *c; c++)
+        spatial_levels += *c == 'S';
+    if (strncmp(sp->params.structure, "SSS", 3) != 0)
+        return true; /* no tiled binding to fit */
+    uint8_t done[MAX_STEPS] = {0};
+    for (size_t first = 0; first < n && first < MAX_STEPS; first++) {
+        if (done[first] || sk->undefined[first] != UNDEF_SPATIAL ||
+            steps[first].kind != TT_STEP_SPLIT || steps[first].nlen != spatial_levels - 1)
+            continue;
+        int ids[TT_MAX_ITERS], m = 0;
+        for (size_t i = first; i < n && i < MAX_STEPS && m < TT_MAX_ITERS; i++)
+            if (sk->undefined[i] == UNDEF_SPATIAL && steps[i].kind == TT_STEP_SPLIT &&
+                steps[i].stage == steps[first].stage && steps[i].nlen == spatial_levels - 1 &&
+                steps[i].extent > 0) {
+                done[i] = 1;
+                ids[m++] = (int)i;
+            }
+        for (int tries = 0; m > 0 && tries < 64 && !bindable(&sp->params, steps, ids, m); tries++)
+            for (int i = 0; i < m; i++)
+                if (!draw_split(sp, &steps[ids[i]], rng))
+                    return false;
+    }
+    return true;
+}
+
 tt_status tt_sketch_sample(tt_sketch_space *sp, int k, tt_rng *rng, tt_state **out, tt_errbuf *err)
 {
     if (sp->nsketches == 0)
@@ -1475,31 +1553,13 @@ tt_status tt_sketch_sample(tt_sketch_space *sp, int k, tt_rng *rng, tt_state **o
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
     if (n)
         memcpy(steps, sk->state->steps.data, sizeof(tt_step) * n);
-    /* FillTileSize: a uniformly drawn factorisation of each open split; on a GPU, half the time
-     * one of a padded length where the extent's divisors give poor tiles (padded_extent). */
-    for (size_t i = 0; i < n; i++) {
-        tt_step *s = &steps[i];
-        if (!sk->undefined[i] || s->kind != TT_STEP_SPLIT || s->extent <= 0)
-            continue;
-        int64_t padded = sp->params.gpu ? padded_extent(s->extent) : 0;
-        if (padded && tt__sketch_rand_below(rng, 2)) {
-            const factor_entry *pe = schemes_of(sp, padded, s->nlen);
-            const int64_t *pick = pe ? fitting_scheme(pe, s->nlen, s->extent, rng) : NULL;
-            if (pick) {
-                memcpy(s->lengths, pick, sizeof(int64_t) * (size_t)s->nlen);
-                continue;
-            }
-        }
-        const factor_entry *fe = schemes_of(sp, s->extent, s->nlen);
-        if (!fe) {
-            free(steps);
-            return tt_err(err, TT_ERR_NOMEM, "out of memory");
-        }
-        if (fe->count == 0)
-            continue;
-        const int64_t *pick =
-            fe->schemes + (int64_t)tt__sketch_rand_below(rng, (int)fe->count) * s->nlen;
-        memcpy(s->lengths, pick, sizeof(int64_t) * (size_t)s->nlen);
+    bool drawn = true;
+    for (size_t i = 0; i < n && drawn; i++)
+        if (sk->undefined[i] && steps[i].kind == TT_STEP_SPLIT && steps[i].extent > 0)
+            drawn = draw_split(sp, &steps[i], rng);
+    if (!drawn || (sp->params.gpu && !draw_bindable(sp, sk, steps, n, rng))) {
+        free(steps);
+        return tt_err(err, TT_ERR_NOMEM, "out of memory");
     }
     bool reg_tile = !sp->params.gpu && sp->params.vector_lanes > 1 &&
                     tt__sketch_rand_below(rng, 2) == 0 && register_tile(sp, sk, steps, n, rng);
@@ -1528,6 +1588,17 @@ tt_status tt_sketch_sample(tt_sketch_space *sp, int k, tt_rng *rng, tt_state **o
     if (sp->params.gpu && (r = tt_sketch_check_gpu(&sp->params, st, err))) {
         tt_state_free(st);
         return r;
+    }
+    int64_t shared = sp->params.gpu && sp->params.device_shared_bytes > 0
+                         ? tt_lower_scope_bytes(st, "shared")
+                         : 0;
+    if (shared < 0 || shared > sp->params.device_shared_bytes) {
+        tt_state_free(st);
+        return shared < 0 ? tt_err(err, TT_ERR_ILLEGAL_STEP, "the sample does not lower")
+                          : tt_err(err, TT_ERR_ILLEGAL_STEP,
+                                   "the sample's shared stages take %lld bytes of local memory, "
+                                   "more than the device's %lld",
+                                   (long long)shared, (long long)sp->params.device_shared_bytes);
     }
     if (sp->params.gpu) {
         /* copies first: the padding is judged by the reads of local memory that remain */

@@ -23,6 +23,10 @@ typedef struct tt_sketch_params {
     /* GPU: local memory a fixed tiling (tt_sketch_gpu_tiled) may take before its reduction is
      * staged shallower (0: 32 KiB, the least a GPU has; a target's -max_shared_memory_per_block) */
     int64_t max_shared_bytes;
+    /* GPU: local memory of the device sampled for (0: unknown, no check): a sample whose shared
+     * stages take more is rejected as soon as its buffers are known (tt_lower_scope_bytes), before
+     * its register copies and padding are tried, each a lowering and an emission */
+    int64_t device_shared_bytes;
     /* GPU: the CrossThreadReduction rule (Ansor's default; on). */
     bool cross_thread;
     /* GPU: AddCacheRead, tiles staged through local memory (on; off where local memory is no
@@ -73,8 +77,10 @@ void tt_sketch_space_free(tt_sketch_space *sp);
  * register tile, and the tile is unrolled (auto_unroll_max_step >= 16).  On GPU
  * (Ansor's GPU init rules): tile sizes, then thread binding (tiled roots: outer tiles to
  * blockIdx.x, the next to vthread, the next to threadIdx.x; untiled roots split by the warp; shared
- * stages fetched cooperatively by the consumer's threads), then auto-unroll; a binding outside
- * the limits (threads per block, vthread, fewer threads than a warp) is invalid.
+ * stages fetched cooperatively by the consumer's threads), then auto-unroll; a tiling's spatial
+ * splits are drawn again until its binding is within the limits (threads per block, vthread, a
+ * warp at least), else the sample is invalid; with device_shared_bytes, so is one whose shared
+ * stages take more.
  * TT_ERR_ILLEGAL_STEP when the sample is invalid (the caller draws again). */
 tt_status tt_sketch_sample(tt_sketch_space *sp, int k, tt_rng *rng, tt_state **out, tt_errbuf *err);
 

@@ -333,6 +333,7 @@ tt_status tt__tune_task_open(const tt_tune_options *o, const char *wtext, tt_db 
             sp.max_vthread = (int)t->lim.max_vthread;
             /* the fixed tilings keep under the target's local memory, as a build's default */
             sp.max_shared_bytes = t->target.max_shared_memory_per_block;
+            sp.device_shared_bytes = t->lim.max_shared_bytes;
         } else {
             tt_sketch_params_cpu(&sp, t->target.num_cores ? t->target.num_cores : (int)cores);
             /* Register tiles of the target's vectors; vectors of up to 4 registers. */
