@@ -4,6 +4,8 @@
  *     m = ReduceMean(x, axes=[-1]);  d = Sub(x, m);  v = ReduceMean(Pow(d, 2), axes=[-1])
  *     y = Div(d, Sqrt(Add(v, eps)))  [ * gamma ]  [ + beta ]
  *
+ * (from opset 18 the means' axes are an input),
+ *
  * becomes one LayerNormalization node (axis -1, epsilon eps), as ONNX Runtime's LayerNormFusion
  * does.  Partitioned as written it was four kernels per normalisation (the mean; the difference,
  * read twice; the variance; the scaling), each a few microseconds of work behind a parallel loop:
@@ -47,13 +49,18 @@ static bool scalar_const(const tt_graph *g, int t, double *v)
 /* A mean over the last axis that keeps it, of tensor x (rank r). */
 static bool last_axis_mean(const tt_graph *g, const tt_gnode *n, int x)
 {
-    if (n->op != TT_GOP_REDUCE_MEAN || n->removed || n->ninputs != 1 || n->inputs[0] != x ||
+    if (n->op != TT_GOP_REDUCE_MEAN || n->removed || n->inputs[0] != x ||
         tt__attr_int(n, "keepdims", 1) != 1)
         return false;
-    size_t na = 0;
-    const int64_t *axes = tt__attr_ints(n, "axes", &na);
+    bool reduced[TT_GRAPH_MAX_RANK];
     int r = g->tensors.data[x].rank;
-    return axes && na == 1 && (axes[0] == -1 || axes[0] == r - 1);
+    /* axes an attribute, or from opset 18 an input */
+    if (r < 1 || !tt__graph_reduce_axes(g, (int)(n - g->nodes.data), reduced))
+        return false;
+    for (int d = 0; d < r; d++)
+        if (reduced[d] != (d == r - 1))
+            return false;
+    return true;
 }
 
 /* The other input of binary node n than t, when one of its two inputs is t. */
@@ -159,8 +166,7 @@ tt_status tt__net_fuse_layer_norms(tt_graph *g, int *fused, tt_errbuf *err)
     *fused = 0;
     for (size_t i = 0; i < g->nodes.len; i++) {
         const tt_gnode *n = &g->nodes.data[i];
-        if (n->removed || n->op != TT_GOP_REDUCE_MEAN || n->ninputs != 1 ||
-            !last_axis_mean(g, n, n->inputs[0]))
+        if (n->removed || n->op != TT_GOP_REDUCE_MEAN || !last_axis_mean(g, n, n->inputs[0]))
             continue;
         bool one;
         tt_status s = fuse_at(g, (int)i, &one, err);

@@ -7,7 +7,7 @@
  *     tt_graph_free(g);
  *
  * Import parses the protobuf (protobuf-c, the schema Debian's libonnx-dev ships), checks the
- * opset (ai.onnx 11-17), maps each node to an operator this module knows (an unknown one is an
+ * opset (ai.onnx 11-22), maps each node to an operator this module knows (an unknown one is an
  * error naming it), and infers every shape, folding the integer shape arithmetic that exporters
  * emit (Shape -> Gather -> Concat -> Reshape) into constants.  Later stages (fusion into tasks,
  * the memory plan) read the graph and never see protobuf.  Thread-safe for distinct graphs. */
@@ -21,7 +21,7 @@
 #define TT_GRAPH_MAX_RANK 8
 /* The ai.onnx opsets import accepts. */
 #define TT_GRAPH_MIN_OPSET 11
-#define TT_GRAPH_MAX_OPSET 17
+#define TT_GRAPH_MAX_OPSET 22
 
 /* The operator table: every operator import knows, one row each, in one place (as TVM registers an
  * operator's pattern and compute together).  Columns:
@@ -76,6 +76,9 @@
       "select($ > {alpha=1.0}, $, 0.0)")                                                           \
     X(SOFTPLUS, "Softplus", ELEM, ANY, same, formula,                                              \
       "max($, 0.0) + log(1.0 + exp(0.0 - abs($)))")                                                \
+    X(MISH, "Mish", ELEM, ANY, same, formula,                                                      \
+      "$ * tanh(max($, 0.0) + log(1.0 + exp(0.0 - abs($))))")                                      \
+    X(GELU, "Gelu", ELEM, ANY, same, gelu, NULL)                                                   \
     X(SOFTSIGN, "Softsign", ELEM, ANY, same, formula, "$ / (1.0 + abs($))")                        \
     X(SIGN, "Sign", ELEM, ANY, same, formula, "select($ > 0.0, 1.0, select($ < 0.0, -1.0, 0.0))")  \
     X(NEG, "Neg", ELEM, ANY, same, formula, "0.0 - $")                                             \
@@ -107,6 +110,7 @@
     X(BATCH_NORM, "BatchNormalization", ELEM, ANY, batch_norm, batchnorm, NULL)                    \
     X(LAYER_NORM, "LayerNormalization", REDUCE, ROW, layer_norm, layer_norm, NULL)                 \
     X(INSTANCE_NORM, "InstanceNormalization", REDUCE, ROW, same, instance_norm, NULL)              \
+    X(GROUP_NORM, "GroupNormalization", REDUCE, ROW, same, group_norm, NULL)                       \
     X(REDUCE_MEAN, "ReduceMean", REDUCE, ROW, reduce, reduce, NULL)                                \
     X(REDUCE_SUM, "ReduceSum", REDUCE, ROW, reduce, reduce, NULL)                                  \
     X(REDUCE_MAX, "ReduceMax", REDUCE, ROW, reduce, reduce, NULL)                                  \
@@ -231,7 +235,7 @@ typedef struct tt_graph_options {
 
 /* Imports an ONNX model.  Errors (TT_ERR_IO, TT_ERR_PARSE, TT_ERR_UNSUPPORTED, TT_ERR_LIMIT,
  * TT_ERR_BAD_WORKLOAD) name the file and, where one is at fault, the node (index, name, operator)
- * and why: not ONNX or truncated, an opset outside 11-17, an unknown operator, external weights,
+ * and why: not ONNX or truncated, an opset outside 11-22, an unknown operator, external weights,
  * a symbolic dimension without a `shapes` override, shapes that do not fit the operator. */
 tt_status tt_graph_import_onnx(const char *path, const tt_graph_options *o, tt_graph **out,
                                tt_errbuf *err);

@@ -30,6 +30,9 @@ tt_status tt__graph_window(const tt_graph *g, int node, tt__window *w, tt_errbuf
 /* A reduction node's reduced dimensions of its input (false: its axes are not valid, which
  * shape inference has reported). */
 bool tt__graph_reduce_axes(const tt_graph *g, int node, bool *reduced);
+/* Pad's amounts for each dimension of its input (2 * rank: the begins, then the ends), opset 18's
+ * axes input expanded; false when they are not constants of the right length. */
+bool tt__graph_pad_amounts(const tt_graph *g, int node, int64_t *pads);
 
 /* A Slice node's first index and step in every dimension of its input. */
 tt_status tt__graph_slice(const tt_graph *g, int node, int64_t *first, int64_t *step,

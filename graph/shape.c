@@ -1,5 +1,5 @@
 /* Shape inference, node by node in the file's (topological) order, by ONNX's rules for opsets
- * 11-17; integer shape arithmetic whose inputs are constant is folded as it goes, so that the
+ * 11-22; integer shape arithmetic whose inputs are constant is folded as it goes, so that the
  * shape a Reshape reads is known by the time it is reached. */
 #include <math.h>
 #include <stdlib.h>
@@ -655,6 +655,17 @@ static tt_status infer_split(const ctx *c)
         if (a && na <= 64)
             memcpy(parts, a, na * sizeof(int64_t)), n = (int)na;
     }
+    int64_t num_outputs = attr_int(c, "num_outputs", 0); /* opset 18 */
+    if (!n && num_outputs) {
+        /* chunks of ceil(dim / num_outputs), the last one what remains */
+        int64_t chunk = (x->dims[axis] + num_outputs - 1) / num_outputs;
+        if (num_outputs != nout || chunk * (nout - 1) >= x->dims[axis])
+            return FAIL(c, "num_outputs %lld does not split dimension %d (%lld) into %d outputs",
+                        (long long)num_outputs, axis, (long long)x->dims[axis], nout);
+        for (int i = 0; i < nout; i++)
+            parts[i] = i < nout - 1 ? chunk : x->dims[axis] - chunk * (nout - 1);
+        n = nout;
+    }
     if (!n) {
         if (x->dims[axis] % nout)
             return FAIL(c, "dimension %d (%lld) does not split into %d equal parts", axis,
@@ -797,8 +808,15 @@ static tt_status squeeze_shape(const ctx *c, bool unsqueeze)
     return fold_same_values(c);
 }
 
-/* The reductions (ReduceMean, ReduceSum, ReduceMax, ...): axes an attribute, or from opset 13
- * ReduceSum's second input; none given means all, or none with noop_with_empty_axes. */
+/* Whether a reduction's axes are its second input: ReduceSum's from opset 13, the others' from
+ * opset 18 (an attribute before). */
+static bool reduce_axes_are_input(const tt_graph *g, tt_gop op)
+{
+    return g->opset >= 18 || (op == TT_GOP_REDUCE_SUM && g->opset >= 13);
+}
+
+/* The reductions (ReduceMean, ReduceSum, ReduceMax, ...): axes an attribute, or the second input
+ * (reduce_axes_are_input); none given means all, or none with noop_with_empty_axes. */
 bool tt__graph_reduce_axes(const tt_graph *g, int node, bool *reduced)
 {
     const tt_gnode *nd = &g->nodes.data[node];
@@ -807,7 +825,7 @@ bool tt__graph_reduce_axes(const tt_graph *g, int node, bool *reduced)
     int n = -1;
     tt_errbuf err = {{0}};
     ctx c = {(tt_graph *)g, node, &err};
-    if (axes_of(&c, nd->op == TT_GOP_REDUCE_SUM && g->opset >= 13, axes, &n))
+    if (axes_of(&c, reduce_axes_are_input(g, nd->op), axes, &n))
         return false;
     bool noop = n <= 0 && attr_int(&c, "noop_with_empty_axes", 0);
     for (int d = 0; d < x->rank; d++)
@@ -826,7 +844,7 @@ static tt_status infer_reduce(const ctx *c)
     const tt_gtensor *x = in(c, 0);
     int64_t axes[TT_GRAPH_MAX_RANK];
     int n;
-    tt_status s = axes_of(c, node_of(c)->op == TT_GOP_REDUCE_SUM && c->g->opset >= 13, axes, &n);
+    tt_status s = axes_of(c, reduce_axes_are_input(c->g, node_of(c)->op), axes, &n);
     if (s)
         return s;
     if (n <= 0 && attr_int(c, "noop_with_empty_axes", 0))
@@ -897,19 +915,55 @@ static tt_status infer_gather(const ctx *c)
     return make_const(c, v);
 }
 
+/* Pad's amounts for every dimension of its input, the begins then the ends (2 * rank values):
+ * pads as given, or from opset 18 for the axes of its fourth input, the others 0. */
+static tt_status pad_amounts(const ctx *c, int64_t *pads)
+{
+    const tt_gtensor *x = in(c, 0);
+    int64_t given[2 * TT_GRAPH_MAX_RANK], axes[TT_GRAPH_MAX_RANK];
+    int n, na = x->rank;
+    tt_status s = const_ints(c, 1, "pads", given, &n, 2 * TT_GRAPH_MAX_RANK);
+    if (!s && in(c, 3))
+        s = const_ints(c, 3, "axes", axes, &na, TT_GRAPH_MAX_RANK);
+    if (s)
+        return s;
+    if (n != 2 * na)
+        return FAIL(c, "pads has %d values for %d axes", n, na);
+    memset(pads, 0, sizeof(int64_t) * 2 * (size_t)x->rank);
+    bool seen[TT_GRAPH_MAX_RANK] = {false};
+    for (int i = 0; i < na; i++) {
+        int a = i;
+        if (in(c, 3) && (s = axis_of(c, axes[i], x->rank, &a)))
+            return s;
+        if (seen[a])
+            return FAIL(c, "axis %d is padded twice", a);
+        seen[a] = true;
+        pads[a] = given[i];
+        pads[x->rank + a] = given[na + i];
+    }
+    return TT_OK;
+}
+
+bool tt__graph_pad_amounts(const tt_graph *g, int node, int64_t *pads)
+{
+    tt_errbuf err = {{0}};
+    ctx c = {(tt_graph *)g, node, &err};
+    return !pad_amounts(&c, pads);
+}
+
 static tt_status infer_pad(const ctx *c)
 {
     const tt_gtensor *x = in(c, 0);
     int64_t pads[2 * TT_GRAPH_MAX_RANK];
-    int n;
-    tt_status s = const_ints(c, 1, "pads", pads, &n, 2 * TT_GRAPH_MAX_RANK);
+    tt_status s = pad_amounts(c, pads);
     if (s)
         return s;
-    if (n != 2 * x->rank)
-        return FAIL(c, "pads has %d values for rank %d", n, x->rank);
     const char *mode = attr_str(c, "mode", "constant");
-    if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge"))
-        return FAIL(c, "mode '%s' is not constant, reflect or edge", mode);
+    if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge") &&
+        strcmp(mode, "wrap"))
+        return FAIL(c, "mode '%s' is not constant, reflect, edge or wrap", mode);
+    if (!strcmp(mode, "wrap") && c->g->opset < 19)
+        return FAIL(c, "mode 'wrap' is of opset 19, the model's is %lld", (long long)c->g->opset);
     int64_t dims[TT_GRAPH_MAX_RANK];
     for (int d = 0; d < x->rank; d++) {
         dims[d] = x->dims[d] + pads[d] + pads[x->rank + d];
@@ -1531,6 +1585,8 @@ static double resize_source(const char *ctm, int64_t o, int64_t in, int64_t out,
         return (x + 0.5) / scale;
     if (!strcmp(ctm, "pytorch_half_pixel") && out == 1)
         return 0;
+    if (!strcmp(ctm, "half_pixel_symmetric")) /* opset 19: centred when out < in x scale */
+        return (double)in / 2 * (1 - (double)out / length) + (x + 0.5) / scale - 0.5;
     return (x + 0.5) / scale - 0.5; /* half_pixel, pytorch_half_pixel */
 }
 
@@ -1560,7 +1616,7 @@ static int resize_table(const ctx *c, const char *base, const char *what, int d,
     return t;
 }
 
-/* Resize (opset 11-17): the output shape from `sizes`, or from `scales` (floor(in x scale)); the
+/* Resize (opset 11-22): the output shape from `sizes`, or from `scales` (floor(in x scale)); the
  * modes nearest (every nearest_mode) and linear, every coordinate_transformation_mode but
  * tf_crop_and_resize.  Each resized axis gets constant tables, appended to the node's inputs
  * after its four (at 4 + 4d: the first and second index read along axis d, and their weights
@@ -1576,8 +1632,9 @@ static tt_status infer_resize(const ctx *c)
     if (!linear && strcmp(mode, "nearest"))
         return tt__graph_node_err(c->g, c->node, c->err, TT_ERR_UNSUPPORTED,
                                   "mode '%s' is not supported (nearest and linear are)", mode);
-    static const char *const modes[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
-                                        "asymmetric", "tf_half_pixel_for_nn"};
+    static const char *const modes[] = {"half_pixel",           "pytorch_half_pixel",
+                                        "align_corners",        "asymmetric",
+                                        "tf_half_pixel_for_nn", "half_pixel_symmetric"};
     bool known = false;
     for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
         known |= !strcmp(ctm, modes[i]);
@@ -1594,31 +1651,75 @@ static tt_status infer_resize(const ctx *c)
     int64_t dims[TT_GRAPH_MAX_RANK];
     double scale[TT_GRAPH_MAX_RANK];
     tt_status s;
-    if (sizes && tt_gtensor_numel(sizes) > 0) {
-        int n;
-        if ((s = const_ints(c, 3, "the sizes", dims, &n, TT_GRAPH_MAX_RANK)))
+    /* opset 18: the scales or sizes may be of some axes only, the others kept */
+    int axes[TT_GRAPH_MAX_RANK], na = R;
+    size_t nattr = 0;
+    const int64_t *attr_axes = attr_ints(c, "axes", &nattr);
+    bool seen[TT_GRAPH_MAX_RANK] = {false};
+    if (attr_axes && (nattr < 1 || nattr > (size_t)R))
+        return FAIL(c, "has %zu axes for rank %d", nattr, R);
+    if (attr_axes)
+        na = (int)nattr;
+    for (int i = 0; i < na; i++) {
+        axes[i] = i;
+        if (attr_axes && (s = axis_of(c, attr_axes[i], R, &axes[i])))
             return s;
-        if (n != R)
-            return FAIL(c, "has %d sizes for rank %d", n, R);
-        for (int d = 0; d < R; d++)
-            scale[d] = (double)dims[d] / (double)x->dims[d];
+        if (seen[axes[i]])
+            return FAIL(c, "axis %d is given twice", axes[i]);
+        seen[axes[i]] = true;
+    }
+    for (int d = 0; d < R; d++)
+        dims[d] = x->dims[d], scale[d] = 1;
+    const char *policy = attr_str(c, "keep_aspect_ratio_policy", "stretch");
+    if (sizes && tt_gtensor_numel(sizes) > 0) {
+        int64_t given[TT_GRAPH_MAX_RANK];
+        int n;
+        if ((s = const_ints(c, 3, "the sizes", given, &n, TT_GRAPH_MAX_RANK)))
+            return s;
+        if (n != na)
+            return FAIL(c, "has %d sizes for %d axes", n, na);
+        bool larger = !strcmp(policy, "not_smaller");
+        if (!larger && strcmp(policy, "not_larger") && strcmp(policy, "stretch"))
+            return FAIL(c, "keep_aspect_ratio_policy '%s' is not one of ONNX's", policy);
+        /* not_larger / not_smaller: one scale for all the axes, the least / greatest */
+        double keep = larger ? 0 : INFINITY;
+        for (int i = 0; i < na; i++) {
+            double r = (double)given[i] / (double)x->dims[axes[i]];
+            keep = larger ? fmax(keep, r) : fmin(keep, r);
+        }
+        for (int i = 0; i < na; i++) {
+            int d = axes[i];
+            if (!strcmp(policy, "stretch"))
+                dims[d] = given[i];
+            else
+                dims[d] = (int64_t)floor((double)x->dims[d] * keep + 0.5);
+            scale[d] = strcmp(policy, "stretch") ? keep : (double)dims[d] / (double)x->dims[d];
+        }
     } else if (scales && tt_gtensor_numel(scales) > 0) {
         if (scales->kind != TT_GT_CONST)
             return tt__graph_node_err(c->g, c->node, c->err, TT_ERR_UNSUPPORTED,
                                       "the scales (input 2, '%s') are computed at run time; "
                                       "networks are built for static shapes",
                                       scales->name);
-        if (tt_gtensor_numel(scales) != R || !tt_dtype_is_float(scales->dtype))
-            return FAIL(c, "needs %d float scales", R);
-        for (int d = 0; d < R; d++) {
-            scale[d] = tt__gtensor_value(scales, d);
+        if (tt_gtensor_numel(scales) != na || !tt_dtype_is_float(scales->dtype))
+            return FAIL(c, "needs %d float scales", na);
+        for (int i = 0; i < na; i++) {
+            int d = axes[i];
+            scale[d] = tt__gtensor_value(scales, i);
             if (!(scale[d] > 0))
-                return FAIL(c, "scale %d is %g", d, scale[d]);
+                return FAIL(c, "scale %d is %g", i, scale[d]);
             dims[d] = (int64_t)floor((double)x->dims[d] * scale[d]);
         }
     } else {
         return FAIL(c, "needs scales or sizes");
     }
+    /* opset 18's antialias filters a linear downscale over more than two inputs an output */
+    bool shrinks = false;
+    for (int d = 0; d < R; d++)
+        shrinks |= dims[d] < x->dims[d];
+    if (linear && attr_int(c, "antialias", 0) && shrinks)
+        return tt__graph_node_err(c->g, c->node, c->err, TT_ERR_UNSUPPORTED,
+                                  "antialias (opset 18) of a linear downscale is not supported");
     for (int d = 0; d < R; d++)
         if (dims[d] < 1)
             return FAIL(c, "dimension %d of the result would be %lld", d, (long long)dims[d]);

@@ -364,10 +364,9 @@ static const char *const formulas[TT_GOP_COUNT] = {
 
 /* An elementwise operator written as its formula: $ or $0, $1 become the inputs read at the
  * output's index (broadcast), {name=default} the float attribute `name`. */
-static tt_status w_formula(tw *w, const char *out, const tt_gtensor *o)
+static tt_status write_formula(tw *w, const char *out, const tt_gtensor *o, const char *f)
 {
     tt_gop op = cur(w)->op;
-    const char *f = formulas[op];
     if (!tt_dtype_is_float(o->dtype))
         return UNSUP(w, "%s of %s values is not supported", tt_gop_name(op),
                      tt_dtype_name(o->dtype));
@@ -394,6 +393,24 @@ static tt_status w_formula(tw *w, const char *out, const tt_gtensor *o)
         }
     }
     return s;
+}
+
+static tt_status w_formula(tw *w, const char *out, const tt_gtensor *o)
+{
+    return write_formula(w, out, o, formulas[cur(w)->op]);
+}
+
+/* Gelu (opset 20): exact, 0.5 x (1 + erf(x / sqrt 2)), or with approximate = "tanh",
+ * 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))). */
+static tt_status w_gelu(tw *w, const char *out, const tt_gtensor *o)
+{
+    const char *approx = attr_str(w, "approximate", "none");
+    if (!strcmp(approx, "none"))
+        return write_formula(w, out, o, "$ * 0.5 * (1.0 + erf($ * 0.7071067811865476))");
+    if (!strcmp(approx, "tanh"))
+        return write_formula(
+            w, out, o, "$ * 0.5 * (1.0 + tanh(0.7978845608028654 * ($ + 0.044715 * $ * $ * $)))");
+    return BAD(w, "approximate '%s' is not none or tanh", approx);
 }
 
 /* Min and Max of any number of inputs, broadcast: min(min(a, b), c). */
@@ -1286,6 +1303,78 @@ static tt_status w_instance_norm(tw *w, const char *out, const tt_gtensor *o)
     return normalize(w, out, o, reduced, D, attr_float(w, "epsilon", 1e-5), 1, s1, s2);
 }
 
+/* GroupNormalization: the channels in num_groups groups of C / G, each group of each batch
+ * element normalized over its channels and spatial dims; the scale and bias per group at opset
+ * 18, per channel from opset 21.  The group statistics are [N, G] stages that read channel
+ * i1 * C/G + r, and the output reads them at group i1 / (C/G). */
+static tt_status w_group_norm(tw *w, const char *out, const tt_gtensor *o)
+{
+    int x = input(w, 0), sc = input(w, 1), bi = input(w, 2);
+    const tt_gtensor *X = T(w, x);
+    if (!tt_dtype_is_float(o->dtype))
+        return UNSUP(w, "GroupNormalization of %s values", tt_dtype_name(o->dtype));
+    int R = X->rank;
+    if (R < 3)
+        return BAD(w, "takes an input of rank 3 or more (N, C, D1, ...), not %d", R);
+    int64_t G = attr_int(w, "num_groups", 0), C = X->dims[1];
+    if (G < 1 || C % G)
+        return BAD(w, "num_groups %lld does not divide the %lld channels", (long long)G,
+                   (long long)C);
+    bool per_channel = w->g->opset >= 21;
+    for (int i = 1; i < 3; i++) {
+        const tt_gtensor *t = input(w, i) >= 0 ? T(w, input(w, i)) : NULL;
+        if (!t || t->rank != 1 || t->dims[0] != (per_channel ? C : G))
+            return BAD(w, "input %d must have the %lld %s' values (opset %lld)", i,
+                       (long long)(per_channel ? C : G), per_channel ? "channels" : "groups",
+                       (long long)w->g->opset);
+    }
+    int64_t Cg = C / G, D = Cg, kd[2] = {X->dims[0], G};
+    for (int d = 2; d < R; d++)
+        D *= X->dims[d];
+    char s1[NAME_LEN], s2[NAME_LEN], dv[NAME_LEN], group[32];
+    snprintf(group, sizeof(group), "i1 / %lld", (long long)Cg);
+    /* s1[n, g] += x[n, g * Cg + r, ...]; then s2 the same of (x - mean)^2 */
+    tt_status s = TT_OK;
+    for (int pass = 0; pass < 2 && !s; pass++) {
+        char rv[TT_GRAPH_MAX_RANK][NAME_LEN], chan[64];
+        const char *idx[TT_GRAPH_MAX_RANK];
+        red(w, Cg, rv[1]);
+        for (int d = 2; d < R; d++)
+            red(w, X->dims[d], rv[d]), idx[d] = rv[d];
+        snprintf(chan, sizeof(chan), "i1 * %lld + %s", (long long)Cg, rv[1]);
+        idx[0] = IV[0], idx[1] = chan;
+        tmp(w, pass ? s2 : s1);
+        lhs(w, pass ? s2 : s1, o->dtype, 2, kd, "+=");
+        if (!pass) {
+            s = rd_at(w, w->sb, x, idx);
+            tmp(w, dv); /* x - mean */
+            lhs(w, dv, o->dtype, R, X->dims, "=");
+            if (!s)
+                s = rd(w, w->sb, x, R, IV);
+            tt_strbuf_printf(w->sb, " - %s[i0, %s] / ", s1, group);
+            lit(w->sb, (double)D, o->dtype);
+        } else {
+            indexed(w, w->sb, dv, R, idx);
+            tt_strbuf_append(w->sb, " * ");
+            indexed(w, w->sb, dv, R, idx);
+        }
+    }
+    if (s)
+        return s;
+    lhs(w, out, o->dtype, R, o->dims, "=");
+    indexed(w, w->sb, dv, R, IV);
+    tt_strbuf_printf(w->sb, " / sqrt(%s[i0, %s] / ", s2, group);
+    lit(w->sb, (double)D, o->dtype);
+    tt_strbuf_append(w->sb, " + ");
+    lit(w->sb, attr_float(w, "epsilon", 1e-5), o->dtype);
+    tt_strbuf_append(w->sb, ") * ");
+    const char *gi[1] = {per_channel ? "i1" : group};
+    if ((s = rd_at(w, w->sb, sc, gi)))
+        return s;
+    tt_strbuf_append(w->sb, " + ");
+    return rd_at(w, w->sb, bi, gi);
+}
+
 static tt_status w_layer_norm(tw *w, const char *out, const tt_gtensor *o)
 {
     const tt_gtensor *X = T(w, input(w, 0));
@@ -1622,13 +1711,13 @@ static tt_status w_gather_elements(tw *w, const char *out, const tt_gtensor *o)
 static tt_status w_pad(tw *w, const char *out, const tt_gtensor *o)
 {
     const char *const *lv = LV(w, o->rank);
-    int x = input(w, 0), pads_t = input(w, 1), value = input(w, 2);
-    const tt_gtensor *X = T(w, x), *P = T(w, pads_t);
+    int x = input(w, 0), value = input(w, 2);
+    const tt_gtensor *X = T(w, x);
     const char *mode = attr_str(w, "mode", "constant");
     int R = X->rank;
-    int64_t pb[TT_GRAPH_MAX_RANK];
-    for (int d = 0; d < R; d++)
-        pb[d] = (int64_t)tt__gtensor_value(P, d);
+    int64_t pb[2 * TT_GRAPH_MAX_RANK]; /* the begins; the output's shape gives the ends */
+    if (!tt__graph_pad_amounts(w->g, w->node, pb))
+        return UNSUP(w, "Pad's pads and axes are not constants of the right length");
     char buf[TT_GRAPH_MAX_RANK][400];
     const char *idx[TT_GRAPH_MAX_RANK];
     for (int d = 0; d < R; d++) {
@@ -1648,6 +1737,11 @@ static tt_status w_pad(tw *w, const char *out, const tt_gtensor *o)
                      "min(max(select(%s < 0, 0 - %s, select(%s > %lld, %lld - %s, %s)), 0), %lld)",
                      j, j, j, (long long)(D - 1), (long long)(2 * (D - 1)), j, j,
                      (long long)(D - 1));
+        } else if (!strcmp(mode, "wrap") && (pb[d] || o->dims[d] != D)) {
+            /* opset 19: the input repeated as a torus; the index made non-negative first */
+            int64_t lift = (pb[d] + D - 1) / D * D;
+            snprintf(buf[d], sizeof(buf[d]), "(%s + %lld) %% %lld", j, (long long)lift,
+                     (long long)D);
         } else
             snprintf(buf[d], sizeof(buf[d]), "%s", j);
         idx[d] = buf[d];

@@ -192,6 +192,51 @@ expect_fail 2 "writes no outputs" \
 head -c 300 "$model" > "$work/truncated.onnx"
 expect_fail 1 "truncated.onnx" "$bin/tvm-compile" --model "$work/truncated.onnx" -o "$work/t/rb"
 test ! -e "$work/t/rb.a"
+# opsets 18 to 22's new operators, attributes and inputs, wrong, and opset 23: each named,
+# and nothing written
+"$py" - "$work" <<'PY'
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+def save(name, node, shape, inits=(), opset=18):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)
+    y = helper.make_tensor_value_info(node.output[0], TensorProto.FLOAT, None)
+    g = helper.make_graph([node], name, [x], [y], [numpy_helper.from_array(np.asarray(v), k)
+                                                 for k, v in inits])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    onnx.save(m, f"{sys.argv[1]}/{name}.onnx")
+i64 = lambda *v: np.array(v, np.int64)
+save("split", helper.make_node("Split", ["x"], ["a", "b", "c"], "the_node", axis=1,
+                               num_outputs=3), [1, 2])
+save("pad", helper.make_node("Pad", ["x", "p", "", "ax"], ["y"]), [1, 4],
+     [("p", i64(1, 1, 1, 1)), ("ax", i64(1, -1))])
+save("resize", helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear", antialias=1),
+     [1, 1, 8, 8], [("s", np.array([1, 1, 0.5, 0.5], np.float32))])
+save("group_norm", helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=3),
+     [1, 8, 4, 4], [("s", np.ones(3, np.float32)), ("b", np.zeros(3, np.float32))])
+save("gelu", helper.make_node("Gelu", ["x"], ["y"], approximate="erf"), [1, 4], opset=20)
+save("group_norm21", helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2),
+     [1, 8, 4, 4], [("s", np.ones(2, np.float32)), ("b", np.zeros(2, np.float32))], opset=21)
+save("wrap18", helper.make_node("Pad", ["x", "p"], ["y"], mode="wrap"), [1, 4],
+     [("p", i64(0, 1, 0, 1))])
+save("opset23", helper.make_node("Relu", ["x"], ["y"]), [1, 4], opset=23)
+PY
+expect_fail 1 "node 0 'the_node' (Split): num_outputs 3 does not split dimension 1 (2) into 3" \
+  "$bin/tvm-compile" --model "$work/split.onnx" -o "$work/o18/m"
+expect_fail 1 "(Pad): axis 1 is padded twice" "$bin/tvm-compile" --model "$work/pad.onnx" -o "$work/o18/m"
+expect_fail 1 "(Resize): antialias (opset 18) of a linear downscale is not supported" \
+  "$bin/tvm-compile" --model "$work/resize.onnx" -o "$work/o18/m"
+expect_fail 1 "(GroupNormalization): num_groups 3 does not divide the 8 channels" \
+  "$bin/tvm-compile" --model "$work/group_norm.onnx" -o "$work/o18/m"
+expect_fail 1 "(Gelu): approximate 'erf' is not none or tanh" \
+  "$bin/tvm-compile" --model "$work/gelu.onnx" -o "$work/o18/m"
+expect_fail 1 "(GroupNormalization): input 1 must have the 8 channels' values (opset 21)" \
+  "$bin/tvm-compile" --model "$work/group_norm21.onnx" -o "$work/o18/m"
+expect_fail 1 "(Pad): mode 'wrap' is of opset 19, the model's is 18" \
+  "$bin/tvm-compile" --model "$work/wrap18.onnx" -o "$work/o18/m"
+expect_fail 1 "opset 23" "$bin/tvm-compile" --model "$work/opset23.onnx" -o "$work/o18/m"
+test ! -e "$work/o18"
 expect_fail 2 "--model takes -o OUTDIR/NAME and no --workload" \
   "$bin/tvm-compile" --model "$model" --workload matmul:M=1,N=1,K=1 --symbol mm -o "$work/x/y"
 expect_fail 1 "networks build for CPU (llvm) and GPU (opencl) targets, not 'cuda'" \

@@ -543,6 +543,55 @@ static void more_operators_of_the_zoos_match(void **state)
     tt_graph_free(g);
 }
 
+/* Opset 18's changes import and match numpy in both layouts: GroupNormalization is one kernel,
+ * Mish joins it, the Split into uneven num_outputs parts is three outputs of 4, 4 and 2, and the
+ * LayerNorm written out with ReduceMean's axes as an input fuses into one node. */
+static void opset_18_operators_match(void **state)
+{
+    (void)state;
+    tt_graph *g;
+    tt_net *net = small_network("opset18", &g);
+    if (!net)
+        skip();
+    assert_int_equal(g->opset, 18);
+    assert_int_equal(net->fused_layer_norms, 1);
+    assert_int_equal(task_calls(net, "ReduceMean"), 0);
+    int group_norms = 0, splits = 0;
+    for (size_t i = 0; i < g->nodes.len; i++) {
+        const tt_gnode *n = &g->nodes.data[i];
+        group_norms += !n->removed && n->op == TT_GOP_GROUP_NORM;
+        if (n->op == TT_GOP_SPLIT) {
+            splits++;
+            assert_int_equal(n->noutputs, 3);
+            assert_int_equal(g->tensors.data[n->outputs[0]].dims[3], 4);
+            assert_int_equal(g->tensors.data[n->outputs[1]].dims[3], 4);
+            assert_int_equal(g->tensors.data[n->outputs[2]].dims[3], 2);
+        }
+    }
+    assert_int_equal(group_norms, 1);
+    assert_int_equal(splits, 1);
+    tt_net_free(net);
+    tt_graph_free(g);
+}
+
+/* Opsets 19 to 22 import and match numpy in both layouts: GroupNormalization's scale and bias
+ * per channel (21), Gelu exact and tanh joining the kernel before it (20), Pad's wrap mode and
+ * Resize's half_pixel_symmetric (19). */
+static void opsets_19_to_22_match(void **state)
+{
+    (void)state;
+    tt_graph *g;
+    tt_net *net = small_network("opset22", &g);
+    if (!net)
+        skip();
+    assert_int_equal(g->opset, 22);
+    assert_int_equal(task_calls(net, "GroupNormalization+Gelu"), 1);
+    assert_int_equal(task_calls(net, "Resize+Gelu"), 1);
+    assert_int_equal(task_calls(net, "Gelu"), 0);
+    tt_net_free(net);
+    tt_graph_free(g);
+}
+
 /* Swin's shifted-window mask: ScatterND, Transpose, Concat, float arithmetic, comparison and
  * Cast on constants fold at import, so one kernel is left (Add, Softmax; the Dropout of ratio 0
  * in training mode is an alias), and it matches numpy. */
@@ -865,6 +914,8 @@ int main(void)
         cmocka_unit_test(three_by_three_convolutions_go_winograd),
         cmocka_unit_test(run_time_masks_are_computed),
         cmocka_unit_test(more_operators_of_the_zoos_match),
+        cmocka_unit_test(opset_18_operators_match),
+        cmocka_unit_test(opsets_19_to_22_match),
         cmocka_unit_test(a_shifted_window_mask_folds_and_matches),
         cmocka_unit_test(a_sequence_first_matmul_tiles_its_rows),
         cmocka_unit_test(a_second_output_is_ready_for_its_readers),

@@ -27,6 +27,11 @@ se_block: a squeeze-and-excitation block (depthwise Conv, GlobalAveragePool, two
 activations, class_token, more_ops, shifted_window_mask, seq_first_matmul, diamond_epilogues,
 run_time_masks: the operators and
   patterns of the model zoos (issue #54).
+opset18: what opset 18 changed: GroupNormalization, Mish, Pad with an axes input, Resize of some
+  axes (its axes attribute) and keeping the aspect ratio (not_larger), Split into num_outputs uneven parts, and reductions whose axes are
+  an input (ReduceMax, and a LayerNorm written out with ReduceMean).
+opset22: what opsets 19 to 22 changed: GroupNormalization per channel, Gelu (exact and tanh),
+  Pad's wrap mode, Resize's half_pixel_symmetric.
 
 Usage: make_models.py OUTDIR
 """
@@ -141,8 +146,9 @@ class Builder:
         self.nodes.append(helper.make_node(kind, inputs, [out], name=f"{kind}_{self.n}", **attrs))
         return out
 
-    def save(self, outdir, name, x, y, opset, more=()):
-        """`more`: further outputs (tensor name, expected value), after "output"."""
+    def save(self, outdir, name, x, y, opset, more=(), check=True):
+        """`more`: further outputs (tensor name, expected value), after "output".  check=False
+        for opsets newer than the onnx package's checker knows (Debian 12's onnx 1.12: 17)."""
         xin = helper.make_tensor_value_info("input", TensorProto.FLOAT, list(x.shape))
         self.nodes[-1].output[0] = "output"
         outs = [helper.make_tensor_value_info("output", TensorProto.FLOAT, list(y.shape))]
@@ -151,7 +157,8 @@ class Builder:
         graph = helper.make_graph(self.nodes, name, [xin], outs, self.inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                                   producer_name="tvm-tune tests")
-        onnx.checker.check_model(model)
+        if check:
+            onnx.checker.check_model(model)
         d = os.path.join(outdir, name, "test_data_set_0")
         os.makedirs(d, exist_ok=True)
         onnx.save(model, os.path.join(outdir, name, "model.onnx"))
@@ -593,10 +600,91 @@ def se_block(outdir):
     b.save(outdir, "se_block", x, np.concatenate([ry, rz], axis=1), 13)
 
 
+def opset18(outdir):
+    """Opset 18's changes (see the docstring at the top); onnx 1.12's checker knows opset 17
+    only, so the model is saved unchecked."""
+    b = Builder()
+    x = rand(1, 4, 6, 6)
+    w1 = rand(8, 4, 3, 3, scale=0.3)
+    sc, bi = rand(2, scale=0.1) + 1.0, rand(2, scale=0.1)
+    g, be = rand(2, scale=0.1) + 1.0, rand(2, scale=0.1)
+    i64 = lambda *v: b.const(np.array(v, dtype=np.int64))
+    t = b.op("Conv", ["input", b.const(w1)], pads=[1, 1, 1, 1])
+    r = conv2d(x.astype(np.float64), w1, pad=1)
+    t = b.op("GroupNormalization", [t, b.const(sc), b.const(bi)], num_groups=2, epsilon=1e-3)
+    rg = r.reshape(1, 2, -1)
+    rg = (rg - rg.mean(-1, keepdims=True)) / np.sqrt(rg.var(-1, keepdims=True) + 1e-3)
+    r = rg.reshape(r.shape) * np.repeat(sc, 4).reshape(1, 8, 1, 1) \
+        + np.repeat(bi, 4).reshape(1, 8, 1, 1)
+    t = b.op("Mish", [t])
+    r = r * np.tanh(np.log1p(np.exp(r)))
+    t = b.op("Pad", [t, i64(1, 3), b.const(np.float32(0.25)), i64(-1)])  # 1x8x6x10
+    r = np.pad(r, ((0, 0), (0, 0), (0, 0), (1, 3)), constant_values=0.25)
+    t = b.op("Resize", [t, "", "", i64(12)], axes=[2], mode="nearest")  # 1x8x12x10
+    r = np.repeat(r, 2, axis=2)
+    b.n += 1
+    parts = [f"s{b.n}{k}" for k in "abc"]
+    b.nodes.append(helper.make_node("Split", [t], parts, name="split", axis=3, num_outputs=3))
+    ra, rb, rc = r[..., :4], r[..., 4:8], r[..., 8:]  # ceil(10 / 3) = 4: 4, 4 and 2
+    mx = b.op("ReduceMax", [parts[2], i64(3)], keepdims=1)
+    t = b.op("Add", [b.op("Mul", [parts[0], parts[1]]), mx])
+    r = ra * rb + rc.max(axis=3, keepdims=True)
+    # not_larger: one scale, min(6 / 12, 3 / 4), for both axes: 6x2, read at 2y (half_pixel)
+    t = b.op("Resize", [t, "", "", i64(6, 3)], axes=[2, 3], mode="nearest",
+             keep_aspect_ratio_policy="not_larger")
+    r = r[:, :, ::2, ::2]
+    mu = b.op("ReduceMean", [t, i64(-1)])
+    dv = b.op("Sub", [t, mu])
+    var = b.op("ReduceMean", [b.op("Pow", [dv, b.const(np.float32(2))]), i64(-1)])
+    den = b.op("Sqrt", [b.op("Add", [var, b.const(np.float32(1e-5))])])
+    b.op("Add", [b.op("Mul", [b.op("Div", [dv, den]), b.const(g)]), b.const(be)])
+    b.save(outdir, "opset18", x, layernorm(r, g, be, 1e-5), 18, check=False)
+
+
+def resize_nearest_symmetric(x, axis, scale):
+    """Resize's nearest (round_prefer_floor) along `axis` with half_pixel_symmetric, by ONNX's
+    formula: centred when the output is shorter than in x scale."""
+    n = x.shape[axis]
+    length = n * scale
+    out = int(math.floor(length))
+    src = []
+    for o in range(out):
+        v = n / 2 * (1 - out / length) + (o + 0.5) / scale - 0.5
+        i = math.floor(v) if v - math.floor(v) <= 0.5 else math.ceil(v)
+        src.append(min(max(i, 0), n - 1))
+    return np.take(x, src, axis=axis)
+
+
+def opset22(outdir):
+    """Opsets 19 to 22: GroupNormalization's scale and bias per channel (21), Gelu exact and
+    tanh (20), Pad's wrap mode (19) and Resize's half_pixel_symmetric (19) where the output is
+    shorter than in x scale; opset 22 changed only types.  Saved unchecked (onnx 1.12)."""
+    b = Builder()
+    x = rand(1, 4, 6, 6)
+    w1 = rand(8, 4, 3, 3, scale=0.3)
+    sc, bi = rand(8, scale=0.1) + 1.0, rand(8, scale=0.1)
+    t = b.op("Conv", ["input", b.const(w1)], pads=[1, 1, 1, 1])
+    r = conv2d(x.astype(np.float64), w1, pad=1)
+    t = b.op("GroupNormalization", [t, b.const(sc), b.const(bi)], num_groups=2)
+    rg = r.reshape(1, 2, -1)
+    rg = (rg - rg.mean(-1, keepdims=True)) / np.sqrt(rg.var(-1, keepdims=True) + 1e-5)
+    r = rg.reshape(r.shape) * sc.reshape(1, 8, 1, 1) + bi.reshape(1, 8, 1, 1)
+    t = b.op("Gelu", [t], approximate="tanh")
+    r = 0.5 * r * (1 + np.tanh(math.sqrt(2 / math.pi) * (r + 0.044715 * r ** 3)))
+    t = b.op("Pad", [t, b.const(np.array([0, 0, 0, 3, 0, 0, 0, 1], np.int64))], mode="wrap")
+    r = np.pad(r, ((0, 0), (0, 0), (0, 0), (3, 1)), mode="wrap")  # 1x8x6x10
+    t = b.op("Resize", [t, "", b.const(np.array([0.65], np.float32))], axes=[3],
+             coordinate_transformation_mode="half_pixel_symmetric")  # 10 x 0.65: 6 of 6.5
+    r = resize_nearest_symmetric(r, 3, float(np.float32(0.65)))
+    b.op("Gelu", [t])
+    b.save(outdir, "opset22", x, gelu(r), 22, check=False)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     for make in (resnet_block, mobilenet_block, layouts, bert_layer, layernorm_outputs,
                  activations, class_token, more_ops, shifted_window_mask, seq_first_matmul,
-                 diamond_epilogues, run_time_masks, patch_embed, se_block, winograd_convs):
+                 diamond_epilogues, run_time_masks, patch_embed, se_block, winograd_convs, opset18,
+                 opset22):
         make(sys.argv[1])
