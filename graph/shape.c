@@ -750,6 +750,24 @@ static tt_status infer_slice(const ctx *c)
 
 /* The axes of Squeeze/Unsqueeze/ReduceMean: input 1 from opset 13 (18 for ReduceMean), else the
  * attribute; n = -1 when none were given. */
+/* The n axes of `given` (NULL: 0, 1, ..., n - 1) normalised for rank r into out, none twice (an
+ * axes list of Unsqueeze, Pad or Resize; `use` says what is done to an axis, for the error). */
+static tt_status distinct_axes(const ctx *c, const int64_t *given, int n, int r, const char *use,
+                               int *out)
+{
+    bool seen[TT_GRAPH_MAX_RANK] = {false};
+    for (int i = 0; i < n; i++) {
+        out[i] = i;
+        tt_status s = given ? axis_of(c, given[i], r, &out[i]) : TT_OK;
+        if (s)
+            return s;
+        if (seen[out[i]])
+            return FAIL(c, "axis %d %s twice", out[i], use);
+        seen[out[i]] = true;
+    }
+    return TT_OK;
+}
+
 static tt_status axes_of(const ctx *c, bool from_input, int64_t *axes, int *n)
 {
     *n = -1;
@@ -781,14 +799,11 @@ static tt_status squeeze_shape(const ctx *c, bool unsqueeze)
         int orank = x->rank + (n > 0 ? n : 0);
         if (n < 1 || orank > TT_GRAPH_MAX_RANK)
             return FAIL(c, "needs axes, and the result at most rank %d", TT_GRAPH_MAX_RANK);
-        for (int i = 0; i < n; i++) {
-            int a;
-            if ((s = axis_of(c, axes[i], orank, &a)))
-                return s;
-            if (pick[a])
-                return FAIL(c, "axis %d given twice", a);
-            pick[a] = true;
-        }
+        int picked[TT_GRAPH_MAX_RANK];
+        if ((s = distinct_axes(c, axes, n, orank, "given", picked)))
+            return s;
+        for (int i = 0; i < n; i++)
+            pick[picked[i]] = true;
         for (int d = 0, k = 0; d < orank; d++)
             dims[r++] = pick[d] ? 1 : x->dims[k++];
     } else {
@@ -920,26 +935,21 @@ static tt_status infer_gather(const ctx *c)
 static tt_status pad_amounts(const ctx *c, int64_t *pads)
 {
     const tt_gtensor *x = in(c, 0);
-    int64_t given[2 * TT_GRAPH_MAX_RANK], axes[TT_GRAPH_MAX_RANK];
-    int n, na = x->rank;
+    int64_t given[2 * TT_GRAPH_MAX_RANK], given_axes[TT_GRAPH_MAX_RANK];
+    int n, na = x->rank, axes[TT_GRAPH_MAX_RANK];
     tt_status s = const_ints(c, 1, "pads", given, &n, 2 * TT_GRAPH_MAX_RANK);
     if (!s && in(c, 3))
-        s = const_ints(c, 3, "axes", axes, &na, TT_GRAPH_MAX_RANK);
+        s = const_ints(c, 3, "axes", given_axes, &na, TT_GRAPH_MAX_RANK);
     if (s)
         return s;
     if (n != 2 * na)
         return FAIL(c, "pads has %d values for %d axes", n, na);
+    if ((s = distinct_axes(c, in(c, 3) ? given_axes : NULL, na, x->rank, "is padded", axes)))
+        return s;
     memset(pads, 0, sizeof(int64_t) * 2 * (size_t)x->rank);
-    bool seen[TT_GRAPH_MAX_RANK] = {false};
     for (int i = 0; i < na; i++) {
-        int a = i;
-        if (in(c, 3) && (s = axis_of(c, axes[i], x->rank, &a)))
-            return s;
-        if (seen[a])
-            return FAIL(c, "axis %d is padded twice", a);
-        seen[a] = true;
-        pads[a] = given[i];
-        pads[x->rank + a] = given[na + i];
+        pads[axes[i]] = given[i];
+        pads[x->rank + axes[i]] = given[na + i];
     }
     return TT_OK;
 }
@@ -1655,19 +1665,12 @@ static tt_status infer_resize(const ctx *c)
     int axes[TT_GRAPH_MAX_RANK], na = R;
     size_t nattr = 0;
     const int64_t *attr_axes = attr_ints(c, "axes", &nattr);
-    bool seen[TT_GRAPH_MAX_RANK] = {false};
     if (attr_axes && (nattr < 1 || nattr > (size_t)R))
         return FAIL(c, "has %zu axes for rank %d", nattr, R);
     if (attr_axes)
         na = (int)nattr;
-    for (int i = 0; i < na; i++) {
-        axes[i] = i;
-        if (attr_axes && (s = axis_of(c, attr_axes[i], R, &axes[i])))
-            return s;
-        if (seen[axes[i]])
-            return FAIL(c, "axis %d is given twice", axes[i]);
-        seen[axes[i]] = true;
-    }
+    if ((s = distinct_axes(c, attr_axes, na, R, "is given", axes)))
+        return s;
     for (int d = 0; d < R; d++)
         dims[d] = x->dims[d], scale[d] = 1;
     const char *policy = attr_str(c, "keep_aspect_ratio_policy", "stretch");
@@ -1678,8 +1681,8 @@ static tt_status infer_resize(const ctx *c)
             return s;
         if (n != na)
             return FAIL(c, "has %d sizes for %d axes", n, na);
-        bool larger = !strcmp(policy, "not_smaller");
-        if (!larger && strcmp(policy, "not_larger") && strcmp(policy, "stretch"))
+        bool larger = !strcmp(policy, "not_smaller"), stretch = !strcmp(policy, "stretch");
+        if (!larger && !stretch && strcmp(policy, "not_larger"))
             return FAIL(c, "keep_aspect_ratio_policy '%s' is not one of ONNX's", policy);
         /* not_larger / not_smaller: one scale for all the axes, the least / greatest */
         double keep = larger ? 0 : INFINITY;
@@ -1689,11 +1692,8 @@ static tt_status infer_resize(const ctx *c)
         }
         for (int i = 0; i < na; i++) {
             int d = axes[i];
-            if (!strcmp(policy, "stretch"))
-                dims[d] = given[i];
-            else
-                dims[d] = (int64_t)floor((double)x->dims[d] * keep + 0.5);
-            scale[d] = strcmp(policy, "stretch") ? keep : (double)dims[d] / (double)x->dims[d];
+            dims[d] = stretch ? given[i] : (int64_t)floor((double)x->dims[d] * keep + 0.5);
+            scale[d] = stretch ? (double)dims[d] / (double)x->dims[d] : keep;
         }
     } else if (scales && tt_gtensor_numel(scales) > 0) {
         if (scales->kind != TT_GT_CONST)
