@@ -632,7 +632,7 @@ static void init_names(void)
     }
     name_group(&i, "", gpu, 8);
     for (int s = 0; s < NSLOTS; s++) {
-        char prefix[8];
+        char prefix[16];
         snprintf(prefix, sizeof(prefix), "B%d.", s);
         name_group(&i, prefix, slot_names, SLOT_SIZE);
     }

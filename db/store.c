@@ -518,7 +518,7 @@ void tt_db_rows_free(tt_db_row *rows, size_t n)
 static tt_status collect(tt_db *db, tt__stmt *st, tt_db_match match, int k, tt_db_row **rows,
                          size_t *n)
 {
-    int rc;
+    int rc = TT__STEP_DONE; /* nothing stepped when *n already reaches k */
     tt_status s = TT_OK;
     while ((int)*n < k && (rc = tt__stmt_step(st)) == TT__STEP_ROW) {
         tt_db_row *grown = realloc(*rows, (*n + 1) * sizeof(tt_db_row));
