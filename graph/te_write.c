@@ -917,10 +917,6 @@ static tt_status pool(tw *w, const char *out, const tt_gtensor *o, bool max)
     tt_status s = tt__graph_window(w->g, w->node, &win, w->err);
     if (s)
         return s;
-    if (!max)
-        for (int i = 0; i < win.nk; i++)
-            if (win.dilation[i] != 1)
-                return UNSUP(w, "AveragePool with dilations");
     double fill = max ? -(o->dtype == TT_DT_FLOAT32 ? FLT_MAX : DBL_MAX) : 0;
     const char *const *lv = LV(w, o->rank);
     char src[NAME_LEN], acc[NAME_LEN], rs[TT__MAX_WINDOW][NAME_LEN];
@@ -939,8 +935,9 @@ static tt_status pool(tw *w, const char *out, const tt_gtensor *o, bool max)
     lhs(w, acc, o->dtype, o->rank, o->dims, max ? "max=" : "+=");
     if ((s = rd_src(w, x, src, padded, xi)) || max)
         return s;
-    /* The divisor: the window clipped to the input (count_include_pad = 0) or to the padded
-     * input (1); a constant when no window is clipped. */
+    /* The divisor: the taps of the window inside the input (count_include_pad = 0) or inside
+     * the padded input (1, where ceil mode may leave taps beyond it); a constant when no
+     * window is clipped. */
     bool include = attr_int(w, "count_include_pad", 0) != 0;
     lhs(w, out, o->dtype, o->rank, o->dims, "=");
     indexed(w, w->sb, acc, o->rank, lv);
@@ -952,7 +949,8 @@ static tt_status pool(tw *w, const char *out, const tt_gtensor *o, bool max)
         int64_t lo = include ? -win.pad_begin[i] : 0;
         int64_t hi = include ? X->dims[2 + i] + win.pad_end[i] : X->dims[2 + i];
         int64_t first = -win.pad_begin[i];
-        int64_t last = (win.out[i] - 1) * win.stride[i] - win.pad_begin[i] + win.kernel[i];
+        int64_t last = (win.out[i] - 1) * win.stride[i] - win.pad_begin[i] +
+                       (win.kernel[i] - 1) * win.dilation[i] + 1;
         clipped |= first < lo || last > hi;
     }
     if (!clipped) {
@@ -966,8 +964,19 @@ static tt_status pool(tw *w, const char *out, const tt_gtensor *o, bool max)
         char start[64];
         snprintf(start, sizeof(start), "%s*%lld - %lld", lv[2 + i], (long long)win.stride[i],
                  (long long)win.pad_begin[i]);
-        tt_strbuf_printf(w->sb, "%s(min(%s + %lld, %lld) - max(%s, %lld))", i ? " * " : "", start,
-                         (long long)win.kernel[i], (long long)hi, start, (long long)lo);
+        long long K = win.kernel[i], d = win.dilation[i];
+        if (d == 1) {
+            tt_strbuf_printf(w->sb, "%s(min(%s + %lld, %lld) - max(%s, %lld))", i ? " * " : "",
+                             start, K, (long long)hi, start, (long long)lo);
+            continue;
+        }
+        /* taps k < K with lo <= start + k*d < hi: from ceil((lo - start) / d), clamped to 0,
+         * to below ceil((hi - start) / d), clamped to K (floor division: (a + d - 1) / d) */
+        tt_strbuf_printf(w->sb,
+                         "%smax(min((%lld - (%s) + %lld) / %lld, %lld) - "
+                         "max((%lld - (%s) + %lld) / %lld, 0), 0)",
+                         i ? " * " : "", (long long)hi, start, d - 1, d, K, (long long)lo, start,
+                         d - 1, d);
     }
     tt_strbuf_append(w->sb, ")");
     return TT_OK;

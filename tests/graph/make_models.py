@@ -31,7 +31,7 @@ opset18: what opset 18 changed: GroupNormalization, Mish, Pad with an axes input
   axes (its axes attribute) and keeping the aspect ratio (not_larger), Split into num_outputs uneven parts, and reductions whose axes are
   an input (ReduceMax, and a LayerNorm written out with ReduceMean).
 opset22: what opsets 19 to 22 changed: GroupNormalization per channel, Gelu (exact and tanh),
-  Pad's wrap mode, Resize's half_pixel_symmetric.
+  Pad's wrap mode, Resize's half_pixel_symmetric, AveragePool's dilations.
 
 Usage: make_models.py OUTDIR
 """
@@ -100,6 +100,36 @@ def avgpool(x, k, pad):
             out = out + xp[:, :, i:i + out.shape[2], j:j + out.shape[3]]
             cnt = cnt + ones[i:i + out.shape[2], j:j + out.shape[3]]
     return out / cnt
+
+
+def avgpool_general(x, k, stride, dil, pb, pe, include, ceil_mode=False):
+    """AveragePool over the last two dims as ONNX 19 defines it (dilations, ceil mode): each
+    output divides the sum of its window's taps by how many lie in the input
+    (count_include_pad = 0) or in the padded input (1)."""
+    n, c = x.shape[:2]
+    dims = x.shape[2:]
+    outs = []
+    for i in range(2):
+        span = dims[i] + pb[i] + pe[i] - (k[i] - 1) * dil[i] - 1
+        o = (-(-span // stride[i]) if ceil_mode else span // stride[i]) + 1
+        if ceil_mode and (o - 1) * stride[i] >= dims[i] + pb[i]:
+            o -= 1
+        outs.append(o)
+    out = np.zeros((n, c, outs[0], outs[1]))
+    for oy in range(outs[0]):
+        for ox in range(outs[1]):
+            taps = []
+            for i, o in enumerate((oy, ox)):
+                lo, hi = (-pb[i], dims[i] + pe[i]) if include else (0, dims[i])
+                taps.append([o * stride[i] - pb[i] + t * dil[i] for t in range(k[i])
+                             if lo <= o * stride[i] - pb[i] + t * dil[i] < hi])
+            acc = np.zeros((n, c))
+            for ty in taps[0]:
+                for tx in taps[1]:
+                    if 0 <= ty < dims[0] and 0 <= tx < dims[1]:
+                        acc += x[:, :, ty, tx]
+            out[:, :, oy, ox] = acc / (len(taps[0]) * len(taps[1]))
+    return out
 
 
 def conv_transpose(x, w, stride):
@@ -657,8 +687,9 @@ def resize_nearest_symmetric(x, axis, scale):
 
 def opset22(outdir):
     """Opsets 19 to 22: GroupNormalization's scale and bias per channel (21), Gelu exact and
-    tanh (20), Pad's wrap mode (19) and Resize's half_pixel_symmetric (19) where the output is
-    shorter than in x scale; opset 22 changed only types.  Saved unchecked (onnx 1.12)."""
+    tanh (20), Pad's wrap mode (19), Resize's half_pixel_symmetric (19) where the output is
+    shorter than in x scale, and AveragePool's dilations (19); opset 22 changed only types.
+    Saved unchecked (onnx 1.12)."""
     b = Builder()
     x = rand(1, 4, 6, 6)
     w1 = rand(8, 4, 3, 3, scale=0.3)
@@ -676,8 +707,16 @@ def opset22(outdir):
     t = b.op("Resize", [t, "", b.const(np.array([0.65], np.float32))], axes=[3],
              coordinate_transformation_mode="half_pixel_symmetric")  # 10 x 0.65: 6 of 6.5
     r = resize_nearest_symmetric(r, 3, float(np.float32(0.65)))
-    b.op("Gelu", [t])
-    b.save(outdir, "opset22", x, gelu(r), 22, check=False)
+    t = b.op("Gelu", [t])
+    r = gelu(r)  # 1x8x6x6
+    # AveragePool's dilations (19): taps counted inside the input, then inside the padded
+    # input with ceil mode's last window reaching past it; one axis dilated, the other not
+    t = b.op("AveragePool", [t], kernel_shape=[3, 2], dilations=[2, 3], pads=[2, 1, 2, 2])
+    r = avgpool_general(r, (3, 2), (1, 1), (2, 3), (2, 1), (2, 2), False)  # 1x8x6x6
+    b.op("AveragePool", [t], kernel_shape=[2, 3], dilations=[1, 2], strides=[2, 2],
+         pads=[0, 1, 1, 1], ceil_mode=1, count_include_pad=1)
+    r = avgpool_general(r, (2, 3), (2, 2), (1, 2), (0, 1), (1, 1), True, True)  # 1x8x4x3
+    b.save(outdir, "opset22", x, r, 22, check=False)
 
 
 if __name__ == "__main__":
