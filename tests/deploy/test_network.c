@@ -575,8 +575,8 @@ static void opset_18_operators_match(void **state)
 }
 
 /* Opsets 19 to 22 import and match numpy in both layouts: GroupNormalization's scale and bias
- * per channel (21), Gelu exact and tanh joining the kernel before it (20), Pad's wrap mode and
- * Resize's half_pixel_symmetric (19). */
+ * per channel (21), Gelu exact and tanh joining the kernel before it (20), Pad's wrap mode,
+ * Resize's half_pixel_symmetric and AveragePool's dilations (19: two pools, each a task). */
 static void opsets_19_to_22_match(void **state)
 {
     (void)state;
@@ -588,6 +588,7 @@ static void opsets_19_to_22_match(void **state)
     assert_int_equal(task_calls(net, "GroupNormalization+Gelu"), 1);
     assert_int_equal(task_calls(net, "Resize+Gelu"), 1);
     assert_int_equal(task_calls(net, "Gelu"), 0);
+    assert_int_equal(task_calls(net, "AveragePool"), 2);
     tt_net_free(net);
     tt_graph_free(g);
 }
