@@ -48,6 +48,9 @@ typedef struct tt_codegen_stats {
                             * emitting (unrolled) */
     int masked_loads;      /* vector loads whose lanes are guarded (a reduction's last partial
                             * vector): llvm.masked.load */
+    int pattern_loads;     /* vector loads of a few elements that a known pattern spreads over
+                            * the lanes (a grouped convolution's input: one value per group) */
+    int gathered_loads;    /* vector loads gathered lane by lane */
     int peeled_loops;      /* loops emitted as first iteration, middle, last for their padding */
     int unpeeled_loops;    /* loops left unpeeled: their copies would pass the code budget */
     int rolled_copies;     /* loops copying through or filling local buffers too large for

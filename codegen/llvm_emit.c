@@ -221,6 +221,100 @@ static void set_scopes(emitter *e, LLVMValueRef inst, uint32_t buf)
         LLVMSetMetadata(inst, e->md_noalias_kind, e->md_noalias[buf]);
 }
 
+/* Whether `id` reads nothing and no variable but the vector's. */
+static bool other_var_or_load(void *ctx, tt_eid id)
+{
+    const emitter *e = ctx;
+    const tt_expr *n = tt_expr_get(&e->p->pool, id);
+    return n->kind == TT_EXPR_LOAD || n->kind == TT_EXPR_READ ||
+           (n->kind == TT_EXPR_VAR && n->a != e->vec_var);
+}
+
+/* Adds sign * (the terms of `id` that use the vector variable) at lane value `v` to *sum; false
+ * when such a term depends on anything else, or cannot be evaluated. */
+static bool lane_terms(emitter *e, tt_eid id, int64_t sign, int64_t *vars, int64_t *sum)
+{
+    const tt_expr_pool *p = &e->p->pool;
+    const tt_expr *n = tt_expr_get(p, id);
+    if (!tt_expr_uses_var(p, id, e->vec_var))
+        return true;
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_ADD:
+        return lane_terms(e, n->a, sign, vars, sum) && lane_terms(e, n->b, sign, vars, sum);
+    case TT_EXPR_SUB:
+        return lane_terms(e, n->a, sign, vars, sum) && lane_terms(e, n->b, -sign, vars, sum);
+    case TT_EXPR_NEG: return lane_terms(e, n->a, -sign, vars, sum);
+    default: break;
+    }
+    if (tt_expr_any(p, id, other_var_or_load, e))
+        return false;
+    tt_eval_env env = {.vars = vars};
+    tt_value v;
+    if (tt_expr_eval(p, id, &env, &v) != TT_OK)
+        return false;
+    *sum += sign * v.i;
+    return true;
+}
+
+/* A load whose lanes read few distinct elements at offsets from lane 0's that are known when
+ * the code is generated: a grouped convolution's input, in[(c / 8) * 8 + r], read by a vector of
+ * output channels c, is one value per group of 8 lanes.  Each distinct element is loaded once
+ * and shuffled into place (a broadcast per group), where a gather would load every lane.  NULL
+ * when the index does not take that form: the terms with the vector variable must depend on it
+ * alone, the vector must start at a constant, and at most 8 elements be distinct. */
+static LLVMValueRef emit_pattern_load(emitter *e, uint32_t buf, tt_eid index)
+{
+    enum { MAX_DISTINCT = 8 };
+    int lanes = e->lanes;
+    if (!LLVMIsAConstantInt(e->vec_base) || lanes > 64)
+        return NULL;
+    size_t nv = e->p->pool.vars.len;
+    int64_t *vars = malloc(sizeof(*vars) * (nv ? nv : 1));
+    if (!vars) {
+        e->status = TT_ERR_NOMEM;
+        return NULL;
+    }
+    for (size_t i = 0; i < nv; i++)
+        vars[i] = TT_VAR_UNBOUND;
+    int64_t base = LLVMConstIntGetSExtValue(e->vec_base), off[64], distinct[MAX_DISTINCT];
+    int nd = 0, which[64];
+    bool ok = true;
+    for (int l = 0; l < lanes && ok; l++) {
+        vars[e->vec_var] = base + l;
+        off[l] = 0;
+        ok = lane_terms(e, index, 1, vars, &off[l]);
+        int k = 0;
+        while (ok && k < nd && distinct[k] != off[l] - off[0])
+            k++;
+        if (ok && k == nd) {
+            if (nd == MAX_DISTINCT)
+                ok = false;
+            else
+                distinct[nd++] = off[l] - off[0];
+        }
+        which[l] = k;
+    }
+    free(vars);
+    if (!ok || nd == lanes)
+        return NULL;
+    LLVMTypeRef mt = mem_type(e, e->p->bufs.data[buf].dtype);
+    LLVMValueRef first = emit_lane0(e, index);
+    LLVMValueRef few = LLVMGetUndef(LLVMVectorType(mt, (unsigned)nd));
+    for (int k = 0; k < nd; k++) {
+        LLVMValueRef at =
+            k == 0 ? first
+                   : LLVMBuildAdd(e->b, first, LLVMConstInt(e->i64, (uint64_t)distinct[k], 1), "");
+        LLVMValueRef x = LLVMBuildLoad2(e->b, mt, element_ptr(e, buf, at), "");
+        tt__codegen_set_access(e, x, buf);
+        few = LLVMBuildInsertElement(e->b, few, x, LLVMConstInt(e->i32, (unsigned)k, 0), "");
+    }
+    LLVMValueRef mask[64];
+    for (int l = 0; l < lanes; l++)
+        mask[l] = LLVMConstInt(e->i32, (unsigned)which[l], 0);
+    return LLVMBuildShuffleVector(e->b, few, LLVMGetUndef(LLVMTypeOf(few)),
+                                  LLVMConstVector(mask, (unsigned)lanes), "");
+}
+
 static val emit_load(emitter *e, const tt_expr *n)
 {
     uint32_t buf = n->b;
@@ -246,8 +340,12 @@ static val emit_load(emitter *e, const tt_expr *n)
         r.v = LLVMBuildLoad2(e->b, vt, p, "");
         tt__codegen_set_access(e, r.v, buf);
         r.vec = true;
+    } else if ((r.v = emit_pattern_load(e, buf, n->a)) != NULL) {
+        r.vec = true;
+        e->stats.pattern_loads++;
     } else {
         /* Gather lane by lane. */
+        e->stats.gathered_loads++;
         val idx = widen(e, emit(e, n->a), true);
         LLVMTypeRef vt = LLVMVectorType(mt, (unsigned)e->lanes);
         LLVMValueRef acc = LLVMGetUndef(vt);

@@ -858,27 +858,31 @@ static int64_t mul_divisor(int64_t a, int64_t b)
     return a > ((int64_t)1 << 31) || b > ((int64_t)1 << 31) ? 1 : a * b;
 }
 
-/* A known divisor of integer expression `id` (0: it is 0). */
-static int64_t known_divisor(const tt_expr_pool *p, tt_eid id)
+int64_t tt_expr_known_divisor(const tt_expr_pool *p, tt_eid id)
 {
     const tt_expr *n = tt_expr_get(p, id);
     int64_t a, c;
     switch ((tt_expr_kind)n->kind) {
     case TT_EXPR_INT: return n->imm.i < 0 ? -n->imm.i : n->imm.i;
     case TT_EXPR_ADD:
-    case TT_EXPR_SUB: return gcd64(known_divisor(p, n->a), known_divisor(p, n->b));
-    case TT_EXPR_NEG: return known_divisor(p, n->a);
-    case TT_EXPR_MUL: return mul_divisor(known_divisor(p, n->a), known_divisor(p, n->b));
+    case TT_EXPR_SUB: return gcd64(tt_expr_known_divisor(p, n->a), tt_expr_known_divisor(p, n->b));
+    case TT_EXPR_NEG: return tt_expr_known_divisor(p, n->a);
+    case TT_EXPR_MUL:
+        return mul_divisor(tt_expr_known_divisor(p, n->a), tt_expr_known_divisor(p, n->b));
     case TT_EXPR_DIV:
         if (!tt_expr_is_const_int(p, n->b, &c) || c <= 0)
             return 1;
-        a = known_divisor(p, n->a);
+        a = tt_expr_known_divisor(p, n->a);
         return a % c == 0 ? a / c : 1;
     case TT_EXPR_MOD:
         if (!tt_expr_is_const_int(p, n->b, &c) || c <= 0)
             return 1;
-        a = known_divisor(p, n->a);
+        a = tt_expr_known_divisor(p, n->a);
         return a == 0 ? 0 : gcd64(a, c);
+    case TT_EXPR_MIN:
+    case TT_EXPR_MAX: return gcd64(tt_expr_known_divisor(p, n->a), tt_expr_known_divisor(p, n->b));
+    case TT_EXPR_SELECT:
+        return gcd64(tt_expr_known_divisor(p, n->b), tt_expr_known_divisor(p, n->c));
     default: return 1;
     }
 }
@@ -888,7 +892,7 @@ bool tt_expr_lane_step(const tt_expr_pool *p, tt_eid id, uint32_t var, int64_t l
 {
     if (!tt_expr_uses_var(p, id, var)) {
         *step = 0;
-        *align = known_divisor(p, id);
+        *align = tt_expr_known_divisor(p, id);
         return true;
     }
     const tt_expr *n = tt_expr_get(p, id);
@@ -930,7 +934,7 @@ bool tt_expr_lane_step(const tt_expr_pool *p, tt_eid id, uint32_t var, int64_t l
             return false;
         if (sa == 0) { /* the variable cancelled out */
             *step = 0;
-            *align = known_divisor(p, id);
+            *align = tt_expr_known_divisor(p, id);
             return true;
         }
         if (sa != 1 || ga % lanes != 0)

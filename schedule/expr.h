@@ -192,6 +192,10 @@ tt_dtype tt_expr_operand_type(const tt_expr_pool *p, const tt_expr *n);
 /* Linear coefficient of variable `var` in integer expression `e`: 0 if absent, INT64_MIN if not
  * linear in it (used to find loads and stores that move by one element per lane). */
 int64_t tt_expr_coef(const tt_expr_pool *p, tt_eid e, uint32_t var);
+/* A known divisor of integer expression `e`, 0 when it is 0 (divisible by everything), 1 when
+ * nothing better is known: constants, sums, products by constants, exact quotients, min/max and
+ * selects of multiples (a clamped tile start, min(t*32, 176), is a multiple of 16). */
+int64_t tt_expr_known_divisor(const tt_expr_pool *p, tt_eid e);
 /* How integer expression `e` moves across the lanes of a vector loop whose variable `var` runs
  * over [0, lanes): true when e(var) = e(0) + *step * var for every lane, with *align a known
  * divisor of e(0) (0 when e(0) is 0).  Beyond tt_expr_coef it understands floor division and

@@ -140,6 +140,18 @@ static int64_t fdiv(int64_t a, int64_t b)
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
+/* gcd(|a|, b) for b > 0. */
+static int64_t gcd_pos(int64_t a, int64_t b)
+{
+    a = a < 0 ? -a : a;
+    while (a) {
+        int64_t t = b % a;
+        b = a;
+        a = t;
+    }
+    return b;
+}
+
 static bool bound_rec(const tt_expr_pool *p, tt_eid e, const tt_bounds *b, int64_t *lo,
                       int64_t *hi);
 
@@ -284,8 +296,16 @@ static tt_eid simplify_divmod(tt_expr_pool *p, tt_eid e, const tt_bounds *b)
     /* Split into the multiple-of-c part (q * c) and the rest r. */
     linear q = {.ok = true}, r = {.ok = true};
     for (int i = 0; i < l.n; i++) {
+        /* A term is a multiple of c when its coefficient is, or when its atom is known to be a
+         * multiple of what the coefficient lacks: a clamped tile start min(t*32, 176) over a
+         * grouped convolution's groups of 8 channels, (min(t*32, 176) + v) / 8, splits into
+         * min(t*32, 176) / 8 + v / 8, and the lanes of v then read from a pattern that the code
+         * generators see (one value per group) instead of a gather. */
+        int64_t need = c / gcd_pos(l.coef[i], c), d = tt_expr_known_divisor(p, l.atom[i]);
         if (l.coef[i] % c == 0)
             lin_add_term(p, &q, l.atom[i], l.coef[i] / c);
+        else if (d > 0 && d % need == 0)
+            lin_add_term(p, &q, tt_div(p, l.atom[i], tt_expr_int(p, need)), l.coef[i] * need / c);
         else
             lin_add_term(p, &r, l.atom[i], l.coef[i]);
     }

@@ -290,6 +290,35 @@ static void check_steps(const char *workload, const char *steps_json, uint64_t s
     free_lowered(&l);
 }
 
+/* A grouped convolution's input, read by a vector of output channels, is one value per group of
+ * channels (in[(c / 8) * 8 + r]): with the tile of 32 channels clamped at the last group
+ * (min(t*32, 176) of 208), the simplifier takes the start out of the division and each vector
+ * load becomes a load per group and a shuffle, no gather, computing the definition. */
+static void grouped_inputs_load_once_per_group(void **state)
+{
+    (void)state;
+    const char *w =
+        "te:t1[i0,i1,i2,i3] = select(i1 >= 1 && i1 < 15 && i2 >= 1 && i2 < 15, "
+        "x0[0,i1 - 1,i2 - 1,i3], 0.0); t2[i0,i1,i2,i3] += t1[i0,i1 + r1,i2 + r2,i3 / 8 * 8 + r0] "
+        "* w1[r1,r2,r0,i3]; t0[i0,i1,i2,i3] = t2[i0,i1,i2,i3] + w2[i3]; out[i0,i1,i2,i3] = "
+        "max(t0[0,i1,i2,i3], 0); t1:float32[1,16,16,208]; x0:float32[1,14,14,208]; "
+        "t2:float32[1,14,14,208]; w1:const float32[3,3,8,208]; t0:float32[1,14,14,208]; "
+        "w2:const float32[208]; out:float32[1,14,14,208]; r0:8; r1:3; r2:3";
+    const char *steps =
+        "[[\"CI\", 5], [\"SP\", 6, 3, 208, [32], 1], [\"SP\", 6, 2, 14, [14], 1], "
+        "[\"SP\", 6, 1, 14, [7], 1], [\"SP\", 6, 0, 1, [1], 1], "
+        "[\"RE\", 6, [0, 2, 4, 6, 1, 3, 5, 7]], [\"CA\", 3, 6, 3], [\"FU\", 6, [0, 1, 2, 3]], "
+        "[\"AN\", 6, 0, 3], [\"AN\", 6, 4, 2], [\"SP\", 3, 6, 8, [8], 1], "
+        "[\"SP\", 3, 3, 208, [32], 1], [\"SP\", 3, 2, 14, [7], 1], "
+        "[\"RE\", 3, [6, 8, 0, 1, 2, 4, 9, 7, 3, 5]], [\"AN\", 3, 7, 1], [\"AN\", 3, 8, 1], "
+        "[\"AN\", 3, 9, 2], [\"FU\", 1, [0, 1, 2]], [\"AN\", 1, 0, 3], [\"AN\", 1, 1, 2]]";
+    tt_codegen_stats stats;
+    check_steps(w, steps, 23, false, &stats);
+    assert_true(stats.pattern_loads >= 1);
+    assert_int_equal(stats.gathered_loads, 0);
+    assert_int_equal(stats.scalar_fallbacks, 0);
+}
+
 /* A padding guard that does not depend on the vector lane is one scalar branch: a depthwise
  * convolution's padded input (a vector of channels) and a convolution's (a broadcast element)
  * stay vector code, computing the definition, with no scalar fallback. */
@@ -1528,6 +1557,7 @@ int main(void)
         cmocka_unit_test(index_arithmetic_is_said_not_to_overflow),
         cmocka_unit_test(bool_tensors_are_bytes),
         cmocka_unit_test(reductions_factored_into_lanes_use_masked_loads),
+        cmocka_unit_test(grouped_inputs_load_once_per_group),
         cmocka_unit_test(exp_family_is_exact_enough_in_vectors),
         cmocka_unit_test(every_other_buffer_is_in_the_noalias_list),
         cmocka_unit_test(padded_taps_of_unrolled_rows_are_decided_when_emitting),

@@ -58,6 +58,26 @@ static void simplifier_uses_loop_ranges(void **state)
     s = print_simplified(&p, f, NULL);
     assert_string_equal(s, "3.5f");
     free(s);
+    /* A term whose atom is a known multiple leaves the division: a grouped convolution's clamped
+     * tile start, (min(i*32, 176) + j) / 8 with j < 8 ... 16, is min(i*32, 176) / 8 + j / 8; a
+     * min that is not a multiple of 8 (one side i*12) stays inside. */
+    tt_eid start =
+        tt_expr_binary(&p, TT_EXPR_MIN, tt_mul(&p, I, tt_expr_int(&p, 32)), tt_expr_int(&p, 176));
+    s = print_simplified(&p, tt_div(&p, tt_add(&p, start, J), tt_expr_int(&p, 8)), &b);
+    assert_string_equal(s, "min(i * 32, 176) / 8");
+    free(s);
+    hi[2] = 15;
+    s = print_simplified(&p, tt_div(&p, tt_add(&p, start, J), tt_expr_int(&p, 8)), &b);
+    assert_string_equal(s, "min(i * 32, 176) / 8 + j / 8");
+    free(s);
+    s = print_simplified(&p, tt_mod(&p, tt_add(&p, start, J), tt_expr_int(&p, 8)), &b);
+    assert_string_equal(s, "j % 8");
+    free(s);
+    tt_eid odd =
+        tt_expr_binary(&p, TT_EXPR_MIN, tt_mul(&p, I, tt_expr_int(&p, 12)), tt_expr_int(&p, 176));
+    s = print_simplified(&p, tt_div(&p, tt_add(&p, odd, J), tt_expr_int(&p, 8)), &b);
+    assert_string_equal(s, "(min(i * 12, 176) + j) / 8");
+    free(s);
     tt_expr_pool_free(&p);
 }
 
