@@ -51,6 +51,8 @@ typedef struct tt_codegen_stats {
     int pattern_loads;     /* vector loads of a few elements that a known pattern spreads over
                             * the lanes (a grouped convolution's input: one value per group) */
     int gathered_loads;    /* vector loads gathered lane by lane */
+    int uniform_guards;    /* guards of vector code that depend on the lane but agree in every
+                            * lane (a concatenation's c < 96 on 16 channels): one branch */
     int peeled_loops;      /* loops emitted as first iteration, middle, last for their padding */
     int unpeeled_loops;    /* loops left unpeeled: their copies would pass the code budget */
     int rolled_copies;     /* loops copying through or filling local buffers too large for

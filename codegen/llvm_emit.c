@@ -732,10 +732,22 @@ static val emit_masked_load(emitter *e, const tt_expr *n, LLVMValueRef mask)
     return r;
 }
 
+/* A condition of vector code: one scalar where every lane agrees (tt_expr_lane_uniform: a
+ * concatenation's `c < 96` over a vector of channels), its value at the vector's first lane. */
+static val emit_condition(emitter *e, tt_eid cond)
+{
+    if (e->lanes && tt_expr_uses_var(&e->p->pool, cond, e->vec_var) &&
+        tt_expr_lane_uniform(&e->p->pool, cond, e->vec_var, e->lanes)) {
+        e->stats.uniform_guards++;
+        return (val){emit_lane0(e, cond), false};
+    }
+    return emit(e, cond);
+}
+
 static val emit_select(emitter *e, const tt_expr *n)
 {
     tt_dtype rt = (tt_dtype)n->dtype;
-    val c = emit(e, n->a);
+    val c = emit_condition(e, n->a);
     if (!has_load(e, n->b) && !has_load(e, n->c)) {
         val a = emit(e, n->b), b = emit(e, n->c);
         bool vec = c.vec || a.vec || b.vec;
@@ -1130,7 +1142,7 @@ static tt_eid padded_update(emitter *e, const tt_stmt *s, tt_eid *acc)
                 continue;
             const tt_expr *zero = tt_expr_get(pool, sel->c);
             if (zero->kind == TT_EXPR_FLOAT && zero->imm.f == 0.0 &&
-                !(e->lanes && tt_expr_uses_var(pool, sel->a, e->vec_var)))
+                !(e->lanes && !tt_expr_lane_uniform(pool, sel->a, e->vec_var, e->lanes)))
                 return sel_id;
         }
     }
@@ -1168,7 +1180,7 @@ static void emit_store(emitter *e, const tt_stmt *s)
         emit_taken_update(e, s, sel);
         return;
     }
-    val c = emit(e, n->a);
+    val c = emit_condition(e, n->a);
     LLVMValueRef cond = convert(e, c.v, dtype_of(e, n->a), TT_DT_BOOL, false);
     if (LLVMIsAConstantInt(cond)) {
         /* Decided while emitting (a tap of an unrolled row known to be in the padding, or known
@@ -1256,19 +1268,20 @@ static void store_value(emitter *e, const tt_stmt *s, val v)
     }
 }
 
-/* Can the body of a loop over `var` be emitted as vector code? */
-static bool vectorisable(emitter *e, tt_sid id, uint32_t var)
+/* Can the body of a loop over `var` be emitted as vector code, in vectors of `lanes` from
+ * multiples of `lanes`? */
+static bool vectorisable(emitter *e, tt_sid id, uint32_t var, int64_t lanes)
 {
     const tt_stmt *s = &e->p->stmts.data[id];
     switch (s->kind) {
     case TT_STMT_SEQ:
         for (uint32_t k = 0; k < s->n; k++)
-            if (!vectorisable(e, e->p->items.data[s->first + k], var))
+            if (!vectorisable(e, e->p->items.data[s->first + k], var, lanes))
                 return false;
         return true;
     case TT_STMT_IF:
-        return !tt_expr_uses_var(&e->p->pool, s->cond, var) && !s->orelse &&
-               vectorisable(e, s->body, var);
+        return tt_expr_lane_uniform(&e->p->pool, s->cond, var, lanes) && !s->orelse &&
+               vectorisable(e, s->body, var, lanes);
     case TT_STMT_STORE: {
         int64_t c = tt_expr_coef(&e->p->pool, s->index, var);
         if (c == INT64_MIN || c == 0)
@@ -1284,7 +1297,8 @@ static bool vectorisable(emitter *e, tt_sid id, uint32_t var)
              * broadcast element (a convolution's padded input, shared by a vector of output
              * channels) or a vector (a depthwise convolution's input, one per channel). */
             if (n->kind == TT_EXPR_SELECT && (has_load(e, n->b) || has_load(e, n->c)) &&
-                tt_expr_uses_var(&e->p->pool, n->a, var) && !masked_load_select(e, n, var))
+                !tt_expr_lane_uniform(&e->p->pool, n->a, var, lanes) &&
+                !masked_load_select(e, n, var))
                 return false;
             if (n->kind == TT_EXPR_VAR || n->kind == TT_EXPR_INT || n->kind == TT_EXPR_FLOAT)
                 continue;
@@ -1981,10 +1995,11 @@ tt__loop_form tt__codegen_loop_form(emitter *e, const tt_stmt *s, int auto_unrol
     if (s->ann == TT_ANN_PARALLEL && !e->in_parallel && s->extent <= TT_RT1_MAX_LOOP_EXTENT)
         return TT__LOOP_PARALLEL;
     if (s->ann == TT_ANN_VECTORIZE && !in_vector) {
-        if (s->extent <= e->opt.max_vector && vectorisable(e, s->body, s->var))
+        if (s->extent <= e->opt.max_vector &&
+            vectorisable(e, s->body, s->var, tt__codegen_vector_piece(s->extent)))
             return TT__LOOP_VECTOR;
         if (s->extent > e->opt.max_vector && long_vector_lanes(e, s->extent) &&
-            vectorisable(e, s->body, s->var))
+            vectorisable(e, s->body, s->var, long_vector_lanes(e, s->extent)))
             return TT__LOOP_LONG_VECTOR;
     }
     if ((s->ann == TT_ANN_UNROLL && s->extent <= e->opt.unroll_limit) ||
@@ -2082,7 +2097,7 @@ static void emit_stmt(emitter *e, tt_sid id)
         emit_stmt(e, s->body);
         return;
     case TT_STMT_IF: {
-        val c = emit(e, s->cond);
+        val c = emit_condition(e, s->cond);
         LLVMValueRef cond = convert(e, c.v, dtype_of(e, s->cond), TT_DT_BOOL, false);
         LLVMBasicBlockRef then_bb = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "if.then");
         LLVMBasicBlockRef else_bb =

@@ -887,8 +887,10 @@ int64_t tt_expr_known_divisor(const tt_expr_pool *p, tt_eid id)
     }
 }
 
-bool tt_expr_lane_step(const tt_expr_pool *p, tt_eid id, uint32_t var, int64_t lanes, int64_t *step,
-                       int64_t *align)
+/* tt_expr_lane_step with the vector variable's own start known to be a multiple of var_align (0:
+ * it is 0). */
+static bool lane_step(const tt_expr_pool *p, tt_eid id, uint32_t var, int64_t lanes,
+                      int64_t var_align, int64_t *step, int64_t *align)
 {
     if (!tt_expr_uses_var(p, id, var)) {
         *step = 0;
@@ -898,17 +900,17 @@ bool tt_expr_lane_step(const tt_expr_pool *p, tt_eid id, uint32_t var, int64_t l
     const tt_expr *n = tt_expr_get(p, id);
     int64_t sa, ga, sb, gb, c;
     switch ((tt_expr_kind)n->kind) {
-    case TT_EXPR_VAR: *step = 1, *align = 0; return true;
+    case TT_EXPR_VAR: *step = 1, *align = var_align; return true;
     case TT_EXPR_ADD:
     case TT_EXPR_SUB:
-        if (!tt_expr_lane_step(p, n->a, var, lanes, &sa, &ga) ||
-            !tt_expr_lane_step(p, n->b, var, lanes, &sb, &gb))
+        if (!lane_step(p, n->a, var, lanes, var_align, &sa, &ga) ||
+            !lane_step(p, n->b, var, lanes, var_align, &sb, &gb))
             return false;
         *step = n->kind == TT_EXPR_ADD ? sa + sb : sa - sb;
         *align = gcd64(ga, gb);
         return true;
     case TT_EXPR_NEG:
-        if (!tt_expr_lane_step(p, n->a, var, lanes, &sa, &ga))
+        if (!lane_step(p, n->a, var, lanes, var_align, &sa, &ga))
             return false;
         *step = -sa, *align = ga;
         return true;
@@ -919,7 +921,7 @@ bool tt_expr_lane_step(const tt_expr_pool *p, tt_eid id, uint32_t var, int64_t l
                 return false;
             x = n->b;
         }
-        if (!tt_expr_lane_step(p, x, var, lanes, &sa, &ga) || c > INT32_MAX || c < -INT32_MAX ||
+        if (!lane_step(p, x, var, lanes, var_align, &sa, &ga) || c > INT32_MAX || c < -INT32_MAX ||
             sa > INT32_MAX || sa < -INT32_MAX)
             return false;
         *step = sa * c, *align = mul_divisor(ga, c);
@@ -930,7 +932,7 @@ bool tt_expr_lane_step(const tt_expr_pool *p, tt_eid id, uint32_t var, int64_t l
         /* Floor division and modulo by c > 0, a multiple of `lanes`: an operand that moves by one
          * per lane from a multiple of `lanes` keeps every lane in one block of c. */
         if (!tt_expr_is_const_int(p, n->b, &c) || c <= 0 || lanes <= 0 || c % lanes != 0 ||
-            !tt_expr_lane_step(p, n->a, var, lanes, &sa, &ga))
+            !lane_step(p, n->a, var, lanes, var_align, &sa, &ga))
             return false;
         if (sa == 0) { /* the variable cancelled out */
             *step = 0;
@@ -944,6 +946,48 @@ bool tt_expr_lane_step(const tt_expr_pool *p, tt_eid id, uint32_t var, int64_t l
         else
             *step = 1, *align = ga == 0 ? 0 : gcd64(ga, c);
         return true;
+    default: return false;
+    }
+}
+
+bool tt_expr_lane_step(const tt_expr_pool *p, tt_eid id, uint32_t var, int64_t lanes, int64_t *step,
+                       int64_t *align)
+{
+    return lane_step(p, id, var, lanes, 0, step, align);
+}
+
+/* Whether x < y holds in all lanes or in none: x - y = d + s * l over the lanes l of a vector
+ * that starts at a multiple of `lanes`, d a multiple of g.  With s > 0 the lanes disagree only
+ * when d lies in [-s * (lanes - 1), -1], which holds no multiple of g > s * (lanes - 1). */
+static bool less_uniform(const tt_expr_pool *p, tt_eid x, tt_eid y, uint32_t var, int64_t lanes)
+{
+    int64_t sx, gx, sy, gy;
+    if (!lane_step(p, x, var, lanes, lanes, &sx, &gx) ||
+        !lane_step(p, y, var, lanes, lanes, &sy, &gy))
+        return false;
+    int64_t s = sx - sy, g = gcd64(gx, gy);
+    if (s == 0)
+        return true;
+    return s > 0 && s <= INT32_MAX && lanes <= INT32_MAX && (g == 0 || g > s * (lanes - 1));
+}
+
+bool tt_expr_lane_uniform(const tt_expr_pool *p, tt_eid cond, uint32_t var, int64_t lanes)
+{
+    if (!tt_expr_uses_var(p, cond, var))
+        return true;
+    if (lanes < 1)
+        return false;
+    const tt_expr *n = tt_expr_get(p, cond);
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_AND:
+    case TT_EXPR_OR:
+        return tt_expr_lane_uniform(p, n->a, var, lanes) &&
+               tt_expr_lane_uniform(p, n->b, var, lanes);
+    case TT_EXPR_NOT: return tt_expr_lane_uniform(p, n->a, var, lanes);
+    case TT_EXPR_LT:
+    case TT_EXPR_GE: return less_uniform(p, n->a, n->b, var, lanes);
+    case TT_EXPR_GT:
+    case TT_EXPR_LE: return less_uniform(p, n->b, n->a, var, lanes);
     default: return false;
     }
 }

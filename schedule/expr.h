@@ -204,6 +204,12 @@ int64_t tt_expr_known_divisor(const tt_expr_pool *p, tt_eid e);
  * and (o*4 + v) % 64, moves by 0 and by 1 element per lane. */
 bool tt_expr_lane_step(const tt_expr_pool *p, tt_eid e, uint32_t var, int64_t lanes, int64_t *step,
                        int64_t *align);
+/* Whether boolean `cond` takes one value in all the lanes of each vector of a loop over `var`
+ * emitted as vectors of `lanes` from multiples of `lanes`: comparisons, and their conjunctions,
+ * disjunctions and negations, whose sides move by the lane (tt_expr_lane_step) so that no vector
+ * straddles where they change.  A concatenation's `c < 96` over a vector of 16 channels starting at
+ * a multiple of 16 is; `c < 100` is not.  Such a guard is one scalar branch, not a lane mask. */
+bool tt_expr_lane_uniform(const tt_expr_pool *p, tt_eid cond, uint32_t var, int64_t lanes);
 /* True if `e` is an INT constant; stores its value in *v when v is not NULL. */
 bool tt_expr_is_const_int(const tt_expr_pool *p, tt_eid e, int64_t *v);
 /* Structural equality. */

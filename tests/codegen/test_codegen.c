@@ -319,6 +319,41 @@ static void grouped_inputs_load_once_per_group(void **state)
     assert_int_equal(stats.scalar_fallbacks, 0);
 }
 
+/* A concatenation along the vector's axis guards each input's load by where it starts.  Where
+ * every input starts at a multiple of the vector, each vector reads one input: the guard is one
+ * branch per vector (uniform_guards), not a scalar loop.  Where one starts mid-vector (24 of 16
+ * lanes), the lanes disagree and the loop stays scalar.  Both compute the definition, as does
+ * a vector loop longer than the widest vector (128 lanes, as 2 x 64, the inputs 64 wide). */
+static void concatenations_branch_once_per_vector(void **state)
+{
+    (void)state;
+    const char *aligned =
+        "te:t0[i0,i1] = select(i1 < 32, x0[i0,i1], select(i1 < 48, x1[i0,i1 - 32], "
+        "x2[i0,i1 - 48])); out[i0,i1] = max(t0[i0,i1] * w3[i1], 0); x0:float32[8,32]; "
+        "x1:float32[8,16]; x2:float32[8,16]; t0:float32[8,64]; w3:const float32[64]; "
+        "out:float32[8,64]";
+    const char *steps = "[[\"CI\", 3], [\"SP\", 5, 1, 64, [16], 1], [\"AN\", 5, 0, 3], "
+                        "[\"AN\", 5, 2, 2]]";
+    tt_codegen_stats stats;
+    check_steps(aligned, steps, 5, false, &stats);
+    assert_true(stats.uniform_guards >= 2);
+    assert_int_equal(stats.scalar_fallbacks, 0);
+    assert_int_equal(stats.gathered_loads, 0);
+
+    const char *straddling =
+        "te:t0[i0,i1] = select(i1 < 24, x0[i0,i1], x1[i0,i1 - 24]); out[i0,i1] = t0[i0,i1] + "
+        "1.0; x0:float32[8,24]; x1:float32[8,40]; t0:float32[8,64]; out:float32[8,64]";
+    const char *steps2 = "[[\"CI\", 2], [\"SP\", 3, 1, 64, [16], 1], [\"AN\", 3, 2, 2]]";
+    check_steps(straddling, steps2, 6, false, &stats);
+    assert_int_equal(stats.uniform_guards, 0);
+
+    const char *wide = "te:out[i0,i1] = select(i1 < 64, x0[i0,i1], x1[i0,i1 - 64]); "
+                       "x0:float32[4,64]; x1:float32[4,64]; out:float32[4,128]";
+    check_steps(wide, "[[\"AN\", 2, 1, 2]]", 7, false, &stats);
+    assert_true(stats.uniform_guards >= 1);
+    assert_int_equal(stats.scalar_fallbacks, 0);
+}
+
 /* A padding guard that does not depend on the vector lane is one scalar branch: a depthwise
  * convolution's padded input (a vector of channels) and a convolution's (a broadcast element)
  * stay vector code, computing the definition, with no scalar fallback. */
@@ -1558,6 +1593,7 @@ int main(void)
         cmocka_unit_test(bool_tensors_are_bytes),
         cmocka_unit_test(reductions_factored_into_lanes_use_masked_loads),
         cmocka_unit_test(grouped_inputs_load_once_per_group),
+        cmocka_unit_test(concatenations_branch_once_per_vector),
         cmocka_unit_test(exp_family_is_exact_enough_in_vectors),
         cmocka_unit_test(every_other_buffer_is_in_the_noalias_list),
         cmocka_unit_test(padded_taps_of_unrolled_rows_are_decided_when_emitting),

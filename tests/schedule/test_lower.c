@@ -121,6 +121,46 @@ static void lane_steps_follow_rows(void **state)
     tt_expr_pool_free(&p);
 }
 
+/* A guard agrees in every lane of a vector from a multiple of the lanes when no vector straddles
+ * where it changes: a concatenation's boundaries at multiples of 16 over vectors of 16 channels
+ * (c = t*16 + v), in either direction, combined, and through a fused loop's remainder. */
+static void lane_uniform_guards(void **state)
+{
+    (void)state;
+    tt_expr_pool p;
+    tt_expr_pool_init(&p);
+    uint32_t t = tt_var_new(&p, "t"), v = tt_var_new(&p, "v");
+    tt_eid T = tt_expr_var(&p, t), V = tt_expr_var(&p, v);
+#define C(x)         tt_expr_int(&p, x)
+#define CMP(k, a, b) tt_expr_binary(&p, TT_EXPR_##k, a, b)
+    tt_eid c = tt_add(&p, tt_mul(&p, T, C(16)), V);
+    assert_true(tt_expr_lane_uniform(&p, CMP(LT, c, C(96)), v, 16));
+    assert_true(tt_expr_lane_uniform(&p, CMP(GE, c, C(64)), v, 16));
+    assert_true(tt_expr_lane_uniform(&p, CMP(GT, C(32), c), v, 16));
+    assert_true(tt_expr_lane_uniform(&p, CMP(LE, C(48), c), v, 16));
+    assert_true(tt_expr_lane_uniform(
+        &p, CMP(AND, CMP(GE, c, C(64)), CMP(LT, tt_sub(&p, c, C(64)), C(32))), v, 16));
+    /* The vector variable alone from a multiple of 16: c < 32 over v (the start is known). */
+    assert_true(tt_expr_lane_uniform(&p, CMP(LT, V, C(32)), v, 16));
+    /* Vectors of 8 lanes, boundaries at multiples of 16: still one side each. */
+    assert_true(tt_expr_lane_uniform(&p, CMP(LT, c, C(96)), v, 8));
+    /* A fused loop's channel, (f * 16 + v) % 256 < 96, and a guard without v. */
+    assert_true(tt_expr_lane_uniform(&p, CMP(LT, tt_mod(&p, c, C(256)), C(96)), v, 16));
+    assert_true(tt_expr_lane_uniform(&p, CMP(LT, T, C(3)), v, 16));
+    /* Boundaries inside a vector: 100, 24 of 16 lanes, 40 for c * 2 (which moves by 2: a
+     * vector spans 32k to 32k + 30, so 32 is a boundary between vectors, 40 is not); lanes that
+     * run backwards; equality. */
+    assert_false(tt_expr_lane_uniform(&p, CMP(LT, c, C(100)), v, 16));
+    assert_false(tt_expr_lane_uniform(&p, CMP(GE, c, C(24)), v, 16));
+    assert_true(tt_expr_lane_uniform(&p, CMP(LT, tt_mul(&p, c, C(2)), C(32)), v, 16));
+    assert_false(tt_expr_lane_uniform(&p, CMP(LT, tt_mul(&p, c, C(2)), C(40)), v, 16));
+    assert_false(tt_expr_lane_uniform(&p, CMP(LT, C(32), c), v, 16));
+    assert_false(tt_expr_lane_uniform(&p, CMP(EQ, c, C(32)), v, 16));
+#undef CMP
+#undef C
+    tt_expr_pool_free(&p);
+}
+
 typedef struct {
     tt_workload *w;
     tt_state *st;
@@ -632,6 +672,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(simplifier_uses_loop_ranges),
         cmocka_unit_test(lane_steps_follow_rows),
+        cmocka_unit_test(lane_uniform_guards),
         cmocka_unit_test(cache_write_gives_a_register_tile),
         cmocka_unit_test(a_tail_tile_ends_where_its_axis_ends),
         cmocka_unit_test(a_guard_is_tested_outside_the_loops_it_does_not_use),
