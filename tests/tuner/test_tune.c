@@ -365,8 +365,12 @@ static void rows_reduce_in_vector_lanes(void **state)
         "t2[i0,i1] / 40.0; t3[i0,i1,i2] = t1[0,i1,0] + 1e-6; out[i0,i1,i2] = sqrt(t3[0,i1,0]); "
         "t0:float32[1,9,40]; x0:float32[1,9,40]; t2:float32[1,9]; t1:float32[1,9,1]; "
         "t3:float32[1,9,1]; out:float32[1,9,1]; r0:40",
+        /* A matrix-vector product (a classifier's head at batch 1): each output a row */
+        "te:t0[i0,i1] += x0[i0,r0] * w1[i1,r0]; out[i0,i1] = t0[i0,i1] + w2[i1]; "
+        "t0:float32[1,100]; x0:float32[1,64]; w1:const float32[100,64]; out:float32[1,100]; "
+        "w2:const float32[100]; r0:64",
     };
-    for (int c = 0; c < 4; c++) {
+    for (int c = 0; c < 5; c++) {
         tt_space sp;
         tt_workload *w = open_space(rows[c], &isa, &sp);
         assert_true(has_knob(&sp, "row_kernel"));
@@ -400,9 +404,16 @@ static void rows_reduce_in_vector_lanes(void **state)
                       (const char *const[]){"row_kernel=0 ", NULL});
         tt_workload_free(w);
     }
-    const char *const others[] = {"matmul:M=24,N=16,K=12",
-                                  "conv2d_nhwc:N=1,H=8,W=8,CI=8,CO=16,K=3,S=1,P=1"};
-    for (int c = 0; c < 2; c++) {
+    /* Matrix products stay tiled, among them the same product at batch 4 (each weight used by
+     * 4 rows) and a product with both operands small (16 x 64 by 100 x 64). */
+    const char *const others[] = {
+        "matmul:M=24,N=16,K=12", "conv2d_nhwc:N=1,H=8,W=8,CI=8,CO=16,K=3,S=1,P=1",
+        "te:t0[i0,i1] += x0[i0,r0] * w1[i1,r0]; out[i0,i1] = t0[i0,i1] + w2[i1]; "
+        "t0:float32[4,100]; x0:float32[4,64]; w1:const float32[100,64]; out:float32[4,100]; "
+        "w2:const float32[100]; r0:64",
+        "te:out[i0,i1] += x0[i0,r0] * w1[i1,r0]; x0:float32[16,64]; w1:float32[100,64]; "
+        "out:float32[16,100]; r0:64"};
+    for (int c = 0; c < 4; c++) {
         tt_space sp;
         tt_workload *w = open_space(others[c], &isa, &sp);
         assert_false(has_knob(&sp, "row_kernel"));
