@@ -66,8 +66,10 @@ typedef struct emitter {
     tt_vector_isa isa;
     bool x86;
     uint32_t vec_var;
-    LLVMValueRef vec_base; /* the vector variable's lane 0: 0, or a strided loop's counter */
-    int auto_unroll;       /* auto_unroll_max_step in effect */
+    LLVMValueRef vec_base;  /* the vector variable's lane 0: 0, or a strided loop's counter */
+    LLVMValueRef lane_mask; /* while emitting a guarded side (masked_expr_select): the lanes
+                             * whose loads may read memory; NULL otherwise */
+    int auto_unroll;        /* auto_unroll_max_step in effect */
     /* A select known to take its first branch (inside a padded update's guard): emitted as that
      * branch.  0 = none. */
     uint32_t taken_select;

@@ -169,6 +169,8 @@ static LLVMValueRef element_ptr(emitter *e, uint32_t buf, LLVMValueRef index)
  * parameter apart from another at all, so a kernel storing to its output reloaded every input
  * after each store.  The metadata says both at no cost. */
 static void set_scopes(emitter *e, LLVMValueRef inst, uint32_t buf);
+static LLVMValueRef masked_vector_load(emitter *e, LLVMTypeRef vt, LLVMValueRef p, int align,
+                                       LLVMValueRef mask, LLVMValueRef passthrough);
 
 void tt__codegen_set_access(emitter *e, LLVMValueRef inst, uint32_t buf)
 {
@@ -337,8 +339,13 @@ static val emit_load(emitter *e, const tt_expr *n)
         LLVMTypeRef vt = LLVMVectorType(mt, (unsigned)e->lanes);
         LLVMValueRef p =
             LLVMBuildBitCast(e->b, element_ptr(e, buf, base), LLVMPointerType(vt, 0), "");
-        r.v = LLVMBuildLoad2(e->b, vt, p, "");
-        tt__codegen_set_access(e, r.v, buf);
+        if (e->lane_mask) {
+            r.v = masked_vector_load(e, vt, p, tt_dtype_bytes(t), e->lane_mask, LLVMConstNull(vt));
+            set_scopes(e, r.v, buf);
+        } else {
+            r.v = LLVMBuildLoad2(e->b, vt, p, "");
+            tt__codegen_set_access(e, r.v, buf);
+        }
         r.vec = true;
     } else if ((r.v = emit_pattern_load(e, buf, n->a)) != NULL) {
         r.vec = true;
@@ -690,6 +697,21 @@ static void hoist_addresses(emitter *e, tt_eid id)
     }
 }
 
+/* llvm.masked.load of a vector of type vt at p: lanes off in `mask` read no memory and take
+ * `passthrough`'s. */
+static LLVMValueRef masked_vector_load(emitter *e, LLVMTypeRef vt, LLVMValueRef p, int align,
+                                       LLVMValueRef mask, LLVMValueRef passthrough)
+{
+    const char *name = "llvm.masked.load";
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMTypeRef tys[2] = {vt, LLVMPointerType(vt, 0)};
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(e->mod, id, tys, 2);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(e->ctx, id, tys, 2);
+    LLVMValueRef args[4] = {p, LLVMConstInt(e->i32, (unsigned)align, 0), mask, passthrough};
+    e->stats.masked_loads++;
+    return LLVMBuildCall2(e->b, fty, fn, args, 4, "");
+}
+
 /* A select whose guard depends on the vector lane, taking a load that is contiguous in the lane
  * or a load-free value: one masked vector load (llvm.masked.load), the other side its
  * pass-through, and masked-off lanes read no memory.  The tail of a reduction split by the
@@ -719,17 +741,55 @@ static val emit_masked_load(emitter *e, const tt_expr *n, LLVMValueRef mask)
     LLVMTypeRef mt = mem_type(e, rt), vt = LLVMVectorType(mt, (unsigned)e->lanes);
     LLVMValueRef p = LLVMBuildBitCast(e->b, element_ptr(e, ld->b, emit_lane0(e, ld->a)),
                                       LLVMPointerType(vt, 0), "");
-    const char *name = "llvm.masked.load";
-    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-    LLVMTypeRef tys[2] = {vt, LLVMPointerType(vt, 0)};
-    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(e->mod, id, tys, 2);
-    LLVMTypeRef fty = LLVMIntrinsicGetType(e->ctx, id, tys, 2);
-    LLVMValueRef args[4] = {p, LLVMConstInt(e->i32, (unsigned)tt_dtype_bytes(rt), 0), mask,
-                            other.v};
-    val r = {LLVMBuildCall2(e->b, fty, fn, args, 4, ""), true};
+    val r = {masked_vector_load(e, vt, p, tt_dtype_bytes(rt), mask, other.v), true};
     set_scopes(e, r.v, ld->b);
-    e->stats.masked_loads++;
     return r;
+}
+
+/* A side of a select that may be computed in every lane when its loads read only the lanes the
+ * guard lets through: float arithmetic of loads contiguous in the lane and load-free floats. */
+static bool maskable(emitter *e, tt_eid id, uint32_t var)
+{
+    const tt_expr *n = tt_expr_get(&e->p->pool, id);
+    if (!tt_dtype_is_float((tt_dtype)n->dtype))
+        return false;
+    if (!has_load(e, id))
+        return true;
+    switch ((tt_expr_kind)n->kind) {
+    case TT_EXPR_LOAD:
+        return e->p->bufs.data[n->b].dtype == n->dtype &&
+               tt_expr_coef(&e->p->pool, n->a, var) == 1 && !has_load(e, n->a);
+    case TT_EXPR_ADD:
+    case TT_EXPR_SUB:
+    case TT_EXPR_MUL:
+    case TT_EXPR_MIN:
+    case TT_EXPR_MAX: return maskable(e, n->a, var) && maskable(e, n->b, var);
+    case TT_EXPR_NEG: return maskable(e, n->a, var);
+    default: return false;
+    }
+}
+
+/* A select whose guard depends on the vector lane, taking arithmetic of contiguous loads (a
+ * product x[k] * w[n, k] over a reduction split by the vector width, 440 = 27 x 16 + 8) and a
+ * load-free other side: the loads masked by the guard, the rest computed in every lane. */
+static bool masked_expr_select(emitter *e, const tt_expr *n, uint32_t var)
+{
+    return n->kind == TT_EXPR_SELECT && !has_load(e, n->c) && has_load(e, n->b) &&
+           maskable(e, n->b, var);
+}
+
+static val emit_masked_expr(emitter *e, const tt_expr *n, LLVMValueRef mask)
+{
+    tt_dtype rt = (tt_dtype)n->dtype;
+    val other = widen(e, emit(e, n->c), true);
+    other.v = convert(e, other.v, dtype_of(e, n->c), rt, true);
+    tt__vn_open(&e->vn);
+    e->lane_mask = mask;
+    val taken = widen(e, emit(e, n->b), true);
+    e->lane_mask = NULL;
+    tt__vn_close(&e->vn);
+    taken.v = convert(e, taken.v, dtype_of(e, n->b), rt, true);
+    return (val){LLVMBuildSelect(e->b, mask, taken.v, other.v, ""), true};
 }
 
 /* A condition of vector code: one scalar where every lane agrees (tt_expr_lane_uniform: a
@@ -765,6 +825,8 @@ static val emit_select(emitter *e, const tt_expr *n)
     }
     if (c.vec && e->lanes && masked_load_select(e, n, e->vec_var))
         return emit_masked_load(e, n, c.v);
+    if (c.vec && e->lanes && masked_expr_select(e, n, e->vec_var))
+        return emit_masked_expr(e, n, c.v);
     /* A guarded load (padding) must not run when the guard is false: branch.  The guard is one
      * scalar condition (the vectoriser only lets through guards that do not depend on the lane);
      * the branches may be vectors (a depthwise convolution's padded input, loaded for a vector of
@@ -1298,7 +1360,7 @@ static bool vectorisable(emitter *e, tt_sid id, uint32_t var, int64_t lanes)
              * channels) or a vector (a depthwise convolution's input, one per channel). */
             if (n->kind == TT_EXPR_SELECT && (has_load(e, n->b) || has_load(e, n->c)) &&
                 !tt_expr_lane_uniform(&e->p->pool, n->a, var, lanes) &&
-                !masked_load_select(e, n, var))
+                !masked_load_select(e, n, var) && !masked_expr_select(e, n, var))
                 return false;
             if (n->kind == TT_EXPR_VAR || n->kind == TT_EXPR_INT || n->kind == TT_EXPR_FLOAT)
                 continue;

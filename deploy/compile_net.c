@@ -68,6 +68,7 @@ static tt_status build_task(net_builder *b, int t, tt_errbuf *err)
     tt_status s = tt__net_task_lower(&b->pk, b->net, t, &code, &b->layouts[t], &b->reps[t],
                                      &b->timestamps[t], err);
     char entry[300], obj[4400];
+    tt_codegen_stats stats = {0};
     snprintf(entry, sizeof(entry), "%s__task%d", b->name, t);
     snprintf(obj, sizeof(obj), "%s/task%d.o", b->tmp, t);
     if (!s && b->pk.gpu) {
@@ -81,7 +82,6 @@ static tt_status build_task(net_builder *b, int t, tt_errbuf *err)
             s = tt__compile_opencl(&b->pk.target, code.prog, entry, &b->texts[t], &b->arts[t], err);
     } else if (!s) {
         tt_codegen_options co = {3, 64, 64, NULL, false};
-        tt_codegen_stats stats;
         s = tt_codegen_llvm_object(code.prog, &b->pk.target, entry, obj, &co, &stats, err);
         b->gomp |= stats.parallel_loops > 0;
         b->reps[t].parallel = stats.parallel_loops > 0;
@@ -91,6 +91,12 @@ static tt_status build_task(net_builder *b, int t, tt_errbuf *err)
     if (s)
         tt__net_task_error(b->net, t, s, err);
     const tt_compile_report *r = &b->reps[t];
+    if (!s && b->o->log && (stats.scalar_fallbacks || stats.gathered_loads))
+        /* code that runs slowly whatever the schedule's tiles: worth a look (docs/codegen.md) */
+        fprintf(b->o->log,
+                "task %2d %-28s vector code: %d loop(s) left scalar, %d load(s) "
+                "gathered lane by lane\n",
+                t, task->label, stats.scalar_fallbacks, stats.gathered_loads);
     if (!s && b->o->log) {
         if (r->source == TT_COMPILE_DEFAULT)
             fprintf(b->o->log, "task %2d %-28s x%-3d default schedule\n", t, task->label,

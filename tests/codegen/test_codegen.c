@@ -408,6 +408,25 @@ static void reductions_factored_into_lanes_use_masked_loads(void **state)
     }
 }
 
+/* A matrix-vector product as a row kernel (RegNet-Y's head, 440 -> 1000): the reduction of 40
+ * split by 16 leaves a guard around the product x[k] * w[n, k] in its last vector, whose two
+ * loads are masked by it (masked_loads) and whose lanes beyond the row add 0; the loop stays
+ * vector code and computes the definition. */
+static void guarded_products_mask_their_loads(void **state)
+{
+    (void)state;
+    const char *w = "te:t0[i0,i1] += x0[i0,r0] * w1[i1,r0]; out[i0,i1] = t0[i0,i1] + w2[i1]; "
+                    "t0:float32[1,24]; x0:float32[1,40]; w1:const float32[24,40]; "
+                    "out:float32[1,24]; w2:const float32[24]; r0:40";
+    const char *steps = "[[\"SP\", 2, 2, 40, [16], 1], [\"RF\", 2, 3, 2], "
+                        "[\"RE\", 2, [0, 1, 3, 2]], [\"AN\", 2, 3, 2], [\"FU\", 5, [0, 1]], "
+                        "[\"AN\", 5, 0, 3], [\"CA\", 3, 5, 0], [\"CA\", 2, 5, 0]]";
+    tt_codegen_stats stats;
+    check_steps(w, steps, 62, false, &stats);
+    assert_int_equal(stats.scalar_fallbacks, 0);
+    assert_true(stats.masked_loads >= 2);
+}
+
 /* Unrolling emits a body once per iteration; its index arithmetic on the outer loop variables is
  * built once (value numbering while emitting), and a value built in a branch arm (a guarded load)
  * is not reused after the branch, where it would not dominate its use (LLVM's verifier would
@@ -1594,6 +1613,7 @@ int main(void)
         cmocka_unit_test(reductions_factored_into_lanes_use_masked_loads),
         cmocka_unit_test(grouped_inputs_load_once_per_group),
         cmocka_unit_test(concatenations_branch_once_per_vector),
+        cmocka_unit_test(guarded_products_mask_their_loads),
         cmocka_unit_test(exp_family_is_exact_enough_in_vectors),
         cmocka_unit_test(every_other_buffer_is_in_the_noalias_list),
         cmocka_unit_test(padded_taps_of_unrolled_rows_are_decided_when_emitting),

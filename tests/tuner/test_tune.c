@@ -800,6 +800,16 @@ static void window_configs_tile_the_whole_window(void **state)
         {"depthwise_conv2d_nhwc:N=1,H=28,W=28,C=192,K=3,S=2,P=1", 8, {"micro_kernel=[-1,7,1]"}},
         {"depthwise_conv2d_nhwc:N=1,H=8,W=8,C=32,K=3,S=1,P=1", 8, {"micro_kernel=[-1,8,1]"}},
         {"depthwise_conv2d_nhwc:N=1,H=6,W=6,C=24,K=3,S=2,P=1", 16, {"reduce_inner_first=1"}},
+        /* The padded input computed into the taps (inlined), unless it changes the layout: an
+         * NCHW input to a channels-last depthwise convolution (ConvNeXt's) is padded and
+         * transposed once, not gathered again by each of the 49 taps. */
+        {"depthwise_conv2d_nhwc:N=1,H=12,W=12,C=16,K=3,S=1,P=1", 8, {"inline_producers=1 "}},
+        {"te:t0[i0,i1,i2,i3] = select(i1 >= 3 && i1 < 15 && i2 >= 3 && i2 < 15, "
+         "x0[0,i3,i1 - 3,i2 - 3], 0.0); out[i0,i1,i2,i3] += t0[i0,i1 + r0,i2 + r1,i3] * "
+         "w1[r0,r1,0,i3]; t0:float32[1,18,18,16]; x0:float32[1,16,12,12]; "
+         "w1:const float32[7,7,1,16]; out:float32[1,12,12,16]; r0:7; r1:7",
+         8,
+         {"inline_producers=0 ", "micro_kernel=[-1,6,1]"}},
         /* 576 taps (3 x 3 x 64) and a GEMM's 12: not windows, or windows that the default fits. */
         {"conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=64,K=3,S=1,P=1", 8, {NULL}},
         {"matmul:M=512,N=512,K=512", 8, {NULL}},
