@@ -57,7 +57,10 @@ static void usage(FILE *f)
            "  --no-fallback    only records of this target (and device) and workload: no records\n"
            "                   of other devices, of other targets of the family or of similar\n"
            "                   shapes\n"
-           "  --quiet          no report lines (warnings still go to stderr)\n"
+           "  --quiet          no report lines (warnings still go to stderr); with --model\n"
+           "                   a report line per task says where its schedule came from, and\n"
+           "                   another one names a CPU task whose vector code gathers loads\n"
+           "                   lane by lane or left loops scalar (slow whatever its tiles)\n"
            "Exit status: 0 built, 1 failed (the reason on stderr), 2 bad arguments.\n");
 }
 

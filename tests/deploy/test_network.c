@@ -65,6 +65,17 @@ typedef struct {
     void *workspace;
 } runner;
 
+/* The files tt_compile_net writes for OUTDIR/NAME. */
+static void remove_library(const char *prefix)
+{
+    static const char *const ext[] = {"a", "so", "h", "pc"};
+    char path[1100];
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof(path), "%.1000s.%s", prefix, ext[i]);
+        remove(path);
+    }
+}
+
 static tt_status runner_create(runner *r, runner_kind kind, tt_net *net, const char *db,
                                tt_errbuf *err)
 {
@@ -93,11 +104,7 @@ static tt_status runner_create(runner *r, runner_kind kind, tt_net *net, const c
         s = tt_err(err, TT_ERR_IO, "no net_run_buffers");
     if (!s && !(r->workspace = aligned_alloc(64, (size_t)(sum.workspace_bytes + 64))))
         s = tt_err(err, TT_ERR_NOMEM, "workspace");
-    static const char *const ext[] = {"a", "so", "h", "pc"};
-    for (int i = 0; i < 4; i++) {
-        snprintf(path, sizeof(path), "%s.%s", prefix, ext[i]);
-        remove(path);
-    }
+    remove_library(prefix);
     rmdir(dir);
     return s;
 }
@@ -819,6 +826,55 @@ static void a_second_output_is_ready_for_its_readers(void **state)
     tt_graph_free(g);
 }
 
+/* The build's report names a task whose vector code gathers lane by lane (run_time_masks'
+ * Transpose, which reads across its innermost axis) beside its line of where its schedule came
+ * from, and names none in a network without such code (patch_embed). */
+static void the_report_names_kernels_that_gather(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *model, *want;
+    } cases[] = {{"run_time_masks", "Transpose"}, {"patch_embed", NULL}};
+    for (int c = 0; c < 2; c++) {
+        tt_graph *g;
+        tt_net *net = small_net_in(cases[c].model, TT_NET_LAYOUT_CHANNELS_LAST, &g);
+        if (!net)
+            skip();
+        char dir[] = "/tmp/tt-netreport-XXXXXX", prefix[64];
+        assert_non_null(mkdtemp(dir));
+        snprintf(prefix, sizeof(prefix), "%s/net", dir);
+        char *text = NULL;
+        size_t len = 0;
+        FILE *log = open_memstream(&text, &len);
+        assert_non_null(log);
+        tt_compile_net_options o = {NULL, NULL, NULL, prefix, "test", false, false, log, NULL};
+        tt_compile_net_summary sum;
+        tt_errbuf err = {{0}};
+        tt_status s = tt_compile_net(&o, net, NULL, &sum, &err);
+        fclose(log);
+        if (s)
+            fail_msg("%s: %s", cases[c].model, err.msg);
+        const char *line = strstr(text, "vector code:");
+        if (cases[c].want) {
+            assert_non_null(line);
+            assert_non_null(strstr(line, "gathered lane by lane"));
+            const char *start = line;
+            while (start > text && start[-1] != '\n')
+                start--;
+            assert_non_null(strstr(start, cases[c].want));
+            assert_true(strstr(start, cases[c].want) < line);
+        } else if (line) {
+            fail_msg("%s: %s", cases[c].model, text);
+        }
+        assert_non_null(strstr(text, "default schedule")); /* the per-task lines stay */
+        free(text);
+        remove_library(prefix);
+        rmdir(dir);
+        tt_net_free(net);
+        tt_graph_free(g);
+    }
+}
+
 /* Tuned records replace the default schedules (weights packed for the layouts they chose), and
  * the network still computes what numpy says. */
 static void tuned_records_build_the_network(void **state)
@@ -875,11 +931,8 @@ static void tuned_records_build_the_network(void **state)
     assert_true(fabs(sum.estimate_s - median) <= 1e-12 * median);
     assert_true(fabs(sum.estimate_fastest_s - fastest) <= 1e-12 * fastest);
     free(reps);
-    static const char *const ext[] = {"a", "so", "h", "pc"};
-    for (int i = 0; i < 4; i++) {
-        snprintf(lib, sizeof(lib), "%s/net.%s", db, ext[i]);
-        remove(lib);
-    }
+    snprintf(lib, sizeof(lib), "%s/net", db);
+    remove_library(lib);
     tt_net_free(net);
     tt_graph_free(g);
     /* the run itself: the same directory test, now with the database */
@@ -920,6 +973,7 @@ int main(void)
         cmocka_unit_test(a_shifted_window_mask_folds_and_matches),
         cmocka_unit_test(a_sequence_first_matmul_tiles_its_rows),
         cmocka_unit_test(a_second_output_is_ready_for_its_readers),
+        cmocka_unit_test(the_report_names_kernels_that_gather),
         cmocka_unit_test(tuned_records_build_the_network),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
