@@ -223,7 +223,8 @@ static void set_scopes(emitter *e, LLVMValueRef inst, uint32_t buf)
         LLVMSetMetadata(inst, e->md_noalias_kind, e->md_noalias[buf]);
 }
 
-/* Whether `id` reads nothing and no variable but the vector's. */
+/* Whether `id` is a load, a read or a variable other than the vector's: what a lane's offset
+ * cannot be known without when the code is generated. */
 static bool other_var_or_load(void *ctx, tt_eid id)
 {
     const emitter *e = ctx;

@@ -836,7 +836,7 @@ int64_t tt_expr_coef(const tt_expr_pool *p, tt_eid id, uint32_t var)
     return tt_expr_uses_var(p, id, var) ? INT64_MIN : 0;
 }
 
-static int64_t gcd64(int64_t a, int64_t b)
+int64_t tt_gcd64(int64_t a, int64_t b)
 {
     a = a < 0 ? -a : a;
     b = b < 0 ? -b : b;
@@ -865,7 +865,8 @@ int64_t tt_expr_known_divisor(const tt_expr_pool *p, tt_eid id)
     switch ((tt_expr_kind)n->kind) {
     case TT_EXPR_INT: return n->imm.i < 0 ? -n->imm.i : n->imm.i;
     case TT_EXPR_ADD:
-    case TT_EXPR_SUB: return gcd64(tt_expr_known_divisor(p, n->a), tt_expr_known_divisor(p, n->b));
+    case TT_EXPR_SUB:
+        return tt_gcd64(tt_expr_known_divisor(p, n->a), tt_expr_known_divisor(p, n->b));
     case TT_EXPR_NEG: return tt_expr_known_divisor(p, n->a);
     case TT_EXPR_MUL:
         return mul_divisor(tt_expr_known_divisor(p, n->a), tt_expr_known_divisor(p, n->b));
@@ -878,11 +879,12 @@ int64_t tt_expr_known_divisor(const tt_expr_pool *p, tt_eid id)
         if (!tt_expr_is_const_int(p, n->b, &c) || c <= 0)
             return 1;
         a = tt_expr_known_divisor(p, n->a);
-        return a == 0 ? 0 : gcd64(a, c);
+        return a == 0 ? 0 : tt_gcd64(a, c);
     case TT_EXPR_MIN:
-    case TT_EXPR_MAX: return gcd64(tt_expr_known_divisor(p, n->a), tt_expr_known_divisor(p, n->b));
+    case TT_EXPR_MAX:
+        return tt_gcd64(tt_expr_known_divisor(p, n->a), tt_expr_known_divisor(p, n->b));
     case TT_EXPR_SELECT:
-        return gcd64(tt_expr_known_divisor(p, n->b), tt_expr_known_divisor(p, n->c));
+        return tt_gcd64(tt_expr_known_divisor(p, n->b), tt_expr_known_divisor(p, n->c));
     default: return 1;
     }
 }
@@ -907,7 +909,7 @@ static bool lane_step(const tt_expr_pool *p, tt_eid id, uint32_t var, int64_t la
             !lane_step(p, n->b, var, lanes, var_align, &sb, &gb))
             return false;
         *step = n->kind == TT_EXPR_ADD ? sa + sb : sa - sb;
-        *align = gcd64(ga, gb);
+        *align = tt_gcd64(ga, gb);
         return true;
     case TT_EXPR_NEG:
         if (!lane_step(p, n->a, var, lanes, var_align, &sa, &ga))
@@ -944,7 +946,7 @@ static bool lane_step(const tt_expr_pool *p, tt_eid id, uint32_t var, int64_t la
         if (n->kind == TT_EXPR_DIV)
             *step = 0, *align = ga % c == 0 ? ga / c : 1;
         else
-            *step = 1, *align = ga == 0 ? 0 : gcd64(ga, c);
+            *step = 1, *align = ga == 0 ? 0 : tt_gcd64(ga, c);
         return true;
     default: return false;
     }
@@ -965,7 +967,7 @@ static bool less_uniform(const tt_expr_pool *p, tt_eid x, tt_eid y, uint32_t var
     if (!lane_step(p, x, var, lanes, lanes, &sx, &gx) ||
         !lane_step(p, y, var, lanes, lanes, &sy, &gy))
         return false;
-    int64_t s = sx - sy, g = gcd64(gx, gy);
+    int64_t s = sx - sy, g = tt_gcd64(gx, gy);
     if (s == 0)
         return true;
     return s > 0 && s <= INT32_MAX && lanes <= INT32_MAX && (g == 0 || g > s * (lanes - 1));

@@ -192,6 +192,9 @@ tt_dtype tt_expr_operand_type(const tt_expr_pool *p, const tt_expr *n);
 /* Linear coefficient of variable `var` in integer expression `e`: 0 if absent, INT64_MIN if not
  * linear in it (used to find loads and stores that move by one element per lane). */
 int64_t tt_expr_coef(const tt_expr_pool *p, tt_eid e, uint32_t var);
+/* The greatest common divisor of |a| and |b|; gcd(0, b) = |b| (0 divides nothing but is
+ * divisible by everything). */
+int64_t tt_gcd64(int64_t a, int64_t b);
 /* A known divisor of integer expression `e`, 0 when it is 0 (divisible by everything), 1 when
  * nothing better is known: constants, sums, products by constants, exact quotients, min/max and
  * selects of multiples (a clamped tile start, min(t*32, 176), is a multiple of 16). */

@@ -140,18 +140,6 @@ static int64_t fdiv(int64_t a, int64_t b)
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
-/* gcd(|a|, b) for b > 0. */
-static int64_t gcd_pos(int64_t a, int64_t b)
-{
-    a = a < 0 ? -a : a;
-    while (a) {
-        int64_t t = b % a;
-        b = a;
-        a = t;
-    }
-    return b;
-}
-
 static bool bound_rec(const tt_expr_pool *p, tt_eid e, const tt_bounds *b, int64_t *lo,
                       int64_t *hi);
 
@@ -301,7 +289,7 @@ static tt_eid simplify_divmod(tt_expr_pool *p, tt_eid e, const tt_bounds *b)
          * grouped convolution's groups of 8 channels, (min(t*32, 176) + v) / 8, splits into
          * min(t*32, 176) / 8 + v / 8, and the lanes of v then read from a pattern that the code
          * generators see (one value per group) instead of a gather. */
-        int64_t need = c / gcd_pos(l.coef[i], c), d = tt_expr_known_divisor(p, l.atom[i]);
+        int64_t need = c / tt_gcd64(l.coef[i], c), d = tt_expr_known_divisor(p, l.atom[i]);
         if (l.coef[i] % c == 0)
             lin_add_term(p, &q, l.atom[i], l.coef[i] / c);
         else if (d > 0 && d % need == 0)
