@@ -207,6 +207,9 @@ typedef struct tt_gnode {
     tt_gattr *attrs;
     int nattrs;
     bool removed; /* folded into a constant or otherwise gone from the graph */
+    /* A Transpose (or a Pad or Slice of the whole input) whose output the layout pass gave the
+     * memory of its input (layout.c): an alias, no kernel. */
+    bool view;
 } tt_gnode;
 
 typedef struct tt_graph {

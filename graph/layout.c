@@ -9,7 +9,13 @@
  * perm), and every kernel reads and writes each tensor through it (te_write.c).  The transforms
  * therefore happen inside the kernels at the edges of the channels-last region: the first
  * convolution reads the NCHW input and writes NHWC, and the kernel before a Flatten or a graph
- * output writes the model's order again. */
+ * output writes the model's order again.
+ *
+ * A Transpose is a permutation of memory too: where the order that makes its output the same
+ * memory as its input is one a tensor may take, it takes it and the Transpose is a view; so
+ * are a Pad that pads nothing and a Slice of everything.
+ * ConvNeXt's and Swin's permutes between NCHW and NHWC (x.permute(0, 2, 3, 1) around each
+ * LayerNorm and MLP) then cost nothing, and the convolutions after them read channels last. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,11 +123,111 @@ static bool regroups_spatial(const tt_graph *g, const tt_gnode *n)
            x->dims[0] == y->dims[0] && x->dims[1] == y->dims[1] && tt_dtype_is_float(y->dtype);
 }
 
-tt_status tt__net_choose_layouts(tt_graph *g, tt_net_layout layout, int *permuted, tt_errbuf *err)
+/* Whether Pad or Slice node n copies its input whole: no padding, or every dimension from 0 by
+ * 1 to its end (Swin's Pad to a multiple of its window of 7 at 56x56, its cyclic shift's
+ * Slice of all 56 rows). */
+static bool copies_whole(const tt_graph *g, const tt_gnode *n, int node)
 {
-    *permuted = 0;
-    if (layout == TT_NET_LAYOUT_MODEL)
+    const tt_gtensor *x = &g->tensors.data[n->inputs[0]], *y = &g->tensors.data[n->outputs[0]];
+    if (x->rank != y->rank || memcmp(x->dims, y->dims, sizeof(int64_t) * (size_t)x->rank))
+        return false;
+    int R = x->rank;
+    if (n->op == TT_GOP_PAD) {
+        int64_t pads[2 * TT_GRAPH_MAX_RANK];
+        if (!tt__graph_pad_amounts(g, node, pads))
+            return false;
+        for (int d = 0; d < 2 * R; d++)
+            if (pads[d])
+                return false;
+        return true;
+    }
+    int64_t first[TT_GRAPH_MAX_RANK], step[TT_GRAPH_MAX_RANK];
+    tt_errbuf ignored = {{0}};
+    if (tt__graph_slice(g, node, first, step, &ignored))
+        return false;
+    for (int d = 0; d < R; d++)
+        if (first[d] != 0 || step[d] != 1)
+            return false;
+    return true;
+}
+
+/* The memory order that makes node n's output the memory of its input, where n is a Transpose,
+ * or a Pad or Slice that copies the whole input (the input's order).  For a Transpose, output
+ * dimension j is input dimension order[j] (ONNX perm, default reversed), and the input's
+ * physical dimension k is its logical x->perm[k], so the output's physical k is the j with
+ * order[j] == x->perm[k].  False for any other node. */
+static bool view_order(const tt_graph *g, const tt_gnode *n, int node, uint8_t *perm)
+{
+    if ((n->op != TT_GOP_TRANSPOSE && n->op != TT_GOP_PAD && n->op != TT_GOP_SLICE) ||
+        n->ninputs < 1 || n->inputs[0] < 0 || n->noutputs < 1 || n->outputs[0] < 0)
+        return false;
+    const tt_gtensor *x = &g->tensors.data[n->inputs[0]], *y = &g->tensors.data[n->outputs[0]];
+    int R = y->rank;
+    if (x->kind != TT_GT_VALUE || y->kind != TT_GT_VALUE || x->rank != R || R < 1 ||
+        R > TT_GRAPH_MAX_RANK)
+        return false;
+    if (n->op != TT_GOP_TRANSPOSE) {
+        if (!copies_whole(g, n, node))
+            return false;
+        for (int k = 0; k < R; k++)
+            perm[k] = x->permuted ? x->perm[k] : (uint8_t)k;
+        return true;
+    }
+    size_t np = 0;
+    const int64_t *order = tt__attr_ints(n, "perm", &np);
+    int inverse[TT_GRAPH_MAX_RANK];
+    for (int j = 0; j < R; j++)
+        inverse[j] = -1;
+    for (int j = 0; j < R; j++) {
+        int64_t d = order && np == (size_t)R ? order[j] : R - 1 - j;
+        if (d < 0 || d >= R || inverse[d] >= 0)
+            return false;
+        inverse[d] = j;
+    }
+    for (int k = 0; k < R; k++)
+        perm[k] = (uint8_t)inverse[x->permuted ? x->perm[k] : k];
+    return true;
+}
+
+/* Makes node n (a Transpose, a Pad or Slice of the whole input) a view where its output may take
+ * the order view_order gives: row-major (no data moves: ConvNeXt's NHWC tensor permuted to
+ * [N, H, W, C], any layout) or, under the channels-last layout, channels last of rank 4 or 5
+ * for a float tensor no alias reinterprets (the permute back to [N, C, H, W], which the next
+ * convolution then reads as NHWC). */
+static bool make_view(tt_graph *g, int node, const bool *fixed, tt_net_layout layout)
+{
+    tt_gnode *n = &g->nodes.data[node];
+    uint8_t perm[TT_GRAPH_MAX_RANK];
+    if (!view_order(g, n, node, perm))
+        return false;
+    tt_gtensor *y = &g->tensors.data[n->outputs[0]];
+    if (!moves_data(y, perm)) {
+        y->permuted = false;
+        n->view = true;
+        return true;
+    }
+    uint8_t last[TT_GRAPH_MAX_RANK];
+    channels_last(y->rank, last);
+    if (layout != TT_NET_LAYOUT_CHANNELS_LAST || fixed[n->outputs[0]] || y->rank < 4 ||
+        y->rank > 5 || !tt_dtype_is_float(y->dtype) || memcmp(perm, last, (size_t)y->rank))
+        return false;
+    y->permuted = true;
+    memcpy(y->perm, perm, sizeof(y->perm));
+    n->view = true;
+    return true;
+}
+
+tt_status tt__net_choose_layouts(tt_graph *g, tt_net_layout layout, int *permuted, int *views,
+                                 tt_errbuf *err)
+{
+    *permuted = *views = 0;
+    if (layout == TT_NET_LAYOUT_MODEL) {
+        /* every tensor row-major: only the Transposes of dimensions of 1 are views */
+        for (size_t i = 0; i < g->nodes.len; i++)
+            if (!g->nodes.data[i].removed)
+                *views += make_view(g, (int)i, NULL, layout);
         return TT_OK;
+    }
     size_t nt = g->tensors.len;
     /* tensors that must keep the model's order: graph outputs, memory a Reshape reinterprets */
     bool *fixed = calloc(nt, sizeof(bool));
@@ -147,6 +253,11 @@ tt_status tt__net_choose_layouts(tt_graph *g, tt_net_layout layout, int *permute
      * output of an op that can write it and reads a channels-last tensor of the same rank */
     for (size_t i = 0; i < g->nodes.len && !s; i++) {
         tt_gnode *n = &g->nodes.data[i];
+        if (!n->removed && make_view(g, (int)i, fixed, layout)) {
+            ++*views;
+            *permuted += g->tensors.data[n->outputs[0]].permuted;
+            continue;
+        }
         if (!n->removed && regroups_spatial(g, n) && g->tensors.data[n->inputs[0]].permuted) {
             tt_gtensor *y = &g->tensors.data[n->outputs[0]];
             uint8_t perm[TT_GRAPH_MAX_RANK];

@@ -32,6 +32,12 @@ static kind kind_of(tt_gop op)
     return (unsigned)op < TT_GOP_COUNT ? patterns[op] : K_NONE;
 }
 
+/* A node's kind: a Transpose the layout pass made a view is an alias. */
+static kind node_kind(const tt_gnode *n)
+{
+    return n->view ? K_ALIAS : kind_of(n->op);
+}
+
 bool tt__net_moves_no_data(tt_gop op)
 {
     return kind_of(op) == K_ALIAS;
@@ -178,7 +184,7 @@ static tt_status partition(builder *b)
         const tt_gnode *n = &g->nodes.data[i];
         if (n->removed)
             continue;
-        kind k = kind_of(n->op);
+        kind k = node_kind(n);
         if (k == K_NONE || k == K_ALIAS)
             continue;
         tt_status s;
@@ -213,7 +219,7 @@ static tt_status find_aliases(builder *b)
     tt_graph *g = b->g;
     for (size_t i = 0; i < g->nodes.len; i++) {
         const tt_gnode *n = &g->nodes.data[i];
-        if (n->removed || kind_of(n->op) != K_ALIAS)
+        if (n->removed || node_kind(n) != K_ALIAS)
             continue;
         if (n->op == TT_GOP_DROPOUT && n->noutputs > 1 && n->outputs[1] >= 0 &&
             (b->uses[n->outputs[1]] > 0))
@@ -346,7 +352,7 @@ tt_status tt_net_build(tt_graph *g, const tt_net_options *o, tt_net **out, tt_er
         s = tt__net_winograd(g, &net->winograd_convs, err);
     net->layout = o ? o->layout : TT_NET_LAYOUT_CHANNELS_LAST;
     if (!s)
-        s = tt__net_choose_layouts(g, net->layout, &net->channels_last, err);
+        s = tt__net_choose_layouts(g, net->layout, &net->channels_last, &net->views, err);
     size_t nt = g->tensors.len;
     /* room for the constants lowering adds (two per BatchNormalization at most) */
     size_t cap = nt + 2 * g->nodes.len + 16;

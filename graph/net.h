@@ -95,6 +95,7 @@ typedef struct tt_net {
     int winograd_convs;    /* 3x3 convolutions computed as Winograd F(4x4, 3x3) */
     tt_net_layout layout;
     int channels_last; /* activations stored channels last */
+    int views;         /* Transposes, whole Pads and Slices that move no data: aliases */
 } tt_net;
 
 typedef struct tt_net_options {

@@ -41,9 +41,13 @@ tt_status tt__net_winograd(tt_graph *g, int *rewritten, tt_errbuf *err);
 
 /* Chooses the memory order of every tensor (tt_gtensor perm) under `layout` (net.h): channels
  * last from each convolution on, through the ops that can write it, except graph outputs and
- * tensors an alias reinterprets; the weights of channels-last convolutions copied HWIO.
- * *permuted counts the activations stored channels last. */
-tt_status tt__net_choose_layouts(tt_graph *g, tt_net_layout layout, int *permuted, tt_errbuf *err);
+ * tensors an alias reinterprets; the weights of channels-last convolutions copied HWIO.  A
+ * Transpose (a Pad or Slice that copies the whole input) whose output, in the memory order of
+ * its input, is row-major or (channels-last layout, rank 4 and 5) channels last becomes a view
+ * (tt_gnode view): an alias, no kernel.  *permuted counts the activations stored channels last,
+ * *views the nodes made views. */
+tt_status tt__net_choose_layouts(tt_graph *g, tt_net_layout layout, int *permuted, int *views,
+                                 tt_errbuf *err);
 
 /* Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout: the output is the input's memory. */
 bool tt__net_moves_no_data(tt_gop op);

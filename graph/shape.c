@@ -482,8 +482,8 @@ static tt_status fold_move(const ctx *c, const tt_gtensor *x, move m)
     return s;
 }
 
-/* Arithmetic on float constants (Swin's attention mask, computed from shapes), in doubles,
- * stored in the output's type. */
+/* Arithmetic and Pow on float constants (Swin's attention mask and scale, computed from
+ * shapes), in doubles, stored in the output's type. */
 static tt_status fold_float_binary(const ctx *c, tt_gop op)
 {
     const tt_gtensor *a = in(c, 0), *b = in(c, 1);
@@ -502,6 +502,7 @@ static tt_status fold_float_binary(const ctx *c, tt_gop op)
                         : op == TT_GOP_SUB ? x - y
                         : op == TT_GOP_MUL ? x * y
                         : op == TT_GOP_DIV ? x / y
+                        : op == TT_GOP_POW ? pow(x, y)
                                            : fmod(x, y));
     }
     tt_status s = make_const_bytes(c, t.data, (size_t)(n ? n : 1) * tt_dtype_bytes(o->dtype));
@@ -1081,9 +1082,11 @@ static tt_status infer_binary(const ctx *c)
         return FAIL(c, "fmod must be 1 for %s inputs", tt_dtype_name(x->dtype));
     bool arithmetic = n->op == TT_GOP_ADD || n->op == TT_GOP_SUB || n->op == TT_GOP_MUL ||
                       n->op == TT_GOP_DIV || n->op == TT_GOP_MOD;
-    if (!arithmetic || x->kind != TT_GT_CONST || b->kind != TT_GT_CONST)
+    /* Swin's (C // heads) ** -0.5, a float of the shapes, was a kernel of one value per block */
+    bool float_pow = n->op == TT_GOP_POW && tt_dtype_is_float(x->dtype);
+    if ((!arithmetic && !float_pow) || x->kind != TT_GT_CONST || b->kind != TT_GT_CONST)
         return TT_OK;
-    if (foldable(x) && foldable(b))
+    if (arithmetic && foldable(x) && foldable(b))
         return fold_binary(c, n->op);
     return tt_dtype_is_float(x->dtype) ? fold_float_binary(c, n->op) : TT_OK;
 }

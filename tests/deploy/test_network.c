@@ -600,8 +600,8 @@ static void opsets_19_to_22_match(void **state)
     tt_graph_free(g);
 }
 
-/* Swin's shifted-window mask: ScatterND, Transpose, Concat, float arithmetic, comparison and
- * Cast on constants fold at import, so one kernel is left (Add, Softmax; the Dropout of ratio 0
+/* Swin's shifted-window mask: ScatterND, Transpose, Concat, float arithmetic, Pow, comparison
+ * and Cast on constants fold at import, so one kernel is left (Add, Softmax; the Dropout of ratio 0
  * in training mode is an alias), and it matches numpy. */
 static void a_shifted_window_mask_folds_and_matches(void **state)
 {
@@ -675,6 +675,47 @@ static void a_patch_embedding_stays_channels_last(void **state)
     tt_net_free(net);
     tt_graph_free(g);
     assert_model_layout_permutes_nothing("patch_embed");
+}
+
+/* ConvNeXt's block: the permutes to NHWC and back are views of the channels-last memory around
+ * them (no Transpose kernel), the permute back gives the residual stream channels last, which
+ * the layer scale and the residual Add keep; a Transpose of a dimension of 1 is a view in the
+ * model's layout too.  Matches numpy in both layouts and as a library (small_network). */
+static void convnext_permutes_are_views(void **state)
+{
+    (void)state;
+    tt_graph *g;
+    tt_net *net = small_network("channels_last_permutes", &g);
+    if (!net)
+        skip();
+    assert_int_equal(net->views, 5);
+    int back = 0;
+    for (size_t i = 0; i < g->nodes.len; i++) {
+        const tt_gnode *n = &g->nodes.data[i];
+        if (n->op != TT_GOP_TRANSPOSE)
+            continue;
+        assert_true(n->view);
+        const tt_gtensor *y = &g->tensors.data[n->outputs[0]];
+        if (y->rank == 4 && y->dims[1] == 8 && y->dims[2] == 4) { /* [2, 8, 4, 4] */
+            assert_true(y->permuted);
+            assert_memory_equal(y->perm, ((uint8_t[]){0, 2, 3, 1}), 4);
+            back++;
+        }
+    }
+    assert_int_equal(back, 2);
+    int residual = 0;
+    for (size_t i = 0; i < net->tasks.len; i++) {
+        assert_null(strstr(net->tasks.data[i].label, "Transpose"));
+        residual += !strcmp(net->tasks.data[i].label, "Mul+Add") &&
+                    strstr(net->tasks.data[i].workload, "out:float32[2,4,4,8]") != NULL;
+    }
+    assert_int_equal(residual, 1);
+    tt_net_free(net);
+    tt_graph_free(g);
+    net = small_net_in("channels_last_permutes", TT_NET_LAYOUT_MODEL, &g);
+    assert_int_equal(net->views, 1);
+    tt_net_free(net);
+    tt_graph_free(g);
 }
 
 /* A squeeze-and-excitation scale moves onto the projection's weights (conv(x * s, W) as
@@ -964,6 +1005,7 @@ int main(void)
         cmocka_unit_test(a_class_token_folds_and_matches),
         cmocka_unit_test(diamond_epilogues_join_their_convolution),
         cmocka_unit_test(a_patch_embedding_stays_channels_last),
+        cmocka_unit_test(convnext_permutes_are_views),
         cmocka_unit_test(an_se_scale_moves_onto_the_weights),
         cmocka_unit_test(three_by_three_convolutions_go_winograd),
         cmocka_unit_test(run_time_masks_are_computed),

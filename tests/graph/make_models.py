@@ -19,6 +19,9 @@ layernorm_outputs: LayerNormalization's Mean output read before its main output'
 patch_embed: ViT's patch embedding (a Conv whose kernel is its stride, Reshape to [N, C, H*W],
   Transpose to [N, H*W, C]) before a projection: the Reshape passes the Conv's channels-last
   layout on.
+channels_last_permutes: ConvNeXt's block at batch 2: a patchifying Conv, permutes to NHWC and
+  back around LayerNormalization and the MLP, a layer scale and the residual; the permutes are
+  views (no kernels) and the residual stream stays channels last.
 winograd_convs: 3x3 convolutions computed as Winograd F(4x4, 3x3) and F(2x2, 3x3), and left
   direct.
 se_block: a squeeze-and-excitation block (depthwise Conv, GlobalAveragePool, two 1x1 Convs,
@@ -492,7 +495,7 @@ def shifted_window_mask(outdir):
     """What torch.onnx writes for Swin's shifted-window attention mask, all of it folded at
     import: a float ConstantOfShape, ScatterND of region numbers into it, Transpose and Concat
     of constants, float Sub, Equal and Cast to bool on constants, Where; then added to the
-    attention scores (the input), Softmax, and Dropout in training mode with a ratio of 0 (as
+    attention scores (the input) scaled by Pow(32, -0.5) (head_dim ** -0.5), Softmax, and Dropout in training mode with a ratio of 0 (as
     torchvision 0.14 exports it)."""
     b = Builder()
     x = rand(1, 2, 4, 4)
@@ -505,11 +508,12 @@ def shifted_window_mask(outdir):
     diff = b.op("Sub", [b.op("Concat", [rows, rows, rows, rows], axis=0), cols])
     same = b.op("Cast", [b.op("Equal", [diff, b.const(np.float32(0))])], to=TensorProto.BOOL)
     mask = b.op("Where", [same, b.const(np.float32(0)), b.const(np.float32(-100))])
-    t = b.op("Softmax", [b.op("Add", ["input", mask])], axis=-1)
+    scale = b.op("Pow", [b.const(np.float32(32)), b.const(np.float32(-0.5))])
+    t = b.op("Softmax", [b.op("Add", [b.op("Mul", ["input", scale]), mask])], axis=-1)
     b.op("Dropout", [t, b.const(np.float32(0)), b.const(np.array(True))])
     reg = np.array([0, 0, 1, 2], dtype=np.float64)
     m = np.where(reg[None, :] - reg[:, None] == 0, 0.0, -100.0)
-    r = softmax(x.astype(np.float64) + m)
+    r = softmax(x.astype(np.float64) * 32 ** -0.5 + m)
     b.save(outdir, "shifted_window_mask", x, r, 13)
 
 
@@ -579,6 +583,42 @@ def patch_embed(outdir):
     b.op("MatMul", [b.op("Add", [t, b.const(tb)]), b.const(wp)])
     tokens = conv2d(x.astype(np.float64), w, bias, stride=4).reshape(2, 8, 16).transpose(0, 2, 1)
     b.save(outdir, "patch_embed", x, (tokens + tb) @ wp, 13)
+
+
+def channels_last_permutes(outdir):
+    """ConvNeXt's block at batch 2 (docstring at the top), and a Transpose that moves only a
+    dimension of 1 ([2, 1, 8, 16] to [2, 8, 1, 16]), a view in both layouts; opset 17."""
+    b = Builder()
+    x = rand(2, 3, 8, 8)
+    ws, bs = rand(8, 3, 2, 2, scale=0.4), rand(8)
+    g0, b0 = rand(8, scale=0.5) + 1, rand(8, scale=0.1)
+    wd, bd = rand(8, 1, 3, 3, scale=0.4), rand(8)
+    g1, b1 = rand(8, scale=0.5) + 1, rand(8, scale=0.1)
+    w1, c1, w2, c2 = rand(8, 16, scale=0.4), rand(16), rand(16, 8, scale=0.3), rand(8)
+    gamma, wp = rand(8, 1, 1), rand(8, 8, 1, 1, scale=0.4)
+    c = b.op("Conv", ["input", b.const(ws), b.const(bs)], kernel_shape=[2, 2], strides=[2, 2])
+    t = b.op("Transpose", [c], perm=[0, 2, 3, 1])
+    t = b.op("LayerNormalization", [t, b.const(g0), b.const(b0)], axis=-1, epsilon=1e-6)
+    s = b.op("Transpose", [t], perm=[0, 3, 1, 2])
+    d = b.op("Conv", [s, b.const(wd), b.const(bd)], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+             group=8)
+    t = b.op("Transpose", [d], perm=[0, 2, 3, 1])
+    t = b.op("LayerNormalization", [t, b.const(g1), b.const(b1)], axis=-1, epsilon=1e-6)
+    t = b.op("Relu", [b.op("Add", [b.op("MatMul", [t, b.const(w1)]), b.const(c1)])])
+    t = b.op("Add", [b.op("MatMul", [t, b.const(w2)]), b.const(c2)])
+    t = b.op("Transpose", [t], perm=[0, 3, 1, 2])
+    r = b.op("Add", [b.op("Mul", [b.const(gamma), t]), s])
+    p = b.op("Conv", [r, b.const(wp)], kernel_shape=[1, 1])
+    p = b.op("Reshape", [p, b.const(np.array([2, 1, 8, 16], np.int64))])
+    b.op("Transpose", [p], perm=[0, 2, 1, 3])
+    xs = x.astype(np.float64)
+    ref = conv2d(xs, ws, bs, stride=2)
+    ref = layernorm(ref.transpose(0, 2, 3, 1), g0, b0, 1e-6).transpose(0, 3, 1, 2)
+    h = layernorm(conv2d(ref, wd, bd, pad=1, group=8).transpose(0, 2, 3, 1), g1, b1, 1e-6)
+    h = np.maximum(h @ w1 + c1, 0) @ w2 + c2
+    ref = gamma * h.transpose(0, 3, 1, 2) + ref
+    ref = conv2d(ref, wp).reshape(2, 1, 8, 16).transpose(0, 2, 1, 3)
+    b.save(outdir, "channels_last_permutes", x, ref, 17)
 
 
 def winograd_convs(outdir):
@@ -725,5 +765,5 @@ if __name__ == "__main__":
     for make in (resnet_block, mobilenet_block, layouts, bert_layer, layernorm_outputs,
                  activations, class_token, more_ops, shifted_window_mask, seq_first_matmul,
                  diamond_epilogues, run_time_masks, patch_embed, se_block, winograd_convs, opset18,
-                 opset22):
+                 opset22, channels_last_permutes):
         make(sys.argv[1])
