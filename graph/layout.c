@@ -39,13 +39,35 @@ static bool writes_any_layout(tt_gop op)
     return (unsigned)op < TT_GOP_COUNT && any[op];
 }
 
-/* Channels last for a rank-R tensor: {0, 2, 3, ..., R-1, 1}. */
-static void channels_last(int R, uint8_t *perm)
+/* Channels last for a rank-R tensor whose K dimensions after the batch are its channels:
+ * {0, K+1, ..., R-1, 1, ..., K}.  K = 1 is NHWC; ShuffleNet's channel shuffle regroups NHWC's
+ * [N, C, H, W] as [N, 2, C/2, H, W] stored [N, H, W, 2, C/2] (K = 2), the same memory. */
+static void channels_last_k(int R, int K, uint8_t *perm)
 {
-    perm[0] = 0;
-    for (int k = 1; k < R - 1; k++)
-        perm[k] = (uint8_t)(k + 1);
-    perm[R - 1] = 1;
+    int k = 0;
+    perm[k++] = 0;
+    for (int d = K + 1; d < R; d++)
+        perm[k++] = (uint8_t)d;
+    for (int d = 1; d <= K; d++)
+        perm[k++] = (uint8_t)d;
+}
+
+/* The K of a memory order perm of rank R that is channels_last_k's, else 0. */
+static int channels_of_order(int R, const uint8_t *perm)
+{
+    uint8_t p[TT_GRAPH_MAX_RANK];
+    for (int K = 1; K <= R - 2; K++) {
+        channels_last_k(R, K, p);
+        if (!memcmp(p, perm, (size_t)R))
+            return K;
+    }
+    return 0;
+}
+
+/* The K of a tensor stored channels last, else 0. */
+static int channel_dims(const tt_gtensor *t)
+{
+    return t->permuted ? channels_of_order(t->rank, t->perm) : 0;
 }
 
 /* Whether perm moves data at all: the dimensions larger than 1 keep their order ([N, C, 1, 1]
@@ -108,19 +130,70 @@ static int hwio_copy(tt_graph *g, int w)
     return nw;
 }
 
-/* An alias (Reshape, Flatten, Squeeze, Identity...) that keeps the batch and channel dimensions
- * and only regroups the spatial ones: channels last on both sides is the same memory
- * ([N, C, H, W] as N, H, W, C and [N, C, H*W] as N, H*W, C), so a channels-last input aliases
- * as a channels-last output.  ViT's patch embedding (a 16x16 convolution, Reshape to [1, 768,
- * 196], Transpose to [1, 196, 768]) then keeps its convolution channels last, its output
- * channels in the vector lanes, and the Transpose reads its memory in order. */
-static bool regroups_spatial(const tt_graph *g, const tt_gnode *n)
+/* The K of y where a Reshape of x, stored channels last with K = kx, is the same memory as y
+ * stored channels last with that K: the batch kept, x's channel dimensions regrouped into y's
+ * first K after the batch and its spatial ones into the rest, at least one of them; -1 where
+ * there is none. */
+static int regrouped_channels(const tt_gtensor *x, int kx, const tt_gtensor *y)
+{
+    if (x->rank < 3 || y->rank < 3 || x->dims[0] != y->dims[0])
+        return -1;
+    int64_t cx = 1, sx = 1, c = 1, s = 1;
+    for (int d = 1; d < x->rank; d++)
+        *(d <= kx ? &cx : &sx) *= x->dims[d];
+    int ky = 0;
+    while (ky + 1 < y->rank - 1 && c < cx)
+        c *= y->dims[++ky];
+    /* channels split in more than one dimension, each more than 1: a dimension of 1 among them
+     * ([N, 1, C, H*W]) is an Unsqueeze, after which a channels-last form helps no reader */
+    for (int d = 1; ky > 1 && d <= ky; d++)
+        if (y->dims[d] == 1)
+            return -1;
+    for (int d = ky + 1; d < y->rank; d++)
+        s *= y->dims[d];
+    return ky >= 1 && c == cx && s == sx ? ky : -1;
+}
+
+/* An alias (Reshape, Flatten, Squeeze, Identity...) that keeps the batch dimension and regroups
+ * the channel and spatial ones apart: channels last on both sides is the same memory
+ * ([N, C, H, W] as N, H, W, C and [N, C, H*W] as N, H*W, C; [N, 2, C/2, H, W] as N, H, W,
+ * 2, C/2), so a channels-last input aliases as a channels-last output.  ViT's patch embedding
+ * (a 16x16 convolution, Reshape to [1, 768, 196], Transpose to [1, 196, 768]) then keeps its
+ * convolution channels last, its output channels in the vector lanes, and the Transpose reads
+ * its memory in order; ShuffleNet's channel shuffle (Reshape to [N, 2, C/2, H, W], Transpose of
+ * the two, Reshape back) permutes channels within each pixel.  Before layouts are chosen (kx
+ * 0), whether some kx allows it. */
+static int regroups(const tt_graph *g, const tt_gnode *n, int kx)
 {
     if (!tt__net_moves_no_data(n->op) || n->inputs[0] < 0 || n->outputs[0] < 0)
+        return -1;
+    const tt_gtensor *x = &g->tensors.data[n->inputs[0]], *y = &g->tensors.data[n->outputs[0]];
+    if (y->rank > 5 || y->kind != TT_GT_VALUE || !tt_dtype_is_float(y->dtype))
+        return -1;
+    int ky = -1;
+    for (int k = kx ? kx : 1; k <= (kx ? kx : x->rank - 2) && ky < 0; k++)
+        ky = regrouped_channels(x, k, y);
+    return ky;
+}
+
+/* A Transpose of a tensor stored channels last (K channels) that permutes its channel
+ * dimensions among themselves and keeps the batch and spatial ones: its output stored the same
+ * way, so that the kernel moves channels within each pixel (ShuffleNet's shuffle, [N, 2, C/2,
+ * H, W] to [N, C/2, 2, H, W]). */
+static bool permutes_channels(const tt_graph *g, const tt_gnode *n, const bool *fixed, int *K)
+{
+    if (n->op != TT_GOP_TRANSPOSE || n->inputs[0] < 0 || n->outputs[0] < 0 || fixed[n->outputs[0]])
         return false;
     const tt_gtensor *x = &g->tensors.data[n->inputs[0]], *y = &g->tensors.data[n->outputs[0]];
-    return x->rank >= 3 && y->rank >= 3 && y->rank <= 5 && y->kind == TT_GT_VALUE &&
-           x->dims[0] == y->dims[0] && x->dims[1] == y->dims[1] && tt_dtype_is_float(y->dtype);
+    size_t np = 0;
+    const int64_t *order = tt__attr_ints(n, "perm", &np);
+    if (!(*K = channel_dims(x)) || !order || np != (size_t)y->rank || y->rank > 5 ||
+        y->kind != TT_GT_VALUE || !tt_dtype_is_float(y->dtype))
+        return false;
+    for (int j = 0; j < y->rank; j++)
+        if ((j == 0 || j > *K) ? order[j] != j : (order[j] < 1 || order[j] > *K))
+            return false;
+    return true;
 }
 
 /* Whether Pad or Slice node n copies its input whole: no padding, or every dimension from 0 by
@@ -206,10 +279,12 @@ static bool make_view(tt_graph *g, int node, const bool *fixed, tt_net_layout la
         n->view = true;
         return true;
     }
-    uint8_t last[TT_GRAPH_MAX_RANK];
-    channels_last(y->rank, last);
+    /* channels last: NHWC (K = 1) of rank 4 and 5 from any order, a regrouped form (K > 1)
+     * only from another (BERT's keys, [B, S, H, D] permuted to [B, H, D, S], are no channels) */
+    int K = channels_of_order(y->rank, perm);
+    const tt_gtensor *x = &g->tensors.data[n->inputs[0]];
     if (layout != TT_NET_LAYOUT_CHANNELS_LAST || fixed[n->outputs[0]] || y->rank < 4 ||
-        y->rank > 5 || !tt_dtype_is_float(y->dtype) || memcmp(perm, last, (size_t)y->rank))
+        y->rank > 5 || !tt_dtype_is_float(y->dtype) || !K || (K > 1 && !channel_dims(x)))
         return false;
     y->permuted = true;
     memcpy(y->perm, perm, sizeof(y->perm));
@@ -245,7 +320,7 @@ tt_status tt__net_choose_layouts(tt_graph *g, tt_net_layout layout, int *permute
     for (size_t i = g->nodes.len; i-- > 0;) {
         const tt_gnode *n = &g->nodes.data[i];
         if (!n->removed && tt__net_moves_no_data(n->op) && n->inputs[0] >= 0 &&
-            (!regroups_spatial(g, n) || fixed[n->outputs[0]]))
+            (regroups(g, n, 0) < 0 || fixed[n->outputs[0]]))
             fixed[n->inputs[0]] = true;
     }
     tt_status s = TT_OK;
@@ -258,10 +333,14 @@ tt_status tt__net_choose_layouts(tt_graph *g, tt_net_layout layout, int *permute
             *permuted += g->tensors.data[n->outputs[0]].permuted;
             continue;
         }
-        if (!n->removed && regroups_spatial(g, n) && g->tensors.data[n->inputs[0]].permuted) {
+        int kx = n->removed || !tt__net_moves_no_data(n->op) || n->inputs[0] < 0
+                     ? 0
+                     : channel_dims(&g->tensors.data[n->inputs[0]]);
+        int ky = kx ? regroups(g, n, kx) : -1;
+        if (ky > 0 || (!n->removed && permutes_channels(g, n, fixed, &ky))) {
             tt_gtensor *y = &g->tensors.data[n->outputs[0]];
             uint8_t perm[TT_GRAPH_MAX_RANK];
-            channels_last(y->rank, perm);
+            channels_last_k(y->rank, ky, perm);
             if (moves_data(y, perm)) {
                 y->permuted = true;
                 memcpy(y->perm, perm, sizeof(perm));
@@ -279,13 +358,16 @@ tt_status tt__net_choose_layouts(tt_graph *g, tt_net_layout layout, int *permute
             if (y->kind != TT_GT_VALUE || y->rank < 3 || y->rank > 5 ||
                 !tt_dtype_is_float(y->dtype))
                 continue;
-            bool follow = n->op == TT_GOP_CONV || n->op == TT_GOP_CONV_WINOGRAD;
-            for (int k = 0; k < n->ninputs && !follow; k++) {
+            /* the channels of the input it follows (K = 1 but for a regrouped one) */
+            int K = n->op == TT_GOP_CONV || n->op == TT_GOP_CONV_WINOGRAD;
+            for (int k = 0; k < n->ninputs && !K; k++) {
                 const tt_gtensor *x = n->inputs[k] >= 0 ? &g->tensors.data[n->inputs[k]] : NULL;
-                follow = x && x->permuted && x->rank == y->rank;
+                if (x && x->permuted && x->rank == y->rank)
+                    K = channel_dims(x) ? channel_dims(x) : 1;
             }
+            bool follow = K > 0;
             uint8_t perm[TT_GRAPH_MAX_RANK];
-            channels_last(y->rank, perm);
+            channels_last_k(y->rank, follow ? K : 1, perm);
             if (!follow || !moves_data(y, perm))
                 continue;
             y->permuted = true;

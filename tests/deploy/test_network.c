@@ -718,6 +718,56 @@ static void convnext_permutes_are_views(void **state)
     tt_graph_free(g);
 }
 
+/* The tensor (rank 3 to 5) of network g whose dims are `dims`; it must be there. */
+static const tt_gtensor *tensor_of_dims(const tt_graph *g, int rank, const int64_t *dims)
+{
+    for (size_t t = 0; t < g->tensors.len; t++) {
+        const tt_gtensor *x = &g->tensors.data[t];
+        if (x->kind == TT_GT_VALUE && x->rank == rank &&
+            !memcmp(x->dims, dims, sizeof(int64_t) * (size_t)rank))
+            return x;
+    }
+    fail_msg("no tensor of rank %d with those dims", rank);
+    return NULL;
+}
+
+/* ShuffleNet's channel shuffle stays channels last: the Concat writes NHWC, the Reshape to
+ * [N, 2, C/2, H, W] is that memory stored [N, H, W, 2, C/2], the Transpose swaps the two channel
+ * dimensions within each pixel ([N, H, W, C/2, 2]), and the Reshape back is NHWC again, which the
+ * Split's slices and the convolution read.  Matches numpy in both layouts and as a library. */
+static void a_channel_shuffle_stays_channels_last(void **state)
+{
+    (void)state;
+    tt_graph *g;
+    tt_net *net = small_network("channel_shuffle", &g);
+    if (!net)
+        skip();
+    static const struct {
+        int rank;
+        int64_t dims[5];
+        uint8_t perm[5];
+    } cases[] = {
+        {4, {2, 16, 6, 6}, {0, 2, 3, 1}},      /* the Concat, and the shuffle reshaped back */
+        {5, {2, 2, 8, 6, 6}, {0, 3, 4, 1, 2}}, /* [N, 2, C/2, H, W] */
+        {5, {2, 8, 2, 6, 6}, {0, 3, 4, 1, 2}}, /* the Transpose's output */
+        {4, {2, 8, 6, 6}, {0, 2, 3, 1}},       /* a slice */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const tt_gtensor *x = tensor_of_dims(g, cases[i].rank, cases[i].dims);
+        assert_true(x->permuted);
+        assert_memory_equal(x->perm, cases[i].perm, (size_t)cases[i].rank);
+    }
+    int shuffles = 0;
+    for (size_t i = 0; i < net->tasks.len; i++)
+        shuffles += !strcmp(net->tasks.data[i].label, "Transpose") &&
+                    strstr(net->tasks.data[i].workload, "out:float32[2,6,6,8,2]") &&
+                    strstr(net->tasks.data[i].workload, "x0:float32[2,6,6,2,8]");
+    assert_int_equal(shuffles, 1);
+    tt_net_free(net);
+    tt_graph_free(g);
+    assert_model_layout_permutes_nothing("channel_shuffle");
+}
+
 /* A squeeze-and-excitation scale moves onto the projection's weights (conv(x * s, W) as
  * conv(x, W * s)), which the Mul then writes HWIO, [1, 1, 8, 6]; the scale whose product another
  * node reads stays on the activation.  Matches numpy in both layouts and as a library. */
@@ -1006,6 +1056,7 @@ int main(void)
         cmocka_unit_test(diamond_epilogues_join_their_convolution),
         cmocka_unit_test(a_patch_embedding_stays_channels_last),
         cmocka_unit_test(convnext_permutes_are_views),
+        cmocka_unit_test(a_channel_shuffle_stays_channels_last),
         cmocka_unit_test(an_se_scale_moves_onto_the_weights),
         cmocka_unit_test(three_by_three_convolutions_go_winograd),
         cmocka_unit_test(run_time_masks_are_computed),

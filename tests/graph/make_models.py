@@ -22,6 +22,8 @@ patch_embed: ViT's patch embedding (a Conv whose kernel is its stride, Reshape t
 channels_last_permutes: ConvNeXt's block at batch 2: a patchifying Conv, permutes to NHWC and
   back around LayerNormalization and the MLP, a layer scale and the residual; the permutes are
   views (no kernels) and the residual stream stays channels last.
+channel_shuffle: ShuffleNet-V2's channel shuffle at batch 2: Concat, Reshape to [N, 2, C/2, H, W],
+  Transpose of the two channel dimensions, Reshape back, Split; all of it stays channels last.
 winograd_convs: 3x3 convolutions computed as Winograd F(4x4, 3x3) and F(2x2, 3x3), and left
   direct.
 se_block: a squeeze-and-excitation block (depthwise Conv, GlobalAveragePool, two 1x1 Convs,
@@ -621,6 +623,28 @@ def channels_last_permutes(outdir):
     b.save(outdir, "channels_last_permutes", x, ref, 17)
 
 
+def channel_shuffle(outdir):
+    """ShuffleNet-V2's channel shuffle between convolutions (docstring at the top); opset 13."""
+    b = Builder()
+    x = rand(2, 4, 6, 6)
+    w1, w2, w3 = rand(8, 4, 1, 1), rand(8, 4, 3, 3, scale=0.3), rand(8, 8, 1, 1, scale=0.4)
+    a = b.op("Relu", [b.op("Conv", ["input", b.const(w1)], kernel_shape=[1, 1])])
+    c = b.op("Conv", ["input", b.const(w2)], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    cat = b.op("Concat", [a, c], axis=1)
+    r = b.op("Reshape", [cat, b.const(np.array([2, 2, 8, 6, 6], np.int64))])
+    t = b.op("Transpose", [r], perm=[0, 2, 1, 3, 4])
+    sh = b.op("Reshape", [t, b.const(np.array([2, -1, 6, 6], np.int64))])
+    b.n += 1
+    s1, s2 = f"t{b.n}a", f"t{b.n}b"
+    b.nodes.append(helper.make_node("Split", [sh, b.const(np.array([8, 8], np.int64))], [s1, s2],
+                                    name=f"Split_{b.n}", axis=1))
+    b.op("Add", [b.op("Conv", [s2, b.const(w3)], kernel_shape=[1, 1]), s1])
+    xs = x.astype(np.float64)
+    ref = np.concatenate([np.maximum(conv2d(xs, w1), 0), conv2d(xs, w2, pad=1)], axis=1)
+    ref = ref.reshape(2, 2, 8, 6, 6).transpose(0, 2, 1, 3, 4).reshape(2, 16, 6, 6)
+    b.save(outdir, "channel_shuffle", x, conv2d(ref[:, 8:], w3) + ref[:, :8], 13)
+
+
 def winograd_convs(outdir):
     """3x3 convolutions the Winograd rewrite takes and leaves, at batch 2: F(4x4, 3x3) padded
     18x26 with a bias and Relu (tiles past the edge: 5 x 7 per image, 70 in all) and unpadded to
@@ -765,5 +789,5 @@ if __name__ == "__main__":
     for make in (resnet_block, mobilenet_block, layouts, bert_layer, layernorm_outputs,
                  activations, class_token, more_ops, shifted_window_mask, seq_first_matmul,
                  diamond_epilogues, run_time_masks, patch_embed, se_block, winograd_convs, opset18,
-                 opset22, channels_last_permutes):
+                 opset22, channels_last_permutes, channel_shuffle):
         make(sys.argv[1])
