@@ -426,8 +426,87 @@ static int knob_named(const tt_space *s, const char *name)
     return -1;
 }
 
+#define ROOT_PARALLEL_MIN 64 /* iterations of a root stage's parallel loop, when it has them */
+
+typedef struct {
+    const tt_dag *dag;
+    uint32_t last; /* the reading op's innermost axis */
+    bool ok;
+} in_order_ctx;
+
+/* A variable other than the reader's innermost axis, or a read (an index computed from data). */
+static bool other_axis(void *vctx, tt_eid e)
+{
+    const in_order_ctx *c = vctx;
+    const tt_expr *n = tt_expr_get(&c->dag->pool, e);
+    return (n->kind == TT_EXPR_VAR && n->a != c->last) || n->kind == TT_EXPR_READ ||
+           n->kind == TT_EXPR_LOAD;
+}
+
+static void read_in_order(void *vctx, tt_eid e)
+{
+    in_order_ctx *c = vctx;
+    const tt_expr_pool *p = &c->dag->pool;
+    const tt_expr *n = tt_expr_get(p, e);
+    if (n->n == 0)
+        return;
+    tt_eid ix = p->args.data[n->b + n->n - 1];
+    const tt_op *x = &c->dag->ops.data[n->a];
+    /* its innermost index: the reader's innermost axis plus a constant, or a constant (a
+     * per-channel value, a broadcast) */
+    if (tt_expr_is_const_int(p, ix, NULL) || x->shape[x->ndim - 1] == 1)
+        return;
+    c->ok = c->ok && tt_expr_coef(p, ix, c->last) == 1 && !tt_expr_any(p, ix, other_axis, c);
+}
+
+/* Data movement and elementwise work (no reduction) that reads every tensor's innermost
+ * dimension along its own: a copy, a concatenation, a slice, a bias and activation; a transpose
+ * of the innermost dimension is not. */
+static bool rows_in_order(const tt_space *s)
+{
+    if (s->nreduce != 0 || s->micro || s->gpu)
+        return false;
+    in_order_ctx c = {s->dag, 0, true};
+    for (size_t i = 0; i < s->dag->ops.len && c.ok; i++) {
+        const tt_op *o = &s->dag->ops.data[i];
+        if (o->is_placeholder || o->ndim == 0)
+            continue;
+        if (o->nreduce)
+            return false;
+        c.last = o->axis[o->ndim - 1];
+        tt_expr_visit_reads(&s->dag->pool, o->body, read_in_order, &c);
+    }
+    return c.ok;
+}
+
+/* The default tile of spatial axis k of rows in order (rows_in_order): the leading axes split
+ * into the parallel loop until it has ROOT_PARALLEL_MIN iterations, the rest whole in the inner
+ * loops (no index arithmetic in them), the innermost one machine vector, or where that does not
+ * divide it as long a vector as the knob offers (the largest choice at most the tile returned:
+ * a divisor).  TVM's
+ * injective schedule, but for the parallel loop's length: tiles of 8 rows by the largest
+ * divisor of the channels up to 16 put the batch in the inner loops, and a concatenation of 116
+ * channels ran 4 lanes wide, 8x slower; every axis in the parallel loop made Swin's window
+ * partition compute five divisions a row of 48 floats, 2.5x slower. */
+static int64_t in_order_tile(const tt_space *s, int k)
+{
+    const tt_op *m = &s->dag->ops.data[s->main_stage];
+    /* one machine vector where they divide the axis: a concatenation's guards agree across a
+     * vector of 16 channels, not of 64 (DenseNet's inputs of 32 channels: 1.24x slower) */
+    if (k == s->nspatial - 1)
+        return s->vector_lanes > 0 && m->shape[k] % s->vector_lanes == 0 ? s->vector_lanes : 64;
+    int64_t outer = 1; /* iterations of the parallel loop from the axes before k */
+    for (int d = 0; d < k; d++)
+        outer *= m->shape[d] / in_order_tile(s, d);
+    if (outer >= ROOT_PARALLEL_MIN)
+        return m->shape[k];
+    int64_t need = (ROOT_PARALLEL_MIN + outer - 1) / outer; /* iterations still wanted */
+    return m->shape[k] / need > 1 ? m->shape[k] / need : 1;
+}
+
 uint64_t tt_space_default_index(const tt_space *s, const tt_vector_isa *isa)
 {
+    bool in_order = rows_in_order(s);
     uint64_t index = 0, mul = 1;
     for (int k = 0; k < s->nknobs; k++) {
         const tt_knob *kn = &s->knobs[k];
@@ -435,7 +514,8 @@ uint64_t tt_space_default_index(const tt_space *s, const tt_vector_isa *isa)
         if (!strncmp(kn->name, "tile_", 5))
             want = s->micro && k >= s->nspatial - 2 && k < s->nspatial
                        ? (k == s->nspatial - 1 ? 2 : 1)
-                       : (k == s->nspatial - 1 ? 16 : 8);
+                   : in_order && k < s->nspatial ? in_order_tile(s, k)
+                                                 : (k == s->nspatial - 1 ? 16 : 8);
         else if (!strcmp(kn->name, "cache_write") || !strcmp(kn->name, "parallel") ||
                  !strcmp(kn->name, "vectorize") || !strcmp(kn->name, "inline_producers") ||
                  !strcmp(kn->name, "layout_rewrite") || !strcmp(kn->name, "row_kernel"))
@@ -540,8 +620,6 @@ static tt_status tile_stage(tt_state *st, int stage, int n, const int64_t *tile,
     order[k++] = 2 * (n - 1) + 1;
     return tt_sched_reorder(st, stage, order, k, err);
 }
-
-#define ROOT_PARALLEL_MIN 64 /* iterations of a root stage's parallel loop, when it has them */
 
 /* Parallel outer loops (fused) and a vector innermost loop for a stage laid out by tile_stage. */
 static tt_status finish_stage(tt_state *st, int stage, int nouter, bool parallel, bool vectorize,

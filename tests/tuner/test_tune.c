@@ -1420,6 +1420,38 @@ static void a_killed_tuner_takes_its_search_round_with_it(void **state)
     assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
 
+/* The default of data movement that reads every tensor along its innermost dimension (a copy,
+ * a concatenation) walks the rows in order: the leading axes split into a parallel loop of 64
+ * iterations or more, the rest whole, the innermost one vector of 16 where that divides it
+ * (DenseNet's concatenations of 32 channels agree per vector), else as long as the knob offers
+ * (ShuffleNet's 116 channels: 58, where it was 4).  A transpose of the innermost dimension keeps
+ * the tiles that block both orders.  Each computes its definition. */
+static void data_movement_defaults_walk_rows_in_order(void **state)
+{
+    (void)state;
+    tt_vector_isa avx512 = {"avx512", 64, 32, true};
+    static const struct {
+        const char *key;
+        const char *want[4];
+    } cases[] = {
+        {"te:out[i0,i1,i2,i3] = select(i3 < 58, x0[i0,i1,i2,i3], x1[i0,i1,i2,i3 - 58]); "
+         "out:float32[2,28,28,116]; x0:float32[2,28,28,58]; x1:float32[2,28,28,58]",
+         {"tile_i0=1 ", "tile_i1=1 ", "tile_i2=14 ", "tile_i3=58 "}},
+        {"te:out[i0,i1,i2,i3] = select(i3 < 32, x0[0,i1,i2,i3], x1[0,i1,i2,i3 - 32]); "
+         "out:float32[1,14,14,64]; x0:float32[1,14,14,32]; x1:float32[1,14,14,32]",
+         {"tile_i1=1 ", "tile_i2=2 ", "tile_i3=16 ", NULL}},
+        {"te:out[i0,i1,i2,i3,i4] = x0[i0,i1,i2,i4,i3]; out:float32[2,8,8,58,2]; "
+         "x0:float32[2,8,8,2,58]",
+         {"tile_i1=8 ", "tile_i2=8 ", "tile_i3=2 ", "tile_i4=2"}},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        tt_space sp;
+        tt_workload *w = open_space(cases[i].key, &avx512, &sp);
+        expect_config(&sp, w, tt_space_default_index(&sp, &avx512), cases[i].want);
+        tt_workload_free(w);
+    }
+}
+
 /* A search round holds none of its tuner's sockets.  The tracker runs jobs' rounds in such
  * children: one that kept the tracker's listening socket held its port after the tracker was
  * killed, until its own SIGKILL took effect, and a tracker started again at once could not
@@ -1520,6 +1552,7 @@ int main(void)
         cmocka_unit_test(xgb_starts_from_the_default_and_similar_workloads),
         cmocka_unit_test(seeds_come_from_the_nearest_shapes),
         cmocka_unit_test(models_learn_from_the_fastest_sample),
+        cmocka_unit_test(data_movement_defaults_walk_rows_in_order),
         cmocka_unit_test(bad_workloads_and_targets_are_errors),
         cmocka_unit_test(a_killed_tuner_takes_its_search_round_with_it),
         cmocka_unit_test(a_search_round_holds_none_of_the_tuners_sockets),
