@@ -50,6 +50,7 @@ typedef struct tt_codegen_stats {
                             * vector): llvm.masked.load */
     int pattern_loads;     /* vector loads of a few elements that a known pattern spreads over
                             * the lanes (a grouped convolution's input: one value per group) */
+    int run_loads;         /* vector loads of a few runs of elements, masked and shuffled */
     int gathered_loads;    /* vector loads gathered lane by lane */
     int uniform_guards;    /* guards of vector code that depend on the lane but agree in every
                             * lane (a concatenation's c < 96 on 16 channels): one branch */

@@ -259,6 +259,79 @@ static bool lane_terms(emitter *e, tt_eid id, int64_t sign, int64_t *vars, int64
     return true;
 }
 
+/* A load whose lanes, at offsets from lane 0's known when the code is generated, fall in a few
+ * runs of at most a vector's length each: a masked vector load per run (only the elements the
+ * lanes read are touched), shuffled together.  ShuffleNet's channel shuffle writes out[2c + j] =
+ * in[58j + c]: a vector of 16 outputs reads two runs of 8, where a gather loaded every lane.
+ * NULL when the offsets need more than MAX_RUNS runs, or the vector is partial (a lane mask). */
+static LLVMValueRef emit_run_loads(emitter *e, uint32_t buf, tt_eid index, const int64_t *off)
+{
+    enum { MAX_RUNS = 4 };
+    int lanes = e->lanes;
+    if (e->lane_mask)
+        return NULL;
+    /* runs: from the smallest offset not yet covered, `lanes` elements on */
+    int64_t start[MAX_RUNS];
+    int nruns = 0, run[64];
+    for (int l = 0; l < lanes; l++)
+        run[l] = -1;
+    for (;;) {
+        int first = -1;
+        for (int l = 0; l < lanes; l++)
+            if (run[l] < 0 && (first < 0 || off[l] < off[first]))
+                first = l;
+        if (first < 0)
+            break;
+        if (nruns == MAX_RUNS)
+            return NULL;
+        start[nruns] = off[first];
+        for (int l = 0; l < lanes; l++)
+            if (run[l] < 0 && off[l] >= start[nruns] && off[l] < start[nruns] + lanes)
+                run[l] = nruns;
+        nruns++;
+    }
+    LLVMTypeRef mt = mem_type(e, e->p->bufs.data[buf].dtype);
+    LLVMTypeRef vt = LLVMVectorType(mt, (unsigned)lanes);
+    LLVMValueRef first = emit_lane0(e, index), acc = NULL;
+    int align = tt_dtype_bytes(e->p->bufs.data[buf].dtype);
+    for (int k = 0; k < nruns; k++) {
+        LLVMValueRef bits[64];
+        bool whole = true;
+        for (int i = 0; i < lanes; i++) {
+            bool used = false;
+            for (int l = 0; l < lanes && !used; l++)
+                used = run[l] == k && off[l] - start[k] == i;
+            bits[i] = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), used, 0);
+            whole = whole && used;
+        }
+        LLVMValueRef at =
+            start[k] - off[0]
+                ? LLVMBuildAdd(e->b, first, LLVMConstInt(e->i64, (uint64_t)(start[k] - off[0]), 1),
+                               "")
+                : first;
+        LLVMValueRef p =
+            LLVMBuildBitCast(e->b, element_ptr(e, buf, at), LLVMPointerType(vt, 0), "");
+        LLVMValueRef v;
+        if (whole) {
+            v = LLVMBuildLoad2(e->b, vt, p, "");
+            tt__codegen_set_access(e, v, buf);
+        } else {
+            v = masked_vector_load(e, vt, p, align, LLVMConstVector(bits, (unsigned)lanes),
+                                   LLVMGetUndef(vt));
+            set_scopes(e, v, buf);
+        }
+        /* lanes of runs before k from acc, run k's from v */
+        LLVMValueRef mask[64];
+        for (int l = 0; l < lanes; l++)
+            mask[l] = LLVMConstInt(
+                e->i32, run[l] == k ? (unsigned)(lanes + off[l] - start[k]) : (unsigned)l, 0);
+        acc = LLVMBuildShuffleVector(e->b, acc ? acc : LLVMGetUndef(vt), v,
+                                     LLVMConstVector(mask, (unsigned)lanes), "");
+    }
+    e->stats.run_loads++;
+    return acc;
+}
+
 /* A load whose lanes read few distinct elements at offsets from lane 0's that are known when
  * the code is generated: a grouped convolution's input, in[(c / 8) * 8 + r], read by a vector of
  * output channels c, is one value per group of 8 lanes.  Each distinct element is loaded once
@@ -281,7 +354,7 @@ static LLVMValueRef emit_pattern_load(emitter *e, uint32_t buf, tt_eid index)
         vars[i] = TT_VAR_UNBOUND;
     int64_t base = LLVMConstIntGetSExtValue(e->vec_base), off[64], distinct[MAX_DISTINCT];
     int nd = 0, which[64];
-    bool ok = true;
+    bool ok = true, many = false;
     for (int l = 0; l < lanes && ok; l++) {
         vars[e->vec_var] = base + l;
         off[l] = 0;
@@ -289,17 +362,17 @@ static LLVMValueRef emit_pattern_load(emitter *e, uint32_t buf, tt_eid index)
         int k = 0;
         while (ok && k < nd && distinct[k] != off[l] - off[0])
             k++;
-        if (ok && k == nd) {
-            if (nd == MAX_DISTINCT)
-                ok = false;
-            else
-                distinct[nd++] = off[l] - off[0];
-        }
+        if (ok && k == nd && nd < MAX_DISTINCT)
+            distinct[nd++] = off[l] - off[0];
+        else if (ok && k == nd)
+            many = true; /* too many for scalar loads: emit_run_loads */
         which[l] = k;
     }
     free(vars);
-    if (!ok || nd == lanes)
+    if (!ok)
         return NULL;
+    if (many || nd == lanes)
+        return emit_run_loads(e, buf, index, off);
     LLVMTypeRef mt = mem_type(e, e->p->bufs.data[buf].dtype);
     LLVMValueRef first = emit_lane0(e, index);
     LLVMValueRef few = LLVMGetUndef(LLVMVectorType(mt, (unsigned)nd));
@@ -314,6 +387,7 @@ static LLVMValueRef emit_pattern_load(emitter *e, uint32_t buf, tt_eid index)
     LLVMValueRef mask[64];
     for (int l = 0; l < lanes; l++)
         mask[l] = LLVMConstInt(e->i32, (unsigned)which[l], 0);
+    e->stats.pattern_loads++;
     return LLVMBuildShuffleVector(e->b, few, LLVMGetUndef(LLVMTypeOf(few)),
                                   LLVMConstVector(mask, (unsigned)lanes), "");
 }
@@ -350,7 +424,6 @@ static val emit_load(emitter *e, const tt_expr *n)
         r.vec = true;
     } else if ((r.v = emit_pattern_load(e, buf, n->a)) != NULL) {
         r.vec = true;
-        e->stats.pattern_loads++;
     } else {
         /* Gather lane by lane. */
         e->stats.gathered_loads++;

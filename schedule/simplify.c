@@ -109,6 +109,33 @@ static void lin_collect(tt_expr_pool *p, tt_eid e, int64_t scale, linear *l, con
         lin_add_term(p, l, atom, scale);
 }
 
+/* (x / c) * c*k + (x % c) * k is x * k (floor division and modulo): a loop fused from two whose
+ * inner one is whole, f = i * 2 + j, indexes its output as f / 2 * 2 + f % 2, which is f again,
+ * and the code generator sees a vector's contiguous store. */
+static void lin_merge_divmod(tt_expr_pool *p, linear *l, const tt_bounds *b)
+{
+    for (int i = 0; i < l->n && l->ok; i++) {
+        const tt_expr *d = &p->nodes.data[l->atom[i]];
+        int64_t c;
+        if (d->kind != TT_EXPR_DIV || !l->coef[i] || !tt_expr_is_const_int(p, d->b, &c) || c <= 1 ||
+            l->coef[i] % c)
+            continue;
+        for (int j = 0; j < l->n; j++) {
+            const tt_expr *m = &p->nodes.data[l->atom[j]];
+            int64_t cm;
+            if (m->kind != TT_EXPR_MOD || l->coef[j] != l->coef[i] / c ||
+                !tt_expr_is_const_int(p, m->b, &cm) || cm != c || !tt_expr_equal(p, m->a, d->a))
+                continue;
+            tt_eid x = d->a;
+            int64_t k = l->coef[j];
+            l->coef[i] = l->coef[j] = 0;
+            lin_collect(p, x, k, l, b);
+            break;
+        }
+    }
+    lin_compact(l);
+}
+
 static tt_eid lin_build(tt_expr_pool *p, const linear *l)
 {
     tt_eid acc = 0;
@@ -364,6 +391,7 @@ static tt_eid simplify_rec(tt_expr_pool *p, tt_eid e, const tt_bounds *b)
         linear l = {.ok = true};
         lin_collect(p, e, 1, &l, b);
         lin_compact(&l);
+        lin_merge_divmod(p, &l, b);
         if (l.ok)
             return lin_build(p, &l);
     }

@@ -504,9 +504,35 @@ static int64_t in_order_tile(const tt_space *s, int k)
     return m->shape[k] / need > 1 ? m->shape[k] / need : 1;
 }
 
+/* Whether the main stage is data movement (no reduction) whose innermost axis is shorter than a
+ * vector and which does not walk rows in order: a transpose of a pixel's channels, [.., 2, 58]
+ * to [.., 58, 2] (ShuffleNet's shuffle).  Its default tiles the last axis whole and the one
+ * before so that the two, fused (apply), make a vector. */
+static bool short_last_axis(const tt_space *s)
+{
+    const tt_op *m = &s->dag->ops.data[s->main_stage];
+    return s->nreduce == 0 && !s->micro && !s->gpu && s->nspatial >= 2 && s->vector_lanes > 1 &&
+           m->shape[s->nspatial - 1] < s->vector_lanes;
+}
+
+/* short_last_axis's tiles: the last axis whole, the one before the smallest divisor of it that
+ * makes a vector with it (up to 64, the largest the knob offers). */
+static int64_t short_last_tile(const tt_space *s, int k)
+{
+    const tt_op *m = &s->dag->ops.data[s->main_stage];
+    int64_t last = m->shape[s->nspatial - 1];
+    if (k == s->nspatial - 1)
+        return last;
+    int64_t need = (s->vector_lanes + last - 1) / last;
+    for (int64_t d = need; d <= m->shape[k] && d <= 64; d++)
+        if (m->shape[k] % d == 0)
+            return d;
+    return 64;
+}
+
 uint64_t tt_space_default_index(const tt_space *s, const tt_vector_isa *isa)
 {
-    bool in_order = rows_in_order(s);
+    bool in_order = rows_in_order(s), short_last = !in_order && short_last_axis(s);
     uint64_t index = 0, mul = 1;
     for (int k = 0; k < s->nknobs; k++) {
         const tt_knob *kn = &s->knobs[k];
@@ -515,7 +541,9 @@ uint64_t tt_space_default_index(const tt_space *s, const tt_vector_isa *isa)
             want = s->micro && k >= s->nspatial - 2 && k < s->nspatial
                        ? (k == s->nspatial - 1 ? 2 : 1)
                    : in_order && k < s->nspatial ? in_order_tile(s, k)
-                                                 : (k == s->nspatial - 1 ? 16 : 8);
+                   : short_last && k >= s->nspatial - 2 && k < s->nspatial
+                       ? short_last_tile(s, k)
+                       : (k == s->nspatial - 1 ? 16 : 8);
         else if (!strcmp(kn->name, "cache_write") || !strcmp(kn->name, "parallel") ||
                  !strcmp(kn->name, "vectorize") || !strcmp(kn->name, "inline_producers") ||
                  !strcmp(kn->name, "layout_rewrite") || !strcmp(kn->name, "row_kernel"))
@@ -1356,6 +1384,12 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
         pack_pos = nr - 1;
     } else if (!r) {
         r = tile_stage(st, main, n, tile, NULL, 0, NULL, 0, false, err);
+        /* A last axis whole in the tile and shorter than a vector: fused with the inner loop
+         * before it, one contiguous run of the output, vectorised (a vector of 2 lanes per
+         * pixel made ShuffleNet's shuffle 4x a copy's time). */
+        if (!r && vectorize && n >= 2 && tile[n - 1] == mop->shape[n - 1] &&
+            tile[n - 1] < s->vector_lanes && tile[n - 2] > 1)
+            r = tt_sched_fuse(st, main, (int[]){2 * n - 2, 2 * n - 1}, 2, err);
         if (!r)
             r = finish_stage(st, main, n, parallel, vectorize, unroll, 0, err);
     }

@@ -319,6 +319,34 @@ static void grouped_inputs_load_once_per_group(void **state)
     assert_int_equal(stats.scalar_fallbacks, 0);
 }
 
+/* ShuffleNet's channel shuffle within a pixel, out[.., 2c + j] = in[.., 58j + c], under the
+ * default schedule (the last axis of 2 fused with the tile of 29 before it, one vector of 58
+ * outputs): the lanes read two runs of 29 elements, each a masked vector load, shuffled
+ * together, no gather; it computes the definition.  So does a transpose of 4 x 8 read 16 lanes
+ * at a time (two runs of 8 in each window of 16). */
+static void interleaves_load_in_runs(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"te:out[i0,i1,i2,i3] = x0[i0,i1,i3,i2]; out:float32[3,4,58,2]; x0:float32[3,4,2,58]",
+         "[[\"SP\", 1, 3, 2, [2], 1], [\"SP\", 1, 2, 58, [29], 1], [\"SP\", 1, 1, 4, [4], 1], "
+         "[\"SP\", 1, 0, 3, [3], 1], [\"RE\", 1, [0, 2, 4, 6, 1, 3, 5, 7]], "
+         "[\"FU\", 1, [6, 7]], [\"FU\", 1, [0, 1, 2, 3]], [\"AN\", 1, 0, 3], "
+         "[\"AN\", 1, 3, 2]]"},
+        {"te:out[i0,i1,i2] = x0[i0,i2,i1]; out:float32[6,8,4]; x0:float32[6,4,8]",
+         "[[\"SP\", 1, 2, 4, [4], 1], [\"SP\", 1, 1, 8, [4], 1], [\"SP\", 1, 0, 6, [6], 1], "
+         "[\"RE\", 1, [0, 2, 4, 1, 3, 5]], [\"FU\", 1, [4, 5]], [\"FU\", 1, [0, 1, 2]], "
+         "[\"AN\", 1, 0, 3], [\"AN\", 1, 2, 2]]"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        tt_codegen_stats stats;
+        check_steps(cases[i][0], cases[i][1], 41, false, &stats);
+        assert_true(stats.run_loads >= 1);
+        assert_int_equal(stats.gathered_loads, 0);
+        assert_int_equal(stats.scalar_fallbacks, 0);
+    }
+}
+
 /* A concatenation along the vector's axis guards each input's load by where it starts.  Where
  * every input starts at a multiple of the vector, each vector reads one input: the guard is one
  * branch per vector (uniform_guards), not a scalar loop.  Where one starts mid-vector (24 of 16
@@ -1612,6 +1640,7 @@ int main(void)
         cmocka_unit_test(bool_tensors_are_bytes),
         cmocka_unit_test(reductions_factored_into_lanes_use_masked_loads),
         cmocka_unit_test(grouped_inputs_load_once_per_group),
+        cmocka_unit_test(interleaves_load_in_runs),
         cmocka_unit_test(concatenations_branch_once_per_vector),
         cmocka_unit_test(guarded_products_mask_their_loads),
         cmocka_unit_test(exp_family_is_exact_enough_in_vectors),

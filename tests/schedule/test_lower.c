@@ -78,6 +78,24 @@ static void simplifier_uses_loop_ranges(void **state)
     s = print_simplified(&p, tt_div(&p, tt_add(&p, odd, J), tt_expr_int(&p, 8)), &b);
     assert_string_equal(s, "(min(i * 12, 176) + j) / 8");
     free(s);
+    /* A quotient and its remainder recombine: f / 2 * 2 + f % 2 is f (a loop fused from two
+     * whose inner one is whole indexes its output so), with a common factor too; a remainder
+     * by another divisor stays. */
+    uint32_t fv = tt_var_new(&p, "f");
+    tt_eid F = tt_expr_var(&p, fv);
+#define QR(q, qc, r, rc)                                                                           \
+    tt_add(&p, tt_mul(&p, tt_div(&p, F, tt_expr_int(&p, q)), tt_expr_int(&p, qc)),                 \
+           tt_mul(&p, tt_mod(&p, F, tt_expr_int(&p, r)), tt_expr_int(&p, rc)))
+    s = print_simplified(&p, QR(2, 2, 2, 1), NULL);
+    assert_string_equal(s, "f");
+    free(s);
+    s = print_simplified(&p, tt_add(&p, QR(4, 12, 4, 3), tt_expr_int(&p, 1)), NULL);
+    assert_string_equal(s, "f * 3 + 1");
+    free(s);
+    s = print_simplified(&p, QR(2, 2, 4, 1), NULL);
+    assert_string_equal(s, "f / 2 * 2 + f % 4");
+    free(s);
+#undef QR
     tt_expr_pool_free(&p);
 }
 
