@@ -337,7 +337,8 @@ static LLVMValueRef emit_run_loads(emitter *e, uint32_t buf, tt_eid index, const
  * output channels c, is one value per group of 8 lanes.  Each distinct element is loaded once
  * and shuffled into place (a broadcast per group), where a gather would load every lane.  NULL
  * when the index does not take that form: the terms with the vector variable must depend on it
- * alone, the vector must start at a constant, and at most 8 elements be distinct. */
+ * alone and the vector must start at a constant.  With more than 8 distinct elements, or one per
+ * lane, the lanes are loaded in runs where they fall in few (emit_run_loads). */
 static LLVMValueRef emit_pattern_load(emitter *e, uint32_t buf, tt_eid index)
 {
     enum { MAX_DISTINCT = 8 };

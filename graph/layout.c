@@ -170,8 +170,8 @@ static int regroups(const tt_graph *g, const tt_gnode *n, int kx)
     const tt_gtensor *x = &g->tensors.data[n->inputs[0]], *y = &g->tensors.data[n->outputs[0]];
     if (y->rank > 5 || y->kind != TT_GT_VALUE || !tt_dtype_is_float(y->dtype))
         return -1;
-    int ky = -1;
-    for (int k = kx ? kx : 1; k <= (kx ? kx : x->rank - 2) && ky < 0; k++)
+    int ky = -1, lo = kx ? kx : 1, hi = kx ? kx : x->rank - 2;
+    for (int k = lo; k <= hi && ky < 0; k++)
         ky = regrouped_channels(x, k, y);
     return ky;
 }
@@ -297,7 +297,8 @@ tt_status tt__net_choose_layouts(tt_graph *g, tt_net_layout layout, int *permute
 {
     *permuted = *views = 0;
     if (layout == TT_NET_LAYOUT_MODEL) {
-        /* every tensor row-major: only the Transposes of dimensions of 1 are views */
+        /* every tensor row-major: the views are the Transposes of dimensions of 1 and the
+         * whole Pads and Slices */
         for (size_t i = 0; i < g->nodes.len; i++)
             if (!g->nodes.data[i].removed)
                 *views += make_view(g, (int)i, NULL, layout);

@@ -32,7 +32,8 @@ static kind kind_of(tt_gop op)
     return (unsigned)op < TT_GOP_COUNT ? patterns[op] : K_NONE;
 }
 
-/* A node's kind: a Transpose the layout pass made a view is an alias. */
+/* A node's kind: a node the layout pass made a view (a Transpose, a whole Pad or Slice) is an
+ * alias. */
 static kind node_kind(const tt_gnode *n)
 {
     return n->view ? K_ALIAS : kind_of(n->op);
