@@ -37,7 +37,7 @@ static bool same_layout(const tt_layout *a, const tt_layout *b)
         return false;
     for (int i = 0; i < a->nparts; i++)
         if (a->parts[i].dim != b->parts[i].dim || a->parts[i].inner != b->parts[i].inner ||
-            a->parts[i].extent != b->parts[i].extent)
+            a->parts[i].extent != b->parts[i].extent || a->parts[i].last != b->parts[i].last)
             return false;
     return true;
 }

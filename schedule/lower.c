@@ -32,6 +32,8 @@ typedef struct {
                                  loop's variable where the tiles are read, the next value where
                                  they are fetched); substituted away by build_level */
     int64_t db_size;          /* elements of one tile */
+    tt_eid panel_min[TT_MAX_DIMS]; /* packed placeholder: its reader's region start along a
+                                      dimension with a panel part (layout.h), else 0 */
 } stage_info;
 
 typedef struct {
@@ -652,6 +654,47 @@ static bool lr_leaves(lower_ctx *c, const tt_stage *sg, uint32_t v, int64_t stri
     return true;
 }
 
+/* The start of the last panel (layout.h) where the reader's region along a dimension starts at
+ * min(tile * t, last) for its tiles t, the last moved back to end with the dimension (the form
+ * derive() gives clamped_tile's splits), else 0: the tiles then start at multiples of `tile`. */
+static int64_t panel_last(lower_ctx *c, tt_eid region_min, int64_t tile, int64_t dim)
+{
+    if (!region_min || dim % tile == 0)
+        return 0;
+    const tt_expr *m = tt_expr_get(&c->p->pool, region_min);
+    int64_t last = 0;
+    if (m->kind != TT_EXPR_MIN || !(tt_expr_is_const_int(&c->p->pool, m->b, &last) ||
+                                    tt_expr_is_const_int(&c->p->pool, m->a, &last)))
+        return 0;
+    return last == dim - tile ? last : 0;
+}
+
+/* Whether each dimension's parts, by their inner size, are a mixed radix: the smallest inner
+ * 1, each next one the product of the one before and its extent. */
+static bool mixed_radix(const tt_layout *l)
+{
+    bool seen[TT_MAX_LAYOUT_PARTS] = {0};
+    for (int k = 0; k < l->nparts; k++) {
+        if (seen[k])
+            continue;
+        int64_t need = 1;
+        for (;;) {
+            int next = -1;
+            for (int j = 0; j < l->nparts; j++)
+                if (!seen[j] && l->parts[j].dim == l->parts[k].dim && l->parts[j].inner == need)
+                    next = j;
+            if (next < 0)
+                break;
+            seen[next] = true;
+            need *= l->parts[next].extent;
+        }
+        for (int j = 0; j < l->nparts; j++)
+            if (l->parts[j].dim == l->parts[k].dim && !seen[j])
+                return false;
+    }
+    return true;
+}
+
 /* The layout of constant placeholder stage `ps` under the LR step: the order in which its only
  * reader's loops walk it.  Each dimension must be indexed by one of the reader's own axes (or
  * be of extent 1 and indexed by 0: it has no part in the layout); the
@@ -692,9 +735,12 @@ static tt_status derive_layout(lower_ctx *c, int ps, tt_layout *out)
         if (rr.var[d] == LR_UNIT_DIM)
             continue; /* always 0: no part of the layout */
         int64_t region = -1;
+        tt_eid region_min = 0;
         for (int a = 0; a < rop->ndim; a++)
-            if (rop->axis[a] == rr.var[d])
+            if (rop->axis[a] == rr.var[d]) {
                 region = c->si[reader].ext[a];
+                region_min = c->si[reader].full[a] ? 0 : c->si[reader].min[a];
+            }
         for (int a = 0; a < rop->nreduce; a++)
             if (rop->raxis[a] == rr.var[d])
                 region = rop->rextent[a];
@@ -720,8 +766,10 @@ static tt_status derive_layout(lower_ctx *c, int ps, tt_layout *out)
             if (out->nparts == TT_MAX_LAYOUT_PARTS)
                 return lerr(c, "cannot rewrite the layout of '%s': more than %d parts", pop->name,
                             TT_MAX_LAYOUT_PARTS);
+            int64_t last = panel_last(c, region_min, covered, pop->shape[d]);
             out->parts[out->nparts++] =
-                (tt_layout_part){d, covered, (pop->shape[d] + covered - 1) / covered};
+                (tt_layout_part){d, covered, (pop->shape[d] + covered - 1) / covered, last};
+            c->si[ps].panel_min[d] = last ? region_min : 0;
         }
     }
     /* the reader's leaves, in its loop order (insertion sort: a handful of parts) */
@@ -738,11 +786,18 @@ static tt_status derive_layout(lower_ctx *c, int ps, tt_layout *out)
             return lerr(c, "cannot rewrite the layout of '%s': more than %d parts", pop->name,
                         TT_MAX_LAYOUT_PARTS);
         out->parts[out->nparts++] =
-            (tt_layout_part){leaves[k].dim, leaves[k].stride, c->var_ext[leaves[k].var]};
+            (tt_layout_part){leaves[k].dim, leaves[k].stride, c->var_ext[leaves[k].var], 0};
     }
     out->size = 1;
     for (int k = 0; k < out->nparts; k++)
         out->size *= out->parts[k].extent;
+    /* A dimension's parts must be a mixed radix of it (layout.h): the loops of a split that does
+     * not divide an inner tile (5 elements in 3 x 2) give parts whose places and elements do
+     * not correspond one to one.  Such a tensor is read as it is. */
+    if (!mixed_radix(out)) {
+        memset(out, 0, sizeof(*out));
+        return TT_OK;
+    }
     /* Loops that walk the tensor in row-major order need no packing: the step changes nothing
      * and the kernel takes the tensor as it is. */
     bool row_major = true;
@@ -826,13 +881,30 @@ static tt_eid flat_index(lower_ctx *c, int s, const tt_eid *global)
     const tt_buffer *b = &c->p->bufs.data[si->buf];
     tt_eid acc = tt_expr_int(p, 0);
     if (b->layout.nparts) {
-        /* packed: sum of (g[dim] / inner) % extent, row-major over the parts */
+        /* packed: sum of (g[dim] / inner) % extent, row-major over the parts; a panel part is
+         * the panel the reader's region starts, ceil(start / inner), and the parts after it
+         * index the offset into that panel, g[dim] - start */
+        tt_eid rel[TT_MAX_DIMS];
+        memcpy(rel, global, sizeof(tt_eid) * (size_t)b->ndim);
         for (int k = 0; k < b->layout.nparts; k++) {
             const tt_layout_part *lp = &b->layout.parts[k];
-            tt_eid v = global[lp->dim];
-            if (lp->inner > 1)
-                v = tt_div(p, v, tt_expr_int(p, lp->inner));
-            v = tt_mod(p, v, tt_expr_int(p, lp->extent));
+            tt_eid v = rel[lp->dim];
+            if (lp->last > 0) {
+                /* start = min(a, last) (panel_last): ceil distributes over the min, and
+                 * ceil(tile * t / tile) simplifies to t, min(t, extent - 1) to t */
+                tt_eid start = si->panel_min[lp->dim];
+                tt_expr m = *tt_expr_get(p, start);
+                tt_eid ceil_a = tt_div(p, tt_add(p, m.a, tt_expr_int(p, lp->inner - 1)),
+                                       tt_expr_int(p, lp->inner));
+                tt_eid ceil_b = tt_div(p, tt_add(p, m.b, tt_expr_int(p, lp->inner - 1)),
+                                       tt_expr_int(p, lp->inner));
+                v = tt_expr_binary(p, TT_EXPR_MIN, ceil_a, ceil_b);
+                rel[lp->dim] = tt_sub(p, rel[lp->dim], start);
+            } else {
+                if (lp->inner > 1)
+                    v = tt_div(p, v, tt_expr_int(p, lp->inner));
+                v = tt_mod(p, v, tt_expr_int(p, lp->extent));
+            }
             acc = tt_add(p, tt_mul(p, acc, tt_expr_int(p, lp->extent)), v);
         }
         return tt_simplify(p, acc, &c->bounds);

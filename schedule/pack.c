@@ -46,6 +46,8 @@ static tt_sid pack_nest(tt_program *p, const tt_buffer *row, const tt_layout *l,
         tt_eid v = tt_expr_var(ep, var[k]);
         flat_dst = tt_add(ep, tt_mul(ep, flat_dst, tt_expr_int(ep, lp->extent)), v);
         tt_eid term = tt_mul(ep, v, tt_expr_int(ep, lp->inner));
+        if (lp->last > 0) /* a panel: the last one moves back (layout.h) */
+            term = tt_expr_binary(ep, TT_EXPR_MIN, term, tt_expr_int(ep, lp->last));
         idx[lp->dim] = idx[lp->dim] ? tt_add(ep, idx[lp->dim], term) : term;
     }
     tt_eid flat = tt_expr_int(ep, 0), in_range = 0;
@@ -56,7 +58,8 @@ static tt_sid pack_nest(tt_program *p, const tt_buffer *row, const tt_layout *l,
         int64_t reach = 0;
         for (int k = 0; k < l->nparts; k++)
             if (l->parts[k].dim == d)
-                reach += (l->parts[k].extent - 1) * l->parts[k].inner;
+                reach += l->parts[k].last > 0 ? l->parts[k].last
+                                              : (l->parts[k].extent - 1) * l->parts[k].inner;
         if (reach >= shape[d]) {
             tt_eid c = tt_expr_binary(ep, TT_EXPR_LT, i, tt_expr_int(ep, shape[d]));
             in_range = in_range ? tt_expr_binary(ep, TT_EXPR_AND, in_range, c) : c;

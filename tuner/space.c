@@ -1299,9 +1299,6 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
     if (s->micro)
         micro_tiles(s, mk, tile);
     const tt_op *mop = &s->dag->ops.data[s->main_stage];
-    /* Column tiles whose last one moves back overlap: weights packed in their order would need
-     * a panel that starts mid-panel, so they stay as they are. */
-    bool columns_divide = mop->shape[n - 1] % tile[n - 1] == 0;
     int64_t rtile = s->knobs[n].choice[pos[n]];
     bool cache_write = s->knobs[n + 1].choice[pos[n + 1]];
     bool reduce_first = s->knobs[n + 2].choice[pos[n + 2]];
@@ -1310,7 +1307,7 @@ tt_status tt_space_apply(const tt_space *s, uint64_t index, tt_state **out, tt_e
     bool vectorize = s->knobs[n + 5].choice[pos[n + 5]];
     int unroll = (int)s->knobs[n + 6].choice[pos[n + 6]];
     bool inline_producers = s->knobs[n + 8].choice[pos[n + 8]];
-    bool layout_rewrite = s->knobs[n + 9].choice[pos[n + 9]] && columns_divide;
+    bool layout_rewrite = s->knobs[n + 9].choice[pos[n + 9]];
     int taps_knob = knob_named(s, "taps_inner");
     bool taps_inner = taps_knob >= 0 && s->knobs[taps_knob].choice[pos[taps_knob]];
     if (s->micro)

@@ -475,16 +475,60 @@ static void layout_rewrite_packs_weights_in_loop_order(void **state)
         }
     pack_program_matches(&l);
     lowered_free(&l);
-    /* Under compute_at the part left to enclosing loops goes outermost; a split that does not
-     * divide pads the packed buffer, whose padding is never read. */
+    /* Under compute_at the part left to enclosing loops goes outermost.  A split of the
+     * reduction that does not divide pads the packed buffer, whose padding is never read; the
+     * columns' last tile moves back, so theirs is a panel part (below). */
     lower_or_fail(&l, "matmul:M=24,N=40,K=12",
                   "[[\"CHW\", 2, \"local\"], [\"SP\", 3, 0, 24, [8], 1], "
                   "[\"SP\", 3, 2, 40, [16], 1], [\"RE\", 3, [0, 2, 1, 3]], [\"CA\", 2, 3, 1], "
                   "[\"SP\", 2, 2, 12, [5], 1], [\"RE\", 2, [2, 0, 3, 1]], [\"LR\", 1]]");
-    expect_in(&l, "packed [d1/16%3][d0/5%3][d0%5][d1%16]");
+    expect_in(&l, "packed [d1/16%3,last=24][d0/5%3][d0%5][d1%16]");
     b = tt_program_param(l.prog, 1);
     assert_int_equal(b->size, 3 * 3 * 5 * 16);
     pack_program_matches(&l);
+    lowered_free(&l);
+    /* Column tiles whose last one moves back (a classifier's 1000 classes in tiles of 32; here
+     * 40 in tiles of 16, the last over 24..39): the weights go in panels, the last starting at
+     * 24, so that every tile reads one panel in order, with no min() in the kernel's index. */
+    lower_or_fail(&l,
+                  "te:t0[i,j] += x0[i,r] * w1[j,r]; out[i,j] = t0[i,j] + w2[j]; "
+                  "x0:float32[4,24]; w1:const float32[40,24]; w2:const float32[40]",
+                  "[[\"SP\", 4, 1, 40, [16], 1], [\"SP\", 4, 0, 4, [4], 1], "
+                  "[\"RE\", 4, [0, 2, 1, 3]], [\"CA\", 2, 4, 1], [\"FU\", 4, [0, 1]], "
+                  "[\"SP\", 2, 2, 24, [8], 1], [\"SP\", 2, 1, 40, [16], 1], "
+                  "[\"RE\", 2, [3, 1, 4, 0, 2]], [\"LR\", 1]]");
+    expect_in(&l, "packed [d0/16%3,last=24][d1/8%3][d1%8][d0%16]");
+    expect_in(&l, "w1[i.0@j.0@ * 384 + r.0 * 128 + r.1 * 16 + j.1]");
+    b = tt_program_param(l.prog, 1);
+    assert_int_equal(b->size, 3 * 24 * 16);
+    {
+        /* columns 24..31 are in panels 1 and 2; every element's place holds it */
+        float *src = malloc(sizeof(float) * 40 * 24), *dst = malloc(sizeof(float) * 3 * 24 * 16);
+        for (int e = 0; e < 40 * 24; e++)
+            src[e] = (float)e;
+        tt_layout_pack(&b->layout, 2, (const int64_t[]){40, 24}, sizeof(float), src, dst);
+        for (int r = 0; r < 24; r++) {
+            assert_float_equal(dst[1 * 384 + r * 16 + 8], src[24 * 24 + r], 0);  /* panel 1 */
+            assert_float_equal(dst[2 * 384 + r * 16 + 0], src[24 * 24 + r], 0);  /* panel 2 */
+            assert_float_equal(dst[2 * 384 + r * 16 + 15], src[39 * 24 + r], 0); /* the end */
+        }
+        for (idx[0] = 0; idx[0] < 40; idx[0]++)
+            for (idx[1] = 0; idx[1] < 24; idx[1]++) {
+                int64_t off = tt_layout_offset(&b->layout, idx);
+                assert_true(off >= 0 && off < b->size);
+                assert_float_equal(dst[off], src[idx[0] * 24 + idx[1]], 0);
+            }
+        free(src), free(dst);
+    }
+    pack_program_matches(&l);
+    lowered_free(&l);
+    /* Inner tiles that do not divide (columns in 2 tiles of 5, each in 3 x 2) give parts that
+     * are no mixed radix, [d1/5%2][d1/2%3][d1%2]: element 5 would go where the packing puts
+     * column 10.  The weights are then read as they are. */
+    lower_or_fail(&l, "matmul:M=12,N=10,K=8",
+                  "[[\"SP\", 2, 1, 10, [2, 1], 0], [\"FFSP\", 2, 3, [0], 1, 0], "
+                  "[\"FSP\", 2, 4, 0, 1], [\"SP\", 2, 4, 3, [1], 1], [\"LR\", 1]]");
+    expect_in(&l, "B: float32[8, 10], C");
     lowered_free(&l);
     /* A fused loop carries the parts of what was fused, in the fused order. */
     lower_or_fail(&l, "matmul:M=4,N=8,K=6", "[[\"FU\", 2, [0, 1]], [\"LR\", 1]]");
