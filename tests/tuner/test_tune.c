@@ -778,6 +778,39 @@ static void column_tiles_may_move_their_last_tile_back(void **state)
     uint64_t index = tt_space_blocked_index(&sp, &avx2, &caches, 2, false, true);
     expect_config(&sp, w, index, (const char *const[]){"micro_kernel=[-1,6,2]", NULL});
     tt_workload_free(w);
+    /* 24 columns on AVX-512 (MobileNet-V2's 24-channel projections): no whole vector divides
+     * them and one moved back would recompute a third, so besides the partial vector of 12 the
+     * knob offers the whole 24, a vector and a half (0x8000 | 24), and the starting point takes
+     * it by 8 rows, 16 accumulators; the tile's vector loop runs over all 24 columns. */
+    tt_vector_isa avx512 = {"avx512", 64, 32, true};
+    w = open_space("matmul:M=392,N=24,K=48", &avx512, &sp);
+    mk = &sp.knobs[sp.nspatial + 7];
+    bool wide = false, partial = false;
+    for (int c = 0; c < mk->n; c++) {
+        wide |= (mk->choice[c] & 0xffff) == (0x8000 | 24);
+        partial |= (mk->choice[c] & 0xffff) == (0x8000 | 12);
+    }
+    assert_true(wide && partial);
+    index = tt_space_blocked_index(&sp, &avx512, &caches, 2, false, true);
+    expect_config(&sp, w, index, (const char *const[]){"micro_kernel=[-1,8,32792]", NULL});
+    tt_state *st;
+    tt_program *prog;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_space_apply(&sp, index, &st, &err), TT_OK);
+    assert_int_equal(tt_lower(st, &prog, &err), TT_OK);
+    char *ir = tt_program_print(prog);
+    if (!strstr(ir, "in 0..24 vectorize"))
+        fail_msg("want a vector loop over 24 columns in\n%s", ir);
+    free(ir);
+    tt_program_free(prog);
+    tt_state_free(st);
+    tt_workload_free(w);
+    /* On AVX2 three whole vectors divide 24: no such tile. */
+    w = open_space("matmul:M=392,N=24,K=48", &avx2, &sp);
+    mk = &sp.knobs[sp.nspatial + 7];
+    for (int c = 0; c < mk->n; c++)
+        assert_false(mk->choice[c] & 0x8000);
+    tt_workload_free(w);
 }
 
 /* The window starting point: for operators whose reductions are a small window (depthwise), the
