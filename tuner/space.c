@@ -147,7 +147,7 @@ static int micro_kernels(const tt_vector_isa *isa, int64_t lanes, int64_t row_ex
                 partial = d;
     /* The column tiles: whole vectors that divide the axis; where the vector divides none,
      * whole vectors that fit it with the last tile moved back, then the partial vector. */
-    int64_t kinds[5];
+    int64_t kinds[6]; /* up to 4 whole-vector kinds, a partial one and a wide one */
     int nkinds = 0;
     for (int64_t v = 1; v <= 4; v++) {
         bool divides = col_extent % (v * lanes) == 0, moves = rows_fit(col_extent, v * lanes);
