@@ -811,6 +811,19 @@ static void column_tiles_may_move_their_last_tile_back(void **state)
     for (int c = 0; c < mk->n; c++)
         assert_false(mk->choice[c] & 0x8000);
     tt_workload_free(w);
+    /* 1000 columns on AVX-512 (ResNet-18's classifier): every kind at once, one to four whole
+     * vectors moved back, the partial vector of 10 and the wide tile of 40 (two and a half). */
+    w = open_space("matmul:M=8,N=1000,K=512", &avx512, &sp);
+    mk = &sp.knobs[sp.nspatial + 7];
+    static const int64_t every_kind[] = {1, 2, 3, 4, 0x8000 | 10, 0x8000 | 40};
+    for (size_t k = 0; k < sizeof(every_kind) / sizeof(every_kind[0]); k++) {
+        bool offered = false;
+        for (int c = 0; c < mk->n; c++)
+            offered |= (mk->choice[c] & 0xffff) == every_kind[k];
+        if (!offered)
+            fail_msg("1000 columns: column tile %#llx not offered", (long long)every_kind[k]);
+    }
+    tt_workload_free(w);
 }
 
 /* The window starting point: for operators whose reductions are a small window (depthwise), the
