@@ -54,6 +54,8 @@ typedef struct tt_codegen_stats {
     int gathered_loads;    /* vector loads gathered lane by lane */
     int uniform_guards;    /* guards of vector code that depend on the lane but agree in every
                             * lane (a concatenation's c < 96 on 16 channels): one branch */
+    int interior_loops;    /* loops emitted twice behind one branch: where no padded update
+                            * under them reads padding (their guards known), and elsewhere */
     int peeled_loops;      /* loops emitted as first iteration, middle, last for their padding */
     int unpeeled_loops;    /* loops left unpeeled: their copies would pass the code budget */
     int rolled_copies;     /* loops copying through or filling local buffers too large for

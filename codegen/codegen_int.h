@@ -79,7 +79,8 @@ typedef struct emitter {
     uint32_t known[TT_EMIT_MAX_KNOWN];
     int nknown;
     bool in_parallel;
-    int num_threads; /* 0 = the pool's size */
+    bool in_interior; /* inside a loop emitted for its interior and its border (emit_interior) */
+    int num_threads;  /* 0 = the pool's size */
     /* Host kernels call our pool (pool.h), cross-compiled ones the device's libgomp. */
     bool own_pool;
     int outlined; /* counter for names */

@@ -1865,6 +1865,441 @@ static int loop_terms(emitter *e, const tt_stmt *s, tt_eid c, tt_eid *out, int n
 }
 
 static void emit_loop(emitter *e, const tt_stmt *s);
+static void emit_for(emitter *e, const tt_stmt *s);
+static int peels(emitter *e, const tt_stmt *s);
+static int64_t emitted_stores(emitter *e, tt_sid id, int auto_unroll, bool in_vector);
+/* The most stores a loop's copies may emit, the copies around it counted (emit_peeled). */
+#define TT_PEEL_BUDGET 256
+
+/* Collects into out[*n] the distinct terms of the guards of the padded updates under `s`, not yet
+ * known; false when there are more than `max` or a parallel loop is under `s`. */
+static bool padded_terms(emitter *e, const tt_stmt *s, tt_eid c, tt_eid *out, int *n, int max)
+{
+    if (c) { /* the terms of guard c */
+        const tt_expr *x = tt_expr_get(&e->p->pool, c);
+        if (x->kind == TT_EXPR_AND)
+            return padded_terms(e, s, x->a, out, n, max) && padded_terms(e, s, x->b, out, n, max);
+        if (is_known(e, c))
+            return true;
+        for (int k = 0; k < *n; k++)
+            if (out[k] == c || tt_expr_equal(&e->p->pool, out[k], c))
+                return true;
+        if (*n == max)
+            return false;
+        out[(*n)++] = c;
+        return true;
+    }
+    switch (s->kind) {
+    case TT_STMT_STORE: {
+        tt_eid acc, sel = padded_update(e, s, &acc);
+        return !sel || padded_terms(e, s, tt_expr_get(&e->p->pool, sel)->a, out, n, max);
+    }
+    case TT_STMT_SEQ:
+        for (uint32_t k = 0; k < s->n; k++)
+            if (!padded_terms(e, &e->p->stmts.data[e->p->items.data[s->first + k]], 0, out, n, max))
+                return false;
+        return true;
+    case TT_STMT_FOR:
+        return s->ann != TT_ANN_PARALLEL &&
+               padded_terms(e, &e->p->stmts.data[s->body], 0, out, n, max);
+    case TT_STMT_ALLOC:
+    case TT_STMT_IF: return padded_terms(e, &e->p->stmts.data[s->body], 0, out, n, max);
+    default: return true;
+    }
+}
+
+/* Guard term `t`, a comparison of integer expressions linear in each of the loop variables of
+ * `in`, holds for every iteration of those loops where it holds with each variable at the end
+ * of its range where the comparison is tightest (the least of a - b for a >= b): those ends into
+ * `at`; false when `t` is not such a term. */
+static bool term_ends(emitter *e, tt_eid t, const tt__inner_loops *in, int64_t *at)
+{
+    const tt_expr_pool *pool = &e->p->pool;
+    const tt_expr *n = tt_expr_get(pool, t);
+    if (n->kind < TT_EXPR_LT || n->kind > TT_EXPR_GE || tt_dtype_is_float(dtype_of(e, n->a)) ||
+        tt_dtype_is_float(dtype_of(e, n->b)))
+        return false;
+    bool least = n->kind == TT_EXPR_GT || n->kind == TT_EXPR_GE; /* of a - b */
+    for (int k = 0; k < in->n; k++) {
+        int64_t ca = tt_expr_coef(pool, n->a, in->var[k]),
+                cb = tt_expr_coef(pool, n->b, in->var[k]);
+        if (ca == INT64_MIN || cb == INT64_MIN)
+            return false;
+        at[k] = (ca - cb >= 0) == least ? 0 : in->extent[k] - 1;
+    }
+    return true;
+}
+
+/* Term `t` emitted with the loops of `in` at `at` (term_ends). */
+static LLVMValueRef universal_term(emitter *e, tt_eid t, const tt__inner_loops *in,
+                                   const int64_t *at)
+{
+    LLVMValueRef saved[TT_EMIT_MAX_INNER];
+    for (int k = 0; k < in->n; k++) {
+        saved[k] = e->vars[in->var[k]];
+        e->vars[in->var[k]] = LLVMConstInt(e->i64, (unsigned long long)at[k], 0);
+    }
+    val c = emit_condition(e, t);
+    LLVMValueRef v = convert(e, c.v, dtype_of(e, t), TT_DT_BOOL, false);
+    for (int k = in->n - 1; k >= 0; k--)
+        e->vars[in->var[k]] = saved[k];
+    return v;
+}
+
+/* The variables of the loops at and under `s` emitted as copies of their body, unrolled or one
+ * per vector lane, into `out`, under unroll setting `au`: a guard term on one of them is a guard
+ * per update (or per lane), unless the loops around decide it.  Those of the rolled loops that
+ * emit_peeled would peel into `peeled`: it decides their terms (where they are terms of tiles). */
+static void copied_loops(emitter *e, const tt_stmt *s, int au, bool in_vector, tt__inner_loops *out,
+                         tt__inner_loops *peeled)
+{
+    switch (s->kind) {
+    case TT_STMT_SEQ:
+        for (uint32_t k = 0; k < s->n; k++)
+            copied_loops(e, &e->p->stmts.data[e->p->items.data[s->first + k]], au, in_vector, out,
+                         peeled);
+        return;
+    case TT_STMT_FOR: {
+        if (s->unroll_max_step)
+            au = s->unroll_max_step;
+        tt__loop_form form = tt__codegen_loop_form(e, s, au, in_vector);
+        bool vector = form == TT__LOOP_VECTOR || form == TT__LOOP_LONG_VECTOR;
+        tt__inner_loops *to = vector || form == TT__LOOP_UNROLLED          ? out
+                              : form == TT__LOOP_ROLLED && peels(e, s) > 0 ? peeled
+                                                                           : NULL;
+        if (to) {
+            if (to->n == TT_EMIT_MAX_INNER) {
+                out->ok = false;
+                return;
+            }
+            to->var[to->n] = s->var;
+            to->extent[to->n++] = s->extent;
+        }
+        copied_loops(e, &e->p->stmts.data[s->body], au, in_vector || vector, out, peeled);
+        return;
+    }
+    case TT_STMT_ALLOC:
+    case TT_STMT_IF:
+        copied_loops(e, &e->p->stmts.data[s->body], au, in_vector, out, peeled);
+        return;
+    default: return;
+    }
+}
+
+/* The most taps a padded update's reduction may have for its loop to be split (a window's: a
+ * depthwise convolution's 3 x 3, a pooling's; tt_space_window_index's bound too). */
+#define INTERIOR_MAX_TAPS 64
+
+/* The loops from the root to a statement, and where each buffer allocated on the way was
+ * (window_updates). */
+typedef struct {
+    tt__inner_loops loops;
+    uint32_t buf[16];
+    int depth[16], nbufs;
+} loop_path;
+
+/* Steps into loop or allocation `s` (false when the path is full), and back out of it. */
+static bool path_enter(loop_path *path, const tt_stmt *s)
+{
+    tt__inner_loops *l = &path->loops;
+    if (s->kind == TT_STMT_FOR) {
+        if (l->n == TT_EMIT_MAX_INNER)
+            return false;
+        l->var[l->n] = s->var;
+        l->extent[l->n++] = s->extent;
+    } else {
+        if (path->nbufs == 16)
+            return false;
+        path->buf[path->nbufs] = s->buf;
+        path->depth[path->nbufs++] = l->n;
+    }
+    return true;
+}
+
+static void path_leave(loop_path *path, const tt_stmt *s)
+{
+    if (s->kind == TT_STMT_FOR)
+        path->loops.n--;
+    else
+        path->nbufs--;
+}
+
+/* Are the padded updates under `id` (the loops from the root to it in `path`) all reductions
+ * over a window alone: at most INTERIOR_MAX_TAPS iterations of the loops, inside their buffer's
+ * allocation, that do not index it?  Where the reduction runs over input channels too (a dense
+ * convolution), the guards are a small part of the work and the second copy measured slower:
+ * ResNet-18 at 0.99x, and every candidate took 1.3x as long to compile. */
+static bool window_updates(emitter *e, tt_sid id, loop_path *path)
+{
+    const tt_stmt *s = &e->p->stmts.data[id];
+    switch (s->kind) {
+    case TT_STMT_SEQ:
+        for (uint32_t k = 0; k < s->n; k++)
+            if (!window_updates(e, e->p->items.data[s->first + k], path))
+                return false;
+        return true;
+    case TT_STMT_FOR:
+    case TT_STMT_ALLOC: {
+        if (!path_enter(path, s))
+            return false;
+        bool ok = window_updates(e, s->body, path);
+        path_leave(path, s);
+        return ok;
+    }
+    case TT_STMT_IF: return window_updates(e, s->body, path);
+    case TT_STMT_STORE: {
+        tt_eid acc;
+        if (!padded_update(e, s, &acc))
+            return true;
+        int from = 0; /* the loops inside the accumulator's allocation */
+        for (int b = 0; b < path->nbufs; b++)
+            if (path->buf[b] == s->buf)
+                from = path->depth[b];
+        int64_t taps = 1;
+        for (int k = from; k < path->loops.n; k++)
+            if (!tt_expr_uses_var(&e->p->pool, s->index, path->loops.var[k]))
+                taps *= path->loops.extent[k];
+        return taps <= INTERIOR_MAX_TAPS;
+    }
+    default: return true;
+    }
+}
+
+/* The path from the root to statement `target` into `path`; false when it is not found. */
+static bool path_to(emitter *e, tt_sid id, const tt_stmt *target, loop_path *path)
+{
+    const tt_stmt *s = &e->p->stmts.data[id];
+    if (s == target)
+        return true;
+    switch (s->kind) {
+    case TT_STMT_SEQ:
+        for (uint32_t k = 0; k < s->n; k++)
+            if (path_to(e, e->p->items.data[s->first + k], target, path))
+                return true;
+        return false;
+    case TT_STMT_FOR:
+    case TT_STMT_ALLOC:
+        if (!path_enter(path, s))
+            return false;
+        if (path_to(e, s->body, target, path))
+            return true;
+        path_leave(path, s);
+        return false;
+    case TT_STMT_IF:
+        return path_to(e, s->body, target, path) ||
+               (s->orelse && path_to(e, s->orelse, target, path));
+    default: return false;
+    }
+}
+
+static bool window_updates_under(emitter *e, const tt_stmt *s)
+{
+    loop_path path = {.loops = {.ok = true}};
+    if (!path_to(e, e->p->root, s, &path))
+        return false;
+    return window_updates(e, (tt_sid)(s - e->p->stmts.data), &path);
+}
+
+enum { INTERIOR_SAMPLES = 1 << 12 };
+/* The least share of iterations inside the padding that is worth a second copy of a loop. */
+#define INTERIOR_MIN_SHARE 0.25
+
+/* The share of the iterations of the loops around `s` (up to INTERIOR_SAMPLES of them, evenly
+ * spread) in which every term of `terms` holds throughout `s`, each with the loops of `in` at
+ * `at` (universal_term's ends, term by term); -1 when it cannot be told. */
+static double interior_share(emitter *e, const tt_stmt *s, const tt_eid *terms, int nterms,
+                             const tt__inner_loops *in, const int64_t (*at)[TT_EMIT_MAX_INNER])
+{
+    loop_path path = {.loops = {.ok = true}};
+    if (!path_to(e, e->p->root, s, &path))
+        return -1;
+    const tt__inner_loops *out = &path.loops;
+    size_t nvars = e->p->pool.vars.len;
+    int64_t *vars = malloc(nvars * sizeof(int64_t));
+    if (!vars)
+        return -1;
+    int64_t total = 1;
+    for (int k = 0; k < out->n; k++)
+        total *= out->extent[k];
+    int64_t step = total > INTERIOR_SAMPLES ? (total + INTERIOR_SAMPLES - 1) / INTERIOR_SAMPLES : 1;
+    int64_t inside = 0, seen = 0;
+    tt_eval_env env = {.vars = vars};
+    for (int64_t i = 0; i < total; i += step, seen++) {
+        for (size_t v = 0; v < nvars; v++)
+            vars[v] = TT_VAR_UNBOUND;
+        for (int64_t k = out->n - 1, rest = i; k >= 0; k--) {
+            vars[out->var[k]] = rest % out->extent[k];
+            rest /= out->extent[k];
+        }
+        bool all = true;
+        for (int t = 0; t < nterms && all; t++) {
+            for (int k = 0; k < in->n; k++)
+                vars[in->var[k]] = at[t][k];
+            tt_value v;
+            if (tt_expr_eval(&e->p->pool, terms[t], &env, &v)) {
+                free(vars);
+                return -1;
+            }
+            all = v.i != 0;
+        }
+        inside += all;
+    }
+    free(vars);
+    if (!seen)
+        return -1;
+    /* all of a sample is not all: the branch stays */
+    return step > 1 && inside == seen ? 1 - 1.0 / (double)(seen + 1)
+                                      : (double)inside / (double)seen;
+}
+
+/* Loop `s` emitted by `body` behind `cond` (or, with `skip`, behind its negation), with `terms`
+ * known inside: an arm of emit_interior, or the guarded loop of emit_for. */
+static void emit_known_arm(emitter *e, const tt_stmt *s, LLVMValueRef cond, bool skip,
+                           const tt_eid *terms, int nterms,
+                           void (*body)(emitter *, const tt_stmt *))
+{
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(e->b);
+    LLVMBasicBlockRef arm = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "known.arm");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "known.end");
+    LLVMBuildCondBr(e->b, cond, skip ? join : arm, skip ? arm : join);
+    LLVMPositionBuilderAtEnd(e->b, arm);
+    bool promoted = e->promo != NULL;
+    if (promoted)
+        tt__promo_arm_begin(e);
+    tt__vn_open(&e->vn);
+    int saved = e->nknown;
+    memcpy(e->known + e->nknown, terms, (size_t)nterms * sizeof(terms[0]));
+    e->nknown += nterms;
+    body(e, s);
+    e->nknown = saved;
+    tt__vn_close(&e->vn);
+    LLVMBasicBlockRef arm_end = LLVMGetInsertBlock(e->b);
+    LLVMBuildBr(e->b, join);
+    LLVMPositionBuilderAtEnd(e->b, join);
+    if (promoted)
+        tt__promo_arm_end(e, arm_end, pre);
+}
+
+/* A loop with padded updates under it whose guards change inside it (a depthwise convolution's
+ * tile: its rows, its columns and the window's taps) is emitted twice, behind one branch: where
+ * every guard term holds for the whole loop (the term at the ends of the loops' ranges,
+ * universal_term: a tile inside the image) with those terms known, so its updates are plain
+ * multiply-adds on addresses that share one base, and elsewhere as before.  Halide splits such
+ * loops the same way (its loop partitioning), and oneDNN's kernels have separate code for the
+ * border.  Once per nest: not inside a loop already split.  Returns false when `s` was not
+ * emitted (nothing to split). */
+static bool emit_interior(emitter *e, const tt_stmt *s)
+{
+    /* TT_NO_INTERIOR_SPLIT: kernels without it, to measure what it does (docs/codegen.md) */
+    if (e->in_interior || e->lanes || s->extent < 2 || s->ann == TT_ANN_PARALLEL ||
+        tt__codegen_contains_parallel(e, s->body) || getenv("TT_NO_INTERIOR_SPLIT"))
+        return false;
+    tt_eid terms[TT_EMIT_MAX_KNOWN];
+    int nterms = 0;
+    if (!padded_terms(e, s, 0, terms, &nterms, TT_EMIT_MAX_KNOWN - e->nknown) || !nterms ||
+        !window_updates_under(e, s))
+        return false;
+    tt__inner_loops in = {.ok = true, .n = 1};
+    in.var[0] = s->var;
+    in.extent[0] = s->extent;
+    tt__codegen_collect_loops(e, s->body, &in);
+    if (!in.ok)
+        return false;
+    /* The terms that are guards per update: on a loop inside emitted as copies of its body (a
+     * tile's rows and taps, unrolled), the loops around not deciding them (a row of tiles: on a
+     * rolled loop around); at the ends of the loop's ranges.  Terms on rolled loops alone are a
+     * branch per iteration of the innermost (emit_for), and the peeling decides a rolled loop
+     * over tiles where it can (emit_peeled). */
+    tt__inner_loops rt = {.ok = true}, peeled = {.ok = true};
+    copied_loops(e, s, e->auto_unroll, false, &rt, &peeled);
+    if (!rt.ok)
+        return false;
+    tt_eid cand[TT_EMIT_MAX_KNOWN];
+    int64_t cand_at[TT_EMIT_MAX_KNOWN][TT_EMIT_MAX_INNER];
+    double cand_share[TT_EMIT_MAX_KNOWN];
+    int ncand = 0;
+    for (int t = 0; t < nterms; t++) {
+        bool changes = false;
+        for (int k = 0; k < rt.n && !changes; k++)
+            changes = tt_expr_uses_var(&e->p->pool, terms[t], rt.var[k]);
+        for (int k = 0; k < peeled.n && changes; k++)
+            changes = !tt_expr_uses_var(&e->p->pool, terms[t], peeled.var[k]);
+        if (!changes || !term_ends(e, terms[t], &in, cand_at[ncand]))
+            continue;
+        /* Where few iterations of the loops around are inside (7x7 maps: every tile touches the
+         * border), a second copy for the term would only cost code and a branch. */
+        cand_share[ncand] = interior_share(e, s, &terms[t], 1, &in, &cand_at[ncand]);
+        if (cand_share[ncand] >= INTERIOR_MIN_SHARE)
+            cand[ncand++] = terms[t];
+    }
+    /* The terms split on: the most often true first, each while the share where all hold stays
+     * above the least (a row of tiles inside the map's rows though never inside its columns:
+     * the rows' terms; the peeling decides the columns'). */
+    tt_eid split[TT_EMIT_MAX_KNOWN];
+    int64_t at[TT_EMIT_MAX_KNOWN][TT_EMIT_MAX_INNER];
+    int nsplit = 0;
+    double share = 0;
+    while (ncand) {
+        int best = 0;
+        for (int c = 1; c < ncand; c++)
+            if (cand_share[c] > cand_share[best])
+                best = c;
+        split[nsplit] = cand[best];
+        memcpy(at[nsplit], cand_at[best], sizeof(at[0]));
+        double joint = interior_share(e, s, split, nsplit + 1, &in, at);
+        if (joint >= INTERIOR_MIN_SHARE) {
+            share = joint;
+            nsplit++;
+        }
+        ncand--;
+        cand[best] = cand[ncand];
+        cand_share[best] = cand_share[ncand];
+        memcpy(cand_at[best], cand_at[ncand], sizeof(cand_at[0]));
+    }
+    /* Within the code budget of the peeling: two copies of the loop, each still peeling what
+     * the loop would (a row's column tiles, whose guards are in every row, before a split on the
+     * rows of the first row's copy) */
+    if (!nsplit ||
+        2 * e->copies * emitted_stores(e, (tt_sid)(s - e->p->stmts.data), e->auto_unroll, false) >
+            TT_PEEL_BUDGET)
+        return false;
+    if (peeled.n) {
+        tt__inner_loops rt2 = {.ok = true}, peeled2 = {.ok = true};
+        e->copies *= 2;
+        copied_loops(e, s, e->auto_unroll, false, &rt2, &peeled2);
+        e->copies /= 2;
+        if (peeled2.n < peeled.n)
+            return false;
+    }
+    LLVMValueRef cond = NULL;
+    for (int t = 0; t < nsplit && share < 1; t++) {
+        LLVMValueRef u = universal_term(e, split[t], &in, at[t]);
+        if (!LLVMIsAConstantInt(u))
+            cond = cond ? LLVMBuildAnd(e->b, cond, u, "") : u;
+        else if (!LLVMConstIntGetZExtValue(u)) /* never inside here (a peeled edge) */
+            return false;
+    }
+    if (!cond && share < 1) /* decided while emitting (a peeled loop's middle, on its bounds) */
+        return false;
+    if (!cond) { /* every term holds throughout, though not provably here: one copy, known */
+        int saved = e->nknown;
+        memcpy(e->known + e->nknown, split, (size_t)nsplit * sizeof(split[0]));
+        e->nknown += nsplit;
+        e->stats.decided_guards++;
+        emit_for(e, s);
+        e->nknown = saved;
+        return true;
+    }
+    int64_t saved_copies = e->copies;
+    e->in_interior = true;
+    e->copies *= 2;
+    emit_known_arm(e, s, cond, false, split, nsplit, emit_for);
+    emit_known_arm(e, s, cond, true, NULL, 0, emit_for);
+    e->stats.interior_loops++;
+    e->copies = saved_copies;
+    e->in_interior = false;
+    return true;
+}
 
 /* A loop whose padded updates all share guard terms that do not change inside it is emitted
  * behind one branch on those terms (LLVM's loop unswitching, done while the terms are still
@@ -1876,6 +2311,8 @@ static void emit_loop(emitter *e, const tt_stmt *s);
  * time, and the kernel as many branches. */
 static void emit_for(emitter *e, const tt_stmt *s)
 {
+    if (emit_interior(e, s))
+        return;
     tt_eid terms[TT_EMIT_MAX_KNOWN];
     tt_eid guard = first_guard(e, s);
     int nterms = guard ? loop_terms(e, s, guard, terms, 0, TT_EMIT_MAX_KNOWN - e->nknown) : 0;
@@ -1906,25 +2343,7 @@ static void emit_for(emitter *e, const tt_stmt *s)
         }
         return;
     }
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(e->b);
-    LLVMBasicBlockRef then_bb = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "guard.then");
-    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "guard.end");
-    LLVMBuildCondBr(e->b, cond, then_bb, join);
-    LLVMPositionBuilderAtEnd(e->b, then_bb);
-    bool promoted = e->promo != NULL;
-    if (promoted)
-        tt__promo_arm_begin(e);
-    tt__vn_open(&e->vn);
-    memcpy(e->known + e->nknown, terms, (size_t)nterms * sizeof(terms[0]));
-    e->nknown += nterms;
-    emit_loop(e, s);
-    e->nknown = saved;
-    tt__vn_close(&e->vn);
-    LLVMBasicBlockRef then_end = LLVMGetInsertBlock(e->b);
-    LLVMBuildBr(e->b, join);
-    LLVMPositionBuilderAtEnd(e->b, join);
-    if (promoted)
-        tt__promo_arm_end(e, then_end, pre);
+    emit_known_arm(e, s, cond, false, terms, nterms, emit_loop);
     e->stats.guarded_loops++;
 }
 
@@ -2075,16 +2494,24 @@ static int64_t emitted_stores(emitter *e, tt_sid id, int auto_unroll, bool in_ve
  * columns became 648, and took 0.7 s to compile; no tuned kernel's peeled code was above 168
  * (the top three configs of each row of ten tuned databases). */
 #define TT_PEEL_BUDGET 256
-static bool emit_peeled(emitter *e, const tt_stmt *s)
+/* Would emit_peeled peel loop `s` (1), leave it for its code budget (-1) or not (0)? */
+static int peels(emitter *e, const tt_stmt *s)
 {
     if (s->extent < 2 || s->extent > 64 || e->lanes || e->npeeled == 4 ||
         tt__codegen_contains_parallel(e, s->body) ||
         !padding_depends_on(e, s->body, s->body, s->var))
-        return false;
-    if (3 * e->copies * emitted_stores(e, s->body, e->auto_unroll, false) > TT_PEEL_BUDGET) {
+        return 0;
+    return 3 * e->copies * emitted_stores(e, s->body, e->auto_unroll, false) > TT_PEEL_BUDGET ? -1
+                                                                                              : 1;
+}
+
+static bool emit_peeled(emitter *e, const tt_stmt *s)
+{
+    int peel = peels(e, s);
+    if (peel < 0)
         e->stats.unpeeled_loops++;
+    if (peel <= 0)
         return false;
-    }
     LLVMValueRef saved = e->vars[s->var];
     int64_t saved_copies = e->copies;
     e->copies *= 3;

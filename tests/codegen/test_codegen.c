@@ -846,6 +846,46 @@ static void guards_are_decided_on_enclosing_loop_bounds(void **state)
     assert_int_equal(stats.rolled_bodies, 0);
 }
 
+/* MobileNet-V2's first depthwise convolution as its network builds it untuned (the padding
+ * inlined, tiles of 8 columns by 16 channels, the kernel's columns unrolled inside, its rows a
+ * rolled loop): each tile's column guard (tile * 8 + column + tap >= 1) is a guard per update,
+ * since the tile loop is fused into the parallel loop, where no peeling reaches.  The loop over
+ * the kernel's rows is emitted twice behind one branch, the tiles inside the map with no guard
+ * and the others as before (emit_interior).  On an 8 x 8 map every tile touches both borders:
+ * one copy.  Both compute the definition. */
+static void interior_tiles_are_emitted_without_guards(void **state)
+{
+    (void)state;
+    for (int size = 56; size >= 8; size -= 48) {
+        char w[1024], steps[1024];
+        snprintf(w, sizeof(w),
+                 "te:t1[i0,i1,i2,i3] = select(i1 >= 1 && i1 < %d && i2 >= 1 && i2 < %d, "
+                 "x0[0,i1 - 1,i2 - 1,i3], 0.0); t2[i0,i1,i2,i3] += t1[i0,i1 + r0,i2 + r1,i3] * "
+                 "w1[r0,r1,0,i3]; t0[i0,i1,i2,i3] = t2[i0,i1,i2,i3] + w2[i3]; out[i0,i1,i2,i3] = "
+                 "max(min(t0[0,i1,i2,i3], 6.0), 0.0); t1:float32[1,%d,%d,32]; "
+                 "x0:float32[1,%d,%d,32]; t2:float32[1,%d,%d,32]; w1:const float32[3,3,1,32]; "
+                 "t0:float32[1,%d,%d,32]; w2:const float32[32]; out:float32[1,%d,%d,32]; r0:3; "
+                 "r1:3",
+                 size + 1, size + 1, size + 2, size + 2, size, size, size, size, size, size, size,
+                 size);
+        snprintf(steps, sizeof(steps),
+                 "[[\"CI\", 1], [\"CI\", 5], [\"SP\", 6, 3, 32, [16], 1], "
+                 "[\"SP\", 6, 2, %d, [8], 1], [\"SP\", 6, 1, %d, [1], 1], "
+                 "[\"SP\", 6, 0, 1, [1], 1], [\"RE\", 6, [0, 2, 4, 6, 1, 3, 5, 7]], "
+                 "[\"CA\", 3, 6, 3], [\"FU\", 6, [0, 1, 2, 3]], [\"AN\", 6, 0, 3], "
+                 "[\"AN\", 6, 4, 2], [\"SP\", 3, 5, 3, [3], 1], [\"SP\", 3, 3, 32, [16], 1], "
+                 "[\"SP\", 3, 2, %d, [8], 1], [\"RE\", 3, [0, 1, 2, 4, 6, 7, 8, 3, 5]], "
+                 "[\"AN\", 3, 7, 1], [\"AN\", 3, 8, 2], "
+                 "[\"PR\", 3, 0, \"auto_unroll_max_step$512\"], [\"LR\", 2]]",
+                 size, size, size);
+        tt_codegen_stats stats;
+        check_steps(w, steps, 41, size == 56, &stats);
+        if (stats.interior_loops != (size == 56))
+            fail_msg("%dx%d map: %d loops split for the interior", size, size,
+                     stats.interior_loops);
+    }
+}
+
 /* A register tile of 14 rows by 2 vectors (28 of AVX-512's 32 registers) stays in registers across
  * the reduction: LLVM proves that the accumulators (a stack buffer) do not alias the inputs only
  * by tracking every use of the buffer, and gave up past 20, so every FMA of such a tile loaded and
@@ -1653,6 +1693,7 @@ int main(void)
         cmocka_unit_test(template_configs_compute_the_definition),
         cmocka_unit_test(large_reduction_bodies_stay_loops),
         cmocka_unit_test(guards_are_decided_on_enclosing_loop_bounds),
+        cmocka_unit_test(interior_tiles_are_emitted_without_guards),
         cmocka_unit_test(register_tiles_prefetch_the_next_weight_panel),
         cmocka_unit_test(copies_through_large_local_buffers_stay_loops),
         cmocka_unit_test(fills_of_large_local_buffers_stay_loops),
