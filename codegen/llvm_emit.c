@@ -2168,7 +2168,8 @@ static void emit_known_arm(emitter *e, const tt_stmt *s, LLVMValueRef cond, bool
         tt__promo_arm_begin(e);
     tt__vn_open(&e->vn);
     int saved = e->nknown;
-    memcpy(e->known + e->nknown, terms, (size_t)nterms * sizeof(terms[0]));
+    if (nterms) /* terms may be NULL then */
+        memcpy(e->known + e->nknown, terms, (size_t)nterms * sizeof(terms[0]));
     e->nknown += nterms;
     body(e, s);
     e->nknown = saved;
