@@ -2092,32 +2092,23 @@ static bool path_to(emitter *e, tt_sid id, const tt_stmt *target, loop_path *pat
     }
 }
 
-static bool window_updates_under(emitter *e, const tt_stmt *s)
-{
-    loop_path path = {.loops = {.ok = true}};
-    if (!path_to(e, e->p->root, s, &path))
-        return false;
-    return window_updates(e, (tt_sid)(s - e->p->stmts.data), &path);
-}
-
 enum { INTERIOR_SAMPLES = 1 << 12 };
 /* The least share of iterations inside the padding that is worth a second copy of a loop. */
 #define INTERIOR_MIN_SHARE 0.25
 
-/* The share of the iterations of the loops around `s` (up to INTERIOR_SAMPLES of them, evenly
- * spread) in which every term of `terms` holds throughout `s`, each with the loops of `in` at
+/* The share of the iterations of the loops `out` around a loop (up to INTERIOR_SAMPLES of them,
+ * evenly spread) in which every term of `terms` holds throughout it, each with the loops of `in` at
  * `at` (universal_term's ends, term by term); -1 when it cannot be told. */
-static double interior_share(emitter *e, const tt_stmt *s, const tt_eid *terms, int nterms,
-                             const tt__inner_loops *in, const int64_t (*at)[TT_EMIT_MAX_INNER])
+static double interior_share(emitter *e, const tt__inner_loops *out, const tt_eid *terms,
+                             int nterms, const tt__inner_loops *in,
+                             const int64_t (*at)[TT_EMIT_MAX_INNER])
 {
-    loop_path path = {.loops = {.ok = true}};
-    if (!path_to(e, e->p->root, s, &path))
-        return -1;
-    const tt__inner_loops *out = &path.loops;
     size_t nvars = e->p->pool.vars.len;
     int64_t *vars = malloc(nvars * sizeof(int64_t));
     if (!vars)
         return -1;
+    for (size_t v = 0; v < nvars; v++) /* the loops' variables are set below, each sample */
+        vars[v] = TT_VAR_UNBOUND;
     int64_t total = 1;
     for (int k = 0; k < out->n; k++)
         total *= out->extent[k];
@@ -2125,8 +2116,6 @@ static double interior_share(emitter *e, const tt_stmt *s, const tt_eid *terms, 
     int64_t inside = 0, seen = 0;
     tt_eval_env env = {.vars = vars};
     for (int64_t i = 0; i < total; i += step, seen++) {
-        for (size_t v = 0; v < nvars; v++)
-            vars[v] = TT_VAR_UNBOUND;
         for (int64_t k = out->n - 1, rest = i; k >= 0; k--) {
             vars[out->var[k]] = rest % out->extent[k];
             rest /= out->extent[k];
@@ -2152,6 +2141,18 @@ static double interior_share(emitter *e, const tt_stmt *s, const tt_eid *terms, 
                                       : (double)inside / (double)seen;
 }
 
+/* Loop `s` emitted by `body` with `terms` known. */
+static void emit_knowing(emitter *e, const tt_stmt *s, const tt_eid *terms, int nterms,
+                         void (*body)(emitter *, const tt_stmt *))
+{
+    int saved = e->nknown;
+    if (nterms) /* terms may be NULL then */
+        memcpy(e->known + e->nknown, terms, (size_t)nterms * sizeof(terms[0]));
+    e->nknown += nterms;
+    body(e, s);
+    e->nknown = saved;
+}
+
 /* Loop `s` emitted by `body` behind `cond` (or, with `skip`, behind its negation), with `terms`
  * known inside: an arm of emit_interior, or the guarded loop of emit_for. */
 static void emit_known_arm(emitter *e, const tt_stmt *s, LLVMValueRef cond, bool skip,
@@ -2167,12 +2168,7 @@ static void emit_known_arm(emitter *e, const tt_stmt *s, LLVMValueRef cond, bool
     if (promoted)
         tt__promo_arm_begin(e);
     tt__vn_open(&e->vn);
-    int saved = e->nknown;
-    if (nterms) /* terms may be NULL then */
-        memcpy(e->known + e->nknown, terms, (size_t)nterms * sizeof(terms[0]));
-    e->nknown += nterms;
-    body(e, s);
-    e->nknown = saved;
+    emit_knowing(e, s, terms, nterms, body);
     tt__vn_close(&e->vn);
     LLVMBasicBlockRef arm_end = LLVMGetInsertBlock(e->b);
     LLVMBuildBr(e->b, join);
@@ -2197,8 +2193,13 @@ static bool emit_interior(emitter *e, const tt_stmt *s)
         return false;
     tt_eid terms[TT_EMIT_MAX_KNOWN];
     int nterms = 0;
-    if (!padded_terms(e, s, 0, terms, &nterms, TT_EMIT_MAX_KNOWN - e->nknown) || !nterms ||
-        !window_updates_under(e, s))
+    if (!padded_terms(e, s, 0, terms, &nterms, TT_EMIT_MAX_KNOWN - e->nknown) || !nterms)
+        return false;
+    /* the loops around `s`, and the window's updates under it (window_updates leaves `path` as
+     * it found it) */
+    loop_path path = {.loops = {.ok = true}};
+    if (!path_to(e, e->p->root, s, &path) ||
+        !window_updates(e, (tt_sid)(s - e->p->stmts.data), &path))
         return false;
     tt__inner_loops in = {.ok = true, .n = 1};
     in.var[0] = s->var;
@@ -2229,7 +2230,7 @@ static bool emit_interior(emitter *e, const tt_stmt *s)
             continue;
         /* Where few iterations of the loops around are inside (7x7 maps: every tile touches the
          * border), a second copy for the term would only cost code and a branch. */
-        cand_share[ncand] = interior_share(e, s, &terms[t], 1, &in, &cand_at[ncand]);
+        cand_share[ncand] = interior_share(e, &path.loops, &terms[t], 1, &in, &cand_at[ncand]);
         if (cand_share[ncand] >= INTERIOR_MIN_SHARE)
             cand[ncand++] = terms[t];
     }
@@ -2247,7 +2248,7 @@ static bool emit_interior(emitter *e, const tt_stmt *s)
                 best = c;
         split[nsplit] = cand[best];
         memcpy(at[nsplit], cand_at[best], sizeof(at[0]));
-        double joint = interior_share(e, s, split, nsplit + 1, &in, at);
+        double joint = interior_share(e, &path.loops, split, nsplit + 1, &in, at);
         if (joint >= INTERIOR_MIN_SHARE) {
             share = joint;
             nsplit++;
@@ -2283,12 +2284,8 @@ static bool emit_interior(emitter *e, const tt_stmt *s)
     if (!cond && share < 1) /* decided while emitting (a peeled loop's middle, on its bounds) */
         return false;
     if (!cond) { /* every term holds throughout, though not provably here: one copy, known */
-        int saved = e->nknown;
-        memcpy(e->known + e->nknown, split, (size_t)nsplit * sizeof(split[0]));
-        e->nknown += nsplit;
         e->stats.decided_guards++;
-        emit_for(e, s);
-        e->nknown = saved;
+        emit_knowing(e, s, split, nsplit, emit_for);
         return true;
     }
     int64_t saved_copies = e->copies;
@@ -2331,17 +2328,12 @@ static void emit_for(emitter *e, const tt_stmt *s)
         if (LLVMIsAConstantInt(cond))
             break; /* false */
     }
-    int saved = e->nknown;
     if (!cond || LLVMIsAConstantInt(cond)) {
         /* Decided while emitting (a tap of an unrolled row in the padding, or inside it): the
          * loop with these terms known, or nothing, as its updates would keep their values. */
         e->stats.decided_guards++;
-        if (!cond) {
-            memcpy(e->known + e->nknown, terms, (size_t)nterms * sizeof(terms[0]));
-            e->nknown += nterms;
-            emit_loop(e, s);
-            e->nknown = saved;
-        }
+        if (!cond)
+            emit_knowing(e, s, terms, nterms, emit_loop);
         return;
     }
     emit_known_arm(e, s, cond, false, terms, nterms, emit_loop);
