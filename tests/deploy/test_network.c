@@ -3,16 +3,21 @@
  * the test's expected outputs (within 1e-4, absolute and relative); what kernels cannot compute
  * is refused with the node and the reason.  And the partition itself: fusion, BatchNormalization
  * folding, shared tasks, the memory plan. */
+#define _GNU_SOURCE /* dl_iterate_phdr */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -1043,6 +1048,141 @@ static void tuned_records_build_the_network(void **state)
         fail_msg("%s", why);
 }
 
+/* ---- where a library's weights live ---- */
+
+/* The library's weights segment: its last PT_LOAD, read-only (.lrodata, placed after .bss). */
+typedef struct {
+    const char *path;
+    uintptr_t start, end;
+} weights_segment;
+
+static int find_weights_segment(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    weights_segment *w = data;
+    if (!info->dlpi_name || !strstr(info->dlpi_name, w->path))
+        return 0;
+    const ElfW(Phdr) *last = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_LOAD &&
+            (!last || info->dlpi_phdr[i].p_vaddr > last->p_vaddr))
+            last = &info->dlpi_phdr[i];
+    if (last && last->p_flags == PF_R) {
+        uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+        w->start = (info->dlpi_addr + last->p_vaddr) / page * page;
+        w->end = (info->dlpi_addr + last->p_vaddr + last->p_memsz + page - 1) / page * page;
+    }
+    return 1;
+}
+
+static void weights_were_read(int sig)
+{
+    (void)sig;
+    _exit(3);
+}
+
+/* In a child: loads the library, runs it once (which copies the weights unless
+ * TVM_TUNE_WEIGHTS=mapped), makes the library's own weights unreadable and runs it again.  Exit
+ * 0: the same outputs without touching them; 3: a kernel read them; 4: the outputs differ;
+ * others: a failure on the way. */
+static int run_with_mapped_weights_unreadable(const char *so, const tt_graph *g,
+                                              int64_t workspace_bytes, bool mapped)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        if (mapped)
+            setenv("TVM_TUNE_WEIGHTS", "mapped", 1);
+        else
+            unsetenv("TVM_TUNE_WEIGHTS");
+        void *dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+        run_buffers_fn run = dl ? (run_buffers_fn)dlsym(dl, "net_run_buffers") : NULL;
+        int (*init)(void) = dl ? (int (*)(void))dlsym(dl, "net_init") : NULL;
+        if (!run || !init || init() != 0)
+            _exit(10);
+        void *in[16] = {0}, *out[2][16] = {{0}};
+        size_t out_bytes[16] = {0};
+        for (size_t i = 0; i < g->inputs.len && i < 16; i++) {
+            const tt_gtensor *t = &g->tensors.data[g->inputs.data[i]];
+            size_t n = (size_t)tt_gtensor_numel(t) * (size_t)tt_dtype_bytes(t->dtype);
+            if (!(in[i] = calloc(n + 1, 1)))
+                _exit(11);
+            for (size_t k = 0; t->dtype == TT_DT_FLOAT32 && k < n / 4; k++)
+                ((float *)in[i])[k] = (float)(k % 13) / 13.0f - 0.5f;
+        }
+        for (int r = 0; r < 2; r++)
+            for (size_t i = 0; i < g->outputs.len && i < 16; i++) {
+                const tt_gtensor *t = &g->tensors.data[g->outputs.data[i]];
+                out_bytes[i] = (size_t)tt_gtensor_numel(t) * (size_t)tt_dtype_bytes(t->dtype);
+                if (!(out[r][i] = calloc(out_bytes[i] + 1, 1)))
+                    _exit(11);
+            }
+        void *ws = aligned_alloc(64, (size_t)workspace_bytes + 64);
+        if (!ws || run(ws, (const void *const *)in, out[0]))
+            _exit(12);
+        weights_segment w = {so, 0, 0};
+        dl_iterate_phdr(find_weights_segment, &w);
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = weights_were_read;
+        if (w.end <= w.start || sigaction(SIGSEGV, &sa, NULL) ||
+            mprotect((void *)w.start, w.end - w.start, PROT_NONE))
+            _exit(13);
+        if (run(ws, (const void *const *)in, out[1]))
+            _exit(12);
+        for (size_t i = 0; i < g->outputs.len && i < 16; i++)
+            if (memcmp(out[0][i], out[1][i], out_bytes[i]))
+                _exit(4);
+        _exit(0);
+    }
+    int status;
+    if (waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* A library copies its weights into the process's own memory at NAME_init (or its first run) and
+ * reads them there: the page cache's pages of a large library were 2-3x slower to stream on a
+ * virtual machine (docs/models.md, "Where the weights live").  TVM_TUNE_WEIGHTS=mapped reads them
+ * where the library is mapped, which the test must see, or it would prove nothing. */
+static void library_weights_are_copied_into_process_memory(void **state)
+{
+    (void)state;
+#if !defined(__x86_64__)
+    skip(); /* .lrodata, the weights' own segment, is x86-64's */
+#endif
+    tt_graph *g;
+    tt_net *net = small_net_in("resnet_block", TT_NET_LAYOUT_CHANNELS_LAST, &g);
+    if (!net)
+        skip();
+    char dir[] = "/tmp/tt-netw-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char prefix[64], so[96];
+    snprintf(prefix, sizeof(prefix), "%s/net", dir);
+    snprintf(so, sizeof(so), "%s.so", prefix);
+    tt_compile_net_options o = {NULL, NULL, NULL, prefix, "test", false, false, NULL, NULL};
+    tt_compile_net_summary sum;
+    tt_errbuf err = {{0}};
+    if (tt_compile_net(&o, net, NULL, &sum, &err))
+        fail_msg("%s", err.msg);
+    /* more than a page of weights, so that a page of them is the segment's alone */
+    assert_true(sum.weight_bytes > 8192);
+    int copied = run_with_mapped_weights_unreadable(so, g, sum.workspace_bytes, false);
+    int mapped = run_with_mapped_weights_unreadable(so, g, sum.workspace_bytes, true);
+    remove_library(prefix);
+    rmdir(dir);
+    tt_net_free(net);
+    tt_graph_free(g);
+    if (copied != 0)
+        fail_msg("with the weights copied, a run after net_init %s (child status %d)",
+                 copied == 3 ? "read the library's mapped weights" : "failed", copied);
+    if (mapped != 3)
+        fail_msg("with TVM_TUNE_WEIGHTS=mapped, a run did not read the mapped weights (child "
+                 "status %d)",
+                 mapped);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1068,6 +1208,7 @@ int main(void)
         cmocka_unit_test(a_second_output_is_ready_for_its_readers),
         cmocka_unit_test(the_report_names_kernels_that_gather),
         cmocka_unit_test(tuned_records_build_the_network),
+        cmocka_unit_test(library_weights_are_copied_into_process_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
