@@ -25,6 +25,8 @@ static void usage(FILE *f)
            "With --model, the library runs the whole network: int NAME_run(inputs..., outputs...)\n"
            "and NAME_run_workspace(workspace, ...), weights embedded and packed for the tuned\n"
            "kernels, intermediates in one preallocated arena (docs/models.md; tvm-net runs it).\n"
+           "NAME_init (optional: the first run does it) copies the weights into the process's\n"
+           "memory, where runs read them (TVM_TUNE_WEIGHTS=mapped: where the library is mapped).\n"
            "With --model and --target opencl it runs on an OpenCL device (a GPU): NAME_init\n"
            "builds the kernels and uploads the weights once, NAME_run keeps the activations on\n"
            "the device, NAME_error says what failed, NAME_release frees it (docs/opencl.md).\n"
