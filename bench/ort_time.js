@@ -10,7 +10,7 @@
 // With ORT_TIME_PROFILE=FILE.json in the environment, ONNX Runtime's profiler runs too and FILE.json
 // gets each node's median kernel time over the timed runs, in execution order, to set beside
 // `tvm-net profile` (docs/models.md, "Kernel by kernel against ONNX Runtime"): a list of
-// {"node", "op", "median_us"}.  The profiler adds a little to every run.
+// {"node", "op", "output_shapes", "median_us"}.  The profiler adds a little to every run.
 'use strict';
 const fs = require('fs');
 const os = require('os');
@@ -43,13 +43,16 @@ function writeProfile(session, dir, out, runs) {
   for (const e of events) {
     if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time')) continue;
     const name = e.name.slice(0, -'_kernel_time'.length);
-    if (!nodes.has(name)) nodes.set(name, { op: e.args.op_name, times: [] });
+    if (!nodes.has(name)) {
+      const shapes = (e.args.output_type_shape || []).map((o) => Object.values(o)[0]);
+      nodes.set(name, { op: e.args.op_name, shapes, times: [] });
+    }
     nodes.get(name).times.push(e.dur);
   }
   const list = [];
-  for (const [node, { op, times }] of nodes) {
+  for (const [node, { op, shapes, times }] of nodes) {
     const last = times.slice(-runs).sort((a, b) => a - b);
-    list.push({ node, op, median_us: last[Math.floor(last.length / 2)] });
+    list.push({ node, op, output_shapes: shapes, median_us: last[Math.floor(last.length / 2)] });
   }
   fs.writeFileSync(out, JSON.stringify(list, null, 1) + '\n');
   fs.rmSync(dir, { recursive: true, force: true });

@@ -856,6 +856,29 @@ static void window_configs_tile_the_whole_window(void **state)
          "w1:const float32[7,7,1,16]; out:float32[1,12,12,16]; r0:7; r1:7",
          8,
          {"inline_producers=0 ", "micro_kernel=[-1,6,1]"}},
+        /* A 1x1 convolution of 16 or 48 input channels is a short reduction too, but each input
+         * pixel is broadcast to every column: several vectors of columns (the blocked config's
+         * tile), a vector and a half where that is all the columns; one vector, the last moved
+         * back, over 72 columns, where 3 tiles of 24 ran slower. */
+        {"te:t1[i0,i1,i2,i3] += x0[i0,0,i2 + r2,r0] * w1[0,0,r0,i3]; t0[i0,i1,i2,i3] = "
+         "t1[i0,i1,i2,i3] + w2[i3]; out[i0,i1,i2,i3] = max(t0[i0,0,i2,i3], 0); "
+         "t1:float32[1,1,196,48]; x0:float32[1,1,196,16]; w1:const float32[1,1,16,48]; "
+         "t0:float32[1,1,196,48]; w2:const float32[48]; out:float32[1,1,196,48]; r0:16; r1:1; "
+         "r2:1",
+         8,
+         {"micro_kernel=[-1,9,3]", "reduce_inner_first=1"}},
+        {"te:t0[i0,i1,i2,i3] += x0[i0,0,i2 + r2,r0] * w1[0,0,r0,i3]; out[i0,i1,i2,i3] = "
+         "t0[i0,i1,i2,i3] + w2[i3]; t0:float32[1,1,196,24]; x0:float32[1,1,196,48]; "
+         "w1:const float32[1,1,48,24]; out:float32[1,1,196,24]; w2:const float32[24]; r0:48; "
+         "r1:1; r2:1",
+         8,
+         {"micro_kernel=[-1,7,32792]"}},
+        {"te:t0[i0,i1,i2,i3] += x0[i0,0,i2 + r2,r0] * w1[0,0,r0,i3]; out[i0,i1,i2,i3] = "
+         "t0[i0,i1,i2,i3] + w2[i3]; t0:float32[1,1,196,72]; x0:float32[1,1,196,24]; "
+         "w1:const float32[1,1,24,72]; out:float32[1,1,196,72]; w2:const float32[72]; r0:24; "
+         "r1:1; r2:1",
+         8,
+         {"micro_kernel=[-1,7,1]"}},
         /* 576 taps (3 x 3 x 64) and a GEMM's 12: not windows, or windows that the default fits. */
         {"conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=64,K=3,S=1,P=1", 8, {NULL}},
         {"matmul:M=512,N=512,K=512", 8, {NULL}},
