@@ -240,7 +240,7 @@ void tt__write_net_weights_asm(tt_strbuf *sb, const char *n, const char *params_
 
 /* NAME__weights_in_memory(): the weights copied once into the process's own memory (on 2 MiB
  * huge pages where they take that much), else where the library maps them.  Mapped, they are
- * the file's pages in the page cache: on a virtual machine (Firecracker, measured 2026-12-08)
+ * the file's pages in the page cache: on a virtual machine (Firecracker, measured 2026-12-07)
  * ViT-B/16's 330 MB read from them ran 226-311 ms a run with spreads of 3x, and 108-113 ms from
  * a copy (docs/models.md, "Where the weights live").  ONNX Runtime and TVM's runtimes keep
  * theirs in their own memory too.  TVM_TUNE_WEIGHTS=mapped keeps the mapped ones (processes that
