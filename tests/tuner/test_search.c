@@ -127,12 +127,18 @@ static void strategies_beat_random_on_a_planted_optimum(void **state)
     double xgb = mean_trials_to_optimum(TT_STRATEGY_XGB, "xgb", 0, knob, &late);
     double xgb_div = mean_trials_to_optimum(TT_STRATEGY_XGB, "xgb-div", 2, knob, &late);
     double evo = mean_trials_to_optimum(TT_STRATEGY_EVO, "evo", 0, knob, &late);
+    /* AutoTVM's loop-variable features (every proposal lowered: slower).  Once its own test of
+     * one seed and 160 trials: a lottery ticket that any change to the starting points redrew
+     * (2026-12-07: found after 124 trials, then missed). */
+    double itervar =
+        mean_trials_to_optimum(TT_STRATEGY_XGB, "xgb-iv", 0, TT_FEATURES_ITERVAR, &late);
     /* GA (AutoTVM's: roulette over throughput) rarely hits the optimum in this budget, nor does
      * random (over 12 seeds, 4 and 2 of 12): its bred generations are better, not the best. */
     assert_true(late_ga < late_random);
     assert_true(xgb < random);
     assert_true(xgb_div < random);
     assert_true(evo < random);
+    assert_true(itervar < random);
 }
 
 static int extras(void *ctx, const tt_db_row *r)
@@ -192,60 +198,11 @@ static void resumed_model_search_continues(void **state)
     tt_db_remove(db_path);
 }
 
-/* With AutoTVM's loop-variable features (every proposal lowered: slower), the model still finds
- * the optimum well within random search's mean (about 300 of the 320 trials above, most seeds
- * missing it).  Over SEEDS seeds of BUDGET trials: one seed of 160 trials was a lottery ticket
- * that any change to the starting points redrew (seed 15838 found the optimum after 124 trials,
- * then missed it once the window configs of short reductions changed, 2026-12-07); these four
- * found it after 113-196 trials, a mean of 166 (124-195 before that change, 154.5). */
-static void itervar_features_guide_the_search(void **state)
-{
-    (void)state;
-    enum { TRIALS = BUDGET };
-    double total = 0;
-    for (int seed = 1; seed <= SEEDS; seed++) {
-        char db_path[256];
-        snprintf(db_path, sizeof(db_path), "/tmp/tt-search-iv-%d.db", (int)getpid());
-        tt_db_remove(db_path);
-        const char *w[1] = {"matmul:M=64,N=64,K=64"};
-        tt_tune_options o;
-        memset(&o, 0, sizeof(o));
-        o.workloads = w;
-        o.nworkloads = 1;
-        o.trials = TRIALS;
-        o.strategy = TT_STRATEGY_XGB;
-        o.features = TT_FEATURES_ITERVAR;
-        o.target = TARGET;
-        o.db_path = db_path;
-        o.seed = (uint64_t)seed * 7919;
-        o.batch = 32;
-        o.threads = 2;
-        o.objective = objective;
-        tt_tune_summary sum;
-        tt_errbuf err = {{0}};
-        if (tt_tune_run(&o, &sum, NULL, &err))
-            fail_msg("%s", err.msg);
-        tt_db *db;
-        first_hit f = {0};
-        tt_db_filter flt = {.workload = sum.workload};
-        assert_int_equal(tt_db_open(db_path, TT_DB_READONLY, &db, &err), TT_OK);
-        assert_int_equal(tt_db_history(db, &flt, scan, &f), TT_OK);
-        tt_db_close(db);
-        tt_db_remove(db_path);
-        assert_int_equal(f.trial, TRIALS);
-        printf("xgb with itervar features, seed %d: optimum after %d trials\n", seed, f.found);
-        total += f.found ? f.found : BUDGET + 1;
-    }
-    printf("xgb with itervar features: mean %.1f trials to the optimum\n", total / SEEDS);
-    assert_true(total / SEEDS <= 220);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(strategies_beat_random_on_a_planted_optimum),
         cmocka_unit_test(resumed_model_search_continues),
-        cmocka_unit_test(itervar_features_guide_the_search),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
