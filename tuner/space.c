@@ -93,6 +93,11 @@ static bool rows_fit(int64_t extent, int64_t rows)
     return extent > rows && (tiles * rows - extent) * 8 <= extent;
 }
 
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
 /* The largest divisor of `n` that is at most `max`. */
 static int64_t divisor_at_most(int64_t n, int64_t max)
 {
@@ -181,12 +186,20 @@ static int micro_kernels(const tt_vector_isa *isa, int64_t lanes, int64_t row_ex
             /* [rows, vectors] as a split knob; a partial vector is 0x8000 | its width. */
             out[n++] = (r << 16) | kinds[kind];
         }
-        /* Rows that divide the axis, and the most rows the registers hold where they do not
-         * (6 x 2 vectors over 112 on AVX2, where 4 is the most that divide): one more choice,
-         * not every row count, which grew the space for tiles no better than their divisors. */
-        if (most > 0 && row_extent % most != 0 && rows_fit(row_extent, most) &&
+        /* Rows that divide the axis, and the most rows the registers hold whose last tile moves
+         * back (6 x 2 vectors over 112 on AVX2, where 4 is the most that divide): one more
+         * choice, not every row count, which grew the space for tiles no better than their
+         * divisors.  Where that many would recompute too much, as many tiles as they take,
+         * balanced: over Inception-V3's 17 columns (a prime) 15 x 2 recomputes 13 rows and 9 x
+         * 2 one, and without it the 1x7 convolutions of 128 and 160 channels had 1 x 2 and ran
+         * at 100-126 GFLOPS; over 28, 16 rows balance to 14, which divides it (15 ran 1.3x
+         * slower). */
+        int64_t moved = most;
+        if (moved > 0 && (row_extent % moved == 0 || !rows_fit(row_extent, moved)))
+            moved = ceil_div(row_extent, ceil_div(row_extent, most));
+        if (moved > 1 && row_extent % moved != 0 && rows_fit(row_extent, moved) &&
             n < TT_SPACE_MAX_CHOICES)
-            out[n++] = (most << 16) | kinds[kind];
+            out[n++] = (moved << 16) | kinds[kind];
     }
     return n;
 }
@@ -764,44 +777,59 @@ static double register_tile_pick(const tt_space *s, const tt_vector_isa *isa, in
 {
     const tt_op *m = &s->dag->ops.data[s->main_stage];
     const tt_knob *mk = &s->knobs[s->nspatial + 7];
+    int64_t extent = m->shape[s->nspatial - 2];
     int spare = isa->vector_bytes >= 64 ? 0 : 1; /* AVX-512 folds the broadcast into the FMA */
     double best = -1, two = -1, moved = -1;
-    int64_t two_rows = 0;
+    int64_t two_rows = 0, dividing_accumulators = 0, moved_accumulators = 0;
     int best_pos = -1, two_pos = -1, moved_pos = -1;
-    for (int c = 0; c < mk->n; c++) {
-        int64_t r = mk->choice[c] >> 16, v = mk->choice[c] & 0xffff;
-        double vectors = (double)v; /* of the vector width, a partial one counted in part */
-        if (v & 0x8000) {
-            vectors = (double)(v & 0x7fff) / (double)s->vector_lanes;
-            v = partial_regs(v, s->vector_lanes);
-            /* A half vector's accumulators: no more than two machine vectors' worth (24
-             * columns by 14 rows, 28 accumulators, ran at 0.4-0.7 of 8 rows). */
-            if (vectors > 1 && r * v > 2 * MIN_ACCUMULATORS)
-                continue;
-        }
-        if (r < 1 || v < 1 || r * v + taps * v + spare > isa->vector_regs)
-            continue;
-        double score = (double)r * vectors / ((double)r + vectors) + (double)r * vectors * 1e-3;
-        if (m->shape[s->nspatial - 2] % r != 0) {
-            /* rows whose last tile moves back (offered only where that recomputes little),
-             * with a register spare: the fallback for a row axis no good tile divides */
-            if (r * v + taps * v + spare < isa->vector_regs && r * v >= MIN_ACCUMULATORS &&
-                score > moved) {
-                moved = score;
-                moved_pos = c;
+    /* Two passes: the dividing tiles, then those whose last tile moves back. */
+    for (int pass = 0; pass < 2; pass++)
+        for (int c = 0; c < mk->n; c++) {
+            int64_t r = mk->choice[c] >> 16, v = mk->choice[c] & 0xffff;
+            double vectors = (double)v; /* of the vector width, a partial one counted in part */
+            if (v & 0x8000) {
+                vectors = (double)(v & 0x7fff) / (double)s->vector_lanes;
+                v = partial_regs(v, s->vector_lanes);
+                /* A half vector's accumulators: no more than two machine vectors' worth (24
+                 * columns by 14 rows, 28 accumulators, ran at 0.4-0.7 of 8 rows). */
+                if (vectors > 1 && r * v > 2 * MIN_ACCUMULATORS)
+                    continue;
             }
-            continue;
+            if (r < 1 || v < 1 || r * v + taps * v + spare > isa->vector_regs ||
+                (extent % r != 0) != (pass == 1))
+                continue;
+            double score = (double)r * vectors / ((double)r + vectors) + (double)r * vectors * 1e-3;
+            if (pass == 1) {
+                /* rows whose last tile moves back (offered only where that recomputes
+                 * little), with a register spare: the fallback for a row axis no good tile
+                 * divides.  Of those, the most accumulators: over Inception-V3's 17 columns
+                 * 9 x 3 ran its 1x7 convolutions 1.1x faster than 6 x 4, which does more
+                 * multiply-adds per load.  A balanced tile, fewer rows than the registers
+                 * hold (micro_kernels), only where no dividing tile has MIN_ACCUMULATORS: 5 x 2
+                 * over 14 on AVX2 ran a 1x1 convolution 1.15x slower than 2 x 4. */
+                bool balanced = r < 16 && (r + 1) * v + v + spare <= isa->vector_regs;
+                if (r * v + taps * v + spare < isa->vector_regs && r * v >= MIN_ACCUMULATORS &&
+                    (!balanced || dividing_accumulators < MIN_ACCUMULATORS) &&
+                    (r * v > moved_accumulators ||
+                     (r * v == moved_accumulators && score > moved))) {
+                    moved = score;
+                    moved_pos = c;
+                    moved_accumulators = r * v;
+                }
+                continue;
+            }
+            if (r * v > dividing_accumulators)
+                dividing_accumulators = r * v;
+            if (score > best) {
+                best = score;
+                best_pos = c;
+            }
+            if ((mk->choice[c] & 0xffff) == 2 && r > two_rows) {
+                two = score;
+                two_rows = r;
+                two_pos = c;
+            }
         }
-        if (score > best) {
-            best = score;
-            best_pos = c;
-        }
-        if ((mk->choice[c] & 0xffff) == 2 && r > two_rows) {
-            two = score;
-            two_rows = r;
-            two_pos = c;
-        }
-    }
     if (two_pos >= 0 && two_rows * 2 >= MIN_ACCUMULATORS) {
         *pos = two_pos;
         return two;
@@ -827,7 +855,9 @@ uint64_t tt_space_blocked_index(const tt_space *s, const tt_vector_isa *isa,
     /* The window's column taps inside the register tile, where offered and where their B
      * vectors, live with the accumulators, leave a tile as good as without them (3 x 3
      * convolutions over 14x14 on AVX2 kept 2 x 2 accumulators with them, 2 x 4 without, which
-     * ran ResNet-18's in 0.8 of the time). */
+     * ran ResNet-18's in 0.8 of the time), or a tile of 8 vectors or more that does at least
+     * half the multiply-adds per load (Inception-V3's 1x7 convolutions over 17 columns: 9 x 1
+     * with their 7 taps against 9 x 3 without ran 1.05-1.25x slower). */
     const tt_knob *mk = &s->knobs[n + 7];
     int tile_pos = -1;
     double score = register_tile_pick(s, isa, 1, &tile_pos);
@@ -839,7 +869,8 @@ uint64_t tt_space_blocked_index(const tt_space *s, const tt_vector_isa *isa,
         int64_t rows, cols;
         if (with_pos >= 0)
             register_tile(s, mk->choice[with_pos], &rows, &cols);
-        if (with_pos >= 0 && (with >= score || rows * cols >= MIN_ACCUMULATORS * s->vector_lanes)) {
+        if (with_pos >= 0 && (with >= score || (rows * cols >= MIN_ACCUMULATORS * s->vector_lanes &&
+                                                2 * with >= score))) {
             pos[taps_knob] = 1;
             tile_pos = with_pos;
         }

@@ -639,6 +639,25 @@ static void cache_blocked_configs_follow_the_caches(void **state)
     assert_true(host.l1d_bytes >= 4096 && host.l2_bytes >= 65536);
 }
 
+/* The micro_kernel choices whose rows do not divide the row axis (their last tile moves back)
+ * are `want`, in order, up to `max` of them (a 0 ends a shorter list). */
+static void expect_moved_rows(const tt_space *sp, const tt_workload *w, const int64_t *want,
+                              int max)
+{
+    const tt_knob *mk = &sp->knobs[sp->nspatial + 7];
+    int64_t extent = w->dag.ops.data[sp->main_stage].shape[sp->nspatial - 2];
+    int n = 0;
+    for (int c = 0; c < mk->n; c++)
+        if (extent % (mk->choice[c] >> 16) != 0) {
+            if (n >= max || mk->choice[c] != want[n])
+                fail_msg("%s: offered %d x %d", w->key, (int)(mk->choice[c] >> 16),
+                         (int)(mk->choice[c] & 0xffff));
+            n++;
+        }
+    if (n < max && want[n] != 0)
+        fail_msg("%s: %d x %d not offered", w->key, (int)(want[n] >> 16), (int)(want[n] & 0xffff));
+}
+
 /* Where no row count that divides the row axis fills the registers, the space also offers the
  * most rows that do (OpenBLAS's 6 x 16 on AVX2 over ResNet-18's first output rows of 112), its
  * last tile moved back to end with the axis: whole register tiles, no guard (schedule/lower.c).
@@ -667,13 +686,7 @@ static void register_tiles_may_move_their_last_tile_back(void **state)
         tt_workload *w = open_space(offers[i].workload, isa, &sp);
         const tt_knob *mk = &sp.knobs[sp.nspatial + 7];
         int64_t extent = w->dag.ops.data[sp.main_stage].shape[sp.nspatial - 2];
-        int beyond = 0;
-        for (int c = 0; c < mk->n; c++)
-            if (extent % (mk->choice[c] >> 16) != 0) {
-                assert_true(beyond < 3);
-                assert_int_equal(mk->choice[c], offers[i].beyond[beyond++]);
-            }
-        assert_true(beyond == 3 || offers[i].beyond[beyond] == 0);
+        expect_moved_rows(&sp, w, offers[i].beyond, 3);
         /* The starting point keeps a dividing register tile. */
         tt_cpu_caches caches = {48 << 10, 2 << 20};
         uint64_t start = tt_space_blocked_index(&sp, isa, &caches, 2, true, false);
@@ -708,6 +721,57 @@ static void register_tiles_may_move_their_last_tile_back(void **state)
         tt_state_free(st);
     }
     tt_workload_free(w);
+#undef RV
+}
+
+/* A row axis of a prime length (Inception-V3's 17 columns at 17x17) has no dividing tile of
+ * more than one row: the space offers, per vector count, the rows that cover it in as many tiles
+ * as the most the registers hold, balanced (9 + 9 over 17, where 15 + 15 recomputed 13 rows and
+ * was not offered, so the 1x7 convolutions took 1 x 2 and ran 3x slower).  The starting point
+ * takes the one with the most accumulators (9 x 3 ran 1.1x faster than 6 x 4), keeps the taps
+ * inside the tile where that leaves at least half the multiply-adds per load, and a row axis
+ * that the balanced rows divide (28: 14) gets none.  Each config computes the definition. */
+static void prime_row_axes_take_balanced_tiles(void **state)
+{
+    (void)state;
+    tt_vector_isa avx512 = {"avx512", 64, 32, true};
+    tt_cpu_caches caches = {48 << 10, 2 << 20};
+#define RV(r, v) (((int64_t)(r) << 16) | (v))
+    static const struct {
+        const char *workload;
+        int64_t beyond[4]; /* register tiles offered whose rows do not divide the axis */
+        const char *want[3];
+    } cases[] = {
+        {"matmul:M=17,N=160,K=64", {RV(9, 1), RV(9, 2)}, {"micro_kernel=[-1,9,2]"}},
+        {"matmul:M=17,N=192,K=64",
+         {RV(9, 1), RV(9, 2), RV(9, 3), RV(6, 4)},
+         {"micro_kernel=[-1,9,3]"}},
+        {"matmul:M=17,N=128,K=64", {RV(9, 1), RV(9, 2), RV(6, 4)}, {"micro_kernel=[-1,6,4]"}},
+        /* 16 rows of one vector balance to 14 over 28, which divides it: no tile moves */
+        {"matmul:M=28,N=16,K=64", {0}, {"micro_kernel=[-1,14,1]"}},
+        /* a 1x7 convolution over 17 columns: 9 x 1 with the 7 taps' B vectors (9 x 2 with them
+         * would take all 32 registers) */
+        {"te:t1[i0,i1,i2,i3] = select(i2 >= 3 && i2 < 20, x0[0,i1,i2 - 3,i3], 0.0); "
+         "out[i0,i1,i2,i3] += t1[i0,i1 + r1,i2 + r2,r0] * w1[0,r2,r0,i3]; "
+         "t1:float32[1,2,23,16]; x0:float32[1,2,17,16]; w1:const float32[1,7,16,160]; "
+         "out:float32[1,2,17,160]; r0:16; r1:1; r2:7",
+         {RV(9, 1), RV(9, 2)},
+         {"micro_kernel=[-1,9,1]", "taps_inner=1"}},
+        {"te:t1[i0,i1,i2,i3] = select(i2 >= 3 && i2 < 20, x0[0,i1,i2 - 3,i3], 0.0); "
+         "out[i0,i1,i2,i3] += t1[i0,i1 + r1,i2 + r2,r0] * w1[0,r2,r0,i3]; "
+         "t1:float32[1,2,23,8]; x0:float32[1,2,17,8]; w1:const float32[1,7,8,192]; "
+         "out:float32[1,2,17,192]; r0:8; r1:1; r2:7",
+         {RV(9, 1), RV(9, 2), RV(9, 3), RV(6, 4)},
+         {"micro_kernel=[-1,9,3]", "taps_inner=0"}},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        tt_space sp;
+        tt_workload *w = open_space(cases[i].workload, &avx512, &sp);
+        expect_moved_rows(&sp, w, cases[i].beyond, 4);
+        uint64_t index = tt_space_blocked_index(&sp, &avx512, &caches, 2, true, true);
+        expect_config(&sp, w, index, cases[i].want);
+        tt_workload_free(w);
+    }
 #undef RV
 }
 
@@ -1612,6 +1676,7 @@ int main(void)
         cmocka_unit_test(padding_computed_once_runs_in_parallel),
         cmocka_unit_test(window_configs_tile_the_whole_window),
         cmocka_unit_test(register_tiles_may_move_their_last_tile_back),
+        cmocka_unit_test(prime_row_axes_take_balanced_tiles),
         cmocka_unit_test(column_tiles_may_move_their_last_tile_back),
         cmocka_unit_test(a_run_records_every_measurement_and_resumes),
         cmocka_unit_test(grid_search_exhausts_a_small_space),
