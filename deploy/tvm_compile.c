@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../graph/net.h"
+#include "../tuner/space.h"
 #include "compile.h"
 
 static void usage(FILE *f)
@@ -49,10 +50,11 @@ static void usage(FILE *f)
            "                   a C identifier; without --db every task gets the default schedule\n"
            "  --shape N=DIMS   the shape of input N (symbolic dimensions), as for tvm-tune\n"
            "  --layout L       channels-last (default) or model: as the tasks were tuned\n"
-           "  --winograd on|off  3x3 convolutions as Winograd's F(4x4 or 2x2, 3x3) where it\n"
-           "                   pays (default on for CPUs, off for OpenCL): as the tasks were\n"
-           "                   tuned; off builds from records tuned before the rewrite\n"
-           "                   (docs/models.md)\n"
+           "  --winograd on|off  3x3 convolutions as Winograd's F(4x4 or 2x2, 3x3): by default\n"
+           "                   on CPUs where it pays (enough tiles, output channels of 3\n"
+           "                   vectors or more), not on OpenCL; on takes every one of enough\n"
+           "                   tiles, off none: as the tasks were tuned; off builds from\n"
+           "                   records tuned before the rewrite (docs/models.md)\n"
            "  --strict         a workload without a tuned record is an error (default: a warning,\n"
            "                   then the tuned config of the nearest other shape of its operator\n"
            "                   on this target, mapped to its shape, or else the default schedule)\n"
@@ -194,8 +196,10 @@ int main(int argc, char **argv)
             usage(stderr);
             return 2;
         }
-        bool on = winograd < 0 ? tt_net_winograd_default(o.target ? o.target : "llvm") : winograd;
-        tt_net_options no = {0, (tt_net_layout)layout, !on};
+        tt_net_options no;
+        const char *target = o.target ? o.target : "llvm";
+        tt_net_options_for(&no, target, tt_space_target_lanes(target), (tt_net_layout)layout,
+                           winograd);
         return compile_model(&o, model, shapes, nshapes, &no, quiet);
     }
     if (nshapes || layout != TT_NET_LAYOUT_CHANNELS_LAST || winograd >= 0) {

@@ -350,7 +350,7 @@ tt_status tt_net_build(tt_graph *g, const tt_net_options *o, tt_net **out, tt_er
     if (!s)
         s = tt__net_scale_weights(g, &net->scaled_weights, err);
     if (!s && !(o && o->no_winograd))
-        s = tt__net_winograd(g, &net->winograd_convs, err);
+        s = tt__net_winograd(g, o ? o->vector_lanes : 0, &net->winograd_convs, err);
     net->layout = o ? o->layout : TT_NET_LAYOUT_CHANNELS_LAST;
     if (!s)
         s = tt__net_choose_layouts(g, net->layout, &net->channels_last, &net->views, err);
@@ -409,6 +409,15 @@ bool tt_net_winograd_default(const char *target)
     while (*target == ' ')
         target++;
     return strncmp(target, "opencl", 6) != 0;
+}
+
+void tt_net_options_for(tt_net_options *o, const char *target, int target_lanes,
+                        tt_net_layout layout, int winograd)
+{
+    memset(o, 0, sizeof(*o));
+    o->layout = layout;
+    o->no_winograd = winograd < 0 ? !tt_net_winograd_default(target) : !winograd;
+    o->vector_lanes = winograd < 0 ? target_lanes : 0;
 }
 
 const char *tt_net_layout_name(tt_net_layout l)

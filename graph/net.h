@@ -105,11 +105,22 @@ typedef struct tt_net_options {
     /* Keep every convolution direct: no Winograd F(4x4, 3x3) for the 3x3 ones (docs/models.md,
      * "Kernels and tasks"); what builds from records tuned before the rewrite need. */
     bool no_winograd;
+    /* float32 lanes of the target's vectors (0: not known).  Winograd takes a convolution only
+     * where its output channels fill 3 vectors or more (winograd.c). */
+    int vector_lanes;
 } tt_net_options;
 
 /* Whether builds for `target` (its text) compute 3x3 convolutions as Winograd's by default:
  * on CPUs; not on OpenCL devices, whose sketches inline the transforms into the product. */
 bool tt_net_winograd_default(const char *target);
+
+/* The partition options tvm-tune and tvm-compile share for a model built for `target` (its text),
+ * whose vectors hold `target_lanes` float32 lanes (tt_space_target_lanes; 0: not known): `layout`,
+ * and Winograd's form per `winograd`: -1 the target's default (on CPUs, for convolutions of at
+ * least 3 vectors of output channels; off on OpenCL), 1 every 3x3 stride-1 convolution of enough
+ * tiles whatever its channels, 0 none. */
+void tt_net_options_for(tt_net_options *o, const char *target, int target_lanes,
+                        tt_net_layout layout, int winograd);
 
 /* Partitions `g` into calls and tasks and plans its memory.  Errors name the node: an operator or
  * dtype that kernels cannot compute (TT_ERR_UNSUPPORTED: bool tensors, MaxPool's indices,

@@ -36,8 +36,10 @@ tt_status tt__net_scale_weights(tt_graph *g, int *moved, tt_errbuf *err);
 /* Rewrites every group-1, 3x3, stride-1, undilated float32 Conv with constant weights into
  * ConvWinograd F(4x4, 3x3) where its output has at least TT_NET_WINOGRAD_MIN_TILES tiles of 4x4,
  * else F(2x2, 3x3) where it has that many of 2x2; the second input becomes the transformed
- * weights G g G^T [m + 2, m + 2, CI, CO] (a new constant; winograd.c).  *rewritten counts them. */
-tt_status tt__net_winograd(tt_graph *g, int *rewritten, tt_errbuf *err);
+ * weights G g G^T [m + 2, m + 2, CI, CO] (a new constant; winograd.c).  With `vector_lanes`
+ * (float32 lanes of the target's vectors; 0: not known), only convolutions of at least 3 vectors
+ * of output channels.  *rewritten counts them. */
+tt_status tt__net_winograd(tt_graph *g, int vector_lanes, int *rewritten, tt_errbuf *err);
 
 /* Chooses the memory order of every tensor (tt_gtensor perm) under `layout` (net.h): channels
  * last from each convolution on, through the ops that can write it, except graph outputs and

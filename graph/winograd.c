@@ -15,7 +15,11 @@
  * are 4x as many, for weights 16/9 of the direct ones rather than 4x).  With fewer tiles (a
  * batch of one at 7x7: 4 of 4x4, 16 of 2x2) the transformed weights are read for too few tiles:
  * the product waits on memory and the direct convolution is as fast or faster (docs/models.md,
- * "Kernels and tasks"). */
+ * "Kernels and tasks").  Nor with fewer output channels than 3 of the target's vectors: the
+ * transforms then cost more than the product saves where the direct convolution runs near the
+ * FMA peak (AVX-512: DenseNet's 128 -> 32 at 14x14 0.050 ms direct against 0.077, Inception-V3's
+ * 32 -> 32 at 147x147 1.06 against 1.27; 48 channels and more, 3 vectors, were level or faster
+ * as Winograd), while on AVX2 the same 32 channels, 4 vectors, ran 1.5-2x faster as Winograd. */
 #include <string.h>
 
 #include "net_int.h"
@@ -44,7 +48,7 @@ static int64_t tiles(const tt_gtensor *y, int m)
 }
 
 /* The output tile (4 or 2) for Conv node n, or 0 when the rewrite does not take it. */
-static int tile_for(const tt_graph *g, int node)
+static int tile_for(const tt_graph *g, int node, int vector_lanes)
 {
     const tt_gnode *n = &g->nodes.data[node];
     if (n->removed || n->op != TT_GOP_CONV || n->ninputs < 2 || n->inputs[0] < 0 ||
@@ -56,6 +60,8 @@ static int tile_for(const tt_graph *g, int node)
     if (x->rank != 4 || W->rank != 4 || W->kind != TT_GT_CONST || W->permuted ||
         W->dtype != TT_DT_FLOAT32 || x->dtype != TT_DT_FLOAT32 || W->dims[2] != 3 ||
         W->dims[3] != 3)
+        return 0;
+    if (vector_lanes > 0 && W->dims[0] < 3 * vector_lanes)
         return 0;
     tt__window win;
     tt_errbuf ignored = {{0}};
@@ -89,11 +95,11 @@ static void transform_weights(const tt_gtensor *W, const double (*G)[3], int n, 
         }
 }
 
-tt_status tt__net_winograd(tt_graph *g, int *rewritten, tt_errbuf *err)
+tt_status tt__net_winograd(tt_graph *g, int vector_lanes, int *rewritten, tt_errbuf *err)
 {
     *rewritten = 0;
     for (size_t i = 0; i < g->nodes.len; i++) {
-        int m = tile_for(g, (int)i);
+        int m = tile_for(g, (int)i, vector_lanes);
         if (!m)
             continue;
         int w = g->nodes.data[i].inputs[1], alpha = m + 2;

@@ -1067,6 +1067,18 @@ uint64_t tt_space_untuned_index(const tt_space *s, const tt_vector_isa *isa,
     return tt_space_blocked_index(s, isa, caches, cores, false, true);
 }
 
+int tt_space_target_lanes(const char *text)
+{
+    tt_target t;
+    tt_errbuf ignored = {{0}};
+    if (!text || tt_target_parse(text, &t, &ignored) ||
+        (strcmp(t.kind, "llvm") && strcmp(t.kind, "c")))
+        return 0;
+    tt_vector_isa isa;
+    tt_codegen_vector_isa(&t, &isa);
+    return isa.vector_bytes / 4;
+}
+
 tt_status tt_space_untuned_schedule(const tt_dag *dag, const tt_target *target, tt_state **out,
                                     char *desc, size_t ndesc, tt_errbuf *err)
 {

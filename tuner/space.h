@@ -123,6 +123,10 @@ uint64_t tt_space_window_index(const tt_space *s, const tt_vector_isa *isa, int6
 uint64_t tt_space_untuned_index(const tt_space *s, const tt_vector_isa *isa,
                                 const tt_cpu_caches *caches, int cores);
 
+/* The float32 lanes of the vectors of target `text` as this machine builds for it (the vector ISA
+ * tvm-tune and tvm-compile take), or 0 for a target that is not a CPU's or does not parse. */
+int tt_space_target_lanes(const char *text);
+
 /* The untuned CPU schedule of `dag` for `target` (tvm-compile's default without records): the
  * template space as tvm-tune builds it here (the target's vector ISA, this machine's cores, its
  * caches or typical ones for a cross target) with its tt_space_untuned_index config, or the naive

@@ -43,11 +43,14 @@ static void usage(FILE *f)
         "  --layout channels-last (default: activations between convolutions NHWC, weights\n"
         "  HWIO, the transforms inside the first and last kernels) or model (the model's NCHW);\n"
         "  the layout is part of each task's workload: tune and build with the same one\n"
-        "  (docs/models.md).  --winograd on (the default for CPU targets; off for opencl)\n"
-        "  computes each 3x3, stride-1 convolution with at least 48 output tiles of 4x4 as\n"
-        "  Winograd F(4x4, 3x3) (4x fewer multiply-adds), else with 48 of 2x2 as F(2x2, 3x3)\n"
-        "  (2.25x fewer), weights transformed at build time; part of the workloads too\n"
-        "  (docs/models.md, \"Kernels and tasks\").  For --target opencl, an Untuned column\n"
+        "  (docs/models.md).  By default on CPU targets (not opencl), each 3x3, stride-1\n"
+        "  convolution with at least 48 output tiles of 4x4 is computed as Winograd F(4x4,\n"
+        "  3x3) (4x fewer multiply-adds), else with 48 of 2x2 as F(2x2, 3x3) (2.25x fewer),\n"
+        "  weights transformed at build time, where its output channels fill 3 of the\n"
+        "  target's vectors (AVX-512: 48; fewer run faster direct); --winograd on takes every\n"
+        "  such convolution whatever its channels, off none; part of the workloads too: tune\n"
+        "  and build with the same (docs/models.md, \"Kernels and tasks\").  For --target opencl, "
+        "an Untuned column\n"
         "  (JSON: default) says what a build without records runs each task as: tiled,\n"
         "  cross-thread (a work-group shares each reduction) or naive (a work-item an output:\n"
         "  right for elementwise tasks; a product left so wants tuning first)\n"
@@ -749,9 +752,8 @@ int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a)
         return 2;
     }
     if (a->model) {
-        if (!cli_load_model(cmd, a->model, a->shapes, a->nshapes, a->layout,
-                            a->winograd < 0 ? !tt_net_winograd_default(a->o.target) : !a->winograd,
-                            &a->graph, &a->net))
+        if (!cli_load_model(cmd, a->model, a->shapes, a->nshapes, a->o.target, a->layout,
+                            a->winograd, &a->graph, &a->net))
             return 1;
         if (a->net->tasks.len > TT_CLI_MAX_WORKLOADS) {
             fprintf(stderr, "tvm-tune %s: %s has %zu tasks; at most %d are tuned together\n", cmd,
@@ -800,10 +802,13 @@ bool cli_parse_winograd(const char *cmd, const char *arg, int *mode)
 }
 
 bool cli_load_model(const char *cmd, const char *path, const char *const *shapes, int nshapes,
-                    tt_net_layout layout, bool no_winograd, tt_graph **g, tt_net **net)
+                    const char *target, tt_net_layout layout, int winograd, tt_graph **g,
+                    tt_net **net)
 {
     tt_graph_options go = {shapes, nshapes, 0, NULL, 0};
-    tt_net_options no = {0, layout, no_winograd};
+    tt_net_options no;
+    const char *t = target ? target : "llvm";
+    tt_net_options_for(&no, t, tt_space_target_lanes(t), layout, winograd);
     tt_errbuf err = {{0}};
     *net = NULL;
     if (tt_graph_import_onnx(path, &go, g, &err) || tt_net_build(*g, &no, net, &err)) {
@@ -997,8 +1002,7 @@ static int cmd_tasks(int argc, char **argv)
     }
     tt_graph *g;
     tt_net *net;
-    if (!cli_load_model("tasks", model, shapes, nshapes, layout,
-                        winograd < 0 ? !tt_net_winograd_default(target) : !winograd, &g, &net))
+    if (!cli_load_model("tasks", model, shapes, nshapes, target, layout, winograd, &g, &net))
         return 1;
     double total = net->flops > 0 ? net->flops : 1;
     bool gpu = !strcmp(tg.kind, "opencl");

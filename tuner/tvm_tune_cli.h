@@ -32,11 +32,12 @@ typedef struct {
 int parse_tune_args(const char *cmd, int argc, char **argv, tune_args *a);
 void free_tune_args(tune_args *a);
 
-/* Imports `path` (--shape overrides) and partitions it into tasks under `layout` and, unless
- * `no_winograd`, with the 3x3 convolutions as Winograd's; prints the error and returns false on
- * failure. */
+/* Imports `path` (--shape overrides) and partitions it into tasks for `target` under `layout`,
+ * the 3x3 convolutions as Winograd's as `winograd` says (tt_net_options_for: -1 the target's
+ * default, 1 on, 0 off); prints the error and returns false on failure. */
 bool cli_load_model(const char *cmd, const char *path, const char *const *shapes, int nshapes,
-                    tt_net_layout layout, bool no_winograd, tt_graph **g, tt_net **net);
+                    const char *target, tt_net_layout layout, int winograd, tt_graph **g,
+                    tt_net **net);
 /* --winograd on|off: *mode 1 or 0; prints the error and returns false for anything else. */
 bool cli_parse_winograd(const char *cmd, const char *arg, int *mode);
 
