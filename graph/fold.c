@@ -27,6 +27,19 @@ int tt__net_readers(const tt_graph *g, int t)
     return n;
 }
 
+int tt__net_only_reader(const tt_graph *g, int t)
+{
+    if (tt__net_readers(g, t) != 1)
+        return -1;
+    for (size_t i = 0; i < g->nodes.len; i++) {
+        const tt_gnode *n = &g->nodes.data[i];
+        for (int k = 0; !n->removed && k < n->ninputs; k++)
+            if (n->inputs[k] == t)
+                return (int)i;
+    }
+    return -1; /* a graph output */
+}
+
 int tt__net_new_const(tt_graph *g, const char *name, tt_dtype dt, int rank, const int64_t *dims)
 {
     int t = tt__graph_add_tensor(g, name, TT_GT_CONST);

@@ -346,6 +346,8 @@ tt_status tt_net_build(tt_graph *g, const tt_net_options *o, tt_net **out, tt_er
         b.max_fused = MAX_GROUP;
     tt_status s = tt__net_fold_batchnorm(g, &net->folded_batchnorms, err);
     if (!s)
+        s = tt__net_fold_pads(g, &net->folded_pads, err);
+    if (!s)
         s = tt__net_fuse_layer_norms(g, &net->fused_layer_norms, err);
     if (!s)
         s = tt__net_scale_weights(g, &net->scaled_weights, err);

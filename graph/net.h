@@ -93,6 +93,7 @@ typedef struct tt_net {
     int fused_layer_norms; /* written out in elementwise operators, now one node each */
     int scaled_weights;    /* per-channel scales moved onto a convolution's weights (SE) */
     int winograd_convs;    /* 3x3 convolutions computed as Winograd F(4x4, 3x3) */
+    int folded_pads;       /* zero Pads folded into the Conv or AveragePool that reads them */
     tt_net_layout layout;
     int channels_last; /* activations stored channels last */
     int views;         /* Transposes, whole Pads and Slices that move no data: aliases */

@@ -13,9 +13,15 @@
  * reader) into that convolution: W' = W * s / sqrt(v + eps) per output channel, B' likewise.
  * The BatchNormalization node is removed; *folded counts them. */
 tt_status tt__net_fold_batchnorm(tt_graph *g, int *folded, tt_errbuf *err);
+/* Folds every zero Pad of the spatial dimensions whose one reader is a Conv or an AveragePool
+ * (without pads of its own) into that window's pads (the pool counting the padding:
+ * count_include_pad 1); the Pad node is removed; *folded counts them (fold_pad.c). */
+tt_status tt__net_fold_pads(tt_graph *g, int *folded, tt_errbuf *err);
 /* Reads of tensor t by the live nodes (a node reading it twice counts twice), plus one for each
  * time it is a graph output. */
 int tt__net_readers(const tt_graph *g, int t);
+/* The one live node reading tensor t (once), or -1: none, several, or t is a graph output. */
+int tt__net_only_reader(const tt_graph *g, int t);
 /* Rewrites every LayerNormalization written out in elementwise operators (ReduceMean, Sub, Pow,
  * ReduceMean, Add, Sqrt, Div, then Mul and Add by per-channel constants) into one
  * LayerNormalization node, where no intermediate has another reader (fuse_layer_norm.c);

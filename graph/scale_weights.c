@@ -35,20 +35,6 @@ static int channel_scale(const tt_graph *g, const tt_gnode *mul, int *x_out)
     return -1;
 }
 
-/* The only live node reading tensor t, or -1. */
-static int only_reader(const tt_graph *g, int t)
-{
-    if (tt__net_readers(g, t) != 1)
-        return -1;
-    for (size_t i = 0; i < g->nodes.len; i++) {
-        const tt_gnode *n = &g->nodes.data[i];
-        for (int k = 0; !n->removed && k < n->ninputs; k++)
-            if (n->inputs[k] == t)
-                return (int)i;
-    }
-    return -1; /* a graph output */
-}
-
 tt_status tt__net_scale_weights(tt_graph *g, int *moved, tt_errbuf *err)
 {
     (void)err;
@@ -59,7 +45,7 @@ tt_status tt__net_scale_weights(tt_graph *g, int *moved, tt_errbuf *err)
         if (mul->removed || mul->noutputs < 1 || mul->outputs[0] < 0 ||
             (s = channel_scale(g, mul, &x)) < 0)
             continue;
-        int y = mul->outputs[0], c = only_reader(g, y);
+        int y = mul->outputs[0], c = tt__net_only_reader(g, y);
         if (c < 0)
             continue;
         tt_gnode *conv = &g->nodes.data[c];

@@ -798,6 +798,36 @@ static void an_se_scale_moves_onto_the_weights(void **state)
     tt_graph_free(g);
 }
 
+/* A zero Pad read only by an AveragePool or a Conv becomes the window's pads (the pool counting
+ * them), so it is no task of its own; a Pad of ones stays.  Every form matches numpy in both
+ * layouts and as a library (small_network). */
+static void zero_pads_fold_into_their_windows(void **state)
+{
+    (void)state;
+    tt_graph *g;
+    tt_net *net = small_network("pad_windows", &g);
+    if (!net)
+        skip();
+    assert_int_equal(net->folded_pads, 2);
+    assert_int_equal(task_calls(net, "Pad"), 1);
+    assert_int_equal(task_calls(net, "AveragePool"), 2);
+    assert_int_equal(task_calls(net, "Conv"), 1);
+    for (size_t i = 0; i < g->nodes.len; i++) {
+        const tt_gnode *n = &g->nodes.data[i];
+        if (n->removed || n->op != TT_GOP_AVERAGE_POOL)
+            continue;
+        /* the first pool reads the input itself, counting its padding; the second the Pad */
+        bool folded = n->inputs[0] == g->inputs.data[0];
+        int64_t include = 0;
+        for (int a = 0; a < n->nattrs; a++)
+            if (!strcmp(n->attrs[a].name, "count_include_pad"))
+                include = n->attrs[a].i;
+        assert_int_equal(include, folded ? 1 : 0);
+    }
+    tt_net_free(net);
+    tt_graph_free(g);
+}
+
 /* The Winograd rewrite takes the 3x3, stride-1 convolutions of 48 output tiles or more over a
  * batch of 2: F(4x4, 3x3) padded (tiles past the edge) and not, F(2x2, 3x3) where only its
  * smaller tiles are that many; it leaves a strided one.  Every form matches numpy in both
@@ -1215,6 +1245,7 @@ int main(void)
         cmocka_unit_test(a_channel_shuffle_stays_channels_last),
         cmocka_unit_test(an_se_scale_moves_onto_the_weights),
         cmocka_unit_test(three_by_three_convolutions_go_winograd),
+        cmocka_unit_test(zero_pads_fold_into_their_windows),
         cmocka_unit_test(run_time_masks_are_computed),
         cmocka_unit_test(more_operators_of_the_zoos_match),
         cmocka_unit_test(opset_18_operators_match),

@@ -26,6 +26,8 @@ channel_shuffle: ShuffleNet-V2's channel shuffle at batch 2: Concat, Reshape to 
   Transpose of the two channel dimensions, Reshape back, Split; all of it stays channels last.
 winograd_convs: 3x3 convolutions computed as Winograd F(4x4, 3x3) and F(2x2, 3x3), and left
   direct.
+pad_windows: zero Pads folded into the AveragePool and the Conv that read them, and a Pad of ones
+  that stays.
 se_block: a squeeze-and-excitation block (depthwise Conv, GlobalAveragePool, two 1x1 Convs,
   Sigmoid, the scale Mul, the projection): the scale moves onto the projection's weights; a
   second scale whose product is read twice stays on the activation.
@@ -665,6 +667,29 @@ def winograd_convs(outdir):
     b.save(outdir, "winograd_convs", x, conv2d(r, w4, pad=1) + r, 13)
 
 
+def pad_windows(outdir):
+    """Explicit zero Pads before an AveragePool (torch's avg_pool2d counting the padding, as
+    Inception-V3 exports it) and before a padded Conv, which fold into the windows' pads; a Pad of
+    ones before another AveragePool, which stays a Pad."""
+    b = Builder()
+    x = rand(1, 4, 9, 9)
+    w = rand(6, 4, 3, 3, scale=0.3)
+    t = b.op("Pad", ["input", b.const(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))])
+    t = b.op("AveragePool", [t], kernel_shape=[3, 3])
+    r = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    r = sum(r[:, :, i:i + 9, j:j + 9] for i in range(3) for j in range(3)) / 9
+    t = b.op("Pad", [t, b.const(np.array([0, 0, 2, 0, 0, 0, 1, 1], np.int64))])
+    t = b.op("Conv", [t, b.const(w)], pads=[1, 1, 0, 0])
+    r = conv2d(np.pad(r, ((0, 0), (0, 0), (3, 1), (1, 1))), w)
+    t = b.op("Pad", [t, b.const(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)),
+                     b.const(np.array(1.0, np.float32))])
+    b.op("AveragePool", [t], kernel_shape=[3, 3])
+    h, wd = r.shape[2], r.shape[3]
+    r = np.pad(r, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=1.0)
+    r = sum(r[:, :, i:i + h, j:j + wd] for i in range(3) for j in range(3)) / 9
+    b.save(outdir, "pad_windows", x, r, 13)
+
+
 def se_block(outdir):
     """EfficientNet's squeeze-and-excitation at small size: x * s with s = sigmoid(conv(relu(
     conv(mean(x))))) of shape [1, 8, 1, 1] before a 1x1 projection of 6 channels, whose weights
@@ -789,5 +814,5 @@ if __name__ == "__main__":
     for make in (resnet_block, mobilenet_block, layouts, bert_layer, layernorm_outputs,
                  activations, class_token, more_ops, shifted_window_mask, seq_first_matmul,
                  diamond_epilogues, run_time_masks, patch_embed, se_block, winograd_convs, opset18,
-                 opset22, channels_last_permutes, channel_shuffle):
+                 opset22, channels_last_permutes, channel_shuffle, pad_windows):
         make(sys.argv[1])
