@@ -1,7 +1,7 @@
 /* Pads into the windows that read them.  A model exported with an explicit zero Pad before a
  * convolution or an average pool (torch's avg_pool2d with count_include_pad, as Inception-V3's
  * branch pools; TensorFlow's converters before every strided convolution) ran the Pad as a task
- * of its own: one more pass over the activation, written and read again (Inception-V3: seven
+ * of its own: one more pass over the activation, written and read again (Inception-V3: nine
  * Pads, 0.03-0.07 ms each).  A Conv or AveragePool reads a padded input through its own pads
  * attribute for nothing (te_write.c: a guarded load), so the Pad's amounts go there:
  *

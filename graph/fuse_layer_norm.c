@@ -30,10 +30,8 @@ static int reader_at(const tt_graph *g, int t, tt_gop op, int k)
 /* The one reader of tensor t, when it is `op` and t is no graph output; else -1. */
 static int only_reader(const tt_graph *g, int t, tt_gop op)
 {
-    if (tt__net_readers(g, t) != 1)
-        return -1;
-    int r = reader_at(g, t, op, 0);
-    return r >= 0 ? r : reader_at(g, t, op, 1);
+    int r = tt__net_only_reader(g, t);
+    return r >= 0 && g->nodes.data[r].op == op ? r : -1;
 }
 
 /* A constant of one element, its value in *v. */
