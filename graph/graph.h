@@ -106,7 +106,7 @@
     X(EXPAND, "Expand", INJECTIVE, ROW, expand, expand, NULL)                                      \
     X(MAX_POOL, "MaxPool", REDUCE, ANY, pool, max_pool, NULL)                                      \
     X(AVERAGE_POOL, "AveragePool", REDUCE, ANY, pool, average_pool, NULL)                          \
-    X(GLOBAL_AVERAGE_POOL, "GlobalAveragePool", REDUCE, ROW, global_pool, global_pool, NULL)       \
+    X(GLOBAL_AVERAGE_POOL, "GlobalAveragePool", REDUCE, ANY, global_pool, global_pool, NULL)       \
     X(BATCH_NORM, "BatchNormalization", ELEM, ANY, batch_norm, batchnorm, NULL)                    \
     X(LAYER_NORM, "LayerNormalization", REDUCE, ROW, layer_norm, layer_norm, NULL)                 \
     X(INSTANCE_NORM, "InstanceNormalization", REDUCE, ROW, same, instance_norm, NULL)              \

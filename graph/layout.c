@@ -307,11 +307,18 @@ tt_status tt__net_choose_layouts(tt_graph *g, tt_net_layout layout, int *permute
     size_t nt = g->tensors.len;
     /* tensors that must keep the model's order: graph outputs, memory a Reshape reinterprets */
     bool *fixed = calloc(nt, sizeof(bool));
+    bool *weight = calloc(nt, sizeof(bool)); /* a convolution's weight: HWIO, below */
     int *hwio = malloc(nt * sizeof(int));
-    if (!fixed || !hwio) {
+    if (!fixed || !weight || !hwio) {
         free(fixed);
+        free(weight);
         free(hwio);
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < g->nodes.len; i++) {
+        const tt_gnode *n = &g->nodes.data[i];
+        if (!n->removed && n->op == TT_GOP_CONV && n->ninputs > 1 && n->inputs[1] >= 0)
+            weight[n->inputs[1]] = true;
     }
     for (size_t t = 0; t < nt; t++)
         hwio[t] = -1;
@@ -353,7 +360,7 @@ tt_status tt__net_choose_layouts(tt_graph *g, tt_net_layout layout, int *permute
             continue;
         for (int o = 0; o < n->noutputs; o++) {
             int t = n->outputs[o];
-            if (t < 0 || fixed[t])
+            if (t < 0 || fixed[t] || weight[t])
                 continue;
             tt_gtensor *y = &g->tensors.data[t];
             if (y->kind != TT_GT_VALUE || y->rank < 3 || y->rank > 5 ||
@@ -366,14 +373,18 @@ tt_status tt__net_choose_layouts(tt_graph *g, tt_net_layout layout, int *permute
                 if (x && x->permuted && x->rank == y->rank)
                     K = channel_dims(x) ? channel_dims(x) : 1;
             }
-            bool follow = K > 0;
-            uint8_t perm[TT_GRAPH_MAX_RANK];
-            channels_last_k(y->rank, follow ? K : 1, perm);
-            if (!follow || !moves_data(y, perm))
+            if (K == 0)
                 continue;
+            /* Channels last even where that is the same memory ([N, C, 1, 1] after a global
+             * pool): the statements that write and read it then run over the channels
+             * innermost, the vector axis, and a convolution of it reads HWIO weights.  A
+             * squeeze-and-excitation block's 1x1 convolutions were scalar code over their
+             * width of 1 without it (te_write.c, pixel_rows, takes its batch as the rows). */
+            uint8_t perm[TT_GRAPH_MAX_RANK];
+            channels_last_k(y->rank, K, perm);
             y->permuted = true;
             memcpy(y->perm, perm, sizeof(perm));
-            ++*permuted;
+            *permuted += moves_data(y, perm);
         }
         /* the weights of a channels-last convolution, HWIO (one copy per weight) */
         int out = n->outputs[0], w = n->ninputs > 1 ? n->inputs[1] : -1;
@@ -396,6 +407,7 @@ tt_status tt__net_choose_layouts(tt_graph *g, tt_net_layout layout, int *permute
             n->inputs[1] = hwio[w];
     }
     free(fixed);
+    free(weight);
     free(hwio);
     return s;
 }

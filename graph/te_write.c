@@ -1973,39 +1973,29 @@ static tt_status write_node(tw *w, int node, const char *out, int which)
 
 typedef struct {
     int64_t H, W;
+    int64_t N; /* > 0: the batch's rows, each [N, C, 1, 1] tensor viewed as [1, C, 1, N] */
     int n;
     int tensor[PIXEL_VIEW_MAX]; /* the [.., H, W] tensors to view as [.., 1, H*W] */
 } pixel_view;
 
-/* A 1x1 convolution of stride 1 without padding is a matrix product over the image's pixels.
- * Written over [N, C, H, W] its register tile's rows are the W columns of one image row: 13 in
- * SqueezeNet's last layer, 7 in the last stage of ResNets and MobileNets, primes no tile of 6
- * rows covers, so they took 13 x 1 or 7 x 1 vector tiles (13 or 7 accumulators, each broadcast
- * feeding one multiply-add).  Viewed as [N, C, 1, H*W], the same memory in either layout since H
- * and W are adjacent in both, the rows are the H*W pixels and any tile fits them.  The view
- * applies when nodes[0] is such a convolution and every tensor the kernel touches takes it: 4-D
- * with spatial dims (H, W) stored adjacent and in order (listed in *v), or broadcast over both
- * (1, 1); the convolution's weight and bias and BatchNormalization's per-channel inputs;
- * scalars. */
-static bool pixel_rows(const tt_graph *g, const int *nodes, int n, pixel_view *v)
+/* Adds tensor t to the view's list; false when the list is full. */
+static bool view_add(pixel_view *v, int t)
 {
-    const tt_gnode *c = &g->nodes.data[nodes[0]];
-    if (c->op != TT_GOP_CONV || c->ninputs < 2 || c->inputs[1] < 0)
+    for (int i = 0; i < v->n; i++)
+        if (v->tensor[i] == t)
+            return true;
+    if (v->n == PIXEL_VIEW_MAX)
         return false;
-    const tt_gtensor *x = &g->tensors.data[c->inputs[0]], *wt = &g->tensors.data[c->inputs[1]];
-    const tt_gtensor *y = &g->tensors.data[c->outputs[0]];
-    if (x->rank != 4 || wt->rank != 4 || wt->dims[2] != 1 || wt->dims[3] != 1 ||
-        tt__attr_int(c, "group", 1) != 1 || x->dims[2] != y->dims[2] || x->dims[3] != y->dims[3] ||
-        x->dims[2] < 2)
-        return false;
-    tt__window win;
-    tt_errbuf ignored = {{0}};
-    if (tt__graph_window(g, nodes[0], &win, &ignored))
-        return false;
-    for (int d = 0; d < 2; d++)
-        if (win.stride[d] != 1 || win.pad_begin[d] || win.pad_end[d])
-            return false;
-    v->H = x->dims[2], v->W = x->dims[3], v->n = 0;
+    v->tensor[v->n++] = t;
+    return true;
+}
+
+/* The kernel's tensors a view must take: all but scalars, the convolution's weight and bias and
+ * BatchNormalization's per-channel inputs; `takes` says whether tensor t takes view v (adding
+ * it to v's list where it changes). */
+static bool all_take(const tt_graph *g, const int *nodes, int n, pixel_view *v,
+                     bool (*takes)(const tt_gtensor *u, int t, pixel_view *v))
+{
     for (int i = 0; i < n; i++) {
         const tt_gnode *nd = &g->nodes.data[nodes[i]];
         for (int k = 0; k < nd->ninputs + nd->noutputs; k++) {
@@ -2017,30 +2007,81 @@ static bool pixel_rows(const tt_graph *g, const int *nodes, int n, pixel_view *v
                                (nd->op == TT_GOP_BATCH_NORM && k >= 1 && k < nd->ninputs);
             if (tt_gtensor_numel(u) == 1 || (per_channel && u->rank == 1) || (i == 0 && k == 1))
                 continue;
-            if (u->rank == 4 && u->dims[2] == v->H && u->dims[3] == v->W) {
-                int p2 = 2, p3 = 3; /* physical positions of H and W */
-                for (int q = 0; u->permuted && q < 4; q++) {
-                    if (u->perm[q] == 2)
-                        p2 = q;
-                    if (u->perm[q] == 3)
-                        p3 = q;
-                }
-                if (p3 != p2 + 1 || v->n == PIXEL_VIEW_MAX)
-                    return false;
-                int seen = 0;
-                while (seen < v->n && v->tensor[seen] != t)
-                    seen++;
-                if (seen == v->n)
-                    v->tensor[v->n++] = t;
-                continue;
-            }
-            /* numpy broadcasting aligns the last two dims with H and W: both must be 1 */
-            if (u->rank >= 2 && u->dims[u->rank - 2] == 1 && u->dims[u->rank - 1] == 1)
-                continue;
-            return false;
+            if (!takes(u, t, v))
+                return false;
         }
     }
     return true;
+}
+
+/* Over [.., H, W]: a 4-D tensor with H and W stored adjacent and in order, or one broadcast over
+ * both (numpy aligns its last two dims with H and W). */
+static bool takes_pixels(const tt_gtensor *u, int t, pixel_view *v)
+{
+    if (u->rank == 4 && u->dims[2] == v->H && u->dims[3] == v->W) {
+        int p2 = 2, p3 = 3; /* physical positions of H and W */
+        for (int q = 0; u->permuted && q < 4; q++) {
+            if (u->perm[q] == 2)
+                p2 = q;
+            if (u->perm[q] == 3)
+                p3 = q;
+        }
+        return p3 == p2 + 1 && view_add(v, t);
+    }
+    return u->rank >= 2 && u->dims[u->rank - 2] == 1 && u->dims[u->rank - 1] == 1;
+}
+
+/* Over the batch of 1x1 images: [N, C, 1, 1] stored channels last (or of one channel), N*C in
+ * memory, is [1, C, 1, N] channels last; one broadcast over the batch ([1, C, 1, 1]) or of lower
+ * rank ([C, 1, 1]) stays as it is. */
+static bool takes_batch(const tt_gtensor *u, int t, pixel_view *v)
+{
+    static const uint8_t nhwc[4] = {0, 2, 3, 1};
+    if (u->rank < 2 || u->rank > 4 || u->dims[u->rank - 2] != 1 || u->dims[u->rank - 1] != 1)
+        return false;
+    if (u->rank < 4 || u->dims[0] == 1)
+        return true;
+    return u->dims[0] == v->N && (u->dims[1] == 1 || (u->permuted && !memcmp(u->perm, nhwc, 4))) &&
+           view_add(v, t);
+}
+
+/* A 1x1 convolution of stride 1 without padding is a matrix product over the image's pixels.
+ * Written over [N, C, H, W] its register tile's rows are the W columns of one image row: 13 in
+ * SqueezeNet's last layer, 7 in the last stage of ResNets and MobileNets, primes no tile of 6
+ * rows covers, so they took 13 x 1 or 7 x 1 vector tiles (13 or 7 accumulators, each broadcast
+ * feeding one multiply-add).  Viewed as [N, C, 1, H*W], the same memory in either layout since H
+ * and W are adjacent in both, the rows are the H*W pixels and any tile fits them.
+ *
+ * Over 1x1 images (a squeeze-and-excitation block's, after its global pool) the rows are the
+ * batch instead: [N, C, 1, 1] channels last is [1, C, 1, N] channels last, a register tile of
+ * images by output-channel vectors rather than one image's dot products, in scalar code over
+ * the model's width of 1.
+ *
+ * The view applies when nodes[0] is such a convolution and every tensor the kernel touches takes
+ * it (takes_pixels, takes_batch); those it changes are listed in *v. */
+static bool pixel_rows(const tt_graph *g, const int *nodes, int n, pixel_view *v)
+{
+    const tt_gnode *c = &g->nodes.data[nodes[0]];
+    if (c->op != TT_GOP_CONV || c->ninputs < 2 || c->inputs[1] < 0)
+        return false;
+    const tt_gtensor *x = &g->tensors.data[c->inputs[0]], *wt = &g->tensors.data[c->inputs[1]];
+    const tt_gtensor *y = &g->tensors.data[c->outputs[0]];
+    if (x->rank != 4 || wt->rank != 4 || wt->dims[2] != 1 || wt->dims[3] != 1 ||
+        tt__attr_int(c, "group", 1) != 1 || x->dims[2] != y->dims[2] || x->dims[3] != y->dims[3])
+        return false;
+    tt__window win;
+    tt_errbuf ignored = {{0}};
+    if (tt__graph_window(g, nodes[0], &win, &ignored))
+        return false;
+    for (int d = 0; d < 2; d++)
+        if (win.stride[d] != 1 || win.pad_begin[d] || win.pad_end[d])
+            return false;
+    v->H = x->dims[2], v->W = x->dims[3], v->N = 0, v->n = 0;
+    if (v->H == 1 && v->W == 1 && x->dims[0] > 1) {
+        v->N = x->dims[0];
+        return all_take(g, nodes, n, v, takes_batch);
+    }
+    return v->H >= 2 && all_take(g, nodes, n, v, takes_pixels);
 }
 
 /* Sets (view) or restores the pixel-row view of v's tensors. */
@@ -2048,6 +2089,11 @@ static void view_pixel_rows(tt_graph *g, const pixel_view *v, bool view)
 {
     for (int i = 0; i < v->n; i++) {
         tt_gtensor *u = &g->tensors.data[v->tensor[i]];
+        if (v->N) {
+            u->dims[0] = view ? 1 : v->N;
+            u->dims[3] = view ? v->N : 1;
+            continue;
+        }
         u->dims[2] = view ? 1 : v->H;
         u->dims[3] = view ? v->H * v->W : v->W;
     }

@@ -798,6 +798,39 @@ static void an_se_scale_moves_onto_the_weights(void **state)
     tt_graph_free(g);
 }
 
+/* At batch 3 the squeeze-and-excitation scale differs per image, so it stays a Mul, and the two
+ * 1x1 convolutions over the pooled [3, C, 1, 1] take the batch as their rows: [1, 1, 3, C]
+ * channels last, a register tile of images by output-channel vectors rather than one image's
+ * scalar dot products.  A 1x1 convolution of the pooled values that is a graph output (the
+ * model's order) keeps [3, 5, 1, 1].  Matches numpy in both layouts and as a library. */
+static void se_convolutions_take_the_batch_as_rows(void **state)
+{
+    (void)state;
+    tt_graph *g;
+    tt_net *net = small_network("se_batch", &g);
+    if (!net)
+        skip();
+    assert_int_equal(net->scaled_weights, 0);
+    int rows = 0, kept = 0, scales = 0;
+    for (size_t i = 0; i < net->tasks.len; i++) {
+        const char *label = net->tasks.data[i].label, *wl = net->tasks.data[i].workload;
+        if (!strcmp(label, "Conv+Relu"))
+            rows += strstr(wl, "out:float32[1,1,3,4]") && strstr(wl, "x0:float32[1,1,3,8]") &&
+                    strstr(wl, "w1:const float32[1,1,8,4]");
+        if (!strcmp(label, "Conv+HardSigmoid"))
+            rows += strstr(wl, "out:float32[1,1,3,8]") && strstr(wl, "x0:float32[1,1,3,4]");
+        if (!strcmp(label, "Conv"))
+            kept += strstr(wl, "out:float32[3,5,1,1]") != NULL;
+        if (!strcmp(label, "Mul"))
+            scales += strstr(wl, "out:float32[3,6,6,8]") != NULL;
+    }
+    assert_int_equal(rows, 2);
+    assert_int_equal(kept, 1);
+    assert_int_equal(scales, 1);
+    tt_net_free(net);
+    tt_graph_free(g);
+}
+
 /* A zero Pad read only by an AveragePool or a Conv becomes the window's pads (the pool counting
  * them), so it is no task of its own; a Pad of ones stays.  Every form matches numpy in both
  * layouts and as a library (small_network). */
@@ -1244,6 +1277,7 @@ int main(void)
         cmocka_unit_test(convnext_permutes_are_views),
         cmocka_unit_test(a_channel_shuffle_stays_channels_last),
         cmocka_unit_test(an_se_scale_moves_onto_the_weights),
+        cmocka_unit_test(se_convolutions_take_the_batch_as_rows),
         cmocka_unit_test(three_by_three_convolutions_go_winograd),
         cmocka_unit_test(zero_pads_fold_into_their_windows),
         cmocka_unit_test(run_time_masks_are_computed),

@@ -31,6 +31,8 @@ pad_windows: zero Pads folded into the AveragePool and the Conv that read them, 
 se_block: a squeeze-and-excitation block (depthwise Conv, GlobalAveragePool, two 1x1 Convs,
   Sigmoid, the scale Mul, the projection): the scale moves onto the projection's weights; a
   second scale whose product is read twice stays on the activation.
+se_batch: the same block at batch 3 (HardSigmoid, as MobileNet-V3's): the scale stays a Mul, and
+  the 1x1 Convs over the pooled [3, C, 1, 1] take the batch as their rows.
 activations, class_token, more_ops, shifted_window_mask, seq_first_matmul, diamond_epilogues,
 run_time_masks: the operators and
   patterns of the model zoos (issue #54).
@@ -690,6 +692,15 @@ def pad_windows(outdir):
     b.save(outdir, "pad_windows", x, r, 13)
 
 
+def depthwise_pooled(b, x):
+    """A squeeze-and-excitation block's start: a depthwise 3x3 Conv of the input and its
+    GlobalAveragePool; their names and float64 values."""
+    wd = rand(x.shape[1], 1, 3, 3, scale=0.3)
+    d = b.op("Conv", ["input", b.const(wd)], group=x.shape[1], pads=[1, 1, 1, 1])
+    rd = conv2d(x.astype(np.float64), wd, pad=1, group=x.shape[1])
+    return d, rd, b.op("GlobalAveragePool", [d]), rd.mean(axis=(2, 3), keepdims=True)
+
+
 def se_block(outdir):
     """EfficientNet's squeeze-and-excitation at small size: x * s with s = sigmoid(conv(relu(
     conv(mean(x))))) of shape [1, 8, 1, 1] before a 1x1 projection of 6 channels, whose weights
@@ -697,16 +708,11 @@ def se_block(outdir):
     scale, whose product a residual Add also reads, stays a Mul of the activation."""
     b = Builder()
     x = rand(1, 8, 12, 12)
-    xd = x.astype(np.float64)
-    wd = rand(8, 1, 3, 3, scale=0.3)
-    d = b.op("Conv", ["input", b.const(wd)], group=8, pads=[1, 1, 1, 1])
-    rd = conv2d(xd, wd, pad=1, group=8)
+    d, rd, p, rp = depthwise_pooled(b, x)
     w1, b1, w2, b2 = rand(4, 8, 1, 1), rand(4), rand(8, 4, 1, 1), rand(8)
-    p = b.op("GlobalAveragePool", [d])
     e = b.op("Relu", [b.op("Conv", [p, b.const(w1), b.const(b1)])])
     sc = b.op("Sigmoid", [b.op("Conv", [e, b.const(w2), b.const(b2)])])
-    rs = 1 / (1 + np.exp(-conv2d(np.maximum(conv2d(rd.mean(axis=(2, 3), keepdims=True), w1, b1),
-                                            0), w2, b2)))
+    rs = 1 / (1 + np.exp(-conv2d(np.maximum(conv2d(rp, w1, b1), 0), w2, b2)))
     wp, bp = rand(6, 8, 1, 1, scale=0.3), rand(6)
     y = b.op("Conv", [b.op("Mul", [d, sc]), b.const(wp), b.const(bp)])
     ry = conv2d(rd * rs, wp, bp)
@@ -717,6 +723,26 @@ def se_block(outdir):
     rz = conv2d(rd * rs, wq) + rd * rs
     b.op("Concat", [y, z], axis=1)
     b.save(outdir, "se_block", x, np.concatenate([ry, rz], axis=1), 13)
+
+
+def se_batch(outdir):
+    """MobileNet-V3's squeeze-and-excitation at batch 3: the scale [3, 8, 1, 1] differs per image,
+    so it stays a Mul of the activation, and the two 1x1 Convs over the pooled [3, C, 1, 1] take
+    the batch as their rows ([1, 1, 3, C] channels last, the same memory).  A third 1x1 Conv of
+    the pooled values is a graph output in the model's order, which keeps its own form."""
+    b = Builder()
+    x = rand(3, 8, 6, 6)
+    d, rd, p, rp = depthwise_pooled(b, x)
+    w1, b1, w2, b2 = rand(4, 8, 1, 1), rand(4), rand(8, 4, 1, 1), rand(8)
+    w3 = rand(5, 8, 1, 1)
+    pooled = b.op("Conv", [p, b.const(w3)])
+    e = b.op("Relu", [b.op("Conv", [p, b.const(w1), b.const(b1)])])
+    sc = b.op("HardSigmoid", [b.op("Conv", [e, b.const(w2), b.const(b2)])])
+    rs = np.clip(conv2d(np.maximum(conv2d(rp, w1, b1), 0), w2, b2) * 0.2 + 0.5, 0, 1)
+    wp, bp = rand(6, 8, 1, 1, scale=0.3), rand(6)
+    b.op("Conv", [b.op("Mul", [d, sc]), b.const(wp), b.const(bp)])
+    ry = conv2d(rd * rs, wp, bp)
+    b.save(outdir, "se_batch", x, ry, 13, more=[(pooled, conv2d(rp, w3))])
 
 
 def opset18(outdir):
@@ -814,5 +840,5 @@ if __name__ == "__main__":
     for make in (resnet_block, mobilenet_block, layouts, bert_layer, layernorm_outputs,
                  activations, class_token, more_ops, shifted_window_mask, seq_first_matmul,
                  diamond_epilogues, run_time_masks, patch_embed, se_block, winograd_convs, opset18,
-                 opset22, channels_last_permutes, channel_shuffle, pad_windows):
+                 opset22, channels_last_permutes, channel_shuffle, pad_windows, se_batch):
         make(sys.argv[1])
