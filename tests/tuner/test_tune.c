@@ -592,6 +592,22 @@ static void cache_blocked_configs_follow_the_caches(void **state)
          true,
          false,
          {"tile_i=8 ", "tile_j=1 ", "tile_k=64 ", "micro_kernel=[-1,8,2]"}},
+        /* ViT's attention product, 12 heads of 197 rows: 16-row tiles, the last moved back,
+         * leave the cache tile part of one head's rows, so it spans no more heads (apart
+         * strips of A; 1.48x faster than 8 heads of 16 rows). */
+        {"te:out[i0,i1,i2] += x0[i0,i1,r0] * x1[i0,r0,i2]; out:float32[12,197,64]; "
+         "x0:float32[12,197,197]; x1:float32[12,197,64]; r0:197",
+         {48 << 10, 2 << 20},
+         true,
+         false,
+         {"tile_i0=1 ", "micro_kernel=[-1,16,1]"}},
+        /* 7 rows each: every row of a head in the tile, which then spans heads. */
+        {"te:out[i0,i1,i2] += x0[i0,i1,r0] * x1[i0,r0,i2]; out:float32[12,7,16]; "
+         "x0:float32[12,7,32]; x1:float32[12,32,16]; r0:32",
+         {48 << 10, 2 << 20},
+         true,
+         false,
+         {"tile_i0=3 ", "tile_i1=1 "}},
         /* 64 x 64: four tiles of 32 x 32 for two cores, not two of 64 x 32. */
         {"matmul:M=64,N=64,K=64", {48 << 10, 2 << 20}, true, false, {"tile_i=4 ", "tile_j=1 "}},
         /* ResNet-18's last 3x3 layer: all 7 x 7 outputs in one tile, so each weight is loaded
