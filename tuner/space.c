@@ -914,7 +914,7 @@ uint64_t tt_space_blocked_index(const tt_space *s, const tt_vector_isa *isa,
                 int64_t len = k->choice[c]; /* the smallest choice when none fits */
                 if (d == n - 2)
                     len = cache_rows(m->shape[d], rows, len);
-                if (d == 0 && n >= 3 && !whole && len > 1)
+                if (c > 0 && d == 0 && n >= 3 && !whole && len > 1)
                     continue;
                 if (c == 0 || (inner * len <= budget && len > best_len)) {
                     best = c;
