@@ -9,6 +9,10 @@
  * node. */
 tt_status tt__graph_infer(tt_graph *g, tt_errbuf *err);
 
+/* Attributes whose names begin so are written by tt_net_build's rewrites only (a model's are
+ * refused at import): they mean what the rewrite says. */
+#define TT__GRAPH_OWN_ATTR "tvm_tune."
+
 /* Appends a tensor (name copied into the arena); its index, or -1 when out of memory. */
 int tt__graph_add_tensor(tt_graph *g, const char *name, tt_gtensor_kind kind);
 

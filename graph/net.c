@@ -353,6 +353,8 @@ tt_status tt_net_build(tt_graph *g, const tt_net_options *o, tt_net **out, tt_er
         s = tt__net_scale_weights(g, &net->scaled_weights, err);
     if (!s && !(o && o->no_winograd))
         s = tt__net_winograd(g, o ? o->vector_lanes : 0, &net->winograd_convs, err);
+    if (!s)
+        s = tt__net_split_padded_convs(g, &net->region_convs, err);
     net->layout = o ? o->layout : TT_NET_LAYOUT_CHANNELS_LAST;
     if (!s)
         s = tt__net_choose_layouts(g, net->layout, &net->channels_last, &net->views, err);

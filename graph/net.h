@@ -94,6 +94,7 @@ typedef struct tt_net {
     int scaled_weights;    /* per-channel scales moved onto a convolution's weights (SE) */
     int winograd_convs;    /* 3x3 convolutions computed as Winograd F(4x4, 3x3) */
     int folded_pads;       /* zero Pads folded into the Conv or AveragePool that reads them */
+    int region_convs;      /* convolutions split where padding covers their taps (conv_regions.c) */
     tt_net_layout layout;
     int channels_last; /* activations stored channels last */
     int views;         /* Transposes, whole Pads and Slices that move no data: aliases */

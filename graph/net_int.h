@@ -47,6 +47,21 @@ tt_status tt__net_scale_weights(tt_graph *g, int *moved, tt_errbuf *err);
  * of output channels.  *rewritten counts them. */
 tt_status tt__net_winograd(tt_graph *g, int vector_lanes, int *rewritten, tt_errbuf *err);
 
+/* The most of a convolution's multiply-adds that its regions may keep for the rewrite below to
+ * take it: DeepLabV3's atrous convolutions keep 11-51%, ResNet's 3x3 ones padded by 1 98%. */
+#define TT_NET_REGION_MAX_WORK 0.75
+
+/* Splits every float Conv (constant weights, 1 or 2 spatial dimensions) whose padding covers so
+ * many taps that the taps inside the input are at most TT_NET_REGION_MAX_WORK of the work into
+ * regions of its output, each a Conv of the taps its outputs read (weights sliced, pads
+ * negative: a crop), joined by Concats into the same output tensor (conv_regions.c); the new
+ * nodes take the Conv's place in the node order.  *split counts them. */
+tt_status tt__net_split_padded_convs(tt_graph *g, int *split, tt_errbuf *err);
+/* The attribute (ints, one per spatial dimension) of such a region's Conv that reads its taps
+ * from the whole kernel's weights: its tap r of dimension i is the weights' tap first[i] + r.
+ * Only tt_net_build writes it (TT__GRAPH_OWN_ATTR). */
+#define TT_NET_FIRST_TAP TT__GRAPH_OWN_ATTR "first_tap"
+
 /* Chooses the memory order of every tensor (tt_gtensor perm) under `layout` (net.h): channels
  * last from each convolution on, through the ops that can write it, except graph outputs and
  * tensors an alias reinterprets; the weights of channels-last convolutions copied HWIO.  A

@@ -500,6 +500,11 @@ static tt_status import_attr(importer *im, int node, const Onnx__AttributeProto 
     out->tensor = -1;
     if (!out->name)
         return tt_err(err, TT_ERR_NOMEM, "out of memory");
+    if (!strncmp(out->name, TT__GRAPH_OWN_ATTR, strlen(TT__GRAPH_OWN_ATTR)))
+        return tt__graph_node_err(g, node, err, TT_ERR_PARSE,
+                                  "has attribute '%s': names that begin '" TT__GRAPH_OWN_ATTR
+                                  "' are tvm-tune's own, for the nodes it writes",
+                                  out->name);
     switch (a->type) {
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT:
         out->kind = TT_GATTR_INT, out->i = a->i;

@@ -115,7 +115,9 @@ static tt_status broadcast(const ctx *c, const tt_gtensor *a, const tt_gtensor *
 /* The window of a Conv or pool over x's dims from 2 on: sizes, strides, dilations and the pads
  * with auto_pad applied, and the output sizes.  Ceil mode's last window may overhang the end pad;
  * the overhang is left for the lowering (pools read it as padding but do not count it). */
-static tt_status window(const ctx *c, const tt_gtensor *x, const int64_t *kernel, int nk,
+/* The window of a Conv or pool.  Pads are >= 0 in a model; `crop` also takes negative ones, a crop
+ * of the input, which only the networks' own rewrites write (conv_regions.c). */
+static tt_status window(const ctx *c, const tt_gtensor *x, const int64_t *kernel, int nk, bool crop,
                         tt__window *w)
 {
     size_t ns, nd, np;
@@ -131,7 +133,8 @@ static tt_status window(const ctx *c, const tt_gtensor *x, const int64_t *kernel
     for (int i = 0; i < nk; i++) {
         int64_t in_d = x->dims[2 + i], s = ns ? strides[i] : 1, d = nd ? dil[i] : 1;
         int64_t pb = np ? pads[i] : 0, pe = np ? pads[nk + i] : 0;
-        if (s < 1 || d < 1 || kernel[i] < 1 || pb < 0 || pe < 0)
+        if (s < 1 || d < 1 || kernel[i] < 1 || (!crop && (pb < 0 || pe < 0)) || in_d + pb < 0 ||
+            in_d + pe < 0)
             return FAIL(c, "strides, dilations and the kernel must be >= 1, pads >= 0");
         int64_t eff = d * (kernel[i] - 1) + 1;
         int64_t o;
@@ -191,7 +194,7 @@ static tt_status infer_conv(const ctx *c)
         return FAIL(c, "the bias must have %lld values", (long long)w->dims[0]);
     int64_t dims[TT_GRAPH_MAX_RANK] = {x->dims[0], w->dims[0]};
     tt__window win;
-    tt_status s = window(c, x, ks ? ks : w->dims + 2, nk, &win);
+    tt_status s = window(c, x, ks ? ks : w->dims + 2, nk, false, &win);
     if (s)
         return s;
     memcpy(dims + 2, win.out, sizeof(int64_t) * (size_t)nk);
@@ -251,7 +254,7 @@ static tt_status pool_shape(const ctx *c, bool global)
         if (nks != (size_t)nk)
             return FAIL(c, "kernel_shape must have %d values", nk);
         tt__window win;
-        tt_status s = window(c, x, ks, nk, &win);
+        tt_status s = window(c, x, ks, nk, false, &win);
         if (s)
             return s;
         memcpy(dims + 2, win.out, sizeof(int64_t) * (size_t)nk);
@@ -1847,7 +1850,7 @@ tt_status tt__graph_window(const tt_graph *g, int node, tt__window *w, tt_errbuf
         ks = three_by_three; /* its weights are the transformed ones (winograd.c) */
     if (!ks || nk < 1 || nk > TT__MAX_WINDOW)
         return FAIL(&c, "no kernel shape, or more than %d spatial dimensions", TT__MAX_WINDOW);
-    return window(&c, x, ks, nk, w);
+    return window(&c, x, ks, nk, true, w);
 }
 
 tt_status tt__graph_slice(const tt_graph *g, int node, int64_t *first, int64_t *step,

@@ -511,8 +511,8 @@ static tt_status pad_stage(tw *w, int x, const tt__window *win, double fill, cha
     char buf[TT__MAX_WINDOW][48];
     const char *idx[TT_GRAPH_MAX_RANK] = {lv[0], lv[1]};
     for (int i = 0; i < win->nk; i++) {
-        if (win->pad_begin[i])
-            snprintf(buf[i], sizeof(buf[i]), "%s-%lld", lv[2 + i], (long long)win->pad_begin[i]);
+        if (win->pad_begin[i]) /* negative: a crop (conv_regions.c) */
+            snprintf(buf[i], sizeof(buf[i]), "%s%+lld", lv[2 + i], (long long)-win->pad_begin[i]);
         else
             snprintf(buf[i], sizeof(buf[i]), "%s", lv[2 + i]);
         idx[2 + i] = buf[i];
@@ -544,9 +544,10 @@ static tt_status rd_src(tw *w, int x, const char *src, bool padded, const char *
 #define TAP_LEN 80
 
 /* idx[2 + i] = "i2*2+r1*2": for each spatial dimension of the window, the input position of the
- * output position (logical variable lv[2 + i]) and tap rs[i], written into taps[i]. */
-static void window_taps(const tt__window *win, const char *const *lv, const char (*rs)[NAME_LEN],
-                        char (*taps)[TAP_LEN], const char **idx)
+ * output position (logical variable lv[2 + i]) and tap rs[i], written into taps[i].  Read from
+ * the input itself (not `padded`), a crop (negative pads, conv_regions.c) offsets it. */
+static void window_taps(const tt__window *win, bool padded, const char *const *lv,
+                        const char (*rs)[NAME_LEN], char (*taps)[TAP_LEN], const char **idx)
 {
     for (int i = 0; i < win->nk; i++) {
         char st[32] = "", dl[32] = "";
@@ -555,6 +556,10 @@ static void window_taps(const tt__window *win, const char *const *lv, const char
         if (win->dilation[i] != 1)
             snprintf(dl, sizeof(dl), "*%lld", (long long)win->dilation[i]);
         snprintf(taps[i], TAP_LEN, "%s%s+%s%s", lv[2 + i], st, rs[i], dl);
+        if (!padded && win->pad_begin[i] < 0) {
+            size_t len = strlen(taps[i]);
+            snprintf(taps[i] + len, TAP_LEN - len, "+%lld", (long long)-win->pad_begin[i]);
+        }
         idx[2 + i] = taps[i];
     }
 }
@@ -607,9 +612,21 @@ static tt_status w_conv(tw *w, const char *out, const tt_gtensor *o)
         snprintf(ci, sizeof(ci), "%s%s%s", lv[1], per, off);
     }
     const char *xi[TT_GRAPH_MAX_RANK] = {lv[0], ci}, *wi[TT_GRAPH_MAX_RANK] = {lv[1], rc};
-    window_taps(&win, lv, (const char(*)[NAME_LEN])rs, taps, xi);
-    for (int i = 0; i < win.nk; i++)
+    window_taps(&win, padded, lv, (const char(*)[NAME_LEN])rs, taps, xi);
+    /* a region of a convolution (conv_regions.c) reads its taps of the whole kernel's weights */
+    size_t nfirst;
+    const int64_t *first = attr_ints(w, TT_NET_FIRST_TAP, &nfirst);
+    if (first && nfirst != (size_t)win.nk)
+        return UNSUP(w, "%s has %zu values for %d spatial dimensions", TT_NET_FIRST_TAP, nfirst,
+                     win.nk);
+    char wtaps[TT__MAX_WINDOW][TAP_LEN];
+    for (int i = 0; i < win.nk; i++) {
         wi[2 + i] = rs[i];
+        if (first && first[i]) {
+            snprintf(wtaps[i], TAP_LEN, "%s+%lld", rs[i], (long long)first[i]);
+            wi[2 + i] = wtaps[i];
+        }
+    }
     lhs(w, acc, o->dtype, o->rank, o->dims, "+=");
     if ((s = rd_src(w, x, src, padded, xi)))
         return s;
@@ -931,7 +948,7 @@ static tt_status pool(tw *w, const char *out, const tt_gtensor *o, bool max)
         red(w, win.kernel[i], rs[i]);
     char taps[TT__MAX_WINDOW][TAP_LEN];
     const char *xi[TT_GRAPH_MAX_RANK] = {lv[0], lv[1]};
-    window_taps(&win, lv, (const char(*)[NAME_LEN])rs, taps, xi);
+    window_taps(&win, padded, lv, (const char(*)[NAME_LEN])rs, taps, xi);
     lhs(w, acc, o->dtype, o->rank, o->dims, max ? "max=" : "+=");
     if ((s = rd_src(w, x, src, padded, xi)) || max)
         return s;

@@ -429,6 +429,7 @@ typedef struct {
     int64_t extent; /* 0 = unknown */
     uint32_t var;
     bool reduce;
+    bool declared; /* its extent given as NAME:N */
 } var_info;
 
 typedef struct {
@@ -516,7 +517,8 @@ static tt_status infer_extents(sema *s, int node, int stmt_no, var_table *vt)
                 continue;
             if (v->extent == 0)
                 v->extent = op->shape[i];
-            else if (v->extent != op->shape[i] && v->reduce)
+            else if (v->extent != op->shape[i] && v->reduce &&
+                     !(v->declared && v->extent < op->shape[i])) /* a declared part is read */
                 return serr(s, stmt_no, ix->col,
                             "extent of '%s' is ambiguous (%lld or %lld): declare it as %s:N",
                             v->name, (long long)v->extent, (long long)op->shape[i], v->name);
@@ -666,8 +668,11 @@ static tt_status build_compute(sema *s, int si)
     /* Extents: declarations first, then the output declaration, then inference from reads. */
     for (int i = 0; i < vt.n; i++)
         for (int k = 0; k < s->p->nstmts; k++)
-            if (s->p->stmts[k].kind == S_VAR_DECL && strcmp(s->p->stmts[k].name, vt.v[i].name) == 0)
+            if (s->p->stmts[k].kind == S_VAR_DECL &&
+                strcmp(s->p->stmts[k].name, vt.v[i].name) == 0) {
                 vt.v[i].extent = s->p->stmts[k].extent;
+                vt.v[i].declared = true;
+            }
     tensor_info *out = &s->t[find_tensor(s, st->name)];
     const stmt *decl = out->decl >= 0 ? &s->p->stmts[out->decl] : NULL;
     if (decl && decl->ndim != st->nidx)

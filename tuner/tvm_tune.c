@@ -1017,15 +1017,15 @@ static int cmd_tasks(int argc, char **argv)
                 json_object_set_new(o, "default", json_string(gpu_default_form(t->workload, &tg)));
             json_array_append_new(tasks, o);
         }
-        json_t *root =
-            json_pack("{s:s, s:s, s:i, s:i, s:f, s:I, s:I, s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:o}",
-                      "model", model, "target", target, "nodes", (int)g->nodes.len, "calls",
-                      (int)net->calls.len, "flops", net->flops, "arena_bytes",
-                      (json_int_t)net->arena_bytes, "weight_bytes", (json_int_t)net->weight_bytes,
-                      "unplanned_bytes", (json_int_t)net->unplanned_bytes, "folded_batchnorms",
-                      net->folded_batchnorms, "fused_layer_norms", net->fused_layer_norms,
-                      "scaled_weights", net->scaled_weights, "winograd_convs", net->winograd_convs,
-                      "folded_pads", net->folded_pads, "views", net->views, "tasks", tasks);
+        json_t *root = json_pack(
+            "{s:s, s:s, s:i, s:i, s:f, s:I, s:I, s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:o}",
+            "model", model, "target", target, "nodes", (int)g->nodes.len, "calls",
+            (int)net->calls.len, "flops", net->flops, "arena_bytes", (json_int_t)net->arena_bytes,
+            "weight_bytes", (json_int_t)net->weight_bytes, "unplanned_bytes",
+            (json_int_t)net->unplanned_bytes, "folded_batchnorms", net->folded_batchnorms,
+            "fused_layer_norms", net->fused_layer_norms, "scaled_weights", net->scaled_weights,
+            "winograd_convs", net->winograd_convs, "folded_pads", net->folded_pads, "region_convs",
+            net->region_convs, "views", net->views, "tasks", tasks);
         char *text = json_dumps(root, JSON_INDENT(2));
         printf("%s\n", text);
         free(text);
@@ -1038,12 +1038,13 @@ static int cmd_tasks(int argc, char **argv)
                "without reuse); %d BatchNormalization folded into convolutions, %d layer "
                "normalisations written out in elementwise operators fused, %d channel scales "
                "moved onto convolution weights, %d 3x3 convolutions as Winograd's F(4x4 or 2x2, "
-               "3x3), %d zero Pads folded into the window that reads them, %d Transposes, Pads "
-               "and Slices read in place (views)\n",
+               "3x3), %d zero Pads folded into the window that reads them, %d convolutions split "
+               "into regions that skip the taps reading only padding, %d Transposes, Pads and "
+               "Slices read in place (views)\n",
                (double)net->weight_bytes / (1 << 20), (double)net->arena_bytes / (1 << 20),
                (double)net->unplanned_bytes / (1 << 20), net->folded_batchnorms,
                net->fused_layer_norms, net->scaled_weights, net->winograd_convs, net->folded_pads,
-               net->views);
+               net->region_convs, net->views);
         /* on a GPU, the form of each task's untuned schedule: the naive products are the ones
          * that most want tuning */
         printf("| ID  | %-32s | Weight |  MFLOP | Share  |%s\n", "Task",
