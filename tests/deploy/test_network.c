@@ -831,6 +831,71 @@ static void se_convolutions_take_the_batch_as_rows(void **state)
     tt_graph_free(g);
 }
 
+/* DeepLabV3's atrous convolutions, scaled down: where padding covers most taps, each is split into
+ * regions of its output that read only their taps inside the input (conv_regions.c), joined by
+ * Concats.  Dilation 3, 6 (twice, one in 2 groups) and a strided 4 split into 9 regions, the 1-D
+ * one dilated by 40 into 3: each region reads the shared 3x3 weights from its first tap on.
+ * Dilation 12 keeps the centre tap alone: a 1x1 convolution of sliced weights.  Dilation 1 and
+ * the depthwise one stay whole.  Every form matches numpy in both layouts and as a library
+ * (small_network). */
+static void atrous_convolutions_skip_the_padding(void **state)
+{
+    (void)state;
+    tt_graph *g;
+    tt_net *net = small_network("atrous_pyramid", &g);
+    if (!net)
+        skip();
+    assert_int_equal(net->region_convs, 6);
+    int regions = 0, cropped = 0;
+    for (size_t i = 0; i < g->nodes.len; i++) {
+        const tt_gnode *n = &g->nodes.data[i];
+        if (n->removed || n->op != TT_GOP_CONV)
+            continue;
+        const tt_gattr *first = tt_gnode_attr(n, "tvm_tune.first_tap"),
+                       *pads = tt_gnode_attr(n, "pads");
+        regions += first != NULL;
+        for (size_t k = 0; pads && k < pads->n; k++)
+            cropped += pads->ints[k] < 0;
+        /* a region reads no padding: its pads are crops or none */
+        for (size_t k = 0; first && pads && k < pads->n; k++)
+            assert_true(pads->ints[k] <= 0);
+    }
+    assert_int_equal(regions, 4 * 9 + 3);
+    assert_true(cropped > 0);
+    /* the centre tap of dilation 12, and the two convolutions that stay whole: through their
+     * padding (dilation 1 may go Winograd: no vector width is given here) */
+    int centre = 0, whole = 0;
+    for (size_t i = 0; i < net->tasks.len; i++) {
+        const char *wl = net->tasks.data[i].workload, *label = net->tasks.data[i].label;
+        centre += strstr(wl, "w1:const float32[1,1,16,8]") != NULL;
+        whole += (strstr(wl, "float32[3,3,16,8]") && strstr(wl, "select(")) ||
+                 !strncmp(label, "ConvWinograd", 12);
+        whole += strstr(wl, "float32[3,3,1,16]") && strstr(wl, "select(");
+    }
+    assert_int_equal(centre, 1);
+    assert_int_equal(whole, 2);
+    tt_net_free(net);
+    tt_graph_free(g);
+}
+
+/* A model's attribute named as one of tvm-tune's own (tvm_tune.first_tap) is refused at import,
+ * naming the node and the attribute: it would change what the region convolutions compute. */
+static void reserved_attributes_are_refused(void **state)
+{
+    (void)state;
+    const char *base = models_dir();
+    if (!base)
+        skip();
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/bad/reserved_attribute.onnx", base);
+    tt_graph *g = NULL;
+    tt_errbuf err = {{0}};
+    assert_int_equal(tt_graph_import_onnx(path, NULL, &g, &err), TT_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "Conv_1"));
+    assert_non_null(strstr(err.msg, "'tvm_tune.first_tap'"));
+    assert_null(g);
+}
+
 /* A zero Pad read only by an AveragePool or a Conv becomes the window's pads (the pool counting
  * them), so it is no task of its own; a Pad of ones stays.  Every form matches numpy in both
  * layouts and as a library (small_network). */
@@ -1280,6 +1345,8 @@ int main(void)
         cmocka_unit_test(se_convolutions_take_the_batch_as_rows),
         cmocka_unit_test(three_by_three_convolutions_go_winograd),
         cmocka_unit_test(zero_pads_fold_into_their_windows),
+        cmocka_unit_test(atrous_convolutions_skip_the_padding),
+        cmocka_unit_test(reserved_attributes_are_refused),
         cmocka_unit_test(run_time_masks_are_computed),
         cmocka_unit_test(more_operators_of_the_zoos_match),
         cmocka_unit_test(opset_18_operators_match),

@@ -33,6 +33,10 @@ se_block: a squeeze-and-excitation block (depthwise Conv, GlobalAveragePool, two
   second scale whose product is read twice stays on the activation.
 se_batch: the same block at batch 3 (HardSigmoid, as MobileNet-V3's): the scale stays a Mul, and
   the 1x1 Convs over the pooled [3, C, 1, 1] take the batch as their rows.
+atrous_pyramid: DeepLabV3's dilated 3x3 Convs, whose padding covers most taps, computed region by
+  region; and those that stay whole.
+reserved_attribute: a Conv carrying an attribute named as tvm-tune's own, refused at import
+  (bad/reserved_attribute.onnx, no test data).
 activations, class_token, more_ops, shifted_window_mask, seq_first_matmul, diamond_epilogues,
 run_time_masks: the operators and
   patterns of the model zoos (issue #54).
@@ -61,12 +65,14 @@ def rand(*shape, scale=1.0):
 
 # ---- numpy references ----
 
-def conv2d(x, w, b=None, stride=1, pad=0, group=1):
+def conv2d(x, w, b=None, stride=1, pad=0, group=1, dil=1):
+    """pad and dil: one for both axes, or (rows, columns)."""
     n, c, h, wd = x.shape
     co, cig, kh, kw = w.shape
-    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    oh = (h + 2 * pad - kh) // stride + 1
-    ow = (wd + 2 * pad - kw) // stride + 1
+    (ph, pw), (dh, dw) = (p if isinstance(p, tuple) else (p, p) for p in (pad, dil))
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    oh = (h + 2 * ph - dh * (kh - 1) - 1) // stride + 1
+    ow = (wd + 2 * pw - dw * (kw - 1) - 1) // stride + 1
     out = np.zeros((n, co, oh, ow), np.float64)
     cog = co // group
     for g in range(group):
@@ -74,7 +80,8 @@ def conv2d(x, w, b=None, stride=1, pad=0, group=1):
         for o in range(g * cog, (g + 1) * cog):
             for i in range(kh):
                 for j in range(kw):
-                    patch = xs[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
+                    patch = xs[:, :, i * dh:i * dh + stride * oh:stride,
+                               j * dw:j * dw + stride * ow:stride]
                     out[:, o] += np.einsum("nchw,c->nhw", patch, w[o, :, i, j])
     if b is not None:
         out += b.reshape(1, -1, 1, 1)
@@ -745,6 +752,59 @@ def se_batch(outdir):
     b.save(outdir, "se_batch", x, ry, 13, more=[(pooled, conv2d(rp, w3))])
 
 
+def atrous_pyramid(outdir):
+    """DeepLabV3's atrous pyramid, scaled down, at batch 2 over 10x9: 3x3 Convs dilated so far that
+    padding covers most taps, computed region by region (conv_regions.c).  Dilation 3 and 6 (with
+    a bias and Relu, and in 2 groups of 8 channels) split into 9 regions each, dilation 12 keeps
+    the centre tap alone (a 1x1 Conv), a strided one dilated by 4 splits too; dilation 1 and a
+    depthwise one stay whole; and a 1-D Conv (rank 3, through a Reshape) dilated by 40 over 90."""
+    b = Builder()
+    x = rand(2, 16, 10, 9)
+    xd = x.astype(np.float64)
+    outs, refs = [], []
+
+    def branch(d, stride=1, group=1, bias=False, relu=False, co=8):
+        w = rand(co, 16 // group, 3, 3, scale=0.2)
+        bb = rand(co) if bias else None
+        ins = ["input", b.const(w)] + ([b.const(bb)] if bias else [])
+        t = b.op("Conv", ins, pads=[d, d, d, d], dilations=[d, d], strides=[stride, stride],
+                 group=group)
+        r = conv2d(xd, w, bb, stride=stride, pad=d, group=group, dil=d)
+        if relu:
+            t, r = b.op("Relu", [t]), np.maximum(r, 0)
+        return t, r
+
+    for args in ((3, 1, 1, False, False), (6, 1, 1, True, True), (6, 1, 2, False, False),
+                 (12, 1, 1, True, False), (1, 1, 1, False, False)):
+        t, r = branch(*args)
+        outs.append(t), refs.append(r)
+    t, r = branch(1, group=16, co=16)  # depthwise: stays whole
+    outs.append(t), refs.append(r)
+    strided, rstrided = branch(4, stride=2)
+    wl = rand(8, 16, 3, scale=0.2)
+    flat = b.op("Reshape", ["input", b.const(np.array([2, 16, 90], np.int64))])
+    line = b.op("Conv", [flat, b.const(wl)], pads=[40, 40], dilations=[40])
+    rline = conv2d(xd.reshape(2, 16, 1, 90), wl.reshape(8, 16, 1, 3), pad=(0, 40), dil=(1, 40))
+    b.op("Concat", outs, axis=1)
+    b.save(outdir, "atrous_pyramid", x, np.concatenate(refs, axis=1), 13,
+           more=[(strided, rstrided), (line, rline.reshape(2, 8, 90))])
+
+
+def reserved_attribute(outdir):
+    """A Conv with an attribute whose name is tvm-tune's own (tvm_tune.first_tap, which region
+    convolutions carry), refused at import: OUTDIR/bad/reserved_attribute.onnx, unchecked (the
+    checker refuses it too), beside the model directories that the checks run."""
+    w = numpy_helper.from_array(rand(4, 4, 3, 3), "w")
+    conv = helper.make_node("Conv", ["input", "w"], ["output"], name="Conv_1", pads=[1, 1, 1, 1],
+                            **{"tvm_tune.first_tap": [1, 1]})
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 4, 6, 6])
+          for n in ("input", "output")]
+    graph = helper.make_graph([conv], "reserved_attribute", io[:1], io[1:], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    os.makedirs(os.path.join(outdir, "bad"), exist_ok=True)
+    onnx.save(model, os.path.join(outdir, "bad", "reserved_attribute.onnx"))
+
+
 def opset18(outdir):
     """Opset 18's changes (see the docstring at the top); onnx 1.12's checker knows opset 17
     only, so the model is saved unchecked."""
@@ -840,5 +900,6 @@ if __name__ == "__main__":
     for make in (resnet_block, mobilenet_block, layouts, bert_layer, layernorm_outputs,
                  activations, class_token, more_ops, shifted_window_mask, seq_first_matmul,
                  diamond_epilogues, run_time_masks, patch_embed, se_block, winograd_convs, opset18,
-                 opset22, channels_last_permutes, channel_shuffle, pad_windows, se_batch):
+                 opset22, channels_last_permutes, channel_shuffle, pad_windows, se_batch,
+                 atrous_pyramid, reserved_attribute):
         make(sys.argv[1])
