@@ -237,7 +237,7 @@ static tt_status build(const char *workload, const char *config, const char *so,
             return tt_err(err, TT_ERR_NOMEM, "out of memory");
         }
         if (i < b->ninputs)
-            tt_fill_random(b->data[i], op->dtype, tt_op_numel(op), 1000 + (uint64_t)i);
+            tt_fill_input(&b->w->dag, ops[i], b->data[i], 1000 + (uint64_t)i);
         else
             memset(b->data[i], 0, b->bytes[i]);
         b->args[i] = b->data[i];

@@ -51,11 +51,12 @@ tt_status tt__net_winograd(tt_graph *g, int vector_lanes, int *rewritten, tt_err
  * take it: DeepLabV3's atrous convolutions keep 11-51%, ResNet's 3x3 ones padded by 1 98%. */
 #define TT_NET_REGION_MAX_WORK 0.75
 
-/* Splits every float Conv (constant weights, 1 or 2 spatial dimensions) whose padding covers so
- * many taps that the taps inside the input are at most TT_NET_REGION_MAX_WORK of the work into
- * regions of its output, each a Conv of the taps its outputs read (weights sliced, pads
- * negative: a crop), joined by Concats into the same output tensor (conv_regions.c); the new
- * nodes take the Conv's place in the node order.  *split counts them. */
+/* Splits every float Conv (constant weights, 1 or 2 spatial dimensions, 8 or more input channels
+ * per group) whose padding covers so many taps that the taps inside the input are at most
+ * TT_NET_REGION_MAX_WORK of the work into regions of its output, each a Conv of the taps its
+ * outputs read (the shared weights from TT_NET_FIRST_TAP on, or a slice where one region is
+ * left; pads negative: a crop), joined by Concats into the same output tensor (conv_regions.c);
+ * the new nodes take the Conv's place in the node order.  *split counts them. */
 tt_status tt__net_split_padded_convs(tt_graph *g, int *split, tt_errbuf *err);
 /* The attribute (ints, one per spatial dimension) of such a region's Conv that reads its taps
  * from the whole kernel's weights: its tap r of dimension i is the weights' tap first[i] + r.

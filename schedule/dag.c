@@ -276,6 +276,37 @@ bool tt_dag_has_readers(const tt_dag *d, int op)
 
 typedef struct {
     const tt_dag *d;
+    uint32_t op;
+    int64_t extent;
+} index_ctx;
+
+static void index_dims(void *vctx, tt_eid e)
+{
+    index_ctx *c = vctx;
+    const tt_expr_pool *p = &c->d->pool;
+    const tt_expr *r = tt_expr_get(p, e);
+    const tt_op *src = &c->d->ops.data[r->a];
+    for (int k = 0; k < r->n && k < src->ndim; k++) {
+        const tt_expr *ix = tt_expr_get(p, tt_expr_read_index(p, r, k));
+        while (ix->kind == TT_EXPR_CAST)
+            ix = tt_expr_get(p, ix->a);
+        if (ix->kind == TT_EXPR_READ && ix->a == c->op &&
+            (c->extent == 0 || src->shape[k] < c->extent))
+            c->extent = src->shape[k];
+    }
+}
+
+int64_t tt_dag_index_extent(const tt_dag *d, int op)
+{
+    index_ctx c = {d, (uint32_t)op, 0};
+    for (size_t i = 0; i < d->ops.len; i++)
+        if (!d->ops.data[i].is_placeholder)
+            tt_expr_visit_reads(&d->pool, d->ops.data[i].body, index_dims, &c);
+    return c.extent;
+}
+
+typedef struct {
+    const tt_dag *d;
     int *inputs;
     int n, max;
 } inputs_ctx;

@@ -89,6 +89,10 @@ tt_status tt_dag_sort_tvm(tt_dag *d);
 
 /* True if some compute op reads `op`. */
 bool tt_dag_has_readers(const tt_dag *d, int op);
+/* Where the values of placeholder `op` index a dimension on their own (`x[.., w[i], ..]`: a
+ * Gather's or a Resize's indices), the smallest such dimension's extent, the values that read
+ * inside every one; 0 where they index none. */
+int64_t tt_dag_index_extent(const tt_dag *d, int op);
 /* Function parameters in order: placeholders (op order), then outputs (compute ops nobody reads,
  * op order).  Writes up to `max` op ids; returns the count.  *n_inputs gets the placeholder
  * count when not NULL. */

@@ -22,6 +22,24 @@ void tt_fill_random(void *buf, tt_dtype t, int64_t n, uint64_t seed)
     }
 }
 
+void tt_fill_input(const tt_dag *dag, int op, void *buf, uint64_t seed)
+{
+    const tt_op *o = &dag->ops.data[op];
+    int64_t n = tt_op_numel(o), extent = 0;
+    if (!tt_dtype_is_float(o->dtype) && o->dtype != TT_DT_BOOL)
+        extent = tt_dag_index_extent(dag, op);
+    if (extent <= 0) {
+        tt_fill_random(buf, o->dtype, n, seed);
+        return;
+    }
+    tt_rng r;
+    tt_rng_seed(&r, seed);
+    for (int64_t i = 0; i < n; i++) {
+        tt_value v = {.i = (int64_t)tt_rng_below(&r, (uint64_t)extent)};
+        tt_buffer_set(buf, o->dtype, i, v);
+    }
+}
+
 tt_status tt_verify_program(const tt_dag *dag, const tt_program *prog, uint64_t seed, double rtol,
                             double atol, tt_verify_result *res, tt_errbuf *err)
 {
@@ -46,7 +64,7 @@ tt_status tt_verify_program(const tt_dag *dag, const tt_program *prog, uint64_t 
             goto out;
         }
         if (i < nin) {
-            tt_fill_random(want[i], op->dtype, tt_op_numel(op), seed + (uint64_t)i * 7919);
+            tt_fill_input(dag, params[i], want[i], seed + (uint64_t)i * 7919);
         } else {
             /* Outputs start as NaN so an element nobody wrote cannot pass. */
             tt_value nan = {.f = NAN};

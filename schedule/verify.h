@@ -14,6 +14,10 @@ typedef struct tt_verify_result {
 
 /* Fills `n` elements of a buffer with reproducible values in [-1, 1) (integers in [-8, 8)). */
 void tt_fill_random(void *buf, tt_dtype t, int64_t n, uint64_t seed);
+/* The same for placeholder `op` of `dag`, except that integers that index a dimension on their own
+ * (tt_dag_index_extent: a Gather's or a bilinear Resize's indices) stay inside it: [0, extent).
+ * Values in [-8, 8) read out of bounds there, and the reference then fails the whole task. */
+void tt_fill_input(const tt_dag *dag, int op, void *buf, uint64_t seed);
 
 /* Compares every output of `dag` (parameters from the first output on) of `got` with `want`:
  * |a-b| <= atol + rtol*max|b| (normwise: the largest finite magnitude of the output), NaN never

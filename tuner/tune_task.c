@@ -193,7 +193,7 @@ static tt_status make_reference(task *t, tt_errbuf *err)
         if (posix_memalign(&t->data[i], 64, bytes ? bytes : 64))
             return tt_err(err, TT_ERR_NOMEM, "out of memory for '%s'", op->name);
         if (i < t->ninputs)
-            tt_fill_random(t->data[i], op->dtype, tt_op_numel(op), t->o->seed + (uint64_t)i * 7919);
+            tt_fill_input(d, params[i], t->data[i], t->o->seed + (uint64_t)i * 7919);
         else
             memset(t->data[i], 0, bytes);
         t->bufs[i].elem = tt_tune_measure_elem(op->dtype);

@@ -70,7 +70,7 @@ int cli_time_program(const tt_workload *w, const tt_program *prog, const char *t
                 fprintf(stderr, "tvm-tune lower: --time: out of memory for '%s'\n", op->name);
                 goto out;
             }
-            tt_fill_random(dense, op->dtype, tt_op_numel(op), seed + (uint64_t)i * 7919);
+            tt_fill_input(d, params[i], dense, seed + (uint64_t)i * 7919);
             if (dense != data[i]) {
                 tt_layout_pack(&b->layout, op->ndim, op->shape, esize, dense, data[i]);
                 free(dense);

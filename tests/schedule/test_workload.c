@@ -143,6 +143,24 @@ static void malformed_tensor_expressions_are_rejected(void **state)
                  "cannot infer the extent of 'j'");
 }
 
+/* A declared reduction variable may index a longer dimension, reading part of it (the region
+ * convolutions of graph/conv_regions.c read 2 of a kernel's 3 taps); one longer than the
+ * dimension is still ambiguous. */
+static void a_declared_reduction_reads_part_of_a_tensor(void **state)
+{
+    (void)state;
+    tt_workload *w;
+    tt_errbuf err = {{0}};
+    assert_int_equal(
+        tt_workload_parse("te:C[i] += A[i,k + 1] * B[k]; A:float32[3,4]; B:float32[5]; k:3", &w,
+                          &err),
+        TT_OK);
+    assert_true(w->flops == 2.0 * 3 * 3);
+    tt_workload_free(w);
+    expect_error("te:C[i] += A[i,k] * B[k]; A:float32[3,4]; B:float32[5]; k:6", TT_ERR_BAD_WORKLOAD,
+                 "ambiguous");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -152,6 +170,7 @@ int main(void)
         cmocka_unit_test(every_library_operator_has_a_valid_example),
         cmocka_unit_test(malformed_workloads_are_rejected_with_a_located_message),
         cmocka_unit_test(malformed_tensor_expressions_are_rejected),
+        cmocka_unit_test(a_declared_reduction_reads_part_of_a_tensor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1079,6 +1079,35 @@ static void grid_search_exhausts_a_small_space(void **state)
     tt_db_remove(db_path);
 }
 
+/* A bilinear Resize's task reads its input through constant indices (x[w0[i], w1[j]]): the
+ * tuner's random inputs keep them inside the dimensions they index, [0, 5) and [0, 4) here.
+ * In [-8, 8), as other integers are, the reference read out of bounds and the run ended with
+ * "reads 'x' out of bounds" (DeepLabV3's last Resize, 2026-12-08).  Every config measures. */
+static void gather_indices_stay_inside_what_they_index(void **state)
+{
+    snprintf(db_path, sizeof(db_path), "/tmp/tt-tune-gather-%d.db", (int)getpid());
+    const char *w[1] = {"te:out[i,j] = x[w0[i],w1[j]] * 2.0 + x[w0[i],w1[j] * 0 + 1]; "
+                        "x:float32[5,4]; w0:const int64[7]; w1:const int64[6]"};
+    tt_tune_options o = options(w, 6, NULL);
+    tt_tune_summary sum;
+    tt_errbuf err = {{0}};
+    if (tt_tune_run(&o, &sum, NULL, &err))
+        fail_msg("%s", err.msg);
+    assert_true(sum.total > 0);
+    assert_int_equal(sum.errors, 0);
+    tt_db_remove(db_path);
+    /* the extents, from the reads that index with the values alone */
+    tt_workload *wl;
+    assert_int_equal(tt_workload_parse(w[0], &wl, &err), TT_OK);
+    int params[8], nin;
+    tt_dag_params(&wl->dag, params, 8, &nin);
+    assert_int_equal(nin, 3);
+    assert_int_equal(tt_dag_index_extent(&wl->dag, params[0]), 0);
+    assert_int_equal(tt_dag_index_extent(&wl->dag, params[1]), 5);
+    assert_int_equal(tt_dag_index_extent(&wl->dag, params[2]), 4);
+    tt_workload_free(wl);
+}
+
 /* The genetic algorithm and the model-guided strategy run past their warm-up (the model is
  * trained and proposes; the GA breeds) and every config they pick is new and correct. */
 static void ga_and_xgb_strategies_pick_new_correct_configs(void **state)
@@ -1696,6 +1725,7 @@ int main(void)
         cmocka_unit_test(column_tiles_may_move_their_last_tile_back),
         cmocka_unit_test(a_run_records_every_measurement_and_resumes),
         cmocka_unit_test(grid_search_exhausts_a_small_space),
+        cmocka_unit_test(gather_indices_stay_inside_what_they_index),
         cmocka_unit_test(ga_and_xgb_strategies_pick_new_correct_configs),
         cmocka_unit_test(evolutionary_search_resumes_with_its_model),
         cmocka_unit_test(sketch_random_samples_new_programs_without_a_model),
