@@ -638,6 +638,26 @@ static void cache_blocked_configs_follow_the_caches(void **state)
          true,
          false,
          {"taps_inner=0"}},
+        /* A region of DeepLabV3's atrous convolution (graph/conv_regions.c): its 2 column taps
+         * 12 apart, as far as the tile's 12 rows, stay outside the tile (24 input rows inside
+         * ran 1.47x slower); dilated by 4, 7 rows keep their 3 taps inside. */
+        {"te:t0[i0,i1,i2,i3] += x0[0,i1 + r1 * 12,i2 + r2 * 12,r0] * w1[r1 + 1,r2 + 1,r0,i3]; "
+         "out[i0,i1,i2,i3] = t0[i0,i1,i2,i3] + w2[i3]; t0:float32[1,12,12,256]; "
+         "x0:float32[1,28,28,512]; w1:const float32[3,3,512,256]; out:float32[1,12,12,256]; "
+         "w2:const float32[256]; r0:512; r1:2; r2:2",
+         {48 << 10, 2 << 20},
+         true,
+         true,
+         {"micro_kernel=[-1,12,2]", "taps_inner=0"}},
+        {"te:t1[i0,i1,i2,i3] = select(i1 >= 4 && i1 < 32 && i2 >= 4 && i2 < 32, "
+         "x0[0,i1 - 4,i2 - 4,i3], 0.0); t2[i0,i1,i2,i3] += t1[i0,i1 + r1 * 4,i2 + r2 * 4,r0] * "
+         "w1[r1,r2,r0,i3]; out[i0,i1,i2,i3] = t2[i0,i1,i2,i3]; t1:float32[1,36,36,64]; "
+         "x0:float32[1,28,28,64]; t2:float32[1,28,28,64]; w1:const float32[3,3,64,64]; "
+         "out:float32[1,28,28,64]; r0:64; r1:3; r2:3",
+         {48 << 10, 2 << 20},
+         false,
+         true,
+         {"micro_kernel=[-1,7,2]", "taps_inner=1"}},
         {"matmul:M=24,N=16,K=12", {32 << 10, 1 << 20}, true, false, {NULL}},
     };
     tt_vector_isa avx512 = {"avx512", 64, 32, true};
